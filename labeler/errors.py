@@ -1,0 +1,69 @@
+"""Errors raised by judgelab's library code.
+
+The library raises these; the CLI turns them into one readable line and a
+non-zero exit, and the app shows them with ``st.error``.
+"""
+
+from __future__ import annotations
+
+
+class JudgelabError(Exception):
+    """Base class for every error judgelab raises on purpose."""
+
+
+class InputError(JudgelabError):
+    """A file or value a user supplied is not acceptable.
+
+    Args:
+        problem: What is wrong, in one sentence.
+        file: The file it came from, if any.
+        row: 1-based data row (header excluded), if the problem is in one row.
+        column: Column or field name, if the problem is in one column.
+        fix: What the user should do about it.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        file: str | None = None,
+        row: int | None = None,
+        column: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.file = file
+        self.row = row
+        self.column = column
+        self.fix = fix
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(str(self.file))
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.column is not None:
+            where.append(f"column {self.column!r}")
+        text = (", ".join(where) + ": " if where else "") + self.problem
+        if self.fix:
+            text += f" Fix: {self.fix}"
+        return text
+
+
+class ConflictError(InputError):
+    """An import would overwrite different data already stored under the same id."""
+
+
+class AccessError(JudgelabError):
+    """A token is missing, unknown or revoked, or lacks the role a page needs."""
+
+
+class StoreError(JudgelabError):
+    """The project database could not be opened or written."""
+
+
+class JudgeError(JudgelabError):
+    """A judge back-end failed in a way retries could not fix."""
