@@ -113,7 +113,9 @@ def cluster_counts(
     return flat.reshape(n_resamples, n_clusters).astype(np.int64)
 
 
-def encode_clusters(clusters: npt.ArrayLike | None, n_rows: int, *, func: str) -> npt.NDArray[np.intp]:
+def encode_clusters(
+    clusters: npt.ArrayLike | None, n_rows: int, *, func: str
+) -> npt.NDArray[np.intp]:
     """Integer codes ``0..G-1`` for cluster ids (``None`` means each row is its own cluster)."""
     if clusters is None:
         return np.arange(n_rows, dtype=np.intp)
