@@ -1,0 +1,27 @@
+"""The project database: the one place in judgelab that holds SQL.
+
+Use :class:`Store`; the rest of the code never sees a connection.
+"""
+
+from labeler.store._core import DEFAULT_DB, migrations, resolve_db_path
+from labeler.store._designs import DesignMixin
+from labeler.store._judgements import JudgementMixin
+from labeler.store._labels import LabelMixin
+from labeler.store._pool import ImportSummary, PoolMixin
+from labeler.store._raters import Rater, Role, hash_token
+
+
+class Store(LabelMixin, PoolMixin, JudgementMixin, DesignMixin):
+    """The project database (one DuckDB file). Safe to share between threads and processes."""
+
+
+__all__ = [
+    "DEFAULT_DB",
+    "ImportSummary",
+    "Rater",
+    "Role",
+    "Store",
+    "hash_token",
+    "migrations",
+    "resolve_db_path",
+]
