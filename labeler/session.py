@@ -1,0 +1,84 @@
+"""What every app page needs first: the project store and the person using the page.
+
+Pages call these three helpers instead of touching the database or the URL
+themselves, so that authentication and the invite token's place in the URL are
+handled in one place.
+
+* The store is cached per database *path* with ``st.cache_resource``: Streamlit
+  sessions are threads in one process and share it (the store opens a connection
+  per unit of work, so sharing is safe), and keying by path keeps tests that use
+  different temporary databases in one process apart.
+* The invite token lives in ``?t=``. It is re-written into ``st.query_params`` on
+  every run because Streamlit drops query parameters when ``st.navigation``
+  switches page; keeping it there means a reload resumes where the rater was.
+"""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from labeler.errors import AccessError, JudgelabError
+from labeler.store import Rater, Store, resolve_db_path
+
+TOKEN_PARAM = "t"
+
+
+@st.cache_resource(show_spinner=False)
+def _store_for(path: str) -> Store:
+    return Store(path)
+
+
+def db_path() -> str:
+    """The database the app serves: ``$JUDGELAB_DB``, else ``./judgelab.duckdb``."""
+    return str(resolve_db_path(os.environ.get("JUDGELAB_DB")))
+
+
+def current_store() -> Store:
+    """The project store for ``$JUDGELAB_DB`` (one per path per process)."""
+    try:
+        return _store_for(db_path())
+    except JudgelabError as exc:
+        st.error(str(exc))
+        st.stop()
+        raise  # unreachable: st.stop() raises; keeps type checkers honest
+
+
+def current_token() -> str | None:
+    """The invite token from the URL, kept in the URL so that a reload resumes."""
+    token = st.query_params.get(TOKEN_PARAM)
+    if token:
+        # Re-assert it: page switches through st.navigation drop query parameters.
+        st.query_params[TOKEN_PARAM] = token
+    return token or None
+
+
+def current_rater() -> Rater:
+    """The rater the ``?t=`` token belongs to; stops the page with a message if none is valid."""
+    store = current_store()
+    try:
+        return store.authenticate(current_token())
+    except AccessError as exc:
+        st.error(f"Access denied: {exc}")
+        st.stop()
+        raise  # unreachable
+
+
+def require_admin() -> Rater:
+    """The current rater if they are an admin; stops the page otherwise."""
+    rater = current_rater()
+    if not rater.is_admin:
+        st.error("Access denied: this page is for admins.")
+        st.stop()
+    return rater
+
+
+__all__ = [
+    "TOKEN_PARAM",
+    "current_rater",
+    "current_store",
+    "current_token",
+    "db_path",
+    "require_admin",
+]
