@@ -1,0 +1,24 @@
+-- 003: what the probe runner needs on top of 001's judge_runs and judgements.
+--
+-- A run is resumable: it records the hash of its plan and how many calls the plan holds, so
+-- an unfinished run of the same plan can be found and continued, and `finished_at` says when
+-- every planned call had an answer. Each judgement names the planned call it answers
+-- (`call_id`, unique within a run), so a resumed run re-issues none of the finished calls.
+-- `error` is a judge failure that survived the retries (no reply at all), kept apart from
+-- `parse_error` (a reply that did not parse): both are recorded, neither becomes a score.
+-- `cached_from` points a judgement served from the cache at the judgement that paid for it.
+-- `meta` carries the probe's design facts (which shown slot holds the decorated answer,
+-- lengths...) that the evidence file needs.
+
+ALTER TABLE judge_runs ADD COLUMN plan_hash VARCHAR;
+ALTER TABLE judge_runs ADD COLUMN n_planned INTEGER;
+ALTER TABLE judge_runs ADD COLUMN evidence_path VARCHAR;
+ALTER TABLE judge_runs ADD COLUMN finished_at TIMESTAMP;
+
+ALTER TABLE judgements ADD COLUMN call_id VARCHAR;
+ALTER TABLE judgements ADD COLUMN error VARCHAR;
+ALTER TABLE judgements ADD COLUMN cached_from INTEGER;
+ALTER TABLE judgements ADD COLUMN meta VARCHAR DEFAULT '{}';
+
+CREATE INDEX judgements_run_call ON judgements (run_id, call_id);
+CREATE INDEX judge_runs_plan ON judge_runs (plan_hash);
