@@ -1,0 +1,56 @@
+"""Keeping raters blind: find text that names the model or its maker, and mask it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+#: Makers and model names that identify an answer's author when they appear in its text.
+KNOWN_NAMES: tuple[str, ...] = (
+    "Anthropic", "Claude", "OpenAI", "ChatGPT", "GPT-?[0-9][\\w.-]*", "GPT", "Gemini", "Bard",
+    "Google DeepMind", "DeepMind", "Llama", "Meta AI", "Mistral", "Mixtral", "Qwen", "DeepSeek",
+    "Grok", "xAI", "Copilot", "Cohere", "Command R",
+)
+
+_AI_PHRASES = (
+    # "As an AI (language model|assistant) (developed|made|created|trained|built) by X"
+    r"\bas an? (?:ai|artificial intelligence)(?: (?:language )?model| assistant| chatbot)?"
+    r"(?:,? (?:developed|made|created|trained|built|designed) by [A-Z][\w .-]{1,30}?)?(?=[,.;:!?]|\s|$)",
+    r"\bas a (?:large )?language model\b"
+    r"(?:,? (?:developed|made|created|trained|built) by [A-Z][\w .-]{1,30}?(?=[,.;:!?]|\s|$))?",
+    r"\bi(?:'| a)m an? (?:ai|large language model|language model)\b",
+    r"\b(?:generated|written|produced) (?:with|by) [A-Z][\w.-]+",
+)
+
+
+def _name_pattern(extra_names: Iterable[str]) -> re.Pattern[str]:
+    names = [*KNOWN_NAMES, *(re.escape(n) for n in extra_names if n and len(n) >= 3)]
+    # Longest first so "GPT-5" wins over "GPT".
+    names.sort(key=len, reverse=True)
+    return re.compile(r"(?<![\w-])(?:" + "|".join(names) + r")(?![\w])", re.IGNORECASE)
+
+
+def detect_self_identifying(
+    text: str, extra_names: Iterable[str] = ()
+) -> list[tuple[int, int, str]]:
+    """Spans of ``text`` that could tell a rater which model or maker wrote it.
+
+    Args:
+        text: The answer text.
+        extra_names: Further names to look for, typically the pool's own family and
+            model ids (e.g. ``"claude-sonnet-4-6"``).
+
+    Returns:
+        Sorted, non-overlapping ``(start, end, matched_text)`` spans; empty when none.
+    """
+    spans: list[tuple[int, int]] = []
+    for pattern in _AI_PHRASES:
+        spans += [(m.start(), m.end()) for m in re.finditer(pattern, text, re.IGNORECASE)]
+    spans += [(m.start(), m.end()) for m in _name_pattern(extra_names).finditer(text)]
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(s, e, text[s:e]) for s, e in merged]
