@@ -156,10 +156,9 @@ def human_scores(
     values = ratings["score"].to_numpy(dtype=float)
     answers = ratings["answer"].to_numpy()
     starts = np.flatnonzero(np.r_[True, answers[1:] != answers[:-1]])
+    collapsed = np.empty(0)
     if values.size:
         collapsed = _collapse(values[None, :], starts, rule, np.unique(values))[0]
-    else:
-        collapsed = np.empty(0)
     scores = pd.Series(collapsed, index=n_raters.index, name="human_score")
     return HumanScores(scores=scores, n_raters=n_raters, spread=spread, ratings=ratings, rule=rule)
 
