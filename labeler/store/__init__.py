@@ -3,6 +3,7 @@
 Use :class:`Store`; the rest of the code never sees a connection.
 """
 
+from labeler.store._admin import AdminMixin
 from labeler.store._core import DEFAULT_DB, migrations, resolve_db_path
 from labeler.store._designs import DesignMixin
 from labeler.store._judgements import JudgementMixin
@@ -11,7 +12,7 @@ from labeler.store._pool import ImportSummary, PoolMixin
 from labeler.store._raters import Rater, Role, hash_token
 
 
-class Store(LabelMixin, PoolMixin, JudgementMixin, DesignMixin):
+class Store(LabelMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin):
     """The project database (one DuckDB file). Safe to share between threads and processes."""
 
 

@@ -1,0 +1,482 @@
+"""What the admin pages do, as plain functions of a :class:`~labeler.store.Store`.
+
+The admin pages only wire widgets to these functions, so everything an admin can
+do is tested here without a browser. Admins are not blind: frames returned here
+may carry family, model and variant, and must never be handed to a rater page.
+
+Simulated raters (``raters.simulated``) are marked wherever a rater's name is
+shown: :func:`display_name` appends ``" (simulated)"``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import tempfile
+import urllib.parse
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from labeler.errors import InputError
+from labeler.store import ImportSummary, Rater, Store
+
+#: Where invite links point when ``$JUDGELAB_BASE_URL`` is not set.
+DEFAULT_BASE_URL = "http://localhost:8501"
+
+#: The setting that switches masking of self-identifying spans on or off.
+MASK_KEY = "mask_self_id"
+
+ImportKind = Literal["rubric", "answers", "pairs", "labels", "judgements"]
+IMPORT_KINDS: tuple[ImportKind, ...] = ("rubric", "answers", "pairs", "labels", "judgements")
+
+ExportFormat = Literal["csv", "jsonl", "parquet"]
+EXPORT_FORMATS: tuple[ExportFormat, ...] = ("csv", "jsonl", "parquet")
+_MIME: dict[ExportFormat, str] = {
+    "csv": "text/csv",
+    "jsonl": "application/jsonl",
+    "parquet": "application/vnd.apache.parquet",
+}
+
+
+def display_name(name: str, simulated: bool) -> str:
+    """A rater's name as admin pages show it: simulated raters say so."""
+    return f"{name} (simulated)" if simulated else name
+
+
+# -- overview ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Overview:
+    """Labelling progress and the work left.
+
+    Attributes:
+        per_rater: One row per rater with assignments: ``rater`` (display name),
+            ``simulated``, ``active``, ``assigned``, ``done``, ``remaining`` and
+            ``share_done`` (0-1), plus ``assigned_<kind>``/``done_<kind>`` for each
+            assignment kind present (``score``, ``pair``, ``audit``).
+        assigned: Assigned items over all raters and kinds.
+        done: Of those, the ones answered (see :mod:`labeler.store._admin`).
+        labels_per_answer: ``labels`` (distinct raters who labelled an answer) ->
+            ``answers`` (how many answers have that many), over answers that are
+            assigned or labelled.
+        median_seconds: Median seconds per label (``nan`` when no label has a time).
+        seconds_basis: Which labels the median rests on, in words.
+        person_hours_left: Remaining items x median seconds / 3600 (``nan`` when the
+            median is unknown and items remain).
+    """
+
+    per_rater: pd.DataFrame
+    assigned: int
+    done: int
+    labels_per_answer: pd.DataFrame
+    median_seconds: float
+    seconds_basis: str
+    person_hours_left: float
+
+    @property
+    def remaining(self) -> int:
+        """Assigned items not yet answered."""
+        return self.assigned - self.done
+
+    @property
+    def share_done(self) -> float:
+        """Share of assigned items answered (``nan`` when nothing is assigned)."""
+        return self.done / self.assigned if self.assigned else math.nan
+
+
+def median_seconds(seconds: pd.DataFrame) -> tuple[float, str]:
+    """The median seconds per label and what it rests on.
+
+    People's timings are preferred: a simulated rater's seconds say nothing about
+    how long a person needs. Only when no person has a timed label yet are the
+    simulated ones used, and the basis says so.
+
+    Args:
+        seconds: :meth:`Store.label_seconds` (``simulated``, ``seconds``).
+
+    Returns:
+        ``(median, basis)``; ``(nan, "no timed labels yet")`` when there are none.
+    """
+    timed = seconds[seconds["seconds"].notna() & (seconds["seconds"] >= 0)]
+    people = timed[~timed["simulated"].astype(bool)]
+    if len(people):
+        return float(people["seconds"].median()), f"{len(people)} timed labels by people"
+    if len(timed):
+        return (
+            float(timed["seconds"].median()),
+            f"{len(timed)} timed labels by simulated raters (no person has a timed label yet)",
+        )
+    return math.nan, "no timed labels yet"
+
+
+def overview(store: Store) -> Overview:
+    """Progress per rater and overall, labels per answer, time per label and time left."""
+    progress = store.assignment_progress()
+    per_rater = _progress_per_rater(progress)
+    assigned = int(per_rater["assigned"].sum()) if len(per_rater) else 0
+    done = int(per_rater["done"].sum()) if len(per_rater) else 0
+
+    counts = store.labels_per_answer()
+    dist = (
+        counts.groupby("labelled").size().rename("answers").reset_index()
+        .rename(columns={"labelled": "labels"})
+        if len(counts)
+        else pd.DataFrame({"labels": pd.Series(dtype="int64"), "answers": pd.Series(dtype="int64")})
+    )
+
+    median, basis = median_seconds(store.label_seconds())
+    remaining = assigned - done
+    # Nothing left is zero hours even before anyone has a timed label.
+    hours = 0.0 if remaining == 0 else remaining * median / 3600
+    return Overview(
+        per_rater=per_rater,
+        assigned=assigned,
+        done=done,
+        labels_per_answer=dist,
+        median_seconds=median,
+        seconds_basis=basis,
+        person_hours_left=hours,
+    )
+
+
+def _progress_per_rater(progress: pd.DataFrame) -> pd.DataFrame:
+    columns = ["rater_id", "rater", "simulated", "active", "assigned", "done", "remaining",
+               "share_done"]
+    if progress.empty:
+        return pd.DataFrame(columns=columns)
+    keys = ["rater_id", "name", "role", "simulated", "active"]
+    totals = progress.groupby(keys, as_index=False)[["assigned", "done"]].sum()
+    wide = progress.pivot_table(
+        index="rater_id", columns="kind", values=["assigned", "done"], aggfunc="sum", fill_value=0
+    )
+    wide.columns = [f"{pair[0]}_{pair[1]}" for pair in wide.columns.tolist()]
+    out = totals.merge(wide.reset_index(), on="rater_id")
+    out["rater"] = [display_name(n, bool(s)) for n, s in zip(out["name"], out["simulated"],
+                                                               strict=True)]
+    out["remaining"] = out["assigned"] - out["done"]
+    out["share_done"] = out["done"] / out["assigned"]
+    extra = sorted(c for c in out.columns if c.startswith(("assigned_", "done_")))
+    return out[[*columns, *extra]].sort_values("rater_id").reset_index(drop=True)
+
+
+# -- raters --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Invite:
+    """A new rater and the link that lets them in (shown once; only its hash is stored)."""
+
+    rater: Rater
+    link: str
+
+
+def base_url() -> str:
+    """Where invite links point: ``$JUDGELAB_BASE_URL``, else ``http://localhost:8501``."""
+    return (os.environ.get("JUDGELAB_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def invite_link(token: str, base: str | None = None) -> str:
+    """The link that carries ``token`` to the app: ``{base}/?t={token}``."""
+    root = (base or base_url()).rstrip("/")
+    return f"{root}/?t={urllib.parse.quote(token, safe='')}"
+
+
+def invite_rater(store: Store, name: str, *, admin: bool = False, base: str | None = None) -> Invite:
+    """Create a rater (or admin) and return the invite link to send them."""
+    rater, token = store.add_rater(name, role="admin" if admin else "rater")
+    return Invite(rater=rater, link=invite_link(token, base))
+
+
+def reissue_link(store: Store, name: str, *, base: str | None = None) -> str:
+    """A new invite link for ``name``; the old one stops working (a revoked rater is let in again)."""
+    return invite_link(store.reissue_token(name), base)
+
+
+def revoke_rater(store: Store, name: str) -> None:
+    """Stop ``name``'s link from working; their labels stay."""
+    store.revoke_rater(name)
+
+
+def rater_table(store: Store) -> pd.DataFrame:
+    """Every rater for the Raters page: ``rater``, ``name``, ``role``, ``status``,
+    ``simulated``, ``created_at``, ``revoked_at``. Never a token or its hash."""
+    frame = store.raters()
+    if frame.empty:
+        return pd.DataFrame(columns=["rater", "name", "role", "status", "simulated", "created_at",
+                                     "revoked_at"])
+    frame["rater"] = [display_name(n, bool(s)) for n, s in zip(frame["name"], frame["simulated"],
+                                                                 strict=True)]
+    frame["status"] = frame["active"].map({True: "active", False: "revoked"})
+    return frame[["rater", "name", "role", "status", "simulated", "created_at", "revoked_at"]]
+
+
+# -- data ----------------------------------------------------------------------------
+
+
+def import_upload(store: Store, kind: ImportKind, filename: str, data: bytes) -> ImportSummary:
+    """Import an uploaded file through the same validated importer as ``judgelab import``.
+
+    The bytes are written to a temporary file that keeps the upload's name (the
+    importers pick the reader by suffix). Errors name the uploaded file, not the
+    temporary copy; the importer writes nothing when it raises.
+
+    Raises:
+        InputError: An unknown kind, or anything the importer rejects.
+    """
+    from labeler.importers import import_file
+
+    if kind not in IMPORT_KINDS:
+        raise InputError(
+            f"unknown import kind {kind!r}", fix=f"use one of {', '.join(IMPORT_KINDS)}."
+        )
+    shown = Path(filename).name or "upload"
+    with tempfile.TemporaryDirectory(prefix="judgelab-upload-") as folder:
+        path = Path(folder) / shown
+        path.write_bytes(data)
+        try:
+            return import_file(store, kind, path)
+        except InputError as exc:
+            if exc.file is None or Path(str(exc.file)).name != shown:
+                raise
+            # Same error, but naming the file the admin uploaded.
+            raise type(exc)(
+                exc.problem, file=shown, row=exc.row, column=exc.column, fix=exc.fix
+            ) from exc
+
+
+def rubric_versions(store: Store) -> pd.DataFrame:
+    """Every stored rubric version, newest first, with its number of criteria."""
+    rubrics = store.rubrics()
+    if rubrics.empty:
+        return rubrics
+    counts = []
+    for rid, version in zip(rubrics["rubric_id"], rubrics["version"], strict=True):
+        rubric = store.rubric(str(rid), int(version))
+        counts.append(len(rubric.criteria) if rubric else 0)
+    rubrics["criteria"] = counts
+    return rubrics
+
+
+def self_identifying_table(store: Store, *, context: int = 40) -> pd.DataFrame:
+    """Answers whose text names a model or maker, one row per answer.
+
+    Args:
+        store: The project store.
+        context: Characters of text kept either side of the first span.
+
+    Returns:
+        ``answer_id``, ``task_id``, ``family``, ``spans`` (count), ``matches``
+        (the matched strings, ``"; "``-joined) and ``excerpt`` (text around the
+        first match, the match in ``[[...]]``).
+    """
+    frame = store.self_identifying()
+    columns = ["answer_id", "task_id", "family", "spans", "matches", "excerpt"]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for rec in frame.to_dict("records"):
+        spans = [(int(s[0]), int(s[1])) for s in rec["spans"]]
+        text = str(rec["text"])
+        start, end = spans[0]
+        lead = "…" if start > context else ""
+        tail = "…" if end + context < len(text) else ""
+        excerpt = (
+            lead + text[max(0, start - context):start] + "[[" + text[start:end] + "]]"
+            + text[end:end + context] + tail
+        )
+        rows.append({
+            "answer_id": rec["answer_id"],
+            "task_id": rec["task_id"],
+            "family": rec["family"],
+            "spans": len(spans),
+            "matches": "; ".join(dict.fromkeys(text[s:e] for s, e in spans)),
+            "excerpt": excerpt.replace("\n", " "),
+        })
+    return pd.DataFrame(rows, columns=columns)
+
+
+def mask_scopes(store: Store) -> list[str]:
+    """The scopes masking can be set for: ``project`` and ``rubric:<id>`` per stored rubric."""
+    rubrics = store.rubrics()
+    ids = sorted({str(r) for r in rubrics["rubric_id"]}) if len(rubrics) else []
+    return ["project", *(f"rubric:{r}" for r in ids)]
+
+
+def masking_state(store: Store) -> dict[str, bool | None]:
+    """Masking per scope: ``True``/``False`` when set, ``None`` when left to the default."""
+    stored = store.settings_for(MASK_KEY)
+    values = {str(s): str(v).lower() == "true" for s, v in zip(stored["scope"], stored["value"],
+                                                                strict=True)}
+    return {scope: values.get(scope) for scope in [*mask_scopes(store), *values]}
+
+
+def set_masking(store: Store, scope: str, on: bool) -> None:
+    """Mask (or show) self-identifying spans for raters in ``scope``.
+
+    Raises:
+        InputError: ``scope`` is neither ``project`` nor ``rubric:<id>`` of a stored rubric.
+    """
+    if scope not in mask_scopes(store):
+        raise InputError(
+            f"unknown masking scope {scope!r}",
+            fix="use 'project' or 'rubric:<id>' for a rubric in the database.",
+        )
+    store.set_setting(scope, MASK_KEY, "true" if on else "false")
+
+
+# -- export --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Download:
+    """A file for ``st.download_button``."""
+
+    data: bytes
+    file_name: str
+    mime: str
+
+
+def frame_bytes(frame: pd.DataFrame, fmt: ExportFormat) -> bytes:
+    """``frame`` as CSV, JSON lines or Parquet bytes."""
+    if fmt == "csv":
+        return frame.to_csv(index=False).encode("utf-8")
+    if fmt == "jsonl":
+        text = frame.to_json(orient="records", lines=True, date_format="iso")
+        return (text or "").encode("utf-8")
+    if fmt == "parquet":
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        return buffer.getvalue()
+    raise InputError(f"unknown export format {fmt!r}", fix="use csv, jsonl or parquet.")
+
+
+def export_labels(store: Store, fmt: ExportFormat) -> Download:
+    """Every label row (with ``current`` marking the unsuperseded ones) as a download."""
+    frame = store.export_frame("labels")
+    return Download(frame_bytes(frame, fmt), f"labels.{fmt}", _MIME[fmt])
+
+
+# -- assignments ---------------------------------------------------------------------
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that orders ``t2`` before ``t10``."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part)
+        for part in re.split(r"(\d+)", text) if part
+    )
+
+
+def task_order(store: Store) -> list[str]:
+    """Task ids in natural order, for choosing a task range."""
+    return sorted((str(t) for t in store.tasks()["task_id"]), key=natural_key)
+
+
+def select_answers(
+    catalog: pd.DataFrame,
+    *,
+    categories: Iterable[str] | None = None,
+    variants: Iterable[str] | None = None,
+    families: Iterable[str] | None = None,
+    task_range: tuple[str, str] | None = None,
+    tasks_in_order: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The rows of :meth:`Store.answer_catalog` that match every given filter.
+
+    Args:
+        catalog: The answer catalog.
+        categories: Keep these task categories (``None`` or empty: all).
+        variants: Keep these variants (``None`` or empty: all).
+        families: Keep these families (``None`` or empty: all).
+        task_range: ``(first, last)`` task ids, inclusive, in natural order.
+        tasks_in_order: The order ``task_range`` refers to (default: the natural
+            order of the catalog's task ids).
+
+    Raises:
+        InputError: A ``task_range`` end is not a known task, or comes after the other.
+    """
+    keep = pd.Series(True, index=catalog.index)
+    for column, wanted in (("category", categories), ("variant", variants),
+                           ("family", families)):
+        chosen = list(wanted or [])
+        if chosen:
+            keep &= catalog[column].astype("string").isin(chosen).fillna(False).astype(bool)
+    if task_range is not None:
+        order = list(tasks_in_order) if tasks_in_order is not None else sorted(
+            {str(t) for t in catalog["task_id"]}, key=natural_key
+        )
+        first, last = task_range
+        for end in (first, last):
+            if end not in order:
+                raise InputError(f"unknown task {end!r}", fix="pick tasks from the list.")
+        lo, hi = order.index(first), order.index(last)
+        if lo > hi:
+            raise InputError(
+                f"the task range starts at {first!r}, after its end {last!r}",
+                fix="swap the two ends.",
+            )
+        keep &= catalog["task_id"].astype(str).isin(order[lo:hi + 1])
+    return catalog[keep].reset_index(drop=True)
+
+
+def subset_summary(selected: pd.DataFrame) -> pd.DataFrame:
+    """Answers in a selection per family x variant, for the admin to check before assigning."""
+    if selected.empty:
+        return pd.DataFrame(columns=["family", "variant", "answers"])
+    return (
+        selected.groupby(["family", "variant"], dropna=False).size().rename("answers")
+        .reset_index()
+    )
+
+
+def assign_each_to_k(
+    store: Store,
+    answer_ids: Sequence[str],
+    k: int,
+    rater_ids: Sequence[int],
+    *,
+    seed: int = 0,
+) -> object:
+    """Give each of ``answer_ids`` to exactly ``k`` of ``rater_ids`` (``Store.assign_k``).
+
+    Raises:
+        InputError: Nothing selected, ``k`` below 1, or fewer raters than ``k``.
+    """
+    if not answer_ids:
+        raise InputError("no answers selected", fix="widen the filters.")
+    if k < 1:
+        raise InputError(f"k must be at least 1, got {k}", fix="choose k >= 1.")
+    if len(set(rater_ids)) < k:
+        raise InputError(
+            f"each answer needs {k} raters but only {len(set(rater_ids))} are chosen",
+            fix=f"choose at least {k} raters, or lower k.",
+        )
+    return store.assign_k(list(answer_ids), k, list(rater_ids), seed=seed)
+
+
+def active_raters(store: Store, *, include_admins: bool = False) -> pd.DataFrame:
+    """Raters who can be assigned work: active (and by default not admins), with display names."""
+    frame = store.raters()
+    frame = frame[frame["active"].astype(bool)]
+    if not include_admins:
+        frame = frame[frame["role"] == "rater"]
+    frame = frame.copy()
+    frame["rater"] = [display_name(n, bool(s)) for n, s in zip(frame["name"], frame["simulated"],
+                                                                 strict=True)]
+    return frame[["rater_id", "name", "rater", "role", "simulated"]].reset_index(drop=True)
+
+
+def label_criteria(frame: pd.DataFrame) -> pd.DataFrame:
+    """Expand a ``criteria`` JSON column into one ``crit:<id>`` column per criterion."""
+    parsed = [json.loads(c) if isinstance(c, str) and c else {} for c in frame["criteria"]]
+    wide = pd.DataFrame(parsed, index=frame.index)
+    wide.columns = [f"crit:{c}" for c in wide.columns]
+    return frame.join(wide)

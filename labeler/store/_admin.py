@@ -1,0 +1,172 @@
+"""Read queries behind the admin pages: progress, label counts, current labels, settings.
+
+Admins are not blind, so these frames may carry family, model and variant. Nothing
+here is ever handed to a rater page.
+
+"Done" means the rater has *some* row for the assigned item: a label (scored or
+flagged unrateable) for a ``score`` assignment, a preference for the same two
+answers in either order for a ``pair`` assignment, an audit of the same
+original/rewrite for an ``audit`` assignment. A skip is not done.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from labeler.store._core import StoreCore
+
+# Whether an assignment has been answered, per kind (see the module docstring).
+_DONE_SQL = """
+    CASE a.kind
+        WHEN 'score' THEN EXISTS (
+            SELECT 1 FROM labels l
+            WHERE l.rater_id = a.rater_id AND l.answer_id = a.answer_id)
+        WHEN 'pair' THEN EXISTS (
+            SELECT 1 FROM pair_labels p
+            WHERE p.rater_id = a.rater_id
+              AND ((p.shown_left = a.answer_id AND p.shown_right = a.answer_b_id)
+                OR (p.shown_left = a.answer_b_id AND p.shown_right = a.answer_id)))
+        ELSE EXISTS (
+            SELECT 1 FROM padding_audits d
+            WHERE d.rater_id = a.rater_id AND d.original_id = a.answer_id
+              AND d.rewrite_id = a.answer_b_id)
+    END
+"""
+
+# The current label of (rater, answer, rubric version): the newest row no other row
+# supersedes. The window guards against two unsuperseded rows (e.g. an import and an
+# app label for the same answer): the newest wins.
+_CURRENT_LABELS_SQL = """
+    SELECT l.label_id, l.rater_id, l.rater_name, r.simulated, l.answer_id, a.task_id,
+           a.family, a.variant, l.rubric_id, l.rubric_version, l.overall, l.passed,
+           l.criteria, l.flag_reason, l.seconds, l.source, l.created_at
+    FROM labels l
+    JOIN raters r ON r.rater_id = l.rater_id
+    LEFT JOIN answers a ON a.answer_id = l.answer_id
+    WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
+    QUALIFY row_number() OVER (
+        PARTITION BY l.rater_id, l.answer_id, l.rubric_id, l.rubric_version
+        ORDER BY l.created_at DESC, l.label_id DESC) = 1
+"""
+
+
+class AdminMixin(StoreCore):
+    """Read-only aggregates for the admin pages."""
+
+    def assignment_progress(self) -> pd.DataFrame:
+        """Assigned and done items per rater and assignment kind.
+
+        Returns:
+            One row per (rater, kind) with at least one assignment: ``rater_id``,
+            ``name``, ``role``, ``simulated``, ``active``, ``kind``, ``assigned``,
+            ``done``. Raters with no assignments do not appear.
+        """
+        return self.query(
+            f"""
+            SELECT r.rater_id, r.name, r.role, r.simulated, r.revoked_at IS NULL AS active,
+                   a.kind, count(*) AS assigned, count_if({_DONE_SQL}) AS done
+            FROM assignments a JOIN raters r ON r.rater_id = a.rater_id
+            GROUP BY r.rater_id, r.name, r.role, r.simulated, r.revoked_at, a.kind
+            ORDER BY r.rater_id, a.kind
+            """
+        )
+
+    def labels_per_answer(self) -> pd.DataFrame:
+        """How many raters each answer is assigned to and labelled by.
+
+        Returns:
+            One row per answer that has a score assignment or a label: ``answer_id``,
+            ``assigned`` (raters with a ``score`` assignment) and ``labelled``
+            (distinct raters with a label, flagged ones included).
+        """
+        return self.query(
+            """
+            WITH assigned AS (
+                SELECT answer_id, count(DISTINCT rater_id) AS n
+                FROM assignments WHERE kind = 'score' GROUP BY answer_id),
+            labelled AS (
+                SELECT answer_id, count(DISTINCT rater_id) AS n
+                FROM labels GROUP BY answer_id)
+            SELECT answer_id, coalesce(assigned.n, 0) AS assigned,
+                   coalesce(labelled.n, 0) AS labelled
+            FROM assigned FULL OUTER JOIN labelled USING (answer_id)
+            ORDER BY answer_id
+            """
+        )
+
+    def label_seconds(self) -> pd.DataFrame:
+        """Seconds spent per label, for every label that recorded its time.
+
+        Returns:
+            ``label_id``, ``rater_id``, ``simulated`` (the rater's flag), ``source``
+            and ``seconds``; edits are included (re-reading an item is work too).
+        """
+        return self.query(
+            "SELECT l.label_id, l.rater_id, r.simulated, l.source, l.seconds"
+            " FROM labels l JOIN raters r ON r.rater_id = l.rater_id"
+            " WHERE l.seconds IS NOT NULL ORDER BY l.label_id"
+        )
+
+    def current_labels(
+        self,
+        rubric_id: str | None = None,
+        version: int | None = None,
+        *,
+        include_unversioned: bool = True,
+    ) -> pd.DataFrame:
+        """Every rater's current label per answer (superseded rows left out).
+
+        Args:
+            rubric_id: Keep labels given under this rubric (all rubrics when ``None``).
+            version: Keep labels given under this version of ``rubric_id``.
+            include_unversioned: Also keep labels with no rubric (imported ones),
+                which are read as given under the chosen rubric.
+
+        Returns:
+            ``label_id``, ``rater_id``, ``rater_name``, ``simulated``, ``answer_id``,
+            ``task_id``, ``family``, ``variant``, ``rubric_id``, ``rubric_version``,
+            ``overall``, ``passed``, ``criteria`` (JSON text), ``flag_reason``,
+            ``seconds``, ``source``, ``created_at``.
+        """
+        where: list[str] = []
+        params: list[object] = []
+        if rubric_id is not None:
+            match = "rubric_id = ?"
+            params.append(rubric_id)
+            if version is not None:
+                match += " AND rubric_version = ?"
+                params.append(version)
+            if include_unversioned:
+                match = f"({match}) OR rubric_id IS NULL"
+            where.append(f"({match})")
+        sql = f"SELECT * FROM ({_CURRENT_LABELS_SQL}) cur"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return self.query(sql + " ORDER BY answer_id, rater_id", params)
+
+    def answer_catalog(self) -> pd.DataFrame:
+        """Every answer without its text, with how often it is assigned and labelled.
+
+        Returns:
+            ``answer_id``, ``task_id``, ``category``, ``family``, ``model``,
+            ``variant``, ``n_words``, ``assigned`` (raters with a score assignment)
+            and ``labelled`` (raters with a label).
+        """
+        return self.query(
+            """
+            SELECT a.answer_id, a.task_id, t.category, a.family, a.model, a.variant,
+                   a.n_words,
+                   (SELECT count(DISTINCT s.rater_id) FROM assignments s
+                     WHERE s.kind = 'score' AND s.answer_id = a.answer_id) AS assigned,
+                   (SELECT count(DISTINCT l.rater_id) FROM labels l
+                     WHERE l.answer_id = a.answer_id) AS labelled
+            FROM answers a LEFT JOIN tasks t ON t.task_id = a.task_id
+            ORDER BY a.task_id, a.answer_id
+            """
+        )
+
+    def settings_for(self, key: str) -> pd.DataFrame:
+        """Every scope's value of one setting (e.g. ``mask_self_id``): ``scope``, ``value``."""
+        return self.query(
+            "SELECT scope, value FROM settings WHERE key = ? ORDER BY scope", [key]
+        )
