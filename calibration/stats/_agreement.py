@@ -1,0 +1,527 @@
+"""Agreement between raters, and between the judge and raters: kappa, alpha, leniency.
+
+Point values come from the reference implementations: :func:`cohen_kappa` equals
+``sklearn.metrics.cohen_kappa_score`` and :func:`krippendorff_alpha` equals
+``krippendorff.alpha`` (always called with an explicit ``level_of_measurement``, since that
+package defaults to ``"interval"``). Neither library gives an interval, so intervals here are
+percentile bootstraps over items (units), optionally clustered by task so that several answers
+to one task move together. SciPy's ``bootstrap`` is not used because it cannot resample
+clusters; the shared :func:`~calibration.stats._bootstrap.cluster_bootstrap` machinery is.
+
+Kappa with ``weights`` measures distance by the *position* of a category in ``labels`` (as
+sklearn does), so pass ordered labels for ordinal scales.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import krippendorff
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from sklearn.metrics import cohen_kappa_score
+
+from calibration.stats._binomial import proportion
+from calibration.stats._bootstrap import (
+    RngLike,
+    as_rng,
+    check_choice,
+    check_level,
+    check_resamples,
+    cluster_bootstrap,
+    cluster_counts,
+    encode_clusters,
+    percentile_interval,
+    weighted_mean,
+)
+from calibration.stats._result import Estimate
+
+KappaWeights = Literal["linear", "quadratic"] | None
+"""Cohen's kappa weighting: ``None`` (exact agreement only), ``"linear"`` or ``"quadratic"``
+(partial credit for near-misses; use for ordered scales such as Likert-5)."""
+
+KrippendorffLevel = Literal["nominal", "ordinal", "interval", "ratio"]
+"""Level of measurement for Krippendorff's alpha. ``"nominal"`` for pass/fail verdicts,
+``"ordinal"`` for Likert-style ratings, ``"interval"`` for 0–100 scores."""
+
+_WEIGHTS: tuple[str | None, ...] = (None, "linear", "quadratic")
+_LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
+_SCALE_LEVELS: dict[str, KrippendorffLevel] = {
+    "binary": "nominal",
+    "likert5": "ordinal",
+    "pairwise5": "ordinal",
+    "anchored": "ordinal",
+    "numeric100": "interval",
+    "tournament": "interval",
+}
+_NAN = float("nan")
+
+
+# --------------------------------------------------------------------------------------------
+# Cohen's kappa
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KappaResult:
+    """Cohen's kappa with its interval, raw agreement and the confusion matrix.
+
+    Attributes:
+        kappa: Kappa with a bootstrap interval (units ``"kappa"``).
+        percent_agreement: Share of items on which both raters gave the same category
+            (units ``"proportion"``).
+        confusion: Counts, rows the first rater's category, columns the second's.
+        labels: The categories, in the order that defines weighted distances.
+        weights: The kappa weighting used.
+        reason: Why ``kappa`` is ``nan``, or ``None`` when it is defined.
+    """
+
+    kappa: Estimate
+    percent_agreement: Estimate
+    confusion: pd.DataFrame = field(compare=False)
+    labels: tuple[Any, ...]
+    weights: KappaWeights
+    reason: str | None = None
+
+
+def cohen_kappa(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
+    weights: KappaWeights = None,
+    labels: npt.ArrayLike | None = None,
+    clusters: npt.ArrayLike | None = None,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+    rng: RngLike = None,
+) -> KappaResult:
+    """Cohen's kappa between two raters (or the judge and a rater) with a bootstrap interval.
+
+    ``kappa = 1 - Σ w·O / Σ w·E`` with ``O`` the observed confusion proportions, ``E`` the
+    product of the two raters' marginal proportions, and ``w`` 0 on the diagonal and 1
+    (unweighted), ``|i-j|`` (linear) or ``(i-j)²`` (quadratic) off it. Symmetric in ``a`` and
+    ``b``. Cohen (1960), doi:10.1177/001316446002000104.
+
+    Args:
+        a: First rater's category per item.
+        b: Second rater's category per item (same items, same order).
+        weights: ``None``, ``"linear"`` or ``"quadratic"``.
+        labels: Categories in order (defines weighted distances); default: the sorted union of
+            the observed values.
+        clusters: Optional cluster id per item (e.g. task id): the bootstrap then resamples
+            clusters, and the agreement interval is bootstrapped too instead of Wilson.
+        n_resamples: Bootstrap resamples.
+        level: Confidence level.
+        rng: Generator, int seed (deterministic) or ``None``.
+
+    Returns:
+        A :class:`KappaResult`. Items where either value is missing are dropped first
+        (``kappa.extra["n_dropped"]``). The point kappa equals
+        ``sklearn.metrics.cohen_kappa_score(a, b, labels=labels, weights=weights)``.
+        Degenerate case: when expected disagreement is zero (both raters used one and the same
+        category throughout) kappa is ``nan`` with the reason in ``reason`` and
+        ``kappa.extra["reason"]``; bootstrap resamples in that state are ignored.
+
+    Raises:
+        ValueError: On bad options, unequal lengths, no items rated by both, or values not
+            in ``labels``.
+    """
+    func = "cohen_kappa"
+    check_choice(func, "weights", weights, _WEIGHTS)
+    check_level(func, level)
+    check_resamples(func, n_resamples)
+    x, y, keep = _paired(func, a, b)
+    if x.size == 0:
+        raise ValueError(f"{func}: no items were rated by both raters")
+    cats = _categories(func, x, y, labels)
+    xi = pd.Index(cats).get_indexer(x)
+    yi = pd.Index(cats).get_indexer(y)
+    if (xi < 0).any() or (yi < 0).any():
+        bad = np.r_[x[xi < 0], y[yi < 0]][:3].tolist()
+        raise ValueError(f"{func}: values {bad!r} are not in labels {list(cats)!r}")
+    k = len(cats)
+    cm = np.bincount(xi * k + yi, minlength=k * k).reshape(k, k)
+    point, reason = _kappa_point(x, y, cats, weights, cm)
+
+    cl = None if clusters is None else np.asarray(clusters)[keep]
+    codes = encode_clusters(cl, x.size, func=func)
+    n_clusters = int(codes.max()) + 1
+    # Per-cluster confusion counts, then resampled confusion = counts @ cluster confusion.
+    per_cluster = np.zeros((n_clusters, k * k))
+    np.add.at(per_cluster, (codes, xi * k + yi), 1.0)
+    counts = cluster_counts(n_clusters, n_resamples, as_rng(rng))
+    boot_cm = (counts @ per_cluster).reshape(n_resamples, k, k)
+    kappa_reps = _kappa_from_confusion(boot_cm, _weight_matrix(k, weights))
+    enough = n_clusters > 1
+    lo, hi = percentile_interval(kappa_reps, level) if enough else (_NAN, _NAN)
+    unit = "items" if clusters is None else "task clusters"
+    kappa = Estimate(
+        estimate=point,
+        ci_low=lo,
+        ci_high=hi,
+        n=int(x.size),
+        method=(
+            f"Cohen's kappa ({weights or 'unweighted'}; sklearn.metrics.cohen_kappa_score), "
+            f"percentile bootstrap over {unit}, {n_resamples} resamples"
+        ),
+        units="kappa",
+        level=level,
+        extra={"n_dropped": int((~keep).sum()), "n_clusters": n_clusters, "reason": reason},
+    )
+    agree_k = int(np.trace(cm))
+    if clusters is None:
+        agreement = proportion(agree_k, n=int(x.size), level=level)
+    else:
+        agree_reps = np.trace(boot_cm, axis1=1, axis2=2) / boot_cm.sum(axis=(1, 2))
+        a_lo, a_hi = percentile_interval(agree_reps, level) if enough else (_NAN, _NAN)
+        agreement = Estimate(
+            agree_k / x.size,
+            a_lo,
+            a_hi,
+            int(x.size),
+            f"percentile bootstrap over task clusters, {n_resamples} resamples",
+            "proportion",
+            level,
+            {"successes": agree_k},
+        )
+    frame = pd.DataFrame(cm, index=pd.Index(cats, name="a"), columns=pd.Index(cats, name="b"))
+    return KappaResult(kappa, agreement, frame, tuple(cats), weights, reason)
+
+
+def _paired(func: str, a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, npt.NDArray[np.bool_]]:
+    x, y = np.asarray(a), np.asarray(b)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"{func}: a and b must be 1-D and equally long; got {x.shape}, {y.shape}")
+    keep = ~(pd.isna(x) | pd.isna(y))
+    return x[keep], y[keep], keep
+
+
+def _categories(func: str, x: np.ndarray, y: np.ndarray, labels: npt.ArrayLike | None) -> list:
+    if labels is None:
+        return list(np.unique(np.concatenate([x, y])))
+    cats = list(np.asarray(labels))
+    if not cats or len(set(cats)) != len(cats):
+        raise ValueError(f"{func}: labels must be non-empty and distinct; got {cats!r}")
+    return cats
+
+
+def _kappa_point(
+    x: np.ndarray, y: np.ndarray, cats: list, weights: KappaWeights, cm: np.ndarray
+) -> tuple[float, str | None]:
+    w = _weight_matrix(len(cats), weights)
+    expected = np.outer(cm.sum(axis=1), cm.sum(axis=0)) / cm.sum()
+    if float((w * expected).sum()) == 0.0:
+        used = sorted(set(x.tolist()) | set(y.tolist()))
+        return _NAN, (
+            f"expected disagreement is zero: both raters used only {used!r}, so chance "
+            "agreement is total and kappa is undefined"
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value = float(cohen_kappa_score(x, y, labels=cats, weights=weights))
+    return value, None
+
+
+def _weight_matrix(k: int, weights: KappaWeights) -> npt.NDArray[np.float64]:
+    idx = np.arange(k)
+    diff = np.abs(idx[:, None] - idx[None, :]).astype(float)
+    if weights is None:
+        return (diff > 0).astype(float)
+    return diff if weights == "linear" else diff**2
+
+
+def _kappa_from_confusion(cm: npt.NDArray[np.float64], w: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Kappa for a stack of confusion matrices ``(B, k, k)``; ``nan`` where undefined."""
+    total = cm.sum(axis=(1, 2))
+    expected = cm.sum(axis=2)[:, :, None] * cm.sum(axis=1)[:, None, :] / total[:, None, None]
+    observed = (w * cm).sum(axis=(1, 2))
+    chance = (w * expected).sum(axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = 1.0 - observed / chance
+    out[chance <= 1e-12 * np.maximum(total, 1)] = _NAN
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Krippendorff's alpha
+# --------------------------------------------------------------------------------------------
+
+
+def level_for_scale(scale: str) -> KrippendorffLevel:
+    """The Krippendorff level of measurement that fits a scoring format.
+
+    ``binary`` → ``nominal``; ``likert5``, ``pairwise5`` and ``anchored`` (ordered verdicts)
+    → ``ordinal``; ``numeric100`` and ``tournament`` (a mean win probability) → ``interval``.
+
+    Raises:
+        ValueError: For an unknown scale, listing the known ones.
+    """
+    check_choice("level_for_scale", "scale", scale, tuple(_SCALE_LEVELS))
+    return _SCALE_LEVELS[scale]
+
+
+def krippendorff_alpha(
+    reliability_data: npt.ArrayLike,
+    *,
+    level: KrippendorffLevel = "nominal",
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    clusters: npt.ArrayLike | None = None,
+    rng: RngLike = None,
+) -> Estimate:
+    """Krippendorff's alpha with a bootstrap interval over units.
+
+    Args:
+        reliability_data: Raters × units array of numeric values, ``nan`` = not rated.
+        level: Level of measurement: ``"nominal"``, ``"ordinal"``, ``"interval"`` or
+            ``"ratio"`` (see :func:`level_for_scale`). Always passed to ``krippendorff``.
+        n_resamples: Bootstrap resamples (units, or unit clusters, drawn with replacement).
+        confidence: Confidence level of the interval.
+        clusters: Optional cluster id per unit (e.g. task id) for a clustered bootstrap.
+        rng: Generator, int seed (deterministic) or ``None``.
+
+    Returns:
+        An :class:`Estimate` (units ``"alpha"``) whose point equals
+        ``krippendorff.alpha(reliability_data, level_of_measurement=level)``; ``n`` is the
+        number of pairable units (rated by at least two raters). Degenerate cases, each
+        ``nan`` with ``extra["reason"]``: no unit rated by two raters, or every pairable
+        value the same (zero expected disagreement). Resamples that hit either are ignored.
+
+    Raises:
+        ValueError: On a bad ``level``, ``confidence`` or ``n_resamples``, or data that is not
+            a 2-D numeric array.
+    """
+    func = "krippendorff_alpha"
+    check_choice(func, "level", level, _LEVELS)
+    check_level(func, confidence)
+    check_resamples(func, n_resamples)
+    try:
+        data = np.asarray(reliability_data, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{func}: reliability_data must be numeric (nan = missing)") from err
+    if data.ndim != 2:
+        raise ValueError(f"{func}: reliability_data must be raters x units; got {data.shape}")
+    pairable = (~np.isnan(data)).sum(axis=0) >= 2
+    n_pairable = int(pairable.sum())
+    method = (
+        f"Krippendorff's alpha ({level}; krippendorff.alpha), percentile bootstrap over "
+        f"{'units' if clusters is None else 'unit clusters'}, {n_resamples} resamples"
+    )
+    extra: dict[str, Any] = {"n_raters": int(data.shape[0]), "n_units": int(data.shape[1])}
+    reason = _alpha_degenerate(data)
+    if reason is not None:
+        extra["reason"] = reason
+        return Estimate(_NAN, _NAN, _NAN, n_pairable, method, "alpha", confidence, extra)
+    point = float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
+    domain = np.unique(data[~np.isnan(data)])
+
+    def stat(units: np.ndarray) -> float:
+        sample = units.T
+        if _alpha_degenerate(sample) is not None:
+            return _NAN
+        return float(krippendorff.alpha(reliability_data=sample, value_domain=domain, level_of_measurement=level))
+
+    lo, hi, _ = cluster_bootstrap(
+        stat,
+        clusters,
+        data.T,
+        n_resamples=n_resamples,
+        level=confidence,
+        rng=rng,
+        resample="rows",
+    )
+    extra["reason"] = None
+    return Estimate(point, lo, hi, n_pairable, method, "alpha", confidence, extra)
+
+
+def _alpha_degenerate(data: np.ndarray) -> str | None:
+    pairable = (~np.isnan(data)).sum(axis=0) >= 2
+    if not pairable.any():
+        return "no unit was rated by at least two raters"
+    values = data[:, pairable]
+    if np.unique(values[~np.isnan(values)]).size < 2:
+        return "every pairable rating has the same value: expected disagreement is zero"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Many raters: pairwise kappas and leniency
+# --------------------------------------------------------------------------------------------
+
+
+def _wide(func: str, long_labels: pd.DataFrame, rater_col: str, item_col: str, value_col: str) -> pd.DataFrame:
+    missing = [c for c in (rater_col, item_col, value_col) if c not in long_labels.columns]
+    if missing:
+        raise ValueError(
+            f"{func}: long_labels lack column(s) {missing!r}; have "
+            f"{list(long_labels.columns)!r} (set rater_col=, item_col=, value_col=)"
+        )
+    rows = long_labels[[item_col, rater_col, value_col]].dropna(subset=[value_col])
+    dup = rows.duplicated([item_col, rater_col])
+    if dup.any():
+        item, rater = rows.loc[dup, [item_col, rater_col]].iloc[0].tolist()
+        raise ValueError(f"{func}: rater {rater!r} labelled item {item!r} more than once; pass current labels only")
+    return rows.pivot(index=item_col, columns=rater_col, values=value_col)
+
+
+def pairwise_kappas(
+    long_labels: pd.DataFrame,
+    *,
+    rater_col: str = "rater_id",
+    item_col: str = "answer_id",
+    value_col: str = "score",
+    weights: KappaWeights = None,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    rng: RngLike = None,
+) -> pd.DataFrame:
+    """Cohen's kappa for every pair of raters on the items both labelled.
+
+    Args:
+        long_labels: One row per (item, rater) label.
+        rater_col: Column with the rater id.
+        item_col: Column with the item (answer) id.
+        value_col: Column with the label value.
+        weights: Kappa weighting (see :func:`cohen_kappa`).
+        n_resamples: Bootstrap resamples per pair.
+        level: Confidence level.
+        rng: Generator, int seed (deterministic) or ``None``; pairs draw from it in order.
+
+    Returns:
+        One row per rater pair (``rater_a < rater_b``) with ``kappa``, ``ci_low``,
+        ``ci_high``, ``n`` (items in the overlap), ``percent_agreement`` and ``reason``.
+        Every pair uses the same ordered category set (all values observed), so weighted
+        kappas are comparable across pairs. Degenerate cases: a pair with no shared items has
+        ``n == 0`` and ``nan`` figures; a pair with one shared category has ``nan`` kappa and a
+        ``reason``. Fewer than two raters gives an empty frame.
+
+    Raises:
+        ValueError: On a missing column, duplicated (item, rater) labels or bad options.
+    """
+    func = "pairwise_kappas"
+    check_choice(func, "weights", weights, _WEIGHTS)
+    check_level(func, level)
+    check_resamples(func, n_resamples)
+    wide = _wide(func, long_labels, rater_col, item_col, value_col)
+    cats = np.unique(wide.stack().to_numpy()) if wide.size else np.array([])
+    gen = as_rng(rng)
+    columns = ["rater_a", "rater_b", "kappa", "ci_low", "ci_high", "n", "percent_agreement"]
+    rows: list[dict[str, Any]] = []
+    for ra, rb in itertools.combinations(sorted(wide.columns), 2):
+        both = wide[[ra, rb]].dropna()
+        if both.empty:
+            rows.append(
+                dict(zip(columns, [ra, rb, _NAN, _NAN, _NAN, 0, _NAN], strict=True))
+                | {"reason": "no items rated by both"}
+            )
+            continue
+        res = cohen_kappa(
+            both[ra].to_numpy(),
+            both[rb].to_numpy(),
+            weights=weights,
+            labels=cats,
+            n_resamples=n_resamples,
+            level=level,
+            rng=gen,
+        )
+        k = res.kappa
+        values = [ra, rb, k.estimate, k.ci_low, k.ci_high, k.n, res.percent_agreement.estimate]
+        rows.append(dict(zip(columns, values, strict=True)) | {"reason": res.reason})
+    return pd.DataFrame(rows, columns=[*columns, "reason"])
+
+
+def rater_leniency(
+    long_labels: pd.DataFrame,
+    *,
+    rater_col: str = "rater_id",
+    item_col: str = "answer_id",
+    value_col: str = "score",
+    cluster_col: str | None = None,
+    threshold: float | None = None,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    rng: RngLike = None,
+) -> pd.DataFrame:
+    """How much more generous each rater is than the other raters on the same items.
+
+    For every item a rater shares with at least one other rater, the difference is their
+    score minus the mean of the *other* raters' scores on that item; a rater's leniency is
+    the mean of those differences (positive = more generous), with a percentile bootstrap
+    interval over items (or over ``cluster_col`` clusters).
+
+    Args:
+        long_labels: One row per (item, rater) label, numeric values.
+        rater_col: Column with the rater id.
+        item_col: Column with the item (answer) id.
+        value_col: Column with the score.
+        cluster_col: Optional column with a cluster id (e.g. task) to resample instead of items.
+        threshold: Smallest effect, in score units, worth flagging. Default: a tenth of the
+            observed score range (0.1 = 10 percentage points for 0/1 verdicts, 0.4 points on a
+            1–5 scale).
+        n_resamples: Bootstrap resamples per rater.
+        level: Confidence level.
+        rng: Generator, int seed (deterministic) or ``None``; raters draw from it in order.
+
+    Returns:
+        One row per rater: ``rater``, ``leniency``, ``ci_low``, ``ci_high``, ``n`` (shared
+        items) and ``stands_out`` — true when the interval excludes 0 **and**
+        ``|leniency| >= threshold``; the ``threshold`` used is a column too. Degenerate cases:
+        a rater sharing no item with anyone has ``n == 0``, ``nan`` figures and
+        ``stands_out`` false; one shared item gives a ``nan`` interval.
+
+    Raises:
+        ValueError: On a missing column, duplicated labels, non-numeric scores or bad options.
+    """
+    func = "rater_leniency"
+    check_level(func, level)
+    check_resamples(func, n_resamples)
+    wide = _wide(func, long_labels, rater_col, item_col, value_col)
+    try:
+        values = wide.to_numpy(dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{func}: scores in {value_col!r} must be numeric") from err
+    observed = values[~np.isnan(values)]
+    if threshold is None:
+        threshold = 0.1 * float(np.ptp(observed)) if observed.size else 0.0
+    elif not (math.isfinite(threshold) and threshold >= 0):
+        raise ValueError(f"{func}: threshold must be a non-negative number; got {threshold!r}")
+    cluster_of_item: pd.Series | None = None
+    if cluster_col is not None:
+        if cluster_col not in long_labels.columns:
+            raise ValueError(f"{func}: long_labels lack cluster_col {cluster_col!r}")
+        cluster_of_item = long_labels.groupby(item_col)[cluster_col].first()
+
+    rated = ~np.isnan(values)
+    count = rated.sum(axis=1)
+    total = np.nansum(values, axis=1)
+    gen = as_rng(rng)
+    rows: list[dict[str, Any]] = []
+    for j, rater in enumerate(wide.columns):
+        shared = rated[:, j] & (count >= 2)
+        diffs = values[shared, j] - (total[shared] - values[shared, j]) / (count[shared] - 1)
+        n = int(shared.sum())
+        row: dict[str, Any] = {"rater": rater, "n": n, "threshold": threshold}
+        if n == 0:
+            row |= {"leniency": _NAN, "ci_low": _NAN, "ci_high": _NAN, "stands_out": False}
+            rows.append(row)
+            continue
+        clusters = None
+        if cluster_of_item is not None:
+            clusters = cluster_of_item.loc[wide.index[shared]].to_numpy()
+        lo, hi, _ = cluster_bootstrap(weighted_mean, clusters, diffs, n_resamples=n_resamples, level=level, rng=gen)
+        effect = float(diffs.mean())
+        excludes_zero = bool(lo > 0 or hi < 0)
+        row |= {
+            "leniency": effect,
+            "ci_low": lo,
+            "ci_high": hi,
+            "stands_out": excludes_zero and abs(effect) >= threshold,
+        }
+        rows.append(row)
+    order = ["rater", "leniency", "ci_low", "ci_high", "n", "stands_out", "threshold"]
+    return pd.DataFrame(rows, columns=order)
