@@ -119,7 +119,7 @@ def read_rows(path: str | Path) -> Rows:
                 rows.append(dict(zip(columns, record, strict=True)))
         except csv.Error as exc:
             raise InputError(
-                f"is not valid CSV: {exc}", file=name, row=reader.line_num,
+                f"is not valid CSV: {exc}", file=name, row=max(reader.line_num - 1, 1),
                 fix="check quoting; fields with commas, quotes or line breaks must be quoted.",
             ) from None
     elif suffix in (".jsonl", ".ndjson"):
