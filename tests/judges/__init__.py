@@ -1,0 +1,1 @@
+"""Tests for the judge back-ends (a package so test module names do not clash with tests/stats)."""
