@@ -198,7 +198,9 @@ def _paired(func: str, a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[np.ndarray, 
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"{func}: a and b must be 1-D and equally long; got {x.shape}, {y.shape}")
     keep = ~(pd.isna(x) | pd.isna(y))
-    return x[keep], y[keep], keep
+    # Object arrays (e.g. ints with ``None``) become native dtypes once the gaps are gone.
+    xs, ys = (np.asarray(v[keep].tolist()) if v.dtype == object else v[keep] for v in (x, y))
+    return xs, ys, keep
 
 
 def _categories(func: str, x: np.ndarray, y: np.ndarray, labels: npt.ArrayLike | None) -> list:
@@ -364,9 +366,14 @@ def _wide(func: str, long_labels: pd.DataFrame, rater_col: str, item_col: str, v
     rows = long_labels[[item_col, rater_col, value_col]].dropna(subset=[value_col])
     dup = rows.duplicated([item_col, rater_col])
     if dup.any():
-        item, rater = rows.loc[dup, [item_col, rater_col]].iloc[0].tolist()
+        item, rater = (_py(v) for v in rows.loc[dup, [item_col, rater_col]].iloc[0])
         raise ValueError(f"{func}: rater {rater!r} labelled item {item!r} more than once; pass current labels only")
     return rows.pivot(index=item_col, columns=rater_col, values=value_col)
+
+
+def _py(value: Any) -> Any:
+    """A numpy scalar as the Python scalar it holds (for readable reprs in messages)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def pairwise_kappas(

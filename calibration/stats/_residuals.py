@@ -144,7 +144,7 @@ def human_scores(
     ratings = ratings[np.isfinite(ratings["score"].to_numpy())].reset_index(drop=True)
     dup = ratings.duplicated(["answer", "rater"])
     if dup.any():
-        first = ratings.loc[dup, ["answer", "rater"]].iloc[0].tolist()
+        first = [v.item() if isinstance(v, np.generic) else v for v in ratings.loc[dup, ["answer", "rater"]].iloc[0]]
         raise ValueError(
             f"{func}: rater {first[1]!r} labelled answer {first[0]!r} more than once; "
             "pass current labels only (drop superseded edits)"
@@ -175,9 +175,7 @@ def _collapse(
         return np.add.reduceat(matrix, starts, axis=1) / sizes
     # Majority: count each category (ascending); argmax takes the first maximum, so a tie goes
     # to the lowest score.
-    counts = np.stack(
-        [np.add.reduceat((matrix == c).astype(np.int32), starts, axis=1) for c in categories]
-    )
+    counts = np.stack([np.add.reduceat((matrix == c).astype(np.int32), starts, axis=1) for c in categories])
     return np.asarray(categories[np.argmax(counts, axis=0)], dtype=float)
 
 
@@ -285,10 +283,7 @@ def family_residuals(
         n_resamples,
     )
     reps = _residual_replicates(prep, n_resamples, as_rng(rng))
-    return {
-        fam: _family_estimate(prep, k, reps[k], scale, n_resamples, level)
-        for k, fam in enumerate(prep.families)
-    }
+    return {fam: _family_estimate(prep, k, reps[k], scale, n_resamples, level) for k, fam in enumerate(prep.families)}
 
 
 def self_preference_gap(
@@ -364,9 +359,7 @@ def self_preference_gap(
     )
     own = str(own_family)
     if own not in prep.families:
-        raise ValueError(
-            f"{func}: own_family {own!r} has no answers; families present: {prep.families!r}"
-        )
+        raise ValueError(f"{func}: own_family {own!r} has no answers; families present: {prep.families!r}")
     if len(prep.families) < 2:
         raise ValueError(f"{func}: need answers from at least one family besides {own!r}")
     own_k = prep.families.index(own)
@@ -413,10 +406,7 @@ def _method(prep: _Prepared, n_resamples: int, *, paired: bool, n_other: int = 1
             "; own-family residual minus "
             + ("the other family's" if n_other == 1 else "the mean of the other families'")
         )
-    parts.append(
-        f"; {'paired ' if paired else ''}task-clustered percentile bootstrap, "
-        f"{n_resamples} resamples"
-    )
+    parts.append(f"; {'paired ' if paired else ''}task-clustered percentile bootstrap, {n_resamples} resamples")
     if prep.raters is not None:
         parts.append(f", raters resampled within answers (two-stage, rule={prep.raters.rule!r})")
     return " ".join(parts[:2]) + "".join(parts[2:])
@@ -466,9 +456,7 @@ def _point_means(prep: _Prepared) -> dict[str, npt.NDArray[np.float64]]:
     return {"judge": judge, "human": human, "residual": (prep.judge - prep.human) @ fw / total}
 
 
-def _residual_replicates(
-    prep: _Prepared, n_resamples: int, gen: np.random.Generator
-) -> npt.NDArray[np.float64]:
+def _residual_replicates(prep: _Prepared, n_resamples: int, gen: np.random.Generator) -> npt.NDArray[np.float64]:
     """Bootstrap replicates of each family's residual (unscaled): ``(n_families, B)``."""
     n_rows = prep.judge.size
     n_tasks = int(prep.task_codes.max()) + 1
@@ -524,8 +512,7 @@ def _prepare(
     tsk = np.asarray(task)
     if fam.shape != (n,) or tsk.shape != (n,):
         raise ValueError(
-            f"{func}: judge, family and task must have one entry per answer; got lengths "
-            f"{n}, {fam.shape}, {tsk.shape}"
+            f"{func}: judge, family and task must have one entry per answer; got lengths {n}, {fam.shape}, {tsk.shape}"
         )
     if pd.isna(tsk).any():
         raise ValueError(f"{func}: task ids must not be missing")
@@ -584,10 +571,7 @@ def _build_raters(
     scale: str,
 ) -> _Raters:
     if not {"answer", "score"} <= set(rater_level.columns):
-        raise ValueError(
-            f"{func}: rater_level needs columns 'answer' and 'score'; "
-            f"got {list(rater_level.columns)!r}"
-        )
+        raise ValueError(f"{func}: rater_level needs columns 'answer' and 'score'; got {list(rater_level.columns)!r}")
     scores = pd.to_numeric(rater_level["score"]).to_numpy(dtype=float)
     if not np.isfinite(scores).all():
         raise ValueError(f"{func}: rater_level scores must not be missing (drop them first)")
@@ -596,10 +580,7 @@ def _build_raters(
     if answer_ids is None:
         rows = pd.to_numeric(rater_level["answer"]).to_numpy()
         if not (np.equal(np.mod(rows, 1), 0).all() and ((rows >= 0) & (rows < n)).all()):
-            raise ValueError(
-                f"{func}: without answer_ids, rater_level['answer'] must be row positions "
-                f"0..{n - 1}"
-            )
+            raise ValueError(f"{func}: without answer_ids, rater_level['answer'] must be row positions 0..{n - 1}")
         row = rows.astype(np.intp)
     else:
         ids = pd.Index(np.asarray(answer_ids))
@@ -636,9 +617,7 @@ def _float_array(func: str, name: str, x: npt.ArrayLike) -> npt.NDArray[np.float
     if arr.ndim != 1:
         raise ValueError(f"{func}: {name} must be one-dimensional; got shape {arr.shape}")
     if not np.isfinite(arr).all():
-        raise ValueError(
-            f"{func}: {name} has missing or infinite values; drop unscored answers explicitly"
-        )
+        raise ValueError(f"{func}: {name} has missing or infinite values; drop unscored answers explicitly")
     return arr
 
 
@@ -705,9 +684,7 @@ def provenance_note(
             artifact, kind, author = record["artifact"], record["author_kind"], record["author"]
         else:
             if len(record) != 3:
-                raise ValueError(
-                    f"{func}: records are (artifact, author_kind, author); got {record!r}"
-                )
+                raise ValueError(f"{func}: records are (artifact, author_kind, author); got {record!r}")
             artifact, kind, author = record
         check_choice(func, "author_kind", kind, _AUTHOR_KINDS)
         if kind == "unknown":
@@ -729,8 +706,7 @@ def provenance_note(
         if unknown:
             parts.append(f"{', '.join(unknown)} of unknown authorship")
         reason = (
-            "; ".join(parts)
-            + ": the judge may recognise its own family's writing as the target, so the gap "
+            "; ".join(parts) + ": the judge may recognise its own family's writing as the target, so the gap "
             "folds that in and is an upper bound on self-preference"
         )
         return ProvenanceNote("upper", reason, tuple(own), tuple(unknown))
