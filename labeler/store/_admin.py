@@ -165,6 +165,17 @@ class AdminMixin(StoreCore):
             """
         )
 
+    def label_watermark(self) -> tuple[int, int]:
+        """``(number of label rows, highest label id)``: changes whenever a label is written.
+
+        Labels are append-only, so pages can cache figures computed from them under
+        this pair and recompute only when it moves.
+        """
+        with self.connection() as con:
+            row = con.execute("SELECT count(*), coalesce(max(label_id), 0) FROM labels").fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1])
+
     def settings_for(self, key: str) -> pd.DataFrame:
         """Every scope's value of one setting (e.g. ``mask_self_id``): ``scope``, ``value``."""
         return self.query(

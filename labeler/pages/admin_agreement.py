@@ -1,0 +1,101 @@
+"""Admin page: how far raters agree (alpha, kappa) and who scores differently (leniency)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from labeler.admin import AgreementReport, agreement_report
+from labeler.errors import JudgelabError
+from labeler.session import current_store, db_path, require_admin
+
+require_admin()
+store = current_store()
+
+st.title("Agreement")
+
+
+@st.cache_data(show_spinner="Bootstrapping intervals…", max_entries=32)
+def _report(
+    path: str, rubric_id: str, version: int, include_unversioned: bool,
+    watermark: tuple[int, int],
+) -> AgreementReport:
+    # Labels are append-only, so (path, rubric, watermark) pins the input: a new or
+    # edited label moves the watermark and the figures are recomputed.
+    del path, watermark
+    return agreement_report(
+        store, rubric_id, version, include_unversioned=include_unversioned
+    )
+
+
+def _fmt(value: float) -> str:
+    return "—" if math.isnan(value) else f"{value:.2f}"
+
+
+rubrics = store.rubrics()
+if rubrics.empty:
+    st.info("No rubric yet: import one on the Data page.")
+    st.stop()
+
+choices = [f"{r} v{v}" for r, v in zip(rubrics["rubric_id"], rubrics["version"], strict=True)]
+picked = st.selectbox("Rubric", range(len(choices)), format_func=choices.__getitem__,
+                      key="agreement_rubric")
+include = st.checkbox(
+    "Count imported labels (which carry no rubric version) under this rubric",
+    value=True, key="agreement_unversioned",
+)
+row = rubrics.iloc[int(picked or 0)]
+try:
+    report = _report(db_path(), str(row["rubric_id"]), int(row["version"]), include,
+                     store.label_watermark())
+except JudgelabError as exc:
+    st.error(str(exc))
+    st.stop()
+
+st.caption(
+    f"{report.n_labels} current labels on {report.n_answers} answers by {report.n_raters} raters"
+    + (f"; {report.n_flagged} flagged unrateable and left out" if report.n_flagged else "")
+    + f". Scale {report.rubric.scale}, so alpha uses the {report.level} level. Intervals are "
+    "95% percentile bootstraps that resample tasks."
+)
+
+alpha = report.overall
+left, mid, right = st.columns(3)
+left.metric("Krippendorff's alpha, overall score", _fmt(alpha.estimate))
+left.caption(
+    f"95% CI {_fmt(alpha.ci_low)} to {_fmt(alpha.ci_high)}; {alpha.n} answers rated by 2+ raters"
+    if not math.isnan(alpha.estimate) else str(alpha.extra.get("reason") or "")
+)
+mid.metric("Rater pairs", f"{len(report.kappas)}")
+mid.caption(report.kappa_basis)
+right.metric("Raters who stand out", f"{len(report.standouts)}")
+right.caption(f"leniency in {report.units}")
+
+st.subheader("Alpha per criterion")
+st.dataframe(report.per_criterion, hide_index=True, key="agreement_alpha",
+             column_config={c: st.column_config.NumberColumn(format="%.3f")
+                            for c in ("alpha", "ci_low", "ci_high")})
+
+st.subheader("Cohen's kappa per rater pair")
+if report.kappas.empty:
+    st.caption("Needs two raters with labels.")
+else:
+    st.caption(report.kappa_basis)
+    st.dataframe(report.kappas, hide_index=True, key="agreement_kappas",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in ("kappa", "ci_low", "ci_high", "percent_agreement")})
+
+st.subheader("Leniency")
+st.caption(
+    "Each rater's overall score minus the mean of the other raters on the same answers "
+    f"({report.units}; positive = more generous). A rater stands out when the interval "
+    "excludes 0 and the size is at least the threshold."
+)
+for sentence in report.standouts:
+    st.warning(sentence)
+if not report.leniency.empty:
+    st.dataframe(pd.DataFrame(report.leniency), hide_index=True, key="agreement_leniency",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in ("leniency", "ci_low", "ci_high", "mean_kappa")})

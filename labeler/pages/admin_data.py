@@ -1,0 +1,100 @@
+"""Admin page: upload files through the validated importers, rubric versions,
+self-identifying text and whether raters see it, label exports."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from labeler.admin import (
+    EXPORT_FORMATS,
+    IMPORT_KINDS,
+    export_labels,
+    import_upload,
+    masking_state,
+    rubric_versions,
+    self_identifying_table,
+    set_masking,
+)
+from labeler.errors import JudgelabError
+from labeler.session import current_store, require_admin
+
+require_admin()
+store = current_store()
+
+st.title("Data")
+
+st.subheader("Upload")
+st.caption(
+    "Rubrics are TOML; answers, pairs, labels and judgements are CSV, JSONL or Parquet. "
+    "Every row is checked first: a file with any problem imports nothing."
+)
+with st.form("upload", clear_on_submit=False):
+    kind = st.selectbox("What the file holds", IMPORT_KINDS, key="upload_kind")
+    upload = st.file_uploader(
+        "File", type=["toml", "csv", "jsonl", "ndjson", "parquet"], key="upload_file"
+    )
+    submitted = st.form_submit_button("Import")
+if submitted:
+    if upload is None:
+        st.warning("Choose a file first.")
+    else:
+        try:
+            summary = import_upload(store, kind, upload.name, upload.getvalue())
+        except JudgelabError as exc:
+            st.error(str(exc))
+        else:
+            st.success(f"{upload.name}: {summary}")
+
+st.subheader("Rubric versions")
+versions = rubric_versions(store)
+if versions.empty:
+    st.caption("No rubric yet: upload one above.")
+else:
+    st.dataframe(versions, hide_index=True, key="data_rubrics")
+
+st.subheader("Self-identifying text")
+flagged = self_identifying_table(store)
+if flagged.empty:
+    st.caption("No answer names a model or its maker.")
+else:
+    st.caption(
+        f"{len(flagged)} answers name a model or maker (the match is in [[brackets]]). "
+        "Masking hides those spans from raters; the judge always sees the text as stored."
+    )
+    st.dataframe(flagged, hide_index=True, key="data_self_id")
+
+state = masking_state(store)
+shown = {
+    scope: ("masked" if on else "shown") if on is not None else "not set"
+    for scope, on in state.items()
+}
+st.dataframe(
+    [{"scope": scope, "self-identifying spans": value} for scope, value in shown.items()],
+    hide_index=True,
+    key="data_mask_state",
+)
+scope_col, choice_col, save_col = st.columns([2, 2, 1], vertical_alignment="bottom")
+scope = scope_col.selectbox("For", list(state), key="mask_scope")
+choice = choice_col.radio(
+    "Raters see these spans", ["masked", "shown"], horizontal=True, key="mask_choice"
+)
+if save_col.button("Save", key="mask_save"):
+    try:
+        set_masking(store, str(scope), choice == "masked")
+    except JudgelabError as exc:
+        st.error(str(exc))
+    else:
+        st.success(f"Self-identifying spans are now {choice} for raters ({scope}).")
+
+st.subheader("Export labels")
+st.caption("Every label row; `current` marks the ones no later edit supersedes.")
+for column, fmt in zip(st.columns(len(EXPORT_FORMATS)), EXPORT_FORMATS, strict=True):
+    download = export_labels(store, fmt)
+    column.download_button(
+        f"labels.{fmt}",
+        data=download.data,
+        file_name=download.file_name,
+        mime=download.mime,
+        key=f"export_{fmt}",
+        on_click="ignore",
+    )

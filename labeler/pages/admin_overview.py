@@ -1,0 +1,62 @@
+"""Admin page: labelling progress per rater and overall, and the work left."""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from labeler.admin import overview
+from labeler.session import current_store, require_admin
+
+require_admin()
+store = current_store()
+view = overview(store)
+
+st.title("Overview")
+
+if view.assigned == 0:
+    st.info("Nothing is assigned yet. Assign answers to raters on the Assignments page.")
+
+done_col, left_col, secs_col, hours_col = st.columns(4)
+share = "" if math.isnan(view.share_done) else f" ({view.share_done:.0%})"
+done_col.metric("Done", f"{view.done} of {view.assigned}", help=None)
+done_col.caption(f"items answered{share}")
+left_col.metric("Remaining", f"{view.remaining}")
+secs_col.metric(
+    "Median seconds per label",
+    "—" if math.isnan(view.median_seconds) else f"{view.median_seconds:.0f} s",
+)
+secs_col.caption(view.seconds_basis)
+hours_col.metric(
+    "Person-hours left",
+    "—" if math.isnan(view.person_hours_left) else f"{view.person_hours_left:.1f} h",
+)
+hours_col.caption("remaining items × median seconds per label")
+
+st.subheader("Progress per rater")
+if view.per_rater.empty:
+    st.caption("No rater has assignments yet.")
+else:
+    st.dataframe(
+        view.per_rater.drop(columns=["rater_id"]),
+        hide_index=True,
+        column_config={
+            "rater": st.column_config.TextColumn("Rater"),
+            "simulated": st.column_config.CheckboxColumn("Simulated"),
+            "active": st.column_config.CheckboxColumn("Active"),
+            "share_done": st.column_config.ProgressColumn(
+                "Done", format="percent", min_value=0.0, max_value=1.0
+            ),
+        },
+        key="overview_raters",
+    )
+
+st.subheader("Labels per answer")
+if view.labels_per_answer.empty:
+    st.caption("No answer is assigned or labelled yet.")
+else:
+    st.caption("How many answers have been labelled by 0, 1, 2, … raters (assigned or labelled answers).")
+    st.bar_chart(view.labels_per_answer, x="labels", y="answers", x_label="raters who labelled it",
+                 y_label="answers")
+    st.dataframe(view.labels_per_answer, hide_index=True, key="overview_labels_per_answer")
