@@ -1,5 +1,65 @@
 """Pure statistics: array-likes in, keyword-only options, frozen :class:`Estimate` out."""
 
+from calibration.stats._formats import (
+    FormatDiagnostics,
+    effective_levels,
+    format_diagnostics,
+    somers_d,
+    tau_a,
+    tau_b,
+    tie_probability,
+    top1_agreement,
+    top_tied_share,
+)
+from calibration.stats._position import (
+    SlotDecomposition,
+    candidate_verdicts,
+    consistency_rate,
+    first_shown_advantage,
+    first_shown_advantage_from_verdicts,
+    length_controlled_win_rate,
+    slot_decomposition,
+    swap_average,
+)
+from calibration.stats._probes import (
+    THRESHOLDS,
+    RunComparison,
+    Thresholds,
+    compare_runs,
+    lift_difference,
+    pairwise_lift,
+    pointwise_gap,
+    truncation_gap,
+    verdict,
+)
 from calibration.stats._result import Estimate
 
-__all__ = ["Estimate"]
+__all__ = [
+    "THRESHOLDS",
+    "Estimate",
+    "FormatDiagnostics",
+    "RunComparison",
+    "SlotDecomposition",
+    "Thresholds",
+    "candidate_verdicts",
+    "compare_runs",
+    "consistency_rate",
+    "effective_levels",
+    "first_shown_advantage",
+    "first_shown_advantage_from_verdicts",
+    "format_diagnostics",
+    "length_controlled_win_rate",
+    "lift_difference",
+    "pairwise_lift",
+    "pointwise_gap",
+    "slot_decomposition",
+    "somers_d",
+    "swap_average",
+    "tau_a",
+    "tau_b",
+    "tie_probability",
+    "top1_agreement",
+    "top_tied_share",
+    "truncation_gap",
+    "verdict",
+]
