@@ -1,0 +1,234 @@
+"""Prediction-powered inference for a mean: the judge's verdicts on many answers, rectified
+by blind human labels on a few.
+
+Hand labels are expensive; judge verdicts are cheap. With ``n`` answers labelled by humans
+(``Y``) and judged (``f``), and ``N`` further answers judged only (``f̃``), the PPI++ estimate
+of the human mean is (Angelopoulos, Duchi & Zrnic 2023, "PPI++", arXiv:2311.01453)::
+
+    θ̂_λ = λ · mean(f̃) + mean(Y − λ f)
+
+with variance ``λ² Var(f̃)/N + Var(Y − λ f)/n`` and a normal interval. ``λ = 0`` is the
+classical human-only mean; ``λ = 1`` is plain PPI (Angelopoulos et al. 2023, Science,
+doi:10.1126/science.adi6000), whose correction term ``mean(Y − f)`` is minus the judge's
+residual on the labelled answers. ``λ = None`` picks the variance-minimising value
+``λ̂ = Cov(Y, f) / ((1 + n/N) Var(f))`` (Var over all judged answers), clipped to [0, 1] so the
+estimate stays between classical inference and plain PPI; with a useless judge it falls back
+towards the classical mean, so PPI++ is (asymptotically) never worse than human-only.
+
+The unlabelled answers must come from the same population as the labelled ones (a uniform
+random subset of the pool was labelled); for a stratified label sample use design weights
+with :func:`calibration.stats.family_residuals` instead.
+
+Clusters. Answers to one task are correlated. Pass ``clusters=(labelled_ids, unlabelled_ids)``
+and the variance becomes the cluster-robust sandwich over the estimator's influence values,
+summed within each cluster id across *both* sets (an id on both sides is one cluster), with
+the small-sample factor ``G/(G−1)``. ``λ̂`` keeps its unclustered formula (still valid, perhaps
+not optimal).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from calibration.stats._bootstrap import check_level
+from calibration.stats._result import Estimate
+
+_NAN = float("nan")
+_PAPER = "arXiv:2311.01453"
+
+
+def classical_mean(
+    y: npt.ArrayLike,
+    *,
+    level: float = 0.95,
+    clusters: npt.ArrayLike | None = None,
+    units: str = "proportion",
+) -> Estimate:
+    """Human-only mean with a normal (Wald) interval, optionally cluster-robust.
+
+    Args:
+        y: Human labels (0/1 or scores).
+        level: Confidence level.
+        clusters: Optional cluster id per label (e.g. task id) for a cluster-robust standard
+            error with the factor ``G/(G−1)``.
+        units: Units label for the result (the values are not rescaled).
+
+    Returns:
+        An :class:`Estimate` with ``extra["se"]``. Degenerate cases: fewer than two labels (or
+        two clusters) gives a ``nan`` interval; labels that are all equal give a zero-width
+        interval (for a proportion at 0 or 1 prefer :func:`calibration.stats.proportion`'s
+        Wilson interval).
+
+    Raises:
+        ValueError: On no labels, missing values or a bad ``level``.
+    """
+    func = "classical_mean"
+    check_level(func, level)
+    values = _vector(func, "y", y)
+    if values.size == 0:
+        raise ValueError(f"{func}: no labels")
+    mean = float(values.mean())
+    if clusters is None:
+        se = float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else _NAN
+        method = "classical mean, normal interval"
+    else:
+        ids = _ids(func, "clusters", clusters, values.size)
+        se = _cluster_se([ids], [(values - mean) / values.size])
+        method = "classical mean, normal interval, cluster-robust SE"
+    lo, hi = _normal_interval(mean, se, level)
+    return Estimate(mean, lo, hi, int(values.size), method, units, level, {"se": se})
+
+
+def ppi_mean(
+    y_labeled: npt.ArrayLike,
+    yhat_labeled: npt.ArrayLike,
+    yhat_unlabeled: npt.ArrayLike,
+    *,
+    lam: float | None = None,
+    level: float = 0.95,
+    clusters: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+    units: str = "proportion",
+) -> Estimate:
+    """Prediction-powered (PPI / PPI++) estimate of the human mean, with a normal interval.
+
+    Args:
+        y_labeled: Human labels on the ``n`` labelled answers.
+        yhat_labeled: Judge verdicts on the same answers, same order.
+        yhat_unlabeled: Judge verdicts on the ``N`` answers with no human label.
+        lam: ``None`` for PPI++ power tuning (clipped to [0, 1]); ``1`` for plain PPI; ``0``
+            for classical inference; any other finite value is used as given.
+        level: Confidence level.
+        clusters: Optional ``(labelled_ids, unlabelled_ids)`` cluster ids (e.g. task ids)
+            for a cluster-robust variance; an id on both sides is one cluster.
+        units: Units label for the result (the values are not rescaled).
+
+    Returns:
+        An :class:`Estimate`; ``n`` is the number of human labels. ``extra`` holds ``lam``
+        (the λ used), ``n_unlabeled``, ``rectifier`` (``mean(Y − f)``, minus the judge's
+        residual), ``se``, ``effective_n`` (labels a human-only estimate would need for the
+        same variance), the human-only ``classical_estimate``, ``classical_ci_low``,
+        ``classical_ci_high`` and ``reason``. Degenerate cases: judge verdicts that are all
+        equal carry no information, so tuned λ is 0 (classical) and ``reason`` says so; fewer
+        than two labels or two unlabelled answers gives a ``nan`` interval.
+
+    Raises:
+        ValueError: On empty sets, mismatched lengths, missing values, a non-finite ``lam``
+            or a bad ``level``.
+    """
+    func = "ppi_mean"
+    check_level(func, level)
+    y = _vector(func, "y_labeled", y_labeled)
+    f = _vector(func, "yhat_labeled", yhat_labeled)
+    fu = _vector(func, "yhat_unlabeled", yhat_unlabeled)
+    if y.size == 0 or fu.size == 0:
+        raise ValueError(
+            f"{func}: need at least one labelled and one unlabelled answer; got n={y.size}, "
+            f"N={fu.size} (with no unlabelled answers use classical_mean)"
+        )
+    if f.shape != y.shape:
+        raise ValueError(f"{func}: yhat_labeled must match y_labeled ({y.size}); got {f.size} values")
+    n, big_n = y.size, fu.size
+    reason: str | None = None
+    if lam is None:
+        lam_used, reason = _tuned_lambda(y, f, fu)
+        how = f"PPI++ mean (power-tuned λ={lam_used:.3g}, {_PAPER})"
+    else:
+        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not math.isfinite(lam):
+            raise ValueError(f"{func}: lam must be a finite number or None; got {lam!r}")
+        lam_used = float(lam)
+        name = {0.0: "classical mean (λ=0)", 1.0: "PPI mean (λ=1)"}
+        how = name.get(lam_used, f"PPI++ mean (fixed λ={lam_used:.3g}, {_PAPER})")
+
+    rect = y - lam_used * f
+    estimate = float(lam_used * fu.mean() + rect.mean())
+    if clusters is None:
+        if n < 2 or big_n < 2:
+            se = _NAN
+        else:
+            var = lam_used**2 * fu.var(ddof=1) / big_n + rect.var(ddof=1) / n
+            se = math.sqrt(var)
+        method = f"{how}, normal interval"
+    else:
+        if not (isinstance(clusters, tuple) and len(clusters) == 2):
+            raise ValueError(
+                f"{func}: clusters must be a pair (labelled_ids, unlabelled_ids); got {type(clusters).__name__}"
+            )
+        ids_l = _ids(func, "clusters[0]", clusters[0], n)
+        ids_u = _ids(func, "clusters[1]", clusters[1], big_n)
+        psi_l = (rect - rect.mean()) / n
+        psi_u = lam_used * (fu - fu.mean()) / big_n
+        se = _cluster_se([ids_l, ids_u], [psi_l, psi_u])
+        method = f"{how}, normal interval, cluster-robust SE"
+    lo, hi = _normal_interval(estimate, se, level)
+
+    classical = classical_mean(y, level=level, clusters=None if clusters is None else clusters[0], units=units)
+    c_se = classical.extra["se"]
+    eff_n = float(n * (c_se / se) ** 2) if se and math.isfinite(se) and se > 0 else _NAN
+    extra: dict[str, Any] = {
+        "lam": lam_used,
+        "n_unlabeled": int(big_n),
+        "rectifier": float((y - f).mean()),
+        "se": se,
+        "effective_n": eff_n,
+        "classical_estimate": classical.estimate,
+        "classical_ci_low": classical.ci_low,
+        "classical_ci_high": classical.ci_high,
+        "reason": reason,
+    }
+    return Estimate(estimate, lo, hi, int(n), method, units, level, extra)
+
+
+def _tuned_lambda(
+    y: npt.NDArray[np.float64], f: npt.NDArray[np.float64], fu: npt.NDArray[np.float64]
+) -> tuple[float, str | None]:
+    n, big_n = y.size, fu.size
+    pooled = np.concatenate([f, fu])
+    var_f = float(pooled.var(ddof=1)) if pooled.size > 1 else 0.0
+    if var_f <= 0.0:
+        return 0.0, "judge verdicts are all equal: they carry no information, so λ = 0"
+    cov = float(np.mean((y - y.mean()) * (f - f.mean())))
+    lam = cov / ((1 + n / big_n) * var_f)
+    return float(np.clip(lam, 0.0, 1.0)), None
+
+
+def _cluster_se(ids: list[npt.NDArray[np.intp]] | list[np.ndarray], psi: list[npt.NDArray[np.float64]]) -> float:
+    """Cluster-robust SE from influence values, summed per cluster id across all sets."""
+    all_ids = np.concatenate([np.asarray(i) for i in ids])
+    all_psi = np.concatenate(psi)
+    _, codes = np.unique(all_ids, return_inverse=True)
+    sums = np.bincount(codes.ravel(), weights=all_psi)
+    g = sums.size
+    if g < 2:
+        return _NAN
+    return float(math.sqrt(g / (g - 1) * float((sums**2).sum())))
+
+
+def _normal_interval(estimate: float, se: float, level: float) -> tuple[float, float]:
+    if not math.isfinite(se):
+        return _NAN, _NAN
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    return estimate - z * se, estimate + z * se
+
+
+def _vector(func: str, name: str, x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{func}: {name} must be numeric") from err
+    if arr.ndim != 1:
+        raise ValueError(f"{func}: {name} must be one-dimensional; got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{func}: {name} has missing values; drop them explicitly first")
+    return arr
+
+
+def _ids(func: str, name: str, ids: npt.ArrayLike, n: int) -> np.ndarray:
+    arr = np.asarray(ids)
+    if arr.shape != (n,):
+        raise ValueError(f"{func}: {name} must hold one cluster id per row ({n}); got {arr.shape}")
+    return arr
