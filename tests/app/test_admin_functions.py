@@ -1,0 +1,348 @@
+"""The admin functions behind the admin pages, on small databases checked by hand."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import krippendorff
+import numpy as np
+import pandas as pd
+import pytest
+
+from labeler import admin
+from labeler.errors import AccessError, InputError
+from labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
+from labeler.store import Store
+
+RUBRIC_TOML = """\
+id = "support"
+version = 1
+name = "Support answers"
+scale = "likert5"
+pass_threshold = 4
+pass_rule = "overall 4 or 5"
+[author]
+kind = "human"
+name = "QA"
+[[criteria]]
+id = "correct"
+name = "Correct"
+description = "Says nothing false."
+"""
+ANSWERS_CSV = (
+    "task_id,prompt,category,answer_id,family,model,text\n"
+    "T1,Reset my password?,account,T1-a,fam1,model-1,Use the reset link.\n"
+    "T1,Reset my password?,account,T1-b,fam2,model-2,Click Forgot password.\n"
+)
+
+
+def binary_store(store: Store) -> Store:
+    """Four answers (one per task), a binary rubric, two raters' imported labels.
+
+    ann: 1 1 0 0, bob: 1 0 0 0 (answers a1..a4).
+    """
+    store.add_rubric(Rubric("bin", 1, "Binary", "binary", "accept", (Criterion("c", "C", "d"),)))
+    store.add_pool(
+        [Task(f"t{i}", f"prompt {i}", "cat") for i in range(1, 5)],
+        [Answer(f"a{i}", f"t{i}", "fam", "model", f"text {i}") for i in range(1, 5)],
+    )
+    labels = []
+    for rater, scores in (("ann", [1, 1, 0, 0]), ("bob", [1, 0, 0, 0])):
+        for i, score in enumerate(scores, start=1):
+            labels.append(ImportedLabel(f"a{i}", rater, score, score >= 1, {"c": score}))
+    store.add_imported_labels(labels)
+    return store
+
+
+# -- raters ----------------------------------------------------------------------------
+
+
+def test_invite_link_uses_env_base_url(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUDGELAB_BASE_URL", "https://label.example.org/")
+    invite = admin.invite_rater(store, "ann")
+    assert invite.link.startswith("https://label.example.org/?t=")
+    token = invite.link.split("?t=", 1)[1]
+    assert store.authenticate(token).name == "ann"
+    assert not invite.rater.is_admin
+
+
+def test_invite_link_defaults_to_localhost(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JUDGELAB_BASE_URL", raising=False)
+    invite = admin.invite_rater(store, "boss", admin=True)
+    assert invite.link.startswith("http://localhost:8501/?t=")
+    assert invite.rater.is_admin
+
+
+def test_reissue_replaces_the_old_link_and_revoke_stops_it(store: Store) -> None:
+    old = admin.invite_rater(store, "ann").link.split("?t=")[1]
+    new = admin.reissue_link(store, "ann").split("?t=")[1]
+    assert new != old
+    with pytest.raises(AccessError):
+        store.authenticate(old)
+    assert store.authenticate(new).name == "ann"
+    admin.revoke_rater(store, "ann")
+    with pytest.raises(AccessError, match="revoked"):
+        store.authenticate(new)
+    # A new link lets a revoked rater in again.
+    again = admin.reissue_link(store, "ann").split("?t=")[1]
+    assert store.authenticate(again).name == "ann"
+
+
+def test_an_admin_cannot_revoke_themselves(store: Store) -> None:
+    boss = admin.invite_rater(store, "boss", admin=True).rater
+    with pytest.raises(InputError, match="your own link"):
+        admin.revoke_rater(store, "boss", acting=boss)
+    assert admin.rater_table(store).set_index("name").loc["boss", "status"] == "active"
+
+
+def test_rater_table_never_shows_tokens_and_marks_simulated(store: Store) -> None:
+    invite = admin.invite_rater(store, "ann")
+    store.add_rater("sim-1", simulated=True)
+    admin.revoke_rater(store, "ann")
+    table = admin.rater_table(store)
+    assert "token_hash" not in table.columns
+    token = invite.link.split("?t=")[1]
+    text = table.to_csv()
+    assert token not in text
+    stored_hashes = store.query("SELECT token_hash FROM raters")["token_hash"]
+    assert not any(h in text for h in stored_hashes)
+    assert table["rater"].tolist() == ["ann", "sim-1 (simulated)"]
+    assert table["status"].tolist() == ["revoked", "active"]
+
+
+# -- uploads ---------------------------------------------------------------------------
+
+
+def test_upload_imports_through_the_validated_importer(store: Store) -> None:
+    summary = admin.import_upload(store, "rubric", "support.toml", RUBRIC_TOML.encode())
+    assert summary.added == {"rubrics": 1}
+    summary = admin.import_upload(store, "answers", "pool.csv", ANSWERS_CSV.encode())
+    assert summary.added == {"tasks": 1, "answers": 2}
+    assert sorted(store.answers()["answer_id"]) == ["T1-a", "T1-b"]
+    versions = admin.rubric_versions(store)
+    assert versions[["rubric_id", "version", "criteria"]].values.tolist() == [["support", 1, 1]]
+
+
+def test_bad_upload_names_the_uploaded_file_and_imports_nothing(store: Store) -> None:
+    broken = ANSWERS_CSV + "T2,Second,account,T2-a,fam1,model-1,\n"  # empty text in row 3
+    with pytest.raises(InputError) as caught:
+        admin.import_upload(store, "answers", "my pool.csv", broken.encode())
+    err = caught.value
+    assert err.file == "my pool.csv" and err.row == 3 and err.column == "text"
+    assert str(err).startswith("my pool.csv, row 3, column 'text':")
+    assert "judgelab-upload" not in str(err)
+    assert store.answers().empty and store.tasks().empty
+
+
+def test_upload_keeps_the_suffix_so_the_reader_matches(store: Store) -> None:
+    rows = [
+        {"task_id": "T9", "prompt": "p", "answer_id": "T9-a", "family": "f", "model": "m",
+         "text": "hello"},
+    ]
+    jsonl = "\n".join(json.dumps(r) for r in rows).encode()
+    assert admin.import_upload(store, "answers", "x.jsonl", jsonl).added["answers"] == 1
+    with pytest.raises(InputError, match=r"unsupported file type '\.xlsx'"):
+        admin.import_upload(store, "answers", "x.xlsx", b"PK\x03\x04")
+
+
+def test_unknown_import_kind_is_refused(store: Store) -> None:
+    with pytest.raises(InputError, match="unknown import kind 'rubrics'"):
+        admin.import_upload(store, "rubrics", "r.toml", b"")  # type: ignore[arg-type]
+
+
+# -- self-identifying text and masking -----------------------------------------------------
+
+
+def test_self_identifying_table_and_masking_settings(store: Store, tmp_path: Path) -> None:
+    admin.import_upload(store, "rubric", "support.toml", RUBRIC_TOML.encode())
+    csv = (
+        "task_id,prompt,answer_id,family,model,text\n"
+        "T1,Help?,T1-a,fam1,model-1,As an AI developed by OpenAI I cannot browse.\n"
+        "T1,Help?,T1-b,fam2,model-2,Click the reset link.\n"
+    )
+    admin.import_upload(store, "answers", "pool.csv", csv.encode())
+    table = admin.self_identifying_table(store)
+    assert table["answer_id"].tolist() == ["T1-a"]
+    assert "OpenAI" in table["matches"].iloc[0]
+    assert "[[" in table["excerpt"].iloc[0] and "]]" in table["excerpt"].iloc[0]
+
+    assert admin.mask_scopes(store) == ["project", "rubric:support"]
+    assert admin.masking_state(store) == {"project": None, "rubric:support": None}
+    admin.set_masking(store, "project", True)
+    admin.set_masking(store, "rubric:support", False)
+    assert admin.masking_state(store) == {"project": True, "rubric:support": False}
+    assert store.setting("project", admin.MASK_KEY) == "true"
+    assert store.setting("rubric:support", admin.MASK_KEY) == "false"
+    with pytest.raises(InputError, match="unknown masking scope"):
+        admin.set_masking(store, "rubric:nope", True)
+
+
+# -- export ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", admin.EXPORT_FORMATS)
+def test_export_labels_round_trips(store: Store, fmt: admin.ExportFormat) -> None:
+    binary_store(store)
+    download = admin.export_labels(store, fmt)
+    assert download.file_name == f"labels.{fmt}"
+    if fmt == "csv":
+        back = pd.read_csv(io.BytesIO(download.data))
+    elif fmt == "jsonl":
+        back = pd.read_json(io.BytesIO(download.data), lines=True)
+    else:
+        back = pd.read_parquet(io.BytesIO(download.data))
+    assert len(back) == 8
+    assert sorted(back["rater"].unique()) == ["ann", "bob"]
+    assert back["current"].all()
+
+
+def test_csv_export_neutralises_formulas(store: Store) -> None:
+    store.add_pool([Task("t1", "p")], [Answer("a1", "t1", "f", "m", "x")])
+    store.add_imported_labels([ImportedLabel("a1", "ann", 1, True, comment="=HYPERLINK(1)")])
+    text = admin.export_labels(store, "csv").data.decode()
+    assert "'=HYPERLINK(1)" in text
+
+
+# -- answer selection -------------------------------------------------------------------------
+
+
+def _catalog_store(store: Store) -> Store:
+    tasks = [Task(f"t{i}", "p", "billing" if i % 2 else "account") for i in (1, 2, 3, 10)]
+    answers = []
+    for t in tasks:
+        for fam in ("fa", "fb"):
+            answers.append(Answer(f"{t.task_id}-{fam}", t.task_id, fam, f"{fam}-m", "x"))
+        answers.append(Answer(f"{t.task_id}-fa-pad", t.task_id, "fa", "fa-m", "x x", "padded",
+                              f"{t.task_id}-fa"))
+    store.add_pool(tasks, answers)
+    return store
+
+
+def test_select_answers_by_category_variant_family_and_task_range(store: Store) -> None:
+    _catalog_store(store)
+    catalog = store.answer_catalog()
+    assert len(catalog) == 12
+    assert admin.task_order(store) == ["t1", "t2", "t3", "t10"]  # natural order, not t1, t10
+    originals = admin.select_answers(catalog, variants=["original"])
+    assert len(originals) == 8
+    billing_fa = admin.select_answers(catalog, categories=["billing"], families=["fa"])
+    assert sorted(billing_fa["answer_id"]) == ["t1-fa", "t1-fa-pad", "t3-fa", "t3-fa-pad"]
+    middle = admin.select_answers(catalog, task_range=("t2", "t10"), variants=["original"])
+    assert sorted(set(middle["task_id"])) == ["t10", "t2", "t3"] and len(middle) == 6
+    assert admin.subset_summary(middle).values.tolist() == [["fa", "original", 3],
+                                                            ["fb", "original", 3]]
+    with pytest.raises(InputError, match="after its end"):
+        admin.select_answers(catalog, task_range=("t10", "t2"))
+    with pytest.raises(InputError, match="unknown task 'zz'"):
+        admin.select_answers(catalog, task_range=("t1", "zz"))
+
+
+def test_assign_each_to_k_checks_its_inputs(store: Store) -> None:
+    with pytest.raises(InputError, match="no answers selected"):
+        admin.assign_each_to_k(store, [], 2, [1, 2])
+    with pytest.raises(InputError, match="k must be at least 1"):
+        admin.assign_each_to_k(store, ["a"], 0, [1, 2])
+    with pytest.raises(InputError, match="only 1 are chosen"):
+        admin.assign_each_to_k(store, ["a"], 2, [1, 1])
+
+
+# -- overview (imported labels only; assignment progress is tested with the rater app) ----
+
+
+def test_median_seconds_prefers_people_over_simulated_raters() -> None:
+    frame = pd.DataFrame({"simulated": [True, True, False, False, False],
+                          "seconds": [1.0, 1.0, 30.0, 50.0, 40.0]})
+    assert admin.median_seconds(frame) == (40.0, "3 timed labels by people")
+    only_sim = frame[frame["simulated"]]
+    median, basis = admin.median_seconds(only_sim)
+    assert median == 1.0 and "simulated" in basis
+    median, basis = admin.median_seconds(frame.iloc[:0])
+    assert math.isnan(median) and basis == "no timed labels yet"
+
+
+def test_overview_counts_labels_per_answer(store: Store) -> None:
+    binary_store(store)
+    store.add_imported_labels([ImportedLabel("a1", "cy", 1, True)])
+    view = admin.overview(store)
+    # a1 has 3 raters (ann, bob, cy); a2..a4 have 2.
+    assert view.labels_per_answer.values.tolist() == [[2, 3], [3, 1]]
+    assert view.assigned == 0 and view.person_hours_left == 0.0
+    assert math.isnan(view.share_done)
+
+
+# -- agreement ---------------------------------------------------------------------------------
+
+
+def test_agreement_on_a_hand_worked_binary_example(store: Store) -> None:
+    binary_store(store)
+    report = admin.agreement_report(store, n_resamples=200)
+    # Coincidences: o11 = 2, o10 = o01 = 1, o00 = 4; n0 = 5, n1 = 3, n = 8.
+    # D_o = 2/8; D_e = 2*5*3 / (8*7) = 30/56; alpha = 1 - (2/8)/(30/56) = 16/30.
+    assert report.level == "nominal"
+    assert math.isclose(report.overall.estimate, 16 / 30, abs_tol=1e-12)
+    assert report.overall.n == 4
+    crit = report.per_criterion.set_index("criterion")
+    assert math.isclose(crit.loc["c", "alpha"], 16 / 30, abs_tol=1e-12)
+    assert math.isclose(crit.loc["passed", "alpha"], 16 / 30, abs_tol=1e-12)
+    # Kappa: p_o = 3/4, p_e = (2/4)(1/4) + (2/4)(3/4) = 1/2, kappa = (3/4 - 1/2)/(1/2) = 1/2.
+    assert report.kappas[["rater_a", "rater_b"]].values.tolist() == [["ann", "bob"]]
+    assert math.isclose(report.kappas["kappa"].iloc[0], 0.5, abs_tol=1e-12)
+    assert math.isclose(report.kappas["percent_agreement"].iloc[0], 0.75, abs_tol=1e-12)
+    # Leniency: ann - bob per answer = 0, 1, 0, 0 -> +0.25; bob -0.25.
+    lenient = report.leniency.set_index("rater")["leniency"]
+    assert lenient.to_dict() == pytest.approx({"ann": 0.25, "bob": -0.25})
+    assert (report.n_labels, report.n_answers, report.n_raters, report.n_flagged) == (8, 4, 2, 0)
+    assert report.kappa_basis.startswith("unweighted kappa")
+
+
+def test_agreement_on_likert_uses_ordinal_alpha_and_names_a_lenient_rater(store: Store) -> None:
+    store.add_rubric(Rubric("lk", 1, "Likert", "likert5", "4+",
+                            (Criterion("c1", "C1", "d"), Criterion("c2", "C2", "d"))))
+    n = 30
+    store.add_pool([Task(f"t{i}", "p") for i in range(n)],
+                   [Answer(f"a{i}", f"t{i}", "f", "m", "x") for i in range(n)])
+    rng = np.random.default_rng(3)
+    truth = rng.integers(1, 5, size=n)  # 1..4, so +1 stays on the scale
+    labels = []
+    for rater, bias in (("ann", 0), ("bob", 0), ("cy", 0), ("dee", 1)):
+        for i in range(n):
+            score = int(truth[i] + bias)
+            labels.append(ImportedLabel(f"a{i}", rater, score, score >= 4,
+                                        {"c1": score, "c2": int(truth[i])}))
+    store.add_imported_labels(labels)
+    store.add_rater("sim", simulated=True)
+    report = admin.agreement_report(store, "lk", 1, n_resamples=200)
+    matrix = np.array([[truth[i] + b for i in range(n)] for b in (0, 0, 0, 1)], dtype=float)
+    expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
+    assert report.level == "ordinal"
+    assert math.isclose(report.overall.estimate, expected, abs_tol=1e-12)
+    crit = report.per_criterion.set_index("criterion")
+    assert crit.loc["c2", "alpha"] == 1.0  # everyone gave c2 the same score
+    assert math.isclose(crit.loc["c1", "alpha"], expected, abs_tol=1e-12)
+    # dee is +1 on every answer: +1 - 0 against the others' mean -> leniency exactly +1.
+    lenient = report.leniency.set_index("rater")
+    assert lenient.loc["dee", "leniency"] == pytest.approx(1.0)
+    assert lenient.loc["ann", "leniency"] == pytest.approx(-1 / 3)
+    assert bool(lenient.loc["dee", "stands_out"])
+    assert any(s.startswith("dee is more lenient") for s in report.standouts)
+    assert len(report.kappas) == 6 and report.kappa_basis.startswith("quadratic")
+
+
+def test_agreement_leaves_out_flagged_labels_and_survives_one_rater(store: Store) -> None:
+    store.add_rubric(Rubric("n", 1, "Numeric", "numeric100", "70+", (Criterion("c", "C", "d"),)))
+    store.add_pool([Task("t1", "p")], [Answer("a1", "t1", "f", "m", "x")])
+    store.add_imported_labels([ImportedLabel("a1", "ann", 80, True)])
+    report = admin.agreement_report(store)
+    assert report.level == "interval"
+    assert math.isnan(report.overall.estimate)
+    assert "two raters" in str(report.overall.extra["reason"])
+    assert report.kappas.empty
+    assert report.kappa_basis.startswith("unweighted kappa on the pass verdict")
+
+
+def test_agreement_without_a_rubric_says_what_to_do(store: Store) -> None:
+    with pytest.raises(InputError, match="import a rubric"):
+        admin.agreement_report(store)
