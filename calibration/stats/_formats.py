@@ -104,6 +104,14 @@ def effective_levels(scores: npt.ArrayLike, *, alpha: float = 2.0) -> float:
         :math:`D_\\alpha` (between 1 and the number of distinct values); ``nan`` when no score
         is left.
 
+    Examples:
+        Shares 1/2, 1/4, 1/4 give :math:`\\sum p^2 = 3/8`, so 8/3 effective levels:
+
+        >>> round(effective_levels([1, 1, 2, 3]), 4)
+        2.6667
+        >>> effective_levels([10, 20, 30, 40], alpha=1)
+        4.0
+
     Raises:
         ValueError: If ``alpha`` is negative or ``nan``, or ``scores`` is not 1-D.
     """
@@ -246,6 +254,12 @@ def tau_a(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
         :math:`\\tau_a \\in [-1, 1]`; ``nan`` when fewer than two pairs are complete (rows with
         ``nan`` in either input are dropped).
 
+    Examples:
+        A binary judge that never misorders but ties within each half: 4 of 6 pairs ordered.
+
+        >>> round(tau_a([0, 0, 1, 1], [1, 2, 3, 4]), 4)
+        0.6667
+
     Raises:
         ValueError: If the inputs are not 1-D of equal length.
     """
@@ -304,6 +318,10 @@ def somers_d(judge: npt.ArrayLike, reference: npt.ArrayLike) -> float:
     Args:
         judge: Judge scores.
         reference: Reference scores (human labels or a trusted grader), same length.
+
+    Examples:
+        >>> round(somers_d([0, 0, 1, 1], [1, 2, 3, 4]), 4)
+        0.6667
 
     Returns:
         :math:`D \\in [-1, 1]`; ``nan`` when the reference is constant or fewer than two

@@ -155,6 +155,11 @@ def first_shown_advantage(first_wins: int, n_decisions: int, *, level: float = 0
         Wilson score interval shifted the same way; ``n`` is ``n_decisions``. Degenerate case:
         no decisions gives ``nan`` throughout.
 
+    Examples:
+        >>> est = first_shown_advantage(61, 100)
+        >>> round(est.estimate, 6), round(est.ci_low, 1), round(est.ci_high, 1)
+        (11.0, 1.2, 20.0)
+
     Raises:
         ValueError: On negative counts, ``first_wins > n_decisions`` or a bad ``level``.
     """
@@ -314,13 +319,15 @@ def slot_decomposition(
 
     def summarise(values: FloatArray, what: str) -> Estimate:
         if values.size == 0:
-            return Estimate(math.nan, math.nan, math.nan, 0, method, "verdict points", level, extra)
+            return Estimate(
+                math.nan, math.nan, math.nan, 0, method, "verdict points", level, dict(extra)
+            )
         lo, hi, _ = cluster_bootstrap(
             weighted_mean, ids, values, n_resamples=n_resamples, level=level, rng=gen
         )
         return Estimate(
             float(values.mean()), lo, hi, n_units, f"{what}: {method}", "verdict points",
-            level, extra,
+            level, dict(extra),
         )
 
     return SlotDecomposition(

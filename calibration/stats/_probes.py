@@ -321,7 +321,10 @@ def pairwise_lift(
         )
         n_units = int(np.unique(ids).size)
     else:
-        method = f"decorated-side win rate minus 50% (ties {ties}); Wilson score interval"
+        method = (
+            f"decorated-side win rate minus 50% (ties {ties}); Wilson score interval"
+            + (" (ties as half-wins: conservative)" if ties == "half" else "")
+        )
         lo, hi = _score_interval(float(y.sum()), n, level)
         n_units = n
     return Estimate(
@@ -677,6 +680,16 @@ def verdict(
 
     Returns:
         ``"PASS"``, ``"WARN"`` or ``"FAIL"``.
+
+    Examples:
+        judge-probe's card: a raw position advantage of +28.7 ± 1.4 points fails, a verbosity
+        lift of -0.7 ± 2.4 points passes.
+
+        >>> from calibration.stats._result import Estimate
+        >>> verdict(Estimate(28.7, 27.3, 30.1, 120, "", "percentage points"), kind="position")
+        'FAIL'
+        >>> verdict(Estimate(-0.7, -3.1, 1.7, 120, "", "percentage points"), kind="position")
+        'PASS'
 
     Raises:
         ValueError: On an unknown ``kind``, a units mismatch with ``kind``, missing or
