@@ -1,0 +1,175 @@
+"""What the probes judge: the bundled ``sample`` pairs, a user's pairs file, or the project pool.
+
+Pair-based probes (position, pairwise padding/truncation, decoration, byline) take pairs in the
+judge-probe format: ``prompt, answer_a, answer_b`` with optional ``id`` and ``gold``, from a
+``.csv`` or ``.jsonl`` file, or the bundled ``sample`` (``data/pairs.jsonl``: similar-quality
+answer pairs on technical questions, so a fair judge lands near 50/50 and any systematic
+preference is bias).
+
+Pool-based probes (pointwise padding/truncation, the format study) score single answers. They
+take the original answers in the project database when it has any, else the answers of the
+pairs (both sides of each pair).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import calibration
+from labeler.errors import InputError
+from labeler.importers import parse_pairs, read_rows
+from labeler.models import Criterion, Pair, Rubric
+from labeler.store import Store
+
+SAMPLE = "sample"
+"""The ``--dataset`` value naming the bundled pairs."""
+
+DATASET_SUFFIXES = (".csv", ".jsonl")
+
+PROBE_RUBRIC = Rubric(
+    rubric_id="judgelab-probe",
+    version=1,
+    name="Answer quality (probe rubric)",
+    scale="likert5",
+    pass_rule="An overall score of 4 or 5 passes.",
+    pass_threshold=4.0,
+    instructions=(
+        "Judge how well the answer serves the person who asked. Judge the content, not the "
+        "presentation: length, formatting, tone and citations earn nothing by themselves."
+    ),
+    criteria=(
+        Criterion("helpfulness", "Helpfulness", "Addresses what was asked and lets the reader act."),
+        Criterion("correctness", "Correctness", "Every claim and step is accurate."),
+        Criterion("completeness", "Completeness", "Covers the steps, caveats and the "
+                  "recommendation the question needs."),
+        Criterion("clarity", "Clarity", "Easy to follow; nothing the reader must decode."),
+    ),
+    author_kind="human",
+    author="judgelab maintainers",
+)
+"""The rubric pair-based probes give the judge (the four criteria of seed 001's pointwise
+prompt). Probes that use the project pool use the project's own rubric instead."""
+
+
+def data_dir() -> Path:
+    """The repository's ``data/`` folder (bundled sample sets)."""
+    return Path(calibration.__file__).resolve().parent.parent / "data"
+
+
+def sample_path() -> Path:
+    """The bundled ``sample`` pairs file."""
+    return data_dir() / "pairs.jsonl"
+
+
+def load_pairs(dataset: str | Path) -> list[Pair]:
+    """Load ``sample`` or a pairs file, validated.
+
+    Args:
+        dataset: ``"sample"`` or a path to a ``.csv``/``.jsonl`` file with columns ``prompt,
+            answer_a, answer_b`` and optional ``id`` (default ``row<N>``) and ``gold``
+            (``A``, ``B`` or ``tie``).
+
+    Returns:
+        The pairs, in file order.
+
+    Raises:
+        InputError: Naming the file, row and column of the first problem: a missing file or
+            column, an empty field, a duplicate id, a bad ``gold``, or another file type.
+    """
+    if str(dataset) == SAMPLE:
+        path = sample_path()
+        if not path.is_file():
+            raise InputError(
+                "the bundled sample pairs are missing from this installation",
+                file=str(path),
+                fix="run from a checkout of the judgelab repository, or pass --dataset PATH.",
+            )
+    else:
+        path = Path(dataset)
+        if path.suffix.lower() not in DATASET_SUFFIXES:
+            raise InputError(
+                f"unsupported dataset type {path.suffix or '(none)'!r}",
+                file=str(path),
+                fix="use 'sample', or a .csv or .jsonl file with columns prompt, answer_a, "
+                "answer_b (optional id, gold).",
+            )
+    return parse_pairs(read_rows(path))
+
+
+def choose(pairs: list[Pair], n: int, *, seed: int = 0) -> list[Pair]:
+    """``n`` pairs in a seeded random order (all of them when ``n`` is larger).
+
+    A pair is never repeated to reach ``n``: a second judgement of an identical request is a
+    cache hit, not new evidence, and repeating it would only narrow the intervals falsely.
+
+    Raises:
+        InputError: If ``n < 1`` or there are no pairs.
+    """
+    if n < 1:
+        raise InputError(f"--n must be at least 1; got {n}", fix="pass --n 20, say.")
+    if not pairs:
+        raise InputError("the dataset has no pairs", fix="add rows to the file.")
+    order = list(pairs)
+    random.Random(seed).shuffle(order)
+    return order[:n]
+
+
+@dataclass(frozen=True)
+class PoolAnswer:
+    """One answer a pool-based probe scores on its own.
+
+    Attributes:
+        answer_id: The answer's id (a project answer id, or ``<pair id>:a`` / ``:b``).
+        task_id: Its task (or pair) id.
+        prompt: The task prompt.
+        text: The answer text.
+        family: The model family that wrote it (``"unknown"`` for dataset pairs).
+        model: The model that wrote it.
+        from_store: Whether it is an answer stored in the project database.
+    """
+
+    answer_id: str
+    task_id: str
+    prompt: str
+    text: str
+    family: str = "unknown"
+    model: str = "unknown"
+    from_store: bool = False
+
+
+def pool_from_pairs(pairs: list[Pair]) -> list[PoolAnswer]:
+    """Both answers of each pair as pool answers."""
+    out = []
+    for p in pairs:
+        out.append(PoolAnswer(f"{p.pair_id}:a", p.pair_id, p.prompt, p.answer_a))
+        out.append(PoolAnswer(f"{p.pair_id}:b", p.pair_id, p.prompt, p.answer_b))
+    return out
+
+
+def pool_from_store(store: Store, n: int, *, seed: int = 0) -> list[PoolAnswer]:
+    """Up to ``n`` original answers from the project database, in a seeded random order.
+
+    Returns:
+        The answers (empty when the database holds no original answers).
+    """
+    frame = store.answers(variant="original")
+    if frame.empty:
+        return []
+    tasks = store.tasks()
+    prompts = dict(zip(tasks["task_id"], tasks["prompt"], strict=True))
+    rows = list(frame.itertuples(index=False))
+    random.Random(seed).shuffle(rows)
+    return [
+        PoolAnswer(
+            answer_id=str(r.answer_id),
+            task_id=str(r.task_id),
+            prompt=str(prompts[r.task_id]),
+            text=str(r.text),
+            family=str(r.family),
+            model=str(r.model),
+            from_store=True,
+        )
+        for r in rows[:n]
+    ]

@@ -1,0 +1,825 @@
+"""Run a plan of judge calls: bounded concurrency, a content-addressed cache, resumable runs.
+
+A probe turns a dataset into a list of :class:`PlannedCall` (arms x orders x reps). The runner
+executes such a plan against a :class:`~calibration.judges.Judge` and writes every result to
+the project database and to a JSONL evidence file as it arrives:
+
+* **Cache.** Before a call is made its request is hashed (:attr:`JudgeCall.cache_key`: model,
+  prompt and parameters, plus the judge's own identity for judges with hidden settings, such
+  as the fake judge's bias knobs). If any earlier run already paid for an identical request,
+  its reply is reused and recorded with ``source = 'cache'`` and zero cost. Identical requests
+  inside one plan are made once.
+* **Resume.** A run has a ``run_id`` and the hash of its plan. Running the same plan again
+  continues the newest unfinished run of that plan (or the run named by ``resume``) and
+  re-issues none of the calls that already have a reply. Results are written in small
+  batches, each one transaction, at least every ``flush_interval`` seconds, so a killed run
+  loses at most the calls in flight and the last fraction of a second of replies.
+* **Failures.** A :class:`~labeler.errors.JudgeError` (the back-end gave up after its
+  retries) is recorded as a failed call with its reason: never dropped, never a score. The
+  run stays unfinished, so running it again retries exactly the failed calls.
+* **Batches.** With ``batch=True`` every uncached call is submitted as one Message Batch
+  through the judge's batch methods, polled and collected; the records are the same.
+
+The evidence file is rewritten from the database when the run ends, so after a resume it
+holds one row per planned call (the newest result), in plan order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import secrets
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from calibration.formats import build_call
+from calibration.judges._base import Format, Judge, JudgeCall, Judgement, Kind
+from labeler.errors import InputError, JudgeError
+from labeler.models import Rubric
+from labeler.store import Store
+from labeler.store._judgements import JudgementRecord
+
+Order = Literal["AB", "BA"]
+
+#: Fields every evidence row carries (``meta`` keys are added after these).
+EVIDENCE_FIELDS: tuple[str, ...] = (
+    "run_id", "call_id", "trial", "bias", "arm", "order", "kind", "format", "verdict", "score",
+    "winner", "passed", "status", "reason", "raw", "task_id", "answer_id", "answer_b_id",
+    "len_a", "len_b", "words_a", "words_b", "input_tokens", "output_tokens",
+    "cache_read_tokens", "cost_usd", "latency_s", "cached", "cached_from", "model",
+    "judge_family",
+)
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """One judge call a probe wants made, with the design facts needed to analyse it.
+
+    Attributes:
+        call_id: Stable id of the call within its plan (same options -> same ids).
+        kind: ``"pointwise"`` (score ``answer``) or ``"pairwise"`` (``answer`` shown first,
+            ``answer_b`` second).
+        format: The scoring format.
+        prompt: The task the answers respond to.
+        answer: The answer scored, or the answer shown first (slot A).
+        answer_b: The answer shown second (slot B); ``None`` for pointwise calls.
+        probe: The probe (bias) the call belongs to.
+        arm: The probe arm (``"baseline"``, ``"decorated"``, ``"original"``, ``"padded"``...).
+        trial: Trial number within the probe (calls of one trial are compared together).
+        order: ``"AB"`` or ``"BA"``: which presentation order of the trial's two answers.
+        task_id: The task or pair the call judges.
+        answer_id: Id of ``answer``.
+        answer_b_id: Id of ``answer_b``.
+        meta: Further design facts for the evidence row (JSON-serialisable), e.g.
+            ``target_slot``: the shown slot holding the answer the probe varies.
+        rubric: The rubric for this call; ``None`` uses the run's rubric.
+    """
+
+    call_id: str
+    kind: Kind
+    format: Format
+    prompt: str
+    answer: str
+    answer_b: str | None = None
+    probe: str = ""
+    arm: str = ""
+    trial: int = 0
+    order: Order | None = None
+    task_id: str | None = None
+    answer_id: str | None = None
+    answer_b_id: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    rubric: Rubric | None = None
+
+    def design_meta(self) -> dict[str, Any]:
+        """``meta`` plus the lengths of the answers shown (characters and words)."""
+        out = dict(self.meta)
+        out.setdefault("len_a", len(self.answer))
+        out.setdefault("words_a", len(self.answer.split()))
+        if self.answer_b is not None:
+            out.setdefault("len_b", len(self.answer_b))
+            out.setdefault("words_b", len(self.answer_b.split()))
+        return out
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """How a run went.
+
+    Attributes:
+        run_id: The run.
+        planned: Calls in the plan.
+        answered_before: Calls that already had a reply when this execution started (resume).
+        issued: Requests actually sent to the judge by this execution.
+        parsed: Planned calls whose newest result parsed.
+        parse_failures: Planned calls whose reply did not parse (recorded, not scored).
+        errors: Planned calls that failed after retries (recorded; a re-run retries them).
+        cached: Planned calls served from the cache (this run or an earlier one).
+        cost_usd: Money spent by this execution at the price the judge reported.
+        input_tokens: Prompt tokens billed by this execution.
+        output_tokens: Completion tokens billed by this execution.
+        elapsed_s: Wall-clock seconds of this execution.
+        resumed: Whether an earlier execution of this run existed.
+        finished: Whether every planned call now has a reply.
+        evidence_path: The JSONL evidence file, if one was written.
+        error_samples: Up to five failure reasons, for the console.
+    """
+
+    run_id: str
+    planned: int
+    answered_before: int
+    issued: int
+    parsed: int
+    parse_failures: int
+    errors: int
+    cached: int
+    cost_usd: float
+    input_tokens: int
+    output_tokens: int
+    elapsed_s: float
+    resumed: bool
+    finished: bool
+    evidence_path: str | None = None
+    error_samples: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+    def __str__(self) -> str:
+        state = "finished" if self.finished else "NOT finished"
+        lines = [
+            f"run {self.run_id}: {self.planned} planned calls, {state}"
+            + (f" (resumed; {self.answered_before} already answered)" if self.resumed else ""),
+            f"  parsed {self.parsed} · parse failures {self.parse_failures} · errors "
+            f"{self.errors} · served from cache {self.cached}",
+            f"  this execution: {self.issued} judge calls, {self.input_tokens:,} input + "
+            f"{self.output_tokens:,} output tokens, ${self.cost_usd:.4f}, "
+            f"{self.elapsed_s:.1f} s",
+        ]
+        if self.errors:
+            lines.append(
+                f"  {self.errors} call(s) failed after retries; run the same command again "
+                f"(or --resume {self.run_id}) to retry only those."
+            )
+            lines += [f"    - {reason}" for reason in self.error_samples]
+        if self.evidence_path:
+            lines.append(f"  evidence: {self.evidence_path}")
+        return "\n".join(lines)
+
+
+# -- requests and their keys ------------------------------------------------------------
+
+def judge_identity(judge: Judge) -> str:
+    """What, besides the request, decides a judge's reply.
+
+    A real model is identified by its model id, which is already in the request. A judge
+    with hidden settings (the fake judge's bias knobs and seed) exposes them as
+    ``cache_identity``; they are folded into the cache key so that two differently
+    configured fake judges never share cached replies.
+    """
+    identity = getattr(judge, "cache_identity", None)
+    if callable(identity):
+        identity = identity()
+    return "" if identity is None else str(identity)
+
+
+def build_request(judge: Judge, rubric: Rubric, call: PlannedCall) -> JudgeCall:
+    """The exact request ``judge`` would send for ``call`` (for its cache key and for batches)."""
+    answers = [call.answer] if call.answer_b is None else [call.answer, call.answer_b]
+    return build_call(
+        call.kind,
+        call.format,
+        judge.model,
+        call.rubric or rubric,
+        call.prompt,
+        answers,
+        dict(getattr(judge, "params", None) or {}),
+    )
+
+
+def cache_key_for(judge: Judge, rubric: Rubric, call: PlannedCall) -> str:
+    """The content hash the cache is keyed on: the request's hash plus the judge's identity."""
+    base = build_request(judge, rubric, call).cache_key
+    identity = judge_identity(judge)
+    if not identity:
+        return base
+    return hashlib.sha256(f"{base}\n{identity}".encode()).hexdigest()
+
+
+def plan_hash(plan: Sequence[PlannedCall], keys: Mapping[str, str]) -> str:
+    """Hash of a plan: its call ids and the cache key of each (so any change of content shows)."""
+    digest = hashlib.sha256()
+    for call in plan:
+        digest.update(f"{call.call_id}\t{keys[call.call_id]}\n".encode())
+    return digest.hexdigest()
+
+
+def _check_plan(plan: Sequence[PlannedCall]) -> None:
+    seen: set[str] = set()
+    for call in plan:
+        if call.call_id in seen:
+            raise ValueError(f"run_plan: call_id {call.call_id!r} appears twice in the plan")
+        seen.add(call.call_id)
+        if call.kind == "pairwise" and call.answer_b is None:
+            raise ValueError(f"run_plan: pairwise call {call.call_id!r} has no answer_b")
+
+
+# -- records and evidence rows ------------------------------------------------------------
+
+def _record(
+    run_id: str,
+    call: PlannedCall,
+    key: str,
+    *,
+    judgement: Judgement | None = None,
+    error: str | None = None,
+    cached: Mapping[str, Any] | None = None,
+) -> JudgementRecord:
+    """The database row for one planned call's outcome (a reply, a cache hit or a failure)."""
+    common: dict[str, Any] = {
+        "run_id": run_id,
+        "call_id": call.call_id,
+        "cache_key": key,
+        "kind": call.kind,
+        "format": call.format,
+        "task_id": call.task_id,
+        "answer_id": call.answer_id,
+        "answer_b_id": call.answer_b_id,
+        "order_shown": call.order,
+        "probe": call.probe or None,
+        "arm": call.arm or None,
+        "trial": call.trial,
+        "meta": call.design_meta(),
+    }
+    if cached is not None:
+        # Reusing an earlier reply spends nothing: tokens and cost are zero, and the row
+        # points at the judgement that paid.
+        return JudgementRecord(
+            **common,
+            value=cached["value"],
+            passed=cached["passed"],
+            parse_error=cached["parse_error"],
+            raw=cached["raw"],
+            cost_usd=0.0,
+            source="cache",
+            cached_from=int(cached["judgement_id"]),
+        )
+    if judgement is None:
+        return JudgementRecord(**common, error=error or "unknown failure", source="judge")
+    parse_error = judgement.parse_error
+    if judgement.value is None and parse_error is None:
+        parse_error = "no value parsed from the reply"
+    return JudgementRecord(
+        **common,
+        value=judgement.value,
+        passed=judgement.passed,
+        parse_error=parse_error,
+        raw=judgement.raw,
+        input_tokens=judgement.input_tokens,
+        output_tokens=judgement.output_tokens,
+        cache_read_tokens=judgement.cache_read_tokens,
+        cost_usd=judgement.cost_usd,
+        latency_s=judgement.latency_s,
+        source="judge",
+    )
+
+
+def evidence_row(
+    record: Mapping[str, Any], *, model: str | None, judge_family: str | None
+) -> dict[str, Any]:
+    """One JSONL evidence row from a judgement (a :class:`JudgementRecord` as a dict or a
+    database row).
+
+    ``verdict`` is the pairwise verdict from slot A's side (+2 A much better .. -2 B much
+    better) and ``winner`` the shown slot it favours (``"A"``, ``"B"`` or ``"tie"``);
+    ``score`` is a pointwise score. ``reason`` is why there is no value: a parse failure or
+    a judge failure (``status`` says which).
+    """
+    record = {k: _missing_to_none(v) for k, v in record.items()}
+    meta = dict(record.get("meta") or {})
+    value = record.get("value")
+    value = None if value is None else float(value)
+    kind = record.get("kind")
+    error = record.get("error")
+    parse_error = record.get("parse_error")
+    if error is not None:
+        status, reason = "error", error
+    elif parse_error is not None or value is None:
+        status, reason = "parse_failure", parse_error or "no value parsed from the reply"
+    else:
+        status, reason = "parsed", None
+    winner = None
+    if kind == "pairwise" and value is not None:
+        winner = "A" if value > 0 else "B" if value < 0 else "tie"
+    cost = record.get("cost_usd")
+    row: dict[str, Any] = {
+        "run_id": record.get("run_id"),
+        "call_id": record.get("call_id"),
+        "trial": _int_or_none(record.get("trial")),
+        "bias": record.get("probe"),
+        "arm": record.get("arm"),
+        "order": record.get("order_shown"),
+        "kind": kind,
+        "format": record.get("format"),
+        "verdict": value if kind == "pairwise" else None,
+        "score": value if kind == "pointwise" else None,
+        "winner": winner,
+        "passed": None if record.get("passed") is None else bool(record.get("passed")),
+        "status": status,
+        "reason": reason,
+        "raw": record.get("raw"),
+        "task_id": record.get("task_id"),
+        "answer_id": record.get("answer_id"),
+        "answer_b_id": record.get("answer_b_id"),
+        "len_a": meta.pop("len_a", None),
+        "len_b": meta.pop("len_b", None),
+        "words_a": meta.pop("words_a", None),
+        "words_b": meta.pop("words_b", None),
+        "input_tokens": int(record.get("input_tokens") or 0),
+        "output_tokens": int(record.get("output_tokens") or 0),
+        "cache_read_tokens": int(record.get("cache_read_tokens") or 0),
+        "cost_usd": None if cost is None else float(cost),
+        "latency_s": float(record.get("latency_s") or 0.0),
+        "cached": record.get("source") == "cache",
+        "cached_from": _int_or_none(record.get("cached_from")),
+        "model": model,
+        "judge_family": judge_family,
+    }
+    for key, val in meta.items():
+        row.setdefault(key, val)
+    return row
+
+
+def _missing_to_none(value: Any) -> Any:
+    """NaN, NA and NaT (how a DataFrame spells a SQL NULL) become ``None``; NumPy scalars
+    become Python ones."""
+    if value is None or isinstance(value, (dict, list, str, bool)):
+        return value
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        return value
+    return value.item() if hasattr(value, "item") else value
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def write_evidence(store: Store, run_id: str, path: str | os.PathLike[str]) -> int:
+    """(Re)write a run's evidence file from the database, atomically; returns the row count.
+
+    One row per planned call (its newest result), in the order the calls were recorded.
+    """
+    run = store.judge_run(run_id)
+    if run is None:
+        raise InputError(f"no judge run {run_id!r} in {store.path}")
+    frame = store.run_judgements(run_id)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for record in frame.to_dict(orient="records"):
+            row = evidence_row({str(k): v for k, v in record.items()}, model=run["model"], judge_family=run["family"])
+            fh.write(json.dumps(row, default=str) + "\n")
+    tmp.replace(target)
+    return len(frame)
+
+
+# -- progress -------------------------------------------------------------------------------
+
+class _RateColumn(ProgressColumn):
+    """Calls per second over the run so far."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("-- calls/s" if speed is None else f"{speed:.1f} calls/s", style="cyan")
+
+
+class _SpendColumn(ProgressColumn):
+    """Money spent so far by this execution."""
+
+    def render(self, task: Task) -> Text:
+        spend = float(task.fields.get("spend", 0.0))
+        unpriced = int(task.fields.get("unpriced", 0))
+        text = f"${spend:.4f}" + (f" (+{unpriced} unpriced)" if unpriced else "")
+        return Text(text, style="green")
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _RateColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TimeElapsedColumn(),
+        _SpendColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+        transient=False,
+    )
+
+
+# -- the run --------------------------------------------------------------------------------
+
+class _Sink:
+    """Buffers results and writes them in small batches (one transaction each).
+
+    Also appends each batch to the evidence file, so the file grows as the run does.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        evidence: Path | None,
+        *,
+        model: str,
+        judge_family: str | None,
+        flush_interval: float,
+        flush_size: int,
+        on_write: Callable[[Sequence[JudgementRecord]], None],
+    ) -> None:
+        self.store = store
+        self.evidence = evidence
+        self.model = model
+        self.judge_family = judge_family
+        self.flush_interval = flush_interval
+        self.flush_size = flush_size
+        self.on_write = on_write
+        self.buffer: list[JudgementRecord] = []
+        self.first_buffered = 0.0
+        self.written = 0
+
+    async def put(self, records: Iterable[JudgementRecord]) -> None:
+        for record in records:
+            if not self.buffer:
+                self.first_buffered = time.monotonic()
+            self.buffer.append(record)
+        if len(self.buffer) >= self.flush_size or (
+            self.buffer and time.monotonic() - self.first_buffered >= self.flush_interval
+        ):
+            await self.flush()
+
+    async def flush(self) -> None:
+        if not self.buffer:
+            return
+        batch, self.buffer = self.buffer, []
+        # DuckDB calls block; run them off the event loop so in-flight requests keep moving.
+        await asyncio.to_thread(self._write, batch)
+
+    def _write(self, batch: list[JudgementRecord]) -> None:
+        self.store.add_judgements(batch)
+        if self.evidence is not None:
+            with self.evidence.open("a", encoding="utf-8") as fh:
+                for record in batch:
+                    row = evidence_row(
+                        record.__dict__, model=self.model, judge_family=self.judge_family
+                    )
+                    fh.write(json.dumps(row, default=str) + "\n")
+        self.written += len(batch)
+        self.on_write(batch)
+
+    async def ticker(self) -> None:
+        """Flush a lingering partial batch every ``flush_interval`` seconds."""
+        while True:
+            await asyncio.sleep(self.flush_interval)
+            if self.buffer and time.monotonic() - self.first_buffered >= self.flush_interval:
+                await self.flush()
+
+
+def _new_run_id(phash: str) -> str:
+    # Time for the reader, plan prefix for grouping, random tail so two runs of one plan
+    # started in the same second never share an id.
+    return f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{phash[:6]}-{secrets.token_hex(3)}"
+
+
+def _resolve_run(
+    store: Store, phash: str, resume: str | None, new_run_id: str | None
+) -> tuple[str, bool]:
+    """Which run to write to: the one named, the newest unfinished run of this plan, or new."""
+    if resume is not None:
+        run = store.judge_run(resume)
+        if run is None:
+            raise InputError(
+                f"there is no judge run {resume!r} in {store.path}",
+                fix="check the run id printed by the interrupted command, and pass the same --db.",
+            )
+        if run.get("plan_hash") != phash:
+            raise InputError(
+                f"run {resume!r} was made with a different plan (other dataset, options, "
+                "judge or rubric), so resuming it would mix two experiments",
+                fix="re-run with exactly the options of the interrupted run, or drop --resume "
+                "to start a new run.",
+            )
+        return resume, True
+    if new_run_id is None:
+        unfinished = store.unfinished_runs(phash)
+        if not unfinished.empty:
+            return str(unfinished.iloc[0]["run_id"]), True
+    return new_run_id or _new_run_id(phash), False
+
+
+async def arun_plan(
+    plan: Sequence[PlannedCall],
+    judge: Judge,
+    store: Store,
+    *,
+    rubric: Rubric,
+    judge_kind: str,
+    evidence: str | os.PathLike[str] | None = None,
+    run_id: str | None = None,
+    resume: str | None = None,
+    concurrency: int = 16,
+    batch: bool = False,
+    progress: bool | None = None,
+    params: Mapping[str, Any] | None = None,
+    flush_interval: float = 0.25,
+    flush_size: int = 64,
+    poll_interval: float = 10.0,
+) -> RunSummary:
+    """Execute ``plan`` with ``judge``, recording every result; see the module docstring.
+
+    Args:
+        plan: The calls to make (ids unique).
+        judge: The judge back-end.
+        store: The project database (cache, resume state and results).
+        rubric: The rubric the judge is given (the text raters see).
+        judge_kind: ``"anthropic"``, ``"fake"``... (recorded with the run).
+        evidence: JSONL evidence file to write (rewritten from the database at the end).
+        run_id: Id for a new run (default: generated). A run of the same plan that did not
+            finish is continued instead unless ``run_id`` is given.
+        resume: Continue this run; it must have been made with the same plan.
+        concurrency: Most calls in flight at once.
+        batch: Submit the uncached calls as one Message Batch (the judge must support it).
+        progress: Show a progress bar (default: only when stderr is a terminal).
+        params: The command's options, stored with the run.
+        flush_interval: Longest time a finished result waits before it is written.
+        flush_size: Results written per transaction at most.
+        poll_interval: Seconds between batch status polls.
+
+    Returns:
+        The :class:`RunSummary`.
+
+    Raises:
+        InputError: ``resume`` names no run, or a run made with a different plan.
+        ValueError: Duplicate call ids, ``concurrency < 1``, or ``batch`` with a judge that
+            has no batch methods.
+    """
+    _check_plan(plan)
+    if concurrency < 1:
+        raise ValueError(f"run_plan: concurrency must be at least 1; got {concurrency!r}")
+    if batch and not all(
+        hasattr(judge, name) for name in ("submit_batch", "poll_batch", "collect_batch")
+    ):
+        raise ValueError(
+            f"run_plan: judge {type(judge).__name__} has no Message Batches methods; "
+            "drop --batch or use the anthropic judge"
+        )
+    started = time.monotonic()
+    keys = {call.call_id: cache_key_for(judge, rubric, call) for call in plan}
+    phash = plan_hash(plan, keys)
+    rid, resumed = _resolve_run(store, phash, resume, run_id)
+    evidence_path = Path(evidence) if evidence is not None else None
+    store.start_judge_run(
+        rid,
+        judge_kind=judge_kind,
+        model=judge.model,
+        family=judge.family,
+        rubric_id=rubric.rubric_id,
+        rubric_version=rubric.version,
+        params=dict(params or {}),
+        plan_hash=phash,
+        n_planned=len(plan),
+        evidence_path=None if evidence_path is None else str(evidence_path),
+    )
+    answered = store.answered_calls(rid)
+    pending = [call for call in plan if call.call_id not in answered]
+
+    state = {"issued": 0, "cost": 0.0, "unpriced": 0, "in": 0, "out": 0}
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = _progress(show)
+    task_id = bar.add_task(
+        "judging", total=len(plan), completed=len(plan) - len(pending), spend=0.0, unpriced=0
+    )
+
+    def on_write(records: Sequence[JudgementRecord]) -> None:
+        for rec in records:
+            if rec.source == "judge" and rec.error is None:
+                if rec.cost_usd is None:
+                    state["unpriced"] += 1
+                else:
+                    state["cost"] += rec.cost_usd
+                state["in"] += rec.input_tokens
+                state["out"] += rec.output_tokens
+        bar.update(
+            task_id, advance=len(records), spend=state["cost"], unpriced=state["unpriced"]
+        )
+
+    if evidence_path is not None:
+        evidence_path.parent.mkdir(parents=True, exist_ok=True)
+        if not resumed:
+            evidence_path.write_text("", encoding="utf-8")
+    sink = _Sink(
+        store,
+        evidence_path,
+        model=judge.model,
+        judge_family=judge.family,
+        flush_interval=flush_interval,
+        flush_size=flush_size,
+        on_write=on_write,
+    )
+    with bar:
+        ticker = asyncio.create_task(sink.ticker())
+        try:
+            await _execute(
+                pending, keys, judge, rubric, rid, sink, state,
+                concurrency=concurrency, batch=batch, poll_interval=poll_interval,
+            )
+        finally:
+            ticker.cancel()
+            # Whatever finished is written even when the run is failing or cancelled.
+            await sink.flush()
+    counts = store.run_counts(rid)
+    finished = counts["answered_or_failed"] - counts["errors"] >= len(plan)
+    if finished:
+        store.finish_judge_run(rid)
+    if evidence_path is not None:
+        write_evidence(store, rid, evidence_path)
+    samples: tuple[str, ...] = ()
+    if counts["errors"]:
+        frame = store.run_judgements(rid)
+        failed = frame[frame["status"] == "error"]
+        samples = tuple(
+            f"{row.call_id}: {row.error}" for row in failed.head(5).itertuples(index=False)
+        )
+    return RunSummary(
+        run_id=rid,
+        planned=len(plan),
+        answered_before=len(plan) - len(pending),
+        issued=int(state["issued"]),
+        parsed=int(counts["parsed"]),
+        parse_failures=int(counts["parse_failures"]),
+        errors=int(counts["errors"]),
+        cached=int(counts["cached"]),
+        cost_usd=float(state["cost"]),
+        input_tokens=int(state["in"]),
+        output_tokens=int(state["out"]),
+        elapsed_s=time.monotonic() - started,
+        resumed=resumed,
+        finished=finished,
+        evidence_path=None if evidence_path is None else str(evidence_path),
+        error_samples=samples,
+    )
+
+
+async def _execute(
+    pending: list[PlannedCall],
+    keys: Mapping[str, str],
+    judge: Judge,
+    rubric: Rubric,
+    rid: str,
+    sink: _Sink,
+    state: dict[str, Any],
+    *,
+    concurrency: int,
+    batch: bool,
+    poll_interval: float,
+) -> None:
+    """Serve cache hits, then make one call per distinct request; duplicates reuse it."""
+    if not pending:
+        return
+    hits = await asyncio.to_thread(
+        sink.store.cached_replies, [keys[c.call_id] for c in pending]
+    )
+    await sink.put(
+        _record(rid, c, keys[c.call_id], cached=hits[keys[c.call_id]])
+        for c in pending
+        if keys[c.call_id] in hits
+    )
+    leaders: dict[str, PlannedCall] = {}
+    followers: list[PlannedCall] = []
+    for call in pending:
+        key = keys[call.call_id]
+        if key in hits:
+            continue
+        if key in leaders:
+            followers.append(call)
+        else:
+            leaders[key] = call
+    failures: dict[str, str] = {}
+    if batch:
+        await _run_batch(list(leaders.values()), keys, judge, rubric, rid, sink, state,
+                         failures, poll_interval=poll_interval)
+    else:
+        await _run_concurrent(list(leaders.values()), keys, judge, rubric, rid, sink, state,
+                              failures, concurrency=concurrency)
+    if not followers:
+        return
+    # Identical requests were made once; the rest reuse that reply as cache hits.
+    await sink.flush()
+    hits = await asyncio.to_thread(
+        sink.store.cached_replies, [keys[c.call_id] for c in followers]
+    )
+    records = []
+    for call in followers:
+        key = keys[call.call_id]
+        if key in hits:
+            records.append(_record(rid, call, key, cached=hits[key]))
+        else:
+            leader = leaders[key].call_id
+            reason = failures.get(key, "no reply")
+            records.append(
+                _record(rid, call, key, error=f"identical call {leader} failed: {reason}")
+            )
+    await sink.put(records)
+
+
+async def _call(judge: Judge, rubric: Rubric, call: PlannedCall) -> Judgement:
+    if call.kind == "pairwise":
+        assert call.answer_b is not None  # checked by _check_plan
+        return await judge.compare(
+            call.prompt, call.answer, call.answer_b, call.rubric or rubric, call.format
+        )
+    return await judge.score(call.prompt, call.answer, call.rubric or rubric, call.format)
+
+
+async def _run_concurrent(
+    calls: list[PlannedCall],
+    keys: Mapping[str, str],
+    judge: Judge,
+    rubric: Rubric,
+    rid: str,
+    sink: _Sink,
+    state: dict[str, Any],
+    failures: dict[str, str],
+    *,
+    concurrency: int,
+) -> None:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(call: PlannedCall) -> None:
+        key = keys[call.call_id]
+        async with gate:
+            state["issued"] += 1
+            try:
+                judgement = await _call(judge, rubric, call)
+            except JudgeError as exc:
+                failures[key] = str(exc)
+                record = _record(rid, call, key, error=str(exc))
+            else:
+                record = _record(rid, call, key, judgement=judgement)
+        await sink.put([record])
+
+    tasks = [asyncio.create_task(one(call)) for call in calls]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def _run_batch(
+    calls: list[PlannedCall],
+    keys: Mapping[str, str],
+    judge: Judge,
+    rubric: Rubric,
+    rid: str,
+    sink: _Sink,
+    state: dict[str, Any],
+    failures: dict[str, str],
+    *,
+    poll_interval: float,
+) -> None:
+    raise NotImplementedError  # filled in once the batch API of AnthropicJudge has landed
+
+
+def run_plan(plan: Sequence[PlannedCall], judge: Judge, store: Store, **kwargs: Any) -> RunSummary:
+    """Synchronous :func:`arun_plan` (same arguments)."""
+    return asyncio.run(arun_plan(plan, judge, store, **kwargs))
