@@ -1,5 +1,17 @@
 """Pure statistics: array-likes in, keyword-only options, frozen :class:`Estimate` out."""
 
+from calibration.stats._agreement import (
+    KappaResult,
+    KappaWeights,
+    KrippendorffLevel,
+    cohen_kappa,
+    krippendorff_alpha,
+    level_for_scale,
+    pairwise_kappas,
+    rater_leniency,
+)
+from calibration.stats._binomial import difference_of_proportions, proportion, wilson_interval
+from calibration.stats._bootstrap import RngLike, cluster_bootstrap, weighted_mean
 from calibration.stats._formats import (
     FormatDiagnostics,
     effective_levels,
@@ -21,6 +33,7 @@ from calibration.stats._position import (
     slot_decomposition,
     swap_average,
 )
+from calibration.stats._ppi import classical_mean, ppi_mean
 from calibration.stats._probes import (
     THRESHOLDS,
     RunComparison,
@@ -32,26 +45,58 @@ from calibration.stats._probes import (
     truncation_gap,
     verdict,
 )
+from calibration.stats._residuals import (
+    HumanRule,
+    HumanScores,
+    ProvenanceNote,
+    Scale,
+    family_residuals,
+    human_scores,
+    provenance_note,
+    self_preference_gap,
+)
 from calibration.stats._result import Estimate
 
 __all__ = [
     "THRESHOLDS",
     "Estimate",
     "FormatDiagnostics",
+    "HumanRule",
+    "HumanScores",
+    "KappaResult",
+    "KappaWeights",
+    "KrippendorffLevel",
+    "ProvenanceNote",
+    "RngLike",
     "RunComparison",
+    "Scale",
     "SlotDecomposition",
     "Thresholds",
     "candidate_verdicts",
+    "classical_mean",
+    "cluster_bootstrap",
+    "cohen_kappa",
     "compare_runs",
     "consistency_rate",
+    "difference_of_proportions",
     "effective_levels",
+    "family_residuals",
     "first_shown_advantage",
     "first_shown_advantage_from_verdicts",
     "format_diagnostics",
+    "human_scores",
+    "krippendorff_alpha",
     "length_controlled_win_rate",
+    "level_for_scale",
     "lift_difference",
+    "pairwise_kappas",
     "pairwise_lift",
     "pointwise_gap",
+    "ppi_mean",
+    "proportion",
+    "provenance_note",
+    "rater_leniency",
+    "self_preference_gap",
     "slot_decomposition",
     "somers_d",
     "swap_average",
@@ -62,4 +107,6 @@ __all__ = [
     "top_tied_share",
     "truncation_gap",
     "verdict",
+    "weighted_mean",
+    "wilson_interval",
 ]
