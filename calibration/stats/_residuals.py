@@ -49,7 +49,7 @@ from calibration.stats._bootstrap import (
 )
 from calibration.stats._result import Estimate
 
-Scale = Literal["pass", "score"]
+ResidualScale = Literal["pass", "score"]
 """``"pass"``: 0/1 pass verdicts, residuals in percentage points. ``"score"``: scores on the
 judge's scale (e.g. 1–5), residuals in judge scale points."""
 
@@ -222,7 +222,7 @@ def family_residuals(
     family: npt.ArrayLike,
     task: npt.ArrayLike,
     *,
-    scale: Scale = "pass",
+    scale: ResidualScale = "pass",
     weights: npt.ArrayLike | None = None,
     rater_level: pd.DataFrame | None = None,
     answer_ids: npt.ArrayLike | None = None,
@@ -293,7 +293,7 @@ def self_preference_gap(
     task: npt.ArrayLike,
     *,
     own_family: str = "claude",
-    scale: Scale = "pass",
+    scale: ResidualScale = "pass",
     weights: npt.ArrayLike | None = None,
     rater_level: pd.DataFrame | None = None,
     answer_ids: npt.ArrayLike | None = None,
