@@ -33,9 +33,17 @@ class ImportMixin(RaterMixin):
             )
 
     def add_imported_labels(
-        self, labels: list[ImportedLabel], *, source_file: str | None = None
+        self,
+        labels: list[ImportedLabel],
+        *,
+        source_file: str | None = None,
+        source: Literal["import", "simulated"] = "import",
     ) -> ImportSummary:
-        """Add outside human labels, all or nothing. Identical rows are skipped."""
+        """Add outside (or simulated) human labels, all or nothing. Identical rows are skipped.
+
+        ``source="simulated"`` marks labels from :mod:`labeler.simulate` so every page and
+        report can say they are not real people's.
+        """
         self._known_answers({lab.answer_id for lab in labels}, source_file=source_file, column="answer_id")
         same = 0
         with self.connection() as con:
@@ -43,7 +51,8 @@ class ImportMixin(RaterMixin):
                 (r[0], r[1]): (r[2], r[3], r[4])
                 for r in con.execute(
                     "SELECT rater_name, answer_id, overall, passed, criteria FROM labels"
-                    " WHERE source = 'import'"
+                    " WHERE source = ?",
+                    [source],
                 ).fetchall()
             }
             rows = []
@@ -63,15 +72,15 @@ class ImportMixin(RaterMixin):
                     same += 1
                     continue
                 existing[key] = mine
-                rater_id = self.rater_id_for(lab.rater, create=True)
+                rater_id = self.rater_id_for(lab.rater, create=True, simulated=source == "simulated")
                 rows.append(
                     [rater_id, lab.rater, lab.answer_id, lab.overall, lab.passed, crit, lab.comment]
                 )
             if rows:
                 con.executemany(
                     "INSERT INTO labels (rater_id, rater_name, answer_id, overall, passed, criteria,"
-                    " comment, source) VALUES (?, ?, ?, ?, ?, ?, ?, 'import')",
-                    rows,
+                    " comment, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [[*r, source] for r in rows],
                 )
         return ImportSummary(added={"labels": len(rows)}, unchanged={"labels": same})
 
