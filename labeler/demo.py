@@ -1,13 +1,23 @@
-"""The demo: a fresh database with the bundled data, a demo rater and an admin."""
+"""The demo: a fresh database with the bundled data, a demo rater and admin, simulated
+labels and a fake-judge run, so every page has something real to show."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
 from labeler.errors import InputError
 from labeler.importers import import_file
+from labeler.simulate import add_simulated_labels
 from labeler.store import Store
+
+#: How many tickets the demo rater gets (both answers of each), so a newcomer can finish.
+DEMO_TICKETS = 12
+#: The fake judge's family and its injected preference for that family's style (Likert points).
+DEMO_JUDGE_FAMILY = "claude"
+DEMO_SELF_STYLE = 0.4
 
 
 def data_dir() -> Path:
@@ -30,16 +40,73 @@ class DemoResult:
     summary_lines: list[str] = field(default_factory=list)
 
 
+def run_demo_judge(store: Store, truth: pd.DataFrame, *, seed: int = 0) -> str:
+    """Score the whole pool with a fake judge that leans towards its own family's style.
+
+    Returns the judge run id.
+    """
+    from calibration.judges import FakeJudge
+    from calibration.runner import PlannedCall, run_plan
+
+    rubric = store.rubric()
+    if rubric is None:
+        raise InputError("the demo needs a rubric", fix="import data/rubric.toml first.")
+    quality = dict(zip(truth["answer_id"], truth["quality"], strict=True))
+    answers = store.answers(variant="original")
+    tasks = store.tasks().set_index("task_id")["prompt"]
+    by_text = {row.text: quality.get(row.answer_id, 3.0) for row in answers.itertuples()}
+    families = dict(zip(answers["text"], answers["family"], strict=True))
+    judge = FakeJudge(
+        seed=seed,
+        family=DEMO_JUDGE_FAMILY,
+        model="fake-judge",
+        noise=0.5,
+        # The demo's judge "knows" the bundled quality labels, then adds its own-family lean.
+        quality_of=lambda text: (by_text.get(text, 3.0) - 1) / 4,
+        style_of=lambda text: families.get(text),
+        family_style={DEMO_JUDGE_FAMILY: DEMO_SELF_STYLE},
+    )
+    plan = [
+        PlannedCall(
+            call_id=f"pool:{row.answer_id}",
+            kind="pointwise",
+            format="likert5",
+            prompt=str(tasks[row.task_id]),
+            answer=str(row.text),
+            probe="pool",
+            arm="original",
+            task_id=str(row.task_id),
+            answer_id=str(row.answer_id),
+        )
+        for row in answers.itertuples()
+    ]
+    summary = run_plan(plan, judge, store, rubric=rubric, judge_kind="fake", progress=False)
+    return summary.run_id
+
+
 def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> DemoResult:
-    """Load the bundled rubric, answers and pairs, and invite a demo rater and admin."""
+    """Load the bundled data, invite a demo rater and admin, and give the analyst pages data.
+
+    Adds: the demo rater's queue (both answers of the first :data:`DEMO_TICKETS` tickets),
+    simulated labels from four simulated raters (marked simulated everywhere), and a
+    fake-judge run over the whole pool with a known lean towards its own family.
+    """
     from labeler.cli import invite_url
 
     folder = data_dir()
     lines = []
     for kind, name in (("rubric", "rubric.toml"), ("answers", "answers.jsonl"), ("pairs", "pairs.jsonl")):
         lines.append(f"{name}: {import_file(store, kind, folder / name)}")  # type: ignore[arg-type]
-    _, rater_token = store.add_rater("demo-rater")
+    rater, rater_token = store.add_rater("demo-rater")
     _, admin_token = store.add_rater("demo-admin", role="admin")
+    answers = store.answers(variant="original")
+    first = sorted(answers["task_id"].unique())[:DEMO_TICKETS]
+    mine = answers[answers["task_id"].isin(first)]["answer_id"].tolist()
+    lines.append(f"demo-rater queue: {store.assign_k(mine, 1, [rater.rater_id], seed=0)}")
+    truth = pd.read_csv(folder / "truth.csv")
+    lines.append(f"simulated labels: {add_simulated_labels(store, truth)}")
+    run_id = run_demo_judge(store, truth)
+    lines.append(f"fake judge run {run_id}: {len(answers)} answers scored (likert5)")
     return DemoResult(
         rater_url=invite_url(rater_token, base_url),
         admin_url=invite_url(admin_token, base_url),
