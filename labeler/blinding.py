@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 #: Makers and model names that identify an answer's author when they appear in its text.
 KNOWN_NAMES: tuple[str, ...] = (
@@ -54,3 +54,46 @@ def detect_self_identifying(
         else:
             merged.append([start, end])
     return [(s, e, text[s:e]) for s, e in merged]
+
+
+#: What a masked span shows instead of the self-identifying text.
+REDACTED = "[redacted]"
+
+
+def mask(text: str, spans: Iterable[Sequence[object]]) -> str:
+    """``text`` with each span replaced by ``[redacted]``.
+
+    Args:
+        text: The answer text.
+        spans: ``(start, end, ...)`` character offsets, as :func:`detect_self_identifying`
+            returns and ``answers.self_id_spans`` stores (extra fields are ignored).
+            Overlapping or touching spans become one ``[redacted]``; offsets are clipped
+            to the text.
+
+    Returns:
+        The masked text; ``text`` itself when there are no spans.
+    """
+    cuts: list[list[int]] = []
+    for span in sorted((_offsets(s, len(text)) for s in spans), key=lambda p: p[0]):
+        start, end = span
+        if end <= start:
+            continue
+        if cuts and start <= cuts[-1][1]:
+            cuts[-1][1] = max(cuts[-1][1], end)
+        else:
+            cuts.append([start, end])
+    if not cuts:
+        return text
+    parts: list[str] = []
+    at = 0
+    for start, end in cuts:
+        parts += [text[at:start], REDACTED]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def _offsets(span: Sequence[object], length: int) -> tuple[int, int]:
+    """A span's ``(start, end)`` clipped to ``[0, length]``."""
+    start, end = int(span[0]), int(span[1])  # type: ignore[call-overload]
+    return max(0, min(start, length)), max(0, min(end, length))

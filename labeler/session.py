@@ -23,6 +23,7 @@ from labeler.errors import AccessError, JudgelabError
 from labeler.store import Rater, Store, resolve_db_path
 
 TOKEN_PARAM = "t"
+_TOKEN_STATE = "_judgelab_token"
 
 
 @st.cache_resource(show_spinner=False)
@@ -46,11 +47,17 @@ def current_store() -> Store:
 
 
 def current_token() -> str | None:
-    """The invite token from the URL, kept in the URL so that a reload resumes."""
-    token = st.query_params.get(TOKEN_PARAM)
+    """The invite token from the URL, kept in the URL so that a reload resumes.
+
+    The token is also remembered in session state (never rendered) because a page
+    switch through ``st.navigation`` can arrive without the query string; it is then
+    written back into the URL.
+    """
+    token = st.query_params.get(TOKEN_PARAM) or st.session_state.get(_TOKEN_STATE)
     if token:
-        # Re-assert it: page switches through st.navigation drop query parameters.
-        st.query_params[TOKEN_PARAM] = token
+        st.session_state[_TOKEN_STATE] = token
+        if st.query_params.get(TOKEN_PARAM) != token:
+            st.query_params[TOKEN_PARAM] = token
     return token or None
 
 

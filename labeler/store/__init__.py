@@ -4,23 +4,40 @@ Use :class:`Store`; the rest of the code never sees a connection.
 """
 
 from labeler.store._admin import AdminMixin
+from labeler.store._calibration import CalibrationMixin
 from labeler.store._core import DEFAULT_DB, migrations, resolve_db_path
 from labeler.store._designs import DesignMixin
 from labeler.store._judgements import JudgementMixin
-from labeler.store._labels import LabelMixin
+from labeler.store._labels import (
+    MASK_DEFAULT,
+    MASK_KEY,
+    AssignSummary,
+    AuditView,
+    CurrentLabel,
+    LabelMixin,
+    PairView,
+    ScoreView,
+)
 from labeler.store._pool import ImportSummary, PoolMixin
 from labeler.store._raters import Rater, Role, hash_token
 
 
-class Store(LabelMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin):
+class Store(LabelMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin):
     """The project database (one DuckDB file). Safe to share between threads and processes."""
 
 
 __all__ = [
     "DEFAULT_DB",
+    "MASK_DEFAULT",
+    "MASK_KEY",
+    "AssignSummary",
+    "AuditView",
+    "CurrentLabel",
     "ImportSummary",
+    "PairView",
     "Rater",
     "Role",
+    "ScoreView",
     "Store",
     "hash_token",
     "migrations",

@@ -1,9 +1,1053 @@
-"""Assignments, labels, pairwise labels, padding audits and queue events (the rater app's writes)."""
+"""Assignments, labels, pairwise labels, padding audits and queue events (the rater app's writes).
+
+The rules this module keeps:
+
+* **Exactly k.** :meth:`LabelMixin.assign_k` gives each answer to exactly ``k`` raters
+  in one transaction; :meth:`LabelMixin.claim_next` lets a rater pull one more answer
+  that has fewer than ``k`` raters, also in one transaction. The store serialises
+  units of work per file (a lock inside a process, DuckDB's file lock across
+  processes), so two raters asking at once can never push an answer past ``k``.
+* **Append-only.** A label is never updated: an edit is a new row whose
+  ``supersedes`` names the row it replaces. The same holds for pair labels and audits.
+* **Blind.** What pages receive (:class:`ScoreView`, :class:`PairView`,
+  :class:`AuditView`, :class:`~labeler.queue.QueueItem`) carries opaque item ids and
+  text only, never answer ids, family, model, variant or parent. Every method that
+  takes an ``assignment_id`` checks that it belongs to the rater asking, so a rater
+  can never read or write another rater's labels.
+* **Time from the server.** Seconds on an item run from the first ``open`` event after
+  the rater's previous submit or skip of it to the moment the label is written, both
+  read from the database's clock. Opens are stored, so a restart loses nothing.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pandas as pd
+
+from labeler.blinding import mask
+from labeler.errors import AccessError, InputError
+from labeler.models import SCALE_RANGE, Rubric
+from labeler.queue import (
+    DEFAULT_GAP,
+    KINDS,
+    Kind,
+    Progress,
+    QueueItem,
+    counterbalance,
+    next_position,
+    rater_rng,
+    spread_order,
+)
 from labeler.store._imports import ImportMixin
+
+#: Setting key (scope ``project`` or ``rubric:<id>``) that masks self-identifying spans.
+MASK_KEY = "mask_self_id"
+
+#: Masking when no scope sets it: on, because an unmasked "As an AI made by X" unblinds.
+MASK_DEFAULT = True
+
+# Per kind: the table of done rows, its id column, and the event-free columns pages read.
+_DONE_TABLE: dict[str, tuple[str, str]] = {
+    "score": ("labels", "label_id"),
+    "pair": ("pair_labels", "pair_label_id"),
+    "audit": ("padding_audits", "audit_id"),
+}
+
+
+@dataclass(frozen=True)
+class AssignSummary:
+    """What an assignment call wrote.
+
+    Attributes:
+        added: New assignments per rater id.
+        already: Assignments that existed before and were kept.
+        items: How many items (answers, pairs or audits) the call covered.
+    """
+
+    added: dict[int, int]
+    already: int
+    items: int
+
+    @property
+    def n_added(self) -> int:
+        """Assignments written in total."""
+        return sum(self.added.values())
+
+    def __str__(self) -> str:
+        per = ", ".join(f"rater {r}: {n}" for r, n in sorted(self.added.items()))
+        text = f"{self.n_added} assignments added over {self.items} items"
+        if per:
+            text += f" ({per})"
+        if self.already:
+            text += f"; {self.already} already assigned"
+        return text
+
+
+@dataclass(frozen=True)
+class CurrentLabel:
+    """A rater's current label of one item, to prefill the form when they go back."""
+
+    label_id: int
+    overall: float | None
+    criteria: dict[str, float]
+    comment: str
+    flag_reason: str | None
+
+
+@dataclass(frozen=True)
+class ScoreView:
+    """Everything the rate page shows for one item (and nothing that unblinds it)."""
+
+    item: QueueItem
+    progress: Progress
+    prompt: str
+    text: str
+    rubric: Rubric
+    current: CurrentLabel | None = None
+    masked: int = 0
+
+
+@dataclass(frozen=True)
+class PairView:
+    """Everything the compare page shows: the two answers in the order this rater sees them."""
+
+    item: QueueItem
+    progress: Progress
+    prompt: str
+    left_text: str
+    right_text: str
+    current_preference: int | None = None
+    current_comment: str = ""
+    current_id: int | None = None
+
+
+@dataclass(frozen=True)
+class AuditView:
+    """Everything the padding-audit page shows: an original and its rewrite."""
+
+    item: QueueItem
+    progress: Progress
+    prompt: str
+    original_text: str
+    rewrite_text: str
+    length_ratio: float
+    current_adds_content: bool | None = None
+    current_note: str = ""
+    current_id: int | None = None
+
+
+@dataclass
+class _Plan:
+    """New assignments being built for one call, per rater."""
+
+    rows: dict[int, list[tuple[str, str | None, str]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+
+
+def _words(text: str) -> int:
+    return len(text.split())
 
 
 class LabelMixin(ImportMixin):
-    """Filled in by the rater-app work."""
+    """Assignments, the raters' queues, and everything raters write."""
+
+    if TYPE_CHECKING:
+        # Provided by PoolMixin in the composed Store; not a base here, because the
+        # mixins' shared bases must leave Python a consistent method order.
+        def rubric(
+            self, rubric_id: str | None = None, version: int | None = None
+        ) -> Rubric | None: ...
+
+        def setting(self, scope: str, key: str, default: str | None = None) -> str | None: ...
+
+    # -- assignment -----------------------------------------------------------------
+
+    def _rubric_for_assignments(
+        self, rubric: tuple[str, int] | None
+    ) -> tuple[str, int]:
+        found = self.rubric(*rubric) if rubric else self.rubric()
+        if found is None:
+            if rubric:
+                raise InputError(
+                    f"no rubric {rubric[0]!r} version {rubric[1]} in the database",
+                    fix="import it with `judgelab import rubric FILE`, or pick a stored one.",
+                )
+            raise InputError(
+                "there is no rubric to label against",
+                fix="import one first with `judgelab import rubric FILE`.",
+            )
+        return found.rubric_id, found.version
+
+    def _check_raters(self, con: duckdb.DuckDBPyConnection, rater_ids: Sequence[int]) -> None:
+        wanted = set(rater_ids)
+        active = {
+            int(r[0])
+            for r in con.execute(
+                "SELECT rater_id FROM raters WHERE revoked_at IS NULL"
+            ).fetchall()
+        }
+        missing = sorted(wanted - active)
+        if missing:
+            raise InputError(
+                f"rater id(s) {missing} are unknown or revoked",
+                fix="see `judgelab raters list` and choose active raters.",
+            )
+
+    def _task_of(
+        self, con: duckdb.DuckDBPyConnection, answer_ids: Sequence[str], *, column: str
+    ) -> dict[str, str]:
+        wanted = list(dict.fromkeys(answer_ids))
+        rows = con.execute(
+            "SELECT answer_id, task_id FROM answers WHERE answer_id IN (SELECT unnest(?))",
+            [wanted],
+        ).fetchall()
+        found = {str(a): str(t) for a, t in rows}
+        missing = [a for a in wanted if a not in found]
+        if missing:
+            shown = ", ".join(repr(m) for m in missing[:5])
+            raise InputError(
+                f"{len(missing)} answer id(s) are not in the database: {shown}",
+                column=column,
+                fix="import the answers first with `judgelab import answers FILE`.",
+            )
+        return found
+
+    def _write_plan(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        kind: Kind,
+        plan: _Plan,
+        *,
+        seed: int | str,
+        rubric: tuple[str, int] | None,
+        design_id: str | None,
+        is_overlap: bool,
+        gap: int,
+    ) -> dict[int, int]:
+        """Append each rater's new items to their queue in a spread, seeded order."""
+        added: dict[int, int] = {}
+        for rater_id, rows in plan.rows.items():
+            if not rows:
+                continue
+            tail = [
+                str(r[0])
+                for r in con.execute(
+                    "SELECT t.task_id FROM assignments s JOIN answers t USING (answer_id)"
+                    " WHERE s.rater_id = ? AND s.kind = ? ORDER BY s.queue_pos DESC LIMIT ?",
+                    [rater_id, kind, max(gap, 0)],
+                ).fetchall()
+            ][::-1]
+            top = con.execute(
+                "SELECT coalesce(max(queue_pos), 0) FROM assignments WHERE rater_id = ? AND kind = ?",
+                [rater_id, kind],
+            ).fetchone()
+            start = int(top[0]) if top else 0
+            rng = rater_rng(seed, rater_id, f"{kind}:{start}")
+            order = spread_order([task for _, _, task in rows], rng=rng, gap=gap, tail=tail)
+            con.executemany(
+                "INSERT INTO assignments (rater_id, kind, answer_id, answer_b_id, queue_pos,"
+                " rubric_id, rubric_version, design_id, is_overlap)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    [rater_id, kind, rows[i][0], rows[i][1], start + n + 1,
+                     rubric[0] if rubric else None, rubric[1] if rubric else None,
+                     design_id, is_overlap]
+                    for n, i in enumerate(order)
+                ],
+            )
+            added[rater_id] = len(rows)
+        return added
+
+    def assign_k(
+        self,
+        answer_ids: Sequence[str],
+        k: int,
+        rater_ids: Sequence[int],
+        *,
+        seed: int | str = 0,
+        rubric: tuple[str, int] | None = None,
+        design_id: str | None = None,
+        gap: int = DEFAULT_GAP,
+    ) -> AssignSummary:
+        """Give each answer to exactly ``k`` of ``rater_ids`` for scoring, in one transaction.
+
+        Answers that already have raters (under the same rubric) keep them and get only
+        the missing ones; the load is spread evenly, preferring raters who have fewer
+        answers to the same task. Each rater's new items join the end of their queue in
+        a seeded order that keeps answers to one task apart (:func:`spread_order`).
+
+        Args:
+            answer_ids: The answers to label.
+            k: Raters per answer.
+            rater_ids: The raters to choose from (active ones).
+            seed: Makes the choice of raters and every queue order reproducible.
+            rubric: ``(rubric_id, version)``; the newest rubric when ``None``.
+            design_id: The sample design these assignments implement, if any.
+            gap: Other items required between two answers to one task in a queue.
+
+        Returns:
+            What was added per rater.
+
+        Raises:
+            InputError: ``k`` < 1, fewer raters than ``k``, unknown answers or raters,
+                or no rubric.
+        """
+        raters = list(dict.fromkeys(int(r) for r in rater_ids))
+        if k < 1:
+            raise InputError(f"k must be at least 1, got {k}", fix="choose k >= 1.")
+        if len(raters) < k:
+            raise InputError(
+                f"each answer needs {k} raters but only {len(raters)} were given",
+                fix=f"choose at least {k} raters, or lower k.",
+            )
+        rub = self._rubric_for_assignments(rubric)
+        with self.connection() as con:
+            self._check_raters(con, raters)
+            task_of = self._task_of(con, answer_ids, column="answer_id")
+            have: dict[str, set[int]] = defaultdict(set)
+            for a, r in con.execute(
+                "SELECT answer_id, rater_id FROM assignments WHERE kind = 'score'"
+                " AND rubric_id = ? AND rubric_version = ?",
+                list(rub),
+            ).fetchall():
+                have[str(a)].add(int(r))
+            load: Counter[int] = Counter(
+                {
+                    int(r): int(n)
+                    for r, n in con.execute(
+                        "SELECT rater_id, count(*) FROM assignments WHERE kind = 'score'"
+                        " GROUP BY rater_id"
+                    ).fetchall()
+                }
+            )
+            per_task: Counter[tuple[int, str]] = Counter()
+            for a, rs in have.items():
+                for r in rs:
+                    if a in task_of:
+                        per_task[(r, task_of[a])] += 1
+            rng = rater_rng(seed, 0, "assign_k")
+            order = list(task_of)
+            rng.shuffle(order)
+            plan = _Plan()
+            already = 0
+            for answer in order:
+                holders = have[answer]
+                already += len(holders)
+                need = k - len(holders)
+                if need <= 0:
+                    continue
+                free = [r for r in raters if r not in holders]
+                rng.shuffle(free)
+                free.sort(key=lambda r: (per_task[(r, task_of[answer])], load[r]))
+                for r in free[:need]:
+                    plan.rows[r].append((answer, None, task_of[answer]))
+                    load[r] += 1
+                    per_task[(r, task_of[answer])] += 1
+                    holders.add(r)
+            added = self._write_plan(
+                con, "score", plan, seed=seed, rubric=rub, design_id=design_id,
+                is_overlap=k > 1, gap=gap,
+            )
+        return AssignSummary(added=added, already=already, items=len(task_of))
+
+    def claim_next(
+        self,
+        rater_id: int,
+        k: int,
+        *,
+        answer_ids: Sequence[str] | None = None,
+        rubric: tuple[str, int] | None = None,
+        gap: int = DEFAULT_GAP,
+    ) -> int | None:
+        """Pull one more answer for ``rater_id``: one with fewer than ``k`` raters, atomically.
+
+        The answer with the fewest raters so far wins (so answers fill up evenly),
+        preferring tasks not among the rater's last ``gap`` items, then a per-rater
+        pseudo-random order. Checking the count and inserting the assignment happen in
+        one transaction, so concurrent claims never give an answer more than ``k`` raters.
+
+        Args:
+            rater_id: Who is asking.
+            k: Raters wanted per answer.
+            answer_ids: The answers that may be handed out; every ``original`` answer
+                when ``None``.
+            rubric: ``(rubric_id, version)``; the newest rubric when ``None``.
+            gap: How many recent queue items to keep the task away from.
+
+        Returns:
+            The new assignment's id, or ``None`` when no answer needs another rater.
+        """
+        if k < 1:
+            raise InputError(f"k must be at least 1, got {k}", fix="choose k >= 1.")
+        rub = self._rubric_for_assignments(rubric)
+        with self.connection() as con:
+            self._check_raters(con, [rater_id])
+            recent = [
+                str(r[0])
+                for r in con.execute(
+                    "SELECT t.task_id FROM assignments s JOIN answers t USING (answer_id)"
+                    " WHERE s.rater_id = ? AND s.kind = 'score' ORDER BY s.queue_pos DESC"
+                    " LIMIT ?",
+                    [rater_id, max(gap, 0)],
+                ).fetchall()
+            ]
+            params: dict[str, Any] = {
+                "rubric_id": rub[0],
+                "version": rub[1],
+                "rater": rater_id,
+                "recent": recent,
+                "salt": f"{rater_id}:",
+            }
+            pool_filter = "a.variant = 'original'"
+            if answer_ids is not None:
+                pool_filter = "a.answer_id IN (SELECT unnest($pool))"
+                params["pool"] = list(answer_ids)
+            row = con.execute(
+                f"""
+                WITH counts AS (
+                    SELECT answer_id, count(*) AS n
+                    FROM assignments
+                    WHERE kind = 'score' AND rubric_id = $rubric_id AND rubric_version = $version
+                    GROUP BY answer_id)
+                SELECT a.answer_id
+                FROM answers a LEFT JOIN counts c USING (answer_id)
+                WHERE {pool_filter}
+                  AND coalesce(c.n, 0) < {int(k)}
+                  AND NOT EXISTS (SELECT 1 FROM assignments o WHERE o.kind = 'score'
+                                  AND o.rater_id = $rater AND o.answer_id = a.answer_id)
+                ORDER BY coalesce(c.n, 0), list_contains($recent, a.task_id),
+                         hash($salt || a.answer_id), a.answer_id
+                LIMIT 1
+                """,
+                params,
+            ).fetchone()
+            if row is None:
+                return None
+            top = con.execute(
+                "SELECT coalesce(max(queue_pos), 0) FROM assignments"
+                " WHERE rater_id = ? AND kind = 'score'",
+                [rater_id],
+            ).fetchone()
+            made = con.execute(
+                "INSERT INTO assignments (rater_id, kind, answer_id, queue_pos, rubric_id,"
+                " rubric_version, is_overlap) VALUES (?, 'score', ?, ?, ?, ?, ?)"
+                " RETURNING assignment_id",
+                [rater_id, row[0], (int(top[0]) if top else 0) + 1, rub[0], rub[1], k > 1],
+            ).fetchone()
+        assert made is not None
+        return int(made[0])
+
+    def assign_pairs(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        rater_ids: Sequence[int],
+        *,
+        k: int | None = None,
+        seed: int | str = 0,
+        gap: int = DEFAULT_GAP,
+    ) -> AssignSummary:
+        """Give pairs of answers to raters for a pairwise preference, sides counterbalanced.
+
+        Each pair goes to ``k`` raters (all of ``rater_ids`` when ``None``). Half of them
+        see it as A/B and half as B/A (:func:`counterbalance`), and each rater's own
+        flips stay balanced. The assignment stores the shown order: ``answer_id`` is the
+        left answer, ``answer_b_id`` the right one; the label stores it again.
+
+        Raises:
+            InputError: Unknown answers or raters, a pair of one answer with itself, or
+                ``k`` larger than the number of raters.
+        """
+        raters = list(dict.fromkeys(int(r) for r in rater_ids))
+        want = len(raters) if k is None else k
+        if want < 1 or want > len(raters):
+            raise InputError(
+                f"each pair needs {want} raters but {len(raters)} were given",
+                fix="choose 1 <= k <= the number of raters.",
+            )
+        for a, b in pairs:
+            if a == b:
+                raise InputError(
+                    f"pair ({a!r}, {b!r}) compares an answer with itself",
+                    fix="pair two different answers.",
+                )
+        with self.connection() as con:
+            self._check_raters(con, raters)
+            task_of = self._task_of(
+                con, [x for p in pairs for x in p], column="answer_a/answer_b"
+            )
+            have: dict[frozenset[str], set[int]] = defaultdict(set)
+            balance: Counter[int] = Counter()
+            load: Counter[int] = Counter()
+            for r, a, b, flipped in con.execute(
+                "SELECT rater_id, answer_id, answer_b_id, answer_id > answer_b_id"
+                " FROM assignments WHERE kind = 'pair'"
+            ).fetchall():
+                have[frozenset((str(a), str(b)))].add(int(r))
+                balance[int(r)] += 1 if flipped else -1
+                load[int(r)] += 1
+            rng = rater_rng(seed, 0, "assign_pairs")
+            plan = _Plan()
+            already = 0
+            unique = list(dict.fromkeys((a, b) for a, b in pairs))
+            for a, b in unique:
+                holders = have[frozenset((a, b))]
+                already += len(holders)
+                need = want - len(holders)
+                if need <= 0:
+                    continue
+                free = [r for r in raters if r not in holders]
+                rng.shuffle(free)
+                free.sort(key=lambda r: load[r])
+                chosen = free[:need]
+                # "Canonical" order is sorted ids, so flips are comparable across calls.
+                first, second = sorted((a, b))
+                flips = counterbalance(chosen, rng=rng, balance=balance)
+                for r in chosen:
+                    left, right = (second, first) if flips[r] else (first, second)
+                    plan.rows[r].append((left, right, task_of[a]))
+                    balance[r] += 1 if flips[r] else -1
+                    load[r] += 1
+                    holders.add(r)
+            added = self._write_plan(
+                con, "pair", plan, seed=seed, rubric=None, design_id=None,
+                is_overlap=want > 1, gap=gap,
+            )
+        return AssignSummary(added=added, already=already, items=len(unique))
+
+    def padding_audit_pairs(self, variant: str = "padded") -> list[tuple[str, str]]:
+        """Every ``(original_id, rewrite_id)`` for rewrites of ``variant`` that name a parent."""
+        frame = self.query(
+            "SELECT parent_answer_id, answer_id FROM answers"
+            " WHERE variant = ? AND parent_answer_id IS NOT NULL ORDER BY answer_id",
+            [variant],
+        )
+        return [(str(p), str(a)) for p, a in zip(frame.iloc[:, 0], frame.iloc[:, 1], strict=True)]
+
+    def assign_audits(
+        self,
+        pairs: Sequence[tuple[str, str]] | None,
+        rater_ids: Sequence[int],
+        *,
+        k: int = 1,
+        seed: int | str = 0,
+        gap: int = DEFAULT_GAP,
+    ) -> AssignSummary:
+        """Give ``(original_id, rewrite_id)`` pairs to ``k`` raters each for a padding audit.
+
+        Args:
+            pairs: The originals and rewrites; every padded answer with a parent when ``None``.
+            rater_ids: The raters to choose from.
+            k: Raters per audit.
+            seed: Makes choices and order reproducible.
+            gap: Other items required between two audits of one task in a queue.
+        """
+        items = self.padding_audit_pairs() if pairs is None else list(pairs)
+        raters = list(dict.fromkeys(int(r) for r in rater_ids))
+        if k < 1 or k > len(raters):
+            raise InputError(
+                f"each audit needs {k} raters but {len(raters)} were given",
+                fix="choose 1 <= k <= the number of raters.",
+            )
+        with self.connection() as con:
+            self._check_raters(con, raters)
+            task_of = self._task_of(
+                con, [x for p in items for x in p], column="original_id/rewrite_id"
+            )
+            have: dict[tuple[str, str], set[int]] = defaultdict(set)
+            load: Counter[int] = Counter()
+            for r, a, b in con.execute(
+                "SELECT rater_id, answer_id, answer_b_id FROM assignments WHERE kind = 'audit'"
+            ).fetchall():
+                have[(str(a), str(b))].add(int(r))
+                load[int(r)] += 1
+            rng = rater_rng(seed, 0, "assign_audits")
+            plan = _Plan()
+            already = 0
+            unique = list(dict.fromkeys(items))
+            for original, rewrite in unique:
+                holders = have[(original, rewrite)]
+                already += len(holders)
+                free = [r for r in raters if r not in holders]
+                rng.shuffle(free)
+                free.sort(key=lambda r: load[r])
+                for r in free[: max(k - len(holders), 0)]:
+                    plan.rows[r].append((original, rewrite, task_of[original]))
+                    load[r] += 1
+                    holders.add(r)
+            added = self._write_plan(
+                con, "audit", plan, seed=seed, rubric=None, design_id=None,
+                is_overlap=k > 1, gap=gap,
+            )
+        return AssignSummary(added=added, already=already, items=len(unique))
+
+    # -- the rater's queue ------------------------------------------------------------
+
+    def rater_queue(self, rater_id: int, kind: Kind = "score") -> list[QueueItem]:
+        """The rater's assignments of one kind in queue order, with what is done or skipped."""
+        if kind not in KINDS:
+            raise InputError(f"unknown queue kind {kind!r}", fix=f"use one of {KINDS}.")
+        table, id_col = _DONE_TABLE[kind]
+        flagged = "d.flag_reason IS NOT NULL" if kind == "score" else "false"
+        with self.connection() as con:
+            rows = con.execute(
+                f"""
+                WITH cur AS (
+                    SELECT d.assignment_id, max(d.{id_col}) AS done_id,
+                           bool_or({flagged}) AS flagged
+                    FROM {table} d
+                    WHERE d.rater_id = $1 AND d.assignment_id IS NOT NULL
+                      AND NOT EXISTS (SELECT 1 FROM {table} s WHERE s.supersedes = d.{id_col})
+                    GROUP BY d.assignment_id),
+                sk AS (
+                    SELECT assignment_id, count(*) AS skips, max(event_id) AS last_skip
+                    FROM queue_events WHERE rater_id = $1 AND event = 'skip'
+                    GROUP BY assignment_id)
+                SELECT s.assignment_id, x.item_id, y.item_id AS item_b_id, cur.done_id,
+                       coalesce(cur.flagged, false) AS flagged, coalesce(sk.skips, 0) AS skips,
+                       sk.last_skip
+                FROM assignments s
+                JOIN answers x ON x.answer_id = s.answer_id
+                LEFT JOIN answers y ON y.answer_id = s.answer_b_id
+                LEFT JOIN cur ON cur.assignment_id = s.assignment_id
+                LEFT JOIN sk ON sk.assignment_id = s.assignment_id
+                WHERE s.rater_id = $1 AND s.kind = $2
+                ORDER BY s.queue_pos, s.assignment_id
+                """,
+                [rater_id, kind],
+                ).fetchall()
+        return [
+            QueueItem(
+                assignment_id=int(assignment_id),
+                kind=kind,
+                position=pos,
+                item_id=str(item_id),
+                item_b_id=None if item_b_id is None else str(item_b_id),
+                done_id=None if done_id is None else int(done_id),
+                skips=int(skips),
+                last_skip_order=None if last_skip is None else int(last_skip),
+                flagged=bool(flagged),
+            )
+            for pos, (assignment_id, item_id, item_b_id, done_id, flagged, skips, last_skip)
+            in enumerate(rows, start=1)
+        ]
+
+    def next_item(self, rater_id: int, kind: Kind = "score") -> QueueItem | None:
+        """Where the rater resumes: the first item neither labelled nor skipped, else a skipped one."""
+        queue = self.rater_queue(rater_id, kind)
+        index = next_position(queue)
+        return None if index is None else queue[index]
+
+    def progress(self, rater_id: int, kind: Kind = "score") -> Progress:
+        """``done of total`` for one rater and kind (flagged-unrateable items count as done)."""
+        return _progress(self.rater_queue(rater_id, kind))
+
+    # -- events and timing --------------------------------------------------------------
+
+    def _own_assignment(
+        self, con: duckdb.DuckDBPyConnection, rater_id: int, assignment_id: int, kind: Kind
+    ) -> tuple[str, str | None, str | None, int | None]:
+        """``(answer_id, answer_b_id, rubric_id, rubric_version)``; refuses other raters' items."""
+        row = con.execute(
+            "SELECT rater_id, kind, answer_id, answer_b_id, rubric_id, rubric_version"
+            " FROM assignments WHERE assignment_id = ?",
+            [int(assignment_id)],
+        ).fetchone()
+        if row is None or int(row[0]) != int(rater_id):
+            raise AccessError("that item is not in your queue.")
+        if row[1] != kind:
+            raise InputError(
+                f"assignment {assignment_id} is a {row[1]!r} item, not {kind!r}",
+                fix="open it on its own page.",
+            )
+        return (
+            str(row[2]),
+            None if row[3] is None else str(row[3]),
+            None if row[4] is None else str(row[4]),
+            None if row[5] is None else int(row[5]),
+        )
+
+    @staticmethod
+    def _since_sql(table: str) -> str:
+        """SQL for the moment timing restarts: the latest submit or skip of the assignment."""
+        return (
+            "greatest("
+            f"(SELECT max(created_at) FROM {table} WHERE rater_id = $1 AND assignment_id = $2),"
+            " (SELECT max(created_at) FROM queue_events WHERE rater_id = $1"
+            "  AND assignment_id = $2 AND event = 'skip'),"
+            " TIMESTAMP '0001-01-01')"
+        )
+
+    def open_item(self, rater_id: int, assignment_id: int, kind: Kind = "score") -> bool:
+        """Record that the rater has the item on screen; returns whether an event was written.
+
+        Only the first open since the rater last submitted or skipped this item is
+        written, so reruns of the page do not move the start of the clock.
+        """
+        table = _DONE_TABLE[kind][0]
+        with self.connection() as con:
+            self._own_assignment(con, rater_id, assignment_id, kind)
+            row = con.execute(
+                "SELECT count(*) FROM queue_events WHERE rater_id = $1 AND assignment_id = $2"
+                f" AND event = 'open' AND created_at > {self._since_sql(table)}",
+                [rater_id, assignment_id],
+            ).fetchone()
+            if row and int(row[0]) > 0:
+                return False
+            con.execute(
+                "INSERT INTO queue_events (rater_id, assignment_id, event) VALUES (?, ?, 'open')",
+                [rater_id, assignment_id],
+            )
+        return True
+
+    def skip_item(self, rater_id: int, assignment_id: int, kind: Kind = "score") -> None:
+        """Skip an item: it comes back after every item not yet skipped."""
+        with self.connection() as con:
+            self._own_assignment(con, rater_id, assignment_id, kind)
+            con.execute(
+                "INSERT INTO queue_events (rater_id, assignment_id, event) VALUES (?, ?, 'skip')",
+                [rater_id, assignment_id],
+            )
+
+    def _seconds(
+        self, con: duckdb.DuckDBPyConnection, rater_id: int, assignment_id: int, table: str
+    ) -> float | None:
+        """Server-clock seconds from the first open since the last submit/skip to now."""
+        row = con.execute(
+            "SELECT epoch(current_timestamp::TIMESTAMP) - epoch(min(created_at))"
+            " FROM queue_events WHERE rater_id = $1 AND assignment_id = $2 AND event = 'open'"
+            f" AND created_at > {self._since_sql(table)}",
+            [rater_id, assignment_id],
+        ).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return max(float(row[0]), 0.0)
+
+    def _rater_name(self, con: duckdb.DuckDBPyConnection, rater_id: int) -> str:
+        row = con.execute("SELECT name FROM raters WHERE rater_id = ?", [rater_id]).fetchone()
+        if row is None:
+            raise AccessError("unknown rater.")
+        return str(row[0])
+
+    @staticmethod
+    def _current_id(
+        con: duckdb.DuckDBPyConnection, table: str, id_col: str, rater_id: int, assignment_id: int
+    ) -> int | None:
+        row = con.execute(
+            f"SELECT max(d.{id_col}) FROM {table} d WHERE d.rater_id = ? AND d.assignment_id = ?"
+            f" AND NOT EXISTS (SELECT 1 FROM {table} s WHERE s.supersedes = d.{id_col})",
+            [rater_id, assignment_id],
+        ).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    # -- writes -------------------------------------------------------------------------
+
+    def add_label(
+        self,
+        rater_id: int,
+        assignment_id: int,
+        *,
+        overall: float | None,
+        criteria: Mapping[str, float] | None = None,
+        comment: str = "",
+        flag_reason: str | None = None,
+    ) -> int:
+        """Append the rater's label of a score item; an existing label is superseded, not changed.
+
+        The pass verdict comes from the rubric (:meth:`Rubric.passes`), the seconds
+        from the server's clock.
+
+        Args:
+            rater_id: The rater (must own the assignment).
+            assignment_id: The item.
+            overall: The overall score on the rubric's scale; may be ``None`` only when
+                the item is flagged unrateable.
+            criteria: A score per criterion id on the same scale; every criterion is
+                required unless the item is flagged.
+            comment: Free text.
+            flag_reason: Set to flag the item as unrateable (why, in words).
+
+        Returns:
+            The new label's id.
+
+        Raises:
+            AccessError: The assignment is not this rater's.
+            InputError: A score off the scale, unknown or missing criteria, or a flag
+                without a reason.
+        """
+        flag = (flag_reason or "").strip() or None
+        if flag_reason is not None and flag is None:
+            raise InputError(
+                "an unrateable flag needs a reason", fix="say why the item cannot be rated."
+            )
+        scores = {str(c): float(v) for c, v in (criteria or {}).items()}
+        with self.connection() as con:
+            answer_id, _, rubric_id, rubric_version = self._own_assignment(
+                con, rater_id, assignment_id, "score"
+            )
+            rubric = self.rubric(rubric_id, rubric_version) if rubric_id else self.rubric()
+            if rubric is None:
+                raise InputError("there is no rubric to label against", fix="import a rubric.")
+            _check_scores(rubric, overall, scores, flagged=flag is not None)
+            previous = self._current_id(con, "labels", "label_id", rater_id, assignment_id)
+            seconds = self._seconds(con, rater_id, assignment_id, "labels")
+            made = con.execute(
+                "INSERT INTO labels (rater_id, rater_name, answer_id, rubric_id, rubric_version,"
+                " overall, passed, criteria, comment, flag_reason, seconds, supersedes, source,"
+                " assignment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'app', ?)"
+                " RETURNING label_id",
+                [
+                    rater_id, self._rater_name(con, rater_id), answer_id, rubric.rubric_id,
+                    rubric.version, overall,
+                    None if overall is None else rubric.passes(float(overall)),
+                    json.dumps(scores, sort_keys=True), comment, flag, seconds, previous,
+                    assignment_id,
+                ],
+            ).fetchone()
+        assert made is not None
+        return int(made[0])
+
+    def add_pair_label(
+        self, rater_id: int, assignment_id: int, preference: int, *, comment: str = ""
+    ) -> int:
+        """Append the rater's preference for a pair, from the LEFT answer's point of view.
+
+        ``+2`` left much better, ``+1`` left better, ``0`` equal, ``-1`` right better,
+        ``-2`` right much better. The shown order is copied from the assignment.
+        """
+        if preference not in (-2, -1, 0, 1, 2):
+            raise InputError(
+                f"preference must be a whole number from -2 to 2, got {preference!r}",
+                fix="+2 left much better ... -2 right much better.",
+            )
+        with self.connection() as con:
+            left, right, _, _ = self._own_assignment(con, rater_id, assignment_id, "pair")
+            previous = self._current_id(
+                con, "pair_labels", "pair_label_id", rater_id, assignment_id
+            )
+            seconds = self._seconds(con, rater_id, assignment_id, "pair_labels")
+            made = con.execute(
+                "INSERT INTO pair_labels (rater_id, rater_name, shown_left, shown_right,"
+                " preference, comment, seconds, supersedes, source, assignment_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'app', ?) RETURNING pair_label_id",
+                [rater_id, self._rater_name(con, rater_id), left, right, int(preference),
+                 comment, seconds, previous, assignment_id],
+            ).fetchone()
+        assert made is not None
+        return int(made[0])
+
+    def add_audit(
+        self, rater_id: int, assignment_id: int, adds_content: bool, *, note: str = ""
+    ) -> int:
+        """Append the rater's padding audit: does the rewrite add anything a reader could act on?"""
+        with self.connection() as con:
+            original, rewrite, _, _ = self._own_assignment(con, rater_id, assignment_id, "audit")
+            ratio = self._length_ratio(con, original, rewrite or "")
+            previous = self._current_id(con, "padding_audits", "audit_id", rater_id, assignment_id)
+            seconds = self._seconds(con, rater_id, assignment_id, "padding_audits")
+            made = con.execute(
+                "INSERT INTO padding_audits (rater_id, original_id, rewrite_id, length_ratio,"
+                " adds_content, note, seconds, supersedes, assignment_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING audit_id",
+                [rater_id, original, rewrite, ratio, bool(adds_content), note, seconds,
+                 previous, assignment_id],
+            ).fetchone()
+        assert made is not None
+        return int(made[0])
+
+    @staticmethod
+    def _length_ratio(con: duckdb.DuckDBPyConnection, original: str, rewrite: str) -> float:
+        rows = dict(
+            con.execute(
+                "SELECT answer_id, n_words FROM answers WHERE answer_id IN (?, ?)",
+                [original, rewrite],
+            ).fetchall()
+        )
+        base = int(rows.get(original, 0))
+        return float(rows.get(rewrite, 0)) / base if base else math.inf
+
+    # -- reads for the rater ------------------------------------------------------------
+
+    def rater_current_labels(self, rater_id: int) -> pd.DataFrame:
+        """This rater's current labels (superseded rows left out); nobody else's.
+
+        Returns:
+            ``label_id``, ``assignment_id``, ``item_id``, ``answer_id``, ``rubric_id``,
+            ``rubric_version``, ``overall``, ``passed``, ``criteria`` (JSON text),
+            ``comment``, ``flag_reason``, ``seconds``, ``supersedes``, ``created_at``.
+        """
+        return self.query(
+            "SELECT l.label_id, l.assignment_id, a.item_id, l.answer_id, l.rubric_id,"
+            " l.rubric_version, l.overall, l.passed, l.criteria, l.comment, l.flag_reason,"
+            " l.seconds, l.supersedes, l.created_at"
+            " FROM labels l LEFT JOIN answers a USING (answer_id)"
+            " WHERE l.rater_id = ? AND NOT EXISTS"
+            " (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)"
+            " ORDER BY l.label_id",
+            [rater_id],
+        )
+
+    def mask_self_id(self, rubric_id: str | None = None) -> bool:
+        """Whether raters see self-identifying spans masked: the rubric's setting wins, then
+        the project's, then :data:`MASK_DEFAULT`."""
+        value = None
+        if rubric_id is not None:
+            value = self.setting(f"rubric:{rubric_id}", MASK_KEY)
+        if value is None:
+            value = self.setting("project", MASK_KEY)
+        if value is None:
+            return MASK_DEFAULT
+        return value.strip().lower() == "true"
+
+    def _shown_text(
+        self, con: duckdb.DuckDBPyConnection, answer_id: str, masking: bool
+    ) -> tuple[str, str, int]:
+        """``(task prompt, answer text as raters see it, number of masked spans)``."""
+        row = con.execute(
+            "SELECT t.prompt, a.text, a.self_id_spans FROM answers a JOIN tasks t USING (task_id)"
+            " WHERE a.answer_id = ?",
+            [answer_id],
+        ).fetchone()
+        if row is None:
+            raise InputError(f"answer {answer_id!r} is missing from the database")
+        spans = json.loads(row[2] or "[]") if masking else []
+        return str(row[0]), mask(str(row[1]), spans), len(spans)
+
+    def _item(self, rater_id: int, assignment_id: int, kind: Kind) -> tuple[QueueItem, Progress]:
+        queue = self.rater_queue(rater_id, kind)
+        for item in queue:
+            if item.assignment_id == assignment_id:
+                return item, _progress(queue)
+        raise AccessError("that item is not in your queue.")
+
+    def score_view(self, rater_id: int, assignment_id: int) -> ScoreView:
+        """What the rate page shows for one of the rater's score items."""
+        item, progress = self._item(rater_id, assignment_id, "score")
+        with self.connection() as con:
+            answer_id, _, rubric_id, version = self._own_assignment(
+                con, rater_id, assignment_id, "score"
+            )
+            rubric = self.rubric(rubric_id, version) if rubric_id else self.rubric()
+            if rubric is None:
+                raise InputError("there is no rubric to label against", fix="import a rubric.")
+            prompt, text, n_masked = self._shown_text(
+                con, answer_id, self.mask_self_id(rubric.rubric_id)
+            )
+            current = None
+            if item.done_id is not None:
+                row = con.execute(
+                    "SELECT overall, criteria, comment, flag_reason FROM labels WHERE label_id = ?",
+                    [item.done_id],
+                ).fetchone()
+                if row is not None:
+                    current = CurrentLabel(
+                        label_id=item.done_id,
+                        overall=None if row[0] is None else float(row[0]),
+                        criteria={str(k): float(v) for k, v in json.loads(row[1]).items()},
+                        comment=str(row[2]),
+                        flag_reason=None if row[3] is None else str(row[3]),
+                    )
+        return ScoreView(item, progress, prompt, text, rubric, current, n_masked)
+
+    def pair_view(self, rater_id: int, assignment_id: int) -> PairView:
+        """What the compare page shows: both answers in this rater's shown order."""
+        item, progress = self._item(rater_id, assignment_id, "pair")
+        with self.connection() as con:
+            left, right, _, _ = self._own_assignment(con, rater_id, assignment_id, "pair")
+            masking = self.mask_self_id()
+            prompt, left_text, _ = self._shown_text(con, left, masking)
+            _, right_text, _ = self._shown_text(con, right or "", masking)
+            pref: int | None = None
+            comment = ""
+            if item.done_id is not None:
+                row = con.execute(
+                    "SELECT preference, comment FROM pair_labels WHERE pair_label_id = ?",
+                    [item.done_id],
+                ).fetchone()
+                if row is not None:
+                    pref, comment = int(row[0]), str(row[1])
+        return PairView(item, progress, prompt, left_text, right_text, pref, comment, item.done_id)
+
+    def audit_view(self, rater_id: int, assignment_id: int) -> AuditView:
+        """What the padding-audit page shows: the original, the rewrite and their length ratio."""
+        item, progress = self._item(rater_id, assignment_id, "audit")
+        with self.connection() as con:
+            original, rewrite, _, _ = self._own_assignment(con, rater_id, assignment_id, "audit")
+            masking = self.mask_self_id()
+            prompt, original_text, _ = self._shown_text(con, original, masking)
+            _, rewrite_text, _ = self._shown_text(con, rewrite or "", masking)
+            ratio = self._length_ratio(con, original, rewrite or "")
+            adds: bool | None = None
+            note = ""
+            if item.done_id is not None:
+                row = con.execute(
+                    "SELECT adds_content, note FROM padding_audits WHERE audit_id = ?",
+                    [item.done_id],
+                ).fetchone()
+                if row is not None:
+                    adds, note = bool(row[0]), str(row[1])
+        return AuditView(
+            item, progress, prompt, original_text, rewrite_text, ratio, adds, note, item.done_id
+        )
+
+
+def _progress(queue: Sequence[QueueItem]) -> Progress:
+    return Progress(
+        done=sum(1 for i in queue if i.done),
+        total=len(queue),
+        skipped=sum(1 for i in queue if i.skipped),
+    )
+
+
+def _check_scores(
+    rubric: Rubric, overall: float | None, criteria: Mapping[str, float], *, flagged: bool
+) -> None:
+    """Refuse scores the rubric's scale does not allow (see :data:`SCALE_RANGE`)."""
+    lo, hi = SCALE_RANGE[rubric.scale]
+    whole = rubric.scale in ("binary", "likert5")
+    known = {c.criterion_id for c in rubric.criteria}
+    unknown = sorted(set(criteria) - known)
+    if unknown:
+        raise InputError(
+            f"unknown criteria {unknown} for rubric {rubric.rubric_id!r} v{rubric.version}",
+            fix=f"score only {sorted(known)}.",
+        )
+    if not flagged:
+        if overall is None:
+            raise InputError(
+                "an overall score is required", fix="give one, or flag the item as unrateable."
+            )
+        missing = sorted(known - set(criteria))
+        if missing:
+            raise InputError(
+                f"criteria {missing} have no score", fix="score every criterion, or flag the item."
+            )
+    values = dict(criteria)
+    if overall is not None:
+        values["overall"] = float(overall)
+    for name, value in values.items():
+        if not (lo <= value <= hi) or (whole and value != int(value)) or math.isnan(value):
+            raise InputError(
+                f"{name} score {value:g} is not on the {rubric.scale} scale",
+                column=name,
+                fix=rubric.scale_text(),
+            )
+
+
+__all__ = [
+    "MASK_DEFAULT",
+    "MASK_KEY",
+    "AssignSummary",
+    "AuditView",
+    "CurrentLabel",
+    "LabelMixin",
+    "PairView",
+    "ScoreView",
+]

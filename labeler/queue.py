@@ -1,0 +1,256 @@
+"""Who sees which item in which order.
+
+Pure functions, no database: the store calls them when it writes assignments and
+when it reads a rater's queue, and tests drive them directly.
+
+* :func:`spread_order` is the per-rater seeded shuffle. Two answers to the same
+  task are kept at least ``gap + 1`` positions apart (``gap`` other items between
+  them) so that raters score answers one at a time instead of comparing them.
+* :func:`counterbalance` decides which raters see a pair as A/B and which as B/A:
+  half each for every pair, and each rater's own flips stay balanced too.
+* :func:`next_position` is the resume rule: the first assignment without a current
+  label that was not skipped; skipped ones come back at the end, oldest skip first.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["score", "pair", "audit"]
+KINDS: tuple[Kind, ...] = ("score", "pair", "audit")
+
+#: Other items that must sit between two answers to the same task in one queue.
+DEFAULT_GAP = 3
+
+#: How many seeded random draws :func:`spread_order` tries before the exact greedy.
+_RANDOM_TRIES = 12
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """One entry of a rater's queue, as pages see it: opaque ids only.
+
+    Attributes:
+        assignment_id: The assignment row (a sequence number; carries no pool data).
+        kind: ``"score"``, ``"pair"`` or ``"audit"``.
+        position: 1-based place in the rater's queue.
+        item_id: Opaque id of the (left, or original) answer.
+        item_b_id: Opaque id of the right answer (pairs) or the rewrite (audits).
+        done_id: Id of the rater's current label / pair label / audit, if any.
+        skips: How many times the rater skipped it.
+        last_skip_order: Sequence number of the latest skip (orders skipped items).
+        flagged: Whether the current label flags the item as unrateable.
+    """
+
+    assignment_id: int
+    kind: Kind
+    position: int
+    item_id: str
+    item_b_id: str | None = None
+    done_id: int | None = None
+    skips: int = 0
+    last_skip_order: int | None = None
+    flagged: bool = False
+
+    @property
+    def done(self) -> bool:
+        """Whether the rater has a current label for it."""
+        return self.done_id is not None
+
+    @property
+    def skipped(self) -> bool:
+        """Skipped and not labelled since."""
+        return not self.done and self.skips > 0
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a rater is through one kind of queue."""
+
+    done: int
+    total: int
+    skipped: int = 0
+
+    @property
+    def fraction(self) -> float:
+        """Share done, 0.0 for an empty queue."""
+        return self.done / self.total if self.total else 0.0
+
+    def __str__(self) -> str:
+        return f"{self.done} of {self.total}"
+
+
+def rater_rng(seed: int | str, rater_id: int, salt: str = "") -> random.Random:
+    """A generator private to one rater: the same seed and rater give the same queue."""
+    # str seeds go through SHA-512 in CPython, so this is stable across runs and platforms.
+    return random.Random(f"judgelab:{seed}:{rater_id}:{salt}")
+
+
+def min_same_group_distance(groups: Sequence[Hashable]) -> int | None:
+    """Smallest distance between two equal entries of ``groups``; ``None`` if all differ."""
+    last: dict[Hashable, int] = {}
+    best: int | None = None
+    for i, g in enumerate(groups):
+        if g in last:
+            d = i - last[g]
+            best = d if best is None else min(best, d)
+        last[g] = i
+    return best
+
+
+def spread_feasible(groups: Sequence[Hashable], gap: int = DEFAULT_GAP) -> bool:
+    """Whether ``groups`` can be ordered with ``gap`` other items between equal entries.
+
+    The classic cooldown-scheduling bound: with ``m`` the largest group size and
+    ``t`` the number of groups of that size, an order exists exactly when
+    ``len(groups) >= (m - 1) * (gap + 1) + t``.
+    """
+    if not groups:
+        return True
+    counts = Counter(groups)
+    m = max(counts.values())
+    t = sum(1 for c in counts.values() if c == m)
+    return len(groups) >= (m - 1) * (gap + 1) + t
+
+
+def spread_order(
+    groups: Sequence[Hashable],
+    *,
+    rng: random.Random,
+    gap: int = DEFAULT_GAP,
+    tail: Sequence[Hashable] = (),
+) -> list[int]:
+    """A seeded shuffle of ``range(len(groups))`` that keeps equal groups apart.
+
+    Args:
+        groups: The group (task id) of each item, in any order.
+        rng: The rater's generator (see :func:`rater_rng`).
+        gap: How many other items must sit between two items of one group.
+        tail: Groups of the items already at the end of the queue, oldest first; new
+            items keep their distance from these too (used when a queue grows).
+
+    Returns:
+        A permutation of item indices. Whenever :func:`spread_feasible` holds (and the
+        tail leaves room) every two equal groups are at least ``gap + 1`` apart; when
+        no such order exists the largest groups are spread as far as the items allow.
+    """
+    n = len(groups)
+    if n == 0:
+        return []
+    members: dict[Hashable, list[int]] = defaultdict(list)
+    for i, g in enumerate(groups):
+        members[g].append(i)
+    keys = list(members)
+    rng.shuffle(keys)
+    for key in keys:
+        rng.shuffle(members[key])
+    # Random draws first (so the order is a real shuffle, not sorted by group size);
+    # a draw that gets stuck is discarded. The exact greedy is the guarantee.
+    for _ in range(_RANDOM_TRIES):
+        order = _draw(members, keys, rng=rng, gap=gap, tail=tail, greedy=False)
+        if order is not None:
+            return order
+    order = _draw(members, keys, rng=rng, gap=gap, tail=tail, greedy=True)
+    assert order is not None  # the greedy never gives up
+    return order
+
+
+def _draw(
+    members: Mapping[Hashable, list[int]],
+    keys: list[Hashable],
+    *,
+    rng: random.Random,
+    gap: int,
+    tail: Sequence[Hashable],
+    greedy: bool,
+) -> list[int] | None:
+    """One pass of list scheduling with a cooldown of ``gap`` places per group.
+
+    ``greedy=False`` picks among the groups off cooldown with probability
+    proportional to how many items they have left (a uniform shuffle restricted to
+    legal moves) and returns ``None`` when stuck. ``greedy=True`` always takes the
+    available group with the most items left, which is optimal for cooldown
+    scheduling; when nothing is available it takes the group whose cooldown ends
+    first (the order then cannot meet ``gap``, and this spreads it best).
+    """
+    left = {k: list(v) for k, v in members.items()}
+    # Place (negative = in the tail) where each group was last seen.
+    last_seen: dict[Hashable, int] = {}
+    for offset, g in enumerate(reversed(tail[-gap:] if gap else ())):
+        last_seen.setdefault(g, -1 - offset)
+    order: list[int] = []
+    total = sum(len(v) for v in left.values())
+    for place in range(total):
+        live = [k for k in keys if left[k]]
+        ready = [k for k in live if place - last_seen.get(k, -(10**9)) > gap]
+        if not ready:
+            if not greedy:
+                return None
+            # Infeasible: take the group that has waited longest, breaking ties by size.
+            soonest = min(last_seen.get(k, -(10**9)) for k in live)
+            ready = [k for k in live if last_seen.get(k, -(10**9)) == soonest]
+        if greedy:
+            most = max(len(left[k]) for k in ready)
+            choice = next(k for k in ready if len(left[k]) == most)
+        else:
+            weights = [len(left[k]) for k in ready]
+            choice = rng.choices(ready, weights=weights, k=1)[0]
+        order.append(left[choice].pop())
+        last_seen[choice] = place
+    return order
+
+
+def counterbalance(
+    rater_ids: Sequence[int], *, rng: random.Random, balance: Mapping[int, int] | None = None
+) -> dict[int, bool]:
+    """Which raters see a pair flipped (B on the left): half of them, the rest A/B.
+
+    Args:
+        rater_ids: The raters the pair goes to.
+        rng: Decides the odd rater out and ties.
+        balance: Per rater, flips minus non-flips so far; raters who have seen more
+            flipped pairs get this one unflipped, so each rater's sides stay balanced.
+
+    Returns:
+        ``{rater_id: flipped}`` with ``len // 2`` or ``(len + 1) // 2`` flips.
+    """
+    ids = list(rater_ids)
+    rng.shuffle(ids)
+    seen = balance or {}
+    # Stable sort keeps the random order among equals.
+    ids.sort(key=lambda r: seen.get(r, 0))
+    n_flip = len(ids) // 2 + (len(ids) % 2 if rng.random() < 0.5 else 0)
+    # The raters with the fewest flips so far take the flips.
+    return {r: i < n_flip for i, r in enumerate(ids)}
+
+
+def next_position(items: Sequence[QueueItem]) -> int | None:
+    """Index (into ``items``, in queue order) of the item to show next, or ``None`` when done.
+
+    The first item that is neither labelled nor skipped; when only skipped ones are
+    left, the one skipped longest ago.
+    """
+    for i, item in enumerate(items):
+        if not item.done and item.skips == 0:
+            return i
+    skipped = [(item.last_skip_order or 0, i) for i, item in enumerate(items) if not item.done]
+    return min(skipped)[1] if skipped else None
+
+
+__all__ = [
+    "DEFAULT_GAP",
+    "KINDS",
+    "Kind",
+    "Progress",
+    "QueueItem",
+    "counterbalance",
+    "min_same_group_distance",
+    "next_position",
+    "rater_rng",
+    "spread_feasible",
+    "spread_order",
+]
