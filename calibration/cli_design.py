@@ -1,7 +1,285 @@
-"""`judgelab` subcommands (see :mod:`calibration.cli`)."""
+"""``judgelab design``: plan the hand-label sample, and optionally hand it to the raters.
+
+See :mod:`calibration.design` for the statistics; this module only reads options, calls it
+and prints.
+"""
 
 from __future__ import annotations
 
-import click
+import math
+from typing import Any
 
-COMMANDS: list[click.Command] = []
+import click
+import pandas as pd
+
+from calibration.design import (
+    ALLOCATIONS,
+    STRATIFIERS,
+    Design,
+    apply_design,
+    budget_labels,
+    design_sample,
+    design_table,
+    load_pool,
+    planning_model,
+)
+from labeler._cli_util import db_option, echo_json, json_option
+from labeler.errors import InputError
+from labeler.store import Store
+
+DEFAULT_MINUTES = 2.5
+
+
+def _parse_strata(text: str) -> list[Any]:
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [s for s in names if s not in STRATIFIERS]
+    if bad:
+        raise InputError(
+            f"unknown stratifier(s) {', '.join(repr(b) for b in bad)}",
+            column="--strata",
+            fix=f"use a comma-separated subset of {','.join(STRATIFIERS)}.",
+        )
+    return names
+
+
+def _parse_raters(text: str | None, store: Store) -> tuple[int | list[str] | None, int]:
+    """``(what apply_design takes, how many raters share the work)``."""
+    if text is None:
+        frame = store.raters()
+        count = int(((frame["role"] == "rater") & frame["active"]).sum()) if len(frame) else 0
+        return None, count
+    text = text.strip()
+    if text.isdigit():
+        return int(text), int(text)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise InputError("--raters is empty", fix="pass a count (5) or names (alice,bob).")
+    return names, len(names)
+
+
+def _minutes(store: Store, given: float | None) -> tuple[float, str]:
+    if given is not None:
+        if given <= 0:
+            raise InputError(f"--minutes-per-label must be positive; got {given}",
+                             fix="e.g. --minutes-per-label 2.5.")
+        return given, "given"
+    measured = store.median_label_seconds()
+    if measured is not None:
+        seconds, n = measured
+        return round(seconds / 60, 2), f"measured median of {n} labels"
+    return DEFAULT_MINUTES, "assumed"
+
+
+def _pp(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else f"±{x:.1f} pp"
+
+
+def _print_design(design: Design, info: dict[str, Any], applied: pd.DataFrame | None) -> None:
+    p = design.params
+    unit = "tasks" if p["paired"] else "answers"
+    click.echo(
+        f"Design {design.design_id}: {p['allocation']} allocation, "
+        f"{'paired by task' if p['paired'] else 'unpaired'}, "
+        f"{int(design.strata['n_units'].sum())} {unit} / {design.n_labels} answers "
+        f"from a pool of {int(design.strata['N_answers'].sum())} answers"
+    )
+    run = info.get("run_id")
+    judged = f"{run} ({info.get('n_judged', 0)} answers scored)" if run else (
+        "none (every answer is unjudged)")
+    others = "family" if len(design.precision.residual_half_width) == 2 else "families"
+    click.echo(
+        f"Judge run: {judged}; gap = residual on {design.own_family!r} minus the other {others}"
+    )
+    click.echo("")
+    table = design_table(design)
+    click.echo(table.to_string(index=False, na_rep=""))
+    click.echo("")
+    prec = design.precision
+    resid = ", ".join(f"{k} {_pp(v)}" for k, v in prec.residual_half_width.items())
+    click.echo("Expected precision (95% half-widths, percentage points):")
+    click.echo(f"  residuals: {resid}")
+    click.echo(f"  self-preference gap: {_pp(prec.gap_half_width)}")
+    kse = "n/a" if not math.isfinite(prec.kappa_se) else f"{prec.kappa_se:.3f}"
+    click.echo(
+        f"  Cohen's kappa SE: {kse} on {prec.n_overlap} double-labelled answers "
+        f"(expected kappa {design.model.kappa:.2f})"
+    )
+    m = design.model
+    click.echo(
+        f"  planning figures: disagreement {m.disagreement:.2f}, within-task rho {m.rho:.2f} "
+        f"({m.source})"
+    )
+    if design.target is not None:
+        t = design.target
+        what = (
+            f"a gap half-width of ±{t.value_pp:g} pp" if t.kind == "half_width"
+            else f"a {t.value_pp:g} pp gap at alpha {t.alpha:g}, power {t.power:g}"
+        )
+        if t.labels_needed < 0:
+            click.echo(f"Target: {what} cannot be reached under this allocation.")
+        else:
+            fits = "" if t.fits_pool else " (more than the pool holds)"
+            click.echo(
+                f"Target: {what} needs {t.labels_needed} labels{fits}"
+                f" ({t.units_needed} {unit}), {t.cost.person_hours:g} person-hours, "
+                f"{t.cost.calendar_days} day(s) for {t.cost.raters} rater(s)"
+            )
+    c = design.cost
+    click.echo(
+        f"Cost: {c.labels} labels + {c.ratings - c.labels} second labels = {c.ratings} ratings "
+        f"x {c.minutes_per_label:g} min ({c.minutes_source}) = {c.person_hours:g} person-hours; "
+        f"{c.raters} rater(s) at {c.hours_per_rater_per_day:g} h/day: "
+        f"{c.calendar_days} calendar day(s)"
+    )
+    for note in design.notes:
+        click.echo(f"Note: {note}")
+    if applied is not None:
+        per = applied.groupby("rater").size()
+        click.echo(
+            f"Applied: {len(applied)} assignments to {len(per)} raters "
+            f"({', '.join(f'{r} {n}' for r, n in per.items())})"
+        )
+
+
+def _payload(design: Design, info: dict[str, Any], applied: pd.DataFrame | None) -> dict[str, Any]:
+    table = design_table(design)
+    records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
+    out = {
+        **design.summary(),
+        "params": design.params,
+        "judge_run": info,
+        "strata": records,
+        "applied": None,
+    }
+    if applied is not None:
+        out["applied"] = {
+            "assignments": len(applied),
+            "per_rater": {str(k): int(v) for k, v in applied.groupby("rater").size().items()},
+        }
+    return out
+
+
+@click.command("design")
+@db_option
+@click.option("--n", "n", type=click.IntRange(min=1), default=None,
+              help="Label budget: distinct answers to label.")
+@click.option("--budget-hours", type=float, default=None,
+              help="Budget in person-hours instead of labels (overlap and minutes included).")
+@click.option("--strata", default="family,category,judge_bin", show_default=True,
+              help=f"Comma-separated stratifiers from {','.join(STRATIFIERS)}.")
+@click.option("--allocation", type=click.Choice(ALLOCATIONS), default="gap", show_default=True,
+              help="How the budget is spread over strata.")
+@click.option("--overlap", type=click.FloatRange(0.0, 1.0), default=0.2, show_default=True,
+              help="Share of the sample labelled by two raters (for inter-rater reliability).")
+@click.option("--raters", default=None,
+              help="A count or comma-separated names [default: the active raters].")
+@click.option("--judge-run", default=None,
+              help="Judge run whose scores bin the answers [default: the newest].")
+@click.option("--minutes-per-label", type=float, default=None,
+              help="Minutes per label [default: the measured median, else 2.5].")
+@click.option("--hours-per-day", type=float, default=2.0, show_default=True,
+              help="Labelling hours each rater gives a day.")
+@click.option("--target-half-width", type=float, default=None,
+              help="Wanted 95%% half-width of the gap, percentage points.")
+@click.option("--min-gap", type=float, default=None,
+              help="Smallest gap worth detecting (alpha 0.05, power 0.8), percentage points.")
+@click.option("--paired/--unpaired", default=True, show_default=True,
+              help="Sample whole tasks (both families' answers) or single answers.")
+@click.option("--judge-bins", type=click.IntRange(min=2), default=2, show_default=True,
+              help="2 bins the judge's pass verdict; more cut its score at quantiles.")
+@click.option("--length-bins", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Length bins when length_bin is a stratifier.")
+@click.option("--disagreement", type=float, default=None,
+              help="Planning judge-human disagreement rate [default: pilot, else 0.2].")
+@click.option("--rho", type=float, default=None,
+              help="Planning within-task residual correlation [default: pilot, else 0].")
+@click.option("--kappa", type=float, default=0.6, show_default=True,
+              help="Expected inter-rater kappa.")
+@click.option("--variant", default="original", show_default=True,
+              help="Answer variant to sample ('all' for every variant).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for the draw.")
+@click.option("--apply", "do_apply", is_flag=True,
+              help="Store the design and create the raters' assignments.")
+@json_option
+def design(
+    db: str | None,
+    n: int | None,
+    budget_hours: float | None,
+    strata: str,
+    allocation: str,
+    overlap: float,
+    raters: str | None,
+    judge_run: str | None,
+    minutes_per_label: float | None,
+    hours_per_day: float,
+    target_half_width: float | None,
+    min_gap: float | None,
+    paired: bool,
+    judge_bins: int,
+    length_bins: int,
+    disagreement: float | None,
+    rho: float | None,
+    kappa: float,
+    variant: str,
+    seed: int,
+    do_apply: bool,
+    as_json: bool,
+) -> None:
+    """Plan the hand-label sample: strata, allocation, precision, hours; --apply assigns it.
+
+    Prints the per-stratum table (pool counts, sampled counts, inclusion probabilities and
+    weights), the expected precision of each family's residual and of the self-preference gap,
+    the kappa standard error on the overlap, the labels a target needs, and the person-hours and
+    calendar days.
+    """
+    if (n is None) == (budget_hours is None):
+        raise click.UsageError("give exactly one of --n or --budget-hours")
+    if target_half_width is not None and min_gap is not None:
+        raise click.UsageError("give --target-half-width or --min-gap, not both")
+    store = Store(db)
+    stratifiers = _parse_strata(strata)
+    rater_arg, n_raters = _parse_raters(raters, store)
+    minutes, minutes_source = _minutes(store, minutes_per_label)
+    if n is None:
+        assert budget_hours is not None
+        n = budget_labels(budget_hours, minutes_per_label=minutes, overlap=overlap)
+        if n < 1:
+            raise InputError(
+                f"{budget_hours:g} person-hours do not pay for one label at {minutes:g} min",
+                fix="raise --budget-hours.",
+            )
+    pool, info = load_pool(store, run_id=judge_run, variant=None if variant == "all" else variant)
+    model = planning_model(pool, disagreement=disagreement, rho=rho, kappa=kappa)
+    plan = design_sample(
+        pool,
+        n=n,
+        allocation=allocation,  # type: ignore[arg-type]  # click.Choice checked it
+        strata=stratifiers,
+        paired=paired,
+        overlap=overlap,
+        own_family=info.get("judge_family"),
+        model=model,
+        judge_bins=judge_bins,
+        length_bins=length_bins,
+        minutes_per_label=minutes,
+        minutes_source=minutes_source,
+        raters=max(n_raters, 1),
+        hours_per_rater_per_day=hours_per_day,
+        target_half_width=target_half_width,
+        min_gap=min_gap,
+        rng=seed,
+    )
+    applied = None
+    if do_apply:
+        who: int | list[str] = rater_arg if rater_arg is not None else max(n_raters, 1)
+        rubric = None
+        if info.get("rubric_id") is not None and info.get("rubric_version") is not None:
+            rubric = (str(info["rubric_id"]), int(info["rubric_version"]))
+        applied = apply_design(store, plan, who, rng=seed, rubric=rubric)
+    if as_json:
+        echo_json(_payload(plan, info, applied))
+    else:
+        _print_design(plan, info, applied)
+
+
+COMMANDS: list[click.Command] = [design]

@@ -904,17 +904,17 @@ def _gap_coefficients(families: Sequence[str], own: str) -> dict[str, float]:
     return g
 
 
-def _stratum_sd(
-    rows: pd.DataFrame, model: PlanningModel, min_pilot: int
-) -> float:
-    """Residual sd of one family inside one stratum: pilot if enough labels, else model."""
-    pilot = rows.dropna(subset=["judge_pass", "human_pass"])
-    if len(pilot) >= max(min_pilot, 2):
-        sd = float((pilot["judge_pass"] - pilot["human_pass"]).std(ddof=1))
+def _stratum_sd(row: pd.Series, model: PlanningModel, min_pilot: int) -> float:
+    """Residual sd of one family inside one stratum: pilot if enough labels, else model.
+
+    ``row`` holds the stratum-family aggregates ``judge_share``, ``n_pilot`` and ``sd_pilot``.
+    """
+    modelled = model.residual_sd(float(row["judge_share"]))
+    if row["n_pilot"] >= max(min_pilot, 2):
         # A pilot stratum with no disagreement at all would get no labels; keep a floor so a
         # lucky pilot cannot switch a stratum off.
-        return max(sd, 0.5 * model.residual_sd(float(rows["judge_pass"].mean())))
-    return model.residual_sd(float(rows["judge_pass"].mean()))
+        return max(float(row["sd_pilot"]), 0.5 * modelled)
+    return modelled
 
 
 def _build_strata(
@@ -930,36 +930,48 @@ def _build_strata(
     g = _gap_coefficients(families, own)
     bins = [s for s in ("judge_bin", "length_bin") if s in strata]
     if paired:
-        unit_of = frame.set_index("answer_id")["task_id"]
+        unit_of = pd.Series(frame["task_id"].to_numpy(), index=frame["answer_id"])
         order = [own, *[f for f in families if f != own]]
-        tokens = frame.assign(
-            _tok=frame[bins].agg("/".join, axis=1) if bins else "✓"
-        )
-        per_family = tokens.groupby(["task_id", "family"])["_tok"].agg(
-            lambda s: "+".join(sorted(s))
-        )
-        prof = per_family.unstack("family").reindex(columns=order)
-        profile = prof.apply(
-            lambda row: " ".join(f"{f}:{'-' if pd.isna(row[f]) else row[f]}" for f in order),
-            axis=1,
-        )
-        if profile.nunique() <= 1:
-            profile = pd.Series("", index=profile.index)
-        cat = frame.groupby("task_id")["category"].first()
-        parts = []
-        if "category" in strata:
-            parts.append(cat)
-        parts.append(profile)
-        key = parts[0] if len(parts) == 1 else parts[0].str.cat(parts[1], sep=" | ")
-        key = key.str.strip(" |").replace("", "all")
-        stratum_of_unit = key.rename("stratum")
+        if bins:
+            tok = frame[bins[0]].astype(str)
+            for b in bins[1:]:
+                tok = tok.str.cat(frame[b].astype(str), sep="/")
+            tok_list = tok.tolist()
+        else:
+            tok_list = ["✓"] * len(frame)
+        # Plain dicts: this runs once per design and pandas' row-wise apply is slow.
+        per_task: dict[str, dict[str, list[str]]] = {}
+        category: dict[str, str] = {}
+        for task, fam, cat, t in zip(
+            frame["task_id"], frame["family"], frame["category"], tok_list, strict=True
+        ):
+            per_task.setdefault(task, {}).setdefault(fam, []).append(t)
+            category.setdefault(task, cat)
+        profile = {
+            task: " ".join(
+                f"{f}:{'+'.join(sorted(fams[f])) if f in fams else '-'}" for f in order
+            )
+            for task, fams in per_task.items()
+        }
+        same_profile = len(set(profile.values())) <= 1
+        keys = {}
+        for task in per_task:
+            parts = [category[task]] if "category" in strata else []
+            if not same_profile:
+                parts.append(profile[task])
+            keys[task] = " | ".join(parts) if parts else "all"
+        stratum_of_unit = pd.Series(keys, name="stratum")
     else:
         unit_of = pd.Series(frame["answer_id"].to_numpy(), index=frame["answer_id"])
         cols = [s for s in STRATIFIERS if s in strata]
         if allocation in ("equal", "gap") and "family" not in cols:
             cols = ["family", *cols]
-        key = frame[cols].astype(str).agg(" | ".join, axis=1) if cols else pd.Series(
-            "all", index=frame.index)
+        if cols:
+            key = frame[cols[0]].astype(str)
+            for c in cols[1:]:
+                key = key.str.cat(frame[c].astype(str), sep=" | ")
+        else:
+            key = pd.Series("all", index=frame.index)
         stratum_of_unit = pd.Series(key.to_numpy(), index=frame["answer_id"], name="stratum")
 
     frame = frame.assign(_unit=frame["answer_id"].map(unit_of))
@@ -976,33 +988,40 @@ def _build_strata(
 
     # Units per family: tasks containing the family (paired) or the family's answers.
     fam_units = frame.groupby("family")["_unit"].nunique()
+    agg = frame.assign(_resid=frame["judge_pass"] - frame["human_pass"]).groupby(
+        ["_stratum", "family"]
+    ).agg(
+        n_ans=("answer_id", "size"),
+        n_units=("_unit", "nunique"),
+        judge_share=("judge_pass", "mean"),
+        n_pilot=("_resid", "count"),
+        sd_pilot=("_resid", "std"),
+    )
+    index_of = {name: i for i, name in enumerate(names)}
+    n_units_h = table["N_units"].to_numpy(float)
     k = len(names)
     fam_coef = {f: np.zeros(k) for f in families}
     sd_f = {f: np.full(k, np.nan) for f in families}
     w_f = {f: np.zeros(k) for f in families}
+    m_of = {f: np.zeros(k) for f in families}
+    for (name, f), row in agg.iterrows():
+        i = index_of[name]
+        s = _stratum_sd(row, model, min_pilot)
+        m_f = row["n_ans"] / row["n_units"]
+        # Several answers of one family in a task: their mean has the within-task
+        # correlation's variance (1 + (m − 1)ρ) / m.
+        sd_f[f][i] = s * math.sqrt(max((1 + (m_f - 1) * model.rho) / m_f, 0.0))
+        w_f[f][i] = row["n_units"] / fam_units[f]
+        fam_coef[f][i] = (w_f[f][i] * sd_f[f][i]) ** 2
+        m_of[f][i] = row["n_ans"] / n_units_h[i]
+    # Variance of a unit's total residual (Neyman for the overall mean residual).
     total_var = np.zeros(k)
-    for i, name in enumerate(names):
-        rows = frame[frame["_stratum"] == name]
-        for f in families:
-            fr = rows[rows["family"] == f]
-            if fr.empty:
-                continue
-            s = _stratum_sd(fr, model, min_pilot)
-            m_f = len(fr) / fr["_unit"].nunique()
-            # Several answers of one family in a task: their mean has the within-task
-            # correlation's variance (1 + (m − 1)ρ) / m.
-            sd_f[f][i] = s * math.sqrt(max((1 + (m_f - 1) * model.rho) / m_f, 0.0))
-            w_f[f][i] = fr["_unit"].nunique() / fam_units[f]
-            fam_coef[f][i] = (w_f[f][i] * sd_f[f][i]) ** 2
-        # Variance of a unit's total residual (Neyman for the overall mean residual).
+    for i in range(k):
         present = [f for f in families if not math.isnan(sd_f[f][i])]
-        m_of = {f: (rows["family"] == f).sum() / table.at[i, "N_units"] for f in present}
-        var = 0.0
         for f in present:
             for f2 in present:
                 c = 1.0 if f == f2 else model.rho
-                var += m_of[f] * m_of[f2] * c * sd_f[f][i] * sd_f[f2][i]
-        total_var[i] = var
+                total_var[i] += m_of[f][i] * m_of[f2][i] * c * sd_f[f][i] * sd_f[f2][i]
     n_answers = float(table["N_answers"].sum())
     total_coef = (table["N_units"].to_numpy(float) / n_answers) ** 2 * total_var
     gap_coef = np.zeros(k)
@@ -1038,13 +1057,16 @@ def _build_strata(
 
 def _draw(stratum_of_unit: pd.Series, table: pd.DataFrame, gen: np.random.Generator) -> pd.Series:
     """Simple random samples without replacement inside each stratum: unit id -> stratum."""
+    members: dict[str, list[Any]] = {}
+    for unit, name in stratum_of_unit.items():
+        members.setdefault(str(name), []).append(unit)
     picked: list[Any] = []
-    by_stratum = stratum_of_unit.groupby(stratum_of_unit)
     for name, n_h in zip(table["stratum"], table["n_units"], strict=True):
         if n_h <= 0:
             continue
-        units = np.sort(by_stratum.get_group(name).index.to_numpy())
-        picked.extend(gen.choice(units, size=int(n_h), replace=False).tolist())
+        units = sorted(members[str(name)])
+        idx = gen.choice(len(units), size=int(n_h), replace=False)
+        picked.extend(units[i] for i in idx)
     return stratum_of_unit.loc[picked]
 
 
@@ -1445,8 +1467,8 @@ def apply_design(
             non-admin raters, those with the shortest queues first.
         rng: Seed or Generator for the deal and the queue shuffles.
         spread: See :func:`plan_assignments`.
-        rubric: ``(rubric_id, version)`` the raters score against; ``None`` leaves it to the
-            app (the current rubric).
+        rubric: ``(rubric_id, version)`` the raters score against; ``None`` takes the newest
+            stored rubric (none stored: the assignments name no rubric).
 
     Returns:
         The assignments created, with ``rater`` names.
@@ -1455,6 +1477,10 @@ def apply_design(
         InputError: Unknown, revoked or too few raters, or the design was already applied.
     """
     with store.connection():
+        if rubric is None:
+            # Raters score against the rubric the judge used, else the newest one stored.
+            newest = store.rubric()
+            rubric = None if newest is None else (newest.rubric_id, newest.version)
         ids = store.design_raters(raters)
         store.save_design(design.design_id, design.params, design.summary(), design.items)
         if store.design_applied(design.design_id):
