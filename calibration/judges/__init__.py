@@ -9,13 +9,18 @@ from calibration.judges._base import (
     Judgement,
     Kind,
 )
+from calibration.judges._fake import FakeJudge, TextFeatures, text_features, text_quality
 
 __all__ = [
     "PAIRWISE_FORMATS",
     "POINTWISE_FORMATS",
+    "FakeJudge",
     "Format",
     "Judge",
     "JudgeCall",
     "Judgement",
     "Kind",
+    "TextFeatures",
+    "text_features",
+    "text_quality",
 ]

@@ -1,0 +1,390 @@
+"""What judge calls cost, from the usage block each reply carries and a price table.
+
+The table is ``calibration/prices.toml`` (list prices, US dollars per million tokens), or the
+file ``$JUDGELAB_PRICES`` points to. A model that is not in the table has no price: every cost
+function returns ``None`` for it rather than a guess, and reports show "unpriced".
+
+Token kinds follow the Messages API usage block: ``input_tokens`` (uncached prompt),
+``cache_creation_input_tokens`` (prompt written to the cache; 5-minute or 1-hour TTL),
+``cache_read_input_tokens`` (prompt read from the cache) and ``output_tokens``. Message
+Batches bill every kind at ``batch_discount`` (half) of the list price.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from labeler.errors import InputError
+
+PRICES_ENV = "JUDGELAB_PRICES"
+"""Environment variable naming a replacement price table (same TOML layout)."""
+
+_MTOK = 1_000_000
+
+
+def approx_tokens(text: str) -> int:
+    """A rough token count (4 characters per token), for estimates made without the API.
+
+    Use :meth:`AnthropicJudge.count_tokens <calibration.judges.AnthropicJudge.count_tokens>`
+    for the exact count of a real request.
+    """
+    return max(1, math.ceil(len(text) / 4)) if text else 0
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """The tokens one or more calls were billed for.
+
+    Attributes:
+        input_tokens: Uncached prompt tokens.
+        output_tokens: Completion tokens.
+        cache_write_tokens: Prompt tokens written to the cache with the 5-minute TTL.
+        cache_write_1h_tokens: Prompt tokens written to the cache with the 1-hour TTL.
+        cache_read_tokens: Prompt tokens read from the cache.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every prompt token of the request: uncached, cache writes and cache reads."""
+        return (
+            self.input_tokens
+            + self.cache_write_tokens
+            + self.cache_write_1h_tokens
+            + self.cache_read_tokens
+        )
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+        )
+
+    @classmethod
+    def from_api(cls, usage: Any) -> TokenUsage:
+        """Read an API usage block (an SDK ``Usage`` object or its JSON dict).
+
+        When the block splits cache writes by TTL (``cache_creation.ephemeral_1h_input_tokens``)
+        the 1-hour part is priced at the 1-hour rate; otherwise all writes are 5-minute writes.
+        """
+
+        def get(obj: Any, name: str) -> Any:
+            if obj is None:
+                return None
+            return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+        writes = int(get(usage, "cache_creation_input_tokens") or 0)
+        split = get(usage, "cache_creation")
+        writes_1h = int(get(split, "ephemeral_1h_input_tokens") or 0)
+        return cls(
+            input_tokens=int(get(usage, "input_tokens") or 0),
+            output_tokens=int(get(usage, "output_tokens") or 0),
+            cache_write_tokens=max(writes - writes_1h, 0),
+            cache_write_1h_tokens=writes_1h,
+            cache_read_tokens=int(get(usage, "cache_read_input_tokens") or 0),
+        )
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """One model's rates in US dollars per million tokens.
+
+    Attributes:
+        input: Uncached prompt tokens.
+        output: Completion tokens.
+        cache_write: 5-minute cache writes.
+        cache_write_1h: 1-hour cache writes.
+        cache_read: Cache reads.
+        long_prompt: Rates for every token of a request whose prompt exceeds
+            ``threshold_tokens``, if the model has such a tier.
+        threshold_tokens: The long-prompt threshold.
+    """
+
+    input: float
+    output: float
+    cache_write: float
+    cache_write_1h: float
+    cache_read: float
+    long_prompt: ModelPrice | None = None
+    threshold_tokens: int | None = None
+
+    def cost(self, usage: TokenUsage, *, discount: float = 1.0) -> float:
+        """Dollars for ``usage`` at these rates times ``discount``."""
+        rates = self
+        if (
+            self.long_prompt is not None
+            and self.threshold_tokens is not None
+            and usage.prompt_tokens > self.threshold_tokens
+        ):
+            rates = self.long_prompt
+        dollars = (
+            usage.input_tokens * rates.input
+            + usage.output_tokens * rates.output
+            + usage.cache_write_tokens * rates.cache_write
+            + usage.cache_write_1h_tokens * rates.cache_write_1h
+            + usage.cache_read_tokens * rates.cache_read
+        ) / _MTOK
+        return dollars * discount
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """A loaded price table.
+
+    Attributes:
+        models: Model id -> :class:`ModelPrice`.
+        batch_discount: Multiplier for Message Batches (0.5 = half price).
+        source: The file it was read from.
+    """
+
+    models: Mapping[str, ModelPrice]
+    batch_discount: float
+    source: str
+
+    def price(self, model: str) -> ModelPrice | None:
+        """The model's rates, matching a dated snapshot id to its undated key; ``None`` if unknown."""
+        if model in self.models:
+            return self.models[model]
+        head, _, tail = model.rpartition("-")
+        if head and len(tail) == 8 and tail.isdigit():
+            return self.models.get(head)
+        return None
+
+    def cost(self, model: str, usage: TokenUsage | Any, *, batch: bool = False) -> float | None:
+        """Dollars for ``usage`` on ``model``; ``None`` if the model is not in the table."""
+        rates = self.price(model)
+        if rates is None:
+            return None
+        if not isinstance(usage, TokenUsage):
+            usage = TokenUsage.from_api(usage)
+        return rates.cost(usage, discount=self.batch_discount if batch else 1.0)
+
+
+_RATE_KEYS = ("input", "output", "cache_write", "cache_write_1h", "cache_read")
+
+
+def _rates(table: Mapping[str, Any], where: str, file: str) -> ModelPrice:
+    missing = [k for k in _RATE_KEYS if k not in table]
+    if missing:
+        raise InputError(
+            f"{where} lacks {', '.join(missing)}",
+            file=file,
+            fix="give input, output, cache_write, cache_write_1h and cache_read in USD per MTok",
+        )
+    values: dict[str, float] = {}
+    for key in _RATE_KEYS:
+        value = table[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise InputError(f"{where}.{key} must be a number >= 0, got {value!r}", file=file)
+        values[key] = float(value)
+    long_prompt = None
+    threshold = None
+    if "long_prompt" in table:
+        lp = table["long_prompt"]
+        threshold = lp.get("threshold_tokens") if isinstance(lp, Mapping) else None
+        if not isinstance(threshold, int) or threshold <= 0:
+            raise InputError(f"{where}.long_prompt needs threshold_tokens > 0", file=file)
+        long_prompt = _rates(lp, f"{where}.long_prompt", file)
+    return ModelPrice(**values, long_prompt=long_prompt, threshold_tokens=threshold)
+
+
+def load_prices(path: str | os.PathLike[str] | None = None) -> PriceTable:
+    """Load a price table.
+
+    Args:
+        path: A TOML file in the layout of the bundled ``prices.toml``. Default:
+            ``$JUDGELAB_PRICES`` if set, else the bundled table.
+
+    Raises:
+        InputError: If the file is missing, not TOML, or a model's rates are incomplete.
+    """
+    chosen = path if path is not None else os.environ.get(PRICES_ENV) or None
+    if chosen is None:
+        bundled = resources.files("calibration").joinpath("prices.toml")
+        return _parse(bundled.read_text(encoding="utf-8"), "calibration/prices.toml")
+    file = Path(chosen)
+    try:
+        stat = file.stat()
+    except OSError as exc:
+        raise InputError(
+            f"price table not found ({exc.strerror})",
+            file=str(file),
+            fix=f"fix the path or unset {PRICES_ENV} to use the bundled table",
+        ) from exc
+    return _load_file(str(file.resolve()), stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _load_file(file: str, mtime_ns: int) -> PriceTable:
+    # Cached per (file, mtime): an edited table is picked up without a restart.
+    return _parse(Path(file).read_text(encoding="utf-8"), file)
+
+
+def _parse(text: str, file: str) -> PriceTable:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", file=file) from exc
+    models = data.get("models")
+    if not isinstance(models, Mapping) or not models:
+        raise InputError("no [models.\"<id>\"] tables", file=file)
+    discount = data.get("defaults", {}).get("batch_discount", 0.5)
+    if isinstance(discount, bool) or not isinstance(discount, int | float) or not 0 < discount <= 1:
+        raise InputError(f"defaults.batch_discount must be in (0, 1], got {discount!r}", file=file)
+    parsed = {name: _rates(rates, f"models.{name!r}", file) for name, rates in models.items()}
+    return PriceTable(models=parsed, batch_discount=float(discount), source=file)
+
+
+def cost(
+    model: str,
+    usage: TokenUsage | Any,
+    batch: bool = False,
+    *,
+    prices: PriceTable | None = None,
+) -> float | None:
+    """Dollars one call (or a sum of calls) cost at list price.
+
+    Args:
+        model: The model id billed.
+        usage: A :class:`TokenUsage`, an SDK ``Usage`` object or its JSON dict.
+        batch: Whether the calls ran through Message Batches (discounted).
+        prices: A loaded table (default: :func:`load_prices`).
+
+    Returns:
+        US dollars, or ``None`` when the model is not in the table.
+    """
+    table = prices if prices is not None else load_prices()
+    return table.cost(model, usage, batch=batch)
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """A cost preview for a set of calls, before spending anything.
+
+    Attributes:
+        model: The model priced.
+        calls: Number of calls.
+        usage: Token totals the estimate assumes.
+        usd: Dollars, or ``None`` when the model is not in the table.
+        batch: Whether Batch pricing was applied.
+        method: How tokens were counted, in words.
+    """
+
+    model: str
+    calls: int
+    usage: TokenUsage
+    usd: float | None
+    batch: bool
+    method: str
+
+
+def estimate(
+    model: str,
+    *,
+    calls: int,
+    input_tokens: int,
+    output_tokens: int,
+    cached_prefix_tokens: int = 0,
+    batch: bool = False,
+    prices: PriceTable | None = None,
+) -> CostEstimate:
+    """Preview the cost of ``calls`` similar calls.
+
+    Args:
+        model: The judge model.
+        calls: How many calls.
+        input_tokens: Prompt tokens per call (cached prefix included).
+        output_tokens: Completion tokens expected per call.
+        cached_prefix_tokens: Tokens of the prompt-cached prefix per call (the rubric system
+            block): written once, then read by the other ``calls - 1`` calls. ``0`` prices
+            every prompt token as uncached. The API skips caching silently below a model's
+            minimum prefix length, so treat a cached estimate as a lower bound.
+        batch: Price at the Message Batches rate.
+        prices: A loaded table (default: :func:`load_prices`).
+
+    Raises:
+        InputError: If a count is negative or the prefix is longer than the prompt.
+    """
+    if min(calls, input_tokens, output_tokens, cached_prefix_tokens) < 0:
+        raise InputError("estimate: token and call counts must be >= 0")
+    if cached_prefix_tokens > input_tokens:
+        raise InputError("estimate: cached_prefix_tokens cannot exceed input_tokens")
+    writes = cached_prefix_tokens if calls else 0
+    usage = TokenUsage(
+        input_tokens=calls * (input_tokens - cached_prefix_tokens),
+        output_tokens=calls * output_tokens,
+        cache_write_tokens=writes,
+        cache_read_tokens=max(calls - 1, 0) * cached_prefix_tokens,
+    )
+    table = prices if prices is not None else load_prices()
+    method = "given token counts" + (", prompt cache on the prefix" if cached_prefix_tokens else "")
+    return CostEstimate(model, calls, usage, table.cost(model, usage, batch=batch), batch, method)
+
+
+def estimate_calls(
+    calls: Iterable[Any],
+    *,
+    output_tokens: int = 150,
+    batch: bool = False,
+    cache: bool = True,
+    prices: PriceTable | None = None,
+) -> CostEstimate:
+    """Preview the cost of a list of :class:`~calibration.judges.JudgeCall` objects.
+
+    Tokens are :func:`approx_tokens` of the system and user text. With ``cache``, the first
+    call per distinct system block writes it to the cache and later calls read it.
+
+    Args:
+        calls: The calls (all for one model).
+        output_tokens: Completion tokens expected per call.
+        batch: Price at the Message Batches rate.
+        cache: Assume the system block is prompt-cached.
+        prices: A loaded table (default: :func:`load_prices`).
+
+    Raises:
+        InputError: If the calls name more than one model.
+    """
+    seen: set[str] = set()
+    usage = TokenUsage()
+    models: set[str] = set()
+    n = 0
+    for call in calls:
+        n += 1
+        models.add(call.model)
+        system, user = approx_tokens(call.system), approx_tokens(call.user)
+        if not cache:
+            usage += TokenUsage(input_tokens=system + user, output_tokens=output_tokens)
+        elif call.system in seen:
+            usage += TokenUsage(
+                input_tokens=user, output_tokens=output_tokens, cache_read_tokens=system
+            )
+        else:
+            seen.add(call.system)
+            usage += TokenUsage(
+                input_tokens=user, output_tokens=output_tokens, cache_write_tokens=system
+            )
+    if len(models) > 1:
+        raise InputError(f"estimate_calls: calls name several models: {sorted(models)}")
+    model = models.pop() if models else ""
+    table = prices if prices is not None else load_prices()
+    usd = table.cost(model, usage, batch=batch) if model else 0.0
+    method = f"~4 characters per token, {output_tokens} output tokens per call" + (
+        ", system block prompt-cached" if cache else ""
+    )
+    return CostEstimate(model, n, usage, usd, batch, method)

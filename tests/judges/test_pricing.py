@@ -1,0 +1,122 @@
+"""Price table loading and cost arithmetic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from calibration import formats, pricing
+from calibration.pricing import TokenUsage
+from labeler.errors import InputError
+from labeler.models import Rubric
+
+
+def test_bundled_table_prices_known_models_and_not_unknown_ones() -> None:
+    table = pricing.load_prices()
+    assert table.batch_discount == 0.5
+    assert table.price("fake-judge") is not None
+    assert table.price("claude-sonnet-4-5-20250929") == table.price("claude-sonnet-4-5")
+    assert pricing.cost("no-such-model", TokenUsage(input_tokens=10)) is None
+    for family in ("opus", "sonnet", "haiku"):
+        assert any(family in name for name in table.models)
+
+
+def test_cost_arithmetic_by_token_kind() -> None:
+    # claude-sonnet-4-5: input 3, output 15, cache write 3.75, 1h write 6, cache read 0.30 per MTok.
+    # 1000*3 + 200*15 + 400*3.75 + 100*6 + 2000*0.3 = 3000 + 3000 + 1500 + 600 + 600 = 8700 / 1e6
+    usage = TokenUsage(
+        input_tokens=1000,
+        output_tokens=200,
+        cache_write_tokens=400,
+        cache_write_1h_tokens=100,
+        cache_read_tokens=2000,
+    )
+    assert pricing.cost("claude-sonnet-4-5", usage) == pytest.approx(0.0087)
+    assert pricing.cost("claude-sonnet-4-5", usage, batch=True) == pytest.approx(0.00435)
+    assert pricing.cost("fake-judge", usage) == 0.0
+
+
+def test_usage_from_api_block_splits_one_hour_writes() -> None:
+    block = {
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "cache_creation_input_tokens": 300,
+        "cache_read_input_tokens": 40,
+        "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 200},
+    }
+    assert TokenUsage.from_api(block) == TokenUsage(10, 5, 100, 200, 40)
+    assert TokenUsage.from_api({"input_tokens": 3, "output_tokens": 1}) == TokenUsage(3, 1)
+
+
+def test_long_prompt_tier_applies_to_every_token() -> None:
+    # claude-haiku-5-5 above 100k prompt tokens: input 0.50, output 2.50 per MTok.
+    small = TokenUsage(input_tokens=100_000, output_tokens=1000)
+    large = TokenUsage(input_tokens=100_001, output_tokens=1000)
+    assert pricing.cost("claude-haiku-5-5", small) == pytest.approx((100_000 * 0.1 + 1000 * 0.5) / 1e6)
+    assert pricing.cost("claude-haiku-5-5", large) == pytest.approx((100_001 * 0.5 + 1000 * 2.5) / 1e6)
+
+
+def test_estimate_with_cached_prefix() -> None:
+    # 10 calls of 1200 prompt tokens, 1000 of them a cached rubric prefix, 100 output tokens.
+    # claude-opus-4-8: uncached 10*200*5 + write 1000*6.25 + reads 9*1000*0.5 + out 10*100*25
+    # = 10000 + 6250 + 4500 + 25000 = 45750 / 1e6
+    est = pricing.estimate(
+        "claude-opus-4-8", calls=10, input_tokens=1200, output_tokens=100, cached_prefix_tokens=1000
+    )
+    assert est.usd == pytest.approx(0.04575)
+    assert est.usage.cache_read_tokens == 9000
+    with pytest.raises(InputError):
+        pricing.estimate("m", calls=1, input_tokens=10, output_tokens=1, cached_prefix_tokens=11)
+
+
+def test_estimate_calls_groups_cache_writes_by_system_block(rubric: Rubric, task: str, answer: str) -> None:
+    calls = [formats.build_call("pointwise", "likert5", "claude-haiku-4-5", rubric, task, answer)] * 3
+    est = pricing.estimate_calls(calls, output_tokens=50)
+    system = pricing.approx_tokens(calls[0].system)
+    assert est.calls == 3
+    assert est.usage.cache_write_tokens == system and est.usage.cache_read_tokens == 2 * system
+    assert est.usd is not None and est.usd > 0
+    uncached = pricing.estimate_calls(calls, output_tokens=50, cache=False)
+    assert uncached.usage.cache_read_tokens == 0 and uncached.usd is not None
+    with pytest.raises(InputError, match="several models"):
+        other = formats.build_call("pointwise", "likert5", "fake-judge", rubric, task, answer)
+        pricing.estimate_calls([calls[0], other])
+
+
+def test_prices_env_points_at_a_user_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mine = tmp_path / "prices.toml"
+    mine.write_text(
+        '[defaults]\nbatch_discount = 0.4\n[models."my-judge"]\n'
+        "input = 1\noutput = 2\ncache_write = 1\ncache_write_1h = 1\ncache_read = 0.5\n"
+    )
+    monkeypatch.setenv(pricing.PRICES_ENV, str(mine))
+    assert pricing.cost("my-judge", TokenUsage(input_tokens=1_000_000)) == pytest.approx(1.0)
+    assert pricing.cost("my-judge", TokenUsage(output_tokens=1_000_000), batch=True) == pytest.approx(0.8)
+    assert pricing.cost("claude-opus-4-8", TokenUsage(input_tokens=1)) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("not toml [", "not valid TOML", id="bad_toml"),
+        pytest.param("[defaults]\n", "no [models", id="no_models"),
+        pytest.param('[models."m"]\ninput = 1\n', "lacks output", id="missing_rate"),
+        pytest.param(
+            '[models."m"]\ninput = -1\noutput = 1\ncache_write = 1\ncache_write_1h = 1\ncache_read = 1\n',
+            "must be a number >= 0",
+            id="negative_rate",
+        ),
+    ],
+)
+def test_bad_price_tables_name_the_file(tmp_path: Path, text: str, message: str) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    with pytest.raises(InputError, match=r"bad\.toml") as info:
+        pricing.load_prices(bad)
+    assert message in str(info.value)
+
+
+def test_missing_price_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not found"):
+        pricing.load_prices(tmp_path / "nope.toml")
