@@ -206,13 +206,24 @@ def judge_identity(judge: Judge) -> str:
 
 
 def build_request(judge: Judge, rubric: Rubric, call: PlannedCall) -> JudgeCall:
-    """The exact request ``judge`` would send for ``call`` (for its cache key and for batches)."""
+    """The exact request ``judge`` would send for ``call`` (for its cache key and for batches).
+
+    A judge that builds its own requests (a ``build(kind, fmt, rubric, prompt, answers)``
+    method, as the fake and Anthropic judges have) is asked; otherwise the request is
+    :func:`calibration.formats.build_call` with the judge's ``params``.
+    """
     answers = [call.answer] if call.answer_b is None else [call.answer, call.answer_b]
+    chosen = call.rubric or rubric
+    builder = getattr(judge, "build", None)
+    if callable(builder):
+        built = builder(call.kind, call.format, chosen, call.prompt, answers)
+        if isinstance(built, JudgeCall):
+            return built
     return build_call(
         call.kind,
         call.format,
         judge.model,
-        call.rubric or rubric,
+        chosen,
         call.prompt,
         answers,
         dict(getattr(judge, "params", None) or {}),
@@ -256,8 +267,16 @@ def _record(
     judgement: Judgement | None = None,
     error: str | None = None,
     cached: Mapping[str, Any] | None = None,
+    seq: int | None = None,
 ) -> JudgementRecord:
-    """The database row for one planned call's outcome (a reply, a cache hit or a failure)."""
+    """The database row for one planned call's outcome (a reply, a cache hit or a failure).
+
+    ``seq`` is the call's position in the plan, kept in ``meta`` so the evidence file can list
+    calls in plan order whatever order they finished in.
+    """
+    meta = call.design_meta()
+    if seq is not None:
+        meta["seq"] = seq
     common: dict[str, Any] = {
         "run_id": run_id,
         "call_id": call.call_id,
@@ -271,7 +290,7 @@ def _record(
         "probe": call.probe or None,
         "arm": call.arm or None,
         "trial": call.trial,
-        "meta": call.design_meta(),
+        "meta": meta,
     }
     if cached is not None:
         # Reusing an earlier reply spends nothing: tokens and cost are zero, and the row
@@ -367,6 +386,7 @@ def evidence_row(
         "model": model,
         "judge_family": judge_family,
     }
+    meta.pop("seq", None)
     for key, val in meta.items():
         row.setdefault(key, val)
     return row
@@ -398,12 +418,19 @@ def write_evidence(store: Store, run_id: str, path: str | os.PathLike[str]) -> i
     if run is None:
         raise InputError(f"no judge run {run_id!r} in {store.path}")
     frame = store.run_judgements(run_id)
+    if not frame.empty:
+        seq = [m.get("seq", i) if isinstance(m, dict) else i for i, m in enumerate(frame["meta"])]
+        frame = frame.assign(_seq=seq).sort_values("_seq", kind="stable").drop(columns="_seq")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         for record in frame.to_dict(orient="records"):
-            row = evidence_row({str(k): v for k, v in record.items()}, model=run["model"], judge_family=run["family"])
+            row = evidence_row(
+                {str(k): v for k, v in record.items()},
+                model=run["model"],
+                judge_family=run["family"],
+            )
             fh.write(json.dumps(row, default=str) + "\n")
     tmp.replace(target)
     return len(frame)
@@ -656,9 +683,12 @@ async def arun_plan(
     with bar:
         ticker = asyncio.create_task(sink.ticker())
         try:
-            await _execute(
-                pending, keys, judge, rubric, rid, sink, state,
-                concurrency=concurrency, batch=batch, poll_interval=poll_interval,
+            execution = _Execution(
+                judge, rubric, rid, sink, state, keys,
+                {call.call_id: i for i, call in enumerate(plan)},
+            )
+            await execution.run(
+                pending, concurrency=concurrency, batch=batch, poll_interval=poll_interval
             )
         finally:
             ticker.cancel()
@@ -697,127 +727,107 @@ async def arun_plan(
     )
 
 
-async def _execute(
-    pending: list[PlannedCall],
-    keys: Mapping[str, str],
-    judge: Judge,
-    rubric: Rubric,
-    rid: str,
-    sink: _Sink,
-    state: dict[str, Any],
-    *,
-    concurrency: int,
-    batch: bool,
-    poll_interval: float,
-) -> None:
-    """Serve cache hits, then make one call per distinct request; duplicates reuse it."""
-    if not pending:
-        return
-    hits = await asyncio.to_thread(
-        sink.store.cached_replies, [keys[c.call_id] for c in pending]
-    )
-    await sink.put(
-        _record(rid, c, keys[c.call_id], cached=hits[keys[c.call_id]])
-        for c in pending
-        if keys[c.call_id] in hits
-    )
-    leaders: dict[str, PlannedCall] = {}
-    followers: list[PlannedCall] = []
-    for call in pending:
-        key = keys[call.call_id]
-        if key in hits:
-            continue
-        if key in leaders:
-            followers.append(call)
-        else:
-            leaders[key] = call
-    failures: dict[str, str] = {}
-    if batch:
-        await _run_batch(list(leaders.values()), keys, judge, rubric, rid, sink, state,
-                         failures, poll_interval=poll_interval)
-    else:
-        await _run_concurrent(list(leaders.values()), keys, judge, rubric, rid, sink, state,
-                              failures, concurrency=concurrency)
-    if not followers:
-        return
-    # Identical requests were made once; the rest reuse that reply as cache hits.
-    await sink.flush()
-    hits = await asyncio.to_thread(
-        sink.store.cached_replies, [keys[c.call_id] for c in followers]
-    )
-    records = []
-    for call in followers:
-        key = keys[call.call_id]
-        if key in hits:
-            records.append(_record(rid, call, key, cached=hits[key]))
-        else:
-            leader = leaders[key].call_id
-            reason = failures.get(key, "no reply")
-            records.append(
-                _record(rid, call, key, error=f"identical call {leader} failed: {reason}")
-            )
-    await sink.put(records)
+@dataclass
+class _Execution:
+    """One execution of a run: serves cache hits, then makes each distinct request once."""
 
+    judge: Judge
+    rubric: Rubric
+    rid: str
+    sink: _Sink
+    state: dict[str, Any]
+    keys: Mapping[str, str]
+    seqs: Mapping[str, int]
+    failures: dict[str, str] = field(default_factory=dict)
 
-async def _call(judge: Judge, rubric: Rubric, call: PlannedCall) -> Judgement:
-    if call.kind == "pairwise":
-        assert call.answer_b is not None  # checked by _check_plan
-        return await judge.compare(
-            call.prompt, call.answer, call.answer_b, call.rubric or rubric, call.format
+    def record(self, call: PlannedCall, **outcome: Any) -> JudgementRecord:
+        return _record(
+            self.rid, call, self.keys[call.call_id], seq=self.seqs[call.call_id], **outcome
         )
-    return await judge.score(call.prompt, call.answer, call.rubric or rubric, call.format)
 
-
-async def _run_concurrent(
-    calls: list[PlannedCall],
-    keys: Mapping[str, str],
-    judge: Judge,
-    rubric: Rubric,
-    rid: str,
-    sink: _Sink,
-    state: dict[str, Any],
-    failures: dict[str, str],
-    *,
-    concurrency: int,
-) -> None:
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(call: PlannedCall) -> None:
-        key = keys[call.call_id]
-        async with gate:
-            state["issued"] += 1
-            try:
-                judgement = await _call(judge, rubric, call)
-            except JudgeError as exc:
-                failures[key] = str(exc)
-                record = _record(rid, call, key, error=str(exc))
+    async def run(
+        self, pending: list[PlannedCall], *, concurrency: int, batch: bool, poll_interval: float
+    ) -> None:
+        if not pending:
+            return
+        store = self.sink.store
+        hits = await asyncio.to_thread(
+            store.cached_replies, [self.keys[c.call_id] for c in pending]
+        )
+        await self.sink.put(
+            self.record(c, cached=hits[self.keys[c.call_id]])
+            for c in pending
+            if self.keys[c.call_id] in hits
+        )
+        leaders: dict[str, PlannedCall] = {}
+        followers: list[PlannedCall] = []
+        for call in pending:
+            key = self.keys[call.call_id]
+            if key in hits:
+                continue
+            if key in leaders:
+                followers.append(call)
             else:
-                record = _record(rid, call, key, judgement=judgement)
-        await sink.put([record])
+                leaders[key] = call
+        if batch:
+            await self.run_batch(list(leaders.values()), poll_interval=poll_interval)
+        else:
+            await self.run_concurrent(list(leaders.values()), concurrency=concurrency)
+        if not followers:
+            return
+        # Identical requests were made once; the rest reuse that reply as cache hits.
+        await self.sink.flush()
+        hits = await asyncio.to_thread(
+            store.cached_replies, [self.keys[c.call_id] for c in followers]
+        )
+        records = []
+        for call in followers:
+            key = self.keys[call.call_id]
+            if key in hits:
+                records.append(self.record(call, cached=hits[key]))
+            else:
+                reason = self.failures.get(key, "no reply")
+                leader = leaders[key].call_id
+                records.append(
+                    self.record(call, error=f"identical call {leader} failed: {reason}")
+                )
+        await self.sink.put(records)
 
-    tasks = [asyncio.create_task(one(call)) for call in calls]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+    async def call(self, call: PlannedCall) -> Judgement:
+        rubric = call.rubric or self.rubric
+        if call.kind == "pairwise":
+            assert call.answer_b is not None  # checked by _check_plan
+            return await self.judge.compare(
+                call.prompt, call.answer, call.answer_b, rubric, call.format
+            )
+        return await self.judge.score(call.prompt, call.answer, rubric, call.format)
 
+    async def run_concurrent(self, calls: list[PlannedCall], *, concurrency: int) -> None:
+        gate = asyncio.Semaphore(concurrency)
 
-async def _run_batch(
-    calls: list[PlannedCall],
-    keys: Mapping[str, str],
-    judge: Judge,
-    rubric: Rubric,
-    rid: str,
-    sink: _Sink,
-    state: dict[str, Any],
-    failures: dict[str, str],
-    *,
-    poll_interval: float,
-) -> None:
-    raise NotImplementedError  # filled in once the batch API of AnthropicJudge has landed
+        async def one(call: PlannedCall) -> None:
+            async with gate:
+                self.state["issued"] += 1
+                try:
+                    judgement = await self.call(call)
+                except JudgeError as exc:
+                    self.failures[self.keys[call.call_id]] = str(exc)
+                    record = self.record(call, error=str(exc))
+                else:
+                    record = self.record(call, judgement=judgement)
+            await self.sink.put([record])
+
+        tasks = [asyncio.create_task(one(call)) for call in calls]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    async def run_batch(self, calls: list[PlannedCall], *, poll_interval: float) -> None:
+        raise NotImplementedError  # filled in once the batch API of AnthropicJudge has landed
 
 
 def run_plan(plan: Sequence[PlannedCall], judge: Judge, store: Store, **kwargs: Any) -> RunSummary:

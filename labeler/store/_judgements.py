@@ -304,6 +304,49 @@ class JudgementMixin(StoreCore):
         out["cost_usd"] = float(out["cost_usd"])
         return out
 
+    # -- model-written rewrites -----------------------------------------------------------
+
+    def rewrites(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Stored rewrites by key: ``{rewrite_key: {variant, model, text, length_ratio,
+        warnings (list), input_tokens, output_tokens, cost_usd}}``."""
+        wanted = sorted(set(keys))
+        if not wanted:
+            return {}
+        rows = self._jrows(
+            "SELECT rewrite_key, variant, model, text, length_ratio, warnings, input_tokens,"
+            " output_tokens, cost_usd FROM rewrites WHERE rewrite_key IN (SELECT unnest(?))",
+            [wanted],
+        )
+        out = {}
+        for row in rows:
+            row["warnings"] = json.loads(row["warnings"])
+            out[str(row.pop("rewrite_key"))] = row
+        return out
+
+    def add_rewrite(
+        self,
+        rewrite_key: str,
+        *,
+        variant: str,
+        model: str,
+        original: str,
+        text: str,
+        length_ratio: float,
+        warnings: Sequence[str] = (),
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost_usd: float | None = None,
+    ) -> None:
+        """Store one model-written rewrite; a key already stored is left as it is (first wins)."""
+        with self.connection() as con:
+            con.execute(
+                "INSERT OR IGNORE INTO rewrites (rewrite_key, variant, model, original, text,"
+                " length_ratio, warnings, input_tokens, output_tokens, cost_usd)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [rewrite_key, variant, model, original, text, length_ratio,
+                 json.dumps(list(warnings)), input_tokens, output_tokens, cost_usd],
+            )
+
     # -- padding audits ------------------------------------------------------------------
 
     def padding_audit_result(self, rewrite_ids: Iterable[str] | None = None) -> dict[str, Any]:

@@ -22,3 +22,20 @@ ALTER TABLE judgements ADD COLUMN meta VARCHAR DEFAULT '{}';
 
 CREATE INDEX judgements_run_call ON judgements (run_id, call_id);
 CREATE INDEX judge_runs_plan ON judge_runs (plan_hash);
+
+-- Model-written perturbations (an LLM padding rewrite), keyed by a hash of the rewriting model,
+-- the variant and the original text, so a probe re-run or resumed reuses the same variant
+-- (its plan, and so its judge calls, stay identical) and never pays for a rewrite twice.
+CREATE TABLE rewrites (
+    rewrite_key   VARCHAR PRIMARY KEY,
+    variant       VARCHAR NOT NULL,
+    model         VARCHAR NOT NULL,
+    original      VARCHAR NOT NULL,
+    text          VARCHAR NOT NULL,
+    length_ratio  DOUBLE NOT NULL,
+    warnings      VARCHAR NOT NULL DEFAULT '[]',   -- JSON list
+    input_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd      DOUBLE,
+    created_at    TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
