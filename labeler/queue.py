@@ -241,16 +241,82 @@ def next_position(items: Sequence[QueueItem]) -> int | None:
     return min(skipped)[1] if skipped else None
 
 
+def shown_index(items: Sequence[QueueItem], at: int | None) -> int | None:
+    """Index of the item a page shows: the one the rater went back to (assignment ``at``)
+    if it is still in the queue, else the resume position (:func:`next_position`)."""
+    if at is not None:
+        for i, item in enumerate(items):
+            if item.assignment_id == at:
+                return i
+    return next_position(items)
+
+
+def previous_index(items: Sequence[QueueItem], index: int | None) -> int | None:
+    """Where "Back" goes from ``index`` (``None`` = the finished screen): the item before it."""
+    if not items:
+        return None
+    if index is None:
+        return len(items) - 1
+    return index - 1 if index > 0 else None
+
+
+# -- the rating form ---------------------------------------------------------------------
+
+#: Shortcut keys of the rating pages. Bare keys do not fire while a text box has focus
+#: (Streamlit filters them), so typing a comment never scores; Ctrl+Enter does fire there.
+KEYS = {"submit": "Ctrl+Enter", "skip": "S", "back": "B", "forward": "F"}
+
+
+def scale_choices(scale: str) -> list[float]:
+    """The overall-score buttons a scale offers (numeric100 gets five anchors; any
+    whole number can still be typed)."""
+    if scale == "binary":
+        return [0.0, 1.0]
+    if scale == "likert5":
+        return [1.0, 2.0, 3.0, 4.0, 5.0]
+    if scale == "numeric100":
+        return [0.0, 25.0, 50.0, 75.0, 100.0]
+    raise ValueError(f"unknown scale {scale!r}")
+
+
+def choice_keys(choices: Sequence[float]) -> list[str]:
+    """Shortcut key per overall-score button: the digit shown on it for binary and
+    likert5, ``1``..``5`` for the numeric100 anchors."""
+    if all(float(c).is_integer() and 0 <= c <= 9 for c in choices):
+        return [str(int(c)) for c in choices]
+    return [str(i) for i in range(1, len(choices) + 1)]
+
+
+def criteria_after_overall(
+    overall: float, criteria: Mapping[str, float | None], touched: Sequence[str] | set[str]
+) -> dict[str, float | None]:
+    """Criterion scores after the rater picks an overall score: the ones they set by hand
+    stay, every other one takes the overall score as its default."""
+    return {c: (v if c in touched else overall) for c, v in criteria.items()}
+
+
+def format_score(value: float) -> str:
+    """A score as the rater typed it (``4``, not ``4.0``)."""
+    return f"{value:g}"
+
+
 __all__ = [
     "DEFAULT_GAP",
+    "KEYS",
     "KINDS",
     "Kind",
     "Progress",
     "QueueItem",
+    "choice_keys",
     "counterbalance",
+    "criteria_after_overall",
+    "format_score",
     "min_same_group_distance",
     "next_position",
+    "previous_index",
     "rater_rng",
+    "scale_choices",
+    "shown_index",
     "spread_feasible",
     "spread_order",
 ]

@@ -1,0 +1,229 @@
+"""Rate: one answer at a time against the rubric, blind, from the keyboard.
+
+Thin page: the queue, views and writes are :class:`~labeler.store.Store` methods and
+the navigation and form rules are :mod:`labeler.queue` functions. Widget keys carry
+the item's opaque ``item_id`` (never an answer id) and the id of the label being
+edited, so going back to an item starts from that label's values.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from labeler.errors import JudgelabError
+from labeler.queue import (
+    KEYS,
+    choice_keys,
+    criteria_after_overall,
+    format_score,
+    previous_index,
+    scale_choices,
+    shown_index,
+)
+from labeler.session import current_rater, current_store
+
+AT = "rate_at"  # assignment the rater went back to (None: resume position)
+FLASH = "rate_flash"
+
+rater = current_rater()
+store = current_store()
+
+st.title("Rate")
+
+queue = store.rater_queue(rater.rater_id, "score")
+if not queue or all(item.done for item in queue):
+    # Pull mode (project setting claim_k): hand this rater one more answer that still
+    # needs raters, unless they went back to look at an earlier one.
+    claim_k = store.setting("project", "claim_k")
+    if (
+        claim_k
+        and st.session_state.get(AT) is None
+        and store.claim_next(rater.rater_id, int(claim_k)) is not None
+    ):
+        queue = store.rater_queue(rater.rater_id, "score")
+if not queue:
+    st.info("Nothing is assigned to you yet. Your admin will let you know when there is.")
+    st.stop()
+
+index = shown_index(queue, st.session_state.get(AT))
+
+
+def go_to(i: int | None) -> None:
+    st.session_state[AT] = None if i is None else queue[i].assignment_id
+
+
+if FLASH in st.session_state:
+    st.toast(st.session_state.pop(FLASH), icon=":material/check:")
+
+done = sum(1 for item in queue if item.done)
+st.progress(done / len(queue), text=f"**{done} of {len(queue)}** done")
+
+if index is None:
+    st.success(f"All {len(queue)} answers are rated. Thank you!")
+    st.button(
+        "Back", shortcut=KEYS["back"], on_click=go_to, args=(previous_index(queue, None),),
+        help="Go to your last answer to change its label.",
+    )
+    st.stop()
+
+item = queue[index]
+store.open_item(rater.rater_id, item.assignment_id)
+view = store.score_view(rater.rater_id, item.assignment_id)
+rubric = view.rubric
+prefix = f"rate:{item.item_id}:{view.current.label_id if view.current else 'new'}:"
+K_OVERALL, K_TOUCHED, K_COMMENT, K_FLAG, K_REASON = (
+    prefix + "overall", prefix + "touched", prefix + "comment", prefix + "flag", prefix + "reason"
+)
+
+
+def crit_key(criterion_id: str) -> str:
+    return f"{prefix}crit:{criterion_id}"
+
+
+# Start the form from the current label when the rater came back to edit it.
+if K_OVERALL not in st.session_state:
+    cur = view.current
+    st.session_state[K_OVERALL] = cur.overall if cur else None
+    st.session_state[K_TOUCHED] = set(cur.criteria) if cur else set()
+    st.session_state[K_COMMENT] = cur.comment if cur else ""
+    st.session_state[K_FLAG] = bool(cur and cur.flag_reason)
+    st.session_state[K_REASON] = (cur.flag_reason or "") if cur else ""
+    for c in rubric.criteria:
+        st.session_state[crit_key(c.criterion_id)] = cur.criteria.get(c.criterion_id) if cur else None
+
+
+def pick_overall(value: float) -> None:
+    st.session_state[K_OVERALL] = value
+    current = {c.criterion_id: st.session_state.get(crit_key(c.criterion_id)) for c in rubric.criteria}
+    for cid, score in criteria_after_overall(value, current, st.session_state[K_TOUCHED]).items():
+        st.session_state[crit_key(cid)] = score
+
+
+def touch(criterion_id: str) -> None:
+    st.session_state[K_TOUCHED] = {*st.session_state[K_TOUCHED], criterion_id}
+
+
+def submit() -> None:
+    flagged = bool(st.session_state[K_FLAG])
+    criteria = {
+        c.criterion_id: st.session_state.get(crit_key(c.criterion_id)) for c in rubric.criteria
+    }
+    try:
+        store.add_label(
+            rater.rater_id,
+            item.assignment_id,
+            overall=st.session_state[K_OVERALL],
+            criteria={k: float(v) for k, v in criteria.items() if v is not None},
+            comment=st.session_state[K_COMMENT],
+            flag_reason=st.session_state[K_REASON] if flagged else None,
+        )
+    except JudgelabError as exc:
+        st.session_state[FLASH + ":error"] = str(exc)
+        return
+    st.session_state[FLASH] = "Label changed" if view.current else "Label saved"
+    st.session_state[AT] = None
+
+
+def skip() -> None:
+    store.skip_item(rater.rater_id, item.assignment_id)
+    st.session_state[AT] = None
+
+
+st.caption(
+    f"Answer {item.position} of {len(queue)}"
+    + (" · you rated this one; submitting again replaces your label" if view.current else "")
+    + (" · skipped before" if item.skipped else "")
+)
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("Task")
+    with st.container(border=True):
+        st.markdown(view.prompt, unsafe_allow_html=False)
+    st.subheader("Answer")
+    with st.container(border=True):
+        # Markdown renders, HTML never runs: unsafe_allow_html=False shows tags as text.
+        st.markdown(view.text, unsafe_allow_html=False)
+    if view.masked:
+        st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
+    with st.expander("Rubric", expanded=True):
+        st.markdown(f"**{rubric.name}** (v{rubric.version})")
+        if rubric.instructions:
+            st.markdown(rubric.instructions)
+        st.markdown("\n".join(f"- **{c.name}**: {c.description}" for c in rubric.criteria))
+        st.markdown(f"{rubric.scale_text()}  \nPass rule: {rubric.pass_rule}")
+
+choices = scale_choices(rubric.scale)
+keys = choice_keys(choices)
+with right:
+    st.subheader("Overall")
+    cols = st.columns(len(choices))
+    for col, value, key in zip(cols, choices, keys, strict=True):
+        col.button(
+            format_score(value),
+            key=f"{prefix}pick:{key}",
+            shortcut=key,
+            type="primary" if st.session_state[K_OVERALL] == value else "secondary",
+            on_click=pick_overall,
+            args=(value,),
+            width="stretch",
+        )
+    if rubric.scale == "numeric100":
+        typed = st.number_input(
+            "Or type a score", min_value=0, max_value=100, step=1, key=prefix + "typed",
+            value=None,
+        )
+        if typed is not None and typed != st.session_state[K_OVERALL]:
+            pick_overall(float(typed))
+    overall = st.session_state[K_OVERALL]
+    if overall is None:
+        st.markdown("Overall: *not given yet* · Pass: —")
+    else:
+        verdict = "**pass**" if rubric.passes(float(overall)) else "**fail**"
+        st.markdown(f"Overall: **{format_score(float(overall))}** · Pass: {verdict}")
+
+    st.subheader("Criteria")
+    for c in rubric.criteria:
+        if rubric.scale == "numeric100":
+            st.number_input(
+                c.name, min_value=0.0, max_value=100.0, step=1.0, key=crit_key(c.criterion_id),
+                help=c.description, on_change=touch, args=(c.criterion_id,),
+            )
+        else:
+            st.segmented_control(
+                c.name, choices, format_func=format_score, key=crit_key(c.criterion_id),
+                help=c.description, on_change=touch, args=(c.criterion_id,),
+            )
+
+    st.text_area("Comment (optional)", key=K_COMMENT, height=80)
+    st.checkbox("Flag as unrateable", key=K_FLAG)
+    if st.session_state[K_FLAG]:
+        st.text_input("Why can it not be rated?", key=K_REASON)
+
+    if FLASH + ":error" in st.session_state:
+        st.error(st.session_state.pop(FLASH + ":error"))
+
+    back_col, skip_col, fwd_col, submit_col = st.columns(4)
+    back_to = previous_index(queue, index)
+    back_col.button(
+        "Back", shortcut=KEYS["back"], on_click=go_to, args=(back_to,),
+        disabled=back_to is None, width="stretch",
+    )
+    if view.current:
+        # Came back to a rated answer: move on without changing it.
+        fwd_col.button(
+            "Forward", shortcut=KEYS["forward"], on_click=go_to,
+            args=(index + 1 if index + 1 < len(queue) else None,), width="stretch",
+        )
+    else:
+        skip_col.button("Skip", shortcut=KEYS["skip"], on_click=skip, width="stretch")
+    submit_col.button(
+        "Submit", type="primary", shortcut=KEYS["submit"], on_click=submit, width="stretch"
+    )
+
+    st.caption(
+        f"Keys: **{keys[0]}–{keys[-1]}** overall score (untouched criteria follow it) · "
+        "**Ctrl+Enter** submit · **S** skip · **B** back · **F** forward after going back · "
+        "**Tab** moves between fields. Letter and digit keys do nothing while you type "
+        "in a text box."
+    )
