@@ -1,0 +1,378 @@
+"""The bias report card: markdown, JSON and PNG, from an evidence file alone.
+
+The card follows judge-probe's: one row per bias with the raw reading and (with ``mitigate``)
+the reading after swap-averaging, a 95% interval for each, and a PASS/WARN/FAIL verdict per bias
+("FAIL → PASS" when swap-averaging changes it). Under the table: what Raw and After mean, the
+thresholds, the swap consistency rate and the parse-failure count. judgelab adds the pointwise
+gaps in the judge's own units with lengths and the length ratio, the padding-audit result, the
+byline caveat, the slot decomposition and the format study.
+
+Rendering never calls the judge: everything comes from :func:`calibration.probes.
+analyse_evidence`. The PNG is an Altair chart saved through ``vl-convert`` (offline, the data
+inline in the spec).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from calibration.probes import Analysis, BiasResult
+from calibration.probes.byline import NOT_SELF_PREFERENCE
+from calibration.probes.length import TRUNCATION_RULE
+from calibration.stats import THRESHOLDS, Estimate
+
+TITLE = "LLM-as-judge bias report card"
+
+_UNITS_SHORT = {"percentage points": "pp", "judge scale points": "pts", "verdict points": "vp"}
+
+
+def _num(x: float | None, unit: str = "", digits: int = 1, *, sign: bool = True) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    text = f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+    return f"{text} {unit}".strip()
+
+
+def _interval(est: Estimate | None, digits: int = 1) -> str:
+    if est is None:
+        return "—"
+    if math.isnan(est.ci_low) or math.isnan(est.ci_high):
+        return "n/a"
+    if est.ci_low == est.ci_high == est.estimate:
+        return "exact (by construction)" if "construction" in est.method else "zero width"
+    return f"{est.ci_low:+.{digits}f} to {est.ci_high:+.{digits}f}"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.0f}%"
+
+
+def _short(est: Estimate | None) -> str:
+    if est is None:
+        return "—"
+    return _num(est.estimate, _UNITS_SHORT.get(est.units, est.units))
+
+
+def header_line(analysis: Analysis, *, source: str | None = None) -> str:
+    """``judge: fake-judge (claude) · 1,292 judgements · n=34 pairs · ...``."""
+    judge = ", ".join(analysis.models) or "unknown judge"
+    if analysis.judge_families:
+        judge += f" ({', '.join(analysis.judge_families)})"
+    parts = [f"judge: {judge}"]
+    if source:
+        parts.append(source)
+    parts.append(f"{analysis.judgements:,} judgements")
+    if analysis.n_pairs:
+        parts.append(f"n={analysis.n_pairs} pairs")
+    if analysis.n_pool:
+        parts.append(f"{analysis.n_pool} pool answers")
+    if analysis.runs:
+        parts.append("run " + ", ".join(analysis.runs))
+    return " · ".join(parts)
+
+
+def thresholds_text() -> str:
+    """The verdict rules, stated for the reader under the table."""
+    pos, dec, gap = THRESHOLDS["position"], THRESHOLDS["decoration"], THRESHOLDS["pointwise_gap"]
+    return (
+        f"**Thresholds** (on the size of the estimate): FAIL at {dec.fail:g} pp or more with the "
+        f"95% interval excluding 0; PASS below {dec.warn:g} pp with the whole interval inside "
+        f"±{dec.fail:g} pp; WARN otherwise, including a bias too few trials could resolve "
+        f"(position uses the same {pos.warn:g}/{pos.fail:g} pp; pointwise gaps "
+        f"{gap.warn:g}/{gap.fail:g} points on the 1-5 scale). Truncation reads the other way, as "
+        f"a sensitivity check: {TRUNCATION_RULE}."
+    )
+
+
+def _main_table(results: list[BiasResult], *, mitigate: bool) -> list[str]:
+    if mitigate:
+        lines = [
+            "| Bias | Raw | After swap-avg | 95% CI (raw) | 95% CI (after) | Verdict |",
+            "|---|---:|---:|---|---|---|",
+        ]
+        for r in results:
+            lines.append(
+                f"| {r.label} | {_short(r.raw)} | {_short(r.mitigated)} | {_interval(r.raw)} | "
+                f"{_interval(r.mitigated)} | {r.verdict_text(mitigate=True)} |"
+            )
+    else:
+        lines = ["| Bias | Raw | 95% CI | n | Verdict |", "|---|---:|---|---:|---|"]
+        for r in results:
+            lines.append(
+                f"| {r.label} | {_short(r.raw)} | {_interval(r.raw)} | {r.raw.n} | "
+                f"{r.verdict_text(mitigate=False)} |"
+            )
+    return lines
+
+
+def _pointwise_section(analysis: Analysis) -> list[str]:
+    rows = [
+        r for r in analysis.results
+        if r.bias in ("verbosity", "truncation")
+        and isinstance(r.details.get("pointwise_gap"), Estimate)
+    ]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Pointwise gaps, in the judge's own units (likert5, 1-5)",
+        "",
+        "| Probe | Original mean | Variant mean | Gap | 95% CI | Answers | Verdict |",
+        "|---|---:|---:|---:|---|---:|---|",
+    ]
+    for r in rows:
+        gap: Estimate = r.details["pointwise_gap"]
+        padded = r.bias == "verbosity"
+        name = "Padding (padded − original)" if padded else "Truncation (original − truncated)"
+        variant_mean = r.details.get("padded_mean_score" if padded else "truncated_mean_score")
+        lines.append(
+            f"| {name} | {_num(r.details.get('original_mean_score'), digits=2, sign=False)} | "
+            f"{_num(variant_mean, digits=2, sign=False)} | {_num(gap.estimate, digits=2)} | "
+            f"{_interval(gap, 2)} | {gap.n} | {r.details.get('pointwise_verdict', 'n/a')} |"
+        )
+    lines.append("")
+    for r in rows:
+        variant = "padded" if r.bias == "verbosity" else "truncated"
+        words_o = r.details.get("mean_words_original")
+        words_v = r.details.get(f"mean_words_{variant}")
+        ratio = r.details.get("length_ratio")
+        if words_o is not None and words_v is not None:
+            lines.append(
+                f"- Lengths ({variant}): originals {words_o:.0f} words on average, {variant} "
+                f"{words_v:.0f} (ratio {ratio:.2f}x)."
+            )
+    lines.append(
+        "- Padding gap: positive = the judge pays for empty words. Truncation gap: positive = "
+        "the judge marks missing content down, as it should. Read the two together: a fix that "
+        "shrinks both by the same amount made the judge less sensitive to length, not fairer."
+    )
+    return lines
+
+
+def _formats_section(analysis: Analysis) -> list[str]:
+    if not analysis.formats:
+        return []
+    lines = [
+        "",
+        "## Scoring formats (the same answers under each format)",
+        "",
+        "| Format | Replies | Parse rate | Distinct values | D1 | D2 | Tie probability | "
+        "Top score tied | Mean score |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for f in analysis.formats:
+        lines.append(
+            f"| {f.format} | {f.replies} | {_pct(f.parse_rate.estimate)} | {f.distinct_values} | "
+            f"{_num(f.d1, digits=2, sign=False)} | {_num(f.d2, digits=2, sign=False)} | "
+            f"{_num(f.tie_probability, digits=2, sign=False)} | {_pct(f.top_tied_share)} | "
+            f"{_num(f.mean_score, digits=2, sign=False)} |"
+        )
+    lines += [
+        "",
+        "- D1/D2: effective number of equally used score levels (exponentiated Shannon entropy / "
+        "inverse tie probability). Top score tied: share of tasks whose best score is shared, "
+        "where a selector must break the tie at random. Agreement with humans (tau_a, Somers' D, "
+        "top-1) needs human labels: `judgelab formats`.",
+    ]
+    return lines
+
+
+def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = None) -> str:
+    """The card as markdown."""
+    results = analysis.results
+    lines = [f"# {TITLE}", "", header_line(analysis, source=source), ""]
+    if results:
+        lines += _main_table(results, mitigate=mitigate)
+    else:
+        lines.append("No pairwise probe in this evidence.")
+    lines += ["", "- **Raw** = single-order judgements, each counted on its own."]
+    if mitigate:
+        lines.append(
+            "- **After swap-avg** = each comparison judged in both orders and the verdict kept "
+            "only when the two orders agree (a flip is \"no decision\", half a win); the figure "
+            "is recomputed on those decisions. This is a real recomputed score, not a "
+            "suggestion: a pure order effect collapses to about 0, a genuine content "
+            "preference survives."
+        )
+    lines.append("- " + thresholds_text())
+    lines.append(
+        "- Decoration rows (verbosity, formatting, tone, citations, truncation) are the "
+        "decorated side's win rate minus the placebo arm's (the same answer undecorated), with "
+        "the decorated side alternating between the pair's two answers across trials and every "
+        "comparison run in both orders; Newcombe interval."
+    )
+    position = analysis.result("position")
+    if position is not None:
+        c = position.details.get("consistency")
+        if isinstance(c, Estimate):
+            lines.append(
+                f"- **Swap consistency**: {_pct(c.estimate)} of {c.n} pairs gave the same "
+                f"outcome in both orders (95% CI {_pct(c.ci_low)}–{_pct(c.ci_high)})."
+            )
+        b = position.details.get("slot_bias_b")
+        q = position.details.get("candidate_preference_q")
+        if isinstance(b, Estimate) and isinstance(q, Estimate):
+            lines.append(
+                f"- Slot decomposition (seed 001): slot-A bias b = {b.estimate:+.2f} "
+                f"({_interval(b, 2)}), candidate preference q = {q.estimate:+.2f} "
+                f"({_interval(q, 2)}) in verdict points; a judge driven by quality has b near 0."
+            )
+    share = analysis.parse_failures / analysis.judgements if analysis.judgements else math.nan
+    lines.append(
+        f"- **Parse failures**: {analysis.parse_failures} of {analysis.judgements:,} replies "
+        f"({_pct(share) if analysis.judgements else 'n/a'}) did not parse; {analysis.errors} "
+        "calls failed after retries. Both are recorded in the evidence with their reason and "
+        "left out of every figure, never turned into a score."
+    )
+    per_bias = [f"{r.bias} {r.parse_failures}" for r in results if r.parse_failures]
+    if per_bias:
+        lines.append("  Parse failures by probe: " + ", ".join(per_bias) + ".")
+    if analysis.cached:
+        lines.append(
+            f"- {analysis.cached:,} judgements were served from the cache (identical requests "
+            "already answered): no new spend."
+        )
+    notes = [n for r in results for n in r.notes if n != NOT_SELF_PREFERENCE]
+    lines += [f"- {n}" for n in notes]
+    if analysis.result("byline") is not None:
+        lines.append(f"- **{NOT_SELF_PREFERENCE}**")
+    lines += _pointwise_section(analysis)
+    lines += _formats_section(analysis)
+    if results:
+        lines += ["", "## How each figure was computed", ""]
+        for r in results:
+            lines.append(f"- {r.label}: {r.raw.method} ({r.raw.units}, n={r.raw.n}).")
+    cost = analysis.cost_usd
+    lines += ["", f"Spend recorded in the evidence: ${cost:.4f}. Re-running `judgelab report` "
+              "never calls the judge."]
+    return "\n".join(lines) + "\n"
+
+
+def card_json(analysis: Analysis, *, mitigate: bool, source: str | None = None) -> dict[str, Any]:
+    """The card as a JSON-ready dict (every estimate with its interval, n, method and units)."""
+    rows = [
+        {
+            "bias": r.bias,
+            "label": r.label,
+            "raw": r.raw.to_dict(),
+            "after_swap_avg": None if r.mitigated is None else r.mitigated.to_dict(),
+            "verdict": r.verdict_text(mitigate=mitigate),
+            "verdict_raw": r.verdict_raw,
+            "verdict_after": r.verdict_mitigated,
+            "rule": r.rule,
+        }
+        for r in analysis.results
+    ]
+    return {
+        "title": TITLE,
+        "header": header_line(analysis, source=source),
+        "mitigate": mitigate,
+        "rows": rows,
+        "thresholds": {k: vars(v) for k, v in THRESHOLDS.items()},
+        "analysis": analysis.to_dict(),
+    }
+
+
+# -- PNG -------------------------------------------------------------------------------------
+
+_VERDICT_COLOURS = {"PASS": "#2e7d32", "WARN": "#ef6c00", "FAIL": "#c62828"}
+
+
+def card_chart(analysis: Analysis, *, mitigate: bool, source: str | None = None) -> alt.LayerChart:
+    """The card as an Altair chart: each bias's estimate with its 95% interval, threshold
+    bands, and the verdict beside it."""
+    records = []
+    for r in analysis.results:
+        readings = [("Raw", r.raw)]
+        if mitigate and r.mitigated is not None:
+            readings.append(("After swap-avg", r.mitigated))
+        for reading, est in readings:
+            if math.isnan(est.estimate):
+                continue
+            lo = est.estimate if math.isnan(est.ci_low) else est.ci_low
+            hi = est.estimate if math.isnan(est.ci_high) else est.ci_high
+            records.append({
+                "bias": r.label, "reading": reading, "estimate": est.estimate, "lo": lo,
+                "hi": hi, "label": f"{est.estimate:+.1f}",
+            })
+    data = pd.DataFrame(records, columns=["bias", "reading", "estimate", "lo", "hi", "label"])
+    verdicts = pd.DataFrame(
+        [{"bias": r.label, "verdict": r.verdict_text(mitigate=mitigate),
+          "final": r.verdict_mitigated if mitigate and r.verdict_mitigated else r.verdict_raw}
+         for r in analysis.results],
+        columns=["bias", "verdict", "final"],
+    )
+    order = [r.label for r in analysis.results]
+    extent = max([10.0, *data["lo"].abs().tolist(), *data["hi"].abs().tolist()]) * 1.1
+    dec = THRESHOLDS["decoration"]
+    bands = pd.DataFrame([
+        {"from": -dec.warn, "to": dec.warn, "zone": "PASS zone"},
+        {"from": dec.fail, "to": extent, "zone": "FAIL zone"},
+        {"from": -extent, "to": -dec.fail, "zone": "FAIL zone"},
+    ])
+    x = alt.X(
+        "estimate:Q", title="bias (percentage points)", scale=alt.Scale(domain=[-extent, extent])
+    )
+    y = alt.Y("bias:N", sort=order, title=None, axis=alt.Axis(labelLimit=420))
+    band = alt.Chart(bands).mark_rect(opacity=0.12).encode(
+        x=alt.X("from:Q", scale=alt.Scale(domain=[-extent, extent])), x2="to:Q",
+        color=alt.Color("zone:N", scale=alt.Scale(domain=["PASS zone", "FAIL zone"],
+                                                    range=["#2e7d32", "#c62828"]),
+                        legend=alt.Legend(title=None, orient="bottom")),
+    )
+    zero = alt.Chart(pd.DataFrame({"estimate": [0.0]})).mark_rule(color="#555").encode(x=x)
+    offset = alt.YOffset("reading:N", sort=["Raw", "After swap-avg"])
+    colour = alt.Color("reading:N", sort=["Raw", "After swap-avg"],
+                       scale=alt.Scale(range=["#1565c0", "#6a1b9a"]),
+                       legend=alt.Legend(title=None, orient="bottom"))
+    quiet = alt.Color("reading:N", sort=["Raw", "After swap-avg"],
+                      scale=alt.Scale(range=["#1565c0", "#6a1b9a"]), legend=None)
+    base = alt.Chart(data).encode(y=y, yOffset=offset)
+    bars = base.mark_rule(strokeWidth=2.5).encode(
+        x=alt.X("lo:Q", scale=alt.Scale(domain=[-extent, extent])), x2="hi:Q", color=quiet
+    )
+    dots = base.mark_circle(size=90, opacity=1).encode(
+        x=x, color=colour, tooltip=["bias", "reading", "estimate", "lo", "hi"]
+    )
+    labels = base.mark_text(dy=-9, fontSize=10).encode(x=x, text="label:N", color=quiet)
+    verdict_text = alt.Chart(verdicts).mark_text(
+        align="left", fontWeight="bold", fontSize=13
+    ).encode(
+        y=alt.Y("bias:N", sort=order, title=None),
+        x=alt.value(770),
+        text="verdict:N",
+        color=alt.Color("final:N", scale=alt.Scale(domain=list(_VERDICT_COLOURS),
+                                                    range=list(_VERDICT_COLOURS.values())),
+                        legend=None),
+    )
+    subtitle = [header_line(analysis, source=source)]
+    position = analysis.result("position")
+    if position is not None and isinstance(position.details.get("consistency"), Estimate):
+        c = position.details["consistency"]
+        subtitle.append(f"swap consistency {_pct(c.estimate)} of {c.n} pairs · "
+                        f"parse failures {analysis.parse_failures} of {analysis.judgements:,}")
+    chart = (
+        alt.layer(band, zero, bars, dots, labels, verdict_text)
+        .resolve_scale(color="independent")
+        .properties(
+            width=760, height=max(60 * len(order), 120),
+            title=alt.TitleParams(TITLE, subtitle=subtitle, anchor="start", fontSize=18),
+            padding={"left": 10, "right": 90, "top": 10, "bottom": 10},
+        )
+    )
+    return chart
+
+
+def render_png(
+    analysis: Analysis, path: str | Path, *, mitigate: bool, source: str | None = None
+) -> Path:
+    """Save the card chart as a PNG (vl-convert, offline); returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    card_chart(analysis, mitigate=mitigate, source=source).save(str(target), scale_factor=2)
+    return target
