@@ -20,7 +20,7 @@ import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
@@ -28,13 +28,13 @@ import pandas as pd
 from calibration.stats import Estimate
 from labeler.errors import InputError
 from labeler.models import SCALE_RANGE, Rubric
-from labeler.store import ImportSummary, Rater, Store
+from labeler.store import MASK_KEY, AssignSummary, ImportSummary, Rater, Store
+
+if TYPE_CHECKING:
+    from calibration.design import Design
 
 #: Where invite links point when ``$JUDGELAB_BASE_URL`` is not set.
 DEFAULT_BASE_URL = "http://localhost:8501"
-
-#: The setting that switches masking of self-identifying spans on or off.
-MASK_KEY = "mask_self_id"
 
 ImportKind = Literal["rubric", "answers", "pairs", "labels", "judgements"]
 IMPORT_KINDS: tuple[ImportKind, ...] = ("rubric", "answers", "pairs", "labels", "judgements")
@@ -336,6 +336,27 @@ def masking_state(store: Store) -> dict[str, bool | None]:
     return {scope: values.get(scope) for scope in [*mask_scopes(store), *values]}
 
 
+def masking_table(store: Store) -> pd.DataFrame:
+    """Per scope, the stored setting and what raters actually get.
+
+    A rubric's setting wins over the project's, which wins over the default
+    (:data:`labeler.store.MASK_DEFAULT`); ``effective`` applies that rule
+    (:meth:`Store.mask_self_id`).
+
+    Returns:
+        ``scope``, ``setting`` (``masked``/``shown``/``not set``) and ``raters see``
+        (``masked``/``shown``).
+    """
+    word = {True: "masked", False: "shown", None: "not set"}
+    rows = []
+    for scope, value in masking_state(store).items():
+        rubric_id = scope.removeprefix("rubric:") if scope.startswith("rubric:") else None
+        # With no rubric, mask_self_id reads the project's setting, then the default.
+        effective = store.mask_self_id(rubric_id)
+        rows.append({"scope": scope, "setting": word[value], "raters see": word[effective]})
+    return pd.DataFrame(rows, columns=["scope", "setting", "raters see"])
+
+
 def set_masking(store: Store, scope: str, on: bool) -> None:
     """Mask (or show) self-identifying spans for raters in ``scope``.
 
@@ -475,11 +496,24 @@ def assign_each_to_k(
     rater_ids: Sequence[int],
     *,
     seed: int = 0,
-) -> object:
-    """Give each of ``answer_ids`` to exactly ``k`` of ``rater_ids`` (``Store.assign_k``).
+    rubric: tuple[str, int] | None = None,
+) -> AssignSummary:
+    """Give each of ``answer_ids`` to exactly ``k`` of ``rater_ids`` (:meth:`Store.assign_k`).
+
+    Answers that already have raters under the rubric keep them and only get the
+    missing ones, so running this twice never pushes an answer past ``k``.
+
+    Args:
+        store: The project store.
+        answer_ids: The selected answers (see :func:`select_answers`).
+        k: Raters per answer.
+        rater_ids: Raters to choose from.
+        seed: Makes the choice of raters and the queue orders reproducible.
+        rubric: ``(rubric_id, version)`` to label against; the newest when ``None``.
 
     Raises:
-        InputError: Nothing selected, ``k`` below 1, or fewer raters than ``k``.
+        InputError: Nothing selected, ``k`` below 1, or fewer raters than ``k``
+            (and whatever :meth:`Store.assign_k` refuses).
     """
     if not answer_ids:
         raise InputError("no answers selected", fix="widen the filters.")
@@ -490,7 +524,102 @@ def assign_each_to_k(
             f"each answer needs {k} raters but only {len(set(rater_ids))} are chosen",
             fix=f"choose at least {k} raters, or lower k.",
         )
-    return store.assign_k(list(answer_ids), k, list(rater_ids), seed=seed)
+    return store.assign_k(list(answer_ids), k, list(rater_ids), seed=seed, rubric=rubric)
+
+
+# -- sample designs ------------------------------------------------------------------
+
+
+def design_available() -> bool:
+    """Whether :mod:`calibration.design` (sample designs) is installed with what the page uses."""
+    try:
+        from calibration import design
+    except ImportError:
+        return False
+    return all(
+        hasattr(design, name)
+        for name in ("load_pool", "design_sample", "design_table", "apply_design")
+    )
+
+
+@dataclass(frozen=True)
+class DesignDraft:
+    """A drawn sample design, before it is applied.
+
+    Attributes:
+        design: The :class:`calibration.design.Design`.
+        table: Its per-stratum table (:func:`calibration.design.design_table`).
+        pool_info: What the pool was read from (judge run, pilot labels).
+        minutes_per_label: The time per label the cost rests on.
+        minutes_source: Where that figure came from.
+    """
+
+    design: Design
+    table: pd.DataFrame
+    pool_info: dict[str, object]
+    minutes_per_label: float
+    minutes_source: str
+
+
+def draft_design(
+    store: Store,
+    *,
+    n: int,
+    allocation: str = "gap",
+    overlap: float = 0.2,
+    raters: int = 1,
+    seed: int = 0,
+) -> DesignDraft:
+    """Draw a stratified hand-label sample over the pool's original answers.
+
+    The time per label is the median of people's timed labels when there are any
+    (measured), else the design's default (assumed).
+
+    Raises:
+        InputError: No answers, or options the design refuses.
+    """
+    from calibration.design import design_sample, design_table, load_pool
+
+    pool, info = load_pool(store)
+    median, basis = median_seconds(store.label_seconds())
+    kwargs: dict[str, object] = {}
+    if not math.isnan(median) and "people" in basis:
+        kwargs = {"minutes_per_label": median / 60, "minutes_source": f"measured: {basis}"}
+    design = design_sample(
+        pool, n=n, allocation=allocation, overlap=overlap,  # type: ignore[arg-type]
+        raters=max(raters, 1), rng=seed, **kwargs,  # type: ignore[arg-type]
+    )
+    return DesignDraft(
+        design=design,
+        table=design_table(design),
+        pool_info=dict(info),
+        minutes_per_label=float(design.cost.minutes_per_label),
+        minutes_source=str(kwargs.get("minutes_source", "assumed (no person has a timed label)")),
+    )
+
+
+def apply_sample_design(
+    store: Store,
+    draft: DesignDraft,
+    rater_names: Sequence[str],
+    *,
+    seed: int = 0,
+    rubric: tuple[str, int] | None = None,
+) -> pd.DataFrame:
+    """Save a drafted design and give its answers to the named raters.
+
+    Returns:
+        The assignments made (``rater``, ``answer_id``, ``queue_pos``, ...).
+
+    Raises:
+        InputError: No raters chosen, too few for the overlap, or the design was
+            applied before.
+    """
+    from calibration.design import apply_design
+
+    if not rater_names:
+        raise InputError("no raters chosen", fix="choose the raters who will label the sample.")
+    return apply_design(store, draft.design, list(rater_names), rng=seed, rubric=rubric)
 
 
 def active_raters(store: Store, *, include_admins: bool = False) -> pd.DataFrame:

@@ -74,7 +74,7 @@ right.metric("Raters who stand out", f"{len(report.standouts)}")
 right.caption(f"leniency in {report.units}")
 
 st.subheader("Alpha per criterion")
-st.dataframe(report.per_criterion, hide_index=True, key="agreement_alpha",
+st.dataframe(report.per_criterion, hide_index=True,
              column_config={c: st.column_config.NumberColumn(format="%.3f")
                             for c in ("alpha", "ci_low", "ci_high")})
 
@@ -83,7 +83,7 @@ if report.kappas.empty:
     st.caption("Needs two raters with labels.")
 else:
     st.caption(report.kappa_basis)
-    st.dataframe(report.kappas, hide_index=True, key="agreement_kappas",
+    st.dataframe(report.kappas, hide_index=True,
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in ("kappa", "ci_low", "ci_high", "percent_agreement")})
 
@@ -96,6 +96,6 @@ st.caption(
 for sentence in report.standouts:
     st.warning(sentence)
 if not report.leniency.empty:
-    st.dataframe(pd.DataFrame(report.leniency), hide_index=True, key="agreement_leniency",
+    st.dataframe(pd.DataFrame(report.leniency), hide_index=True,
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in ("leniency", "ci_low", "ci_high", "mean_kappa")})

@@ -11,6 +11,7 @@ from labeler.admin import (
     export_labels,
     import_upload,
     masking_state,
+    masking_table,
     rubric_versions,
     self_identifying_table,
     set_masking,
@@ -18,10 +19,23 @@ from labeler.admin import (
 from labeler.errors import JudgelabError
 from labeler.session import current_store, require_admin
 
+# An action's outcome is kept for exactly one rerun, so tables are redrawn with the change.
+FLASH = "admin_data_flash"
+
 require_admin()
 store = current_store()
 
 st.title("Data")
+
+flash = st.session_state.pop(FLASH, None)
+if flash is not None:
+    st.success(flash)
+
+
+def _done(message: str) -> None:
+    st.session_state[FLASH] = message
+    st.rerun()
+
 
 st.subheader("Upload")
 st.caption(
@@ -43,14 +57,14 @@ if submitted:
         except JudgelabError as exc:
             st.error(str(exc))
         else:
-            st.success(f"{upload.name}: {summary}")
+            _done(f"{upload.name}: {summary}")
 
 st.subheader("Rubric versions")
 versions = rubric_versions(store)
 if versions.empty:
     st.caption("No rubric yet: upload one above.")
 else:
-    st.dataframe(versions, hide_index=True, key="data_rubrics")
+    st.dataframe(versions, hide_index=True)
 
 st.subheader("Self-identifying text")
 flagged = self_identifying_table(store)
@@ -59,22 +73,13 @@ if flagged.empty:
 else:
     st.caption(
         f"{len(flagged)} answers name a model or maker (the match is in [[brackets]]). "
-        "Masking hides those spans from raters; the judge always sees the text as stored."
+        "Masking replaces those spans in what raters see; the stored text is unchanged."
     )
-    st.dataframe(flagged, hide_index=True, key="data_self_id")
+    st.dataframe(flagged, hide_index=True)
 
-state = masking_state(store)
-shown = {
-    scope: ("masked" if on else "shown") if on is not None else "not set"
-    for scope, on in state.items()
-}
-st.dataframe(
-    [{"scope": scope, "self-identifying spans": value} for scope, value in shown.items()],
-    hide_index=True,
-    key="data_mask_state",
-)
+st.dataframe(masking_table(store), hide_index=True)
 scope_col, choice_col, save_col = st.columns([2, 2, 1], vertical_alignment="bottom")
-scope = scope_col.selectbox("For", list(state), key="mask_scope")
+scope = scope_col.selectbox("For", list(masking_state(store)), key="mask_scope")
 choice = choice_col.radio(
     "Raters see these spans", ["masked", "shown"], horizontal=True, key="mask_choice"
 )
@@ -84,7 +89,7 @@ if save_col.button("Save", key="mask_save"):
     except JudgelabError as exc:
         st.error(str(exc))
     else:
-        st.success(f"Self-identifying spans are now {choice} for raters ({scope}).")
+        _done(f"Self-identifying spans are now {choice} for raters ({scope}).")
 
 st.subheader("Export labels")
 st.caption("Every label row; `current` marks the ones no later edit supersedes.")

@@ -49,7 +49,6 @@ else:
                 "Done", format="percent", min_value=0.0, max_value=1.0
             ),
         },
-        key="overview_raters",
     )
 
 st.subheader("Labels per answer")
@@ -59,4 +58,4 @@ else:
     st.caption("How many answers have been labelled by 0, 1, 2, … raters (assigned or labelled answers).")
     st.bar_chart(view.labels_per_answer, x="labels", y="answers", x_label="raters who labelled it",
                  y_label="answers")
-    st.dataframe(view.labels_per_answer, hide_index=True, key="overview_labels_per_answer")
+    st.dataframe(view.labels_per_answer, hide_index=True)

@@ -53,7 +53,7 @@ st.subheader("All raters")
 if raters.empty:
     st.caption("No raters yet.")
 else:
-    st.dataframe(raters.drop(columns=["name"]), hide_index=True, key="raters_table")
+    st.dataframe(raters.drop(columns=["name"]), hide_index=True)
 
 names = raters["name"].tolist()
 active = raters.loc[raters["status"] == "active", "name"].tolist()

@@ -4,9 +4,9 @@ Admins are not blind, so these frames may carry family, model and variant. Nothi
 here is ever handed to a rater page.
 
 "Done" means the rater has *some* row for the assigned item: a label (scored or
-flagged unrateable) for a ``score`` assignment, a preference for the same two
-answers in either order for a ``pair`` assignment, an audit of the same
-original/rewrite for an ``audit`` assignment. A skip is not done.
+flagged unrateable) for a ``score`` assignment, a preference for a ``pair``
+assignment, an audit for an ``audit`` assignment. App rows name their assignment;
+imported rows match on the rater and the answer(s). A skip is not done.
 """
 
 from __future__ import annotations
@@ -15,21 +15,27 @@ import pandas as pd
 
 from labeler.store._core import StoreCore
 
-# Whether an assignment has been answered, per kind (see the module docstring).
+# Whether an assignment has been answered, per kind (see the module docstring). Rows
+# written by the app name their assignment (migration 002); rows without one (imports)
+# count for the same rater and item, so outside labels show as progress too.
 _DONE_SQL = """
     CASE a.kind
         WHEN 'score' THEN EXISTS (
             SELECT 1 FROM labels l
-            WHERE l.rater_id = a.rater_id AND l.answer_id = a.answer_id)
+            WHERE l.assignment_id = a.assignment_id
+               OR (l.assignment_id IS NULL AND l.rater_id = a.rater_id
+                   AND l.answer_id = a.answer_id))
         WHEN 'pair' THEN EXISTS (
             SELECT 1 FROM pair_labels p
-            WHERE p.rater_id = a.rater_id
-              AND ((p.shown_left = a.answer_id AND p.shown_right = a.answer_b_id)
-                OR (p.shown_left = a.answer_b_id AND p.shown_right = a.answer_id)))
+            WHERE p.assignment_id = a.assignment_id
+               OR (p.assignment_id IS NULL AND p.rater_id = a.rater_id
+                   AND ((p.shown_left = a.answer_id AND p.shown_right = a.answer_b_id)
+                     OR (p.shown_left = a.answer_b_id AND p.shown_right = a.answer_id))))
         ELSE EXISTS (
             SELECT 1 FROM padding_audits d
-            WHERE d.rater_id = a.rater_id AND d.original_id = a.answer_id
-              AND d.rewrite_id = a.answer_b_id)
+            WHERE d.assignment_id = a.assignment_id
+               OR (d.assignment_id IS NULL AND d.rater_id = a.rater_id
+                   AND d.original_id = a.answer_id AND d.rewrite_id = a.answer_b_id))
     END
 """
 

@@ -15,7 +15,7 @@ import pytest
 from labeler import admin
 from labeler.errors import AccessError, InputError
 from labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
-from labeler.store import Store
+from labeler.store import MASK_DEFAULT, Store
 
 RUBRIC_TOML = """\
 id = "support"
@@ -171,11 +171,18 @@ def test_self_identifying_table_and_masking_settings(store: Store, tmp_path: Pat
 
     assert admin.mask_scopes(store) == ["project", "rubric:support"]
     assert admin.masking_state(store) == {"project": None, "rubric:support": None}
+    default = "masked" if MASK_DEFAULT else "shown"
+    assert admin.masking_table(store)["raters see"].tolist() == [default, default]
     admin.set_masking(store, "project", True)
     admin.set_masking(store, "rubric:support", False)
     assert admin.masking_state(store) == {"project": True, "rubric:support": False}
     assert store.setting("project", admin.MASK_KEY) == "true"
     assert store.setting("rubric:support", admin.MASK_KEY) == "false"
+    table = admin.masking_table(store).set_index("scope")
+    # The rubric's "shown" wins over the project's "masked" for raters of that rubric.
+    assert table.loc["rubric:support"].tolist() == ["shown", "shown"]
+    assert table.loc["project"].tolist() == ["masked", "masked"]
+    assert store.mask_self_id("support") is False
     with pytest.raises(InputError, match="unknown masking scope"):
         admin.set_masking(store, "rubric:nope", True)
 
@@ -346,3 +353,58 @@ def test_agreement_leaves_out_flagged_labels_and_survives_one_rater(store: Store
 def test_agreement_without_a_rubric_says_what_to_do(store: Store) -> None:
     with pytest.raises(InputError, match="import a rubric"):
         admin.agreement_report(store)
+
+
+def test_overview_progress_follows_real_assignments_and_labels(store: Store) -> None:
+    store.add_rubric(Rubric("lk", 1, "Likert", "likert5", "4+", (Criterion("c", "C", "d"),)))
+    store.add_pool([Task(f"t{i}", "p") for i in range(3)],
+                   [Answer(f"a{i}{f}", f"t{i}", f, "m", "x") for i in range(3) for f in "xy"])
+    ann, _ = store.add_rater("ann")
+    bob, _ = store.add_rater("bob")
+    sim, _ = store.add_rater("sim", simulated=True)
+    ids = [f"a{i}{f}" for i in range(3) for f in "xy"]
+    summary = admin.assign_each_to_k(store, ids, 2, [ann.rater_id, bob.rater_id, sim.rater_id])
+    assert summary.n_added == 12  # 6 answers x 2 raters
+
+    # ann labels two items, skips one, and edits the first (the edit is not a new item).
+    queue = store.rater_queue(ann.rater_id)
+    first, second, third = queue[0], queue[1], queue[2]
+    for item in (first, second):
+        store.open_item(ann.rater_id, item.assignment_id)
+        store.add_label(ann.rater_id, item.assignment_id, overall=4, criteria={"c": 4})
+    store.skip_item(ann.rater_id, third.assignment_id)
+    store.open_item(ann.rater_id, first.assignment_id)
+    store.add_label(ann.rater_id, first.assignment_id, overall=2, criteria={"c": 2})
+    # bob flags one item unrateable: answered, so done.
+    flagged = store.rater_queue(bob.rater_id)[0]
+    store.open_item(bob.rater_id, flagged.assignment_id)
+    store.add_label(bob.rater_id, flagged.assignment_id, overall=None,
+                    flag_reason="empty answer")
+
+    view = admin.overview(store)
+    rows = view.per_rater.set_index("rater")
+    assert set(rows.index) == {"ann", "bob", "sim (simulated)"}
+    assert int(rows["assigned"].sum()) == 12 == view.assigned
+    assert rows.loc["ann", "done"] == 2 and rows.loc["bob", "done"] == 1
+    assert rows.loc["sim (simulated)", "done"] == 0
+    assert view.done == 3 and view.remaining == 9
+    assert rows.loc["ann", "share_done"] == pytest.approx(2 / rows.loc["ann", "assigned"])
+    assert rows.loc["ann", "done"] == store.progress(ann.rater_id).done  # the rater's own count
+    # Labels per answer: ann labelled two answers, bob one (which may be one of ann's);
+    # the other assigned answers have none. Every assigned answer is counted.
+    current = store.current_labels()
+    per_answer = current.groupby("answer_id")["rater_id"].nunique()
+    assert sorted(current["rater_name"]) == ["ann", "ann", "bob"]
+    expected = {0: 6 - len(per_answer)}
+    for n in per_answer:
+        expected[int(n)] = expected.get(int(n), 0) + 1
+    dist = dict(zip(view.labels_per_answer["labels"], view.labels_per_answer["answers"],
+                    strict=True))
+    assert dist == expected and sum(dist.values()) == 6
+    # Time: every opened-then-labelled item carries server-clock seconds (edits too);
+    # hours left = 9 remaining x median / 3600.
+    seconds = store.export_frame("labels")["seconds"].dropna()
+    assert len(seconds) == 4
+    assert view.median_seconds == pytest.approx(float(seconds.median()))
+    assert view.person_hours_left == pytest.approx(9 * view.median_seconds / 3600)
+    assert view.seconds_basis == "4 timed labels by people"

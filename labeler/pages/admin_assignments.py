@@ -1,0 +1,155 @@
+"""Admin page: give a chosen subset of answers to k raters each, or apply a sample design.
+
+Admins are not blind, so filtering by family is offered here; nothing on this page
+reaches a rater.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from labeler.admin import (
+    DesignDraft,
+    active_raters,
+    apply_sample_design,
+    assign_each_to_k,
+    design_available,
+    draft_design,
+    overview,
+    select_answers,
+    subset_summary,
+    task_order,
+)
+from labeler.errors import JudgelabError
+from labeler.session import current_store, require_admin
+
+# The drawn design waits here between "Draw" and "Apply" (admin session only).
+DRAFT = "admin_design_draft"
+
+require_admin()
+store = current_store()
+
+st.title("Assignments")
+
+catalog = store.answer_catalog()
+raters = active_raters(store)
+rubrics = store.rubrics()
+if catalog.empty:
+    st.info("No answers yet: upload some on the Data page.")
+    st.stop()
+if raters.empty:
+    st.info("No active raters yet: invite some on the Raters page.")
+    st.stop()
+if rubrics.empty:
+    st.info("No rubric yet: upload one on the Data page.")
+    st.stop()
+
+rater_label = dict(zip(raters["rater_id"], raters["rater"], strict=True))
+rubric_choices = [(str(r), int(v)) for r, v in zip(rubrics["rubric_id"], rubrics["version"],
+                                                   strict=True)]
+
+
+def _options(column: str) -> list[str]:
+    return sorted({str(v) for v in catalog[column].dropna()})
+
+
+st.subheader("Each answer to k raters")
+c1, c2, c3 = st.columns(3)
+categories = c1.multiselect("Categories", _options("category"), key="assign_categories",
+                            placeholder="all")
+variants = c2.multiselect("Variants", _options("variant"), default=(
+    ["original"] if "original" in _options("variant") else []), key="assign_variants",
+    placeholder="all")
+families = c3.multiselect("Families", _options("family"), key="assign_families",
+                          placeholder="all")
+tasks = task_order(store)
+task_range = None
+if len(tasks) > 1:
+    first, last = st.select_slider("Tasks", options=tasks, value=(tasks[0], tasks[-1]),
+                                   key="assign_tasks")
+    task_range = (str(first), str(last))
+try:
+    chosen = select_answers(catalog, categories=categories, variants=variants,
+                            families=families, task_range=task_range, tasks_in_order=tasks)
+except JudgelabError as exc:
+    st.error(str(exc))
+    st.stop()
+st.caption(f"{len(chosen)} answers selected "
+           f"({int((chosen['assigned'] > 0).sum())} of them already have raters).")
+st.dataframe(subset_summary(chosen), hide_index=True)
+
+with st.form("assign_k"):
+    who = st.multiselect("Raters", list(rater_label), default=[
+        r for r, role in zip(raters["rater_id"], raters["role"], strict=True) if role == "rater"
+    ], format_func=rater_label.__getitem__, key="assign_raters")
+    k_col, seed_col, rubric_col = st.columns(3)
+    k = k_col.number_input("k (raters per answer)", min_value=1, max_value=max(len(rater_label), 1),
+                           value=min(2, len(rater_label)), step=1, key="assign_k_value")
+    seed = seed_col.number_input("Seed", min_value=0, value=0, step=1, key="assign_seed")
+    rubric = rubric_col.selectbox("Rubric", rubric_choices, format_func=lambda r: f"{r[0]} v{r[1]}",
+                                  key="assign_rubric")
+    go = st.form_submit_button(f"Assign each of the {len(chosen)} answers to k raters")
+if go:
+    try:
+        summary = assign_each_to_k(store, chosen["answer_id"].tolist(), int(k), list(who),
+                                   seed=int(seed), rubric=rubric)
+    except JudgelabError as exc:
+        st.error(str(exc))
+    else:
+        st.success(str(summary))
+
+st.subheader("Apply a sample design")
+if not design_available():
+    st.info("Sample designs need `calibration.design`, which is not installed here.")
+else:
+    st.caption(
+        "A stratified sample of the original answers, drawn for the self-preference gap; "
+        "each sampled answer carries its inclusion probability so calibration can weight it."
+    )
+    with st.form("design"):
+        d1, d2, d3, d4 = st.columns(4)
+        n = d1.number_input("Answers to label", min_value=1, value=min(200, len(catalog)), step=10,
+                            key="design_n")
+        allocation = d2.selectbox("Allocation", ["gap", "neyman", "proportional", "equal"],
+                                  key="design_allocation")
+        overlap = d3.slider("Overlap (two raters)", 0.0, 1.0, 0.2, 0.05, key="design_overlap")
+        d_seed = d4.number_input("Seed", min_value=0, value=0, step=1, key="design_seed")
+        d_raters = st.multiselect("Raters", [str(n) for n in raters["name"]],
+                                  default=[str(n) for n, role in
+                                           zip(raters["name"], raters["role"], strict=True)
+                                           if role == "rater"],
+                                  key="design_raters")
+        drawn = st.form_submit_button("Draw the design")
+    if drawn:
+        try:
+            st.session_state[DRAFT] = draft_design(
+                store, n=int(n), allocation=str(allocation), overlap=float(overlap),
+                raters=len(d_raters), seed=int(d_seed),
+            )
+        except JudgelabError as exc:
+            st.session_state.pop(DRAFT, None)
+            st.error(str(exc))
+    draft: DesignDraft | None = st.session_state.get(DRAFT)
+    if draft is not None:
+        st.caption(
+            f"Design {draft.design.design_id}: {draft.design.n_labels} answers; "
+            f"{draft.minutes_per_label:.1f} min per label ({draft.minutes_source})."
+        )
+        st.dataframe(draft.table, hide_index=True)
+        for note in draft.design.notes:
+            st.caption(note)
+        if st.button("Apply this design to the chosen raters", key="design_apply"):
+            try:
+                made = apply_sample_design(store, draft, d_raters, seed=int(d_seed))
+            except JudgelabError as exc:
+                st.error(str(exc))
+            else:
+                st.session_state.pop(DRAFT, None)
+                st.success(f"{len(made)} assignments made for design {draft.design.design_id}.")
+
+st.subheader("Assigned so far")
+per_rater = overview(store).per_rater
+if per_rater.empty:
+    st.caption("Nothing assigned yet.")
+else:
+    st.dataframe(per_rater.drop(columns=["rater_id"]), hide_index=True)
