@@ -35,7 +35,8 @@ from calibration.datasets import (
     pool_from_pairs,
     pool_from_store,
 )
-from calibration.judges import FakeJudge, Judge, JudgeCall
+from calibration.judges import DEFAULT_MODEL as JUDGE_DEFAULT_MODEL
+from calibration.judges import AnthropicJudge, FakeJudge, Judge, JudgeCall
 from calibration.probes import (
     DEFAULT_BIASES,
     POOL_BIASES,
@@ -56,8 +57,13 @@ from labeler.errors import InputError
 from labeler.models import Pair, Rubric
 from labeler.store import Store, resolve_db_path
 
-DEFAULT_MODEL = "claude-opus-4-8"
-"""The judge model when ``--model`` is not given (judge-probe's default)."""
+DEFAULT_MODEL = JUDGE_DEFAULT_MODEL
+"""The judge model when ``--model`` is not given: the Anthropic judge's default (a current Sonnet
+that still accepts ``temperature=0``, so verdicts are reproducible)."""
+
+_NO_KEY = "judgelab-no-key"
+# A stand-in key for an AnthropicJudge that only builds requests (estimates) or talks to a
+# local --base-url server; a real endpoint would answer it with 401.
 
 FAKE_FAMILY = "claude"
 """The fake judge's own family (so the byline probe has an own family to respond to)."""
@@ -134,13 +140,11 @@ def _fake_judge(opts: dict[str, Any]) -> FakeJudge:
     )
 
 
-def _anthropic_judge(model: str, base_url: str | None) -> Any:
-    from calibration.judges import AnthropicJudge  # type: ignore[attr-defined]
-
-    kwargs: dict[str, Any] = {"model": model}
-    if base_url:
-        kwargs["base_url"] = base_url
-    return AnthropicJudge(**kwargs)
+def _anthropic_judge(model: str, base_url: str | None, concurrency: int = 8) -> AnthropicJudge:
+    """The real judge. The key comes from ``ANTHROPIC_API_KEY``; with only a ``--base-url``
+    (a local mock server) a stand-in key is sent."""
+    key = os.environ.get("ANTHROPIC_API_KEY") or (_NO_KEY if base_url else None)
+    return AnthropicJudge(model, api_key=key, base_url=base_url, max_concurrency=concurrency)
 
 
 def _have_api(base_url: str | None) -> bool:
@@ -207,7 +211,10 @@ def estimate_command(
         judge = FakeJudge(seed=seed, family=FAKE_FAMILY)
         model = judge.model
     else:
-        judge = _PricingJudge(model)
+        # Builds exactly the requests `probe` would send (same params, same cache keys); with
+        # no key it is never asked to send anything.
+        key = os.environ.get("ANTHROPIC_API_KEY") or _NO_KEY
+        judge = AnthropicJudge(model, api_key=key, base_url=base_url)
     report = asyncio.run(
         _estimate(plan, judge, store, base_url=base_url, output_tokens=output_tokens,
                   count=judge_kind == "anthropic" and _have_api(base_url), model=model,
@@ -219,16 +226,6 @@ def estimate_command(
         echo_json(report)
         return
     click.echo(_estimate_text(report))
-
-
-class _PricingJudge:
-    """Builds the requests a real judge would send, without a client (for estimates)."""
-
-    family = "claude"
-
-    def __init__(self, model: str) -> None:
-        self.model = model
-        self.params: dict[str, Any] = {}
 
 
 async def _estimate(
@@ -244,8 +241,7 @@ async def _estimate(
     method = "approximate: ~4 characters per token (no API key or --base-url for exact counts)"
     input_tokens: int | None = None
     if count and todo:
-        counter = _anthropic_judge(model, base_url)
-        counts = await asyncio.gather(*(counter.count_tokens(c) for c in todo))
+        counts = await asyncio.gather(*(judge.count_tokens(c) for c in todo))
         input_tokens = int(sum(counts))
         method = "exact prompt tokens from the API's count_tokens endpoint"
     priced = pricing.estimate_calls(todo, output_tokens=output_tokens, cache=True)
@@ -393,6 +389,8 @@ def _estimate_text(r: dict[str, Any]) -> str:
 @click.option("--batch", is_flag=True, help="Submit the calls as one Message Batch (half price).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
               help="Calls in flight at once.")
+@click.option("--poll-interval", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
+              help="Seconds between Message Batch status checks (--batch).")
 @click.option("--base-url", default=None, help="Anthropic-compatible API URL (e.g. a local mock).")
 @click.option("--resume", "resume", default=None, metavar="RUN_ID",
               help="Continue this interrupted run (a re-run of the same command does it too).")
@@ -439,7 +437,7 @@ async def _probe(opts: dict[str, Any]) -> tuple[RunSummary, RewriteSpend]:
                 "the anthropic judge needs ANTHROPIC_API_KEY in the environment (or --base-url)",
                 fix="export ANTHROPIC_API_KEY=..., or try the built-in fake: --judge fake.",
             )
-        real = _anthropic_judge(opts["model"], opts["base_url"])
+        real = _anthropic_judge(opts["model"], opts["base_url"], opts["concurrency"])
         judge = real
         if (opts["pad_mode"] or "llm") == "llm" and "verbosity" in chosen:
             table = pricing.load_prices()
@@ -463,13 +461,14 @@ async def _probe(opts: dict[str, Any]) -> tuple[RunSummary, RewriteSpend]:
         store.add_pool([], plan.new_answers, source_file="judgelab probe (perturbed variants)")
     params = {
         k: v for k, v in opts.items()
-        if k not in ("as_json", "progress", "db", "resume", "concurrency", "out")
+        if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval")
     }
     params["pad"] = variants.pad_source
     summary = await arun_plan(
         plan.calls, judge, store, rubric=PROBE_RUBRIC, judge_kind=opts["judge_kind"],
         evidence=opts["out"], resume=opts["resume"], concurrency=opts["concurrency"],
         batch=opts["batch"], progress=opts["progress"], params=params,
+        poll_interval=opts["poll_interval"],
     )
     return summary, spend
 

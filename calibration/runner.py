@@ -34,7 +34,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -53,7 +53,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from calibration.formats import build_call
+from calibration.formats import build_call, passed_for
 from calibration.judges._base import Format, Judge, JudgeCall, Judgement, Kind
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
@@ -587,7 +587,7 @@ async def arun_plan(
     params: Mapping[str, Any] | None = None,
     flush_interval: float = 0.25,
     flush_size: int = 64,
-    poll_interval: float = 10.0,
+    poll_interval: float = 30.0,
 ) -> RunSummary:
     """Execute ``plan`` with ``judge``, recording every result; see the module docstring.
 
@@ -621,7 +621,7 @@ async def arun_plan(
     if concurrency < 1:
         raise ValueError(f"run_plan: concurrency must be at least 1; got {concurrency!r}")
     if batch and not all(
-        hasattr(judge, name) for name in ("submit_batch", "poll_batch", "collect_batch")
+        hasattr(judge, name) for name in ("submit_batch", "wait_batch", "collect_batch")
     ):
         raise ValueError(
             f"run_plan: judge {type(judge).__name__} has no Message Batches methods; "
@@ -827,7 +827,63 @@ class _Execution:
             raise
 
     async def run_batch(self, calls: list[PlannedCall], *, poll_interval: float) -> None:
-        raise NotImplementedError  # filled in once the batch API of AnthropicJudge has landed
+        """Submit the calls as one Message Batch, wait, collect and record every result.
+
+        The batch id is stored with the run before waiting, so an execution that dies while
+        the batch runs collects that batch on resume instead of submitting (and paying) again.
+        """
+        if not calls:
+            return
+        store = self.sink.store
+        by_key = {self.keys[c.call_id]: c for c in calls}
+        requests = {key: build_request(self.judge, self.rubric, c) for key, c in by_key.items()}
+        done: set[str] = set()
+        run = await asyncio.to_thread(store.judge_run, self.rid)
+        for entry in (run or {}).get("batches", []):
+            if entry.get("collected"):
+                continue
+            ids = [cid for cid in entry["custom_ids"] if cid in requests and cid not in done]
+            if ids:
+                await self.collect(entry["batch_id"], {c: requests[c] for c in ids}, by_key,
+                                   poll_interval=poll_interval)
+                done.update(ids)
+            await asyncio.to_thread(store.mark_batch_collected, self.rid, entry["batch_id"])
+        remaining = {cid: call for cid, call in requests.items() if cid not in done}
+        if not remaining:
+            return
+        submit = self.judge.submit_batch  # type: ignore[attr-defined]  # checked in arun_plan
+        batch_id = await submit(remaining)
+        self.state["issued"] += len(remaining)
+        await asyncio.to_thread(store.add_run_batch, self.rid, batch_id, list(remaining))
+        await self.collect(batch_id, remaining, by_key, poll_interval=poll_interval)
+        await asyncio.to_thread(store.mark_batch_collected, self.rid, batch_id)
+
+    async def collect(
+        self,
+        batch_id: str,
+        requests: Mapping[str, JudgeCall],
+        by_key: Mapping[str, PlannedCall],
+        *,
+        poll_interval: float,
+    ) -> None:
+        judge: Any = self.judge
+        await judge.wait_batch(batch_id, poll_interval=poll_interval)
+        results: Mapping[str, Judgement] = await judge.collect_batch(batch_id, calls=requests)
+        records = []
+        for cid, judgement in results.items():
+            call = by_key[cid]
+            reason = judgement.parse_error or ""
+            if judgement.value is None and not judgement.raw and reason.startswith("batch "):
+                # No reply at all (errored, expired, canceled, missing): a failure, retried by
+                # a resume, never a parse failure and never a score.
+                self.failures[cid] = reason
+                records.append(self.record(call, error=reason))
+                continue
+            if judgement.passed is None and call.kind == "pointwise" and judgement.value is not None:
+                passed = passed_for(call.rubric or self.rubric, call.format, judgement.value)
+                judgement = replace(judgement, passed=passed)
+            records.append(self.record(call, judgement=judgement))
+        await self.sink.put(records)
 
 
 def run_plan(plan: Sequence[PlannedCall], judge: Judge, store: Store, **kwargs: Any) -> RunSummary:

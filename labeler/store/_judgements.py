@@ -164,7 +164,30 @@ class JudgementMixin(StoreCore):
             return None
         row = rows[0]
         row["params"] = json.loads(row["params"] or "{}")
+        row["batches"] = json.loads(row.get("batches") or "[]")
         return row
+
+    def add_run_batch(self, run_id: str, batch_id: str, custom_ids: Sequence[str]) -> None:
+        """Record a Message Batch a run submitted (before waiting for it)."""
+        with self.connection() as con:
+            row = con.execute("SELECT batches FROM judge_runs WHERE run_id = ?", [run_id]).fetchone()
+            batches = json.loads((row[0] if row else None) or "[]")
+            batches.append({"batch_id": batch_id, "custom_ids": list(custom_ids), "collected": False})
+            con.execute(
+                "UPDATE judge_runs SET batches = ? WHERE run_id = ?", [json.dumps(batches), run_id]
+            )
+
+    def mark_batch_collected(self, run_id: str, batch_id: str) -> None:
+        """Record that a run's batch results are stored."""
+        with self.connection() as con:
+            row = con.execute("SELECT batches FROM judge_runs WHERE run_id = ?", [run_id]).fetchone()
+            batches = json.loads((row[0] if row else None) or "[]")
+            for entry in batches:
+                if entry["batch_id"] == batch_id:
+                    entry["collected"] = True
+            con.execute(
+                "UPDATE judge_runs SET batches = ? WHERE run_id = ?", [json.dumps(batches), run_id]
+            )
 
     def finish_judge_run(self, run_id: str) -> None:
         """Mark a run finished (every planned call answered)."""

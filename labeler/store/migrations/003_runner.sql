@@ -14,6 +14,9 @@ ALTER TABLE judge_runs ADD COLUMN plan_hash VARCHAR;
 ALTER TABLE judge_runs ADD COLUMN n_planned INTEGER;
 ALTER TABLE judge_runs ADD COLUMN evidence_path VARCHAR;
 ALTER TABLE judge_runs ADD COLUMN finished_at TIMESTAMP;
+-- Message Batches this run submitted: JSON list of {batch_id, custom_ids, collected}. A run
+-- interrupted after submitting collects its batch on resume instead of paying for it twice.
+ALTER TABLE judge_runs ADD COLUMN batches VARCHAR DEFAULT '[]';
 
 ALTER TABLE judgements ADD COLUMN call_id VARCHAR;
 ALTER TABLE judgements ADD COLUMN error VARCHAR;
