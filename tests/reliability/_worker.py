@@ -1,0 +1,138 @@
+"""Subprocess workers for the reliability tests, and the rater cycle they share with threads.
+
+Run as ``python -m tests.reliability._worker MODE DB ...`` from the repository root. Every
+write a worker makes is acknowledged on stdout (one line, flushed) only after the unit of
+work that made it has committed, so the parent test knows exactly which writes the tool
+promised to keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from labeler.models import Answer, Task
+from labeler.store import Store
+
+#: The overall score each simulated rater gives; criteria get the same score.
+SCORE = 4.0
+
+
+@dataclass(frozen=True)
+class Ack:
+    """One acknowledged label: the tool returned its id after the commit."""
+
+    rater_id: int
+    assignment_id: int
+    label_id: int
+
+
+def label_one(store: Store, rater_id: int, *, k: int | None = None) -> Ack | None:
+    """One rater submit through the functions the rate page calls.
+
+    The page shows the rater's next item (pulling one more answer that still needs a
+    rater when the queue is empty and the project labels in pull mode), records that it
+    is on screen, renders its view, and on submit appends the label.
+
+    Args:
+        store: The project store.
+        rater_id: The rater.
+        k: Raters per answer in pull mode; ``None`` uses the assigned queue only.
+
+    Returns:
+        The acknowledged label, or ``None`` when the rater has nothing left to label.
+    """
+    item = store.next_item(rater_id, "score")
+    if item is None:
+        if k is None or store.claim_next(rater_id, k) is None:
+            return None
+        item = store.next_item(rater_id, "score")
+        if item is None:
+            return None
+    store.open_item(rater_id, item.assignment_id, "score")
+    view = store.score_view(rater_id, item.assignment_id)
+    criteria = {c.criterion_id: SCORE for c in view.rubric.criteria}
+    label_id = store.add_label(rater_id, item.assignment_id, overall=SCORE, criteria=criteria)
+    return Ack(rater_id, item.assignment_id, label_id)
+
+
+def _emit(line: str) -> None:
+    # One write per line, flushed at once: the parent may SIGKILL us right after.
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def run_labelers(
+    store: Store, rater_ids: Sequence[int], *, per_rater: int, k: int | None, emit: bool = True
+) -> list[Ack]:
+    """Label ``per_rater`` items for each rater, one thread per rater, acknowledging each."""
+    acks: list[Ack] = []
+    errors: list[BaseException] = []
+    guard = threading.Lock()
+
+    def work(rater_id: int) -> None:
+        try:
+            for _ in range(per_rater):
+                ack = label_one(store, rater_id, k=k)
+                if ack is None:
+                    return
+                with guard:
+                    acks.append(ack)
+                    if emit:
+                        _emit(f"ack {ack.rater_id} {ack.assignment_id} {ack.label_id}")
+        except BaseException as exc:  # reported to the parent, which fails the test
+            with guard:
+                errors.append(exc)
+                if emit:
+                    _emit(f"error {rater_id} {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=work, args=(r,)) for r in rater_ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return acks
+
+
+def add_batches(store: Store, *, batches: int, size: int) -> None:
+    """Import ``batches`` pools of ``size`` answers, each in one unit, acknowledging each."""
+    for b in range(batches):
+        tasks = [Task(f"bulk{b:03d}", f"Bulk ticket {b}")]
+        answers = [
+            Answer(f"bulk{b:03d}-{i:05d}", tasks[0].task_id, "bulkfam", "bulk-model", f"Bulk answer {i}.")
+            for i in range(size)
+        ]
+        store.add_pool(tasks, answers)
+        _emit(f"batch {b}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tests.reliability._worker")
+    sub = parser.add_subparsers(dest="mode", required=True)
+    lab = sub.add_parser("label", help="label items for raters, one thread each")
+    lab.add_argument("db")
+    lab.add_argument("--raters", type=int, nargs="+", required=True)
+    lab.add_argument("--per-rater", type=int, default=10**9)
+    lab.add_argument("--k", type=int, default=None)
+    bulk = sub.add_parser("bulk", help="import batches of answers, one unit each")
+    bulk.add_argument("db")
+    bulk.add_argument("--batches", type=int, required=True)
+    bulk.add_argument("--size", type=int, required=True)
+    args = parser.parse_args(argv)
+    store = Store(args.db)
+    _emit("ready")
+    if args.mode == "label":
+        run_labelers(store, args.raters, per_rater=args.per_rater, k=args.k)
+    else:
+        add_batches(store, batches=args.batches, size=args.size)
+    _emit("done")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
