@@ -70,7 +70,8 @@ class AdminMixin(StoreCore):
         return self.query(
             f"""
             SELECT r.rater_id, r.name, r.role, r.simulated, r.revoked_at IS NULL AS active,
-                   a.kind, count(*) AS assigned, count_if({_DONE_SQL}) AS done
+                   a.kind, count(*)::BIGINT AS assigned,
+                   count_if({_DONE_SQL})::BIGINT AS done
             FROM assignments a JOIN raters r ON r.rater_id = a.rater_id
             GROUP BY r.rater_id, r.name, r.role, r.simulated, r.revoked_at, a.kind
             ORDER BY r.rater_id, a.kind

@@ -257,3 +257,90 @@ def test_agreement_page_shows_alpha_kappa_and_leniency(tokens: dict[str, str],
     assert kappas["kappa"].iloc[0] == pytest.approx(0.5)
     alpha = frame(at, "criterion", "alpha")
     assert alpha["criterion"].tolist() == ["c", "passed"]
+
+
+# -- assignments --------------------------------------------------------------------------
+
+
+def test_assignments_gives_the_filtered_subset_to_k_raters(tokens: dict[str, str],
+                                                          db: Store) -> None:
+    seed(db)
+    db.add_rater("cy")
+    at = open_page("admin_assignments.py", tokens["admin"])
+    at.multiselect(key="assign_families").set_value(["fa"]).run()
+    assert frame(at, "family", "variant", "answers").values.tolist() == [["fa", "original", 2]]
+    at.number_input(key="assign_k_value").set_value(2)
+    at.button[0].click().run()  # the form's submit button
+    assert not at.exception, at.exception
+    assert errors(at) == []
+    assert at.success[0].value.startswith("4 assignments added over 2 items")
+    progress = db.assignment_progress()
+    assert set(progress["name"]) == {"ann", "cy"}  # the active non-admin raters
+    assert int(progress["assigned"].sum()) == 4
+    per_answer = db.labels_per_answer().set_index("answer_id")["assigned"]
+    assert per_answer.loc[["t1-fa", "t2-fa"]].tolist() == [2, 2]
+    # Again: each answer already has k raters, so nothing more is added.
+    at.button[0].click().run()
+    assert at.success[0].value.startswith("0 assignments added")
+    assert int(db.assignment_progress()["assigned"].sum()) == 4
+
+
+def test_assignments_refuses_k_above_the_raters_chosen(tokens: dict[str, str],
+                                                       db: Store) -> None:
+    seed(db)
+    at = open_page("admin_assignments.py", tokens["admin"])
+    at.multiselect(key="assign_raters").set_value([db.authenticate(tokens["rater"]).rater_id])
+    at.number_input(key="assign_k_value").set_value(1)
+    at.button[0].click().run()
+    assert at.success[0].value.startswith("4 assignments added over 4 items")
+
+
+def test_assignments_draws_shows_and_applies_a_design(tokens: dict[str, str],
+                                                      db: Store) -> None:
+    db.add_rubric(Rubric("bin", 1, "Binary", "binary", "accept", (Criterion("c", "C", "d"),)))
+    db.add_pool(
+        [Task(f"t{i}", f"p{i}", "billing" if i % 2 else "account") for i in range(10)],
+        [Answer(f"t{i}-{f}", f"t{i}", f, f"{f}-m", "x") for i in range(10) for f in ("fa", "fb")],
+    )
+    db.add_rater("cy")
+    at = open_page("admin_assignments.py", tokens["admin"])
+    at.number_input(key="design_n").set_value(8)
+    at.button[1].click().run()  # "Draw the design"
+    assert not at.exception, at.exception
+    table = frame(at, "stratum", "sampled_answers")
+    assert table["stratum"].tolist()[-1] == "total"
+    assert int(table["sampled_answers"].iloc[-1]) == 8
+    at.button(key="design_apply").click().run()
+    assert not at.exception, at.exception
+    assert errors(at) == []
+    assert "assignments made for design" in at.success[0].value
+    progress = db.assignment_progress()
+    assert set(progress["name"]) == {"ann", "cy"}
+    assert db.query("SELECT count(*) AS n FROM designs WHERE applied_at IS NOT NULL")["n"][0] == 1
+
+
+# -- through the entry point ----------------------------------------------------------------
+
+
+def test_admin_pages_are_in_the_navigation_for_admins_only(tokens: dict[str, str],
+                                                           db: Store) -> None:
+    seed(db)
+    app = str(PAGES.parent / "app.py")
+    at = AppTest.from_file(app, default_timeout=60)
+    at.query_params["t"] = tokens["admin"]
+    at.run()
+    assert not at.exception, at.exception
+    for page, title in (("admin_overview.py", "Overview"), ("admin_raters.py", "Raters"),
+                        ("admin_data.py", "Data"), ("admin_assignments.py", "Assignments"),
+                        ("admin_agreement.py", "Agreement")):
+        at.switch_page(f"pages/{page}").run()
+        assert not at.exception, (page, at.exception)
+        assert at.title[0].value == title
+        assert at.query_params["t"] == tokens["admin"]  # a reload stays signed in
+    rater = AppTest.from_file(app, default_timeout=60)
+    rater.query_params["t"] = tokens["rater"]
+    rater.run()
+    assert not rater.exception and rater.title[0].value == "Rate"
+    # Not in a rater's navigation at all (and the page itself refuses them, tested above).
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        rater.switch_page("pages/admin_raters.py")
