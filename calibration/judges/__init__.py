@@ -1,5 +1,12 @@
 """Judge back-ends: the :class:`Judge` protocol, the real Anthropic judge and a fake one."""
 
+from calibration.judges._anthropic import (
+    DEFAULT_MODEL,
+    AnthropicJudge,
+    BatchStatus,
+    JudgeCallError,
+    rejects_sampling_params,
+)
 from calibration.judges._base import (
     PAIRWISE_FORMATS,
     POINTWISE_FORMATS,
@@ -12,15 +19,20 @@ from calibration.judges._base import (
 from calibration.judges._fake import FakeJudge, TextFeatures, text_features, text_quality
 
 __all__ = [
+    "DEFAULT_MODEL",
     "PAIRWISE_FORMATS",
     "POINTWISE_FORMATS",
+    "AnthropicJudge",
+    "BatchStatus",
     "FakeJudge",
     "Format",
     "Judge",
     "JudgeCall",
+    "JudgeCallError",
     "Judgement",
     "Kind",
     "TextFeatures",
+    "rejects_sampling_params",
     "text_features",
     "text_quality",
 ]

@@ -1,0 +1,510 @@
+"""The real judge: Claude through the official ``anthropic`` SDK (1.x, on ``httpx2``).
+
+One thin wrapper, no retry loop of its own: the SDK retries 408/409/429/5xx (529 included) and
+connection errors with exponential backoff, honouring ``retry-after``, up to ``max_retries``.
+A call that still fails raises :class:`JudgeCallError` (a
+:class:`~labeler.errors.JudgeError`) carrying the number of attempts; it is never turned into a
+score or an empty reply. A reply that arrives but does not parse is a recorded parse failure
+(:func:`calibration.formats.parse`), like every other back-end's.
+
+SDK 1.x facts this module relies on (checked against the installed 1.17 source):
+
+- ``temperature`` is not a ``messages.create`` argument any more; it goes in ``extra_body``
+  (and, in a batch request, in the params dict). Models from Opus 4.7, Sonnet 5 and Haiku 5.5
+  on, and every Fable and Mythos model, reject sampling parameters with a 400, so the judge
+  omits ``temperature`` for them and records ``temperature: None`` in the call's params.
+- ``messages.with_raw_response.create`` exposes ``retries_taken``; a failed request carries the
+  ``x-stainless-retry-count`` header of its last attempt.
+- ``messages.batches.results(id)`` GETs the batch, then its ``results_url``.
+
+The API key comes from the caller (the app passes its Streamlit secret) or ``ANTHROPIC_API_KEY``.
+It is handed to the SDK client and nowhere else: never logged, never in a repr, never in a call's
+params or cache key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anthropic
+
+from calibration import formats, pricing
+from calibration.judges._base import Format, JudgeCall, Judgement, Kind
+from labeler.errors import InputError, JudgeError
+from labeler.models import Rubric
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+"""The default judge: a current Sonnet that still accepts ``temperature=0`` (reproducible verdicts)."""
+
+_FAMILY_VERSION = re.compile(
+    r"^claude-(?P<line>opus|sonnet|haiku|fable|mythos)-(?P<major>\d+)(?:-(?P<minor>\d{1,2}))?(?:-\d{8})?$"
+)
+# First version of each line that rejects temperature/top_p/top_k on every request.
+_SAMPLING_CUTOFF = {"opus": (4, 7), "sonnet": (5, 0), "haiku": (5, 0), "fable": (0, 0), "mythos": (0, 0)}
+
+
+def rejects_sampling_params(model: str) -> bool:
+    """Whether ``model`` answers any ``temperature``/``top_p``/``top_k`` with a 400.
+
+    True for Opus 4.7 and later, Sonnet 5 and later, Haiku 5 and later, every Fable and Mythos
+    model (``claude-mythos-preview`` included). Written as a version cutoff rather than an id
+    list so a new model of a covered line is handled on day one. Unknown ids (a proxy's own
+    names, ``fake-judge``) are assumed to accept them.
+    """
+    if model.startswith(("claude-mythos", "claude-fable")):
+        return True
+    m = _FAMILY_VERSION.match(model)
+    if not m:
+        return False
+    version = (int(m.group("major")), int(m.group("minor") or 0))
+    return version >= _SAMPLING_CUTOFF[m.group("line")]
+
+
+class JudgeCallError(JudgeError):
+    """A judge request failed for good (after the SDK's retries, or not retryable).
+
+    Attributes:
+        model: The judge model.
+        attempts: HTTP attempts made, first try included.
+        status_code: The last HTTP status, or ``None`` for a timeout or connection error.
+        error_type: The API's error type (``overloaded_error``...) or the exception name.
+    """
+
+    def __init__(self, message: str, *, model: str, attempts: int, status_code: int | None, error_type: str):
+        super().__init__(message)
+        self.model = model
+        self.attempts = attempts
+        self.status_code = status_code
+        self.error_type = error_type
+
+
+def _attempts_of(exc: anthropic.APIError) -> int:
+    request = getattr(exc, "request", None)
+    header = request.headers.get("x-stainless-retry-count") if request is not None else None
+    return int(header) + 1 if header and header.isdigit() else 1
+
+
+def _call_error(model: str, what: str, exc: anthropic.APIError) -> JudgeCallError:
+    attempts = _attempts_of(exc)
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    error_type = type(exc).__name__
+    message = getattr(exc, "message", str(exc))
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        error_type = str(body["error"].get("type", error_type))
+        message = str(body["error"].get("message", message))
+    hint = ""
+    if status == 401:
+        hint = " Fix: check the API key (ANTHROPIC_API_KEY or the app's secret)."
+    elif status in (408, 409, 429) or (status is not None and status >= 500) or status is None:
+        hint = " Retries are exhausted; lower max_concurrency, raise max_retries, or use --batch."
+    where = f"HTTP {status} {error_type}" if status is not None else error_type
+    return JudgeCallError(
+        f"{model}: {what} failed after {attempts} attempt(s): {where}: {message}.{hint}",
+        model=model,
+        attempts=attempts,
+        status_code=status,
+        error_type=error_type,
+    )
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    """Where a Message Batch stands.
+
+    Attributes:
+        batch_id: The batch id.
+        processing_status: ``in_progress``, ``canceling`` or ``ended``.
+        counts: Requests by state (``processing``, ``succeeded``, ``errored``, ``canceled``,
+            ``expired``).
+    """
+
+    batch_id: str
+    processing_status: str
+    counts: Mapping[str, int]
+
+    @property
+    def ended(self) -> bool:
+        """Whether results can be collected."""
+        return self.processing_status == "ended"
+
+
+_CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class AnthropicJudge:
+    """A Claude judge behind the :class:`~calibration.judges.Judge` protocol.
+
+    Args:
+        model: The judge model id (default :data:`DEFAULT_MODEL`).
+        family: The judge's own model family, for the self-preference gap.
+        api_key: The API key; default ``$ANTHROPIC_API_KEY``.
+        base_url: API base URL; default the SDK's (``$ANTHROPIC_BASE_URL`` or Anthropic's).
+            Point it at :class:`calibration.mockapi.MockAnthropic` for dry runs.
+        max_concurrency: Requests in flight at once, per event loop.
+        max_retries: The SDK's retry budget per request (attempts = retries + 1).
+        timeout: Seconds per HTTP attempt.
+        temperature: Sampling temperature, sent through ``extra_body``; ``None`` sends none.
+            Ignored (and recorded as ``None``) for models that reject it
+            (:func:`rejects_sampling_params`).
+        max_tokens: Reply budget. Default 1024, or 8192 for models with adaptive thinking on by
+            default (the same set that rejects sampling), whose thinking counts against it.
+        batch_cache_ttl: Prompt-cache TTL for batch requests (``"1h"``: a batch can take longer
+            than the 5-minute default, and the rubric prefix should survive it).
+        prices: A loaded price table (default :func:`calibration.pricing.load_prices`).
+
+    Raises:
+        JudgeError: If no API key is given or set.
+        InputError: If a setting is out of range.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        family: str | None = "claude",
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_concurrency: int = 8,
+        max_retries: int = 6,
+        timeout: float = 60.0,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        batch_cache_ttl: Literal["5m", "1h"] = "1h",
+        prices: pricing.PriceTable | None = None,
+    ) -> None:
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise JudgeError(
+                "AnthropicJudge: no API key. Set ANTHROPIC_API_KEY, or pass api_key= "
+                "(the app passes its Streamlit secret)."
+            )
+        if max_concurrency < 1 or max_retries < 0 or timeout <= 0:
+            raise InputError(
+                "AnthropicJudge: need max_concurrency >= 1, max_retries >= 0 and timeout > 0; got "
+                f"{max_concurrency!r}, {max_retries!r}, {timeout!r}"
+            )
+        self.model = model
+        self.family = family
+        self.base_url = base_url
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.batch_cache_ttl = batch_cache_ttl
+        self._api_key = key
+        self._prices = prices
+        rejects = rejects_sampling_params(model)
+        if rejects and temperature is not None:
+            log.warning("%s does not accept temperature; sending none (the model's default sampling)", model)
+        self.temperature = None if rejects else temperature
+        self.max_tokens = max_tokens if max_tokens is not None else (8192 if rejects else 1024)
+        if self.max_tokens < 1:
+            raise InputError(f"AnthropicJudge: max_tokens must be >= 1, got {self.max_tokens!r}")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: anthropic.AsyncAnthropic | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._batches: dict[str, dict[str, JudgeCall]] = {}
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"AnthropicJudge(model={self.model!r}, family={self.family!r}{where})"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Request params recorded in each call and its cache key."""
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature}
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client for the running event loop (one per loop: pools are loop-bound)."""
+        self._resources()
+        assert self._client is not None
+        return self._client
+
+    def _resources(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._client is None or self._semaphore is None:
+            # A connection pool and a semaphore belong to the loop that created them; the app
+            # runs each action in a fresh loop, so both are rebuilt when the loop changes.
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._api_key,
+                base_url=self.base_url,
+                max_retries=self.max_retries,
+                timeout=self.timeout,
+            )
+            self._semaphore = asyncio.Semaphore(self.max_concurrency)
+            self._loop = loop
+        return self._semaphore
+
+    async def aclose(self) -> None:
+        """Close the current loop's HTTP client."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+            self._loop = None
+
+    # ------------------------------------------------------------------ building requests
+
+    def build(self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str]) -> JudgeCall:
+        """The :class:`JudgeCall` this judge makes (see :func:`calibration.formats.build_call`)."""
+        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params)
+
+    def request(self, call: JudgeCall, *, ttl: Literal["5m", "1h"] | None = None) -> dict[str, Any]:
+        """The Messages API body for ``call``: the rubric system block carries the cache breakpoint.
+
+        ``temperature`` is included here (for batch params); :meth:`run` moves it to
+        ``extra_body`` because ``messages.create`` no longer takes it.
+        """
+        cache_control: dict[str, str] = {"type": "ephemeral"}
+        if ttl is not None:
+            cache_control["ttl"] = ttl
+        body: dict[str, Any] = {
+            "model": call.model,
+            "max_tokens": int(call.params.get("max_tokens", self.max_tokens)),
+            "system": [{"type": "text", "text": call.system, "cache_control": cache_control}],
+            "messages": [{"role": "user", "content": call.user}],
+        }
+        temperature = call.params.get("temperature", self.temperature)
+        if temperature is not None:
+            body["temperature"] = temperature
+        return body
+
+    # ------------------------------------------------------------------ Judge protocol
+
+    async def score(self, prompt: str, answer: str, rubric: Rubric, fmt: Format = "likert5") -> Judgement:
+        """Judge one answer in a pointwise format."""
+        return await self.run(self.build("pointwise", fmt, rubric, prompt, [answer]), rubric)
+
+    async def compare(
+        self, prompt: str, answer_a: str, answer_b: str, rubric: Rubric, fmt: Format = "pairwise5"
+    ) -> Judgement:
+        """Judge answer A (shown first) against answer B in a comparative format."""
+        return await self.run(self.build("pairwise", fmt, rubric, prompt, [answer_a, answer_b]), rubric)
+
+    async def run(self, call: JudgeCall, rubric: Rubric | None = None) -> Judgement:
+        """Send a prebuilt call and parse the reply.
+
+        Args:
+            call: The call (from :meth:`build` or :func:`calibration.formats.build_call`).
+            rubric: Gives pointwise judgements their ``passed`` verdict.
+
+        Returns:
+            The :class:`Judgement`: parsed, or a recorded parse failure with the reply verbatim.
+
+        Raises:
+            JudgeCallError: If the request failed after the SDK's retries (or was not retryable).
+        """
+        body = self.request(call)
+        temperature = body.pop("temperature", None)
+        extra_body = {"temperature": temperature} if temperature is not None else None
+        semaphore = self._resources()
+        async with semaphore:
+            start = time.perf_counter()
+            try:
+                raw = await self.client.messages.with_raw_response.create(**body, extra_body=extra_body)
+                message = await raw.parse()
+            except anthropic.APIError as exc:
+                raise _call_error(self.model, f"{call.kind} {call.format} call", exc) from exc
+            latency = time.perf_counter() - start
+        return self._judgement(call, message, rubric, attempts=raw.retries_taken + 1, latency=latency)
+
+    def _judgement(
+        self,
+        call: JudgeCall,
+        message: Any,
+        rubric: Rubric | None,
+        *,
+        attempts: int = 1,
+        latency: float = 0.0,
+        batch: bool = False,
+    ) -> Judgement:
+        text = "".join(getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text")
+        result = formats.parse(call.format, text)
+        error = result.error
+        if error is not None and message.stop_reason in ("max_tokens", "refusal"):
+            error = f"{error} (stop_reason={message.stop_reason})"
+        usage = pricing.TokenUsage.from_api(message.usage)
+        table = self._prices if self._prices is not None else pricing.load_prices()
+        return Judgement(
+            kind=call.kind,
+            format=call.format,
+            model=str(message.model or call.model),
+            cache_key=call.cache_key,
+            raw=text,
+            value=result.value,
+            passed=formats.passed_for(rubric, call.format, result.value) if rubric else None,
+            parse_error=error,
+            input_tokens=usage.input_tokens + usage.cache_write_tokens + usage.cache_write_1h_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cost_usd=table.cost(call.model, usage, batch=batch),
+            latency_s=latency,
+            attempts=attempts,
+        )
+
+    # ------------------------------------------------------------------ token counting
+
+    async def count_tokens(self, call: JudgeCall) -> int:
+        """The exact prompt tokens of ``call`` (``POST /v1/messages/count_tokens``).
+
+        Raises:
+            JudgeCallError: If the request failed after retries.
+        """
+        body = self.request(call)
+        semaphore = self._resources()
+        async with semaphore:
+            try:
+                counted = await self.client.messages.count_tokens(
+                    model=body["model"], system=body["system"], messages=body["messages"]
+                )
+            except anthropic.APIError as exc:
+                raise _call_error(self.model, "count_tokens", exc) from exc
+        return int(counted.input_tokens)
+
+    # ------------------------------------------------------------------ Message Batches
+
+    async def submit_batch(self, calls: Sequence[JudgeCall] | Mapping[str, JudgeCall]) -> str:
+        """Submit calls as one Message Batch (half price, results within 24 h).
+
+        Args:
+            calls: The calls. A sequence uses each call's cache key as its ``custom_id``
+                (identical calls are sent once); a mapping supplies the custom ids
+                (``^[A-Za-z0-9_-]{1,64}$``).
+
+        Returns:
+            The batch id, for :meth:`poll_batch` and :meth:`collect_batch`.
+
+        Raises:
+            InputError: If there are no calls or a custom id is invalid.
+            JudgeCallError: If the submission failed after retries.
+        """
+        by_id = dict(calls) if isinstance(calls, Mapping) else {c.cache_key: c for c in calls}
+        if not by_id:
+            raise InputError("submit_batch: no calls to submit")
+        bad = [cid for cid in by_id if not _CUSTOM_ID.fullmatch(cid)]
+        if bad:
+            raise InputError(f"submit_batch: invalid custom ids {bad[:3]!r}; use ^[A-Za-z0-9_-]{{1,64}}$")
+        requests = [
+            {"custom_id": cid, "params": self.request(call, ttl=self.batch_cache_ttl)} for cid, call in by_id.items()
+        ]
+        self._resources()
+        try:
+            batch = await self.client.messages.batches.create(requests=requests)  # type: ignore[arg-type]
+        except anthropic.APIError as exc:
+            raise _call_error(self.model, "batch submission", exc) from exc
+        self._batches[batch.id] = by_id
+        return str(batch.id)
+
+    async def poll_batch(self, batch_id: str) -> BatchStatus:
+        """The batch's processing status and request counts.
+
+        Raises:
+            JudgeCallError: If the request failed after retries.
+        """
+        self._resources()
+        try:
+            batch = await self.client.messages.batches.retrieve(batch_id)
+        except anthropic.APIError as exc:
+            raise _call_error(self.model, f"batch {batch_id} status", exc) from exc
+        return BatchStatus(batch.id, batch.processing_status, batch.request_counts.model_dump())
+
+    async def wait_batch(
+        self, batch_id: str, *, poll_interval: float = 30.0, timeout: float | None = None
+    ) -> BatchStatus:
+        """Poll until the batch ends (or ``timeout`` seconds pass).
+
+        Raises:
+            JudgeError: If ``timeout`` passes first (the batch keeps running; poll again later).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = await self.poll_batch(batch_id)
+            if status.ended:
+                return status
+            if deadline is not None and time.monotonic() >= deadline:
+                raise JudgeError(f"batch {batch_id} is still {status.processing_status} after {timeout:g} s")
+            await asyncio.sleep(poll_interval)
+
+    async def collect_batch(
+        self,
+        batch_id: str,
+        calls: Mapping[str, JudgeCall] | None = None,
+        rubric: Rubric | None = None,
+    ) -> dict[str, Judgement]:
+        """Every result of an ended batch, as judgements keyed by custom id.
+
+        Nothing is dropped: an errored, canceled or expired request, and a request the results
+        file does not mention, comes back as a judgement with ``value=None``, ``raw=""`` and a
+        ``parse_error`` starting ``"batch "`` that says why.
+
+        Args:
+            batch_id: From :meth:`submit_batch`.
+            calls: Custom id -> call, as submitted; default: what this judge submitted in this
+                process (pass it when collecting after a restart).
+            rubric: Gives pointwise judgements their ``passed`` verdict.
+
+        Raises:
+            JudgeError: If the batch has not ended, or results name an unknown custom id.
+            JudgeCallError: If a request failed after retries.
+        """
+        known = dict(calls) if calls is not None else self._batches.get(batch_id)
+        if known is None:
+            raise JudgeError(
+                f"collect_batch: this judge did not submit {batch_id}; pass calls= (custom id -> JudgeCall)"
+            )
+        status = await self.poll_batch(batch_id)
+        if not status.ended:
+            raise JudgeError(f"batch {batch_id} is still {status.processing_status}; poll until it has ended")
+        out: dict[str, Judgement] = {}
+        try:
+            results = await self.client.messages.batches.results(batch_id)
+            async for item in results:
+                call = known.get(item.custom_id)
+                if call is None:
+                    raise JudgeError(f"batch {batch_id} returned unknown custom id {item.custom_id!r}")
+                result = item.result
+                if result.type == "succeeded":
+                    out[item.custom_id] = self._judgement(call, result.message, rubric, batch=True)
+                elif result.type == "errored":
+                    err = result.error.error
+                    out[item.custom_id] = _failed(call, f"batch errored: {err.type}: {err.message}")
+                elif result.type == "expired":
+                    out[item.custom_id] = _failed(call, "batch expired: not processed within 24 h")
+                else:
+                    out[item.custom_id] = _failed(call, f"batch {result.type}")
+        except anthropic.APIError as exc:
+            raise _call_error(self.model, f"batch {batch_id} results", exc) from exc
+        for custom_id, call in known.items():
+            if custom_id not in out:
+                out[custom_id] = _failed(call, "batch result missing: the results file did not mention it")
+        return out
+
+    async def cancel_batch(self, batch_id: str) -> BatchStatus:
+        """Ask the API to cancel a batch (requests not yet processed come back ``canceled``)."""
+        self._resources()
+        try:
+            batch = await self.client.messages.batches.cancel(batch_id)
+        except anthropic.APIError as exc:
+            raise _call_error(self.model, f"batch {batch_id} cancel", exc) from exc
+        return BatchStatus(batch.id, batch.processing_status, batch.request_counts.model_dump())
+
+
+def _failed(call: JudgeCall, reason: str) -> Judgement:
+    return Judgement(
+        kind=call.kind,
+        format=call.format,
+        model=call.model,
+        cache_key=call.cache_key,
+        raw="",
+        value=None,
+        parse_error=reason,
+    )

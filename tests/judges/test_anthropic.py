@@ -1,0 +1,302 @@
+"""AnthropicJudge through the real ``anthropic`` SDK against the local mock server.
+
+Retry backoff is kept fast with ``retry-after: 0.05``; the SDK's own backoff applies to faults
+without the header (500s and timeouts), which is why the fault test allows a few seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from calibration import formats, perturb, pricing
+from calibration.judges import AnthropicJudge, Judge, JudgeCallError, Judgement, rejects_sampling_params
+from calibration.mockapi import FaultPlan, MockAnthropic
+from labeler.errors import InputError, JudgeError
+from labeler.models import Rubric
+
+
+def _judge(mock: MockAnthropic, model: str = "claude-sonnet-4-6", **kwargs: Any) -> AnthropicJudge:
+    return AnthropicJudge(model, api_key="test", base_url=mock.base_url, **kwargs)
+
+
+def _bodies(mock: MockAnthropic) -> list[dict[str, Any]]:
+    return [r.body for r in mock.received if r.path == "/v1/messages"]
+
+
+# ---------------------------------------------------------------- construction and key handling
+
+
+def test_missing_key_is_a_clear_judge_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(JudgeError, match=r"no API key\. Set ANTHROPIC_API_KEY"):
+        AnthropicJudge()
+
+
+def test_key_from_environment_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret-value")
+    judge = AnthropicJudge()
+    assert isinstance(judge, Judge)
+    assert "sk-secret" not in repr(judge) and "sk-secret" not in str(judge.params)
+    assert judge.model == "claude-sonnet-4-6" and judge.family == "claude"
+
+
+def test_bad_settings() -> None:
+    with pytest.raises(InputError):
+        AnthropicJudge(api_key="k", max_concurrency=0)
+
+
+@pytest.mark.parametrize(
+    ("model", "rejects"),
+    [
+        pytest.param("claude-sonnet-4-6", False, id="sonnet46"),
+        pytest.param("claude-opus-4-6", False, id="opus46"),
+        pytest.param("claude-haiku-4-5-20251001", False, id="haiku45_dated"),
+        pytest.param("claude-opus-4-7", True, id="opus47"),
+        pytest.param("claude-opus-5", True, id="opus5"),
+        pytest.param("claude-sonnet-5-5", True, id="sonnet55"),
+        pytest.param("claude-haiku-5-5", True, id="haiku55"),
+        pytest.param("claude-mythos-preview", True, id="mythos_preview"),
+        pytest.param("fake-judge", False, id="unknown"),
+    ],
+)
+def test_rejects_sampling_params(model: str, rejects: bool) -> None:
+    assert rejects_sampling_params(model) is rejects
+
+
+# ---------------------------------------------------------------- plain calls
+
+
+def test_score_and_compare_parse(rubric: Rubric, task: str, answer: str, weak_answer: str) -> None:
+    async def run(judge: AnthropicJudge) -> tuple[Judgement, Judgement, Judgement]:
+        point = await judge.score(task, answer, rubric, "likert5")
+        binary = await judge.score(task, answer, rubric, "binary")
+        pair = await judge.compare(task, answer, weak_answer, rubric)
+        await judge.aclose()
+        return point, binary, pair
+
+    with MockAnthropic() as mock:
+        point, binary, pair = asyncio.run(run(_judge(mock)))
+    assert point.parsed and point.value in {1.0, 2.0, 3.0, 4.0, 5.0} and point.passed == (point.value >= 4)
+    assert binary.parsed and binary.passed == (binary.value == 1.0)
+    assert pair.parsed and pair.value is not None and pair.value > 0  # the fake responder prefers content
+    for j in (point, binary, pair):
+        assert j.model == "claude-sonnet-4-6" and j.attempts == 1
+        assert j.cost_usd is not None and j.cost_usd > 0 and j.output_tokens > 0
+
+
+def test_request_shape_temperature_and_cache_control(rubric: Rubric, task: str, answer: str) -> None:
+    async def run(judge: AnthropicJudge) -> Judgement:
+        return await judge.score(task, answer, rubric)
+
+    with MockAnthropic() as mock:
+        asyncio.run(run(_judge(mock)))
+        asyncio.run(run(_judge(mock, "claude-opus-5")))
+        old, new = _bodies(mock)
+    # temperature travels in the body via extra_body; the rubric block carries the breakpoint.
+    assert old["temperature"] == 0.0
+    assert old["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert old["system"][0]["text"] == formats.system_text(rubric)
+    # A model that rejects sampling params gets none (the mock would answer 400 otherwise).
+    assert "temperature" not in new and new["max_tokens"] == 8192
+
+
+def test_second_call_reads_the_prompt_cache(rubric: Rubric, task: str, answer: str, weak_answer: str) -> None:
+    async def run(judge: AnthropicJudge) -> list[Judgement]:
+        return [await judge.score(task, a, rubric) for a in (answer, weak_answer)]
+
+    with MockAnthropic() as mock:
+        first, second = asyncio.run(run(_judge(mock)))
+    system_tokens = pricing.approx_tokens(formats.system_text(rubric))
+    assert first.cache_read_tokens == 0 and first.input_tokens > system_tokens  # wrote the cache
+    assert second.cache_read_tokens == system_tokens
+    assert second.cost_usd is not None and first.cost_usd is not None and second.cost_usd < first.cost_usd
+
+
+def test_cut_off_reply_is_a_parse_failure_with_the_stop_reason(rubric: Rubric, task: str, answer: str) -> None:
+    with MockAnthropic() as mock:
+        j = asyncio.run(_judge(mock, max_tokens=4).score(task, answer, rubric))
+    assert j.value is None and j.parse_error is not None and "stop_reason=max_tokens" in j.parse_error
+
+
+def test_works_across_event_loops(rubric: Rubric, task: str, answer: str) -> None:
+    # The app runs each action in a fresh loop; the judge must rebuild its loop-bound client.
+    with MockAnthropic() as mock:
+        judge = _judge(mock)
+        first = asyncio.run(judge.score(task, answer, rubric))
+        second = asyncio.run(judge.score(task, answer, rubric))
+    assert first.raw == second.raw and first.parsed
+
+
+def test_count_tokens(rubric: Rubric, task: str, answer: str) -> None:
+    with MockAnthropic() as mock:
+        judge = _judge(mock)
+        call = judge.build("pointwise", "likert5", rubric, task, [answer])
+        counted = asyncio.run(judge.count_tokens(call))
+    assert counted == pricing.approx_tokens(call.system) + pricing.approx_tokens(call.user)
+
+
+# ---------------------------------------------------------------- faults and retries
+
+
+def test_every_call_ends_parsed_or_as_a_counted_failure(rubric: Rubric, task: str, answer: str) -> None:
+    # The client timeout is generous so that only injected timeouts time out, even on a busy
+    # machine: the equality between retries and transient faults below depends on it.
+    plan = FaultPlan(rate=0.3, retry_after=0.05, hang=3.0, seed=11)
+
+    async def run(judge: AnthropicJudge) -> list[Judgement]:
+        calls = [judge.score(f"{task} (ticket {i})", answer, rubric) for i in range(60)]
+        return list(await asyncio.gather(*calls))
+
+    with MockAnthropic(faults=plan) as mock:
+        results = asyncio.run(run(_judge(mock, max_retries=6, timeout=1.0, max_concurrency=16)))
+        counters = dict(mock.counters)
+    # None lost, none duplicated.
+    assert len(results) == 60 and len({j.cache_key for j in results}) == 60
+    failures = [j for j in results if not j.parsed]
+    # Every malformed reply, and only those, became a recorded parse failure.
+    assert len(failures) == counters.get("fault:malformed", 0) > 0
+    assert all(j.value is None and j.parse_error for j in failures)
+    # Each retry answers exactly one transient fault; retries are bounded by max_retries.
+    transient = sum(counters.get(f"fault:{k}", 0) for k in ("429", "529", "500", "timeout"))
+    assert transient > 0
+    assert sum(j.attempts - 1 for j in results) == transient
+    assert counters["POST /v1/messages"] == sum(j.attempts for j in results)
+    assert max(j.attempts for j in results) <= 7
+
+
+def test_exhausted_retries_raise_with_the_attempt_count(rubric: Rubric, task: str, answer: str) -> None:
+    plan = FaultPlan(rate=1.0, kinds=("529",), retry_after=0.01)
+    with MockAnthropic(faults=plan) as mock:
+        with pytest.raises(JudgeCallError) as info:
+            asyncio.run(_judge(mock, max_retries=2).score(task, answer, rubric))
+        assert mock.count("POST /v1/messages") == 3
+    err = info.value
+    assert isinstance(err, JudgeError)
+    assert err.attempts == 3 and err.status_code == 529 and err.error_type == "overloaded_error"
+    assert "after 3 attempt(s)" in str(err) and "test" not in str(err).split("overloaded_error", 1)[1]
+
+
+def test_timeouts_exhausting_retries_raise(rubric: Rubric, task: str, answer: str) -> None:
+    plan = FaultPlan(rate=1.0, kinds=("timeout",), hang=2.0)
+    with MockAnthropic(faults=plan) as mock, pytest.raises(JudgeCallError) as info:
+        asyncio.run(_judge(mock, max_retries=1, timeout=0.2).score(task, answer, rubric))
+    assert info.value.attempts == 2 and info.value.status_code is None
+
+
+def test_non_retryable_error_is_one_attempt(rubric: Rubric, task: str, answer: str) -> None:
+    with MockAnthropic() as mock:
+        judge = _judge(mock)
+        call = formats.build_call("pointwise", "likert5", judge.model, rubric, task, answer, {"max_tokens": 0})
+        with pytest.raises(JudgeCallError) as info:
+            asyncio.run(judge.run(call))
+    assert info.value.attempts == 1 and info.value.status_code == 400
+
+
+# ---------------------------------------------------------------- batches
+
+
+def test_batch_submit_poll_collect(rubric: Rubric, task: str, answer: str) -> None:
+    async def run(judge: AnthropicJudge) -> tuple[str, Any, Any, dict[str, Judgement]]:
+        calls = [judge.build("pointwise", "likert5", rubric, f"{task} #{i}", [answer]) for i in range(4)]
+        batch_id = await judge.submit_batch([*calls, calls[0]])  # the duplicate is sent once
+        early = await judge.poll_batch(batch_id)
+        with pytest.raises(JudgeError, match="still in_progress"):
+            await judge.collect_batch(batch_id)
+        done = await judge.wait_batch(batch_id, poll_interval=0.05, timeout=5)
+        return batch_id, early, done, await judge.collect_batch(batch_id, rubric=rubric)
+
+    with MockAnthropic(batch_delay=0.2) as mock:
+        judge = _judge(mock)
+        _, early, done, results = asyncio.run(run(judge))
+        body = next(r.body for r in mock.received if r.path == "/v1/messages/batches")
+    assert early.processing_status == "in_progress" and early.counts["processing"] == 4
+    assert done.ended and done.counts["succeeded"] == 4
+    assert len(results) == 4 and all(j.parsed and j.passed is not None for j in results.values())
+    assert all(key == j.cache_key for key, j in results.items())
+    params = body["requests"][0]["params"]
+    assert params["temperature"] == 0.0 and params["system"][0]["cache_control"]["ttl"] == "1h"
+    # Batch results are billed at the batch discount.
+    j = next(iter(results.values()))
+    usage = pricing.TokenUsage(
+        input_tokens=j.input_tokens - pricing.approx_tokens(formats.system_text(rubric)) * (j.cache_read_tokens == 0),
+        output_tokens=j.output_tokens,
+        cache_write_1h_tokens=pricing.approx_tokens(formats.system_text(rubric)) * (j.cache_read_tokens == 0),
+        cache_read_tokens=j.cache_read_tokens,
+    )
+    assert j.cost_usd == pytest.approx(pricing.cost(judge.model, usage, batch=True))
+
+
+def test_batch_failures_are_recorded_not_dropped(rubric: Rubric, task: str, answer: str) -> None:
+    plan = FaultPlan(rate=0.6, kinds=("500", "timeout", "malformed"), endpoints=("batches",), seed=3)
+
+    async def run(judge: AnthropicJudge) -> tuple[dict[str, Any], dict[str, Judgement]]:
+        calls = {f"item-{i}": judge.build("pointwise", "likert5", rubric, f"{task} #{i}", [answer]) for i in range(20)}
+        batch_id = await judge.submit_batch(calls)
+        await judge.wait_batch(batch_id, poll_interval=0.05, timeout=5)
+        # Collect with a fresh judge, as after a restart: the calls are passed back in.
+        fresh = _judge(mock)
+        with pytest.raises(JudgeError, match="did not submit"):
+            await fresh.collect_batch(batch_id)
+        return calls, await fresh.collect_batch(batch_id, calls)
+
+    with MockAnthropic(batch_delay=0.05, faults=plan) as mock:
+        calls, results = asyncio.run(run(_judge(mock)))
+        counters = dict(mock.counters)
+    assert set(results) == set(calls)
+    reasons = [j.parse_error or "" for j in results.values()]
+    assert sum(r.startswith("batch errored: api_error") for r in reasons) == counters.get("fault:500", 0) > 0
+    assert sum(r.startswith("batch expired") for r in reasons) == counters.get("fault:timeout", 0) > 0
+    malformed = [j for j in results.values() if j.raw and not j.parsed]
+    assert len(malformed) == counters.get("fault:malformed", 0) > 0
+    assert sum(j.parsed for j in results.values()) == 20 - sum(
+        counters.get(f"fault:{k}", 0) for k in ("500", "timeout", "malformed")
+    )
+
+
+def test_batch_cancel(rubric: Rubric, task: str, answer: str) -> None:
+    async def run(judge: AnthropicJudge) -> dict[str, Judgement]:
+        batch_id = await judge.submit_batch([judge.build("pointwise", "binary", rubric, task, [answer])])
+        assert (await judge.cancel_batch(batch_id)).processing_status == "canceling"
+        await judge.wait_batch(batch_id, poll_interval=0.05, timeout=5)
+        return await judge.collect_batch(batch_id)
+
+    with MockAnthropic(batch_delay=0.05) as mock:
+        (result,) = asyncio.run(run(_judge(mock))).values()
+    assert result.value is None and result.parse_error == "batch canceled"
+
+
+def test_submit_batch_validates_custom_ids(rubric: Rubric, task: str, answer: str) -> None:
+    with MockAnthropic() as mock:
+        judge = _judge(mock)
+        call = judge.build("pointwise", "likert5", rubric, task, [answer])
+        with pytest.raises(InputError, match="invalid custom ids"):
+            asyncio.run(judge.submit_batch({"has space": call}))
+        with pytest.raises(InputError, match="no calls"):
+            asyncio.run(judge.submit_batch([]))
+
+
+# ---------------------------------------------------------------- LLM padding through the judge client
+
+
+def test_llm_pad_against_the_mock(answer: str) -> None:
+    async def run(judge: AnthropicJudge) -> perturb.Perturbed:
+        return await perturb.llm_pad(judge.client, judge.model, answer)
+
+    with MockAnthropic() as mock:
+        padded = asyncio.run(run(_judge(mock)))
+        prompt = _bodies(mock)[0]["messages"][0]["content"]
+    assert "<answer_to_pad>" in prompt
+    assert padded.length_ratio >= 1.8 and padded.warnings == ()
+
+
+def test_llm_pad_failure_is_a_judge_error(answer: str) -> None:
+    plan = FaultPlan(rate=1.0, kinds=("500",))
+
+    async def run(judge: AnthropicJudge) -> perturb.Perturbed:
+        return await perturb.llm_pad(judge.client, judge.model, answer)
+
+    with MockAnthropic(faults=plan) as mock, pytest.raises(JudgeError, match="llm_pad"):
+        asyncio.run(run(_judge(mock, max_retries=0)))
