@@ -12,8 +12,9 @@ import math
 import streamlit as st
 
 from labeler.errors import JudgelabError
-from labeler.queue import KEYS, previous_index, shown_index
+from labeler.queue import KEYS, previous_index
 from labeler.session import current_rater, current_store
+from labeler.store import AuditView
 
 AT = "audit_at"
 FLASH = "audit_flash"
@@ -27,12 +28,12 @@ store = current_store()
 
 st.title("Padding audit")
 
-queue = store.rater_queue(rater.rater_id, "audit")
+screen = store.screen(rater.rater_id, "audit", st.session_state.get(AT))
+queue, index = screen.queue, screen.index
 if not queue:
     st.info("No padding audits are assigned to you.")
     st.stop()
 
-index = shown_index(queue, st.session_state.get(AT))
 
 
 def go_to(i: int | None) -> None:
@@ -51,8 +52,8 @@ if index is None:
     st.stop()
 
 item = queue[index]
-store.open_item(rater.rater_id, item.assignment_id, "audit")
-view = store.audit_view(rater.rater_id, item.assignment_id)
+assert isinstance(screen.view, AuditView)
+view: AuditView = screen.view
 prefix = f"audit:{item.item_id}:{item.item_b_id}:{view.current_id or 'new'}:"
 K_ADDS, K_NOTE = prefix + "adds", prefix + "note"
 if K_ADDS not in st.session_state:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import streamlit as st
 
 from labeler.errors import JudgelabError
-from labeler.queue import KEYS, previous_index, shown_index
+from labeler.queue import KEYS, previous_index
 from labeler.session import current_rater, current_store
+from labeler.store import PairView
 
 AT = "pair_at"
 FLASH = "pair_flash"
@@ -30,12 +31,12 @@ store = current_store()
 
 st.title("Compare")
 
-queue = store.rater_queue(rater.rater_id, "pair")
+screen = store.screen(rater.rater_id, "pair", st.session_state.get(AT))
+queue, index = screen.queue, screen.index
 if not queue:
     st.info("No pairs are assigned to you.")
     st.stop()
 
-index = shown_index(queue, st.session_state.get(AT))
 
 
 def go_to(i: int | None) -> None:
@@ -54,8 +55,8 @@ if index is None:
     st.stop()
 
 item = queue[index]
-store.open_item(rater.rater_id, item.assignment_id, "pair")
-view = store.pair_view(rater.rater_id, item.assignment_id)
+assert isinstance(screen.view, PairView)
+view: PairView = screen.view
 prefix = f"pair:{item.item_id}:{item.item_b_id}:{view.current_id or 'new'}:"
 K_PREF, K_COMMENT = prefix + "pref", prefix + "comment"
 if K_PREF not in st.session_state:

@@ -18,9 +18,9 @@ from labeler.queue import (
     format_score,
     previous_index,
     scale_choices,
-    shown_index,
 )
 from labeler.session import current_rater, current_store
+from labeler.store import ScoreView
 
 AT = "rate_at"  # assignment the rater went back to (None: resume position)
 FLASH = "rate_flash"
@@ -30,23 +30,20 @@ store = current_store()
 
 st.title("Rate")
 
-queue = store.rater_queue(rater.rater_id, "score")
-if not queue or all(item.done for item in queue):
-    # Pull mode (project setting claim_k): hand this rater one more answer that still
-    # needs raters, unless they went back to look at an earlier one.
-    claim_k = store.setting("project", "claim_k")
-    if (
-        claim_k
-        and st.session_state.get(AT) is None
-        and store.claim_next(rater.rater_id, int(claim_k)) is not None
-    ):
-        queue = store.rater_queue(rater.rater_id, "score")
+screen = store.screen(rater.rater_id, "score", st.session_state.get(AT))
+# Pull mode (project setting claim_k): when nothing is left, hand this rater one more
+# answer that still needs raters, unless they went back to look at an earlier one.
+claim_k = store.setting("project", "claim_k") if screen.index is None else None
+if (
+    claim_k
+    and st.session_state.get(AT) is None
+    and store.claim_next(rater.rater_id, int(claim_k)) is not None
+):
+    screen = store.screen(rater.rater_id, "score", None)
+queue, index = screen.queue, screen.index
 if not queue:
     st.info("Nothing is assigned to you yet. Your admin will let you know when there is.")
     st.stop()
-
-index = shown_index(queue, st.session_state.get(AT))
-
 
 def go_to(i: int | None) -> None:
     st.session_state[AT] = None if i is None else queue[i].assignment_id
@@ -67,8 +64,8 @@ if index is None:
     st.stop()
 
 item = queue[index]
-store.open_item(rater.rater_id, item.assignment_id)
-view = store.score_view(rater.rater_id, item.assignment_id)
+assert isinstance(screen.view, ScoreView)
+view: ScoreView = screen.view
 rubric = view.rubric
 prefix = f"rate:{item.item_id}:{view.current.label_id if view.current else 'new'}:"
 K_OVERALL, K_TOUCHED, K_COMMENT, K_FLAG, K_REASON = (

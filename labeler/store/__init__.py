@@ -17,6 +17,7 @@ from labeler.store._labels import (
     LabelMixin,
     PairView,
     ScoreView,
+    Screen,
 )
 from labeler.store._pool import ImportSummary, PoolMixin
 from labeler.store._raters import Rater, Role, hash_token
@@ -38,6 +39,7 @@ __all__ = [
     "Rater",
     "Role",
     "ScoreView",
+    "Screen",
     "Store",
     "hash_token",
     "migrations",

@@ -43,6 +43,7 @@ from labeler.queue import (
     counterbalance,
     next_position,
     rater_rng,
+    shown_index,
     spread_order,
 )
 from labeler.store._imports import ImportMixin
@@ -152,8 +153,38 @@ class _Plan:
     )
 
 
-def _words(text: str) -> int:
-    return len(text.split())
+@dataclass(frozen=True)
+class _Context:
+    """An assignment as a write sees it (server side only; never handed to a page)."""
+
+    answer_id: str
+    answer_b_id: str | None
+    rubric_id: str | None
+    rubric_version: int | None
+    rater_name: str
+    current_id: int | None
+    seconds: float | None
+
+
+@dataclass(frozen=True)
+class Screen:
+    """One render of a rating page: the rater's queue, where they are, and what to show.
+
+    Attributes:
+        queue: The rater's items of this kind in queue order.
+        index: Index of the shown item in ``queue``; ``None`` when everything is done.
+        view: The shown item's :class:`ScoreView`, :class:`PairView` or
+            :class:`AuditView`; ``None`` when ``index`` is.
+    """
+
+    queue: list[QueueItem]
+    index: int | None
+    view: ScoreView | PairView | AuditView | None
+
+    @property
+    def progress(self) -> Progress:
+        """``done of total``."""
+        return _progress(self.queue)
 
 
 class LabelMixin(ImportMixin):
@@ -716,36 +747,63 @@ class LabelMixin(ImportMixin):
                 [rater_id, assignment_id],
             )
 
-    def _seconds(
-        self, con: duckdb.DuckDBPyConnection, rater_id: int, assignment_id: int, table: str
-    ) -> float | None:
-        """Server-clock seconds from the first open since the last submit/skip to now."""
+    def _context(
+        self, con: duckdb.DuckDBPyConnection, rater_id: int, assignment_id: int, kind: Kind
+    ) -> _Context:
+        """Everything a write needs about an assignment, in one query; refuses other raters'."""
+        table, id_col = _DONE_TABLE[kind]
         row = con.execute(
-            "SELECT epoch(current_timestamp::TIMESTAMP) - epoch(min(created_at))"
-            " FROM queue_events WHERE rater_id = $1 AND assignment_id = $2 AND event = 'open'"
-            f" AND created_at > {self._since_sql(table)}",
-            [rater_id, assignment_id],
+            f"""
+            SELECT s.rater_id, s.kind, s.answer_id, s.answer_b_id, s.rubric_id,
+                   s.rubric_version, r.name,
+                   (SELECT max(d.{id_col}) FROM {table} d
+                     WHERE d.rater_id = $1 AND d.assignment_id = $2
+                       AND NOT EXISTS (SELECT 1 FROM {table} x WHERE x.supersedes = d.{id_col})),
+                   (SELECT epoch(current_timestamp::TIMESTAMP) - epoch(min(e.created_at))
+                     FROM queue_events e
+                     WHERE e.rater_id = $1 AND e.assignment_id = $2 AND e.event = 'open'
+                       AND e.created_at > {self._since_sql(table)})
+            FROM assignments s JOIN raters r ON r.rater_id = s.rater_id
+            WHERE s.assignment_id = $2
+            """,
+            [int(rater_id), int(assignment_id)],
         ).fetchone()
-        if row is None or row[0] is None:
-            return None
-        return max(float(row[0]), 0.0)
+        if row is None or int(row[0]) != int(rater_id):
+            raise AccessError("that item is not in your queue.")
+        if row[1] != kind:
+            raise InputError(
+                f"assignment {assignment_id} is a {row[1]!r} item, not {kind!r}",
+                fix="open it on its own page.",
+            )
+        return _Context(
+            answer_id=str(row[2]),
+            answer_b_id=None if row[3] is None else str(row[3]),
+            rubric_id=None if row[4] is None else str(row[4]),
+            rubric_version=None if row[5] is None else int(row[5]),
+            rater_name=str(row[6]),
+            current_id=None if row[7] is None else int(row[7]),
+            # Server clock, both ends; never negative even if the clock stepped back.
+            seconds=None if row[8] is None else max(float(row[8]), 0.0),
+        )
 
-    def _rater_name(self, con: duckdb.DuckDBPyConnection, rater_id: int) -> str:
-        row = con.execute("SELECT name FROM raters WHERE rater_id = ?", [rater_id]).fetchone()
-        if row is None:
-            raise AccessError("unknown rater.")
-        return str(row[0])
+    def _rubric_of(self, rubric_id: str | None, version: int | None) -> Rubric:
+        """The rubric an assignment names (the newest when it names none), cached.
 
-    @staticmethod
-    def _current_id(
-        con: duckdb.DuckDBPyConnection, table: str, id_col: str, rater_id: int, assignment_id: int
-    ) -> int | None:
-        row = con.execute(
-            f"SELECT max(d.{id_col}) FROM {table} d WHERE d.rater_id = ? AND d.assignment_id = ?"
-            f" AND NOT EXISTS (SELECT 1 FROM {table} s WHERE s.supersedes = d.{id_col})",
-            [rater_id, assignment_id],
-        ).fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+        A stored ``(rubric_id, version)`` never changes (a re-import with other content
+        is refused), so caching it per store is safe and saves a query per label.
+        """
+        if rubric_id is None or version is None:
+            found = self.rubric()
+        else:
+            cache: dict[tuple[str, int], Rubric] = self.__dict__.setdefault("_rubric_cache", {})
+            found = cache.get((rubric_id, version))
+            if found is None:
+                found = self.rubric(rubric_id, version)
+                if found is not None:
+                    cache[(rubric_id, version)] = found
+        if found is None:
+            raise InputError("there is no rubric to label against", fix="import a rubric.")
+        return found
 
     # -- writes -------------------------------------------------------------------------
 
@@ -789,26 +847,19 @@ class LabelMixin(ImportMixin):
             )
         scores = {str(c): float(v) for c, v in (criteria or {}).items()}
         with self.connection() as con:
-            answer_id, _, rubric_id, rubric_version = self._own_assignment(
-                con, rater_id, assignment_id, "score"
-            )
-            rubric = self.rubric(rubric_id, rubric_version) if rubric_id else self.rubric()
-            if rubric is None:
-                raise InputError("there is no rubric to label against", fix="import a rubric.")
+            ctx = self._context(con, rater_id, assignment_id, "score")
+            rubric = self._rubric_of(ctx.rubric_id, ctx.rubric_version)
             _check_scores(rubric, overall, scores, flagged=flag is not None)
-            previous = self._current_id(con, "labels", "label_id", rater_id, assignment_id)
-            seconds = self._seconds(con, rater_id, assignment_id, "labels")
             made = con.execute(
                 "INSERT INTO labels (rater_id, rater_name, answer_id, rubric_id, rubric_version,"
                 " overall, passed, criteria, comment, flag_reason, seconds, supersedes, source,"
                 " assignment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'app', ?)"
                 " RETURNING label_id",
                 [
-                    rater_id, self._rater_name(con, rater_id), answer_id, rubric.rubric_id,
-                    rubric.version, overall,
-                    None if overall is None else rubric.passes(float(overall)),
-                    json.dumps(scores, sort_keys=True), comment, flag, seconds, previous,
-                    assignment_id,
+                    rater_id, ctx.rater_name, ctx.answer_id, rubric.rubric_id, rubric.version,
+                    overall, None if overall is None else rubric.passes(float(overall)),
+                    json.dumps(scores, sort_keys=True), comment, flag, ctx.seconds,
+                    ctx.current_id, assignment_id,
                 ],
             ).fetchone()
         assert made is not None
@@ -828,17 +879,13 @@ class LabelMixin(ImportMixin):
                 fix="+2 left much better ... -2 right much better.",
             )
         with self.connection() as con:
-            left, right, _, _ = self._own_assignment(con, rater_id, assignment_id, "pair")
-            previous = self._current_id(
-                con, "pair_labels", "pair_label_id", rater_id, assignment_id
-            )
-            seconds = self._seconds(con, rater_id, assignment_id, "pair_labels")
+            ctx = self._context(con, rater_id, assignment_id, "pair")
             made = con.execute(
                 "INSERT INTO pair_labels (rater_id, rater_name, shown_left, shown_right,"
                 " preference, comment, seconds, supersedes, source, assignment_id)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'app', ?) RETURNING pair_label_id",
-                [rater_id, self._rater_name(con, rater_id), left, right, int(preference),
-                 comment, seconds, previous, assignment_id],
+                [rater_id, ctx.rater_name, ctx.answer_id, ctx.answer_b_id, int(preference),
+                 comment, ctx.seconds, ctx.current_id, assignment_id],
             ).fetchone()
         assert made is not None
         return int(made[0])
@@ -848,16 +895,14 @@ class LabelMixin(ImportMixin):
     ) -> int:
         """Append the rater's padding audit: does the rewrite add anything a reader could act on?"""
         with self.connection() as con:
-            original, rewrite, _, _ = self._own_assignment(con, rater_id, assignment_id, "audit")
-            ratio = self._length_ratio(con, original, rewrite or "")
-            previous = self._current_id(con, "padding_audits", "audit_id", rater_id, assignment_id)
-            seconds = self._seconds(con, rater_id, assignment_id, "padding_audits")
+            ctx = self._context(con, rater_id, assignment_id, "audit")
+            ratio = self._length_ratio(con, ctx.answer_id, ctx.answer_b_id or "")
             made = con.execute(
                 "INSERT INTO padding_audits (rater_id, original_id, rewrite_id, length_ratio,"
                 " adds_content, note, seconds, supersedes, assignment_id)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING audit_id",
-                [rater_id, original, rewrite, ratio, bool(adds_content), note, seconds,
-                 previous, assignment_id],
+                [rater_id, ctx.answer_id, ctx.answer_b_id, ratio, bool(adds_content), note,
+                 ctx.seconds, ctx.current_id, assignment_id],
             ).fetchone()
         assert made is not None
         return int(made[0])
@@ -895,16 +940,23 @@ class LabelMixin(ImportMixin):
         )
 
     def mask_self_id(self, rubric_id: str | None = None) -> bool:
-        """Whether raters see self-identifying spans masked: the rubric's setting wins, then
-        the project's, then :data:`MASK_DEFAULT`."""
-        value = None
-        if rubric_id is not None:
-            value = self.setting(f"rubric:{rubric_id}", MASK_KEY)
-        if value is None:
-            value = self.setting("project", MASK_KEY)
+        """Whether raters see self-identifying spans masked.
+
+        The rubric's setting (scope ``rubric:<id>``) wins over the project's; with
+        neither set, :data:`MASK_DEFAULT`.
+        """
+        scopes = ["project"] + ([f"rubric:{rubric_id}"] if rubric_id is not None else [])
+        with self.connection() as con:
+            found = dict(
+                con.execute(
+                    "SELECT scope, value FROM settings WHERE key = ? AND scope IN (SELECT unnest(?))",
+                    [MASK_KEY, scopes],
+                ).fetchall()
+            )
+        value = found.get(scopes[-1], found.get("project"))
         if value is None:
             return MASK_DEFAULT
-        return value.strip().lower() == "true"
+        return str(value).strip().lower() == "true"
 
     def _shown_text(
         self, con: duckdb.DuckDBPyConnection, answer_id: str, masking: bool
@@ -920,25 +972,15 @@ class LabelMixin(ImportMixin):
         spans = json.loads(row[2] or "[]") if masking else []
         return str(row[0]), mask(str(row[1]), spans), len(spans)
 
-    def _item(self, rater_id: int, assignment_id: int, kind: Kind) -> tuple[QueueItem, Progress]:
-        queue = self.rater_queue(rater_id, kind)
-        for item in queue:
-            if item.assignment_id == assignment_id:
-                return item, _progress(queue)
-        raise AccessError("that item is not in your queue.")
-
-    def score_view(self, rater_id: int, assignment_id: int) -> ScoreView:
-        """What the rate page shows for one of the rater's score items."""
-        item, progress = self._item(rater_id, assignment_id, "score")
-        with self.connection() as con:
-            answer_id, _, rubric_id, version = self._own_assignment(
-                con, rater_id, assignment_id, "score"
-            )
-            rubric = self.rubric(rubric_id, version) if rubric_id else self.rubric()
-            if rubric is None:
-                raise InputError("there is no rubric to label against", fix="import a rubric.")
+    def _view(
+        self, con: duckdb.DuckDBPyConnection, rater_id: int, item: QueueItem, progress: Progress
+    ) -> ScoreView | PairView | AuditView:
+        """The blinded content of one queue item (the rater's own, checked)."""
+        ctx = self._context(con, rater_id, item.assignment_id, item.kind)
+        if item.kind == "score":
+            rubric = self._rubric_of(ctx.rubric_id, ctx.rubric_version)
             prompt, text, n_masked = self._shown_text(
-                con, answer_id, self.mask_self_id(rubric.rubric_id)
+                con, ctx.answer_id, self.mask_self_id(rubric.rubric_id)
             )
             current = None
             if item.done_id is not None:
@@ -954,16 +996,11 @@ class LabelMixin(ImportMixin):
                         comment=str(row[2]),
                         flag_reason=None if row[3] is None else str(row[3]),
                     )
-        return ScoreView(item, progress, prompt, text, rubric, current, n_masked)
-
-    def pair_view(self, rater_id: int, assignment_id: int) -> PairView:
-        """What the compare page shows: both answers in this rater's shown order."""
-        item, progress = self._item(rater_id, assignment_id, "pair")
-        with self.connection() as con:
-            left, right, _, _ = self._own_assignment(con, rater_id, assignment_id, "pair")
-            masking = self.mask_self_id()
-            prompt, left_text, _ = self._shown_text(con, left, masking)
-            _, right_text, _ = self._shown_text(con, right or "", masking)
+            return ScoreView(item, progress, prompt, text, rubric, current, n_masked)
+        masking = self.mask_self_id()
+        prompt, first, _ = self._shown_text(con, ctx.answer_id, masking)
+        _, second, _ = self._shown_text(con, ctx.answer_b_id or "", masking)
+        if item.kind == "pair":
             pref: int | None = None
             comment = ""
             if item.done_id is not None:
@@ -973,30 +1010,62 @@ class LabelMixin(ImportMixin):
                 ).fetchone()
                 if row is not None:
                     pref, comment = int(row[0]), str(row[1])
-        return PairView(item, progress, prompt, left_text, right_text, pref, comment, item.done_id)
+            return PairView(item, progress, prompt, first, second, pref, comment, item.done_id)
+        ratio = self._length_ratio(con, ctx.answer_id, ctx.answer_b_id or "")
+        adds: bool | None = None
+        note = ""
+        if item.done_id is not None:
+            row = con.execute(
+                "SELECT adds_content, note FROM padding_audits WHERE audit_id = ?",
+                [item.done_id],
+            ).fetchone()
+            if row is not None:
+                adds, note = bool(row[0]), str(row[1])
+        return AuditView(item, progress, prompt, first, second, ratio, adds, note, item.done_id)
+
+    def _view_of(
+        self, rater_id: int, assignment_id: int, kind: Kind
+    ) -> ScoreView | PairView | AuditView:
+        with self.connection() as con:
+            queue = self.rater_queue(rater_id, kind)
+            for item in queue:
+                if item.assignment_id == assignment_id:
+                    return self._view(con, rater_id, item, _progress(queue))
+        raise AccessError("that item is not in your queue.")
+
+    def score_view(self, rater_id: int, assignment_id: int) -> ScoreView:
+        """What the rate page shows for one of the rater's score items."""
+        view = self._view_of(rater_id, assignment_id, "score")
+        assert isinstance(view, ScoreView)
+        return view
+
+    def pair_view(self, rater_id: int, assignment_id: int) -> PairView:
+        """What the compare page shows: both answers in this rater's shown order."""
+        view = self._view_of(rater_id, assignment_id, "pair")
+        assert isinstance(view, PairView)
+        return view
 
     def audit_view(self, rater_id: int, assignment_id: int) -> AuditView:
         """What the padding-audit page shows: the original, the rewrite and their length ratio."""
-        item, progress = self._item(rater_id, assignment_id, "audit")
-        with self.connection() as con:
-            original, rewrite, _, _ = self._own_assignment(con, rater_id, assignment_id, "audit")
-            masking = self.mask_self_id()
-            prompt, original_text, _ = self._shown_text(con, original, masking)
-            _, rewrite_text, _ = self._shown_text(con, rewrite or "", masking)
-            ratio = self._length_ratio(con, original, rewrite or "")
-            adds: bool | None = None
-            note = ""
-            if item.done_id is not None:
-                row = con.execute(
-                    "SELECT adds_content, note FROM padding_audits WHERE audit_id = ?",
-                    [item.done_id],
-                ).fetchone()
-                if row is not None:
-                    adds, note = bool(row[0]), str(row[1])
-        return AuditView(
-            item, progress, prompt, original_text, rewrite_text, ratio, adds, note, item.done_id
-        )
+        view = self._view_of(rater_id, assignment_id, "audit")
+        assert isinstance(view, AuditView)
+        return view
 
+    def screen(self, rater_id: int, kind: Kind = "score", at: int | None = None) -> Screen:
+        """Everything one render of a rating page needs, in one unit of work.
+
+        Reads the queue, picks the item (assignment ``at`` when the rater went back to
+        it, else the resume position), records that it is open (for the timing), and
+        loads its blinded view.
+        """
+        with self.connection() as con:
+            queue = self.rater_queue(rater_id, kind)
+            index = shown_index(queue, at)
+            if index is None:
+                return Screen(queue, None, None)
+            item = queue[index]
+            self.open_item(rater_id, item.assignment_id, kind)
+            return Screen(queue, index, self._view(con, rater_id, item, _progress(queue)))
 
 def _progress(queue: Sequence[QueueItem]) -> Progress:
     return Progress(
@@ -1050,4 +1119,5 @@ __all__ = [
     "LabelMixin",
     "PairView",
     "ScoreView",
+    "Screen",
 ]
