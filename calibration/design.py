@@ -537,8 +537,10 @@ class Design:
             ``half_width_pp``.
         items: One row per sampled answer: ``answer_id``, ``task_id``, ``family``, ``stratum``,
             ``inclusion_prob``, ``weight`` (1/π), ``n_raters`` (2 on the overlap), ``is_overlap``.
-        inclusion: One row per pool answer: ``answer_id``, ``stratum``, ``inclusion_prob``
-            (sums to the expected number of labelled answers).
+        inclusion: One row per pool answer: ``answer_id``, ``task_id``, ``family``, ``unit``
+            (its sampling unit: the task when paired), ``stratum``, ``inclusion_prob`` (sums to
+            the expected number of labelled answers), and integer ``unit_index`` and
+            ``stratum_index`` (row of ``strata``).
         own_family: The judge's family (the gap's first term).
         model: The planning assumptions.
         precision: Expected precision of this sample.
@@ -563,6 +565,33 @@ class Design:
     def n_labels(self) -> int:
         """Distinct answers the design labels."""
         return len(self.items)
+
+    def redraw(self, rng: RngLike = None) -> pd.DataFrame:
+        """Another sample from the same design (same strata and counts), for simulations.
+
+        Args:
+            rng: Seed or Generator for the draw.
+
+        Returns:
+            One row per sampled answer: ``answer_id``, ``task_id``, ``family``, ``stratum``,
+            ``inclusion_prob``, ``weight``. No overlap is drawn.
+        """
+        gen = as_rng(rng)
+        inc = self.inclusion
+        unit_code = inc["unit_index"].to_numpy()
+        stratum_code = inc["stratum_index"].to_numpy()
+        _, first = np.unique(unit_code, return_index=True)
+        strata_of_unit = stratum_code[first]
+        chosen: list[npt.NDArray[np.intp]] = []
+        for code, n_h in enumerate(self.strata["n_units"].to_numpy()):
+            if n_h > 0:
+                members = np.flatnonzero(strata_of_unit == code)
+                chosen.append(gen.choice(members, size=int(n_h), replace=False))
+        picked = np.concatenate(chosen) if chosen else np.array([], dtype=np.intp)
+        keep = np.isin(unit_code, picked)
+        out = inc.loc[keep, ["answer_id", "task_id", "family", "stratum", "inclusion_prob"]]
+        out = out.assign(weight=1.0 / out["inclusion_prob"])
+        return out.reset_index(drop=True)
 
     def summary(self) -> dict[str, Any]:
         """Expected precision, cost and target as a JSON-ready dict (stored with the design)."""
@@ -856,9 +885,15 @@ def design_sample(
     target = _target(
         st, a_h, m_h, n_pool, overlap, cost, target_half_width=target_half_width, min_gap=min_gap,
     )
-    inclusion = frame[["answer_id"]].assign(
-        stratum=frame["answer_id"].map(st.unit_of).map(st.stratum_of_unit)
+    inclusion = frame[["answer_id", "task_id", "family"]].assign(
+        unit=frame["answer_id"].map(st.unit_of).to_numpy()
     )
+    inclusion["stratum"] = inclusion["unit"].map(st.stratum_of_unit)
+    # Integer codes let Design.redraw draw thousands of samples quickly.
+    inclusion["unit_index"] = pd.factorize(inclusion["unit"], sort=True)[0]
+    inclusion["stratum_index"] = inclusion["stratum"].map(
+        {name: i for i, name in enumerate(table["stratum"])}
+    ).astype(int)
     inclusion["inclusion_prob"] = inclusion["stratum"].map(
         table.set_index("stratum")["inclusion_prob"]
     )
@@ -968,8 +1003,8 @@ def _build_strata(
             cols = ["family", *cols]
         if cols:
             key = frame[cols[0]].astype(str)
-            for c in cols[1:]:
-                key = key.str.cat(frame[c].astype(str), sep=" | ")
+            for col in cols[1:]:
+                key = key.str.cat(frame[col].astype(str), sep=" | ")
         else:
             key = pd.Series("all", index=frame.index)
         stratum_of_unit = pd.Series(key.to_numpy(), index=frame["answer_id"], name="stratum")
