@@ -412,12 +412,13 @@ def _int_or_none(value: Any) -> int | None:
 def write_evidence(store: Store, run_id: str, path: str | os.PathLike[str]) -> int:
     """(Re)write a run's evidence file from the database, atomically; returns the row count.
 
-    One row per planned call (its newest result), in the order the calls were recorded.
+    One row per planned call (its newest result), in plan order.
     """
-    run = store.judge_run(run_id)
-    if run is None:
-        raise InputError(f"no judge run {run_id!r} in {store.path}")
-    frame = store.run_judgements(run_id)
+    with store.connection():
+        run = store.judge_run(run_id)
+        if run is None:
+            raise InputError(f"no judge run {run_id!r} in {store.path}")
+        frame = store.run_judgements(run_id)
     if not frame.empty:
         seq = [m.get("seq", i) if isinstance(m, dict) else i for i, m in enumerate(frame["meta"])]
         frame = frame.assign(_seq=seq).sort_values("_seq", kind="stable").drop(columns="_seq")
@@ -630,22 +631,25 @@ async def arun_plan(
     started = time.monotonic()
     keys = {call.call_id: cache_key_for(judge, rubric, call) for call in plan}
     phash = plan_hash(plan, keys)
-    rid, resumed = _resolve_run(store, phash, resume, run_id)
     evidence_path = Path(evidence) if evidence is not None else None
-    store.start_judge_run(
-        rid,
-        judge_kind=judge_kind,
-        model=judge.model,
-        family=judge.family,
-        rubric_id=rubric.rubric_id,
-        rubric_version=rubric.version,
-        params=dict(params or {}),
-        plan_hash=phash,
-        n_planned=len(plan),
-        evidence_path=None if evidence_path is None else str(evidence_path),
-    )
-    answered = store.answered_calls(rid)
-    pending = [call for call in plan if call.call_id not in answered]
+    # Set-up reads and writes share one unit of work (one open of the file, not four).
+    with store.connection():
+        rid, resumed = _resolve_run(store, phash, resume, run_id)
+        store.start_judge_run(
+            rid,
+            judge_kind=judge_kind,
+            model=judge.model,
+            family=judge.family,
+            rubric_id=rubric.rubric_id,
+            rubric_version=rubric.version,
+            params=dict(params or {}),
+            plan_hash=phash,
+            n_planned=len(plan),
+            evidence_path=None if evidence_path is None else str(evidence_path),
+        )
+        answered = store.answered_calls(rid)
+        pending = [call for call in plan if call.call_id not in answered]
+        hits = store.cached_replies({keys[c.call_id] for c in pending})
 
     state = {"issued": 0, "cost": 0.0, "unpriced": 0, "in": 0, "out": 0}
     show = sys.stderr.isatty() if progress is None else progress
@@ -688,25 +692,26 @@ async def arun_plan(
                 {call.call_id: i for i, call in enumerate(plan)},
             )
             await execution.run(
-                pending, concurrency=concurrency, batch=batch, poll_interval=poll_interval
+                pending, hits, concurrency=concurrency, batch=batch, poll_interval=poll_interval
             )
         finally:
             ticker.cancel()
             # Whatever finished is written even when the run is failing or cancelled.
             await sink.flush()
-    counts = store.run_counts(rid)
-    finished = counts["answered_or_failed"] - counts["errors"] >= len(plan)
-    if finished:
-        store.finish_judge_run(rid)
-    if evidence_path is not None:
-        write_evidence(store, rid, evidence_path)
-    samples: tuple[str, ...] = ()
-    if counts["errors"]:
-        frame = store.run_judgements(rid)
-        failed = frame[frame["status"] == "error"]
-        samples = tuple(
-            f"{row.call_id}: {row.error}" for row in failed.head(5).itertuples(index=False)
-        )
+    with store.connection():
+        counts = store.run_counts(rid)
+        finished = counts["answered_or_failed"] - counts["errors"] >= len(plan)
+        if finished:
+            store.finish_judge_run(rid)
+        if evidence_path is not None:
+            write_evidence(store, rid, evidence_path)
+        samples: tuple[str, ...] = ()
+        if counts["errors"]:
+            frame = store.run_judgements(rid)
+            failed = frame[frame["status"] == "error"]
+            samples = tuple(
+                f"{row.call_id}: {row.error}" for row in failed.head(5).itertuples(index=False)
+            )
     return RunSummary(
         run_id=rid,
         planned=len(plan),
@@ -746,14 +751,18 @@ class _Execution:
         )
 
     async def run(
-        self, pending: list[PlannedCall], *, concurrency: int, batch: bool, poll_interval: float
+        self,
+        pending: list[PlannedCall],
+        hits: Mapping[str, Mapping[str, Any]],
+        *,
+        concurrency: int,
+        batch: bool,
+        poll_interval: float,
     ) -> None:
+        """Record ``hits`` (cached replies by key), then call for the rest."""
         if not pending:
             return
         store = self.sink.store
-        hits = await asyncio.to_thread(
-            store.cached_replies, [self.keys[c.call_id] for c in pending]
-        )
         await self.sink.put(
             self.record(c, cached=hits[self.keys[c.call_id]])
             for c in pending

@@ -322,8 +322,9 @@ class JudgementMixin(StoreCore):
             " coalesce(sum(output_tokens), 0) AS output_tokens"
             " FROM judgements WHERE run_id = ?"
         )
-        out = self._jrow(counts_sql, [run_id])
-        out.update(self._jrow(spend_sql, [run_id]))
+        with self.connection():
+            out = self._jrow(counts_sql, [run_id])
+            out.update(self._jrow(spend_sql, [run_id]))
         out["cost_usd"] = float(out["cost_usd"])
         return out
 
