@@ -118,10 +118,11 @@ def _print_design(design: Design, info: dict[str, Any], applied: pd.DataFrame | 
         if t.labels_needed < 0:
             click.echo(f"Target: {what} cannot be reached under this allocation.")
         else:
-            fits = "" if t.fits_pool else " (more than the pool holds)"
+            pool = int(design.strata["N_answers"].sum())
+            fits = "" if t.fits_pool else f"; more than the pool's {pool} answers"
             click.echo(
-                f"Target: {what} needs {t.labels_needed} labels{fits}"
-                f" ({t.units_needed} {unit}), {t.cost.person_hours:g} person-hours, "
+                f"Target: {what} needs {t.labels_needed} labels ({t.units_needed} {unit}{fits}), "
+                f"{t.cost.person_hours:g} person-hours, "
                 f"{t.cost.calendar_days} day(s) for {t.cost.raters} rater(s)"
             )
     c = design.cost

@@ -1,0 +1,95 @@
+"""Tests for ``judgelab design`` through the real command group."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from labeler.cli import main
+from labeler.store import Store
+from tests.test_design import _fill, simulate_pool
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One filled database per module; each test works on its own copy."""
+    path = tmp_path_factory.mktemp("design") / "template.duckdb"
+    _fill(Store(path), simulate_pool(80, seed=3), raters=4)
+    return path
+
+
+@pytest.fixture
+def db(template: Path, tmp_path: Path) -> str:
+    path = tmp_path / "design.duckdb"
+    shutil.copyfile(template, path)
+    return str(path)
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["design", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_design_prints_table_precision_target_and_cost(db: str) -> None:
+    code, out, _ = run("--db", db, "--n", "60", "--raters", "4", "--min-gap", "10")
+    assert code == 0, out
+    assert "paired by task, 30 tasks / 60 answers from a pool of 160 answers" in out
+    assert "stratum" in out and "inclusion_prob" in out and "total" in out
+    assert "self-preference gap: ±" in out
+    assert "Cohen's kappa SE" in out and "12 double-labelled answers" in out
+    assert "Target: a 10 pp gap at alpha 0.05, power 0.8 needs" in out
+    # 60 labels + 12 second labels = 72 ratings x 2.5 min = 3 person-hours.
+    assert "72 ratings x 2.5 min (assumed) = 3 person-hours" in out
+    assert Store(db).designs().empty  # nothing stored without --apply
+
+
+def test_design_json_is_complete_and_parseable(db: str) -> None:
+    code, out, _ = run("--db", db, "--budget-hours", "3", "--allocation", "neyman",
+                       "--unpaired", "--strata", "family,judge_bin", "--json",
+                       "--target-half-width", "15", "--minutes-per-label", "3")
+    assert code == 0, out
+    payload = json.loads(out)
+    # 3 h = 180 min buys 180 / (3 * 1.2) = 50 labels.
+    assert payload["labels"] == 50
+    assert payload["cost"]["person_hours"] == pytest.approx(3.0)
+    assert payload["params"]["allocation"] == "neyman"
+    assert payload["target"]["kind"] == "half_width"
+    assert payload["strata"][-1]["stratum"] == "total"
+    assert payload["judge_run"]["judge_family"] == "claude"
+    assert set(payload["precision"]["residual_half_width"]) == {"claude", "gpt"}
+
+
+def test_design_apply_creates_assignments(db: str) -> None:
+    code, out, _ = run("--db", db, "--n", "40", "--raters", "rater0,rater1,rater2", "--apply")
+    assert code == 0, out
+    assert "Applied: 48 assignments to 3 raters" in out
+    store = Store(db)
+    designs = store.designs()
+    assert len(designs) == 1 and designs["applied_at"].notna().all()
+    rows = store.design_assignments(str(designs["design_id"].iloc[0]))
+    assert len(rows) == 48 and set(rows["rater"]) == {"rater0", "rater1", "rater2"}
+
+
+def test_design_errors_are_one_line_and_exit_2(db: str) -> None:
+    code, _, err = run("--db", db, "--n", "40", "--raters", "9", "--apply")
+    assert code == 2
+    assert "asks for 9 raters but the database has 4 active non-admin rater(s)" in err
+    code, _, err = run("--db", db, "--n", "40", "--raters", "rater0,nobody", "--apply")
+    assert code == 2 and "no active rater named 'nobody'" in err
+    code, _, err = run("--db", db, "--n", "40", "--strata", "family,colour")
+    assert code == 2 and "unknown stratifier(s) 'colour'" in err
+    code, _, err = run("--db", db, "--n", "40", "--budget-hours", "3")
+    assert code == 2 and "exactly one of --n or --budget-hours" in err
+    code, _, err = run("--db", db, "--n", "40", "--judge-run", "missing")
+    assert code == 2 and "no judge run 'missing'" in err
+    assert Store(db).designs().empty
+
+
+def test_design_on_an_empty_database_says_what_to_do(tmp_path: Path) -> None:
+    code, _, err = run("--db", str(tmp_path / "empty.duckdb"), "--n", "10")
+    assert code == 2
+    assert "no answers" in err and "judgelab import answers" in err
