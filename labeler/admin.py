@@ -224,15 +224,25 @@ def revoke_rater(store: Store, name: str, *, acting: Rater | None = None) -> Non
 
 
 def rater_table(store: Store) -> pd.DataFrame:
-    """Every rater for the Raters page: ``rater``, ``name``, ``role``, ``status``,
-    ``simulated``, ``created_at``, ``revoked_at``. Never a token or its hash."""
+    """Every rater for the Raters page. Never a token or its hash.
+
+    Returns:
+        ``rater`` (display name), ``name``, ``role``, ``status`` (``active``,
+        ``revoked``, or ``no link (imported)`` for raters who came with imported
+        labels), ``simulated``, ``created_at``, ``revoked_at``.
+    """
     frame = store.raters()
     if frame.empty:
         return pd.DataFrame(columns=["rater", "name", "role", "status", "simulated", "created_at",
                                      "revoked_at"])
     frame["rater"] = [display_name(n, bool(s)) for n, s in zip(frame["name"], frame["simulated"],
                                                                  strict=True)]
+    # Raters created by an import never had a link: their revoked_at is set in the same
+    # transaction that creates them, so it equals created_at (DuckDB's current_timestamp
+    # is the transaction's start). A real revoke happens in a later transaction.
+    never = frame["revoked_at"].notna() & (frame["revoked_at"] == frame["created_at"])
     frame["status"] = frame["active"].map({True: "active", False: "revoked"})
+    frame.loc[never, "status"] = "no link (imported)"
     return frame[["rater", "name", "role", "status", "simulated", "created_at", "revoked_at"]]
 
 

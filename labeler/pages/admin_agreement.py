@@ -30,6 +30,13 @@ def _report(
     )
 
 
+def _without_empty_reasons(frame: pd.DataFrame) -> pd.DataFrame:
+    # "reason" explains a nan figure; a column of Nones only adds noise.
+    if "reason" in frame.columns and frame["reason"].isna().all():
+        return frame.drop(columns=["reason"])
+    return frame
+
+
 def _fmt(value: float) -> str:
     return "—" if math.isnan(value) else f"{value:.2f}"
 
@@ -74,7 +81,7 @@ right.metric("Raters who stand out", f"{len(report.standouts)}")
 right.caption(f"leniency in {report.units}")
 
 st.subheader("Alpha per criterion")
-st.dataframe(report.per_criterion, hide_index=True,
+st.dataframe(_without_empty_reasons(report.per_criterion), hide_index=True,
              column_config={c: st.column_config.NumberColumn(format="%.3f")
                             for c in ("alpha", "ci_low", "ci_high")})
 
@@ -83,7 +90,7 @@ if report.kappas.empty:
     st.caption("Needs two raters with labels.")
 else:
     st.caption(report.kappa_basis)
-    st.dataframe(report.kappas, hide_index=True,
+    st.dataframe(_without_empty_reasons(report.kappas), hide_index=True,
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in ("kappa", "ci_low", "ci_high", "percent_agreement")})
 

@@ -152,4 +152,9 @@ per_rater = overview(store).per_rater
 if per_rater.empty:
     st.caption("Nothing assigned yet.")
 else:
-    st.dataframe(per_rater.drop(columns=["rater_id"]), hide_index=True)
+    st.dataframe(
+        per_rater.drop(columns=["rater_id"]),
+        hide_index=True,
+        column_config={"share_done": st.column_config.ProgressColumn(
+            "share done", format="percent", min_value=0.0, max_value=1.0)},
+    )

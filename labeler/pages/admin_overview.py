@@ -46,7 +46,7 @@ else:
             "simulated": st.column_config.CheckboxColumn("Simulated"),
             "active": st.column_config.CheckboxColumn("Active"),
             "share_done": st.column_config.ProgressColumn(
-                "Done", format="percent", min_value=0.0, max_value=1.0
+                "share done", format="percent", min_value=0.0, max_value=1.0
             ),
         },
     )

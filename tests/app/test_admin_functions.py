@@ -408,3 +408,14 @@ def test_overview_progress_follows_real_assignments_and_labels(store: Store) -> 
     assert view.median_seconds == pytest.approx(float(seconds.median()))
     assert view.person_hours_left == pytest.approx(9 * view.median_seconds / 3600)
     assert view.seconds_basis == "4 timed labels by people"
+
+
+def test_raters_from_imports_have_no_link_until_one_is_issued(store: Store) -> None:
+    binary_store(store)  # creates ann and bob through imported labels
+    status = admin.rater_table(store).set_index("name")["status"]
+    assert status.to_dict() == {"ann": "no link (imported)", "bob": "no link (imported)"}
+    link = admin.reissue_link(store, "ann")
+    assert store.authenticate(link.split("?t=")[1]).name == "ann"
+    admin.revoke_rater(store, "ann")
+    status = admin.rater_table(store).set_index("name")["status"]
+    assert status.to_dict() == {"ann": "revoked", "bob": "no link (imported)"}
