@@ -215,9 +215,7 @@ class MockAnthropic:
         if self._server is not None:
             return self
         handler = type("_Handler", (_Handler,), {"mock": self})
-        server = ThreadingHTTPServer((self._host, self._port), handler)
-        server.daemon_threads = True
-        server.block_on_close = False
+        server = _Server((self._host, self._port), handler)
         self._server = server
         self._stop.clear()
         # A short poll interval makes stop() quick (shutdown waits for the loop's next poll).
@@ -577,6 +575,14 @@ def _segments(body: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any] 
 
 def _prompt_tokens(body: Mapping[str, Any]) -> int:
     return sum(approx_tokens(text) for text, _ in _segments(body))
+
+
+class _Server(ThreadingHTTPServer):
+    # The stdlib default backlog of 5 refuses connections when a judge opens a dozen at once,
+    # which the SDK would see as connection errors and retry: faults nobody injected.
+    request_queue_size = 128
+    daemon_threads = True
+    block_on_close = False
 
 
 class _Handler(BaseHTTPRequestHandler):

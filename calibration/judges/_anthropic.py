@@ -235,22 +235,32 @@ class AnthropicJudge:
         if self._loop is not loop or self._client is None or self._semaphore is None:
             # A connection pool and a semaphore belong to the loop that created them; the app
             # runs each action in a fresh loop, so both are rebuilt when the loop changes.
+            # Our own http_client: the SDK's default wrapper schedules its own close on whatever
+            # loop is running when it is garbage-collected, which fails noisily once the loop that
+            # owned its connections has closed.
             self._client = anthropic.AsyncAnthropic(
                 api_key=self._api_key,
                 base_url=self.base_url,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
+                http_client=anthropic.DefaultAsyncHttpxClient(),
             )
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
             self._loop = loop
         return self._semaphore
 
     async def aclose(self) -> None:
-        """Close the current loop's HTTP client."""
+        """Close the current loop's HTTP client (the next call opens a new one)."""
         if self._client is not None:
             await self._client.close()
             self._client = None
             self._loop = None
+
+    async def __aenter__(self) -> AnthropicJudge:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # ------------------------------------------------------------------ building requests
 

@@ -7,7 +7,8 @@ without the header (500s and timeouts), which is why the fault test allows a few
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import pytest
 
@@ -20,6 +21,21 @@ from labeler.models import Rubric
 
 def _judge(mock: MockAnthropic, model: str = "claude-sonnet-4-6", **kwargs: Any) -> AnthropicJudge:
     return AnthropicJudge(model, api_key="test", base_url=mock.base_url, **kwargs)
+
+
+T = TypeVar("T")
+
+
+def _go(judge: AnthropicJudge, work: Callable[[AnthropicJudge], Awaitable[T]]) -> T:
+    """Run ``work(judge)`` in a fresh event loop and close the judge's client in that loop."""
+
+    async def main() -> T:
+        try:
+            return await work(judge)
+        finally:
+            await judge.aclose()
+
+    return asyncio.run(main())
 
 
 def _bodies(mock: MockAnthropic) -> list[dict[str, Any]]:
@@ -74,11 +90,10 @@ def test_score_and_compare_parse(rubric: Rubric, task: str, answer: str, weak_an
         point = await judge.score(task, answer, rubric, "likert5")
         binary = await judge.score(task, answer, rubric, "binary")
         pair = await judge.compare(task, answer, weak_answer, rubric)
-        await judge.aclose()
         return point, binary, pair
 
     with MockAnthropic() as mock:
-        point, binary, pair = asyncio.run(run(_judge(mock)))
+        point, binary, pair = _go(_judge(mock), run)
     assert point.parsed and point.value in {1.0, 2.0, 3.0, 4.0, 5.0} and point.passed == (point.value >= 4)
     assert binary.parsed and binary.passed == (binary.value == 1.0)
     assert pair.parsed and pair.value is not None and pair.value > 0  # the fake responder prefers content
@@ -92,8 +107,8 @@ def test_request_shape_temperature_and_cache_control(rubric: Rubric, task: str, 
         return await judge.score(task, answer, rubric)
 
     with MockAnthropic() as mock:
-        asyncio.run(run(_judge(mock)))
-        asyncio.run(run(_judge(mock, "claude-opus-5")))
+        _go(_judge(mock), run)
+        _go(_judge(mock, "claude-opus-5"), run)
         old, new = _bodies(mock)
     # temperature travels in the body via extra_body; the rubric block carries the breakpoint.
     assert old["temperature"] == 0.0
@@ -108,7 +123,7 @@ def test_second_call_reads_the_prompt_cache(rubric: Rubric, task: str, answer: s
         return [await judge.score(task, a, rubric) for a in (answer, weak_answer)]
 
     with MockAnthropic() as mock:
-        first, second = asyncio.run(run(_judge(mock)))
+        first, second = _go(_judge(mock), run)
     system_tokens = pricing.approx_tokens(formats.system_text(rubric))
     assert first.cache_read_tokens == 0 and first.input_tokens > system_tokens  # wrote the cache
     assert second.cache_read_tokens == system_tokens
@@ -117,7 +132,7 @@ def test_second_call_reads_the_prompt_cache(rubric: Rubric, task: str, answer: s
 
 def test_cut_off_reply_is_a_parse_failure_with_the_stop_reason(rubric: Rubric, task: str, answer: str) -> None:
     with MockAnthropic() as mock:
-        j = asyncio.run(_judge(mock, max_tokens=4).score(task, answer, rubric))
+        j = _go(_judge(mock, max_tokens=4), lambda j: j.score(task, answer, rubric))
     assert j.value is None and j.parse_error is not None and "stop_reason=max_tokens" in j.parse_error
 
 
@@ -125,8 +140,8 @@ def test_works_across_event_loops(rubric: Rubric, task: str, answer: str) -> Non
     # The app runs each action in a fresh loop; the judge must rebuild its loop-bound client.
     with MockAnthropic() as mock:
         judge = _judge(mock)
-        first = asyncio.run(judge.score(task, answer, rubric))
-        second = asyncio.run(judge.score(task, answer, rubric))
+        first = _go(judge, lambda j: j.score(task, answer, rubric))
+        second = _go(judge, lambda j: j.score(task, answer, rubric))
     assert first.raw == second.raw and first.parsed
 
 
@@ -134,7 +149,7 @@ def test_count_tokens(rubric: Rubric, task: str, answer: str) -> None:
     with MockAnthropic() as mock:
         judge = _judge(mock)
         call = judge.build("pointwise", "likert5", rubric, task, [answer])
-        counted = asyncio.run(judge.count_tokens(call))
+        counted = _go(judge, lambda j: j.count_tokens(call))
     assert counted == pricing.approx_tokens(call.system) + pricing.approx_tokens(call.user)
 
 
@@ -151,7 +166,7 @@ def test_every_call_ends_parsed_or_as_a_counted_failure(rubric: Rubric, task: st
         return list(await asyncio.gather(*calls))
 
     with MockAnthropic(faults=plan) as mock:
-        results = asyncio.run(run(_judge(mock, max_retries=6, timeout=1.0, max_concurrency=16)))
+        results = _go(_judge(mock, max_retries=6, timeout=1.0, max_concurrency=16), run)
         counters = dict(mock.counters)
     # None lost, none duplicated.
     assert len(results) == 60 and len({j.cache_key for j in results}) == 60
@@ -171,7 +186,7 @@ def test_exhausted_retries_raise_with_the_attempt_count(rubric: Rubric, task: st
     plan = FaultPlan(rate=1.0, kinds=("529",), retry_after=0.01)
     with MockAnthropic(faults=plan) as mock:
         with pytest.raises(JudgeCallError) as info:
-            asyncio.run(_judge(mock, max_retries=2).score(task, answer, rubric))
+            _go(_judge(mock, max_retries=2), lambda j: j.score(task, answer, rubric))
         assert mock.count("POST /v1/messages") == 3
     err = info.value
     assert isinstance(err, JudgeError)
@@ -182,7 +197,7 @@ def test_exhausted_retries_raise_with_the_attempt_count(rubric: Rubric, task: st
 def test_timeouts_exhausting_retries_raise(rubric: Rubric, task: str, answer: str) -> None:
     plan = FaultPlan(rate=1.0, kinds=("timeout",), hang=2.0)
     with MockAnthropic(faults=plan) as mock, pytest.raises(JudgeCallError) as info:
-        asyncio.run(_judge(mock, max_retries=1, timeout=0.2).score(task, answer, rubric))
+        _go(_judge(mock, max_retries=1, timeout=0.2), lambda j: j.score(task, answer, rubric))
     assert info.value.attempts == 2 and info.value.status_code is None
 
 
@@ -191,7 +206,7 @@ def test_non_retryable_error_is_one_attempt(rubric: Rubric, task: str, answer: s
         judge = _judge(mock)
         call = formats.build_call("pointwise", "likert5", judge.model, rubric, task, answer, {"max_tokens": 0})
         with pytest.raises(JudgeCallError) as info:
-            asyncio.run(judge.run(call))
+            _go(judge, lambda j: j.run(call))
     assert info.value.attempts == 1 and info.value.status_code == 400
 
 
@@ -210,7 +225,7 @@ def test_batch_submit_poll_collect(rubric: Rubric, task: str, answer: str) -> No
 
     with MockAnthropic(batch_delay=0.2) as mock:
         judge = _judge(mock)
-        _, early, done, results = asyncio.run(run(judge))
+        _, early, done, results = _go(judge, run)
         body = next(r.body for r in mock.received if r.path == "/v1/messages/batches")
     assert early.processing_status == "in_progress" and early.counts["processing"] == 4
     assert done.ended and done.counts["succeeded"] == 4
@@ -238,12 +253,15 @@ def test_batch_failures_are_recorded_not_dropped(rubric: Rubric, task: str, answ
         await judge.wait_batch(batch_id, poll_interval=0.05, timeout=5)
         # Collect with a fresh judge, as after a restart: the calls are passed back in.
         fresh = _judge(mock)
-        with pytest.raises(JudgeError, match="did not submit"):
-            await fresh.collect_batch(batch_id)
-        return calls, await fresh.collect_batch(batch_id, calls)
+        try:
+            with pytest.raises(JudgeError, match="did not submit"):
+                await fresh.collect_batch(batch_id)
+            return calls, await fresh.collect_batch(batch_id, calls)
+        finally:
+            await fresh.aclose()
 
     with MockAnthropic(batch_delay=0.05, faults=plan) as mock:
-        calls, results = asyncio.run(run(_judge(mock)))
+        calls, results = _go(_judge(mock), run)
         counters = dict(mock.counters)
     assert set(results) == set(calls)
     reasons = [j.parse_error or "" for j in results.values()]
@@ -264,7 +282,7 @@ def test_batch_cancel(rubric: Rubric, task: str, answer: str) -> None:
         return await judge.collect_batch(batch_id)
 
     with MockAnthropic(batch_delay=0.05) as mock:
-        (result,) = asyncio.run(run(_judge(mock))).values()
+        (result,) = _go(_judge(mock), run).values()
     assert result.value is None and result.parse_error == "batch canceled"
 
 
@@ -273,9 +291,9 @@ def test_submit_batch_validates_custom_ids(rubric: Rubric, task: str, answer: st
         judge = _judge(mock)
         call = judge.build("pointwise", "likert5", rubric, task, [answer])
         with pytest.raises(InputError, match="invalid custom ids"):
-            asyncio.run(judge.submit_batch({"has space": call}))
+            _go(judge, lambda j: j.submit_batch({"has space": call}))
         with pytest.raises(InputError, match="no calls"):
-            asyncio.run(judge.submit_batch([]))
+            _go(judge, lambda j: j.submit_batch([]))
 
 
 # ---------------------------------------------------------------- LLM padding through the judge client
@@ -286,7 +304,7 @@ def test_llm_pad_against_the_mock(answer: str) -> None:
         return await perturb.llm_pad(judge.client, judge.model, answer)
 
     with MockAnthropic() as mock:
-        padded = asyncio.run(run(_judge(mock)))
+        padded = _go(_judge(mock), run)
         prompt = _bodies(mock)[0]["messages"][0]["content"]
     assert "<answer_to_pad>" in prompt
     assert padded.length_ratio >= 1.8 and padded.warnings == ()
@@ -299,4 +317,4 @@ def test_llm_pad_failure_is_a_judge_error(answer: str) -> None:
         return await perturb.llm_pad(judge.client, judge.model, answer)
 
     with MockAnthropic(faults=plan) as mock, pytest.raises(JudgeError, match="llm_pad"):
-        asyncio.run(run(_judge(mock, max_retries=0)))
+        _go(_judge(mock, max_retries=0), run)

@@ -36,6 +36,12 @@ async def _create(client: anthropic.AsyncAnthropic, user: str = "hello", **kwarg
     )
 
 
+async def _create_once(mock: MockAnthropic, user: str = "hello", timeout: float = 60.0, **kwargs: Any) -> Any:
+    """One message through a client that is closed again in the same event loop."""
+    async with _client(mock, timeout=timeout) as client:
+        return await _create(client, user, **kwargs)
+
+
 def _raw(
     mock: MockAnthropic, path: str, body: dict[str, Any] | None = None, key: bool = True
 ) -> tuple[int, dict[str, str], Any]:
@@ -59,7 +65,7 @@ MESSAGE = {"model": "claude-sonnet-4-6", "max_tokens": 64, "messages": [{"role":
 def test_message_shape_and_judge_reply(rubric: Rubric, task: str, answer: str) -> None:
     call = formats.build_call("pairwise", "pairwise5", "claude-sonnet-4-6", rubric, task, [answer, answer])
     with MockAnthropic() as mock:
-        message = asyncio.run(_create(_client(mock), call.user))
+        message = asyncio.run(_create_once(mock, call.user))
     assert message.type == "message" and message.role == "assistant" and message.id.startswith("msg_")
     assert message.model == "claude-sonnet-4-6" and message.stop_reason == "end_turn"
     assert message.usage.input_tokens > 0 and message.usage.output_tokens > 0
@@ -69,8 +75,8 @@ def test_message_shape_and_judge_reply(rubric: Rubric, task: str, answer: str) -
 
 def test_prompt_cache_write_then_read() -> None:
     async def run(mock: MockAnthropic) -> list[Any]:
-        client = _client(mock)
-        return [await _create(client, f"question {i}") for i in range(3)]
+        async with _client(mock) as client:
+            return [await _create(client, f"question {i}") for i in range(3)]
 
     with MockAnthropic() as mock:
         first, second, _ = (m.usage for m in asyncio.run(run(mock)))
@@ -84,8 +90,8 @@ def test_prompt_cache_write_then_read() -> None:
 
 def test_no_breakpoint_or_below_minimum_means_no_cache() -> None:
     async def run(mock: MockAnthropic, **kwargs: Any) -> list[Any]:
-        client = _client(mock)
-        return [(await _create(client, "q", **kwargs)).usage for _ in range(2)]
+        async with _client(mock) as client:
+            return [(await _create(client, "q", **kwargs)).usage for _ in range(2)]
 
     with MockAnthropic() as mock:
         plain = asyncio.run(run(mock, system=SYSTEM))
@@ -98,25 +104,25 @@ def test_no_breakpoint_or_below_minimum_means_no_cache() -> None:
 def test_one_hour_ttl_is_reported_separately() -> None:
     system = [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
     with MockAnthropic() as mock:
-        usage = asyncio.run(_create(_client(mock), system=system)).usage
+        usage = asyncio.run(_create_once(mock, system=system)).usage
     assert usage.cache_creation is not None
     assert usage.cache_creation.ephemeral_1h_input_tokens == usage.cache_creation_input_tokens > 0
 
 
 def test_max_tokens_cuts_the_reply() -> None:
     with MockAnthropic(responder=lambda body: "word " * 200) as mock:
-        message = asyncio.run(_create(_client(mock), max_tokens=5))
+        message = asyncio.run(_create_once(mock, max_tokens=5))
     assert message.stop_reason == "max_tokens" and message.usage.output_tokens == 5
 
 
 def test_count_tokens_matches_the_message_prompt() -> None:
     async def run(mock: MockAnthropic) -> tuple[int, int]:
-        client = _client(mock)
-        counted = await client.messages.count_tokens(
-            model="claude-sonnet-4-6", system=SYSTEM, messages=[{"role": "user", "content": "q"}]
-        )
-        message = await _create(client, "q", system=SYSTEM)
-        return counted.input_tokens, message.usage.input_tokens
+        async with _client(mock) as client:
+            counted = await client.messages.count_tokens(
+                model="claude-sonnet-4-6", system=SYSTEM, messages=[{"role": "user", "content": "q"}]
+            )
+            message = await _create(client, "q", system=SYSTEM)
+            return counted.input_tokens, message.usage.input_tokens
 
     with MockAnthropic() as mock:
         counted, billed = asyncio.run(run(mock))
@@ -125,9 +131,10 @@ def test_count_tokens_matches_the_message_prompt() -> None:
 
 def test_sampling_params_rejected_for_models_that_reject_them() -> None:
     async def run(mock: MockAnthropic, model: str) -> Any:
-        return await _client(mock).messages.create(
-            model=model, max_tokens=64, messages=[{"role": "user", "content": "q"}], extra_body={"temperature": 0}
-        )
+        async with _client(mock) as client:
+            return await client.messages.create(
+                model=model, max_tokens=64, messages=[{"role": "user", "content": "q"}], extra_body={"temperature": 0}
+            )
 
     with MockAnthropic() as mock:
         assert asyncio.run(run(mock, "claude-sonnet-4-6")).stop_reason == "end_turn"
@@ -187,14 +194,14 @@ def test_timeout_fault_holds_past_the_client_timeout() -> None:
     with MockAnthropic(faults=plan) as mock:
         start = time.perf_counter()
         with pytest.raises(anthropic.APITimeoutError):
-            asyncio.run(_create(_client(mock, timeout=0.2)))
+            asyncio.run(_create_once(mock, timeout=0.2))
         assert time.perf_counter() - start < 1.5
     # Leaving the context released the held request (stop() does not wait for the 3 s hang).
 
 
 def test_malformed_fault_is_a_200_without_a_verdict() -> None:
     with MockAnthropic(faults=FaultPlan(rate=1.0, kinds=("malformed",))) as mock:
-        message = asyncio.run(_create(_client(mock)))
+        message = asyncio.run(_create_once(mock))
     assert message.content[0].text == MALFORMED_REPLY
     for fmt in formats.FORMATS:
         assert not formats.parse(fmt, MALFORMED_REPLY).ok
@@ -228,14 +235,14 @@ def _batch_request(i: int) -> dict[str, Any]:
 
 def test_batch_lifecycle_through_the_sdk() -> None:
     async def run(mock: MockAnthropic) -> tuple[Any, Any, list[Any], Any]:
-        client = _client(mock)
-        created = await client.messages.batches.create(requests=[_batch_request(i) for i in range(3)])  # type: ignore[misc]
-        assert created.processing_status == "in_progress" and created.results_url is None
-        await asyncio.sleep(0.25)
-        ended = await client.messages.batches.retrieve(created.id)
-        results = [item async for item in await client.messages.batches.results(created.id)]
-        listing = await client.messages.batches.list()
-        return created, ended, results, listing
+        async with _client(mock) as client:
+            created = await client.messages.batches.create(requests=[_batch_request(i) for i in range(3)])  # type: ignore[misc]
+            assert created.processing_status == "in_progress" and created.results_url is None
+            await asyncio.sleep(0.25)
+            ended = await client.messages.batches.retrieve(created.id)
+            results = [item async for item in await client.messages.batches.results(created.id)]
+            listing = await client.messages.batches.list()
+            return created, ended, results, listing
 
     with MockAnthropic(batch_delay=0.2) as mock:
         created, ended, results, listing = asyncio.run(run(mock))
@@ -248,10 +255,10 @@ def test_batch_lifecycle_through_the_sdk() -> None:
 
 def test_batch_faults_become_errored_and_expired_results() -> None:
     async def run(mock: MockAnthropic, kinds: tuple[str, ...]) -> list[Any]:
-        client = _client(mock)
-        created = await client.messages.batches.create(requests=[_batch_request(i) for i in range(4)])  # type: ignore[misc]
-        await asyncio.sleep(0.1)
-        return [item.result.type async for item in await client.messages.batches.results(created.id)]
+        async with _client(mock) as client:
+            created = await client.messages.batches.create(requests=[_batch_request(i) for i in range(4)])  # type: ignore[misc]
+            await asyncio.sleep(0.1)
+            return [item.result.type async for item in await client.messages.batches.results(created.id)]
 
     for kinds, expected in ((("500",), "errored"), (("timeout",), "expired")):
         plan = FaultPlan(rate=1.0, kinds=kinds, endpoints=("batches",))  # type: ignore[arg-type]
@@ -261,15 +268,15 @@ def test_batch_faults_become_errored_and_expired_results() -> None:
 
 def test_batch_cancel_and_delete() -> None:
     async def run(mock: MockAnthropic) -> tuple[Any, list[Any], Any]:
-        client = _client(mock)
-        created = await client.messages.batches.create(requests=[_batch_request(0)])  # type: ignore[list-item]
-        canceling = await client.messages.batches.cancel(created.id)
-        await asyncio.sleep(0.1)
-        kinds = [item.result.type async for item in await client.messages.batches.results(created.id)]
-        deleted = await client.messages.batches.delete(created.id)
-        with pytest.raises(anthropic.NotFoundError):
-            await client.messages.batches.retrieve(created.id)
-        return canceling.processing_status, kinds, deleted.type
+        async with _client(mock) as client:
+            created = await client.messages.batches.create(requests=[_batch_request(0)])  # type: ignore[list-item]
+            canceling = await client.messages.batches.cancel(created.id)
+            await asyncio.sleep(0.1)
+            kinds = [item.result.type async for item in await client.messages.batches.results(created.id)]
+            deleted = await client.messages.batches.delete(created.id)
+            with pytest.raises(anthropic.NotFoundError):
+                await client.messages.batches.retrieve(created.id)
+            return canceling.processing_status, kinds, deleted.type
 
     with MockAnthropic(batch_delay=0.05) as mock:
         assert asyncio.run(run(mock)) == ("canceling", ["canceled"], "message_batch_deleted")
