@@ -41,7 +41,8 @@ IMPORT_KINDS: tuple[ImportKind, ...] = ("rubric", "answers", "pairs", "labels", 
 
 ExportFormat = Literal["csv", "jsonl", "parquet"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("csv", "jsonl", "parquet")
-_MIME: dict[ExportFormat, str] = {
+#: The MIME type of each export format.
+EXPORT_MIME: dict[ExportFormat, str] = {
     "csv": "text/csv",
     "jsonl": "application/jsonl",
     "parquet": "application/vnd.apache.parquet",
@@ -423,7 +424,7 @@ def _neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
 def export_labels(store: Store, fmt: ExportFormat) -> Download:
     """Every label row (with ``current`` marking the unsuperseded ones) as a download."""
     frame = store.export_frame("labels")
-    return Download(frame_bytes(frame, fmt), f"labels.{fmt}", _MIME[fmt])
+    return Download(frame_bytes(frame, fmt), f"labels.{fmt}", EXPORT_MIME[fmt])
 
 
 # -- assignments ---------------------------------------------------------------------

@@ -3,11 +3,15 @@ self-identifying text and whether raters see it, label exports."""
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 from labeler.admin import (
     EXPORT_FORMATS,
+    EXPORT_MIME,
     IMPORT_KINDS,
+    ExportFormat,
     export_labels,
     import_upload,
     masking_state,
@@ -93,13 +97,19 @@ if save_col.button("Save", key="mask_save"):
 
 st.subheader("Export labels")
 st.caption("Every label row; `current` marks the ones no later edit supersedes.")
+
+
+def _export(fmt: ExportFormat) -> bytes:
+    return export_labels(store, fmt).data
+
+
 for column, fmt in zip(st.columns(len(EXPORT_FORMATS)), EXPORT_FORMATS, strict=True):
-    download = export_labels(store, fmt)
     column.download_button(
         f"labels.{fmt}",
-        data=download.data,
-        file_name=download.file_name,
-        mime=download.mime,
+        # Built only when clicked: the page does not export every label on every rerun.
+        data=functools.partial(_export, fmt),
+        file_name=f"labels.{fmt}",
+        mime=EXPORT_MIME[fmt],
         key=f"export_{fmt}",
         on_click="ignore",
     )
