@@ -62,10 +62,11 @@ class Overview:
     """Labelling progress and the work left.
 
     Attributes:
-        per_rater: One row per rater with assignments: ``rater`` (display name),
-            ``simulated``, ``active``, ``assigned``, ``done``, ``remaining`` and
-            ``share_done`` (0-1), plus ``assigned_<kind>``/``done_<kind>`` for each
-            assignment kind present (``score``, ``pair``, ``audit``).
+        per_rater: One row per rater with assignments or labels: ``rater`` (display
+            name), ``simulated``, ``active``, ``assigned``, ``done``, ``remaining``,
+            ``share_done`` (0-1; ``nan`` with nothing assigned), ``labels`` (current
+            score labels, assigned or not), plus ``assigned_<kind>``/``done_<kind>``
+            for each assignment kind present (``score``, ``pair``, ``audit``).
         assigned: Assigned items over all raters and kinds.
         done: Of those, the ones answered (see :mod:`labeler.store._admin`).
         labels_per_answer: ``labels`` (distinct raters who labelled an answer) ->
@@ -123,8 +124,7 @@ def median_seconds(seconds: pd.DataFrame) -> tuple[float, str]:
 
 def overview(store: Store) -> Overview:
     """Progress per rater and overall, labels per answer, time per label and time left."""
-    progress = store.assignment_progress()
-    per_rater = _progress_per_rater(progress)
+    per_rater = _progress_per_rater(store.assignment_progress(), store.labels_by_rater())
     assigned = int(per_rater["assigned"].sum()) if len(per_rater) else 0
     done = int(per_rater["done"].sum()) if len(per_rater) else 0
 
@@ -151,22 +151,30 @@ def overview(store: Store) -> Overview:
     )
 
 
-def _progress_per_rater(progress: pd.DataFrame) -> pd.DataFrame:
+def _progress_per_rater(progress: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     columns = ["rater_id", "rater", "simulated", "active", "assigned", "done", "remaining",
-               "share_done"]
-    if progress.empty:
-        return pd.DataFrame(columns=columns)
+               "share_done", "labels"]
     keys = ["rater_id", "name", "role", "simulated", "active"]
+    if progress.empty and labels.empty:
+        return pd.DataFrame(columns=columns)
     totals = progress.groupby(keys, as_index=False)[["assigned", "done"]].sum()
-    wide = progress.pivot_table(
-        index="rater_id", columns="kind", values=["assigned", "done"], aggfunc="sum", fill_value=0
-    )
-    wide.columns = [f"{pair[0]}_{pair[1]}" for pair in wide.columns.tolist()]
-    out = totals.merge(wide.reset_index(), on="rater_id")
+    # Raters with labels but no assignments (imported, simulated) show with 0 assigned.
+    out = totals.merge(labels[[*keys, "labels"]], on=keys, how="outer")
+    if not progress.empty:
+        wide = progress.pivot_table(
+            index="rater_id", columns="kind", values=["assigned", "done"], aggfunc="sum",
+            fill_value=0,
+        )
+        wide.columns = [f"{pair[0]}_{pair[1]}" for pair in wide.columns.tolist()]
+        out = out.merge(wide.reset_index(), on="rater_id", how="left")
+    counts = [c for c in out.columns if c in ("assigned", "done", "labels")
+              or c.startswith(("assigned_", "done_"))]
+    out[counts] = out[counts].fillna(0).astype("int64")
     out["rater"] = [display_name(n, bool(s)) for n, s in zip(out["name"], out["simulated"],
                                                                strict=True)]
     out["remaining"] = out["assigned"] - out["done"]
-    out["share_done"] = out["done"] / out["assigned"]
+    # Share done is undefined (nan) for a rater with nothing assigned.
+    out["share_done"] = out["done"] / out["assigned"].where(out["assigned"] > 0)
     extra = sorted(c for c in out.columns if c.startswith(("assigned_", "done_")))
     return out[[*columns, *extra]].sort_values("rater_id").reset_index(drop=True)
 

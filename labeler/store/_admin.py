@@ -78,6 +78,26 @@ class AdminMixin(StoreCore):
             """
         )
 
+    def labels_by_rater(self) -> pd.DataFrame:
+        """Every rater who has a label, with how many current labels they hold.
+
+        Returns:
+            ``rater_id``, ``name``, ``role``, ``simulated``, ``active``, ``labels``
+            (current labels: edits replace, they do not add) and ``flagged``
+            (of those, flagged unrateable). Includes raters with no assignments,
+            e.g. those who came with imported or simulated labels.
+        """
+        return self.query(
+            f"""
+            SELECT r.rater_id, r.name, r.role, r.simulated, r.revoked_at IS NULL AS active,
+                   count(*)::BIGINT AS labels,
+                   count_if(cur.flag_reason IS NOT NULL)::BIGINT AS flagged
+            FROM ({_CURRENT_LABELS_SQL}) cur JOIN raters r ON r.rater_id = cur.rater_id
+            GROUP BY r.rater_id, r.name, r.role, r.simulated, r.revoked_at
+            ORDER BY r.rater_id
+            """
+        )
+
     def labels_per_answer(self) -> pd.DataFrame:
         """How many raters each answer is assigned to and labelled by.
 

@@ -278,6 +278,10 @@ def test_overview_counts_labels_per_answer(store: Store) -> None:
     assert view.labels_per_answer.values.tolist() == [[2, 3], [3, 1]]
     assert view.assigned == 0 and view.person_hours_left == 0.0
     assert math.isnan(view.share_done)
+    # Raters who came with imported labels show, with their labels and nothing assigned.
+    rows = view.per_rater.set_index("rater")
+    assert rows["labels"].to_dict() == {"ann": 4, "bob": 4, "cy": 1}
+    assert rows["assigned"].tolist() == [0, 0, 0] and rows["share_done"].isna().all()
 
 
 # -- agreement ---------------------------------------------------------------------------------
@@ -390,6 +394,8 @@ def test_overview_progress_follows_real_assignments_and_labels(store: Store) -> 
     assert view.done == 3 and view.remaining == 9
     assert rows.loc["ann", "share_done"] == pytest.approx(2 / rows.loc["ann", "assigned"])
     assert rows.loc["ann", "done"] == store.progress(ann.rater_id).done  # the rater's own count
+    # ann's edit replaced her first label: two current labels, not three.
+    assert rows["labels"].to_dict() == {"ann": 2, "bob": 1, "sim (simulated)": 0}
     # Labels per answer: ann labelled two answers, bob one (which may be one of ann's);
     # the other assigned answers have none. Every assigned answer is counted.
     current = store.current_labels()
