@@ -596,8 +596,13 @@ def import_file(store: Store, kind: ImportKind, path: str | Path) -> ImportSumma
         ),
     }
     if kind == "labels":
-        labels = parse_labels(rows, rubric=store.rubric())
+        rubric = store.rubric()
+        labels = parse_labels(rows, rubric=rubric)
         if labels and isinstance(labels[0], ImportedPairLabel):
             return store.add_imported_pair_labels(labels, source_file=name)  # type: ignore[arg-type]
-        return store.add_imported_labels(labels, source_file=name)  # type: ignore[arg-type]
+        return store.add_imported_labels(
+            labels,  # type: ignore[arg-type]
+            source_file=name,
+            rubric=(rubric.rubric_id, rubric.version) if rubric else None,
+        )
     return handlers[kind]()

@@ -84,4 +84,6 @@ def add_simulated_labels(store: Store, truth: pd.DataFrame, *, seed: int = 0) ->
     if rubric is None:
         raise ValueError("import a rubric before simulating labels")
     labels = simulated_labels(truth, rubric, raters=DEMO_RATERS, rng=seed)
-    return store.add_imported_labels(labels, source_file="simulated", source="simulated")
+    return store.add_imported_labels(
+        labels, source_file="simulated", source="simulated", rubric=(rubric.rubric_id, rubric.version)
+    )

@@ -38,12 +38,15 @@ class ImportMixin(RaterMixin):
         *,
         source_file: str | None = None,
         source: Literal["import", "simulated"] = "import",
+        rubric: tuple[str, int] | None = None,
     ) -> ImportSummary:
         """Add outside (or simulated) human labels, all or nothing. Identical rows are skipped.
 
         ``source="simulated"`` marks labels from :mod:`labeler.simulate` so every page and
-        report can say they are not real people's.
+        report can say they are not real people's. ``rubric`` is the ``(id, version)`` the
+        labels were given under, when known.
         """
+        rubric_id, rubric_version = rubric if rubric else (None, None)
         self._known_answers({lab.answer_id for lab in labels}, source_file=source_file, column="answer_id")
         same = 0
         with self.connection() as con:
@@ -74,13 +77,14 @@ class ImportMixin(RaterMixin):
                 existing[key] = mine
                 rater_id = self.rater_id_for(lab.rater, create=True, simulated=source == "simulated")
                 rows.append(
-                    [rater_id, lab.rater, lab.answer_id, lab.overall, lab.passed, crit, lab.comment]
+                    [rater_id, lab.rater, lab.answer_id, lab.overall, lab.passed, crit, lab.comment,
+                     source, rubric_id, rubric_version]
                 )
             if rows:
                 con.executemany(
                     "INSERT INTO labels (rater_id, rater_name, answer_id, overall, passed, criteria,"
-                    " comment, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [[*r, source] for r in rows],
+                    " comment, source, rubric_id, rubric_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
                 )
         return ImportSummary(added={"labels": len(rows)}, unchanged={"labels": same})
 
