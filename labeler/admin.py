@@ -27,6 +27,7 @@ import pandas as pd
 
 from calibration.stats import Estimate
 from labeler.errors import InputError
+from labeler.importers import IMPORT_KINDS, ImportKind, import_file
 from labeler.models import SCALE_RANGE, Rubric
 from labeler.store import MASK_KEY, AssignSummary, ImportSummary, Rater, Store
 
@@ -35,9 +36,6 @@ if TYPE_CHECKING:
 
 #: Where invite links point when ``$JUDGELAB_BASE_URL`` is not set.
 DEFAULT_BASE_URL = "http://localhost:8501"
-
-ImportKind = Literal["rubric", "answers", "pairs", "labels", "judgements"]
-IMPORT_KINDS: tuple[ImportKind, ...] = ("rubric", "answers", "pairs", "labels", "judgements")
 
 ExportFormat = Literal["csv", "jsonl", "parquet"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("csv", "jsonl", "parquet")
@@ -268,8 +266,6 @@ def import_upload(store: Store, kind: ImportKind, filename: str, data: bytes) ->
     Raises:
         InputError: An unknown kind, or anything the importer rejects.
     """
-    from labeler.importers import import_file
-
     if kind not in IMPORT_KINDS:
         raise InputError(
             f"unknown import kind {kind!r}", fix=f"use one of {', '.join(IMPORT_KINDS)}."
@@ -724,10 +720,10 @@ def reliability_matrix(
     return matrix, [str(task_of[a]) for a in matrix.columns]
 
 
-KappaWeightsName = Literal["linear", "quadratic"] | None
+_KappaWeights = Literal["linear", "quadratic"] | None
 
 
-def _kappa_setup(scale: str) -> tuple[str, KappaWeightsName, str]:
+def _kappa_setup(scale: str) -> tuple[str, _KappaWeights, str]:
     """Which column kappa compares, its weighting and the basis sentence for a scale."""
     if scale == "binary":
         return "overall", None, "unweighted kappa on the accept/reject score"
@@ -888,3 +884,48 @@ def _standout_sentence(
         f"{name} is {direction} than the other raters: {effect:+.2f} {units} on average "
         f"(95% CI {lo:+.2f} to {hi:+.2f}, {n} shared answers)."
     )
+
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "EXPORT_FORMATS",
+    "EXPORT_MIME",
+    "IMPORT_KINDS",
+    "AgreementReport",
+    "DesignDraft",
+    "Download",
+    "ExportFormat",
+    "ImportKind",
+    "Invite",
+    "Overview",
+    "active_raters",
+    "agreement_report",
+    "apply_sample_design",
+    "assign_each_to_k",
+    "base_url",
+    "design_available",
+    "display_name",
+    "draft_design",
+    "export_labels",
+    "frame_bytes",
+    "import_upload",
+    "invite_link",
+    "invite_rater",
+    "label_criteria",
+    "mask_scopes",
+    "masking_state",
+    "masking_table",
+    "median_seconds",
+    "natural_key",
+    "overview",
+    "rater_table",
+    "reissue_link",
+    "reliability_matrix",
+    "revoke_rater",
+    "rubric_versions",
+    "select_answers",
+    "self_identifying_table",
+    "set_masking",
+    "subset_summary",
+    "task_order",
+]

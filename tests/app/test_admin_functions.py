@@ -15,7 +15,7 @@ import pytest
 from labeler import admin
 from labeler.errors import AccessError, InputError
 from labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
-from labeler.store import MASK_DEFAULT, Store
+from labeler.store import MASK_DEFAULT, MASK_KEY, Store
 
 RUBRIC_TOML = """\
 id = "support"
@@ -176,8 +176,8 @@ def test_self_identifying_table_and_masking_settings(store: Store, tmp_path: Pat
     admin.set_masking(store, "project", True)
     admin.set_masking(store, "rubric:support", False)
     assert admin.masking_state(store) == {"project": True, "rubric:support": False}
-    assert store.setting("project", admin.MASK_KEY) == "true"
-    assert store.setting("rubric:support", admin.MASK_KEY) == "false"
+    assert store.setting("project", MASK_KEY) == "true"
+    assert store.setting("rubric:support", MASK_KEY) == "false"
     table = admin.masking_table(store).set_index("scope")
     # The rubric's "shown" wins over the project's "masked" for raters of that rubric.
     assert table.loc["rubric:support"].tolist() == ["shown", "shown"]
