@@ -39,6 +39,40 @@ from calibration.judges._base import (
 from labeler.errors import InputError
 from labeler.models import Rubric
 
+__all__ = [
+    "ANCHORED_LINE",
+    "BINARY_LINE",
+    "BINARY_VERDICTS",
+    "FORMATS",
+    "FORMAT_LINES",
+    "JUDGE_INSTRUCTIONS",
+    "LIKERT5_LINE",
+    "NUMERIC100_LINE",
+    "PAIRWISE5_LINE",
+    "PAIRWISE_VERDICTS",
+    "SCORE_RANGE",
+    "TOURNAMENT_LINE",
+    "VERDICT_KEYWORD",
+    "Format",
+    "ParseResult",
+    "ReadCall",
+    "Slot",
+    "TournamentScore",
+    "anchored_score",
+    "build_call",
+    "neutralise",
+    "normalise_reply",
+    "parse",
+    "passed_for",
+    "read_call",
+    "system_text",
+    "tournament_pairs",
+    "tournament_scores",
+    "unneutralise",
+    "user_text",
+    "win_probability",
+]
+
 FORMATS: tuple[Format, ...] = (*POINTWISE_FORMATS, *PAIRWISE_FORMATS)
 """Every scoring format, pointwise first."""
 

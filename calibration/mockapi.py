@@ -32,7 +32,7 @@ import random
 import re
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -43,6 +43,17 @@ import click
 
 from calibration.pricing import approx_tokens
 from labeler.errors import InputError
+
+__all__ = [
+    "FAULT_KINDS",
+    "MALFORMED_REPLY",
+    "FaultKind",
+    "FaultPlan",
+    "MockAnthropic",
+    "ReceivedRequest",
+    "Responder",
+    "mock_api_command",
+]
 
 FaultKind = Literal["429", "529", "500", "timeout", "malformed"]
 FAULT_KINDS: tuple[FaultKind, ...] = ("429", "529", "500", "timeout", "malformed")
@@ -167,12 +178,14 @@ class MockAnthropic:
             as the real API does below a model's minimum (0 = always cache).
         host: Interface to bind.
         port: Port to bind (0 = any free port).
+        max_received: How many requests :attr:`received` keeps (a long dry run must not grow
+            without bound).
 
     Attributes:
         counters: Requests per route (``"POST /v1/messages"``), faults injected
             (``"fault:429"``...), replies (``"reply:ok"``, ``"reply:max_tokens"``), and cache
             events (``"cache:write"``, ``"cache:read"``).
-        received: Every request received, in arrival order.
+        received: The last ``max_received`` requests received, in arrival order.
     """
 
     def __init__(
@@ -185,6 +198,7 @@ class MockAnthropic:
         min_cache_tokens: int = 0,
         host: str = "127.0.0.1",
         port: int = 0,
+        max_received: int = 10_000,
     ) -> None:
         if responder is None:
             from calibration.judges._fake import FakeJudge
@@ -196,12 +210,12 @@ class MockAnthropic:
         self.batch_delay = batch_delay
         self.min_cache_tokens = min_cache_tokens
         self.counters: Counter[str] = Counter()
-        self.received: list[ReceivedRequest] = []
+        self.received: deque[ReceivedRequest] = deque(maxlen=max_received)
         self._host = host
         self._port = port
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._attempts: Counter[tuple[str, bytes]] = Counter()
+        self._attempts: Counter[tuple[str, str]] = Counter()  # (endpoint, body digest) -> attempts
         self._cache: set[str] = set()
         self._batches: dict[str, _Batch] = {}
         self._ids = itertools.count(1)
@@ -329,8 +343,9 @@ class MockAnthropic:
 
     def _fault(self, endpoint: str, raw: bytes) -> FaultKind | None:
         with self._lock:
-            attempt = self._attempts[(endpoint, raw)]
-            self._attempts[(endpoint, raw)] += 1
+            key = (endpoint, hashlib.sha256(raw).hexdigest())
+            attempt = self._attempts[key]
+            self._attempts[key] += 1
         kind = self.faults.draw(endpoint, raw, attempt)
         if kind is None:
             return None

@@ -24,6 +24,38 @@ from typing import Any
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
 
+__all__ = [
+    "BYLINE",
+    "BYLINE_TEMPLATE",
+    "CITATION_HEADING",
+    "CITATION_LINE",
+    "CITATION_SOURCES",
+    "IMPERATIVE_VERBS",
+    "MARKDOWN_HEADER",
+    "MIN_PAD_RATIO",
+    "PAD_INSTRUCTION",
+    "PAD_RECAP",
+    "PAD_TRANSITIONS",
+    "PERTURBATIONS",
+    "TONE_CLOSERS",
+    "TONE_OPENERS",
+    "Perturbed",
+    "byline",
+    "check_padding",
+    "citations",
+    "count_words",
+    "llm_pad",
+    "markdown",
+    "pad",
+    "pad_prompt",
+    "placebo",
+    "repetition_clause",
+    "sentence_kinds",
+    "split_sentences",
+    "tone",
+    "truncate",
+]
+
 # --------------------------------------------------------------------------------------------
 # Result type and text helpers
 # --------------------------------------------------------------------------------------------

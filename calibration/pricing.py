@@ -24,6 +24,19 @@ from typing import Any
 
 from labeler.errors import InputError
 
+__all__ = [
+    "PRICES_ENV",
+    "CostEstimate",
+    "ModelPrice",
+    "PriceTable",
+    "TokenUsage",
+    "approx_tokens",
+    "cost",
+    "estimate",
+    "estimate_calls",
+    "load_prices",
+]
+
 PRICES_ENV = "JUDGELAB_PRICES"
 """Environment variable naming a replacement price table (same TOML layout)."""
 

@@ -28,7 +28,9 @@ import asyncio
 import logging
 import os
 import re
+import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -209,9 +211,13 @@ class AnthropicJudge:
         self.max_tokens = max_tokens if max_tokens is not None else (8192 if rejects else 1024)
         if self.max_tokens < 1:
             raise InputError(f"AnthropicJudge: max_tokens must be >= 1, got {self.max_tokens!r}")
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: anthropic.AsyncAnthropic | None = None
-        self._semaphore: asyncio.Semaphore | None = None
+        # One client and semaphore per event loop: connection pools and semaphores are
+        # loop-bound, the app runs each action in a fresh loop, and Streamlit sessions are
+        # threads that may each run a loop at the same time.
+        self._per_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[anthropic.AsyncAnthropic, asyncio.Semaphore]
+        ] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
         self._batches: dict[str, dict[str, JudgeCall]] = {}
 
     def __repr__(self) -> str:
@@ -225,36 +231,35 @@ class AnthropicJudge:
 
     @property
     def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client for the running event loop (one per loop: pools are loop-bound)."""
-        self._resources()
-        assert self._client is not None
-        return self._client
+        """The SDK client for the running event loop (call it inside ``async`` code)."""
+        return self._resources()[0]
 
-    def _resources(self) -> asyncio.Semaphore:
+    def _resources(self) -> tuple[anthropic.AsyncAnthropic, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._client is None or self._semaphore is None:
-            # A connection pool and a semaphore belong to the loop that created them; the app
-            # runs each action in a fresh loop, so both are rebuilt when the loop changes.
-            # Our own http_client: the SDK's default wrapper schedules its own close on whatever
-            # loop is running when it is garbage-collected, which fails noisily once the loop that
-            # owned its connections has closed.
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self._api_key,
-                base_url=self.base_url,
-                max_retries=self.max_retries,
-                timeout=self.timeout,
-                http_client=anthropic.DefaultAsyncHttpxClient(),
-            )
-            self._semaphore = asyncio.Semaphore(self.max_concurrency)
-            self._loop = loop
-        return self._semaphore
+        with self._lock:
+            found = self._per_loop.get(loop)
+            if found is None:
+                # Our own http_client: the SDK's default wrapper schedules its own close on
+                # whatever loop is running when it is garbage-collected, which fails noisily
+                # once the loop that owned its connections has closed.
+                client = anthropic.AsyncAnthropic(
+                    api_key=self._api_key,
+                    base_url=self.base_url,
+                    max_retries=self.max_retries,
+                    timeout=self.timeout,
+                    http_client=anthropic.DefaultAsyncHttpxClient(),
+                )
+                found = (client, asyncio.Semaphore(self.max_concurrency))
+                self._per_loop[loop] = found
+            return found
 
     async def aclose(self) -> None:
-        """Close the current loop's HTTP client (the next call opens a new one)."""
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
-            self._loop = None
+        """Close the running loop's HTTP client (the next call in this loop opens a new one)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            found = self._per_loop.pop(loop, None)
+        if found is not None:
+            await found[0].close()
 
     async def __aenter__(self) -> AnthropicJudge:
         return self
@@ -316,11 +321,11 @@ class AnthropicJudge:
         body = self.request(call)
         temperature = body.pop("temperature", None)
         extra_body = {"temperature": temperature} if temperature is not None else None
-        semaphore = self._resources()
+        client, semaphore = self._resources()
         async with semaphore:
             start = time.perf_counter()
             try:
-                raw = await self.client.messages.with_raw_response.create(**body, extra_body=extra_body)
+                raw = await client.messages.with_raw_response.create(**body, extra_body=extra_body)
                 message = await raw.parse()
             except anthropic.APIError as exc:
                 raise _call_error(self.model, f"{call.kind} {call.format} call", exc) from exc
@@ -370,10 +375,10 @@ class AnthropicJudge:
             JudgeCallError: If the request failed after retries.
         """
         body = self.request(call)
-        semaphore = self._resources()
+        client, semaphore = self._resources()
         async with semaphore:
             try:
-                counted = await self.client.messages.count_tokens(
+                counted = await client.messages.count_tokens(
                     model=body["model"], system=body["system"], messages=body["messages"]
                 )
             except anthropic.APIError as exc:
@@ -406,7 +411,6 @@ class AnthropicJudge:
         requests = [
             {"custom_id": cid, "params": self.request(call, ttl=self.batch_cache_ttl)} for cid, call in by_id.items()
         ]
-        self._resources()
         try:
             batch = await self.client.messages.batches.create(requests=requests)  # type: ignore[arg-type]
         except anthropic.APIError as exc:
@@ -420,7 +424,6 @@ class AnthropicJudge:
         Raises:
             JudgeCallError: If the request failed after retries.
         """
-        self._resources()
         try:
             batch = await self.client.messages.batches.retrieve(batch_id)
         except anthropic.APIError as exc:
@@ -500,7 +503,6 @@ class AnthropicJudge:
 
     async def cancel_batch(self, batch_id: str) -> BatchStatus:
         """Ask the API to cancel a batch (requests not yet processed come back ``canceled``)."""
-        self._resources()
         try:
             batch = await self.client.messages.batches.cancel(batch_id)
         except anthropic.APIError as exc:

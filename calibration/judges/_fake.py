@@ -39,23 +39,23 @@ moves the win rate of the side it favours from 50% by exactly its size in *perce
 of two answers whose lengths differ 2x or more wins 80%). Biases combine additively in log-odds.
 The verdict is "much better" when the sampled preference is strong (``|d + logistic noise| > 3``).
 
-Every draw comes from a generator seeded by ``sha256(seed, cache key)``: the same call with the
+Every draw comes from a private ``random.Random`` seeded by ``sha256(seed, cache key)``: the same call with the
 same seed gives the same reply, and nothing touches global random state.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
+import random
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-
-import numpy as np
 
 from calibration import formats, perturb, pricing
 from calibration.judges._base import PAIRWISE_FORMATS, Format, JudgeCall, Judgement, Kind
@@ -205,6 +205,11 @@ def text_quality(text: str) -> float:
     return 1.0 - math.exp(-(len(distinct) + 8 * len(counted)) / 100)
 
 
+@lru_cache(maxsize=4096)
+def _n_points(text: str) -> int:
+    return len(_content_words(_strip_decorations(text)))
+
+
 def markdown_level(text: str) -> float:
     """Fraction of the three markdown markers present: header line, bullet list, emphasis."""
     header = any(_HEADER_LINE.match(line) for line in text.splitlines())
@@ -237,13 +242,18 @@ def text_features(text: str) -> TextFeatures:
     )
 
 
+MAX_WIN_SHIFT = 0.495
+"""A knob of size 0.5 (the favoured side always wins) is applied as this, to keep log-odds finite."""
+
+
 def _logit_pp(name: str, pp: float) -> float:
     """Log-odds that move a 50% win rate by ``pp`` (a fraction: 0.4 = 40 percentage points)."""
-    if not -0.5 < pp < 0.5:
+    if not -0.5 <= pp <= 0.5:
         raise InputError(
-            f"FakeJudge: {name}={pp!r} is outside (-0.5, 0.5); it is a win-rate shift from 50%",
+            f"FakeJudge: {name}={pp!r} is outside [-0.5, 0.5]; it is a win-rate shift from 50%",
             fix="give the effect as a fraction, e.g. 0.3 for +30 percentage points",
         )
+    pp = min(max(pp, -MAX_WIN_SHIFT), MAX_WIN_SHIFT)
     return math.log((0.5 + pp) / (0.5 - pp))
 
 
@@ -263,7 +273,8 @@ class FakeJudge:
     Args:
         seed: Seeds every draw together with the call's cache key.
         position: Comparative: the first-shown answer's win-rate lift over 50% between equal
-            answers (``0.4`` → 90%). Must be in (-0.5, 0.5).
+            answers (``0.4`` → 90%). Every lift knob must be in [-0.5, 0.5]; ±0.5 is applied as
+            ±:data:`MAX_WIN_SHIFT` (the favoured side wins 99.5%).
         verbosity: Comparative: the longer answer's win-rate lift when lengths differ 2x or
             more (scaled by ``log2`` of the ratio below that). Pointwise: Likert points per
             doubling of length relative to ``ref_words``.
@@ -373,6 +384,16 @@ class FakeJudge:
             "ref_words": self.ref_words,
         }
 
+    def reseeded(self, seed: int) -> FakeJudge:
+        """The same judge with another seed: an independent replication of every call.
+
+        A fake judge gives the same reply to the same call, like a real judge at temperature 0;
+        a Monte Carlo that wants several draws per call uses one reseeded judge per rep.
+        """
+        clone = copy.copy(self)
+        clone.seed = int(seed)
+        return clone
+
     @property
     def params(self) -> dict[str, Any]:
         """Request params recorded in each :class:`JudgeCall` (so knobs separate cache keys)."""
@@ -439,9 +460,11 @@ class FakeJudge:
             latency_s=time.perf_counter() - start,
         )
 
-    def _rng(self, key: str) -> np.random.Generator:
+    def _rng(self, key: str) -> random.Random:
         digest = hashlib.sha256(f"fake-judge\0{self.seed}\0{key}".encode()).digest()
-        return np.random.default_rng(int.from_bytes(digest[:8], "big"))
+        # A private generator per call (never the global one); seeding it is cheap enough for
+        # Monte Carlo tests that draw thousands of replies.
+        return random.Random(int.from_bytes(digest[:8], "big"))
 
     def _quality(self, text: str) -> float:
         if self.quality_of is None:
@@ -464,7 +487,7 @@ class FakeJudge:
             "words": float(max(feats.words, 1)),
         }
 
-    def latent(self, answer: str, *, rng: np.random.Generator | None = None) -> float:
+    def latent(self, answer: str, *, rng: random.Random | None = None) -> float:
         """The pointwise latent score ``L`` in Likert points (noise drawn from ``rng`` if given)."""
         m = self._markers(answer)
         style = self.style_of(answer)
@@ -473,17 +496,17 @@ class FakeJudge:
         level += sum(getattr(self, k) * m[k] for k in ("formatting", "tone", "citations", "byline"))
         level += self.family_style.get(style, 0.0) if style else 0.0
         if rng is not None and self.noise:
-            level += self.noise * float(rng.standard_normal())
+            level += self.noise * rng.gauss(0.0, 1.0)
         return level
 
-    def preference(self, answer_a: str, answer_b: str, *, rng: np.random.Generator | None = None) -> float:
+    def preference(self, answer_a: str, answer_b: str, *, rng: random.Random | None = None) -> float:
         """The log-odds ``d`` of preferring A over B (noise drawn from ``rng`` if given)."""
         ma, mb = self._markers(answer_a), self._markers(answer_b)
         merit_a = 1.0 + 4.0 * self._quality(answer_a)
         merit_b = 1.0 + 4.0 * self._quality(answer_b)
         if rng is not None and self.noise:
-            merit_a += self.noise * float(rng.standard_normal())
-            merit_b += self.noise * float(rng.standard_normal())
+            merit_a += self.noise * rng.gauss(0.0, 1.0)
+            merit_b += self.noise * rng.gauss(0.0, 1.0)
         d = QUALITY_SLOPE * (merit_a - merit_b) + self._logits["position"]
         length = _clip(math.log2(ma["words"] / mb["words"]), 1.0)
         d += self._logits["verbosity"] * length
@@ -506,10 +529,10 @@ class FakeJudge:
             return _malformed(fmt, rng)
         return f"{body}\nVERDICT: {verdict}"
 
-    def _score_reply(self, fmt: Format, answer: str, rng: np.random.Generator) -> tuple[str, str]:
+    def _score_reply(self, fmt: Format, answer: str, rng: random.Random) -> tuple[str, str]:
         level = self.latent(answer, rng=rng)
-        u = float(rng.random())
-        n_points = len(_content_words(_strip_decorations(answer)))
+        u = rng.random()
+        n_points = _n_points(answer)
         body = f"The answer makes about {n_points} distinct points; weighed against the rubric."
         if fmt == "binary":
             return body, "ACCEPT" if level >= BINARY_CUT else "REJECT"
@@ -517,10 +540,10 @@ class FakeJudge:
             return body, str(_random_round(25.0 * (min(max(level, 1.0), 5.0) - 1.0), u))
         return body, str(_random_round(min(max(level, 1.0), 5.0), u))
 
-    def _compare_reply(self, a: str, b: str, rng: np.random.Generator) -> tuple[str, str]:
+    def _compare_reply(self, a: str, b: str, rng: random.Random) -> tuple[str, str]:
         d = self.preference(a, b, rng=rng)
         tie = rng.random() < self.tie_rate
-        u = min(max(float(rng.random()), 1e-12), 1 - 1e-12)
+        u = min(max(rng.random(), 1e-12), 1 - 1e-12)
         z = d + math.log(u / (1 - u))  # d + standard logistic noise: P(z > 0) = sigmoid(d)
         body = (
             f"Response A has {text_features(a).words} words and Response B has "
@@ -589,7 +612,7 @@ def _random_round(x: float, u: float) -> int:
     return int(lo + (1 if u < x - lo else 0))
 
 
-def _malformed(fmt: Format, rng: np.random.Generator) -> str:
+def _malformed(fmt: Format, rng: random.Random) -> str:
     bad_value = {
         "binary": "MAYBE",
         "likert5": "7",
@@ -600,4 +623,4 @@ def _malformed(fmt: Format, rng: np.random.Generator) -> str:
         f"After weighing the rubric:\nVERDICT: {bad_value}",
         "VERDICT:",
     )
-    return options[int(rng.integers(len(options)))]
+    return options[rng.randrange(len(options))]

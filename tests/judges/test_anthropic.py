@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import pytest
@@ -143,6 +144,23 @@ def test_works_across_event_loops(rubric: Rubric, task: str, answer: str) -> Non
         first = _go(judge, lambda j: j.score(task, answer, rubric))
         second = _go(judge, lambda j: j.score(task, answer, rubric))
     assert first.raw == second.raw and first.parsed
+
+
+def test_one_judge_shared_by_threads_each_running_a_loop(rubric: Rubric, task: str, answer: str) -> None:
+    # Streamlit sessions are threads; a cached judge may run in several loops at once.
+    with MockAnthropic(latency=0.02) as mock:
+        judge = _judge(mock, max_concurrency=2)
+
+        def session(i: int) -> list[Judgement]:
+            async def work(j: AnthropicJudge) -> list[Judgement]:
+                return list(await asyncio.gather(*(j.score(f"{task} {i}-{k}", answer, rubric) for k in range(6))))
+
+            return _go(judge, work)
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            results = [j for batch in pool.map(session, range(4)) for j in batch]
+    assert len(results) == 24 and all(j.parsed for j in results)
+    assert len({j.cache_key for j in results}) == 24
 
 
 def test_count_tokens(rubric: Rubric, task: str, answer: str) -> None:

@@ -184,6 +184,22 @@ def test_family_style_from_text_markers(answer: str) -> None:
     assert gap == pytest.approx(0.3, abs=0.06)
 
 
+def test_knob_at_half_means_the_favoured_side_wins_nearly_always(answer: str) -> None:
+    judge = FakeJudge(seed=6, family_style={"claude": 0.5}, quality_of=lambda t: 0.5)
+    claude_like = "I'd be happy to help. " + answer
+    assert a_win_rate(judge, answer, claude_like) == pytest.approx(0.005, abs=0.01)
+
+
+def test_reseeded_is_an_independent_replication(rubric: Rubric, task: str, answer: str) -> None:
+    judge = FakeJudge(seed=0, noise=1.0, verbosity=0.1)
+    other = judge.reseeded(1)
+    assert other.verbosity == 0.1 and other.seed == 1 and judge.seed == 0
+    a = judge.build("pointwise", "numeric100", rubric, task, [answer])
+    b = other.build("pointwise", "numeric100", rubric, task, [answer])
+    assert a.cache_key != b.cache_key
+    assert asyncio.run(judge.run(a)).raw != asyncio.run(other.run(b)).raw
+
+
 def test_family_style_with_explicit_style_of(answer: str) -> None:
     judge = FakeJudge(
         seed=6, family_style={"gpt": -0.2}, style_of=lambda t: "gpt" if "gpt" in t else None
@@ -242,7 +258,7 @@ def test_quality_of_replaces_the_text_signal(answer: str, weak_answer: str) -> N
 @pytest.mark.parametrize(
     "kwargs",
     [
-        pytest.param({"position": 0.5}, id="position_at_limit"),
+        pytest.param({"position": 0.51}, id="position_past_limit"),
         pytest.param({"verbosity": -0.7}, id="verbosity_below"),
         pytest.param({"family_style": {"claude": 0.9}}, id="style_too_big"),
         pytest.param({"parse_failure_rate": 1.5}, id="rate_over_one"),
