@@ -23,6 +23,19 @@ from labeler.importers import parse_pairs, read_rows
 from labeler.models import Criterion, Pair, Rubric
 from labeler.store import Store
 
+__all__ = [
+    "DATASET_SUFFIXES",
+    "PROBE_RUBRIC",
+    "SAMPLE",
+    "PoolAnswer",
+    "choose",
+    "data_dir",
+    "load_pairs",
+    "pool_from_pairs",
+    "pool_from_store",
+    "sample_path",
+]
+
 SAMPLE = "sample"
 """The ``--dataset`` value naming the bundled pairs."""
 

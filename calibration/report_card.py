@@ -26,6 +26,16 @@ from calibration.probes.byline import NOT_SELF_PREFERENCE
 from calibration.probes.length import TRUNCATION_RULE
 from calibration.stats import THRESHOLDS, Estimate
 
+__all__ = [
+    "TITLE",
+    "card_chart",
+    "card_json",
+    "header_line",
+    "render_markdown",
+    "render_png",
+    "thresholds_text",
+]
+
 TITLE = "LLM-as-judge bias report card"
 
 _UNITS_SHORT = {"percentage points": "pp", "judge scale points": "pts", "verdict points": "vp"}

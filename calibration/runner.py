@@ -57,8 +57,22 @@ from calibration.formats import build_call, passed_for
 from calibration.judges._base import Format, Judge, JudgeCall, Judgement, Kind
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
-from labeler.store import Store
-from labeler.store._judgements import JudgementRecord
+from labeler.store import JudgementRecord, Store
+
+__all__ = [
+    "EVIDENCE_FIELDS",
+    "Order",
+    "PlannedCall",
+    "RunSummary",
+    "arun_plan",
+    "build_request",
+    "cache_key_for",
+    "evidence_row",
+    "judge_identity",
+    "plan_hash",
+    "run_plan",
+    "write_evidence",
+]
 
 Order = Literal["AB", "BA"]
 

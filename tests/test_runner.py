@@ -34,8 +34,7 @@ from calibration.runner import (
 )
 from labeler.errors import InputError
 from labeler.models import Criterion, Rubric
-from labeler.store import Store
-from labeler.store._judgements import JudgementRecord
+from labeler.store import JudgementRecord, Store
 
 REPO = Path(__file__).resolve().parent.parent
 
