@@ -747,7 +747,9 @@ def agreement_report(
     pair and each rater's leniency, from every rater's current label.
 
     The level of measurement follows the rubric's scale (binary → nominal, likert5 →
-    ordinal, numeric100 → interval); the pass verdict is always nominal. Intervals
+    ordinal, numeric100 → interval); the pass verdict is always nominal. Each rater
+    counts once per answer: a label under the rubric wins over an imported
+    unversioned one, then the newest. Intervals
     are percentile bootstraps that resample tasks, so answers to one task move
     together. Labels flagged unrateable carry no score and are left out (counted in
     ``n_flagged``).
@@ -780,6 +782,14 @@ def agreement_report(
     level = level_for_scale(rubric.scale)
     labels = store.current_labels(
         rubric.rubric_id, rubric.version, include_unversioned=include_unversioned
+    )
+    # One label per rater and answer: a rater may hold an imported (unversioned) label
+    # and an app label under the rubric for the same answer; the app one is theirs now.
+    labels = (
+        labels.assign(_versioned=labels["rubric_id"].notna())
+        .sort_values(["_versioned", "created_at", "label_id"])
+        .drop_duplicates(["rater_id", "answer_id"], keep="last")
+        .drop(columns="_versioned")
     )
     flagged = labels["flag_reason"].notna()
     labels = label_criteria(labels[~flagged & labels["overall"].notna()].reset_index(drop=True))

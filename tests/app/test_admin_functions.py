@@ -425,3 +425,26 @@ def test_raters_from_imports_have_no_link_until_one_is_issued(store: Store) -> N
     admin.revoke_rater(store, "ann")
     status = admin.rater_table(store).set_index("name")["status"]
     assert status.to_dict() == {"ann": "revoked", "bob": "no link (imported)"}
+
+
+def test_agreement_with_no_labels_is_empty_not_an_error(store: Store) -> None:
+    store.add_rubric(Rubric("lk", 1, "Likert", "likert5", "4+", (Criterion("c", "C", "d"),)))
+    report = admin.agreement_report(store, n_resamples=50)
+    assert report.n_labels == 0 and report.kappas.empty and report.leniency.empty
+    assert math.isnan(report.overall.estimate)
+    assert report.per_criterion["criterion"].tolist() == ["c", "passed"]
+
+
+def test_agreement_prefers_a_raters_app_label_over_their_imported_one(store: Store) -> None:
+    binary_store(store)
+    # ann also labels a1 in the app, under the rubric, as 0 (her import said 1).
+    ann = store.rater_id_for("ann")
+    store.reissue_token("ann")  # an imported rater needs a link to be assigned work
+    store.assign_k(["a1"], 1, [ann])
+    item = store.rater_queue(ann)[0]
+    store.add_label(ann, item.assignment_id, overall=0, criteria={"c": 0})
+    report = admin.agreement_report(store, n_resamples=50)
+    assert report.n_labels == 8  # still one label per rater and answer
+    # ann: 0 1 0 0, bob: 1 0 0 0 -> no unit agrees on a 1: o10 = o01 = 2, o00 = 4, n0 = 6,
+    # n1 = 2; D_o = 4/8, D_e = 2*6*2/(8*7) = 24/56; alpha = 1 - (4/8)/(24/56) = -1/6.
+    assert math.isclose(report.overall.estimate, -1 / 6, abs_tol=1e-12)
