@@ -1,0 +1,649 @@
+"""Rendering the calibration report: markdown, JSON and PNG, and the tables and charts the
+analyst page shows.
+
+Every form carries the same figures from one :class:`~calibration.calibrate.CalibrationReport`:
+the tables are built once here (:func:`report_tables`) and printed as markdown or handed to
+``st.dataframe``; the charts are built once (:func:`report_charts`) and drawn by
+``st.altair_chart`` or rendered to PNG with vl-convert. Charts embed their data inline and
+vl-convert renders offline, so a PNG needs no network. When any human label is simulated, the
+markdown opens with that warning, the JSON's first key says so and the PNG's title carries it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import altair as alt
+import pandas as pd
+
+from calibration.stats import Estimate
+
+if TYPE_CHECKING:
+    from calibration.calibrate import CalibrationReport, ResidualSection
+
+AnyChart = alt.Chart | alt.LayerChart | alt.HConcatChart | alt.VConcatChart | alt.FacetChart
+"""Any chart :func:`report_charts` returns (each is drawable with ``st.altair_chart``)."""
+
+_WIDTH = 360
+_WARN_COLOR = "#b3261e"
+_COLORS = {"PPI": "#1f6f8b", "human only": "#a0a0a0"}
+
+
+# --------------------------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------------------------
+
+
+def residual_table(section: ResidualSection) -> pd.DataFrame:
+    """One row per family: judge mean, human mean, residual with its interval, answers, tasks."""
+    rows = []
+    for fam, est in section.families.items():
+        rows.append({
+            "family": fam,
+            "judge": est.extra.get("judge_mean"),
+            "human": est.extra.get("human_mean"),
+            "residual": est.estimate,
+            "ci_low": est.ci_low,
+            "ci_high": est.ci_high,
+            "answers": est.extra.get("n_answers"),
+            "tasks": est.n,
+        })
+    return pd.DataFrame(rows, columns=["family", "judge", "human", "residual", "ci_low", "ci_high",
+                                       "answers", "tasks"])
+
+
+def gap_table(report: CalibrationReport) -> pd.DataFrame:
+    """The self-preference gap on each scale, with its interval, bound and units."""
+    rows = []
+    for scale, section in report.residuals.items():
+        g = section.gap
+        if g is None:
+            continue
+        rows.append({
+            "scale": scale,
+            "gap": g.estimate,
+            "ci_low": g.ci_low,
+            "ci_high": g.ci_high,
+            "tasks": g.n,
+            "units": g.units,
+            "upper_bound": g.extra.get("bound") == "upper",
+            "own_family": g.extra.get("own_family"),
+            "other_families": ", ".join(g.extra.get("other_families") or []),
+        })
+    return pd.DataFrame(rows, columns=["scale", "gap", "ci_low", "ci_high", "tasks", "units", "upper_bound",
+                                       "own_family", "other_families"])
+
+
+def kappa_table(report: CalibrationReport) -> pd.DataFrame:
+    """Judge-vs-human kappa rows: scope, what, weighting, kappa with interval, agreement, n."""
+    rows = []
+    for k in report.kappas:
+        r = k.result
+        rows.append({
+            "scope": k.scope,
+            "what": k.what,
+            "weights": r.weights or "unweighted",
+            "kappa": r.kappa.estimate,
+            "ci_low": r.kappa.ci_low,
+            "ci_high": r.kappa.ci_high,
+            "agreement": r.percent_agreement.estimate,
+            "n": r.kappa.n,
+            "note": r.reason or "",
+        })
+    return pd.DataFrame(rows, columns=["scope", "what", "weights", "kappa", "ci_low", "ci_high", "agreement",
+                                       "n", "note"])
+
+
+def alpha_table(report: CalibrationReport) -> pd.DataFrame:
+    """Krippendorff's alpha among raters, per label kind."""
+    rows = [
+        {"what": name, "alpha": e.estimate, "ci_low": e.ci_low, "ci_high": e.ci_high, "units": e.n,
+         "raters": e.extra.get("n_raters"), "note": e.extra.get("reason") or ""}
+        for name, e in report.alphas.items()
+    ]
+    return pd.DataFrame(rows, columns=["what", "alpha", "ci_low", "ci_high", "units", "raters", "note"])
+
+
+def ppi_table(report: CalibrationReport) -> pd.DataFrame:
+    """Per family: the PPI pass rate and the human-only one, each with its interval (percent)."""
+    rows = [
+        {"family": p.family, "ppi": p.ppi.estimate, "ppi_low": p.ppi.ci_low, "ppi_high": p.ppi.ci_high,
+         "human_only": p.human_only.estimate, "human_low": p.human_only.ci_low,
+         "human_high": p.human_only.ci_high, "labelled": p.n_labelled, "judge_only": p.n_unlabelled,
+         "lambda": p.ppi.extra.get("lam")}
+        for p in report.ppi
+    ]
+    return pd.DataFrame(rows, columns=["family", "ppi", "ppi_low", "ppi_high", "human_only", "human_low",
+                                       "human_high", "labelled", "judge_only", "lambda"])
+
+
+def probe_gap_table(report: CalibrationReport) -> pd.DataFrame:
+    """Pointwise variant gaps: original and variant means, the gap with interval, verdict."""
+    rows = []
+    for g in report.probes.gaps:
+        x = g.gap.extra
+        variant_mean = x.get("variant_mean", x.get("truncated_mean"))
+        rows.append({
+            "variant": g.variant,
+            "format": g.format,
+            "original": x.get("base_mean"),
+            "variant_mean": variant_mean,
+            "gap": g.gap.estimate,
+            "ci_low": g.gap.ci_low,
+            "ci_high": g.gap.ci_high,
+            "pairs": x.get("pairs"),
+            "verdict": g.verdict or "",
+            "thresholds": "" if g.thresholds is None else f"warn {g.thresholds[0]:g}, fail {g.thresholds[1]:g}",
+        })
+    return pd.DataFrame(rows, columns=["variant", "format", "original", "variant_mean", "gap", "ci_low",
+                                       "ci_high", "pairs", "verdict", "thresholds"])
+
+
+def position_table(report: CalibrationReport) -> pd.DataFrame:
+    """Order-swapped comparisons per probe arm: first-shown advantage, q, b, consistency, win rates."""
+    rows = []
+    for p in report.probes.position:
+        d = p.decomposition
+        rows.append({
+            "probe": p.probe + (f"/{p.arm}" if p.arm else ""),
+            "format": p.format,
+            "pairs": p.n_pairs,
+            "both_orders": p.n_both_orders,
+            "first_shown_pp": p.first_shown.estimate,
+            "q": None if d is None else d.q.estimate,
+            "b": None if d is None else d.b.estimate,
+            "b_low": None if d is None else d.b.ci_low,
+            "b_high": None if d is None else d.b.ci_high,
+            "consistency": None if d is None else d.consistency.estimate,
+            "raw_lift_pp": p.raw_lift.estimate,
+            "swap_lift_pp": None if p.swap_lift is None else p.swap_lift.estimate,
+            "lc_win_rate": None if p.length_controlled is None else p.length_controlled.estimate,
+            "candidate": p.candidate,
+        })
+    return pd.DataFrame(rows, columns=["probe", "format", "pairs", "both_orders", "first_shown_pp", "q", "b",
+                                       "b_low", "b_high", "consistency", "raw_lift_pp", "swap_lift_pp",
+                                       "lc_win_rate", "candidate"])
+
+
+def format_table(report: CalibrationReport) -> pd.DataFrame:
+    """Format diagnostics per format (seed 001)."""
+    rows = []
+    for f in report.formats:
+        d = f.diagnostics
+        rows.append({
+            "format": f.format,
+            "scored": d.n,
+            "prompts": d.n_prompts,
+            "distinct": d.distinct_values,
+            "D1": d.d1,
+            "D2": d.d2,
+            "tie_probability": d.tie_probability,
+            "top_tied_share": d.top_tied_share,
+            "tau_a": d.tau_a.estimate,
+            "tau_b": d.tau_b.estimate,
+            "somers_d": d.somers_d.estimate,
+            "top1": d.top1.estimate,
+            "parse_rate": d.parse_rate.estimate,
+            "replies": d.parse_rate.n,
+        })
+    return pd.DataFrame(rows, columns=["format", "scored", "prompts", "distinct", "D1", "D2", "tie_probability",
+                                       "top_tied_share", "tau_a", "tau_b", "somers_d", "top1", "parse_rate",
+                                       "replies"])
+
+
+def provenance_table(report: CalibrationReport) -> pd.DataFrame:
+    """What the provenance audit checked."""
+    return pd.DataFrame(list(report.provenance_records), columns=["artifact", "author_kind", "author"])
+
+
+def report_tables(report: CalibrationReport) -> dict[str, pd.DataFrame]:
+    """Every table of the report by name (the analyst page shows these)."""
+    out: dict[str, pd.DataFrame] = {}
+    for scale, section in report.residuals.items():
+        out[f"residuals_{scale}"] = residual_table(section)
+    out["gap"] = gap_table(report)
+    out["provenance"] = provenance_table(report)
+    out["kappa"] = kappa_table(report)
+    out["alpha"] = alpha_table(report)
+    out["ppi"] = ppi_table(report)
+    out["probe_gaps"] = probe_gap_table(report)
+    out["position"] = position_table(report)
+    out["formats"] = format_table(report)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------------------------
+
+
+def _num(value: Any, digits: int = 2, *, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return str(value)
+
+
+def _ci(est: Estimate, digits: int = 2, scale: float = 1.0) -> str:
+    if math.isnan(est.ci_low) or math.isnan(est.ci_high):
+        return "no interval"
+    return f"{scale * est.ci_low:+.{digits}f} to {scale * est.ci_high:+.{digits}f}"
+
+
+def _md_table(frame: pd.DataFrame, fmt: Mapping[str, Callable[[Any], str]] | None = None) -> list[str]:
+    fmt = fmt or {}
+    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    sep = "|" + "|".join("---" for _ in frame.columns) + "|"
+    lines = [header, sep]
+    for row in frame.itertuples(index=False):
+        cells = [fmt.get(c, _num)(v) for c, v in zip(frame.columns, row, strict=True)]
+        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    return lines
+
+
+def _interval_cols(
+    frame: pd.DataFrame, est: str, lo: str, hi: str, digits: int, signed: bool, label: str = "95% CI"
+) -> pd.DataFrame:
+    """Fold ``lo``/``hi`` columns into one interval column (``label``) next to ``est``."""
+    out = frame.copy()
+    out[est] = [_num(v, digits, signed=signed) for v in out[est]]
+    cis = []
+    sign = "+" if signed else ""
+    for a, b in zip(out[lo], out[hi], strict=True):
+        ok = a is not None and b is not None and not (math.isnan(float(a)) or math.isnan(float(b)))
+        cis.append(f"{float(a):{sign}.{digits}f} to {float(b):{sign}.{digits}f}" if ok else "no interval")
+    pos = list(out.columns).index(est) + 1
+    out = out.drop(columns=[lo, hi])
+    out.insert(pos, label, cis)
+    return out
+
+
+def render_markdown(report: CalibrationReport) -> str:
+    """The report as a markdown document (simulated-label warning first when it applies)."""
+    pct = round(report.level * 100)
+    lines: list[str] = []
+    banner = report.labels.banner()
+    if banner:
+        lines += [f"> **{banner}**", ""]
+    lines += [f"# Calibration report: judge run `{report.run_id}`", ""]
+    rub = report.rubric
+    lines.append(
+        f"Judge `{report.judge_model}` (family `{report.judge_family or 'not recorded'}`), rubric "
+        f"`{rub['rubric_id']}` v{rub['version']} ({rub['scale']}), judge scores read in "
+        f"`{report.judge_format or 'no pointwise format'}`. All intervals are {pct}%; bootstraps use "
+        f"{report.n_resamples} resamples with seed {report.seed}."
+    )
+    lines.append("")
+    for note in report.notes:
+        if note == banner:
+            continue
+        lines.append(f"> **{note}**" if "UPPER BOUND" in note else f"- {note}")
+    if len(report.notes) > (1 if banner else 0):
+        lines.append("")
+
+    lab = report.labels
+    lines += ["## Human labels", ""]
+    sources = ", ".join(f"{k}: {v}" for k, v in lab.sources.items()) or "none"
+    lines.append(
+        f"{lab.n_labels} current labels on {lab.n_answers} answers by {lab.n_raters} raters "
+        f"({sources}; {lab.n_simulated_labels} simulated)"
+        + (f"; {lab.n_flagged} flagged unrateable and left out" if lab.n_flagged else "") + "."
+    )
+    lines += ["", report.human_rule_text(), ""]
+
+    lines += ["## Judge minus human, per family", ""]
+    if not report.residuals:
+        lines += ["No residuals: see *Not computed* below.", ""]
+    titles = {"pass": "Pass rate (percentage points)", "score": "Overall score (rubric scale points)"}
+    for scale, section in report.residuals.items():
+        digits = 1 if scale == "pass" else 2
+        lines += [f"### {titles[scale]}", ""]
+        table = _interval_cols(residual_table(section), "residual", "ci_low", "ci_high", digits, True)
+        names = ("judge %", "human %") if scale == "pass" else ("judge mean", "human mean")
+        table = table.rename(columns=dict(zip(("judge", "human"), names, strict=True)))
+        level_fmt: Callable[[Any], str] = functools.partial(_num, digits=digits)
+        lines += _md_table(table, dict.fromkeys(names, level_fmt))
+        method = next(iter(section.families.values())).method
+        lines += ["", f"Residual = judge − human, in {section.units}; {method}.", ""]
+        g = section.gap
+        if g is not None:
+            bound = " This is an **upper bound** (see the provenance audit)." if g.extra.get("bound") == "upper" else ""
+            others = ", ".join(g.extra.get("other_families") or [])
+            lines += [
+                f"**Self-preference gap** (own family `{g.extra.get('own_family')}` minus `{others}`): "
+                f"**{g.estimate:+.{digits}f} {g.units}** ({pct}% CI {_ci(g, digits)}; n = {g.n} tasks; "
+                f"{g.method}).{bound}",
+                "",
+            ]
+        elif section.gap_reason:
+            lines += [f"No self-preference gap: {section.gap_reason}.", ""]
+
+    lines += ["## Provenance audit", ""]
+    if report.provenance is None:
+        lines += ["Not run: the judge's family is not recorded, so own-family authorship cannot be checked.", ""]
+    else:
+        lines += _md_table(provenance_table(report))
+        verdict = ("The gap is an **upper bound**: " if report.provenance.bound == "upper"
+                   else "No own-family artifact: ")
+        lines += ["", verdict + report.provenance.reason + ".", ""]
+
+    lines += ["## Agreement", "", "### Cohen's kappa, judge vs humans", ""]
+    kt = kappa_table(report)
+    if kt.empty:
+        lines += ["Not computed.", ""]
+    else:
+        kt = _interval_cols(kt, "kappa", "ci_low", "ci_high", 3, False)
+        lines += _md_table(kt, {"agreement": lambda v: _num(v, 3)})
+        method = report.kappas[0].result.kappa.method
+        lines += ["", f"Human category per answer: the raters' majority (ties to the lower). {method}.", ""]
+        for k in report.kappas:
+            if k.scope != "all":
+                continue
+            cm = k.result.confusion
+            lines += [f"Confusion matrix, {k.what} (rows: judge, columns: humans):", ""]
+            frame = cm.reset_index()
+            frame.columns = ["judge \\ human", *[str(c) for c in cm.columns]]
+            lines += [*_md_table(frame), ""]
+            if k.what == "overall score":
+                break  # the weighted row shares the matrix
+    lines += ["### Krippendorff's alpha among raters", ""]
+    at = alpha_table(report)
+    if at.empty:
+        lines += ["Not computed.", ""]
+    else:
+        lines += _md_table(_interval_cols(at, "alpha", "ci_low", "ci_high", 3, False))
+        lines += ["", f"{next(iter(report.alphas.values())).method}; units = answers rated by two or more raters.",
+                  ""]
+
+    lines += ["## Prediction-powered pass rates", ""]
+    pt = ppi_table(report)
+    if pt.empty:
+        lines += ["Not computed.", ""]
+    else:
+        pt = _interval_cols(pt, "ppi", "ppi_low", "ppi_high", 1, False, "PPI 95% CI")
+        pt = _interval_cols(pt, "human_only", "human_low", "human_high", 1, False, "human-only 95% CI")
+        lines += _md_table(pt, {"lambda": lambda v: _num(v, 2)})
+        lines += ["", f"PPI: {report.ppi[0].ppi.method}. Human only: {report.ppi[0].human_only.method}.", ""]
+
+    lines += _probe_markdown(report)
+    lines += _format_markdown(report)
+
+    if report.skipped:
+        lines += ["## Not computed", ""]
+        lines += [f"- {s}" for s in report.skipped]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _probe_markdown(report: CalibrationReport) -> list[str]:
+    lines = ["## Probes", ""]
+    probes = report.probes
+    if not probes.gaps and not probes.position:
+        return [*lines, "The run holds no probe variants and no order-swapped comparisons.", ""]
+    if probes.gaps:
+        lines += ["### Pointwise variant gaps", ""]
+        table = _interval_cols(probe_gap_table(report), "gap", "ci_low", "ci_high", 2, True)
+        lines += _md_table(table)
+        lines += ["", "Gap = variant − original in the format's scale points; truncation is original − "
+                  f"truncated (a judge that notices missing content shows a positive gap). "
+                  f"{probes.gaps[0].gap.method}. Bias thresholds are the report card's 1–5 thresholds "
+                  "scaled to each format's range.", ""]
+    cmp = probes.comparison
+    if cmp is not None:
+        lines += [f"### Before/after: run `{probes.comparison_run}` → `{report.run_id}`", ""]
+        frame = pd.DataFrame([
+            {"gap": "padding", "before": cmp.padding_before, "after": cmp.padding_after,
+             "fall": cmp.padding_fall, "fall 95% CI": cmp.padding_fall_ci},
+            {"gap": "truncation", "before": cmp.truncation_before, "after": cmp.truncation_after,
+             "fall": cmp.truncation_fall, "fall 95% CI": cmp.truncation_fall_ci},
+        ])
+        lines += _md_table(frame, {"fall 95% CI": lambda v: "no interval" if math.isnan(v[0])
+                                   else f"{v[0]:+.2f} to {v[1]:+.2f}"})
+        lines += ["", f"**Verdict: {cmp.verdict}.** {cmp.explanation}", ""]
+    if probes.position:
+        lines += ["### Position (order-swapped comparisons)", ""]
+        lines += _md_table(position_table(report))
+        p = probes.position[0]
+        lines += ["", "first_shown_pp: first-shown win rate minus 50%. q = (v_fwd − v_rev)/2 is the "
+                  "candidate preference and b = (v_fwd + v_rev)/2 the slot-A bias, in verdict points; "
+                  "consistency is the share of pairs with the same outcome in both orders. Lifts are the "
+                  "candidate's win rate minus 50% (raw: single judgements; swap: a win only when both "
+                  "orders agree); lc_win_rate is the swap-averaged win rate with the length difference "
+                  "regressed out." + (f" {p.length_controlled.method}." if p.length_controlled else ""), ""]
+    return lines
+
+
+def _format_markdown(report: CalibrationReport) -> list[str]:
+    lines = ["## Scoring formats", ""]
+    if not report.formats:
+        return [*lines, "Not computed.", ""]
+    lines += _md_table(format_table(report), {"D1": lambda v: _num(v, 2), "D2": lambda v: _num(v, 2),
+                                              "tie_probability": lambda v: _num(v, 3)})
+    lines += ["", f"Agreement is within prompt (task) against: {report.formats[0].reference}. "
+              "tau-a, Somers' D and top-1 count ties against the judge; tau-b discounts them. "
+              "Top-1 is the exact expectation under random tie-breaking.", ""]
+    lines += ["### What a judge-based pipeline should report (seed 001)", ""]
+    for f in report.formats:
+        lines.append(f"**{f.format}**")
+        lines += [f"- {k}: {v}" for k, v in f.four_quantities().items()]
+        lines.append("")
+    return lines
+
+
+# --------------------------------------------------------------------------------------------
+# JSON
+# --------------------------------------------------------------------------------------------
+
+
+def render_json(report: CalibrationReport) -> str:
+    """The report as indented JSON; the first key is ``simulated_labels``."""
+    return json.dumps(report.to_dict(), indent=2, allow_nan=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Charts
+# --------------------------------------------------------------------------------------------
+
+
+def _interval_chart(
+    frame: pd.DataFrame, *, y: str, title: str, x_title: str, color: str | None = None,
+    zero: bool = True, domain: tuple[float, float] | None = None,
+) -> AnyChart:
+    """Points with horizontal interval bars, one row per ``y`` value (and colour)."""
+    scale = alt.Scale(domain=list(domain)) if domain else alt.Scale(zero=False)
+    base = alt.Chart(frame).encode(y=alt.Y(f"{y}:N", title=None, sort=None))
+    if color:
+        base = base.encode(
+            color=alt.Color(f"{color}:N", title=None, scale=alt.Scale(domain=list(_COLORS),
+                                                                      range=list(_COLORS.values()))),
+            yOffset=alt.YOffset(f"{color}:N"),
+        )
+    bars = base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", title=x_title, scale=scale), x2="ci_high:Q")
+    points = base.mark_point(filled=True, size=70).encode(
+        x=alt.X("estimate:Q", scale=scale),
+        tooltip=[alt.Tooltip(f"{y}:N"), alt.Tooltip("estimate:Q", format=".3f"),
+                 alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f"),
+                 alt.Tooltip("n:Q")],
+    )
+    layers: list[alt.Chart] = [bars, points]
+    if zero:
+        layers.insert(0, alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="#888", strokeDash=[4, 4])
+                      .encode(x="x:Q"))
+    rows = frame[y].nunique() * (frame[color].nunique() if color else 1)
+    return alt.layer(*layers).properties(title=title, width=_WIDTH, height=max(40, 22 * int(rows)))
+
+
+def _est_rows(items: list[tuple[str, Estimate]], scale: float = 1.0, **extra: Any) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"label": label, "estimate": scale * e.estimate, "ci_low": scale * e.ci_low, "ci_high": scale * e.ci_high,
+         "n": e.n, **extra}
+        for label, e in items
+    ])
+
+
+def report_charts(report: CalibrationReport) -> dict[str, AnyChart]:
+    """The report's charts by name: ``residuals``, ``gap``, ``agreement``, ``ppi``,
+    ``probes`` and ``formats`` (only those with data)."""
+    charts: dict[str, AnyChart] = {}
+    titles = {"pass": ("Residual, pass rate", "judge − human (percentage points)"),
+              "score": ("Residual, overall score", "judge − human (rubric scale points)")}
+    panels: list[AnyChart] = []
+    for scale, section in report.residuals.items():
+        frame = _est_rows(list(section.families.items()))
+        title, axis = titles[scale]
+        panels.append(_interval_chart(frame, y="label", title=title, x_title=axis))
+    if panels:
+        charts["residuals"] = alt.hconcat(*panels)
+
+    gaps: list[AnyChart] = []
+    for scale, section in report.residuals.items():
+        if section.gap is not None:
+            bound = " (upper bound)" if section.gap.extra.get("bound") == "upper" else ""
+            label = f"{scale}: {section.gap.units}{bound}"
+            gaps.append(_interval_chart(_est_rows([(label, section.gap)]), y="label",
+                                        title=f"Self-preference gap, {scale}", x_title=section.gap.units))
+    if gaps:
+        charts["gap"] = alt.hconcat(*gaps)
+
+    agree = [(f"kappa {k.what} ({k.result.weights or 'unweighted'}), {k.scope}", k.result.kappa)
+             for k in report.kappas]
+    agree += [(f"alpha among raters, {name}", e) for name, e in report.alphas.items()]
+    agree = [(label, e) for label, e in agree if not math.isnan(e.estimate)]
+    if agree:
+        charts["agreement"] = _interval_chart(_est_rows(agree), y="label", title="Agreement (kappa, alpha)",
+                                              x_title="coefficient", domain=(-1.0, 1.0))
+
+    if report.ppi:
+        rows = pd.concat([
+            _est_rows([(p.family, p.ppi) for p in report.ppi], method="PPI"),
+            _est_rows([(p.family, p.human_only) for p in report.ppi], method="human only"),
+        ], ignore_index=True)
+        charts["ppi"] = _interval_chart(rows, y="label", color="method", zero=False,
+                                        title="Human-level pass rate: PPI vs human only",
+                                        x_title="pass rate (percent)", domain=(0.0, 100.0))
+
+    if report.probes.gaps:
+        rows = _est_rows([(f"{g.variant} ({g.format})", g.gap) for g in report.probes.gaps])
+        charts["probes"] = _interval_chart(rows, y="label", title="Probe gaps (truncation: original − truncated)",
+                                           x_title="judge scale points")
+
+    if report.formats:
+        charts["formats"] = _format_charts(report)
+    return charts
+
+
+def _format_charts(report: CalibrationReport) -> alt.HConcatChart:
+    levels = pd.DataFrame([
+        {"format": f.format, "measure": measure, "value": value}
+        for f in report.formats
+        for measure, value in (("distinct", float(f.diagnostics.distinct_values)), ("D1", f.diagnostics.d1),
+                               ("D2", f.diagnostics.d2))
+    ])
+    bars = (alt.Chart(levels).mark_bar()
+            .encode(y=alt.Y("format:N", title=None), x=alt.X("value:Q", title="levels"),
+                    color=alt.Color("measure:N", title=None), yOffset="measure:N",
+                    tooltip=["format:N", "measure:N", alt.Tooltip("value:Q", format=".2f")])
+            .properties(title="Effective levels (D1, D2) vs distinct values", width=_WIDTH,
+                        height=max(60, 66 * len(report.formats))))
+    agreement = []
+    for f in report.formats:
+        d = f.diagnostics
+        for name, e in (("tau-a", d.tau_a), ("tau-b", d.tau_b), ("Somers' D", d.somers_d), ("top-1", d.top1),
+                        ("parse rate", d.parse_rate)):
+            if not math.isnan(e.estimate):
+                agreement.append((f"{f.format}: {name}", e))
+    panels: list[AnyChart] = [bars]
+    if agreement:
+        panels.append(_interval_chart(_est_rows(agreement), y="label", zero=True, domain=(-1.0, 1.0),
+                                      title="Agreement with the reference, parse rate", x_title="value"))
+    return alt.hconcat(*panels)
+
+
+def combined_chart(report: CalibrationReport) -> alt.VConcatChart:
+    """Every chart stacked under one title (the PNG); the simulated warning is the subtitle."""
+    charts = list(report_charts(report).values())
+    if not charts:
+        charts = [alt.Chart(pd.DataFrame({"t": ["no figures to draw: see the markdown report"]}))
+                  .mark_text(size=14).encode(text="t:N").properties(width=_WIDTH, height=40)]
+    banner = report.labels.banner()
+    subtitle = [banner] if banner else [f"judge {report.judge_model} · rubric {report.rubric['rubric_id']} "
+                                        f"v{report.rubric['version']} · {round(100 * report.level)}% intervals"]
+    title = alt.TitleParams(
+        text=f"Calibration report: {report.run_id}",
+        subtitle=subtitle,
+        subtitleColor=_WARN_COLOR if banner else "#555",
+        subtitleFontWeight="bold" if banner else "normal",
+        anchor="start",
+        fontSize=16,
+    )
+    # Each panel keeps its own colours: the PPI legend must not recolour the other panels.
+    return (alt.vconcat(*charts, title=title, spacing=28).resolve_scale(color="independent")
+            .resolve_legend(color="independent").configure_view(stroke=None))
+
+
+def render_png(report: CalibrationReport, *, scale: float = 2.0) -> bytes:
+    """The combined chart as PNG bytes, rendered offline by vl-convert."""
+    import vl_convert as vlc
+
+    spec = combined_chart(report).to_dict()
+    return bytes(vlc.vegalite_to_png(vl_spec=spec, scale=scale))
+
+
+def write_report(
+    report: CalibrationReport,
+    out: str | Path,
+    *,
+    png: str | Path | None = None,
+    json_path: str | Path | None = None,
+) -> list[Path]:
+    """Write the markdown report to ``out`` and, when asked, the PNG and the JSON.
+
+    Returns:
+        The paths written, markdown first.
+    """
+    written = []
+    md = Path(out)
+    md.parent.mkdir(parents=True, exist_ok=True)
+    md.write_text(render_markdown(report), encoding="utf-8")
+    written.append(md)
+    if png is not None:
+        p = Path(png)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(render_png(report))
+        written.append(p)
+    if json_path is not None:
+        j = Path(json_path)
+        j.parent.mkdir(parents=True, exist_ok=True)
+        j.write_text(render_json(report) + "\n", encoding="utf-8")
+        written.append(j)
+    return written
+
+
+__all__ = [
+    "alpha_table",
+    "combined_chart",
+    "format_table",
+    "gap_table",
+    "kappa_table",
+    "position_table",
+    "ppi_table",
+    "probe_gap_table",
+    "provenance_table",
+    "render_json",
+    "render_markdown",
+    "render_png",
+    "report_charts",
+    "report_tables",
+    "residual_table",
+    "write_report",
+]
