@@ -136,7 +136,8 @@ def spread_order(
     Returns:
         A permutation of item indices. Whenever :func:`spread_feasible` holds (and the
         tail leaves room) every two equal groups are at least ``gap + 1`` apart; when
-        no such order exists the largest groups are spread as far as the items allow.
+        no such order exists the order still holds every item, and the group that has
+        waited longest goes next wherever the distance cannot be kept.
     """
     n = len(groups)
     if n == 0:
