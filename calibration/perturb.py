@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labeler.errors import InputError, JudgeError
@@ -73,6 +73,8 @@ class Perturbed:
             :func:`count_words`).
         warnings: Reasons to distrust this variant before using it in a probe.
         removed: For ``truncated``: what was removed, as ``"<kind>: <sentence>"``.
+        input_tokens: Prompt tokens an LLM rewrite was billed for (0 offline).
+        output_tokens: Completion tokens an LLM rewrite was billed for (0 offline).
     """
 
     text: str
@@ -80,6 +82,8 @@ class Perturbed:
     length_ratio: float
     warnings: tuple[str, ...] = ()
     removed: tuple[str, ...] = field(default=())
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
@@ -311,7 +315,8 @@ async def llm_pad(client: Any, model: str, text: str, *, max_tokens: int = 4096)
         max_tokens: Reply budget; a reply cut off at it gets a warning.
 
     Returns:
-        The ``padded`` :class:`Perturbed` with :func:`check_padding`'s warnings.
+        The ``padded`` :class:`Perturbed` with :func:`check_padding`'s warnings and the tokens
+        the rewrite was billed for (price them with :func:`calibration.pricing.cost`).
 
     Raises:
         InputError: If ``text`` has no words.
@@ -330,10 +335,12 @@ async def llm_pad(client: Any, model: str, text: str, *, max_tokens: int = 4096)
         raise JudgeError(f"llm_pad: {model} failed: {exc}") from exc
     reply = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
     result = check_padding(text, reply)
+    warnings = result.warnings
     if message.stop_reason == "max_tokens":
-        warnings = (*result.warnings, f"the rewrite was cut off at max_tokens={max_tokens}")
-        result = Perturbed(result.text, result.variant, result.length_ratio, warnings)
-    return result
+        warnings = (*warnings, f"the rewrite was cut off at max_tokens={max_tokens}")
+    usage = message.usage
+    billed_in = int(usage.input_tokens or 0) + int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+    return replace(result, warnings=warnings, input_tokens=billed_in, output_tokens=int(usage.output_tokens or 0))
 
 
 # --------------------------------------------------------------------------------------------

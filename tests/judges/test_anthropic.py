@@ -326,6 +326,8 @@ def test_llm_pad_against_the_mock(answer: str) -> None:
         prompt = _bodies(mock)[0]["messages"][0]["content"]
     assert "<answer_to_pad>" in prompt
     assert padded.length_ratio >= 1.8 and padded.warnings == ()
+    assert padded.input_tokens == pricing.approx_tokens(prompt)
+    assert padded.output_tokens == pricing.approx_tokens(padded.text)
 
 
 def test_llm_pad_failure_is_a_judge_error(answer: str) -> None:
