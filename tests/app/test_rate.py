@@ -1,0 +1,287 @@
+"""The rater pages under AppTest: access, the rating flow, going back to edit, skipping,
+flagging, the compare and audit pages, and that nothing the page produces unblinds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from labeler.blinding import detect_self_identifying
+from labeler.models import Answer
+from tests.app.conftest import FAMILIES, SCRIPT_TEXT, Pool
+
+APP = Path(__file__).resolve().parents[2] / "labeler" / "app.py"
+PAGES = APP.parent / "pages"
+
+
+@pytest.fixture
+def served(pool: Pool, monkeypatch: pytest.MonkeyPatch) -> Pool:
+    """The pool's database is the one the app serves."""
+    monkeypatch.setenv("JUDGELAB_DB", str(pool.path))
+    return pool
+
+
+def open_app(token: str | None, page: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    if token is not None:
+        at.query_params["t"] = token
+    at.run()
+    if page is not None:
+        at.switch_page(str(PAGES / page)).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def everything(at: AppTest) -> str:
+    """Every element proto the page produced (ids, keys, labels, help, bodies), the URL
+    query and the navigation registry: what a browser would receive, minus framework code."""
+    parts: list[str] = [json.dumps(at.query_params), repr(at._registered_pages)]
+
+    def walk(node: Any) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            parts.append(str(proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return "\n".join(parts)
+
+
+def button(at: AppTest, label: str) -> Any:
+    return next(b for b in at.button if b.label == label)
+
+
+def click(at: AppTest, label: str) -> AppTest:
+    button(at, label).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def progress_text(at: AppTest) -> str:
+    return str(at.get("progress")[0].proto.text)
+
+
+def assert_blind(at: AppTest, pool: Pool) -> None:
+    received = everything(at)
+    for secret in [*pool.secrets(), *pool.originals]:
+        assert secret not in received, f"{secret!r} reached the page"
+
+
+# -- access -----------------------------------------------------------------------------------
+
+
+def test_no_token_is_denied(served: Pool) -> None:
+    at = open_app(None)
+    assert any("Access denied" in e.value for e in at.error)
+    assert not at.button and not at.markdown
+
+
+def test_unknown_and_revoked_tokens_are_denied(served: Pool) -> None:
+    at = open_app("not-a-real-token")
+    assert any("not valid" in e.value for e in at.error)
+    _, token = served.store.add_rater("carol")
+    served.store.assign_k(served.originals, 1, [served.store.authenticate(token).rater_id])
+    assert open_app(token).button  # works before the revoke
+    served.store.revoke_rater("carol")
+    at = open_app(token)
+    assert any("revoked" in e.value for e in at.error)
+    assert not at.button
+
+
+def test_raters_get_rater_pages_and_admins_also_admin_pages(served: Pool) -> None:
+    _, rater_token = served.store.add_rater("ann")
+    _, admin_token = served.store.add_rater("boss", role="admin")
+    rater_pages = {Path(str(p["script_path"])).name for p in open_app(rater_token)
+                   ._registered_pages.values()}
+    assert rater_pages == {"rate.py", "pairwise.py", "audit.py"}
+    at = open_app(rater_token)
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        at.switch_page(str(PAGES / "admin_raters.py"))
+    admin_pages = {Path(str(p["script_path"])).name for p in open_app(admin_token)
+                   ._registered_pages.values()}
+    assert rater_pages < admin_pages
+    assert {"admin_overview.py", "admin_raters.py"} <= admin_pages
+
+
+# -- rating -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def alice(served: Pool) -> tuple[int, str]:
+    rater, token = served.store.add_rater("alice")
+    served.store.assign_k(served.originals, 1, [rater.rater_id], seed=4)
+    return rater.rater_id, token
+
+
+def criteria_values(at: AppTest) -> dict[str, Any]:
+    return {sc.label: sc.value for sc in at.segmented_control}
+
+
+def test_overall_score_defaults_untouched_criteria_and_submit_stores_the_label(
+    served: Pool, alice: tuple[int, str]
+) -> None:
+    rater_id, token = alice
+    at = open_app(token)
+    total = len(served.originals)
+    assert progress_text(at) == f"**0 of {total}** done"
+    click(at, "4")
+    assert criteria_values(at) == {"Correct": 4.0, "Complete": 4.0, "Tone": 4.0}
+    assert any("Pass: **pass**" in m.value for m in at.markdown)
+    next(sc for sc in at.segmented_control if sc.label == "Tone").set_value(2.0).run()
+    click(at, "5")  # Tone was set by hand, so it keeps its 2
+    assert criteria_values(at) == {"Correct": 5.0, "Complete": 5.0, "Tone": 2.0}
+    at.text_area[0].input("clear steps").run()
+    click(at, "Submit")
+    labels = served.store.rater_current_labels(rater_id)
+    assert len(labels) == 1
+    row = labels.iloc[0]
+    assert (row["overall"], bool(row["passed"]), row["comment"]) == (5.0, True, "clear steps")
+    assert json.loads(row["criteria"]) == {"complete": 5.0, "correct": 5.0, "tone": 2.0}
+    assert progress_text(at) == f"**1 of {total}** done"
+    assert at.query_params["t"] == token  # the token stays in the URL: a reload resumes
+    assert_blind(at, served)
+
+
+def test_back_edits_the_previous_label_and_the_edit_supersedes(
+    served: Pool, alice: tuple[int, str]
+) -> None:
+    rater_id, token = alice
+    at = open_app(token)
+    click(at, "3")
+    click(at, "Submit")
+    first = served.store.rater_current_labels(rater_id).iloc[0]
+    click(at, "Back")
+    assert criteria_values(at) == {"Correct": 3.0, "Complete": 3.0, "Tone": 3.0}  # prefilled
+    assert button(at, "3").proto.type == "primary"
+    assert any("replaces your label" in c.value for c in at.caption)
+    click(at, "1")
+    click(at, "Submit")
+    rows = served.store.query("SELECT label_id, overall, supersedes FROM labels ORDER BY label_id")
+    assert rows["overall"].tolist() == [3.0, 1.0]
+    assert int(rows["supersedes"].iloc[1]) == int(first["label_id"])
+    assert served.store.rater_current_labels(rater_id)["overall"].tolist() == [1.0]
+    assert progress_text(at) == f"**1 of {len(served.originals)}** done"  # still one item done
+    assert not any("replaces your label" in c.value for c in at.caption)  # back at the next one
+
+
+def test_skip_sends_the_item_to_the_end_and_submit_needs_a_score(
+    served: Pool, alice: tuple[int, str]
+) -> None:
+    rater_id, token = alice
+    at = open_app(token)
+    first = served.store.next_item(rater_id)
+    assert first is not None
+    click(at, "Submit")
+    assert any("overall score is required" in e.value for e in at.error)
+    assert served.store.rater_current_labels(rater_id).empty
+    click(at, "Skip")
+    now = served.store.next_item(rater_id)
+    assert now is not None and now.assignment_id != first.assignment_id
+    assert any(f"Answer {now.position} of" in c.value for c in at.caption)
+
+
+def test_flag_as_unrateable_with_a_reason(served: Pool, alice: tuple[int, str]) -> None:
+    rater_id, token = alice
+    at = open_app(token)
+    at.checkbox[0].check().run()
+    at.text_input[0].input("answer is cut off").run()
+    click(at, "Submit")
+    row = served.store.rater_current_labels(rater_id).iloc[0]
+    assert row["flag_reason"] == "answer is cut off"
+
+
+def test_finished_queue_says_so_and_back_returns_to_the_last_item(served: Pool) -> None:
+    rater, token = served.store.add_rater("dan")
+    served.store.assign_k(served.originals[:2], 1, [rater.rater_id])
+    for item in served.store.rater_queue(rater.rater_id):
+        served.store.add_label(rater.rater_id, item.assignment_id, overall=4,
+                               criteria={"correct": 4, "complete": 4, "tone": 4})
+    at = open_app(token)
+    assert any("All 2 answers are rated" in s.value for s in at.success)
+    click(at, "Back")
+    assert any("Answer 2 of 2" in c.value for c in at.caption)
+
+
+def test_script_answers_render_as_text_and_nothing_unblinds(served: Pool) -> None:
+    rater, token = served.store.add_rater("eve")
+    script_answer = f"{FAMILIES[0]}-{served.tasks[0]}"
+    served.store.assign_k([script_answer], 1, [rater.rater_id])
+    at = open_app(token)
+    shown = [m for m in at.markdown if m.value == SCRIPT_TEXT]
+    assert len(shown) == 1
+    assert shown[0].proto.allow_html is False  # the browser shows tags as text
+    assert_blind(at, served)
+
+
+def test_self_identifying_text_is_masked_for_raters(served: Pool) -> None:
+    text = "As an AI developed by Zorblax, I suggest resetting the router."
+    served.store.add_pool([], [Answer("zorblax-selfid", served.tasks[1], FAMILIES[0], "m", text,
+                                      self_id_spans=tuple(detect_self_identifying(text)))])
+    rater, token = served.store.add_rater("fay")
+    served.store.assign_k(["zorblax-selfid"], 1, [rater.rater_id])
+    at = open_app(token)
+    assert any(m.value.startswith("[redacted]") for m in at.markdown)
+    assert "Zorblax" not in everything(at)
+    served.store.set_setting("project", "mask_self_id", "false")
+    assert any(m.value == text for m in open_app(token).markdown)
+
+
+# -- compare and audit ------------------------------------------------------------------------
+
+
+def test_compare_page_stores_the_preference_with_the_shown_order(served: Pool) -> None:
+    rater, token = served.store.add_rater("gus")
+    pair = (f"{FAMILIES[0]}-{served.tasks[2]}", f"{FAMILIES[1]}-{served.tasks[2]}")
+    served.store.assign_pairs([pair], [rater.rater_id])
+    at = open_app(token, "pairwise.py")
+    assert progress_text(at) == "**0 of 1** done"
+    assert_blind(at, served)
+    click(at, "Submit")
+    assert any("Choose a preference" in e.value for e in at.error)
+    click(at, "1 · A much better")
+    at.text_area[0].input("A gives the steps").run()
+    click(at, "Submit")
+    stored = served.store.query("SELECT shown_left, shown_right, preference, comment"
+                                " FROM pair_labels").iloc[0]
+    assigned = served.store.query("SELECT answer_id, answer_b_id FROM assignments"
+                                  " WHERE kind = 'pair'").iloc[0]
+    assert (stored["shown_left"], stored["shown_right"]) == (assigned["answer_id"],
+                                                             assigned["answer_b_id"])
+    assert (stored["preference"], stored["comment"]) == (2, "A gives the steps")
+    assert any("All 1 pairs are compared" in s.value for s in at.success)
+
+
+def test_audit_page_stores_yes_no_and_a_note(served: Pool) -> None:
+    rater, token = served.store.add_rater("hal")
+    served.store.assign_audits(served.padded[:2], [rater.rater_id])
+    at = open_app(token, "audit.py")
+    assert any("fact, caveat, recommendation, example" in h.value for h in at.subheader)
+    assert any("×" in str(m.value) for m in at.metric)
+    assert_blind(at, served)
+    click(at, "Y · Yes, it adds something")
+    at.text_area[0].input("adds a firmware tip").run()
+    click(at, "Submit")
+    row = served.store.query("SELECT adds_content, note, length_ratio FROM padding_audits").iloc[0]
+    assert bool(row["adds_content"]) is True and row["note"] == "adds a firmware tip"
+    assert row["length_ratio"] > 1
+    assert progress_text(at) == "**1 of 2** done"
+
+
+def test_empty_queues_say_so(served: Pool) -> None:
+    _, token = served.store.add_rater("ivy")
+    assert any("Nothing is assigned" in i.value for i in open_app(token).info)
+    assert any("No pairs" in i.value for i in open_app(token, "pairwise.py").info)
+    assert any("No padding audits" in i.value for i in open_app(token, "audit.py").info)
+
+
+def test_pull_mode_claims_work_when_the_queue_is_empty(served: Pool) -> None:
+    served.store.set_setting("project", "claim_k", "2")
+    rater, token = served.store.add_rater("jo")
+    at = open_app(token)
+    assert progress_text(at) == "**0 of 1** done"
+    assert len(served.store.rater_queue(rater.rater_id)) == 1
