@@ -780,7 +780,9 @@ def design_sample(
             the realised count can differ by a task's worth of answers.
         allocation: See :data:`Allocation` and :func:`allocation_scores`.
         strata: Stratifiers (a subset of :data:`STRATIFIERS`). Paired, ``family`` is balanced by
-            construction; unpaired, it is always a stratifier for ``equal`` and ``gap``.
+            construction; unpaired, it is always a stratifier for ``equal`` and ``gap``. When
+            the budget cannot give every stratum ``min_per_stratum`` units, ``length_bin``,
+            then ``category``, then ``judge_bin`` are dropped (noted; ``params["strata_used"]``).
         paired: Sample whole tasks (the paired-by-task design; see the module docstring).
         overlap: Share of sampled units labelled by two raters.
         own_family: The judge's family; ``None`` takes the first family in sorted order (noted).
@@ -830,22 +832,35 @@ def design_sample(
     if len(families) < 2:
         notes.append("the pool holds one family: there is no self-preference gap to estimate")
     plan_model = model if model is not None else planning_model(frame)
-    st = _build_strata(frame, strata, paired, own_family, families, allocation, plan_model,
-                       min_pilot)
-    table = st.table
-    m_h = table["m"].to_numpy(float)
-    n_pool = int(table["N_answers"].sum())
+    n_pool = len(frame)
     if n > n_pool:
         notes.append(f"the budget ({n}) exceeds the pool ({n_pool} answers): labelling all of it")
         n = n_pool
-    a_h = allocation_scores(
-        allocation, sizes=table["N_units"], gap_coef=st.gap_coef, total_coef=st.total_coef,
-        family_share=st.family_share, unit_labels=m_h,
-    )
-    # Units to draw: the continuous optimum spends n labels; its unit count is Σ x_h.
-    denom = float((a_h * m_h).sum())
-    n_units = round(n * a_h.sum() / denom) if denom > 0 else round(n / m_h.mean())
-    n_units = int(min(max(n_units, 1), table["N_units"].sum()))
+    used = list(strata)
+    unit_word = "tasks" if paired else "answers"
+    while True:
+        st = _build_strata(frame, used, paired, own_family, families, allocation, plan_model,
+                           min_pilot)
+        table = st.table
+        m_h = table["m"].to_numpy(float)
+        a_h = allocation_scores(
+            allocation, sizes=table["N_units"], gap_coef=st.gap_coef, total_coef=st.total_coef,
+            family_share=st.family_share, unit_labels=m_h,
+        )
+        # Units to draw: the continuous optimum spends n labels; its unit count is Σ x_h.
+        denom = float((a_h * m_h).sum())
+        n_units = round(n * a_h.sum() / denom) if denom > 0 else round(n / m_h.mean())
+        n_units = int(min(max(n_units, 1), table["N_units"].sum()))
+        # Too many strata for the budget leaves strata empty (and so estimates biased) or
+        # forces the minimum onto most of the sample: coarsen, finest stratifier first.
+        droppable = [s for s in ("length_bin", "category", "judge_bin") if s in used]
+        if len(table) * min_per_stratum <= n_units or not droppable:
+            break
+        notes.append(
+            f"{len(table)} strata need at least {len(table) * min_per_stratum} {unit_word} "
+            f"but the budget draws {n_units}: dropped {droppable[0]!r} from the strata"
+        )
+        used.remove(droppable[0])
     k = len(table)
     minimum = min_per_stratum
     while minimum > 0 and minimum * k > n_units:
@@ -898,7 +913,8 @@ def design_sample(
         table.set_index("stratum")["inclusion_prob"]
     )
     params: dict[str, Any] = {
-        "n": n, "allocation": allocation, "strata": list(strata), "paired": paired,
+        "n": n, "allocation": allocation, "strata": list(strata), "strata_used": used,
+        "paired": paired,
         "overlap": overlap, "own_family": own_family, "judge_bins": judge_bins,
         "length_bins": length_bins, "min_per_stratum": min_per_stratum,
         "minutes_per_label": minutes_per_label, "raters": raters,
@@ -1456,7 +1472,9 @@ def load_pool(
                 columns={"value": "judge_score", "passed": "judge_pass"}),
             on="answer_id", how="left",
         )
-        pool["judge_pass"] = pool["judge_pass"].astype("float64")
+        # A nullable boolean with gaps (answers the run did not score) -> 0/1/nan floats.
+        pool["judge_pass"] = [np.nan if pd.isna(v) else float(v) for v in pool["judge_pass"]]
+        pool["judge_score"] = pd.to_numeric(pool["judge_score"], errors="coerce").astype(float)
         if pool["judge_pass"].isna().any() and pool["judge_score"].notna().any():
             rubric = store.rubric(run["rubric_id"], run["rubric_version"]) if run["rubric_id"] \
                 else None

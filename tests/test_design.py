@@ -488,6 +488,19 @@ def test_load_pool_reads_judge_scores_and_family(store: Store) -> None:
         load_pool(store, run_id="nope")
 
 
+def test_answers_the_judge_did_not_score_are_unjudged(store: Store) -> None:
+    pool = simulate_pool(20, seed=2)
+    _fill(store, pool)
+    store.add_pool([Task(task_id="extra", prompt="p", category="c0")],
+                   [Answer(answer_id="extra-a", task_id="extra", family="gpt", model="gpt-1",
+                           text="an answer")])
+    loaded, info = load_pool(store)
+    assert info["n_judged"] == len(pool)
+    assert math.isnan(loaded.set_index("answer_id").loc["extra-a", "judge_pass"])
+    d = design_sample(loaded, n=len(loaded), own_family="claude", rng=0, paired=False)
+    assert d.items.set_index("answer_id").loc["extra-a", "judge_bin"] == "unjudged"
+
+
 def test_apply_design_gives_balanced_spread_queues(store: Store) -> None:
     pool = simulate_pool(60, seed=3)
     _fill(store, pool, raters=4)
