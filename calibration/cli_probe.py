@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,11 +141,15 @@ def _fake_judge(opts: dict[str, Any]) -> FakeJudge:
     )
 
 
-def _anthropic_judge(model: str, base_url: str | None, concurrency: int = 8) -> AnthropicJudge:
+def _anthropic_judge(
+    model: str, base_url: str | None, concurrency: int = 8, max_retries: int = 6
+) -> AnthropicJudge:
     """The real judge. The key comes from ``ANTHROPIC_API_KEY``; with only a ``--base-url``
     (a local mock server) a stand-in key is sent."""
     key = os.environ.get("ANTHROPIC_API_KEY") or (_NO_KEY if base_url else None)
-    return AnthropicJudge(model, api_key=key, base_url=base_url, max_concurrency=concurrency)
+    return AnthropicJudge(
+        model, api_key=key, base_url=base_url, max_concurrency=concurrency, max_retries=max_retries
+    )
 
 
 def _have_api(base_url: str | None) -> bool:
@@ -341,8 +346,10 @@ def _estimate_text(r: dict[str, Any]) -> str:
             f"({r['price_table']}); add it there to price the run."
         )
     else:
-        lines.append(f"  cost at list price:  {_money(r['cost_usd'])}")
-        lines.append(f"  cost at batch price: {_money(r['cost_usd_batch'])} (--batch, 50% off)")
+        chosen = "  <- this run (--batch)" if r["batch"] else ""
+        lines.append(f"  cost at list price:  {_money(r['cost_usd'])}" + ("" if r["batch"] else
+                                                                        "  <- this run"))
+        lines.append(f"  cost at batch price: {_money(r['cost_usd_batch'])} (50% off){chosen}")
     if r["padding_rewrites"]:
         lines.append(
             f"  padding: {r['padding_rewrites']} model rewrites, ~{r['padding_tokens']['input']:,}"
@@ -389,6 +396,8 @@ def _estimate_text(r: dict[str, Any]) -> str:
 @click.option("--batch", is_flag=True, help="Submit the calls as one Message Batch (half price).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
               help="Calls in flight at once.")
+@click.option("--max-retries", type=click.IntRange(min=0), default=6, show_default=True,
+              help="Retries per request on 429/529/5xx/timeouts (backoff honours retry-after).")
 @click.option("--poll-interval", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
               help="Seconds between Message Batch status checks (--batch).")
 @click.option("--base-url", default=None, help="Anthropic-compatible API URL (e.g. a local mock).")
@@ -405,19 +414,31 @@ def probe_command(**opts: Any) -> None:
     answered once and reused from the cache, so re-running costs nothing new; an interrupted
     run continues where it stopped (same command, or --resume RUN_ID).
     """
-    summary, spend = asyncio.run(_probe(opts))
+    try:
+        summary, spend = asyncio.run(_probe(opts))
+    except KeyboardInterrupt:
+        # Every reply that arrived is already in the database: nothing is lost or re-spent.
+        click.echo(
+            "\ninterrupted: the replies received so far are saved. Run the same command again "
+            "to continue where it stopped.",
+            err=True,
+        )
+        sys.exit(130)
     if opts["as_json"]:
         echo_json({"run": summary.to_dict(), "padding": spend.__dict__})
-        return
-    click.echo(str(summary))
-    if spend.rewrites or spend.reused:
-        click.echo(
-            f"  padding: {spend.rewrites} model rewrites (${spend.cost_usd:.4f}), "
-            f"{spend.reused} reused from earlier runs"
-        )
-    if summary.finished:
-        click.echo(f"next: judgelab report {opts['out']} --mitigate --out report_card.md "
-                   "--png report_card.png")
+    else:
+        click.echo(str(summary))
+        if spend.rewrites or spend.reused:
+            click.echo(
+                f"  padding: {spend.rewrites} model rewrites (${spend.cost_usd:.4f}), "
+                f"{spend.reused} reused from earlier runs"
+            )
+        if summary.finished:
+            click.echo(f"next: judgelab report {opts['out']} --mitigate --out report_card.md "
+                       "--png report_card.png")
+    if not summary.finished:
+        # Failed calls are recorded and reported; a non-zero exit tells scripts to re-run.
+        sys.exit(1)
 
 
 async def _probe(opts: dict[str, Any]) -> tuple[RunSummary, RewriteSpend]:
@@ -437,7 +458,9 @@ async def _probe(opts: dict[str, Any]) -> tuple[RunSummary, RewriteSpend]:
                 "the anthropic judge needs ANTHROPIC_API_KEY in the environment (or --base-url)",
                 fix="export ANTHROPIC_API_KEY=..., or try the built-in fake: --judge fake.",
             )
-        real = _anthropic_judge(opts["model"], opts["base_url"], opts["concurrency"])
+        real = _anthropic_judge(
+            opts["model"], opts["base_url"], opts["concurrency"], opts["max_retries"]
+        )
         judge = real
         if (opts["pad_mode"] or "llm") == "llm" and "verbosity" in chosen:
             table = pricing.load_prices()
@@ -461,7 +484,8 @@ async def _probe(opts: dict[str, Any]) -> tuple[RunSummary, RewriteSpend]:
         store.add_pool([], plan.new_answers, source_file="judgelab probe (perturbed variants)")
     params = {
         k: v for k, v in opts.items()
-        if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval")
+        if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval",
+                     "max_retries")
     }
     params["pad"] = variants.pad_source
     summary = await arun_plan(

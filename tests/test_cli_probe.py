@@ -139,3 +139,54 @@ def test_the_real_sdk_path_against_the_local_server(tmp_path: Path) -> None:
     card = invoke("report", str(out), "--mitigate", "--db", db)
     assert card.exit_code == 0 and "claude-sonnet-4-6" in card.output
     assert os.path.getsize(out) > 0
+
+
+def test_pool_probes_use_the_project_database(tmp_path: Path) -> None:
+    data = Path(__file__).resolve().parent.parent / "data"
+    db = str(tmp_path / "p.duckdb")
+    assert invoke("import", "rubric", str(data / "rubric.toml"), "--db", db).exit_code == 0
+    assert invoke("import", "answers", str(data / "answers.jsonl"), "--db", db).exit_code == 0
+    out = tmp_path / "r.jsonl"
+    result = invoke("probe", "--judge", "fake", "--fake-verbosity", "0.3", "--n", "3", "--biases",
+                    "verbosity,truncation", "--db", db, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    from labeler.store import Store
+
+    store = Store(db)
+    padded = store.answers(variant="padded")
+    # 2n pool answers from the database, each with its padded and truncated variant stored.
+    assert len(padded) == 6 and len(store.answers(variant="truncated")) == 6
+    assert all(a.endswith("~padded") for a in padded["answer_id"])
+    assert set(padded["parent_answer_id"]) <= set(store.answers(variant="original")["answer_id"])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    pointwise = [r for r in rows if r["kind"] == "pointwise"]
+    assert {r["pool"] for r in pointwise} == {"store"}
+    # Raters audited two of the padded rewrites; one added content.
+    ids = sorted(padded["answer_id"])[:2]
+    with store.connection() as con:
+        con.executemany(
+            "INSERT INTO padding_audits (rater_id, original_id, rewrite_id, length_ratio, adds_content)"
+            " VALUES (1, ?, ?, 2.0, ?)",
+            [[i.removesuffix("~padded"), i, flag] for i, flag in zip(ids, (True, False), strict=True)],
+        )
+    card = invoke("report", str(out), "--db", db).output
+    assert "Padding audits: 1 of 2 audits (50%) found that the rewrite added content" in card
+    run_id = rows[0]["run_id"]
+    assert json.loads(invoke("report", str(out), "--json", "--db", db).output)["analysis"]["runs"] == [run_id]
+
+
+def test_unfinished_run_exits_non_zero_and_resumes(tmp_path: Path) -> None:
+    db = str(tmp_path / "p.duckdb")
+    out = str(tmp_path / "r.jsonl")
+    args = ["probe", "--n", "3", "--biases", "position", "--db", db, "--out", out, "--json",
+            "--max-retries", "0"]
+    with MockAnthropic(faults=FaultPlan(rate=1.0, kinds=("500",))) as mock:
+        failed = CliRunner().invoke(main, [*args, "--base-url", mock.base_url, "--concurrency", "2"])
+        assert failed.exit_code == 1
+        run = json.loads(failed.output)["run"]
+        assert run["errors"] == 6 and not run["finished"] and run["error_samples"]
+        mock.faults = FaultPlan()
+        done = invoke(*args, "--base-url", mock.base_url)
+        again = json.loads(done.output)["run"]
+        assert done.exit_code == 0 and again["resumed"] and again["run_id"] == run["run_id"]
+        assert again["finished"] and again["issued"] == 6
