@@ -542,6 +542,90 @@ def assign_each_to_k(
     return store.assign_k(list(answer_ids), k, list(rater_ids), seed=seed, rubric=rubric)
 
 
+def family_pairs(selected: pd.DataFrame, first: str, second: str) -> list[tuple[str, str]]:
+    """Pairs of answers to the same task, one from each of two families.
+
+    Within a task, the families' answers are paired in ``answer_id`` order (the
+    first ``first`` answer with the first ``second`` answer, and so on); tasks that
+    lack either family give no pair.
+
+    Args:
+        selected: Rows of the answer catalog (typically one variant).
+        first: One family.
+        second: The other family.
+
+    Raises:
+        InputError: ``first`` and ``second`` are the same family.
+    """
+    if first == second:
+        raise InputError(
+            f"both sides are family {first!r}", fix="choose two different families."
+        )
+    pairs: list[tuple[str, str]] = []
+    for _, group in selected.groupby("task_id", sort=False):
+        left = sorted(str(a) for a in group.loc[group["family"] == first, "answer_id"])
+        right = sorted(str(a) for a in group.loc[group["family"] == second, "answer_id"])
+        pairs += list(zip(left, right, strict=False))
+    return sorted(pairs, key=lambda p: natural_key(p[0]))
+
+
+def assign_pairwise(
+    store: Store,
+    pairs: Sequence[tuple[str, str]],
+    k: int,
+    rater_ids: Sequence[int],
+    *,
+    seed: int = 0,
+) -> AssignSummary:
+    """Give each pair to ``k`` raters for a side-by-side preference (:meth:`Store.assign_pairs`).
+
+    Sides are counterbalanced across the raters of a pair; the shown order is stored.
+
+    Raises:
+        InputError: No pairs, or ``k`` outside 1..number of raters.
+    """
+    if not pairs:
+        raise InputError("no pairs to assign", fix="choose two families that answer the same tasks.")
+    return store.assign_pairs(list(pairs), list(rater_ids), k=k, seed=seed)
+
+
+def rewrite_variants(catalog: pd.DataFrame) -> list[str]:
+    """Variants other than ``original`` (the rewrites a padding audit can compare)."""
+    return sorted({str(v) for v in catalog["variant"].dropna()} - {"original"})
+
+
+def assign_audit_sample(
+    store: Store,
+    variant: str,
+    n: int,
+    k: int,
+    rater_ids: Sequence[int],
+    *,
+    seed: int = 0,
+) -> AssignSummary:
+    """Give a seeded sample of ``n`` original/rewrite pairs of ``variant`` to ``k`` raters each.
+
+    Seed 000 asks for about fifteen padded answers read side by side with their
+    originals; all of them are taken when fewer exist.
+
+    Raises:
+        InputError: No rewrite of ``variant`` names its original, ``n`` below 1, or
+            ``k`` outside 1..number of raters.
+    """
+    if n < 1:
+        raise InputError(f"n must be at least 1, got {n}", fix="choose n >= 1.")
+    candidates = store.padding_audit_pairs(variant)
+    if not candidates:
+        raise InputError(
+            f"no {variant!r} answer names the original it rewrites",
+            fix="import rewrites with parent_answer_id set, or pick another variant.",
+        )
+    rng = np.random.default_rng(seed)
+    picked = sorted(rng.choice(len(candidates), size=min(n, len(candidates)), replace=False))
+    return store.assign_audits([candidates[int(i)] for i in picked], list(rater_ids), k=k,
+                               seed=seed)
+
+
 # -- sample designs ------------------------------------------------------------------
 
 
@@ -911,12 +995,15 @@ __all__ = [
     "active_raters",
     "agreement_report",
     "apply_sample_design",
+    "assign_audit_sample",
     "assign_each_to_k",
+    "assign_pairwise",
     "base_url",
     "design_available",
     "display_name",
     "draft_design",
     "export_labels",
+    "family_pairs",
     "frame_bytes",
     "import_upload",
     "invite_link",
@@ -932,6 +1019,7 @@ __all__ = [
     "reissue_link",
     "reliability_matrix",
     "revoke_rater",
+    "rewrite_variants",
     "rubric_versions",
     "select_answers",
     "self_identifying_table",

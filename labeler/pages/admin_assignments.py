@@ -1,4 +1,5 @@
-"""Admin page: give a chosen subset of answers to k raters each, or apply a sample design.
+"""Admin page: give a chosen subset of answers to k raters each, pairs for comparison,
+padding audits, or apply a sample design.
 
 Admins are not blind, so filtering by family is offered here; nothing on this page
 reaches a rater.
@@ -12,10 +13,14 @@ from labeler.admin import (
     DesignDraft,
     active_raters,
     apply_sample_design,
+    assign_audit_sample,
     assign_each_to_k,
+    assign_pairwise,
     design_available,
     draft_design,
+    family_pairs,
     overview,
+    rewrite_variants,
     select_answers,
     subset_summary,
     task_order,
@@ -88,7 +93,8 @@ with st.form("assign_k"):
     seed = seed_col.number_input("Seed", min_value=0, value=0, step=1, key="assign_seed")
     rubric = rubric_col.selectbox("Rubric", rubric_choices, format_func=lambda r: f"{r[0]} v{r[1]}",
                                   key="assign_rubric")
-    go = st.form_submit_button(f"Assign each of the {len(chosen)} answers to k raters")
+    go = st.form_submit_button(f"Assign each of the {len(chosen)} answers to k raters",
+                               key="assign_submit")
 if go:
     try:
         summary = assign_each_to_k(store, chosen["answer_id"].tolist(), int(k), list(who),
@@ -97,6 +103,67 @@ if go:
         st.error(str(exc))
     else:
         st.success(str(summary))
+
+st.subheader("Pairwise comparisons")
+st.caption(
+    "Two answers to the same task side by side, one from each family, taken from the "
+    "selection above. Each rater of a pair sees its sides in a counterbalanced order."
+)
+family_names = _options("family")
+if len(family_names) < 2:
+    st.caption("Needs answers from two families.")
+else:
+    with st.form("pairwise"):
+        p1, p2, p3 = st.columns(3)
+        left = p1.selectbox("One family", family_names, index=0, key="pair_first")
+        right = p2.selectbox("Other family", family_names, index=1, key="pair_second")
+        pair_k = p3.number_input("Raters per pair", min_value=1,
+                                 max_value=max(len(rater_label), 1), value=1, step=1,
+                                 key="pair_k")
+        pair_raters = st.multiselect("Raters", list(rater_label), default=[
+            r for r, role in zip(raters["rater_id"], raters["role"], strict=True)
+            if role == "rater"
+        ], format_func=rater_label.__getitem__, key="pair_raters")
+        go_pairs = st.form_submit_button("Assign the pairs", key="pair_submit")
+    if go_pairs:
+        try:
+            pairs = family_pairs(chosen, str(left), str(right))
+            made_pairs = assign_pairwise(store, pairs, int(pair_k), list(pair_raters),
+                                         seed=int(seed))
+        except JudgelabError as exc:
+            st.error(str(exc))
+        else:
+            st.success(str(made_pairs))
+
+st.subheader("Padding audits")
+st.caption(
+    "A rewrite side by side with its original: does the rewrite add anything a reader "
+    "could act on? A sample of about fifteen is enough to check a padding probe."
+)
+rewrites = rewrite_variants(catalog)
+if not rewrites:
+    st.caption("No rewritten variants (e.g. padded) in the pool.")
+else:
+    with st.form("audits"):
+        a1, a2, a3 = st.columns(3)
+        audit_variant = a1.selectbox("Rewrite", rewrites, key="audit_variant")
+        audit_n = a2.number_input("How many", min_value=1, value=15, step=1, key="audit_n")
+        audit_k = a3.number_input("Raters per audit", min_value=1,
+                                  max_value=max(len(rater_label), 1), value=1, step=1,
+                                  key="audit_k")
+        audit_raters = st.multiselect("Raters", list(rater_label), default=[
+            r for r, role in zip(raters["rater_id"], raters["role"], strict=True)
+            if role == "rater"
+        ], format_func=rater_label.__getitem__, key="audit_raters")
+        go_audits = st.form_submit_button("Assign the audits", key="audit_submit")
+    if go_audits:
+        try:
+            made_audits = assign_audit_sample(store, str(audit_variant), int(audit_n),
+                                              int(audit_k), list(audit_raters), seed=int(seed))
+        except JudgelabError as exc:
+            st.error(str(exc))
+        else:
+            st.success(str(made_audits))
 
 st.subheader("Apply a sample design")
 if not design_available():
@@ -119,7 +186,7 @@ else:
                                            zip(raters["name"], raters["role"], strict=True)
                                            if role == "rater"],
                                   key="design_raters")
-        drawn = st.form_submit_button("Draw the design")
+        drawn = st.form_submit_button("Draw the design", key="design_draw")
     if drawn:
         try:
             st.session_state[DRAFT] = draft_design(

@@ -51,7 +51,7 @@ with st.form("upload", clear_on_submit=False):
     upload = st.file_uploader(
         "File", type=["toml", "csv", "jsonl", "ndjson", "parquet"], key="upload_file"
     )
-    submitted = st.form_submit_button("Import")
+    submitted = st.form_submit_button("Import", key="upload_submit")
 if submitted:
     if upload is None:
         st.warning("Choose a file first.")

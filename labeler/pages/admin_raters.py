@@ -34,7 +34,7 @@ st.subheader("Invite a rater")
 with st.form("invite", clear_on_submit=True):
     name = st.text_input("Name", key="invite_name")
     as_admin = st.checkbox("Admin (can see these pages; is not blind)", key="invite_admin")
-    invited = st.form_submit_button("Invite")
+    invited = st.form_submit_button("Invite", key="invite_submit")
 if invited:
     try:
         invite = invite_rater(store, name, admin=as_admin)

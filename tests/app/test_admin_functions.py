@@ -448,3 +448,56 @@ def test_agreement_prefers_a_raters_app_label_over_their_imported_one(store: Sto
     # ann: 0 1 0 0, bob: 1 0 0 0 -> no unit agrees on a 1: o10 = o01 = 2, o00 = 4, n0 = 6,
     # n1 = 2; D_o = 4/8, D_e = 2*6*2/(8*7) = 24/56; alpha = 1 - (4/8)/(24/56) = -1/6.
     assert math.isclose(report.overall.estimate, -1 / 6, abs_tol=1e-12)
+
+
+# -- pairwise and audit assignments ---------------------------------------------------------
+
+
+def test_family_pairs_pair_answers_to_the_same_task(store: Store) -> None:
+    _catalog_store(store)
+    originals = admin.select_answers(store.answer_catalog(), variants=["original"])
+    pairs = admin.family_pairs(originals, "fa", "fb")
+    assert pairs == [("t1-fa", "t1-fb"), ("t2-fa", "t2-fb"), ("t3-fa", "t3-fb"),
+                     ("t10-fa", "t10-fb")]
+    only_fa = admin.select_answers(store.answer_catalog(), families=["fa"])
+    assert admin.family_pairs(only_fa, "fa", "fb") == []
+    with pytest.raises(InputError, match="two different families"):
+        admin.family_pairs(originals, "fa", "fa")
+    with pytest.raises(InputError, match="no pairs to assign"):
+        admin.assign_pairwise(store, [], 1, [1])
+
+
+def test_pairwise_assignment_counterbalances_sides(store: Store) -> None:
+    _catalog_store(store)
+    ann, _ = store.add_rater("ann")
+    bob, _ = store.add_rater("bob")
+    originals = admin.select_answers(store.answer_catalog(), variants=["original"])
+    summary = admin.assign_pairwise(store, admin.family_pairs(originals, "fa", "fb"), 2,
+                                    [ann.rater_id, bob.rater_id])
+    assert summary.n_added == 8 and summary.items == 4
+    progress = store.assignment_progress()
+    assert progress["kind"].unique().tolist() == ["pair"]
+    # Two raters per pair: one sees it one way round and one the other.
+    for rater in (ann, bob):
+        assert len(store.rater_queue(rater.rater_id, "pair")) == 4
+    rows = store.query(
+        "SELECT answer_id AS left_id, answer_b_id AS right_id FROM assignments WHERE kind = 'pair'"
+    )
+    for _, both in rows.groupby(rows.apply(lambda r: tuple(sorted(r)), axis=1)):
+        assert len(both) == 2
+        assert set(both["left_id"]) == set(both["right_id"])  # opposite sides
+
+
+def test_audit_sample_takes_n_seeded_rewrites(store: Store) -> None:
+    _catalog_store(store)
+    ann, _ = store.add_rater("ann")
+    catalog = store.answer_catalog()
+    assert admin.rewrite_variants(catalog) == ["padded"]
+    summary = admin.assign_audit_sample(store, "padded", 3, 1, [ann.rater_id], seed=7)
+    assert summary.n_added == 3 and summary.items == 3
+    again = admin.assign_audit_sample(store, "padded", 3, 1, [ann.rater_id], seed=7)
+    assert again.n_added == 0 and again.already == 3  # same seed, same sample: nothing new
+    everything = admin.assign_audit_sample(store, "padded", 99, 1, [ann.rater_id])
+    assert everything.items == 4  # all four padded answers name their original
+    with pytest.raises(InputError, match="no 'truncated' answer"):
+        admin.assign_audit_sample(store, "truncated", 3, 1, [ann.rater_id])

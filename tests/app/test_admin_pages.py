@@ -122,7 +122,7 @@ def test_raters_invite_shows_the_link_once_and_it_works(tokens: dict[str, str],
                                                         db: Store) -> None:
     at = open_page("admin_raters.py", tokens["admin"])
     at.text_input(key="invite_name").set_value("carol")
-    at.button[0].click().run()  # the form's submit button
+    at.button(key="invite_submit").click().run()
     assert not at.exception
     links = [c.value for c in at.code]
     assert len(links) == 1 and links[0].startswith("http://localhost:8501/?t=")
@@ -136,7 +136,7 @@ def test_raters_invite_shows_the_link_once_and_it_works(tokens: dict[str, str],
 def test_raters_duplicate_name_is_an_error(tokens: dict[str, str], db: Store) -> None:
     at = open_page("admin_raters.py", tokens["admin"])
     at.text_input(key="invite_name").set_value("ann")
-    at.button[0].click().run()
+    at.button(key="invite_submit").click().run()
     assert any("already exists" in e for e in errors(at))
     assert not at.code
 
@@ -185,7 +185,7 @@ description = "Nothing false."
 def upload(at: AppTest, kind: str, name: str, data: bytes) -> AppTest:
     at.selectbox(key="upload_kind").set_value(kind)
     at.file_uploader(key="upload_file").set_value((name, data, "application/octet-stream"))
-    return at.button[0].click().run()
+    return at.button(key="upload_submit").click().run()
 
 
 def test_data_upload_imports_and_lists_the_rubric(tokens: dict[str, str], db: Store) -> None:
@@ -270,7 +270,7 @@ def test_assignments_gives_the_filtered_subset_to_k_raters(tokens: dict[str, str
     at.multiselect(key="assign_families").set_value(["fa"]).run()
     assert frame(at, "family", "variant", "answers").values.tolist() == [["fa", "original", 2]]
     at.number_input(key="assign_k_value").set_value(2)
-    at.button[0].click().run()  # the form's submit button
+    at.button(key="assign_submit").click().run()
     assert not at.exception, at.exception
     assert errors(at) == []
     assert at.success[0].value.startswith("4 assignments added over 2 items")
@@ -280,7 +280,7 @@ def test_assignments_gives_the_filtered_subset_to_k_raters(tokens: dict[str, str
     per_answer = db.labels_per_answer().set_index("answer_id")["assigned"]
     assert per_answer.loc[["t1-fa", "t2-fa"]].tolist() == [2, 2]
     # Again: each answer already has k raters, so nothing more is added.
-    at.button[0].click().run()
+    at.button(key="assign_submit").click().run()
     assert at.success[0].value.startswith("0 assignments added")
     assert int(db.assignment_progress()["assigned"].sum()) == 4
 
@@ -291,7 +291,7 @@ def test_assignments_refuses_k_above_the_raters_chosen(tokens: dict[str, str],
     at = open_page("admin_assignments.py", tokens["admin"])
     at.multiselect(key="assign_raters").set_value([db.authenticate(tokens["rater"]).rater_id])
     at.number_input(key="assign_k_value").set_value(1)
-    at.button[0].click().run()
+    at.button(key="assign_submit").click().run()
     assert at.success[0].value.startswith("4 assignments added over 4 items")
 
 
@@ -305,7 +305,7 @@ def test_assignments_draws_shows_and_applies_a_design(tokens: dict[str, str],
     db.add_rater("cy")
     at = open_page("admin_assignments.py", tokens["admin"])
     at.number_input(key="design_n").set_value(8)
-    at.button[1].click().run()  # "Draw the design"
+    at.button(key="design_draw").click().run()
     assert not at.exception, at.exception
     table = frame(at, "stratum", "sampled_answers")
     assert table["stratum"].tolist()[-1] == "total"
@@ -344,3 +344,21 @@ def test_admin_pages_are_in_the_navigation_for_admins_only(tokens: dict[str, str
     # Not in a rater's navigation at all (and the page itself refuses them, tested above).
     with pytest.raises(ValueError, match="Could not find a navigation page"):
         rater.switch_page("pages/admin_raters.py")
+
+
+def test_assignments_pairs_and_audits(tokens: dict[str, str], db: Store) -> None:
+    db.add_rubric(Rubric("bin", 1, "Binary", "binary", "accept", (Criterion("c", "C", "d"),)))
+    tasks = [Task(f"t{i}", f"p{i}") for i in range(3)]
+    answers = [Answer(f"t{i}-{f}", f"t{i}", f, "m", "x") for i in range(3) for f in ("fa", "fb")]
+    answers += [Answer(f"t{i}-pad", f"t{i}", "fa", "m", "x x", "padded", f"t{i}-fa")
+                for i in range(3)]
+    db.add_pool(tasks, answers)
+    at = open_page("admin_assignments.py", tokens["admin"])
+    at.button(key="pair_submit").click().run()
+    assert not at.exception, at.exception
+    assert at.success[0].value.startswith("3 assignments added over 3 items")
+    at.number_input(key="audit_n").set_value(2)
+    at.button(key="audit_submit").click().run()
+    assert at.success[0].value.startswith("2 assignments added over 2 items")
+    kinds = db.assignment_progress().set_index("kind")["assigned"].to_dict()
+    assert kinds == {"audit": 2, "pair": 3}
