@@ -1390,14 +1390,21 @@ def _len_diff(grp: pd.DataFrame, x: str, y: str) -> float:
 # -- formats -----------------------------------------------------------------------------------
 
 
-def _decoding_rule(params: Mapping[str, Any]) -> str:
-    decoding = {k: params[k] for k in ("temperature", "top_p", "top_k") if params.get(k) is not None}
+def _decoding_rule(run: Mapping[str, Any]) -> str:
+    params = run.get("params") or {}
+    nested = params.get("judge_params")
+    source = {**params, **(nested if isinstance(nested, Mapping) else {})}
+    decoding = {k: source[k] for k in ("temperature", "top_p", "top_k") if source.get(k) is not None}
     if "temperature" in decoding and float(decoding["temperature"]) == 0:
         head = "greedy decoding (temperature 0)"
     elif decoding:
         head = "sampling with " + ", ".join(f"{k}={v}" for k, v in decoding.items())
+    elif run.get("judge_kind") == "fake":
+        head = "fake judge (no sampling: scores are a seeded function of the answer)"
+    elif run.get("judge_kind") == "import":
+        head = "imported judgements (decoding not recorded)"
     else:
-        head = "decoding parameters not recorded in the run (the back-end's defaults)"
+        head = "decoding parameters not recorded in the run"
     return head + "; strict parse, the last VERDICT line wins, an unparsed reply is a recorded failure"
 
 
@@ -1438,7 +1445,7 @@ def format_rows(
     if probes is None:
         probes = ProbeSection(position=tuple(position_results(data, opts)))
     ref, ref_name = _reference_scores(data, reference, opts)
-    decoding = _decoding_rule(data.run.get("params") or {})
+    decoding = _decoding_rule(data.run)
     rows: list[FormatRow] = []
     skipped: list[str] = []
     point, pair = data.pointwise, data.pairwise

@@ -1,7 +1,168 @@
-"""`judgelab` subcommands (see :mod:`calibration.cli`)."""
+"""``judgelab calibrate`` and ``judgelab formats``: the judge read against blind human labels.
+
+``calibrate`` writes the calibration report (markdown, and on request PNG and JSON) for one
+judge run; ``formats`` prints the format diagnostics of a run. Both only read the database and
+never call the judge. See :mod:`calibration.calibrate` for what goes into each figure.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
 import click
 
-COMMANDS: list[click.Command] = []
+from calibration.calibrate import ReportOptions, calibrate, format_rows, jsonable, load_calibration_data
+from calibration.report import render_json, write_report
+from calibration.stats import Estimate
+from labeler._cli_util import db_option, echo_json, json_option
+from labeler.store import Store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _seed_option(func: F) -> F:
+    return click.option("--seed", type=int, default=0, show_default=True,
+                        help="Seed of every bootstrap (the same seed gives the same report).")(func)
+
+
+def _resamples_option(func: F) -> F:
+    return click.option("--resamples", type=click.IntRange(min=10), default=2000, show_default=True,
+                        help="Bootstrap resamples per interval.")(func)
+
+
+def _run_option(func: F) -> F:
+    return click.option("--judge-run", "run_id", default=None, metavar="ID",
+                        help="Judge run to read [default: the newest run with pointwise judgements].")(func)
+
+
+def _est(e: Estimate | None, digits: int = 1) -> str:
+    if e is None or math.isnan(e.estimate):
+        return "n/a"
+    ci = "no interval" if math.isnan(e.ci_low) else f"95% CI {e.ci_low:+.{digits}f} to {e.ci_high:+.{digits}f}"
+    return f"{e.estimate:+.{digits}f} {e.units} ({ci}; n={e.n})"
+
+
+@click.command("calibrate")
+@db_option
+@_run_option
+@click.option("--compare-run", default=None, metavar="ID",
+              help="A run from before a rubric change: read padding and truncation gaps before/after.")
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Markdown report to write.")
+@click.option("--png", type=click.Path(dir_okay=False), default=None, help="Also write the charts as PNG.")
+@json_option
+@click.option("--human-rule", type=click.Choice(["mean", "majority"]), default="mean", show_default=True,
+              help="How several raters' labels of one answer become its human score.")
+@_seed_option
+@_resamples_option
+def calibrate_command(
+    db: str | None,
+    run_id: str | None,
+    compare_run: str | None,
+    out: str,
+    png: str | None,
+    as_json: bool,
+    human_rule: str,
+    seed: int,
+    resamples: int,
+) -> None:
+    """Write the calibration report of a judge run: residuals and self-preference gap per family,
+    kappa, alpha, PPI, probe results and format diagnostics.
+
+    With --json the report is also written next to --out as JSON and printed on stdout.
+    """
+    report = calibrate(
+        Store(db), run_id, compare_run=compare_run, human_rule=human_rule,  # type: ignore[arg-type]
+        seed=seed, n_resamples=resamples,
+    )
+    json_path = Path(out).with_suffix(".json") if as_json else None
+    written = write_report(report, out, png=png, json_path=json_path)
+    if as_json:
+        click.echo(render_json(report))
+        return
+    banner = report.labels.banner()
+    if banner:
+        click.echo(f"WARNING: {banner}")
+    click.echo(f"Calibration report for judge run {report.run_id} ({report.judge_model}, family "
+               f"{report.judge_family or 'not recorded'})")
+    for scale, section in report.residuals.items():
+        digits = 1 if scale == "pass" else 2
+        for fam, est in section.families.items():
+            click.echo(f"  residual [{scale}] {fam}: {_est(est, digits)}")
+        if section.gap is not None:
+            bound = "  (upper bound)" if section.gap.extra.get("bound") == "upper" else ""
+            click.echo(f"  self-preference gap [{scale}]: {_est(section.gap, digits)}{bound}")
+    for k in report.kappas:
+        if k.scope == "all":
+            click.echo(f"  kappa {k.what} ({k.result.weights or 'unweighted'}): {_est(k.result.kappa, 3)}")
+    if report.probes.comparison is not None:
+        click.echo(f"  rubric change: {report.probes.comparison.verdict}")
+    for note in report.notes:
+        if note != banner:
+            click.echo(f"  note: {note}")
+    for path in written:
+        click.echo(f"wrote {path}")
+
+
+@click.command("formats")
+@db_option
+@_run_option
+@json_option
+@click.option("--reference", default="human", show_default=True, metavar="human|FORMAT",
+              help="What agreement is measured against: the human score, or another pointwise format "
+                   "of the same run (e.g. numeric100).")
+@click.option("--human-rule", type=click.Choice(["mean", "majority"]), default="mean", show_default=True,
+              help="How several raters' labels of one answer become the human reference.")
+@_seed_option
+@_resamples_option
+def formats_command(
+    db: str | None, run_id: str | None, as_json: bool, reference: str, human_rule: str, seed: int,
+    resamples: int,
+) -> None:
+    """Format diagnostics of a judge run: distinct values, effective levels D1/D2, tie
+    probability, top-tied share, tau-a/tau-b/Somers' D/top-1 against a reference, parse rate,
+    and the four quantities a judge-based pipeline should report."""
+    data = load_calibration_data(Store(db), run_id)
+    opts = ReportOptions(human_rule=human_rule, seed=seed, n_resamples=resamples)  # type: ignore[arg-type]
+    rows, skipped = format_rows(data, reference=reference, opts=opts)
+    banner = data.label_summary.banner() if reference == "human" else None
+    if as_json:
+        echo_json(jsonable({
+            "simulated_labels": data.label_summary.simulated if reference == "human" else False,
+            "run_id": data.run_id,
+            "formats": [r.to_dict() for r in rows],
+            "skipped": skipped,
+        }))
+        return
+    if banner:
+        click.echo(f"WARNING: {banner}")
+    click.echo(f"Format diagnostics for judge run {data.run_id}")
+    for row in rows:
+        d = row.diagnostics
+        click.echo("")
+        click.echo(f"{row.format} ({row.kind}; score: {row.score_rule})")
+        click.echo(f"  scored candidates {d.n} on {d.n_prompts} prompts; distinct values {d.distinct_values}; "
+                   f"D1 {_num(d.d1)}; D2 {_num(d.d2)}; tie probability {_num(d.tie_probability, 3)}; "
+                   f"top score tied on {_share(d.top_tied_share)} of prompts")
+        click.echo(f"  against {row.reference}:")
+        for name, est in (("tau-a", d.tau_a), ("tau-b", d.tau_b), ("Somers' D", d.somers_d),
+                          ("top-1", d.top1)):
+            click.echo(f"    {name}: {_est(est, 3)}")
+        click.echo("  what a pipeline should report:")
+        for key, value in row.four_quantities().items():
+            click.echo(f"    {key}: {value}")
+    for reason in skipped:
+        click.echo(f"not computed: {reason}")
+
+
+def _num(value: float, digits: int = 2) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def _share(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{100 * value:.0f}%"
+
+
+COMMANDS: list[click.Command] = [calibrate_command, formats_command]

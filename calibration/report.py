@@ -268,6 +268,12 @@ def _interval_cols(
     return out
 
 
+def _not_computed(report: CalibrationReport, prefix: str) -> str:
+    """"Not computed" with the reasons the report gives for the section."""
+    reasons = [r for r in report.skipped if r.startswith(prefix)]
+    return "Not computed: " + "; ".join(reasons) + "." if reasons else "Not computed."
+
+
 def render_markdown(report: CalibrationReport) -> str:
     """The report as a markdown document (simulated-label warning first when it applies)."""
     pct = round(report.level * 100)
@@ -293,10 +299,11 @@ def render_markdown(report: CalibrationReport) -> str:
 
     lab = report.labels
     lines += ["## Human labels", ""]
-    sources = ", ".join(f"{k}: {v}" for k, v in lab.sources.items()) or "none"
+    sources = ", ".join(f"{k} {v}" for k, v in lab.sources.items()) or "none"
     lines.append(
         f"{lab.n_labels} current labels on {lab.n_answers} answers by {lab.n_raters} raters "
-        f"({sources}; {lab.n_simulated_labels} simulated)"
+        f"(by source: {sources}; {lab.n_simulated_labels} simulated, from {lab.n_simulated_raters} "
+        "simulated raters)"
         + (f"; {lab.n_flagged} flagged unrateable and left out" if lab.n_flagged else "") + "."
     )
     lines += ["", report.human_rule_text(), ""]
@@ -340,7 +347,7 @@ def render_markdown(report: CalibrationReport) -> str:
     lines += ["## Agreement", "", "### Cohen's kappa, judge vs humans", ""]
     kt = kappa_table(report)
     if kt.empty:
-        lines += ["Not computed.", ""]
+        lines += [_not_computed(report, "kappa"), ""]
     else:
         kt = _interval_cols(kt, "kappa", "ci_low", "ci_high", 3, False)
         lines += _md_table(kt, {"agreement": lambda v: _num(v, 3)})
@@ -359,7 +366,7 @@ def render_markdown(report: CalibrationReport) -> str:
     lines += ["### Krippendorff's alpha among raters", ""]
     at = alpha_table(report)
     if at.empty:
-        lines += ["Not computed.", ""]
+        lines += [_not_computed(report, "Krippendorff"), ""]
     else:
         lines += _md_table(_interval_cols(at, "alpha", "ci_low", "ci_high", 3, False))
         lines += ["", f"{next(iter(report.alphas.values())).method}; units = answers rated by two or more raters.",
@@ -368,7 +375,7 @@ def render_markdown(report: CalibrationReport) -> str:
     lines += ["## Prediction-powered pass rates", ""]
     pt = ppi_table(report)
     if pt.empty:
-        lines += ["Not computed.", ""]
+        lines += [_not_computed(report, "PPI"), ""]
     else:
         pt = _interval_cols(pt, "ppi", "ppi_low", "ppi_high", 1, False, "PPI 95% CI")
         pt = _interval_cols(pt, "human_only", "human_low", "human_high", 1, False, "human-only 95% CI")
@@ -426,7 +433,7 @@ def _probe_markdown(report: CalibrationReport) -> list[str]:
 def _format_markdown(report: CalibrationReport) -> list[str]:
     lines = ["## Scoring formats", ""]
     if not report.formats:
-        return [*lines, "Not computed.", ""]
+        return [*lines, _not_computed(report, "format"), ""]
     lines += _md_table(format_table(report), {"D1": lambda v: _num(v, 2), "D2": lambda v: _num(v, 2),
                                               "tie_probability": lambda v: _num(v, 3)})
     lines += ["", f"Agreement is within prompt (task) against: {report.formats[0].reference}. "

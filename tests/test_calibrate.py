@@ -381,19 +381,20 @@ def test_real_labels_carry_no_banner(seed_report: CalibrationReport) -> None:
 # -- probes ------------------------------------------------------------------------------------
 
 
-def add_position_probe(store: Store, judge: str = JUDGE) -> None:
-    """40 cross-family pairs judged in both orders, with a known slot bias.
+def add_position_probe(store: Store, judge: str = JUDGE, n_pairs: int = 40) -> None:
+    """``n_pairs`` cross-family pairs judged in both orders, with a known slot bias.
 
     Forward (own family in slot A): A wins every time. Reverse (other family in slot A): A wins
-    on 24 pairs and B on 16. Per pair v_fwd = +1 and v_rev = +1 (24 pairs) or -1 (16), so
+    on 60% of pairs (24 of 40) and B on the rest. Per pair v_fwd = +1 and v_rev = +1 or -1, so
     b = (1 + 0.2)/2 = 0.6 and q = (1 - 0.2)/2 = 0.4.
     """
     js = []
-    for i in range(40):
+    for i in range(n_pairs):
         own, other = f"{OWN}-{i:03d}", f"{OTHER}-{i:03d}"
         js.append(ImportedJudgement(own, judge, 1.0, None, "pairwise5", answer_b_id=other, order_shown="AB",
                                     judge_family=OWN))
-        js.append(ImportedJudgement(other, judge, 1.0 if i < 24 else -1.0, None, "pairwise5", answer_b_id=own,
+        js.append(ImportedJudgement(other, judge, 1.0 if i < 0.6 * n_pairs else -1.0, None, "pairwise5",
+                                    answer_b_id=own,
                                     order_shown="BA", judge_family=OWN))
     store.add_imported_judgements(js)
 
@@ -484,7 +485,7 @@ def test_format_diagnostics_and_the_four_quantities(seed_store: Built) -> None:
     quantities = row.four_quantities()
     assert list(quantities) == ["format and decoding rule", "tie probability / D2",
                                 "comparative slot handling and bias", "verdict parse rate"]
-    assert "decoding parameters not recorded" in quantities["format and decoding rule"]
+    assert "imported judgements (decoding not recorded)" in quantities["format and decoding rule"]
     assert "100.0% of 280 replies" in quantities["verdict parse rate"]
 
 

@@ -1,0 +1,95 @@
+"""``judgelab calibrate`` and ``judgelab formats`` end to end through the click group."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from labeler.cli import main
+from tests.test_calibrate import SMALL_CELLS, Built, add_position_probe, build_store
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def simulated_db(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """Simulated labels, one judge run with pointwise scores and an order-swapped probe."""
+    built = build_store(tmp_path_factory.mktemp("cli") / "cli.duckdb", SMALL_CELLS, simulated=True, n_unlabelled=6)
+    add_position_probe(built.store, n_pairs=20)
+    return built
+
+
+def test_calibrate_writes_markdown_png_and_json(simulated_db: Built, tmp_path: Path) -> None:
+    out = tmp_path / "out" / "report.md"
+    png = tmp_path / "out" / "report.png"
+    code, stdout, _ = run("calibrate", "--db", str(simulated_db.store.path), "--out", str(out),
+                          "--png", str(png), "--json", "--resamples", "300")
+    assert code == 0
+    md = out.read_text()
+    assert md.startswith("> **SIMULATED LABELS: all 80 human labels")
+    assert "## Judge minus human, per family" in md and "Self-preference gap" in md
+    image = png.read_bytes()
+    assert image.startswith(PNG_MAGIC) and len(image) > 50_000
+    written = json.loads(out.with_suffix(".json").read_text())
+    printed = json.loads(stdout)
+    assert written == printed
+    assert next(iter(printed)) == "simulated_labels" and printed["simulated_labels"] is True
+    assert printed["run_id"] == simulated_db.run_id
+    gap = printed["residuals"]["pass"]["gap"]
+    # SMALL_CELLS: own family humans 8/20, judge 9/20 (+5 pp); other 8/20 and 8/20 (0): gap 5.
+    assert gap["estimate"] == pytest.approx(5.0, abs=1e-9) and gap["units"] == "percentage points"
+    assert printed["probes"]["position"][0]["n_both_orders"] == 20
+
+
+def test_calibrate_text_summary_warns_and_lists_files(simulated_db: Built, tmp_path: Path) -> None:
+    out = tmp_path / "r.md"
+    code, stdout, _ = run("calibrate", "--db", str(simulated_db.store.path), "--judge-run", simulated_db.run_id,
+                          "--out", str(out), "--resamples", "100", "--human-rule", "majority")
+    assert code == 0
+    lines = stdout.splitlines()
+    assert lines[0].startswith("WARNING: SIMULATED LABELS")
+    assert any(line.startswith("  self-preference gap [pass]: +5.0 percentage points") for line in lines)
+    assert lines[-1] == f"wrote {out}"
+    assert not out.with_suffix(".json").exists() and not (tmp_path / "r.png").exists()
+    assert "ties going to the lower score" in out.read_text()
+
+
+def test_formats_prints_the_four_quantities(simulated_db: Built) -> None:
+    code, stdout, _ = run("formats", "--db", str(simulated_db.store.path), "--resamples", "100")
+    assert code == 0
+    assert stdout.startswith("WARNING: SIMULATED LABELS")
+    assert "likert5 (pointwise" in stdout and "pairwise5 (comparative" in stdout
+    for key in ("format and decoding rule", "tie probability / D2", "comparative slot handling and bias",
+                "verdict parse rate"):
+        assert f"    {key}: " in stdout
+    assert "slot-A bias b = +0.60" in stdout
+
+
+def test_formats_json(simulated_db: Built) -> None:
+    code, stdout, _ = run("formats", "--db", str(simulated_db.store.path), "--json", "--resamples", "100")
+    assert code == 0
+    payload = json.loads(stdout)
+    assert payload["simulated_labels"] is True
+    formats = {f["format"]: f for f in payload["formats"]}
+    assert set(formats) == {"likert5", "pairwise5"}
+    assert formats["likert5"]["diagnostics"]["parse_rate"]["estimate"] == 1.0
+    assert formats["likert5"]["diagnostics"]["distinct_values"] == 4
+
+
+def test_errors_are_one_line_and_exit_2(simulated_db: Built, tmp_path: Path) -> None:
+    code, _, err = run("calibrate", "--db", str(simulated_db.store.path), "--judge-run", "nope",
+                       "--out", str(tmp_path / "r.md"))
+    assert code == 2 and err.startswith("judgelab: error: no judge run 'nope'") and err.count("\n") == 1
+    code, _, err = run("calibrate", "--db", str(tmp_path / "empty.duckdb"), "--out", str(tmp_path / "r.md"))
+    assert code == 2 and "no judge run with pointwise judgements" in err
+    code, _, err = run("formats", "--db", str(simulated_db.store.path), "--reference", "vibes")
+    assert code == 2 and "unknown reference 'vibes'" in err
+    assert not (tmp_path / "r.md").exists()
