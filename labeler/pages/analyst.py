@@ -1,0 +1,156 @@
+"""Analyst page "Calibration": the judge read against blind human labels, with the same charts
+and tables as ``judgelab calibrate``. Admins only: it shows families, models and variants."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from calibration.calibrate import CalibrationReport, calibrate
+from calibration.report import render_json, render_markdown, report_charts, report_tables
+from labeler.errors import JudgelabError
+from labeler.session import current_store, db_path, require_admin
+
+require_admin()
+store = current_store()
+
+st.title("Calibration")
+
+runs = store.calibration_runs()
+runs = runs[runs["n_pointwise"] > 0].reset_index(drop=True)
+if runs.empty:
+    st.info("No judge run with pointwise scores yet: run `judgelab probe ...` or import judgements.")
+    st.stop()
+
+
+@st.cache_data(show_spinner="Bootstrapping intervals…", max_entries=16)
+def _report(
+    path: str, run_id: str, compare: str | None, rule: str, resamples: int,
+    watermark: tuple[int, int], judged: tuple[int, ...],
+) -> CalibrationReport:
+    # Labels are append-only and a run's judgements only grow, so (path, options, label
+    # watermark, judgement counts) pins the inputs; anything new recomputes the report.
+    del path, watermark, judged
+    return calibrate(store, run_id, compare_run=compare, human_rule=rule,  # type: ignore[arg-type]
+                     n_resamples=resamples, seed=0)
+
+
+labels = [f"{r.run_id} · {r.model} · {r.n_pointwise} scores" for r in runs.itertuples(index=False)]
+left, mid, right = st.columns([3, 3, 2])
+picked = left.selectbox("Judge run", range(len(runs)), format_func=labels.__getitem__, key="analyst_run")
+others = ["none", *[r for r in runs["run_id"] if r != runs.loc[int(picked or 0), "run_id"]]]
+compare = mid.selectbox("Compare with an earlier run (before a rubric change)", others, key="analyst_compare")
+rule = right.radio("Human score per answer", ["mean", "majority"], horizontal=True, key="analyst_rule",
+                   help="Several raters' labels of one answer become its human score by their mean, or "
+                        "by the most frequent label (ties to the lower).")
+st.session_state.setdefault("analyst_resamples", 1000)
+resamples = int(right.select_slider("Bootstrap resamples", [300, 1000, 2000], key="analyst_resamples"))
+run_id = str(runs.loc[int(picked or 0), "run_id"])
+counts = tuple(int(x) for x in runs.loc[runs["run_id"].isin([run_id, compare]), ["n_pointwise", "n_pairwise"]]
+               .to_numpy().ravel())
+try:
+    report = _report(db_path(), run_id, None if compare == "none" else compare, str(rule), resamples,
+                     store.label_watermark(), counts)
+except JudgelabError as exc:
+    st.error(str(exc))
+    st.stop()
+
+banner = report.labels.banner()
+if banner:
+    st.warning(banner, icon=":material/science:")
+for note in report.notes:
+    if note == banner:
+        continue
+    (st.warning if "UPPER BOUND" in note else st.info)(note)
+st.caption(
+    f"Judge `{report.judge_model}` (family `{report.judge_family or 'not recorded'}`), rubric "
+    f"`{report.rubric['rubric_id']}` v{report.rubric['version']} ({report.rubric['scale']}), scores in "
+    f"`{report.judge_format or '—'}`. {report.human_rule_text()} Intervals are "
+    f"{round(100 * report.level)}% ({report.n_resamples} resamples, seed {report.seed})."
+)
+
+charts = report_charts(report)
+tables = report_tables(report)
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return "—" if value is None or math.isnan(value) else f"{value:+.{digits}f}"
+
+
+def _table(name: str) -> None:
+    frame = tables.get(name)
+    if frame is None or frame.empty:
+        return
+    st.dataframe(frame, hide_index=True, key=f"analyst_{name}",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in frame.columns if pd.api.types.is_float_dtype(frame[c])})
+
+
+st.header("Judge minus human, per family")
+gaps = [(scale, s.gap) for scale, s in report.residuals.items() if s.gap is not None]
+if gaps:
+    cols = st.columns(len(gaps))
+    for col, (scale, gap) in zip(cols, gaps, strict=True):
+        digits = 1 if scale == "pass" else 2
+        bound = " (upper bound)" if gap.extra.get("bound") == "upper" else ""
+        col.metric(f"Self-preference gap, {scale}{bound}", f"{_fmt(gap.estimate, digits)} {gap.units}")
+        col.caption(f"95% CI {_fmt(gap.ci_low, digits)} to {_fmt(gap.ci_high, digits)}; {gap.n} tasks")
+if "residuals" in charts:
+    st.altair_chart(charts["residuals"], key="analyst_chart_residuals")
+if "gap" in charts:
+    st.altair_chart(charts["gap"], key="analyst_chart_gap")
+for scale in report.residuals:
+    st.subheader("Pass rate (percentage points)" if scale == "pass" else "Overall score (scale points)")
+    _table(f"residuals_{scale}")
+
+st.header("Provenance audit")
+_table("provenance")
+if report.provenance is not None:
+    st.caption(report.provenance.reason)
+
+st.header("Agreement")
+if "agreement" in charts:
+    st.altair_chart(charts["agreement"], key="analyst_chart_agreement")
+_table("kappa")
+for k in report.kappas:
+    if k.scope == "all" and k.result.weights is None:
+        st.caption(f"Confusion matrix, {k.what} (rows: judge, columns: humans)")
+        st.dataframe(k.result.confusion, key=f"analyst_confusion_{k.what}")
+_table("alpha")
+
+st.header("Prediction-powered pass rates")
+if "ppi" in charts:
+    st.altair_chart(charts["ppi"], key="analyst_chart_ppi")
+_table("ppi")
+
+st.header("Probes")
+if "probes" in charts:
+    st.altair_chart(charts["probes"], key="analyst_chart_probes")
+_table("probe_gaps")
+if report.probes.comparison is not None:
+    cmp = report.probes.comparison
+    st.subheader(f"Before/after: {report.probes.comparison_run} → {report.run_id}")
+    st.markdown(f"**{cmp.verdict}.** {cmp.explanation}")
+_table("position")
+
+st.header("Scoring formats")
+if "formats" in charts:
+    st.altair_chart(charts["formats"], key="analyst_chart_formats")
+_table("formats")
+for f in report.formats:
+    with st.expander(f"What a pipeline should report: {f.format}"):
+        for key, value in f.four_quantities().items():
+            st.markdown(f"- **{key}**: {value}")
+
+if report.skipped:
+    st.header("Not computed")
+    for reason in report.skipped:
+        st.markdown(f"- {reason}")
+
+left, right = st.columns(2)
+left.download_button("Download report (markdown)", render_markdown(report), file_name="calibration_report.md",
+                     mime="text/markdown", key="analyst_download_md")
+right.download_button("Download report (JSON)", render_json(report), file_name="calibration_report.json",
+                      mime="application/json", key="analyst_download_json")

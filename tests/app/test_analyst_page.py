@@ -1,0 +1,107 @@
+"""The analyst page "Calibration" under AppTest: an admin sees the figures, a rater never does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.test_calibrate import SMALL_CELLS, Built, add_position_probe, build_store
+
+REPO = Path(__file__).resolve().parents[2]
+PAGE = REPO / "labeler" / "pages" / "analyst.py"
+APP = REPO / "labeler" / "app.py"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Built, dict[str, str]]:
+    """Simulated labels, a judge run with an order-swapped probe, an admin and a rater."""
+    built = build_store(tmp_path_factory.mktemp("analyst") / "a.duckdb", SMALL_CELLS, simulated=True,
+                        n_unlabelled=6)
+    add_position_probe(built.store, n_pairs=20)
+    _, admin = built.store.add_rater("boss", role="admin")
+    _, rater = built.store.add_rater("ann")
+    return built, {"admin": admin, "rater": rater}
+
+
+@pytest.fixture
+def served(db: tuple[Built, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> tuple[Built, dict[str, str]]:
+    monkeypatch.setenv("JUDGELAB_DB", str(db[0].store.path))
+    return db
+
+
+def open_page(token: str | None) -> AppTest:
+    at = AppTest.from_file(str(PAGE), default_timeout=120)
+    at.session_state["analyst_resamples"] = 300  # the page's lightest setting keeps tests quick
+    if token is not None:
+        at.query_params["t"] = token
+    return at.run()
+
+
+def charts(at: AppTest) -> list[str]:
+    """The Vega-Lite specs (JSON text) of every chart on the page."""
+    return [str(el.proto.spec) for el in at.get("vega_lite_chart")]
+
+
+def test_admin_sees_the_figures(served: tuple[Built, dict[str, str]]) -> None:
+    built, tokens = served
+    at = open_page(tokens["admin"])
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Calibration"
+    # The simulated-label warning comes before any figure.
+    assert at.warning[0].value.startswith("SIMULATED LABELS: all 80 human labels")
+    gaps = {m.label: m.value for m in at.metric}
+    assert gaps["Self-preference gap, pass"] == "+5.0 percentage points"
+    headers = [h.value for h in at.header]
+    for section in ("Judge minus human, per family", "Agreement", "Prediction-powered pass rates", "Probes",
+                    "Scoring formats"):
+        assert section in headers
+    specs = charts(at)
+    assert len(specs) >= 5  # residuals, gap, agreement, ppi, formats
+    for title in ("Residual, pass rate", "Self-preference gap, pass", "Agreement (kappa, alpha)",
+                  "PPI vs human only", "Effective levels"):
+        assert any(title in spec for spec in specs), title
+    # Residuals (pass, score), provenance, kappa, confusion, alpha, PPI, position, formats.
+    assert len(at.dataframe) >= 8
+    residuals = next(df.value for df in at.dataframe if "residual" in df.value.columns)
+    assert set(residuals["family"]) == {"claude", "gpt"}
+    assert residuals.set_index("family").loc["claude", "residual"] == pytest.approx(5.0)
+    assert built.run_id in at.selectbox(key="analyst_run").options[0]
+
+
+def test_admin_can_switch_the_human_rule(served: tuple[Built, dict[str, str]]) -> None:
+    _, tokens = served
+    at = open_page(tokens["admin"])
+    at.radio(key="analyst_rule").set_value("majority").run()
+    assert not at.exception, at.exception
+    assert any("ties going to the lower score" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("who", ["rater", None])
+def test_rater_and_stranger_are_refused(served: tuple[Built, dict[str, str]], who: str | None) -> None:
+    _, tokens = served
+    at = open_page(tokens[who] if who else None)
+    assert not at.exception, at.exception
+    assert any("Access denied" in e.value for e in at.error)
+    assert not charts(at) and not at.dataframe and not at.metric
+    text = " ".join(str(m.value) for m in at.markdown) + " ".join(str(c.value) for c in at.caption)
+    assert "claude" not in text and "gpt" not in text
+
+
+def test_navigation_offers_calibration_to_admins_only(served: tuple[Built, dict[str, str]]) -> None:
+    _, tokens = served
+    rater = AppTest.from_file(str(APP), default_timeout=120)
+    rater.query_params["t"] = tokens["rater"]
+    rater.run()
+    assert not rater.exception, rater.exception
+    # The rater's navigation does not register the page, so it cannot be switched to.
+    with pytest.raises(ValueError, match=r"Could not find a navigation page.*analyst\.py"):
+        rater.switch_page("pages/analyst.py")
+    admin = AppTest.from_file(str(APP), default_timeout=120)
+    admin.query_params["t"] = tokens["admin"]
+    admin.session_state["analyst_resamples"] = 300
+    admin.run()
+    admin.switch_page("pages/analyst.py").run()
+    assert not admin.exception, admin.exception
+    assert admin.title[0].value == "Calibration" and admin.metric
