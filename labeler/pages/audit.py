@@ -104,18 +104,18 @@ with col_r:
 st.subheader(QUESTION)
 yes_col, no_col = st.columns(2)
 yes_col.button(
-    "Y · Yes, it adds something", key=prefix + "yes", shortcut="Y", on_click=pick, args=(True,),
+    "Yes, it adds something", key=prefix + "yes", shortcut="Y", on_click=pick, args=(True,),
     type="primary" if st.session_state[K_ADDS] is True else "secondary", width="stretch",
 )
 no_col.button(
-    "N · No, nothing new", key=prefix + "no", shortcut="N", on_click=pick, args=(False,),
+    "No, nothing new", key=prefix + "no", shortcut="N", on_click=pick, args=(False,),
     type="primary" if st.session_state[K_ADDS] is False else "secondary", width="stretch",
 )
 st.text_area("Note: what does it add? (optional)", key=K_NOTE, height=70)
 if FLASH + ":error" in st.session_state:
     st.error(st.session_state.pop(FLASH + ":error"))
 
-back_col, skip_col, submit_col = st.columns(3)
+back_col, skip_col, submit_col = st.columns([1, 1, 2])
 back_to = previous_index(queue, index)
 back_col.button(
     "Back", shortcut=KEYS["back"], on_click=go_to, args=(back_to,), disabled=back_to is None,

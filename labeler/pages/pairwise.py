@@ -106,7 +106,7 @@ st.subheader("Which answer is better?")
 cols = st.columns(len(LEVELS))
 for col, (label, key, preference) in zip(cols, LEVELS, strict=True):
     col.button(
-        f"{key} · {label}", key=f"{prefix}pick:{key}", shortcut=key, on_click=pick,
+        label, key=f"{prefix}pick:{key}", shortcut=key, on_click=pick,
         args=(preference,), width="stretch",
         type="primary" if st.session_state[K_PREF] == preference else "secondary",
     )
@@ -114,7 +114,7 @@ st.text_area("Comment (optional)", key=K_COMMENT, height=70)
 if FLASH + ":error" in st.session_state:
     st.error(st.session_state.pop(FLASH + ":error"))
 
-back_col, skip_col, submit_col = st.columns(3)
+back_col, skip_col, submit_col = st.columns([1, 1, 2])
 back_to = previous_index(queue, index)
 back_col.button(
     "Back", shortcut=KEYS["back"], on_click=go_to, args=(back_to,), disabled=back_to is None,

@@ -132,7 +132,7 @@ st.caption(
     + (" · skipped before" if item.skipped else "")
 )
 
-left, right = st.columns([3, 2], gap="large")
+left, right = st.columns([5, 4], gap="large")
 with left:
     st.subheader("Task")
     with st.container(border=True):
@@ -200,7 +200,7 @@ with right:
     if FLASH + ":error" in st.session_state:
         st.error(st.session_state.pop(FLASH + ":error"))
 
-    back_col, skip_col, fwd_col, submit_col = st.columns(4)
+    back_col, skip_col, submit_col = st.columns([1, 1, 2])
     back_to = previous_index(queue, index)
     back_col.button(
         "Back", shortcut=KEYS["back"], on_click=go_to, args=(back_to,),
@@ -208,7 +208,7 @@ with right:
     )
     if view.current:
         # Came back to a rated answer: move on without changing it.
-        fwd_col.button(
+        skip_col.button(
             "Forward", shortcut=KEYS["forward"], on_click=go_to,
             args=(index + 1 if index + 1 < len(queue) else None,), width="stretch",
         )
