@@ -20,7 +20,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -480,6 +480,10 @@ async def _probe(opts: dict[str, Any]) -> tuple[RunSummary, RewriteSpend]:
         variants.recording = False
         spend = await variants.prepare()
     plan = plan_probes(ctx, chosen)
+    # The dataset's name rides along in each evidence row (meta is not part of any request, so
+    # neither the cache keys nor the plan hash change).
+    label = _dataset_label(opts["dataset"])
+    plan.calls = [replace(c, meta={**c.meta, "dataset": label}) for c in plan.calls]
     if plan.new_answers:
         store.add_pool([], plan.new_answers, source_file="judgelab probe (perturbed variants)")
     params = {
@@ -521,7 +525,8 @@ def report_command(
     rows = read_evidence(results)
     audits = _audits(db, rows)
     analysis = analyse_evidence(rows, audits=audits)
-    source = Path(results).name
+    names = rows["dataset"].dropna().unique().tolist() if "dataset" in rows else []
+    source = ", ".join(map(str, names)) if names else Path(results).name
     markdown = render_markdown(analysis, mitigate=mitigate, source=source)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
