@@ -30,9 +30,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+# Run from a checkout without installing: the repository root holds the packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.design import Design, design_sample  # noqa: E402
+from calibration.design import Design, design_sample
 
 Z95 = 1.959963984540054
 
@@ -118,21 +119,32 @@ def labels_to_match(
 ) -> tuple[int, float, float]:
     """Labels at which the design's simulated gap sd meets ``target_sd``.
 
-    Starts at ``n0`` and rescales by ``(sd / target)²`` (half-widths go as 1/sqrt(n)) until the
-    step is under 3%; the scaling is not exact at small ``n`` because every stratum keeps its
-    minimum of two units, hence the iteration.
+    A secant search on ``log sd`` against ``log n`` (a straight line of slope −1/2 when the
+    allocation scales; not exactly, because strata keep a minimum of two units and coarsen at
+    small budgets). Stops within 3% of the target or after five evaluations and returns the
+    closest one.
     """
+    tried: list[tuple[int, float, float]] = []
     n = n0
-    for _ in range(4):
+    for _ in range(5):
         design = design_sample(pool, n=n, allocation="gap", paired=paired, own_family="own",
                                overlap=0.0, rng=0)
         sd, mean = design_sd(design, pool, reps)
+        tried.append((design.n_labels, sd, mean))
+        if abs(sd / target_sd - 1) < 0.03:
+            break
+        if len(tried) == 1:
+            slope = -0.5
+        else:
+            (n1, s1, _), (n2, s2, _) = tried[-2], tried[-1]
+            slope = (math.log(s2) - math.log(s1)) / (math.log(n2) - math.log(n1)) \
+                if n1 != n2 else -0.5
+            slope = min(slope, -0.1)  # noise must not flip the direction of the search
         labels = design.n_labels
-        proposal = max(2, math.ceil(labels * (sd / target_sd) ** 2))
-        if abs(proposal - labels) <= 0.03 * labels:
-            return labels, sd, mean
-        n = min(proposal, len(pool))
-    return labels, sd, mean
+        n = max(4, min(len(pool), round(labels * (target_sd / sd) ** (1 / slope))))
+        if n == labels:
+            break
+    return min(tried, key=lambda t: abs(t[1] / target_sd - 1))
 
 
 def main() -> None:

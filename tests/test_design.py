@@ -214,6 +214,16 @@ def test_overlap_share_and_whole_tasks() -> None:
     assert d.cost.ratings == len(d.items) + int(d.items["is_overlap"].sum())
 
 
+def test_a_small_budget_coarsens_the_strata_instead_of_leaving_them_empty() -> None:
+    # 4 categories x 4 judge-verdict profiles = 16 task strata need 32 tasks; 30 labels draw 15.
+    pool = simulate_pool(200, seed=2)
+    d = design_sample(pool, n=30, own_family="claude", rng=0)
+    assert d.params["strata_used"] == ["family", "judge_bin"]
+    assert any("dropped 'category'" in note for note in d.notes)
+    assert (d.strata["n_units"] >= 2).all()
+    assert d.inclusion["inclusion_prob"].gt(0).all()  # every answer can be drawn
+
+
 def test_redraw_keeps_the_strata_counts() -> None:
     pool = simulate_pool(100, seed=2)
     d = design_sample(pool, n=60, own_family="claude", rng=0)
