@@ -6,6 +6,7 @@ and prints.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -270,6 +271,21 @@ def design(
         min_gap=min_gap,
         rng=seed,
     )
+    # Pairing pays when a task's residuals move together; with unbalanced families (or several
+    # answers of one family per task) single answers can be cheaper. Say so when it matters.
+    other = design_sample(
+        pool, n=n, allocation=allocation,  # type: ignore[arg-type]
+        strata=stratifiers, paired=not paired, overlap=overlap,
+        own_family=info.get("judge_family"), model=model, judge_bins=judge_bins,
+        length_bins=length_bins, rng=seed,
+    )
+    if other.precision.gap_half_width < 0.9 * plan.precision.gap_half_width:
+        hint = (
+            f"{'--unpaired' if paired else '--paired'} would give a gap half-width of "
+            f"±{other.precision.gap_half_width:.1f} pp for the same labels "
+            f"(this design: ±{plan.precision.gap_half_width:.1f} pp)"
+        )
+        plan = dataclasses.replace(plan, notes=(*plan.notes, hint))
     applied = None
     if do_apply:
         who: int | list[str] = rater_arg if rater_arg is not None else max(n_raters, 1)
