@@ -95,7 +95,7 @@ def thresholds_text() -> str:
         f"±{dec.fail:g} pp; WARN otherwise, including a bias too few trials could resolve "
         f"(position uses the same {pos.warn:g}/{pos.fail:g} pp; pointwise gaps "
         f"{gap.warn:g}/{gap.fail:g} points on the 1-5 scale). Truncation reads the other way, as "
-        f"a sensitivity check: {TRUNCATION_RULE}."
+        f"a sensitivity check: {TRUNCATION_RULE.removeprefix('sensitivity rule: ')}."
     )
 
 
@@ -132,7 +132,7 @@ def _pointwise_section(analysis: Analysis) -> list[str]:
         "",
         "## Pointwise gaps, in the judge's own units (likert5, 1-5)",
         "",
-        "| Probe | Original mean | Variant mean | Gap | 95% CI | Answers | Verdict |",
+        "| Probe | Original mean | Variant mean | Gap | 95% CI | Answers (tasks) | Verdict |",
         "|---|---:|---:|---:|---|---:|---|",
     ]
     for r in rows:
@@ -143,7 +143,8 @@ def _pointwise_section(analysis: Analysis) -> list[str]:
         lines.append(
             f"| {name} | {_num(r.details.get('original_mean_score'), digits=2, sign=False)} | "
             f"{_num(variant_mean, digits=2, sign=False)} | {_num(gap.estimate, digits=2)} | "
-            f"{_interval(gap, 2)} | {gap.n} | {r.details.get('pointwise_verdict', 'n/a')} |"
+            f"{_interval(gap, 2)} | {gap.extra.get('pairs', gap.n)} ({gap.n}) | "
+            f"{r.details.get('pointwise_verdict', 'n/a')} |"
         )
     lines.append("")
     for r in rows:
@@ -240,6 +241,9 @@ def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = 
         "left out of every figure, never turned into a score."
     )
     per_bias = [f"{r.bias} {r.parse_failures}" for r in results if r.parse_failures]
+    study = sum(f.replies - int(f.parse_rate.extra.get("successes", 0)) for f in analysis.formats)
+    if study:
+        per_bias.append(f"format study {study}")
     if per_bias:
         lines.append("  Parse failures by probe: " + ", ".join(per_bias) + ".")
     if analysis.cached:

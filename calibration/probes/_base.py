@@ -245,6 +245,7 @@ class ProbePlan:
     new_answers: list[Answer] = field(default_factory=list)
 
     def extend(self, other: ProbePlan) -> None:
+        """Append another probe's calls and variant answers."""
         self.calls.extend(other.calls)
         self.new_answers.extend(other.new_answers)
 
