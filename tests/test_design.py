@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import math
 
 import numpy as np
@@ -9,6 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+import calibration.design
 from calibration.design import (
     PlanningModel,
     allocate,
@@ -69,6 +71,11 @@ def simulate_pool(
 
 
 # -- allocation formulas --------------------------------------------------------------------------
+
+
+def test_docstring_examples() -> None:
+    result = doctest.testmod(calibration.design)
+    assert result.attempted >= 3 and result.failed == 0
 
 
 def test_proportional_allocation_is_proportional_to_stratum_sizes() -> None:
