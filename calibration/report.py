@@ -99,6 +99,27 @@ def kappa_table(report: CalibrationReport) -> pd.DataFrame:
                                        "n", "note"])
 
 
+def confusion_table(report: CalibrationReport, what: str) -> pd.DataFrame:
+    """The judge-vs-human confusion counts for one label kind, stacked by scope.
+
+    Rows are ``(scope, judge category)``, columns the humans' categories; ``scope`` is
+    ``"all"`` then each family. Weighted and unweighted kappas share one matrix, so it appears
+    once per scope.
+    """
+    frames = []
+    seen: set[str] = set()
+    for k in report.kappas:
+        if k.what != what or k.scope in seen:
+            continue
+        seen.add(k.scope)
+        cm = k.result.confusion
+        frame = pd.DataFrame(cm.to_numpy(), columns=[str(c) for c in cm.columns])
+        frame.insert(0, "judge \\ human", [str(c) for c in cm.index])
+        frame.insert(0, "scope", k.scope)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["scope", "judge \\ human"])
+
+
 def alpha_table(report: CalibrationReport) -> pd.DataFrame:
     """Krippendorff's alpha among raters, per label kind."""
     rows = [
@@ -353,16 +374,9 @@ def render_markdown(report: CalibrationReport) -> str:
         lines += _md_table(kt, {"agreement": lambda v: _num(v, 3)})
         method = report.kappas[0].result.kappa.method
         lines += ["", f"Human category per answer: the raters' majority (ties to the lower). {method}.", ""]
-        for k in report.kappas:
-            if k.scope != "all":
-                continue
-            cm = k.result.confusion
-            lines += [f"Confusion matrix, {k.what} (rows: judge, columns: humans):", ""]
-            frame = cm.reset_index()
-            frame.columns = ["judge \\ human", *[str(c) for c in cm.columns]]
-            lines += [*_md_table(frame), ""]
-            if k.what == "overall score":
-                break  # the weighted row shares the matrix
+        for what in dict.fromkeys(k.what for k in report.kappas):
+            lines += [f"Confusion matrices, {what} (rows: judge, columns: humans), overall and per family:", ""]
+            lines += [*_md_table(confusion_table(report, what)), ""]
     lines += ["### Krippendorff's alpha among raters", ""]
     at = alpha_table(report)
     if at.empty:
@@ -639,6 +653,7 @@ def write_report(
 __all__ = [
     "alpha_table",
     "combined_chart",
+    "confusion_table",
     "format_table",
     "gap_table",
     "kappa_table",

@@ -82,7 +82,10 @@ def test_markdown_opens_with_the_simulated_warning_and_carries_the_figures(repor
                     "### Position (order-swapped comparisons)", "## Scoring formats",
                     "### What a judge-based pipeline should report (seed 001)"):
         assert heading in md, heading
-    assert "Confusion matrix, pass verdict (rows: judge, columns: humans):" in md
+    assert "Confusion matrices, pass verdict (rows: judge, columns: humans), overall and per family:" in md
+    # Own family (SMALL_CELLS): judge fail & human fail 10, judge fail & human pass 1,
+    # judge pass & human fail 2, both pass 7.
+    assert "| claude | 0 | 10 | 1 |" in md and "| claude | 1 | 2 | 7 |" in md
     # 5 of 20 padded variants one point up, 10 of 20 truncated one point down.
     assert "| padded | likert5 |" in md and "+0.25" in md and "+0.50" in md
     assert "- verdict parse rate: 100.0% of" in md

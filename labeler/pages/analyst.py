@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from calibration.calibrate import CalibrationReport, calibrate
-from calibration.report import render_json, render_markdown, report_charts, report_tables
+from calibration.report import confusion_table, render_json, render_markdown, report_charts, report_tables
 from labeler.errors import JudgelabError
 from labeler.session import current_store, db_path, require_admin
 
@@ -114,10 +114,9 @@ st.header("Agreement")
 if "agreement" in charts:
     st.altair_chart(charts["agreement"], key="analyst_chart_agreement")
 _table("kappa")
-for k in report.kappas:
-    if k.scope == "all" and k.result.weights is None:
-        st.caption(f"Confusion matrix, {k.what} (rows: judge, columns: humans)")
-        st.dataframe(k.result.confusion, key=f"analyst_confusion_{k.what}")
+for what in dict.fromkeys(k.what for k in report.kappas):
+    st.caption(f"Confusion matrices, {what} (rows: judge, columns: humans), overall and per family")
+    st.dataframe(confusion_table(report, what), hide_index=True, key=f"analyst_confusion_{what}")
 _table("alpha")
 
 st.header("Prediction-powered pass rates")
