@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from labeler.models import Answer, Task
+from labeler.queue import shown_index
 from labeler.store import Store
 
 #: The overall score each simulated rater gives; criteria get the same score.
@@ -30,29 +31,33 @@ class Ack:
     label_id: int
 
 
-def label_one(store: Store, rater_id: int, *, k: int | None = None) -> Ack | None:
-    """One rater submit through the functions the rate page calls.
+def label_one(store: Store, token: str, *, k: int | None = None) -> Ack | None:
+    """One rater submit, calling what ``labeler/pages/rate.py`` calls, in its order.
 
-    The page shows the rater's next item (pulling one more answer that still needs a
-    rater when the queue is empty and the project labels in pull mode), records that it
-    is on screen, renders its view, and on submit appends the label.
+    A page run authenticates the ``?t=`` token, reads the rater's queue, pulls one more
+    answer that still needs raters when the queue is used up and the project labels in
+    pull mode (``claim_k``), records that the item is on screen, renders its view; the
+    submit callback then appends the label.
 
     Args:
-        store: The project store.
-        rater_id: The rater.
-        k: Raters per answer in pull mode; ``None`` uses the assigned queue only.
+        store: The project store (shared by every session thread, as the app's is).
+        token: The rater's invite token.
+        k: Raters per answer in pull mode; ``None`` uses the assigned queue only (the
+            page reads it from the project setting ``claim_k``).
 
     Returns:
         The acknowledged label, or ``None`` when the rater has nothing left to label.
     """
-    item = store.next_item(rater_id, "score")
-    if item is None:
-        if k is None or store.claim_next(rater_id, k) is None:
-            return None
-        item = store.next_item(rater_id, "score")
-        if item is None:
-            return None
-    store.open_item(rater_id, item.assignment_id, "score")
+    rater_id = store.authenticate(token).rater_id
+    queue = store.rater_queue(rater_id, "score")
+    used_up = not queue or all(item.done for item in queue)
+    if used_up and k is not None and store.claim_next(rater_id, k) is not None:
+        queue = store.rater_queue(rater_id, "score")
+    index = shown_index(queue, None)
+    if index is None:
+        return None
+    item = queue[index]
+    store.open_item(rater_id, item.assignment_id)
     view = store.score_view(rater_id, item.assignment_id)
     criteria = {c.criterion_id: SCORE for c in view.rubric.criteria}
     label_id = store.add_label(rater_id, item.assignment_id, overall=SCORE, criteria=criteria)
@@ -66,17 +71,17 @@ def _emit(line: str) -> None:
 
 
 def run_labelers(
-    store: Store, rater_ids: Sequence[int], *, per_rater: int, k: int | None, emit: bool = True
+    store: Store, tokens: Sequence[str], *, per_rater: int, k: int | None, emit: bool = True
 ) -> list[Ack]:
-    """Label ``per_rater`` items for each rater, one thread per rater, acknowledging each."""
+    """Label ``per_rater`` items for each rater (by token), one thread each, acknowledging each."""
     acks: list[Ack] = []
     errors: list[BaseException] = []
     guard = threading.Lock()
 
-    def work(rater_id: int) -> None:
+    def work(token: str) -> None:
         try:
             for _ in range(per_rater):
-                ack = label_one(store, rater_id, k=k)
+                ack = label_one(store, token, k=k)
                 if ack is None:
                     return
                 with guard:
@@ -87,9 +92,9 @@ def run_labelers(
             with guard:
                 errors.append(exc)
                 if emit:
-                    _emit(f"error {rater_id} {type(exc).__name__}: {exc}")
+                    _emit(f"error {type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=work, args=(r,)) for r in rater_ids]
+    threads = [threading.Thread(target=work, args=(t,)) for t in tokens]
     for t in threads:
         t.start()
     for t in threads:
@@ -116,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="mode", required=True)
     lab = sub.add_parser("label", help="label items for raters, one thread each")
     lab.add_argument("db")
-    lab.add_argument("--raters", type=int, nargs="+", required=True)
+    lab.add_argument("--tokens", nargs="+", required=True, help="the raters' invite tokens")
     lab.add_argument("--per-rater", type=int, default=10**9)
     lab.add_argument("--k", type=int, default=None)
     bulk = sub.add_parser("bulk", help="import batches of answers, one unit each")
@@ -127,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     store = Store(args.db)
     _emit("ready")
     if args.mode == "label":
-        run_labelers(store, args.raters, per_rater=args.per_rater, k=args.k)
+        run_labelers(store, args.tokens, per_rater=args.per_rater, k=args.k)
     else:
         add_batches(store, batches=args.batches, size=args.size)
     _emit("done")

@@ -50,12 +50,14 @@ def _opens_cleanly(path: Path) -> None:
 def test_sigkill_mid_labelling_loses_no_acknowledged_label(tmp_path: Path) -> None:
     pool = build_pool(tmp_path / "crash.duckdb", n_tasks=60, per_task=2)
     store = pool.store
-    raters = [r.rater_id for r, _ in add_raters(store, RATERS)]
+    invited = add_raters(store, RATERS)
+    raters = [r.rater_id for r, _ in invited]
+    tokens = [t for _, t in invited]
     store.assign_k(pool.answer_ids, 1, raters, seed=3)
     rng = random.Random(11)
     acked: dict[int, tuple[int, int]] = {}
     for round_no in range(ROUNDS):
-        proc = worker(["label", str(pool.path), "--raters", *map(str, raters)])
+        proc = worker(["label", str(pool.path), "--tokens", *tokens])
         lines = Lines(proc)
         lines.wait_for(rng.randint(2, 10), "ack ")
         # Land the kill at a random point of a unit: opening, inside the transaction, closing.
@@ -84,7 +86,7 @@ def test_sigkill_mid_labelling_loses_no_acknowledged_label(tmp_path: Path) -> No
         assert max(Counter(stored["assignment_id"]).values()) == 1, "an assignment was labelled twice"
 
     # Resume: the queue continues after the last stored label and finishes with one label each.
-    proc = worker(["label", str(pool.path), "--raters", *map(str, raters)])
+    proc = worker(["label", str(pool.path), "--tokens", *tokens])
     out = Lines(proc).finish(timeout=600)
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
     assert out[-1] == "done"

@@ -65,13 +65,15 @@ def _check_database(store: Store, acks: list[Ack], *, k: int) -> None:
 def test_fifty_raters_two_hundred_labels_each(tmp_path: Path) -> None:
     pool = build_pool(tmp_path / "load.duckdb", n_tasks=RATERS * PER_RATER // (2 * K) * 1, per_task=2)
     store = pool.store
-    raters = [r.rater_id for r, _ in add_raters(store, RATERS)]
+    invited = add_raters(store, RATERS)
+    raters = [r.rater_id for r, _ in invited]
+    tokens = [t for _, t in invited]
     summary = store.assign_k(pool.answer_ids, K, raters, seed=7)
     assert summary.n_added == RATERS * PER_RATER
     assert set(summary.added.values()) == {PER_RATER}
 
-    here, there = raters[OTHER_PROCESS:], raters[:OTHER_PROCESS]
-    proc = worker(["label", str(pool.path), "--raters", *map(str, there)])
+    here, there = tokens[OTHER_PROCESS:], tokens[:OTHER_PROCESS]
+    proc = worker(["label", str(pool.path), "--tokens", *there])
     started = time.perf_counter()
     try:
         acks = run_labelers(store, here, per_rater=PER_RATER, k=None, emit=False)
@@ -103,9 +105,11 @@ def test_pull_mode_never_gives_an_answer_more_than_k_raters(tmp_path: Path) -> N
     pool = build_pool(tmp_path / "pull.duckdb", n_tasks=20, per_task=2)
     store = pool.store
     k = 3
-    raters = [r.rater_id for r, _ in add_raters(store, RATERS)]
-    here, there = raters[OTHER_PROCESS:], raters[:OTHER_PROCESS]
-    proc = worker(["label", str(pool.path), "--k", str(k), "--raters", *map(str, there)])
+    invited = add_raters(store, RATERS)
+    raters = [r.rater_id for r, _ in invited]
+    tokens = [t for _, t in invited]
+    here, there = tokens[OTHER_PROCESS:], tokens[:OTHER_PROCESS]
+    proc = worker(["label", str(pool.path), "--k", str(k), "--tokens", *there])
     try:
         acks = run_labelers(store, here, per_rater=10**6, k=k, emit=False)
         out, err = proc.communicate(timeout=600)
