@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import partial
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -285,7 +286,13 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
     flagged = raw["flag_reason"].notna()
     labels = raw[~flagged].copy()
     labels["pass"] = [_human_pass(rubric, o, p) for o, p in zip(labels["overall"], labels["passed"], strict=True)]
-    labels = labels[labels["overall"].notna() | labels["pass"].notna()].reset_index(drop=True)
+    labels = labels[labels["overall"].notna() | labels["pass"].notna()]
+    # One label per rater and answer: a label given under the rubric wins over an unversioned
+    # (imported) one, then the newest; two would count one person twice.
+    labels = (labels.assign(_versioned=labels["rubric_id"].notna())
+              .sort_values(["_versioned", "label_id"], ascending=[False, False])
+              .drop_duplicates(["rater_id", "answer_id"]).sort_values(["answer_id", "rater_id"])
+              .reset_index(drop=True))
     labels["simulated"] = (labels["source"] == "simulated") | labels["rater_simulated"].astype(bool)
     labels = labels[["answer_id", "task_id", "family", "variant", "rater_id", "rater_name", "overall",
                      "pass", "simulated", "source"]]
@@ -870,27 +877,40 @@ def build_report(
     residuals: dict[str, ResidualSection] = {}
     scales: list[ResidualScale] = ["pass", "score"]
     for scale in scales:
-        section, reason = _residual_section(data, analysis, scale, opts)
+        got = _guarded(f"residuals ({scale})", skipped, partial(_residual_section, data, analysis, scale, opts))
+        section, reason = got if got is not None else (None, None)
         if section is not None:
             residuals[scale] = section
         if reason:
             skipped.append(reason)
 
-    kappas, reason = _kappa_rows(data, analysis, opts)
-    if reason:
-        skipped.append(reason)
-    alphas, reasons = _alphas(data, opts)
-    skipped += reasons
-    ppi, reasons = _ppi_rows(data, analysis, opts)
-    skipped += reasons
-    probes = _probe_section(data, compare, opts)
+    kappas: list[KappaRow] = []
+    got_kappa = _guarded("kappa", skipped, partial(_kappa_rows, data, analysis, opts))
+    if got_kappa is not None:
+        kappas, reason = got_kappa
+        if reason:
+            skipped.append(reason)
+    alphas: dict[str, Estimate] = {}
+    got_alpha = _guarded("Krippendorff's alpha", skipped, partial(_alphas, data, opts))
+    if got_alpha is not None:
+        alphas, reasons = got_alpha
+        skipped += reasons
+    ppi: list[PPIRow] = []
+    got_ppi = _guarded("PPI", skipped, partial(_ppi_rows, data, analysis, opts))
+    if got_ppi is not None:
+        ppi, reasons = got_ppi
+        skipped += reasons
+    probes = _guarded("probes", skipped, partial(_probe_section, data, compare, opts)) or ProbeSection()
     if not probes.gaps and not probes.position:
         skipped.append("probes: the run holds no probe variants (padded, truncated...) and no "
                        "order-swapped pairwise judgements")
     if probes.comparison_reason:
         skipped.append(f"run comparison: {probes.comparison_reason}")
-    formats, reasons = format_rows(data, probes=probes, opts=opts)
-    skipped += reasons
+    formats: list[FormatRow] = []
+    got_formats = _guarded("format diagnostics", skipped, partial(format_rows, data, probes=probes, opts=opts))
+    if got_formats is not None:
+        formats, reasons = got_formats
+        skipped += reasons
 
     notes: list[str] = []
     banner = data.label_summary.banner()
@@ -929,6 +949,19 @@ def build_report(
         n_errors=data.n_errors,
         compare_run_id=None if compare is None else compare.run_id,
     )
+
+
+_T = TypeVar("_T")
+
+
+def _guarded(section: str, skipped: list[str], compute: Callable[[], _T]) -> _T | None:
+    """Run one section; data the statistics reject (e.g. every weight zero) skips the section
+    (``None``) with the statistic's own message instead of failing the whole report."""
+    try:
+        return compute()
+    except ValueError as exc:
+        skipped.append(f"{section}: {exc}")
+        return None
 
 
 @dataclass(frozen=True)
@@ -1143,6 +1176,9 @@ def _ppi_rows(data: CalibrationData, analysis: pd.DataFrame, opts: ReportOptions
             reasons.append(f"PPI ({fam}): every judged answer is labelled, so the judge adds nothing")
             continue
         tl, tu = lab["task_id"].astype(str).to_numpy(), pool["task_id"].astype(str).to_numpy()
+        if weighted and not lab["weight"].sum() > 0:
+            reasons.append(f"PPI ({fam}): the design gives this family's labelled answers zero total weight")
+            continue
         if weighted:
             est, classical = _weighted_ppi(y, f, fu, lab["weight"].to_numpy(dtype=float), tl, tu, opts)
         else:

@@ -237,6 +237,8 @@ def test_only_current_scored_labels_count(tmp_path: Path) -> None:
     built = build_store(tmp_path / "edits.duckdb", SMALL_CELLS, n_unlabelled=0)
     store = built.store
     late, _ = store.add_rater("late")
+    # An imported (unversioned) label by the same person: the label under the rubric wins.
+    store.add_imported_labels([ImportedLabel(f"{OWN}-000", "late", 3.0, False, {"correct": 3.0})])
     store.assign_k([f"{OWN}-000", f"{OWN}-001"], 1, [late.rater_id])
     first, second = store.rater_queue(late.rater_id)
     by_item = {q.assignment_id: q for q in (first, second)}
@@ -249,6 +251,25 @@ def test_only_current_scored_labels_count(tmp_path: Path) -> None:
     assert len(mine) == 1 and mine["overall"].tolist() == [1.0] and mine["pass"].tolist() == [0.0]
     assert data.label_summary.n_flagged == 1
     assert data.label_summary.n_labels == 81 and data.label_summary.sources == {"app": 1, "import": 80}
+    # The report still runs with the extra rater (a label set no statistic rejects).
+    assert report_of(built).labels.n_raters == 3
+
+
+def test_a_section_the_statistics_reject_is_skipped_not_fatal(tmp_path: Path) -> None:
+    built = build_store(tmp_path / "zero.duckdb", SMALL_CELLS, n_unlabelled=4)
+    # A design that gives the other family's answers zero weight: no residual can be formed.
+    ids = [f"{fam}-{i:03d}" for fam in SMALL_CELLS for i in range(20)]
+    items = pd.DataFrame({"answer_id": ids, "stratum": [i.split("-")[0] for i in ids],
+                          "inclusion_prob": 0.5, "weight": [2.0 if i.startswith(OWN) else 0.0 for i in ids],
+                          "n_raters": 2})
+    built.store.save_design("d-zero", {}, {}, items)
+    report = report_of(built)
+    assert not report.residuals
+    assert any(s.startswith("residuals (pass): ") and "zero total weight" in s for s in report.skipped)
+    assert report.kappas and report.formats  # the other sections stand
+    assert "zero total weight" in report.to_markdown()
+    assert [r.family for r in report.ppi] == [OWN]
+    assert any(s.startswith("PPI (gpt): the design") for s in report.skipped)
 
 
 # -- provenance --------------------------------------------------------------------------------
