@@ -440,7 +440,9 @@ def _probe_markdown(report: CalibrationReport) -> list[str]:
                   "consistency is the share of pairs with the same outcome in both orders. Lifts are the "
                   "candidate's win rate minus 50% (raw: single judgements; swap: a win only when both "
                   "orders agree); lc_win_rate is the swap-averaged win rate with the length difference "
-                  "regressed out." + (f" {p.length_controlled.method}." if p.length_controlled else ""), ""]
+                  "regressed out." + (f" {p.length_controlled.method}." if p.length_controlled else "")
+                  + " Rows are per probe arm; a decoration's lift over its placebo arm (decorated minus "
+                  "baseline) is on the report card (`judgelab report`).", ""]
     return lines
 
 

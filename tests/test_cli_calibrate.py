@@ -93,3 +93,23 @@ def test_errors_are_one_line_and_exit_2(simulated_db: Built, tmp_path: Path) -> 
     code, _, err = run("formats", "--db", str(simulated_db.store.path), "--reference", "vibes")
     assert code == 2 and "unknown reference 'vibes'" in err
     assert not (tmp_path / "r.md").exists()
+
+
+@pytest.mark.slow
+def test_calibrate_on_the_demo_database_writes_all_three(tmp_path: Path) -> None:
+    """The demo carries simulated labels and a fake-judge run: the report comes out in every form."""
+    from labeler.demo import build_demo
+    from labeler.store import Store
+
+    db = tmp_path / "demo.duckdb"
+    build_demo(Store(db))
+    out = tmp_path / "report.md"
+    code, stdout, _ = run("calibrate", "--db", str(db), "--out", str(out), "--png", str(tmp_path / "report.png"),
+                          "--json", "--resamples", "300")
+    assert code == 0
+    payload = json.loads(stdout)
+    assert payload["simulated_labels"] is True and payload["judge_family"]
+    assert payload["residuals"]["pass"]["gap"]["estimate"] is not None
+    assert out.read_text().startswith("> **SIMULATED LABELS")
+    assert (tmp_path / "report.png").read_bytes().startswith(PNG_MAGIC)
+    assert json.loads(out.with_suffix(".json").read_text()) == payload
