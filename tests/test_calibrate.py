@@ -548,3 +548,33 @@ def test_report_is_deterministic_under_a_seed(seed_store: Built, seed_report: Ca
     a = seed_report.to_dict()
     b = report_of(seed_store, seed=0).to_dict()
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+# -- store queries -----------------------------------------------------------------------------
+
+
+def test_run_rows_take_the_newest_row_per_planned_call(tmp_path: Path) -> None:
+    from labeler.store import JudgementRecord
+
+    built = build_store(tmp_path / "rows.duckdb", SMALL_CELLS, n_unlabelled=0)
+    store = built.store
+    store.start_judge_run("r1", judge_kind="fake", model="fake", family=OWN)
+    common = {"run_id": "r1", "kind": "pointwise", "format": "likert5", "task_id": "t000"}
+    store.add_judgements([
+        JudgementRecord(call_id="c1", cache_key="k1", answer_id=f"{OWN}-000", error="timeout", **common),
+        JudgementRecord(call_id="c2", cache_key="k2", answer_id=f"{OTHER}-000", value=None,
+                        parse_error="no verdict", **common),
+    ])
+    # A resume answers the failed call; the newest row of c1 is the one that counts.
+    store.add_judgements([JudgementRecord(call_id="c1", cache_key="k1", answer_id=f"{OWN}-000", value=4.0,
+                                          passed=True, **common)])
+    rows = store.run_rows("r1")
+    assert rows["call_id"].tolist() == ["c2", "c1"]
+    assert rows["status"].tolist() == ["parse_failure", "parsed"]
+    # Imported judgements have no call id: every one of them counts.
+    assert len(store.run_rows(built.run_id)) == 40
+    runs = store.calibration_runs().set_index("run_id")
+    assert runs.loc["r1", "n_pointwise"] == 3 and runs.loc[built.run_id, "n_pointwise"] == 40
+    assert store.latest_scored_run() == "r1"
+    data = load_calibration_data(store, "r1")
+    assert data.n_errors == 0 and len(data.pointwise) == 2
