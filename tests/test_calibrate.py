@@ -16,6 +16,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -559,15 +560,16 @@ def test_run_rows_take_the_newest_row_per_planned_call(tmp_path: Path) -> None:
     built = build_store(tmp_path / "rows.duckdb", SMALL_CELLS, n_unlabelled=0)
     store = built.store
     store.start_judge_run("r1", judge_kind="fake", model="fake", family=OWN)
-    common = {"run_id": "r1", "kind": "pointwise", "format": "likert5", "task_id": "t000"}
+    def record(call: str, answer: str, **kw: Any) -> JudgementRecord:
+        return JudgementRecord("r1", call, f"k-{call}", "pointwise", "likert5", task_id="t000", answer_id=answer,
+                               **kw)
+
     store.add_judgements([
-        JudgementRecord(call_id="c1", cache_key="k1", answer_id=f"{OWN}-000", error="timeout", **common),
-        JudgementRecord(call_id="c2", cache_key="k2", answer_id=f"{OTHER}-000", value=None,
-                        parse_error="no verdict", **common),
+        record("c1", f"{OWN}-000", error="timeout"),
+        record("c2", f"{OTHER}-000", value=None, parse_error="no verdict"),
     ])
     # A resume answers the failed call; the newest row of c1 is the one that counts.
-    store.add_judgements([JudgementRecord(call_id="c1", cache_key="k1", answer_id=f"{OWN}-000", value=4.0,
-                                          passed=True, **common)])
+    store.add_judgements([record("c1", f"{OWN}-000", value=4.0, passed=True)])
     rows = store.run_rows("r1")
     assert rows["call_id"].tolist() == ["c2", "c1"]
     assert rows["status"].tolist() == ["parse_failure", "parsed"]
