@@ -37,16 +37,18 @@ def _report(
                      n_resamples=resamples, seed=0)
 
 
+# The controls live in the sidebar so that the first thing under the title is the report's own
+# warning (simulated labels, an upper-bound gap), not a form.
 labels = [f"{r.run_id} · {r.model} · {r.n_pointwise} scores" for r in runs.itertuples(index=False)]
-left, mid, right = st.columns([3, 3, 2])
-picked = left.selectbox("Judge run", range(len(runs)), format_func=labels.__getitem__, key="analyst_run")
+side = st.sidebar
+picked = side.selectbox("Judge run", range(len(runs)), format_func=labels.__getitem__, key="analyst_run")
 others = ["none", *[r for r in runs["run_id"] if r != runs.loc[int(picked or 0), "run_id"]]]
-compare = mid.selectbox("Compare with an earlier run (before a rubric change)", others, key="analyst_compare")
-rule = right.radio("Human score per answer", ["mean", "majority"], horizontal=True, key="analyst_rule",
-                   help="Several raters' labels of one answer become its human score by their mean, or "
-                        "by the most frequent label (ties to the lower).")
+compare = side.selectbox("Compare with an earlier run (before a rubric change)", others, key="analyst_compare")
+rule = side.radio("Human score per answer", ["mean", "majority"], horizontal=True, key="analyst_rule",
+                  help="Several raters' labels of one answer become its human score by their mean, or "
+                       "by the most frequent label (ties to the lower).")
 st.session_state.setdefault("analyst_resamples", 1000)
-resamples = int(right.select_slider("Bootstrap resamples", [300, 1000, 2000], key="analyst_resamples"))
+resamples = int(side.select_slider("Bootstrap resamples", [300, 1000, 2000], key="analyst_resamples"))
 run_id = str(runs.loc[int(picked or 0), "run_id"])
 counts = tuple(int(x) for x in runs.loc[runs["run_id"].isin([run_id, compare]), ["n_pointwise", "n_pairwise"]]
                .to_numpy().ravel())

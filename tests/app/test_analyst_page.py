@@ -49,7 +49,10 @@ def test_admin_sees_the_figures(served: tuple[Built, dict[str, str]]) -> None:
     at = open_page(tokens["admin"])
     assert not at.exception, at.exception
     assert at.title[0].value == "Calibration"
-    # The simulated-label warning comes before any figure.
+    # The simulated-label warning is the first thing under the title, before any figure.
+    first, second = list(at.main.children.values())[:2]
+    assert first.type == "title" and second.type == "warning"
+    assert str(getattr(second, "value", "")).startswith("SIMULATED LABELS")
     assert at.warning[0].value.startswith("SIMULATED LABELS: all 80 human labels")
     gaps = {m.label: m.value for m in at.metric}
     assert gaps["Self-preference gap, pass"] == "+5.0 percentage points"
