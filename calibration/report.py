@@ -165,30 +165,37 @@ def probe_gap_table(report: CalibrationReport) -> pd.DataFrame:
                                        "ci_high", "pairs", "verdict", "thresholds"])
 
 
+_POSITION_FIGURES = ("first_shown_pp", "q", "b", "consistency", "raw_lift_pp", "swap_lift_pp", "lc_win_rate")
+
+
 def position_table(report: CalibrationReport) -> pd.DataFrame:
-    """Order-swapped comparisons per probe arm: first-shown advantage, q, b, consistency, win rates."""
+    """Order-swapped comparisons per probe arm: first-shown advantage (percentage points), q and
+    b (verdict points), consistency (share of pairs), raw and swap-averaged lifts (percentage
+    points) and the length-controlled win rate (share), each with ``<name>_low``/``<name>_high``."""
     rows = []
     for p in report.probes.position:
         d = p.decomposition
-        rows.append({
-            "probe": p.probe + (f"/{p.arm}" if p.arm else ""),
-            "format": p.format,
-            "pairs": p.n_pairs,
-            "both_orders": p.n_both_orders,
-            "first_shown_pp": p.first_shown.estimate,
-            "q": None if d is None else d.q.estimate,
-            "b": None if d is None else d.b.estimate,
-            "b_low": None if d is None else d.b.ci_low,
-            "b_high": None if d is None else d.b.ci_high,
-            "consistency": None if d is None else d.consistency.estimate,
-            "raw_lift_pp": p.raw_lift.estimate,
-            "swap_lift_pp": None if p.swap_lift is None else p.swap_lift.estimate,
-            "lc_win_rate": None if p.length_controlled is None else p.length_controlled.estimate,
-            "candidate": p.candidate,
-        })
-    return pd.DataFrame(rows, columns=["probe", "format", "pairs", "both_orders", "first_shown_pp", "q", "b",
-                                       "b_low", "b_high", "consistency", "raw_lift_pp", "swap_lift_pp",
-                                       "lc_win_rate", "candidate"])
+        figures: dict[str, Estimate | None] = {
+            "first_shown_pp": p.first_shown,
+            "q": None if d is None else d.q,
+            "b": None if d is None else d.b,
+            "consistency": None if d is None else d.consistency,
+            "raw_lift_pp": p.raw_lift,
+            "swap_lift_pp": p.swap_lift,
+            "lc_win_rate": p.length_controlled,
+        }
+        row: dict[str, Any] = {"probe": p.probe + (f"/{p.arm}" if p.arm else ""), "format": p.format,
+                               "pairs": p.n_pairs, "both_orders": p.n_both_orders}
+        for name, est in figures.items():
+            row[name] = None if est is None else est.estimate
+            row[f"{name}_low"] = None if est is None else est.ci_low
+            row[f"{name}_high"] = None if est is None else est.ci_high
+        row["candidate"] = p.candidate
+        rows.append(row)
+    columns = ["probe", "format", "pairs", "both_orders"]
+    for name in _POSITION_FIGURES:
+        columns += [name, f"{name}_low", f"{name}_high"]
+    return pd.DataFrame(rows, columns=[*columns, "candidate"])
 
 
 def format_table(report: CalibrationReport) -> pd.DataFrame:
@@ -433,7 +440,11 @@ def _probe_markdown(report: CalibrationReport) -> list[str]:
         lines += ["", f"**Verdict: {cmp.verdict}.** {cmp.explanation}", ""]
     if probes.position:
         lines += ["### Position (order-swapped comparisons)", ""]
-        lines += _md_table(position_table(report))
+        table = position_table(report)
+        for name in _POSITION_FIGURES:
+            signed = name not in ("consistency", "lc_win_rate")
+            table = _interval_cols(table, name, f"{name}_low", f"{name}_high", 2, signed, f"{name} 95% CI")
+        lines += _md_table(table)
         p = probes.position[0]
         lines += ["", "first_shown_pp: first-shown win rate minus 50%. q = (v_fwd − v_rev)/2 is the "
                   "candidate preference and b = (v_fwd + v_rev)/2 the slot-A bias, in verdict points; "
