@@ -4,7 +4,8 @@ server-clock timing, resume, counterbalanced pairs, audits and masking."""
 from __future__ import annotations
 
 import json
-import multiprocessing
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -18,6 +19,7 @@ from labeler.queue import DEFAULT_GAP, min_same_group_distance
 from labeler.store import Store
 from tests.app.conftest import FAMILIES, Pool, build_pool
 
+REPO = Path(__file__).resolve().parents[2]
 CRIT = {"correct": 4.0, "complete": 4.0, "tone": 4.0}
 
 
@@ -102,27 +104,40 @@ def test_twenty_threads_claiming_never_push_an_answer_past_k(tmp_path: Path) -> 
     assert dupes.empty  # nobody got the same answer twice
 
 
-def _process_claims(path: str, rater_ids: list[int], k: int, barrier: object) -> None:
-    barrier.wait()  # type: ignore[attr-defined]  # both processes start claiming together
-    _claim_all(path, rater_ids, k, threading.Barrier(len(rater_ids)))
+# A child process: claims with one thread per rater once the parent says go. Run as a
+# plain subprocess, not multiprocessing: after an AppTest run `__main__` is the app
+# script, which multiprocessing's spawn would re-run in the child.
+_CHILD = """
+import pathlib, sys, threading, time
+from tests.app.test_labels_store import _claim_all
+path, ids, k, go = sys.argv[1], [int(x) for x in sys.argv[2].split(",")], int(sys.argv[3]), sys.argv[4]
+pathlib.Path(f"{go}.ready{ids[0]}").touch()
+while not pathlib.Path(go).exists():
+    time.sleep(0.002)
+_claim_all(path, ids, k, threading.Barrier(len(ids)))
+"""
 
 
 def test_two_processes_claiming_never_push_an_answer_past_k(tmp_path: Path) -> None:
     pool = build_pool(tmp_path / "p.duckdb", n_tasks=3)
     raters = _raters(pool.store, 6)
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(2)
+    go = tmp_path / "go"
     # k = 4 with 3 raters per process: neither process can fill an answer alone, so
     # both compete for the same answers at the same time.
     procs = [
-        ctx.Process(target=_process_claims, args=(str(pool.path), raters[:3], 4, barrier)),
-        ctx.Process(target=_process_claims, args=(str(pool.path), raters[3:], 4, barrier)),
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(pool.path), ",".join(map(str, ids)), "4", str(go)],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+        for ids in (raters[:3], raters[3:])
     ]
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("go.ready*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()  # both are waiting: start together
     for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=240)
-        assert p.exitcode == 0
+        out, _ = p.communicate(timeout=240)
+        assert p.returncode == 0, out.decode()
     counts = _per_answer(pool.store)
     assert set(counts) == set(pool.originals)
     assert set(counts.values()) == {4}
