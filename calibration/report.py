@@ -198,12 +198,16 @@ def position_table(report: CalibrationReport) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*columns, "candidate"])
 
 
+_FORMAT_AGREEMENT = ("tau_a", "tau_b", "somers_d", "top1", "parse_rate")
+
+
 def format_table(report: CalibrationReport) -> pd.DataFrame:
-    """Format diagnostics per format (seed 001)."""
+    """Format diagnostics per format (seed 001); agreement figures and the parse rate carry
+    ``<name>_low``/``<name>_high`` and the number of prompts (replies) they rest on."""
     rows = []
     for f in report.formats:
         d = f.diagnostics
-        rows.append({
+        row: dict[str, Any] = {
             "format": f.format,
             "scored": d.n,
             "prompts": d.n_prompts,
@@ -212,16 +216,16 @@ def format_table(report: CalibrationReport) -> pd.DataFrame:
             "D2": d.d2,
             "tie_probability": d.tie_probability,
             "top_tied_share": d.top_tied_share,
-            "tau_a": d.tau_a.estimate,
-            "tau_b": d.tau_b.estimate,
-            "somers_d": d.somers_d.estimate,
-            "top1": d.top1.estimate,
-            "parse_rate": d.parse_rate.estimate,
-            "replies": d.parse_rate.n,
-        })
-    return pd.DataFrame(rows, columns=["format", "scored", "prompts", "distinct", "D1", "D2", "tie_probability",
-                                       "top_tied_share", "tau_a", "tau_b", "somers_d", "top1", "parse_rate",
-                                       "replies"])
+        }
+        for name in _FORMAT_AGREEMENT:
+            est: Estimate = getattr(d, name)
+            row |= {name: est.estimate, f"{name}_low": est.ci_low, f"{name}_high": est.ci_high,
+                    f"{name}_n": est.n}
+        rows.append(row)
+    columns = ["format", "scored", "prompts", "distinct", "D1", "D2", "tie_probability", "top_tied_share"]
+    for name in _FORMAT_AGREEMENT:
+        columns += [name, f"{name}_low", f"{name}_high", f"{name}_n"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def provenance_table(report: CalibrationReport) -> pd.DataFrame:
@@ -461,8 +465,17 @@ def _format_markdown(report: CalibrationReport) -> list[str]:
     lines = ["## Scoring formats", ""]
     if not report.formats:
         return [*lines, _not_computed(report, "format"), ""]
-    lines += _md_table(format_table(report), {"D1": lambda v: _num(v, 2), "D2": lambda v: _num(v, 2),
-                                              "tie_probability": lambda v: _num(v, 3)})
+    full = format_table(report)
+    structure = full[["format", "scored", "prompts", "distinct", "D1", "D2", "tie_probability", "top_tied_share"]]
+    lines += _md_table(structure, {"tie_probability": lambda v: _num(v, 3)})
+    lines.append("")
+    agreement = full[["format"]].copy()
+    for name in _FORMAT_AGREEMENT:
+        part = _interval_cols(full[[name, f"{name}_low", f"{name}_high"]], name, f"{name}_low", f"{name}_high",
+                              3, False, f"{name} 95% CI")
+        agreement = agreement.join(part).assign(**{f"{name} n": full[f"{name}_n"]})
+    lines += _md_table(agreement)
+    lines += ["", "n: prompts with the figure defined (replies, for the parse rate)."]
     lines += ["", f"Agreement is within prompt (task) against: {report.formats[0].reference}. "
               "tau-a, Somers' D and top-1 count ties against the judge; tau-b discounts them. "
               "Top-1 is the exact expectation under random tie-breaking.", ""]
