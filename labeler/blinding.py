@@ -97,3 +97,6 @@ def _offsets(span: Sequence[object], length: int) -> tuple[int, int]:
     """A span's ``(start, end)`` clipped to ``[0, length]``."""
     start, end = int(span[0]), int(span[1])  # type: ignore[call-overload]
     return max(0, min(start, length)), max(0, min(end, length))
+
+
+__all__ = ["KNOWN_NAMES", "REDACTED", "detect_self_identifying", "mask"]

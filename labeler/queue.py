@@ -152,11 +152,68 @@ def spread_order(
     # Random draws first (so the order is a real shuffle, not sorted by group size);
     # a draw that gets stuck is discarded. The exact greedy is the guarantee.
     for _ in range(_RANDOM_TRIES):
-        order = _draw(members, keys, rng=rng, gap=gap, tail=tail, greedy=False)
+        order = _random_draw(groups, rng=rng, gap=gap, tail=tail)
         if order is not None:
             return order
     order = _draw(members, keys, rng=rng, gap=gap, tail=tail, greedy=True)
     assert order is not None  # the greedy never gives up
+    return order
+
+
+def _random_draw(
+    groups: Sequence[Hashable], *, rng: random.Random, gap: int, tail: Sequence[Hashable]
+) -> list[int] | None:
+    """One random pass of list scheduling with a cooldown of ``gap`` places per group.
+
+    Each place takes an item uniformly at random from the items whose group is off
+    cooldown (so a group is chosen in proportion to the items it has left: a uniform
+    shuffle restricted to legal moves); its group's other items then sit out ``gap``
+    places. Returns ``None`` when every remaining item is cooling down. The pool of
+    ready items is kept with swap-removal, so a pass costs O(sum of squared group
+    sizes) rather than O(items x groups).
+    """
+    members: dict[Hashable, list[int]] = defaultdict(list)
+    for i, g in enumerate(groups):
+        members[g].append(i)
+    pool: list[int] = []
+    where: dict[int, int] = {}
+
+    def add(items: list[int]) -> None:
+        for i in items:
+            where[i] = len(pool)
+            pool.append(i)
+
+    def remove(i: int) -> None:
+        j = where.pop(i)
+        last = pool.pop()
+        if last != i:
+            pool[j] = last
+            where[last] = j
+
+    # Groups seen in the tail start out cooling down until `release` places have passed.
+    release: dict[int, list[Hashable]] = defaultdict(list)
+    cooling: set[Hashable] = set()
+    for offset, g in enumerate(reversed(tail[-gap:] if gap else ())):
+        if g in members and g not in cooling:
+            cooling.add(g)
+            release[gap - offset].append(g)
+    for g, items in members.items():
+        if g not in cooling:
+            add(items)
+    order: list[int] = []
+    for place in range(len(groups)):
+        for g in release.pop(place, ()):
+            add(members[g])
+        if not pool:
+            return None
+        pick = pool[rng.randrange(len(pool))]
+        g = groups[pick]
+        for i in members[g]:
+            remove(i)
+        members[g].remove(pick)
+        order.append(pick)
+        if members[g]:
+            release[place + gap + 1].append(g)
     return order
 
 
@@ -171,12 +228,10 @@ def _draw(
 ) -> list[int] | None:
     """One pass of list scheduling with a cooldown of ``gap`` places per group.
 
-    ``greedy=False`` picks among the groups off cooldown with probability
-    proportional to how many items they have left (a uniform shuffle restricted to
-    legal moves) and returns ``None`` when stuck. ``greedy=True`` always takes the
-    available group with the most items left, which is optimal for cooldown
-    scheduling; when nothing is available it takes the group whose cooldown ends
-    first (the order then cannot meet ``gap``, and this spreads it best).
+    ``greedy=True`` (the only use) always takes the available group with the most
+    items left, which is optimal for cooldown scheduling; when nothing is available
+    it takes the group that has waited longest (the order then cannot meet ``gap``).
+    ``greedy=False`` is the slow reference for :func:`_random_draw`.
     """
     left = {k: list(v) for k, v in members.items()}
     # Place (negative = in the tail) where each group was last seen.
