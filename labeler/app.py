@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamlit as st
+from streamlit.navigation.page import Page
 
 from labeler.session import current_rater
 
@@ -32,9 +33,11 @@ ADMIN_PAGES = (
 ANALYST_PAGES = (("analyst.py", "Calibration", ":material/insights:"),)
 
 
-def _pages(entries: tuple[tuple[str, str, str], ...], *, first_default: bool = False) -> list:
+def _pages(
+    entries: tuple[tuple[str, str, str], ...], *, first_default: bool = False
+) -> list[Page]:
     """``st.Page`` objects for the entries whose file exists (pages arrive in stages)."""
-    out = []
+    out: list[Page] = []
     for i, (name, title, icon) in enumerate(entries):
         if (PAGES / name).exists():
             out.append(
@@ -47,7 +50,7 @@ st.set_page_config(page_title="judgelab", page_icon=":material/grading:", layout
 
 rater = current_rater()  # stops here with "Access denied" when the token is missing or bad
 
-sections: dict[str, list] = {"Label": _pages(RATER_PAGES, first_default=True)}
+sections: dict[str, list[Page]] = {"Label": _pages(RATER_PAGES, first_default=True)}
 if rater.is_admin:
     sections["Admin"] = _pages(ADMIN_PAGES)
     analyst = _pages(ANALYST_PAGES)

@@ -42,7 +42,17 @@ if (
     screen = store.screen(rater.rater_id, "score", None)
 queue, index = screen.queue, screen.index
 if not queue:
-    st.info("Nothing is assigned to you yet. Your admin will let you know when there is.")
+    others = {
+        "Compare": store.progress(rater.rater_id, "pair"),
+        "Padding audit": store.progress(rater.rater_id, "audit"),
+    }
+    waiting = [f"**{page}** ({p.total - p.done} to do)" for page, p in others.items()
+               if p.total > p.done]
+    st.info(
+        "No answers to rate are assigned to you."
+        + (f" You have work on {' and '.join(waiting)}: pick it in the menu." if waiting else
+           " Your admin will let you know when there is.")
+    )
     st.stop()
 
 def go_to(i: int | None) -> None:

@@ -274,9 +274,15 @@ def test_audit_page_stores_yes_no_and_a_note(served: Pool) -> None:
 
 def test_empty_queues_say_so(served: Pool) -> None:
     _, token = served.store.add_rater("ivy")
-    assert any("Nothing is assigned" in i.value for i in open_app(token).info)
+    assert any("No answers to rate" in i.value for i in open_app(token).info)
     assert any("No pairs" in i.value for i in open_app(token, "pairwise.py").info)
     assert any("No padding audits" in i.value for i in open_app(token, "audit.py").info)
+
+
+def test_rate_page_points_to_other_work(served: Pool) -> None:
+    rater, token = served.store.add_rater("kim")
+    served.store.assign_audits(served.padded[:2], [rater.rater_id])
+    assert any("Padding audit** (2 to do)" in i.value for i in open_app(token).info)
 
 
 def test_pull_mode_claims_work_when_the_queue_is_empty(served: Pool) -> None:
