@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from labeler.models import Answer, Task
-from labeler.queue import shown_index
-from labeler.store import Store
+from labeler.store import ScoreView, Store
 
 #: The overall score each simulated rater gives; criteria get the same score.
 SCORE = 4.0
@@ -31,35 +30,32 @@ class Ack:
     label_id: int
 
 
-def label_one(store: Store, token: str, *, k: int | None = None) -> Ack | None:
-    """One rater submit, calling what ``labeler/pages/rate.py`` calls, in its order.
+def label_one(store: Store, token: str) -> Ack | None:
+    """One rater submit, calling what ``labeler/app.py`` and ``labeler/pages/rate.py`` call.
 
-    A page run authenticates the ``?t=`` token, reads the rater's queue, pulls one more
-    answer that still needs raters when the queue is used up and the project labels in
-    pull mode (``claim_k``), records that the item is on screen, renders its view; the
-    submit callback then appends the label.
+    A page run authenticates the ``?t=`` token (the entry point and the page each do),
+    renders the rater's screen (:meth:`~labeler.store.Store.screen`: queue, item, open
+    event and blinded view in one unit); when nothing is left and the project labels in
+    pull mode (setting ``claim_k``), it claims one more answer that still needs raters and
+    renders again. The submit callback then appends the label.
 
     Args:
         store: The project store (shared by every session thread, as the app's is).
         token: The rater's invite token.
-        k: Raters per answer in pull mode; ``None`` uses the assigned queue only (the
-            page reads it from the project setting ``claim_k``).
 
     Returns:
         The acknowledged label, or ``None`` when the rater has nothing left to label.
     """
     rater_id = store.authenticate(token).rater_id
-    queue = store.rater_queue(rater_id, "score")
-    used_up = not queue or all(item.done for item in queue)
-    if used_up and k is not None and store.claim_next(rater_id, k) is not None:
-        queue = store.rater_queue(rater_id, "score")
-    index = shown_index(queue, None)
-    if index is None:
+    store.authenticate(token)
+    screen = store.screen(rater_id, "score", None)
+    claim_k = store.setting("project", "claim_k") if screen.index is None else None
+    if claim_k and store.claim_next(rater_id, int(claim_k)) is not None:
+        screen = store.screen(rater_id, "score", None)
+    if screen.index is None or not isinstance(screen.view, ScoreView):
         return None
-    item = queue[index]
-    store.open_item(rater_id, item.assignment_id)
-    view = store.score_view(rater_id, item.assignment_id)
-    criteria = {c.criterion_id: SCORE for c in view.rubric.criteria}
+    item = screen.queue[screen.index]
+    criteria = {c.criterion_id: SCORE for c in screen.view.rubric.criteria}
     label_id = store.add_label(rater_id, item.assignment_id, overall=SCORE, criteria=criteria)
     return Ack(rater_id, item.assignment_id, label_id)
 
@@ -71,7 +67,7 @@ def _emit(line: str) -> None:
 
 
 def run_labelers(
-    store: Store, tokens: Sequence[str], *, per_rater: int, k: int | None, emit: bool = True
+    store: Store, tokens: Sequence[str], *, per_rater: int, emit: bool = True
 ) -> list[Ack]:
     """Label ``per_rater`` items for each rater (by token), one thread each, acknowledging each."""
     acks: list[Ack] = []
@@ -81,7 +77,7 @@ def run_labelers(
     def work(token: str) -> None:
         try:
             for _ in range(per_rater):
-                ack = label_one(store, token, k=k)
+                ack = label_one(store, token)
                 if ack is None:
                     return
                 with guard:
@@ -123,7 +119,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     lab.add_argument("db")
     lab.add_argument("--tokens", nargs="+", required=True, help="the raters' invite tokens")
     lab.add_argument("--per-rater", type=int, default=10**9)
-    lab.add_argument("--k", type=int, default=None)
     bulk = sub.add_parser("bulk", help="import batches of answers, one unit each")
     bulk.add_argument("db")
     bulk.add_argument("--batches", type=int, required=True)
@@ -132,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     store = Store(args.db)
     _emit("ready")
     if args.mode == "label":
-        run_labelers(store, args.tokens, per_rater=args.per_rater, k=args.k)
+        run_labelers(store, args.tokens, per_rater=args.per_rater)
     else:
         add_batches(store, batches=args.batches, size=args.size)
     _emit("done")

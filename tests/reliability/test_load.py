@@ -82,7 +82,7 @@ def test_fifty_raters_label_concurrently_from_two_processes(tmp_path: Path) -> N
     proc = worker(["label", str(pool.path), "--tokens", *there])
     started = time.perf_counter()
     try:
-        acks = run_labelers(store, here, per_rater=PER_RATER, k=None, emit=False)
+        acks = run_labelers(store, here, per_rater=PER_RATER, emit=False)
         out, err = proc.communicate(timeout=3000)
     finally:
         if proc.poll() is None:
@@ -111,13 +111,14 @@ def test_pull_mode_never_gives_an_answer_more_than_k_raters(tmp_path: Path) -> N
     pool = build_pool(tmp_path / "pull.duckdb", n_tasks=10, per_task=2)
     store = pool.store
     k = 3
+    store.set_setting("project", "claim_k", str(k))  # what an admin sets for pull mode
     invited = add_raters(store, RATERS)
     raters = [r.rater_id for r, _ in invited]
     tokens = [t for _, t in invited]
     here, there = tokens[OTHER_PROCESS:], tokens[:OTHER_PROCESS]
-    proc = worker(["label", str(pool.path), "--k", str(k), "--tokens", *there])
+    proc = worker(["label", str(pool.path), "--tokens", *there])
     try:
-        acks = run_labelers(store, here, per_rater=10**6, k=k, emit=False)
+        acks = run_labelers(store, here, per_rater=10**6, emit=False)
         out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:

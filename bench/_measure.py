@@ -1,0 +1,63 @@
+"""Shared helpers for the benchmarks: run the measured part in a fresh process, read its figures.
+
+Each benchmark measures in a child process (``python bench/<script>.py --child ...``) so that
+its peak memory (``ru_maxrss``) is the measured work's alone, not the set-up's or another
+benchmark's. The child prints one JSON object as its last stdout line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(
+    script: str, args: Sequence[str], *, timeout: float = 600, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Run ``python bench/SCRIPT --child ARGS`` and return the JSON its last line prints."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), "--child", *args],
+        capture_output=True, text=True, timeout=timeout, cwd=REPO,
+        env={**os.environ, **(env or {})},
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{script} child failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def emit(figures: dict[str, Any]) -> None:
+    """Print the child's figures (with its peak memory) as the last stdout line."""
+    figures["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    print(json.dumps(figures), flush=True)
+
+
+def percentiles(values: Sequence[float], qs: Sequence[float] = (50, 95)) -> list[float]:
+    """``np.percentile`` of ``values`` at ``qs`` (NaN when empty)."""
+    if not values:
+        return [float("nan")] * len(qs)
+    return [float(x) for x in np.percentile(np.asarray(values, dtype=float), qs)]
+
+
+def machine() -> str:
+    """One line about where the figures were measured."""
+    load = os.getloadavg()
+    return (
+        f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"load average {load[0]:.1f} at start"
+    )
