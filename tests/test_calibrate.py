@@ -241,12 +241,14 @@ def test_only_current_scored_labels_count(tmp_path: Path) -> None:
     # An imported (unversioned) label by the same person: the label under the rubric wins.
     store.add_imported_labels([ImportedLabel(f"{OWN}-000", "late", 3.0, False, {"correct": 3.0})])
     store.assign_k([f"{OWN}-000", f"{OWN}-001"], 1, [late.rater_id])
-    first, second = store.rater_queue(late.rater_id)
-    by_item = {q.assignment_id: q for q in (first, second)}
-    scored_id = min(by_item)
+    # The queue order is a seeded shuffle, so find each answer's assignment by id.
+    ids = store.query(
+        "SELECT answer_id, assignment_id FROM assignments WHERE rater_id = ?", [late.rater_id]
+    ).set_index("answer_id")["assignment_id"]
+    scored_id, flagged_id = int(ids[f"{OWN}-000"]), int(ids[f"{OWN}-001"])
     store.add_label(late.rater_id, scored_id, overall=5, criteria={"correct": 5})
     store.add_label(late.rater_id, scored_id, overall=1, criteria={"correct": 1})  # an edit supersedes
-    store.add_label(late.rater_id, max(by_item), overall=None, flag_reason="not an answer")
+    store.add_label(late.rater_id, flagged_id, overall=None, flag_reason="not an answer")
     data = load_calibration_data(store, built.run_id)
     mine = data.labels[data.labels["rater_id"] == late.rater_id]
     assert len(mine) == 1 and mine["overall"].tolist() == [1.0] and mine["pass"].tolist() == [0.0]

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
 from labeler.store import Store
 
-PAGES = Path(__file__).resolve().parents[2] / "labeler" / "pages"
+PAGES = Path(__file__).resolve().parents[2] / "labeler" / "views"
 ADMIN_PAGES = [
     "admin_overview.py",
     "admin_raters.py",
@@ -333,7 +333,7 @@ def test_admin_pages_are_in_the_navigation_for_admins_only(tokens: dict[str, str
     for page, title in (("admin_overview.py", "Overview"), ("admin_raters.py", "Raters"),
                         ("admin_data.py", "Data"), ("admin_assignments.py", "Assignments"),
                         ("admin_agreement.py", "Agreement")):
-        at.switch_page(f"pages/{page}").run()
+        at.switch_page(f"views/{page}").run()
         assert not at.exception, (page, at.exception)
         assert at.title[0].value == title
         assert at.query_params["t"] == tokens["admin"]  # a reload stays signed in
@@ -343,7 +343,7 @@ def test_admin_pages_are_in_the_navigation_for_admins_only(tokens: dict[str, str
     assert not rater.exception and rater.title[0].value == "Rate"
     # Not in a rater's navigation at all (and the page itself refuses them, tested above).
     with pytest.raises(ValueError, match="Could not find a navigation page"):
-        rater.switch_page("pages/admin_raters.py")
+        rater.switch_page("views/admin_raters.py")
 
 
 def test_assignments_pairs_and_audits(tokens: dict[str, str], db: Store) -> None:

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from tests.test_calibrate import SMALL_CELLS, Built, add_position_probe, build_store
 
 REPO = Path(__file__).resolve().parents[2]
-PAGE = REPO / "labeler" / "pages" / "analyst.py"
+PAGE = REPO / "labeler" / "views" / "analyst.py"
 APP = REPO / "labeler" / "app.py"
 
 
@@ -100,11 +100,11 @@ def test_navigation_offers_calibration_to_admins_only(served: tuple[Built, dict[
     assert not rater.exception, rater.exception
     # The rater's navigation does not register the page, so it cannot be switched to.
     with pytest.raises(ValueError, match=r"Could not find a navigation page.*analyst\.py"):
-        rater.switch_page("pages/analyst.py")
+        rater.switch_page("views/analyst.py")
     admin = AppTest.from_file(str(APP), default_timeout=120)
     admin.query_params["t"] = tokens["admin"]
     admin.session_state["analyst_resamples"] = 300
     admin.run()
-    admin.switch_page("pages/analyst.py").run()
+    admin.switch_page("views/analyst.py").run()
     assert not admin.exception, admin.exception
     assert admin.title[0].value == "Calibration" and admin.metric

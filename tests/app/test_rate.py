@@ -15,7 +15,7 @@ from labeler.models import Answer
 from tests.app.conftest import FAMILIES, SCRIPT_TEXT, Pool
 
 APP = Path(__file__).resolve().parents[2] / "labeler" / "app.py"
-PAGES = APP.parent / "pages"
+PAGES = APP.parent / "views"
 
 
 @pytest.fixture
