@@ -50,7 +50,12 @@ class Rubric:
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def passes(self, overall: float) -> bool:
-        """The pass verdict the rubric's threshold gives an overall score."""
+        """The pass verdict the rubric's threshold gives an overall score.
+
+        The verdict depends on the overall score alone, so a judge (which gives only an
+        overall score) and a rater are held to the same rule; a rubric that wants "no
+        criterion fails" says so in words raters and judge both read.
+        """
         if self.scale == "binary":
             return overall >= 1
         threshold = self.pass_threshold if self.pass_threshold is not None else (
