@@ -414,8 +414,8 @@ def frame_bytes(frame: pd.DataFrame, fmt: ExportFormat) -> bytes:
 
 def _neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
     # A comment or rater name starting "=", "+" or "@" would run as a formula when the
-    # CSV is opened in a spreadsheet (CSV injection); a leading quote stops that. Same
-    # rule as `judgelab export`.
+    # CSV is opened in a spreadsheet (CSV injection); a leading quote stops that.
+    # `judgelab export` writes through frame_bytes too.
     safe = frame.copy()
     for column in safe.columns:
         if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):

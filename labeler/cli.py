@@ -14,21 +14,15 @@ import tempfile
 from pathlib import Path
 
 import click
-import pandas as pd
 
 from labeler._cli_util import JudgelabGroup, db_option, echo_json, json_option
+from labeler.admin import frame_bytes, invite_link
 from labeler.errors import InputError
 from labeler.importers import IMPORT_KINDS, import_file
 from labeler.store import Store, resolve_db_path
 
 APP = Path(__file__).with_name("app.py")
 EXPORT_FORMATS = ("csv", "jsonl", "parquet")
-
-
-def invite_url(token: str, base_url: str | None = None) -> str:
-    """The link a rater opens: ``<base>/?t=<token>``."""
-    base = (base_url or os.environ.get("JUDGELAB_BASE_URL") or "http://localhost:8501").rstrip("/")
-    return f"{base}/?t={token}"
 
 
 @click.group(cls=JudgelabGroup)
@@ -60,24 +54,6 @@ def import_(kind: str, file: str, db: str | None) -> None:
     click.echo(f"{file}: {summary}")
 
 
-def write_frame(frame: pd.DataFrame, out: Path, fmt: str) -> None:
-    """Write a DataFrame as csv, jsonl or parquet; CSV cells that look like formulas are neutralised."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "csv":
-        safe = frame.copy()
-        for col in safe.columns:
-            if safe[col].dtype == object:
-                # A leading quote stops spreadsheets running "=..." as a formula (CSV injection).
-                safe[col] = safe[col].map(
-                    lambda v: "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "@") else v
-                )
-        safe.to_csv(out, index=False)
-    elif fmt == "jsonl":
-        frame.to_json(out, orient="records", lines=True, date_format="iso", force_ascii=False)
-    else:
-        frame.to_parquet(out, index=False)
-
-
 @main.command()
 @click.argument("kind", type=click.Choice(["labels", "pair_labels", "judgements", "answers"]))
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default=None,
@@ -91,7 +67,8 @@ def export(kind: str, fmt: str | None, out: str, db: str | None) -> None:
     if fmt not in EXPORT_FORMATS:
         raise InputError(f"cannot tell the format of {out!r}", fix="pass --format csv|jsonl|parquet.")
     frame = Store(db).export_frame(kind)  # type: ignore[arg-type]  # click.Choice checked it
-    write_frame(frame, path, fmt)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(frame_bytes(frame, fmt))  # type: ignore[arg-type]  # checked above
     click.echo(f"wrote {len(frame)} {kind} rows to {out}")
 
 
@@ -108,7 +85,7 @@ def raters() -> None:
 def raters_add(name: str, admin: bool, base_url: str | None, db: str | None) -> None:
     """Invite a rater and print their link (shown once; only a hash is stored)."""
     rater, token = Store(db).add_rater(name, role="admin" if admin else "rater")
-    click.echo(f"{rater.name} ({rater.role}): {invite_url(token, base_url)}")
+    click.echo(f"{rater.name} ({rater.role}): {invite_link(token, base_url)}")
 
 
 @raters.command("list")
@@ -142,7 +119,7 @@ def raters_revoke(name: str, db: str | None) -> None:
 def raters_reissue(name: str, base_url: str | None, db: str | None) -> None:
     """Give a rater a new link (the old one stops working)."""
     token = Store(db).reissue_token(name)
-    click.echo(f"{name}: {invite_url(token, base_url)}")
+    click.echo(f"{name}: {invite_link(token, base_url)}")
 
 
 def streamlit_command(db: Path, port: int, address: str) -> list[str]:

@@ -91,7 +91,7 @@ def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> Demo
     simulated labels from four simulated raters (marked simulated everywhere), and a
     fake-judge run over the whole pool with a known lean towards its own family.
     """
-    from labeler.cli import invite_url
+    from labeler.admin import invite_link
 
     folder = data_dir()
     lines = []
@@ -108,7 +108,7 @@ def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> Demo
     run_id = run_demo_judge(store, truth)
     lines.append(f"fake judge run {run_id}: {len(answers)} answers scored (likert5)")
     return DemoResult(
-        rater_url=invite_url(rater_token, base_url),
-        admin_url=invite_url(admin_token, base_url),
+        rater_url=invite_link(rater_token, base_url),
+        admin_url=invite_link(admin_token, base_url),
         summary_lines=lines,
     )
