@@ -15,6 +15,10 @@ from labeler.store import Store
 
 #: How many tickets the demo rater gets (both answers of each), so a newcomer can finish.
 DEMO_TICKETS = 12
+#: Tickets whose two answers the demo rater compares side by side, and how many padded
+#: rewrites (made offline, deterministically) the demo rater audits.
+DEMO_PAIRS = 6
+DEMO_AUDITS = 5
 #: The fake judge's family and its injected preference for that family's style (Likert points).
 DEMO_JUDGE_FAMILY = "claude"
 DEMO_SELF_STYLE = 0.4
@@ -84,6 +88,38 @@ def run_demo_judge(store: Store, truth: pd.DataFrame, *, seed: int = 0) -> str:
     return summary.run_id
 
 
+def _demo_pairs_and_audits(store: Store, answers: pd.DataFrame, rater_id: int) -> list[str]:
+    """Give the demo rater cross-family pairs and padding audits of offline-padded answers."""
+    from calibration import perturb
+    from labeler.admin import family_pairs
+    from labeler.models import Answer
+
+    tasks = sorted(answers["task_id"].unique())
+    pair_tasks = tasks[DEMO_TICKETS : DEMO_TICKETS + DEMO_PAIRS]
+    families = sorted(answers["family"].unique())
+    pairs = family_pairs(answers[answers["task_id"].isin(pair_tasks)], families[0], families[1])
+    lines = [f"demo-rater pairs: {store.assign_pairs(pairs, [rater_id], seed=0)}"]
+    audit_tasks = tasks[DEMO_TICKETS + DEMO_PAIRS : DEMO_TICKETS + DEMO_PAIRS + DEMO_AUDITS]
+    padded = []
+    for row in answers[answers["task_id"].isin(audit_tasks)].groupby("task_id").head(1).itertuples():
+        result = perturb.pad(str(row.text))
+        padded.append(
+            Answer(
+                answer_id=f"{row.answer_id}~padded",
+                task_id=str(row.task_id),
+                family=str(row.family),
+                model=str(row.model),
+                text=result.text,
+                variant="padded",
+                parent_answer_id=str(row.answer_id),
+            )
+        )
+    store.add_pool([], padded, source_file="demo padding (offline)")
+    audits = [(a.parent_answer_id, a.answer_id) for a in padded if a.parent_answer_id]
+    lines.append(f"demo-rater padding audits: {store.assign_audits(audits, [rater_id], seed=0)}")
+    return lines
+
+
 def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> DemoResult:
     """Load the bundled data, invite a demo rater and admin, and give the analyst pages data.
 
@@ -103,6 +139,7 @@ def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> Demo
     first = sorted(answers["task_id"].unique())[:DEMO_TICKETS]
     mine = answers[answers["task_id"].isin(first)]["answer_id"].tolist()
     lines.append(f"demo-rater queue: {store.assign_k(mine, 1, [rater.rater_id], seed=0)}")
+    lines += _demo_pairs_and_audits(store, answers, rater.rater_id)
     truth = pd.read_csv(folder / "truth.csv")
     lines.append(f"simulated labels: {add_simulated_labels(store, truth)}")
     run_id = run_demo_judge(store, truth)

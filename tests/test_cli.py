@@ -91,7 +91,8 @@ def test_demo_builds_a_database_with_links(tmp_path: Path) -> None:
     assert code == 0, out
     assert "rater link: http://localhost:8501/?t=" in out and "admin link:" in out
     store = Store(db)
-    assert len(store.answers()) == 140
+    assert len(store.answers(variant="original")) == 140
+    assert len(store.answers(variant="padded")) == 5
     labels = store.export_frame("labels")
     assert (labels["source"] == "simulated").all() and len(labels) == 280
     assert store.raters().query("simulated")["name"].str.startswith("sim-").all()
