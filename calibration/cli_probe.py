@@ -38,6 +38,7 @@ from calibration.datasets import (
 )
 from calibration.judges import DEFAULT_MODEL as JUDGE_DEFAULT_MODEL
 from calibration.judges import AnthropicJudge, FakeJudge, Judge, JudgeCall
+from calibration.mockapi import mock_api_command
 from calibration.probes import (
     DEFAULT_BIASES,
     POOL_BIASES,
@@ -560,4 +561,4 @@ def _audits(db: str | None, rows: Any) -> dict[str, Any] | None:
     return Store(path).padding_audit_result(padded)
 
 
-COMMANDS: list[click.Command] = [estimate_command, probe_command, report_command]
+COMMANDS: list[click.Command] = [estimate_command, probe_command, report_command, mock_api_command]

@@ -12,6 +12,7 @@ Batches bill every kind at ``batch_discount`` (half) of the list price.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import tomllib
@@ -217,6 +218,14 @@ def _rates(table: Mapping[str, Any], where: str, file: str) -> ModelPrice:
     return ModelPrice(**values, long_prompt=long_prompt, threshold_tokens=threshold)
 
 
+@functools.cache
+def _bundled_prices() -> PriceTable:
+    # Parsed once per process: the fake judge prices every reply, and re-reading the
+    # TOML each time was about half of a fake run's time.
+    bundled = resources.files("calibration").joinpath("prices.toml")
+    return _parse(bundled.read_text(encoding="utf-8"), "calibration/prices.toml")
+
+
 def load_prices(path: str | os.PathLike[str] | None = None) -> PriceTable:
     """Load a price table.
 
@@ -229,8 +238,7 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> PriceTable:
     """
     chosen = path if path is not None else os.environ.get(PRICES_ENV) or None
     if chosen is None:
-        bundled = resources.files("calibration").joinpath("prices.toml")
-        return _parse(bundled.read_text(encoding="utf-8"), "calibration/prices.toml")
+        return _bundled_prices()
     file = Path(chosen)
     try:
         stat = file.stat()
