@@ -19,6 +19,9 @@ DEMO_TICKETS = 12
 #: rewrites (made offline, deterministically) the demo rater audits.
 DEMO_PAIRS = 6
 DEMO_AUDITS = 5
+#: Tickets whose answers the simulated raters label: a sample, so the judge's scores on
+#: the rest of the pool carry information (prediction-powered estimates need that).
+DEMO_LABELLED_TICKETS = 44
 #: The fake judge's family and its injected preference for that family's style (Likert points).
 DEMO_JUDGE_FAMILY = "claude"
 DEMO_SELF_STYLE = 0.4
@@ -120,6 +123,11 @@ def _demo_pairs_and_audits(store: Store, answers: pd.DataFrame, rater_id: int) -
     return lines
 
 
+def tasks_of(truth: pd.DataFrame) -> pd.Series:
+    """The task id of each bundled answer id (``T001-a`` -> ``T001``)."""
+    return truth["answer_id"].str.rsplit("-", n=1).str[0]
+
+
 def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> DemoResult:
     """Load the bundled data, invite a demo rater and admin, and give the analyst pages data.
 
@@ -141,7 +149,11 @@ def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> Demo
     lines.append(f"demo-rater queue: {store.assign_k(mine, 1, [rater.rater_id], seed=0)}")
     lines += _demo_pairs_and_audits(store, answers, rater.rater_id)
     truth = pd.read_csv(folder / "truth.csv")
-    lines.append(f"simulated labels: {add_simulated_labels(store, truth)}")
+    labelled = pd.Series(tasks_of(truth)).drop_duplicates().sample(
+        n=DEMO_LABELLED_TICKETS, random_state=0
+    )
+    sample = truth[tasks_of(truth).isin(labelled)]
+    lines.append(f"simulated labels on {DEMO_LABELLED_TICKETS} of 70 tickets: {add_simulated_labels(store, sample)}")
     run_id = run_demo_judge(store, truth)
     lines.append(f"fake judge run {run_id}: {len(answers)} answers scored (likert5)")
     return DemoResult(

@@ -94,7 +94,7 @@ def test_demo_builds_a_database_with_links(tmp_path: Path) -> None:
     assert len(store.answers(variant="original")) == 140
     assert len(store.answers(variant="padded")) == 5
     labels = store.export_frame("labels")
-    assert (labels["source"] == "simulated").all() and len(labels) == 280
+    assert (labels["source"] == "simulated").all() and len(labels) == 4 * 44  # 44 tickets x 2 answers x 2 raters
     assert store.raters().query("simulated")["name"].str.startswith("sim-").all()
     judged = store.export_frame("judgements")
     assert len(judged) == 140 and judged["parse_error"].isna().all()

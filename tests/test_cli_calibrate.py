@@ -110,6 +110,9 @@ def test_calibrate_on_the_demo_database_writes_all_three(tmp_path: Path) -> None
     payload = json.loads(stdout)
     assert payload["simulated_labels"] is True and payload["judge_family"]
     assert payload["residuals"]["pass"]["gap"]["estimate"] is not None
+    # The demo labels a sample of tickets, so the judge's scores on the rest feed PPI.
+    assert {row["family"] for row in payload["ppi"]} == {"claude", "gpt"}
+    assert all(row["ppi"]["estimate"] is not None and row["n_unlabelled"] > 0 for row in payload["ppi"])
     assert out.read_text().startswith("> **SIMULATED LABELS")
     assert (tmp_path / "report.png").read_bytes().startswith(PNG_MAGIC)
     assert json.loads(out.with_suffix(".json").read_text()) == payload
