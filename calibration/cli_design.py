@@ -182,7 +182,7 @@ def _payload(design: Design, info: dict[str, Any], applied: pd.DataFrame | None)
 @click.option("--hours-per-day", type=float, default=2.0, show_default=True,
               help="Labelling hours each rater gives a day.")
 @click.option("--target-half-width", type=float, default=None,
-              help="Wanted 95%% half-width of the gap, percentage points.")
+              help="Wanted 95% half-width of the gap, percentage points.")
 @click.option("--min-gap", type=float, default=None,
               help="Smallest gap worth detecting (alpha 0.05, power 0.8), percentage points.")
 @click.option("--paired/--unpaired", default=True, show_default=True,
