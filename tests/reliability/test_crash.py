@@ -4,7 +4,9 @@ A worker labels through the rate page's functions and prints each label id only 
 :meth:`~labeler.store.Store.add_label` returned (the unit of work committed). The test
 kills it with SIGKILL at a random moment, several times over, and checks after each kill
 that the database opens cleanly, holds every acknowledged label, holds no half-written
-unit, and that labelling resumes where it stopped.
+unit, and that labelling resumes where it stopped. The same is checked for a multi-row
+unit (an import), and for a real ``streamlit run labeler/app.py`` server killed while a
+rater in chromium submits, where the acknowledgement is the count the rater saw move on.
 """
 
 from __future__ import annotations
@@ -122,3 +124,61 @@ def test_sigkill_mid_import_leaves_whole_batches_only(tmp_path: Path) -> None:
     assert len(set(per_batch) - acked) <= 1, "more than the in-flight batch committed unacknowledged"
     tasks = store.query("SELECT task_id FROM tasks")
     assert set(tasks["task_id"]) == {f"bulk{b:03d}" for b in per_batch}, "a task came without its answers"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(tmp_path: Path) -> None:
+    # The real thing: `streamlit run labeler/app.py`, a rater in chromium submitting from the
+    # keyboard, and the server killed with SIGKILL right after a submit key press.
+    browser_tests = pytest.importorskip("tests.browser.test_blinding_access")
+    e2e = pytest.importorskip("tests.browser.test_e2e_rater")
+    pool = build_pool(tmp_path / "app.duckdb", n_tasks=10, per_task=2)
+    store = pool.store
+    (rater, token), = add_raters(store, 1)
+    store.assign_k(pool.answer_ids, 1, [rater.rater_id], seed=4)
+    total = len(pool.answer_ids)
+    acknowledged = random.Random(8).randint(3, 6)
+    with e2e.playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=e2e.CHROMIUM, args=e2e.CHROMIUM_ARGS)
+        try:
+            proc, url = browser_tests._serve(pool.path)
+            try:
+                page, _ = e2e._open(browser, f"{url}/?t={token}")
+                for n in range(1, acknowledged + 2):
+                    page.keyboard.press("4")
+                    e2e._expect_text(page, "Overall: 4")
+                    page.keyboard.press("Control+Enter")
+                    if n <= acknowledged:
+                        # What the rater sees is the acknowledgement: the count moved on.
+                        e2e._expect_text(page, f"{n} of {total} done")
+                proc.send_signal(signal.SIGKILL)  # while the last submit is in flight
+                proc.wait(30)
+                assert proc.returncode == -signal.SIGKILL
+                page.close()
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+
+            _opens_cleanly(pool.path)
+            stored = store.query("SELECT label_id, assignment_id FROM labels ORDER BY label_id")
+            assert acknowledged <= len(stored) <= acknowledged + 1, (
+                f"{acknowledged} labels were acknowledged on screen, {len(stored)} are stored"
+            )
+            assert stored["assignment_id"].is_unique
+
+            # A restarted server resumes where the database says the rater is.
+            proc, url = browser_tests._serve(pool.path)
+            try:
+                page, _ = e2e._open(browser, f"{url}/?t={token}")
+                e2e._expect_text(page, f"{len(stored)} of {total} done")
+                page.keyboard.press("4")
+                e2e._expect_text(page, "Overall: 4")
+                page.keyboard.press("Control+Enter")
+                e2e._expect_text(page, f"{len(stored) + 1} of {total} done")
+                page.close()
+            finally:
+                proc.terminate()
+                proc.wait(30)
+        finally:
+            browser.close()
