@@ -11,10 +11,9 @@ import math
 
 import streamlit as st
 
-from labeler.errors import JudgelabError
-from labeler.queue import KEYS, previous_index
 from labeler.session import current_rater, current_store
 from labeler.store import AuditView
+from labeler.views._queue_page import QueuePage, side_by_side
 
 AT = "audit_at"
 FLASH = "audit_flash"
@@ -34,22 +33,8 @@ if not queue:
     st.info("No padding audits are assigned to you.")
     st.stop()
 
-
-
-def go_to(i: int | None) -> None:
-    st.session_state[AT] = None if i is None else queue[i].assignment_id
-
-
-if FLASH in st.session_state:
-    st.toast(st.session_state.pop(FLASH), icon=":material/check:")
-
-done = sum(1 for item in queue if item.done)
-st.progress(done / len(queue), text=f"**{done} of {len(queue)}** done")
-
-if index is None:
-    st.success(f"All {len(queue)} audits are done. Thank you!")
-    st.button("Back", shortcut=KEYS["back"], on_click=go_to, args=(previous_index(queue, None),))
-    st.stop()
+page = QueuePage(store, rater.rater_id, "audit", queue, AT, FLASH)
+index = page.header(index, f"All {len(queue)} audits are done. Thank you!")
 
 item = queue[index]
 assert isinstance(screen.view, AuditView)
@@ -67,23 +52,15 @@ def pick(adds: bool) -> None:
 
 def submit() -> None:
     if st.session_state[K_ADDS] is None:
-        st.session_state[FLASH + ":error"] = "Answer yes or no first (keys Y / N)."
+        page.fail("Answer yes or no first (keys Y / N).")
         return
-    try:
-        store.add_audit(
+    page.save(
+        lambda: store.add_audit(
             rater.rater_id, item.assignment_id, bool(st.session_state[K_ADDS]),
             note=st.session_state[K_NOTE],
-        )
-    except JudgelabError as exc:
-        st.session_state[FLASH + ":error"] = str(exc)
-        return
-    st.session_state[FLASH] = "Audit changed" if view.current_id else "Audit saved"
-    st.session_state[AT] = None
-
-
-def skip() -> None:
-    store.skip_item(rater.rater_id, item.assignment_id, "audit")
-    st.session_state[AT] = None
+        ),
+        "Audit changed" if view.current_id else "Audit saved",
+    )
 
 
 st.caption(f"Audit {item.position} of {len(queue)}")
@@ -91,15 +68,7 @@ with st.container(border=True):
     st.markdown(view.prompt, unsafe_allow_html=False)
 ratio = "—" if math.isinf(view.length_ratio) else f"{view.length_ratio:.2f}×"
 st.metric("Length of the rewrite (words, against the original)", ratio)
-col_o, col_r = st.columns(2, gap="large")
-with col_o:
-    st.subheader("Original")
-    with st.container(border=True):
-        st.markdown(view.original_text, unsafe_allow_html=False)
-with col_r:
-    st.subheader("Rewrite")
-    with st.container(border=True):
-        st.markdown(view.rewrite_text, unsafe_allow_html=False)
+side_by_side(("Original", view.original_text), ("Rewrite", view.rewrite_text))
 
 st.subheader(QUESTION)
 yes_col, no_col = st.columns(2)
@@ -112,24 +81,7 @@ no_col.button(
     type="primary" if st.session_state[K_ADDS] is False else "secondary", width="stretch",
 )
 st.text_area("Note: what does it add? (optional)", key=K_NOTE, height=70)
-if FLASH + ":error" in st.session_state:
-    st.error(st.session_state.pop(FLASH + ":error"))
-
-back_col, skip_col, submit_col = st.columns([1, 1, 2])
-back_to = previous_index(queue, index)
-back_col.button(
-    "Back", shortcut=KEYS["back"], on_click=go_to, args=(back_to,), disabled=back_to is None,
-    width="stretch",
-)
-if view.current_id:
-    skip_col.button(
-        "Forward", shortcut=KEYS["forward"], on_click=go_to,
-        args=(index + 1 if index + 1 < len(queue) else None,), width="stretch",
-    )
-else:
-    skip_col.button("Skip", shortcut=KEYS["skip"], on_click=skip, width="stretch")
-submit_col.button("Submit", type="primary", shortcut=KEYS["submit"], on_click=submit,
-                  width="stretch")
+page.buttons(index, editing=bool(view.current_id), submit=submit)
 st.caption(
     "Keys: **Y** / **N** answer · **Ctrl+Enter** submit · **S** skip · **B** back · "
     "**F** forward after going back."

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labeler.errors import JudgelabError
-from labeler.queue import KEYS, previous_index
 from labeler.session import current_rater, current_store
 from labeler.store import PairView
+from labeler.views._queue_page import QueuePage, side_by_side
 
 AT = "pair_at"
 FLASH = "pair_flash"
@@ -37,22 +36,8 @@ if not queue:
     st.info("No pairs are assigned to you.")
     st.stop()
 
-
-
-def go_to(i: int | None) -> None:
-    st.session_state[AT] = None if i is None else queue[i].assignment_id
-
-
-if FLASH in st.session_state:
-    st.toast(st.session_state.pop(FLASH), icon=":material/check:")
-
-done = sum(1 for item in queue if item.done)
-st.progress(done / len(queue), text=f"**{done} of {len(queue)}** done")
-
-if index is None:
-    st.success(f"All {len(queue)} pairs are compared. Thank you!")
-    st.button("Back", shortcut=KEYS["back"], on_click=go_to, args=(previous_index(queue, None),))
-    st.stop()
+page = QueuePage(store, rater.rater_id, "pair", queue, AT, FLASH)
+index = page.header(index, f"All {len(queue)} pairs are compared. Thank you!")
 
 item = queue[index]
 assert isinstance(screen.view, PairView)
@@ -70,37 +55,21 @@ def pick(preference: int) -> None:
 
 def submit() -> None:
     if st.session_state[K_PREF] is None:
-        st.session_state[FLASH + ":error"] = "Choose a preference first (keys 1–5)."
+        page.fail("Choose a preference first (keys 1–5).")
         return
-    try:
-        store.add_pair_label(
+    page.save(
+        lambda: store.add_pair_label(
             rater.rater_id, item.assignment_id, int(st.session_state[K_PREF]),
             comment=st.session_state[K_COMMENT],
-        )
-    except JudgelabError as exc:
-        st.session_state[FLASH + ":error"] = str(exc)
-        return
-    st.session_state[FLASH] = "Preference changed" if view.current_id else "Preference saved"
-    st.session_state[AT] = None
-
-
-def skip() -> None:
-    store.skip_item(rater.rater_id, item.assignment_id, "pair")
-    st.session_state[AT] = None
+        ),
+        "Preference changed" if view.current_id else "Preference saved",
+    )
 
 
 st.caption(f"Pair {item.position} of {len(queue)}")
 with st.container(border=True):
     st.markdown(view.prompt, unsafe_allow_html=False)
-col_a, col_b = st.columns(2, gap="large")
-with col_a:
-    st.subheader("A")
-    with st.container(border=True):
-        st.markdown(view.left_text, unsafe_allow_html=False)
-with col_b:
-    st.subheader("B")
-    with st.container(border=True):
-        st.markdown(view.right_text, unsafe_allow_html=False)
+side_by_side(("A", view.left_text), ("B", view.right_text))
 
 st.subheader("Which answer is better?")
 cols = st.columns(len(LEVELS))
@@ -111,24 +80,7 @@ for col, (label, key, preference) in zip(cols, LEVELS, strict=True):
         type="primary" if st.session_state[K_PREF] == preference else "secondary",
     )
 st.text_area("Comment (optional)", key=K_COMMENT, height=70)
-if FLASH + ":error" in st.session_state:
-    st.error(st.session_state.pop(FLASH + ":error"))
-
-back_col, skip_col, submit_col = st.columns([1, 1, 2])
-back_to = previous_index(queue, index)
-back_col.button(
-    "Back", shortcut=KEYS["back"], on_click=go_to, args=(back_to,), disabled=back_to is None,
-    width="stretch",
-)
-if view.current_id:
-    skip_col.button(
-        "Forward", shortcut=KEYS["forward"], on_click=go_to,
-        args=(index + 1 if index + 1 < len(queue) else None,), width="stretch",
-    )
-else:
-    skip_col.button("Skip", shortcut=KEYS["skip"], on_click=skip, width="stretch")
-submit_col.button("Submit", type="primary", shortcut=KEYS["submit"], on_click=submit,
-                  width="stretch")
+page.buttons(index, editing=bool(view.current_id), submit=submit)
 st.caption(
     "Keys: **1–5** preference (1 = A much better … 5 = B much better) · **Ctrl+Enter** submit · "
     "**S** skip · **B** back · **F** forward after going back."

@@ -1,26 +1,20 @@
 """Rate: one answer at a time against the rubric, blind, from the keyboard.
 
 Thin page: the queue, views and writes are :class:`~labeler.store.Store` methods and
-the navigation and form rules are :mod:`labeler.queue` functions. Widget keys carry
-the item's opaque ``item_id`` (never an answer id) and the id of the label being
-edited, so going back to an item starts from that label's values.
+the form rules are :mod:`labeler.queue` functions; the header and the Back / Skip /
+Submit row are shared with the other queue pages (:mod:`labeler.views._queue_page`).
+Widget keys carry the item's opaque ``item_id`` (never an answer id) and the id of the
+label being edited, so going back to an item starts from that label's values.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from labeler.errors import JudgelabError
-from labeler.queue import (
-    KEYS,
-    choice_keys,
-    criteria_after_overall,
-    format_score,
-    previous_index,
-    scale_choices,
-)
+from labeler.queue import choice_keys, criteria_after_overall, format_score, scale_choices
 from labeler.session import current_rater, current_store
 from labeler.store import ScoreView
+from labeler.views._queue_page import QueuePage
 
 AT = "rate_at"  # assignment the rater went back to (None: resume position)
 FLASH = "rate_flash"
@@ -55,23 +49,11 @@ if not queue:
     )
     st.stop()
 
-def go_to(i: int | None) -> None:
-    st.session_state[AT] = None if i is None else queue[i].assignment_id
-
-
-if FLASH in st.session_state:
-    st.toast(st.session_state.pop(FLASH), icon=":material/check:")
-
-done = sum(1 for item in queue if item.done)
-st.progress(done / len(queue), text=f"**{done} of {len(queue)}** done")
-
-if index is None:
-    st.success(f"All {len(queue)} answers are rated. Thank you!")
-    st.button(
-        "Back", shortcut=KEYS["back"], on_click=go_to, args=(previous_index(queue, None),),
-        help="Go to your last answer to change its label.",
-    )
-    st.stop()
+page = QueuePage(store, rater.rater_id, "score", queue, AT, FLASH)
+index = page.header(
+    index, f"All {len(queue)} answers are rated. Thank you!",
+    back_help="Go to your last answer to change its label.",
+)
 
 item = queue[index]
 assert isinstance(screen.view, ScoreView)
@@ -115,25 +97,17 @@ def submit() -> None:
     criteria = {
         c.criterion_id: st.session_state.get(crit_key(c.criterion_id)) for c in rubric.criteria
     }
-    try:
-        store.add_label(
+    page.save(
+        lambda: store.add_label(
             rater.rater_id,
             item.assignment_id,
             overall=st.session_state[K_OVERALL],
             criteria={k: float(v) for k, v in criteria.items() if v is not None},
             comment=st.session_state[K_COMMENT],
             flag_reason=st.session_state[K_REASON] if flagged else None,
-        )
-    except JudgelabError as exc:
-        st.session_state[FLASH + ":error"] = str(exc)
-        return
-    st.session_state[FLASH] = "Label changed" if view.current else "Label saved"
-    st.session_state[AT] = None
-
-
-def skip() -> None:
-    store.skip_item(rater.rater_id, item.assignment_id)
-    st.session_state[AT] = None
+        ),
+        "Label changed" if view.current else "Label saved",
+    )
 
 
 st.caption(
@@ -207,26 +181,7 @@ with right:
     if st.session_state[K_FLAG]:
         st.text_input("Why can it not be rated?", key=K_REASON)
 
-    if FLASH + ":error" in st.session_state:
-        st.error(st.session_state.pop(FLASH + ":error"))
-
-    back_col, skip_col, submit_col = st.columns([1, 1, 2])
-    back_to = previous_index(queue, index)
-    back_col.button(
-        "Back", shortcut=KEYS["back"], on_click=go_to, args=(back_to,),
-        disabled=back_to is None, width="stretch",
-    )
-    if view.current:
-        # Came back to a rated answer: move on without changing it.
-        skip_col.button(
-            "Forward", shortcut=KEYS["forward"], on_click=go_to,
-            args=(index + 1 if index + 1 < len(queue) else None,), width="stretch",
-        )
-    else:
-        skip_col.button("Skip", shortcut=KEYS["skip"], on_click=skip, width="stretch")
-    submit_col.button(
-        "Submit", type="primary", shortcut=KEYS["submit"], on_click=submit, width="stretch"
-    )
+    page.buttons(index, editing=bool(view.current), submit=submit)
 
     st.caption(
         f"Keys: **{keys[0]}–{keys[-1]}** overall score (untouched criteria follow it) · "
