@@ -39,7 +39,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import pandas as pd
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -57,7 +56,7 @@ from calibration.formats import build_call, passed_for
 from calibration.judges._base import Format, Judge, JudgeCall, Judgement, Kind
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
-from labeler.store import JudgementRecord, Store
+from labeler.store import JudgementRecord, Store, plain_value
 
 __all__ = [
     "EVIDENCE_FIELDS",
@@ -350,7 +349,7 @@ def evidence_row(
     ``score`` is a pointwise score. ``reason`` is why there is no value: a parse failure or
     a judge failure (``status`` says which).
     """
-    record = {k: _missing_to_none(v) for k, v in record.items()}
+    record = {k: plain_value(v) for k, v in record.items()}
     meta = dict(record.get("meta") or {})
     value = record.get("value")
     value = None if value is None else float(value)
@@ -404,19 +403,6 @@ def evidence_row(
     for key, val in meta.items():
         row.setdefault(key, val)
     return row
-
-
-def _missing_to_none(value: Any) -> Any:
-    """NaN, NA and NaT (how a DataFrame spells a SQL NULL) become ``None``; NumPy scalars
-    become Python ones."""
-    if value is None or isinstance(value, (dict, list, str, bool)):
-        return value
-    try:
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        return value
-    return value.item() if hasattr(value, "item") else value
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -7,7 +7,7 @@ from labeler.store._admin import AdminMixin
 from labeler.store._calibration import CalibrationMixin
 from labeler.store._core import DEFAULT_DB, migrations, resolve_db_path
 from labeler.store._designs import DesignMixin
-from labeler.store._judgements import JudgementMixin, JudgementRecord
+from labeler.store._judgements import JudgementMixin, JudgementRecord, plain_value
 from labeler.store._labels import (
     MASK_DEFAULT,
     MASK_KEY,
@@ -44,5 +44,6 @@ __all__ = [
     "Store",
     "hash_token",
     "migrations",
+    "plain_value",
     "resolve_db_path",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from labeler.store._core import StoreCore
+from labeler.store._core import CURRENT_LABEL_RULE, StoreCore
 
 # Whether an assignment has been answered, per kind (see the module docstring). Rows
 # written by the app name their assignment (migration 002); rows without one (imports)
@@ -39,20 +39,15 @@ _DONE_SQL = """
     END
 """
 
-# The current label of (rater, answer, rubric version): the newest row no other row
-# supersedes. The window guards against two unsuperseded rows (e.g. an import and an
-# app label for the same answer): the newest wins.
-_CURRENT_LABELS_SQL = """
+# The current label of (rater, answer, rubric version) (see CURRENT_LABEL_RULE).
+_CURRENT_LABELS_SQL = f"""
     SELECT l.label_id, l.rater_id, l.rater_name, r.simulated, l.answer_id, a.task_id,
            a.family, a.variant, l.rubric_id, l.rubric_version, l.overall, l.passed,
            l.criteria, l.flag_reason, l.seconds, l.source, l.created_at
     FROM labels l
     JOIN raters r ON r.rater_id = l.rater_id
     LEFT JOIN answers a ON a.answer_id = l.answer_id
-    WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
-    QUALIFY row_number() OVER (
-        PARTITION BY l.rater_id, l.answer_id, l.rubric_id, l.rubric_version
-        ORDER BY l.created_at DESC, l.label_id DESC) = 1
+    {CURRENT_LABEL_RULE}
 """
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from labeler.store._core import StoreCore
+from labeler.store._core import CURRENT_LABEL_RULE, StoreCore
 
 # The newest row per planned call of one run; rows without a call id each stand alone.
 _RUN_ROWS_SQL = """
@@ -33,18 +33,15 @@ _RUN_ROWS_SQL = """
          OR row_number() OVER (PARTITION BY j.call_id ORDER BY j.judgement_id DESC) = 1
 """
 
-# Current labels (see AdminMixin): the newest unsuperseded row per (rater, answer, rubric).
-_CURRENT_SQL = """
+# Current labels: the newest unsuperseded row per (rater, answer, rubric version).
+_CURRENT_SQL = f"""
     SELECT l.label_id, l.rater_id, l.rater_name, r.simulated AS rater_simulated,
            l.answer_id, a.task_id, a.family, a.variant, l.rubric_id, l.rubric_version,
            l.overall, l.passed, l.flag_reason, l.source
     FROM labels l
     JOIN raters r ON r.rater_id = l.rater_id
     JOIN answers a ON a.answer_id = l.answer_id
-    WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
-    QUALIFY row_number() OVER (
-        PARTITION BY l.rater_id, l.answer_id, l.rubric_id, l.rubric_version
-        ORDER BY l.created_at DESC, l.label_id DESC) = 1
+    {CURRENT_LABEL_RULE}
 """
 
 

@@ -39,6 +39,16 @@ from labeler.errors import StoreError
 DEFAULT_DB = "judgelab.duckdb"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
+#: Keeps only the current labels of a query over ``labels l``: a label is current when no
+#: other row supersedes it, and the window guards against two unsuperseded rows of one
+#: (rater, answer, rubric version) (e.g. an import and an app label): the newest wins.
+CURRENT_LABEL_RULE = """
+    WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
+    QUALIFY row_number() OVER (
+        PARTITION BY l.rater_id, l.answer_id, l.rubric_id, l.rubric_version
+        ORDER BY l.created_at DESC, l.label_id DESC) = 1
+"""
+
 _locks: dict[str, threading.RLock] = {}
 _locks_guard = threading.Lock()
 _local = threading.local()

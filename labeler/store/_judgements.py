@@ -403,7 +403,7 @@ class JudgementMixin(StoreCore):
             cur = con.execute(sql, params)
             names = [d[0] for d in cur.description or []]
             return [
-                {name: _plain(v) for name, v in zip(names, values, strict=True)}
+                {name: plain_value(v) for name, v in zip(names, values, strict=True)}
                 for values in cur.fetchall()
             ]
 
@@ -412,8 +412,9 @@ class JudgementMixin(StoreCore):
         return self._jrows(sql, params)[0]
 
 
-def _plain(value: Any) -> Any:
-    """NumPy/pandas scalars to plain Python, missing values to ``None``."""
+def plain_value(value: Any) -> Any:
+    """NumPy/pandas scalars to plain Python; missing values (NaN, NA and NaT, how a
+    DataFrame spells a SQL NULL) to ``None``."""
     if value is None:
         return None
     if isinstance(value, (list, dict, str)):

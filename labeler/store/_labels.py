@@ -691,13 +691,7 @@ class LabelMixin(ImportMixin):
             " FROM assignments WHERE assignment_id = ?",
             [int(assignment_id)],
         ).fetchone()
-        if row is None or int(row[0]) != int(rater_id):
-            raise AccessError("that item is not in your queue.")
-        if row[1] != kind:
-            raise InputError(
-                f"assignment {assignment_id} is a {row[1]!r} item, not {kind!r}",
-                fix="open it on its own page.",
-            )
+        row = _own_row(row, rater_id, assignment_id, kind)
         return (
             str(row[2]),
             None if row[3] is None else str(row[3]),
@@ -768,13 +762,7 @@ class LabelMixin(ImportMixin):
             """,
             [int(rater_id), int(assignment_id)],
         ).fetchone()
-        if row is None or int(row[0]) != int(rater_id):
-            raise AccessError("that item is not in your queue.")
-        if row[1] != kind:
-            raise InputError(
-                f"assignment {assignment_id} is a {row[1]!r} item, not {kind!r}",
-                fix="open it on its own page.",
-            )
+        row = _own_row(row, rater_id, assignment_id, kind)
         return _Context(
             answer_id=str(row[2]),
             answer_b_id=None if row[3] is None else str(row[3]),
@@ -983,19 +971,18 @@ class LabelMixin(ImportMixin):
                 con, ctx.answer_id, self.mask_self_id(rubric.rubric_id)
             )
             current = None
-            if item.done_id is not None:
-                row = con.execute(
-                    "SELECT overall, criteria, comment, flag_reason FROM labels WHERE label_id = ?",
-                    [item.done_id],
-                ).fetchone()
-                if row is not None:
-                    current = CurrentLabel(
-                        label_id=item.done_id,
-                        overall=None if row[0] is None else float(row[0]),
-                        criteria={str(k): float(v) for k, v in json.loads(row[1]).items()},
-                        comment=str(row[2]),
-                        flag_reason=None if row[3] is None else str(row[3]),
-                    )
+            row = _done_row(
+                con, item,
+                "SELECT overall, criteria, comment, flag_reason FROM labels WHERE label_id = ?",
+            )
+            if row is not None and item.done_id is not None:
+                current = CurrentLabel(
+                    label_id=item.done_id,
+                    overall=None if row[0] is None else float(row[0]),
+                    criteria={str(k): float(v) for k, v in json.loads(row[1]).items()},
+                    comment=str(row[2]),
+                    flag_reason=None if row[3] is None else str(row[3]),
+                )
             return ScoreView(item, progress, prompt, text, rubric, current, n_masked)
         masking = self.mask_self_id()
         prompt, first, _ = self._shown_text(con, ctx.answer_id, masking)
@@ -1003,24 +990,18 @@ class LabelMixin(ImportMixin):
         if item.kind == "pair":
             pref: int | None = None
             comment = ""
-            if item.done_id is not None:
-                row = con.execute(
-                    "SELECT preference, comment FROM pair_labels WHERE pair_label_id = ?",
-                    [item.done_id],
-                ).fetchone()
-                if row is not None:
-                    pref, comment = int(row[0]), str(row[1])
+            row = _done_row(
+                con, item, "SELECT preference, comment FROM pair_labels WHERE pair_label_id = ?"
+            )
+            if row is not None:
+                pref, comment = int(row[0]), str(row[1])
             return PairView(item, progress, prompt, first, second, pref, comment, item.done_id)
         ratio = self._length_ratio(con, ctx.answer_id, ctx.answer_b_id or "")
         adds: bool | None = None
         note = ""
-        if item.done_id is not None:
-            row = con.execute(
-                "SELECT adds_content, note FROM padding_audits WHERE audit_id = ?",
-                [item.done_id],
-            ).fetchone()
-            if row is not None:
-                adds, note = bool(row[0]), str(row[1])
+        row = _done_row(con, item, "SELECT adds_content, note FROM padding_audits WHERE audit_id = ?")
+        if row is not None:
+            adds, note = bool(row[0]), str(row[1])
         return AuditView(item, progress, prompt, first, second, ratio, adds, note, item.done_id)
 
     def _view_of(
@@ -1066,6 +1047,32 @@ class LabelMixin(ImportMixin):
             item = queue[index]
             self.open_item(rater_id, item.assignment_id, kind)
             return Screen(queue, index, self._view(con, rater_id, item, _progress(queue)))
+
+
+def _own_row(
+    row: tuple[Any, ...] | None, rater_id: int, assignment_id: int, kind: Kind
+) -> tuple[Any, ...]:
+    """An assignment ``row`` (``rater_id, kind, ...``); refuses one that is missing,
+    another rater's, or not of ``kind``."""
+    if row is None or int(row[0]) != int(rater_id):
+        raise AccessError("that item is not in your queue.")
+    if row[1] != kind:
+        raise InputError(
+            f"assignment {assignment_id} is a {row[1]!r} item, not {kind!r}",
+            fix="open it on its own page.",
+        )
+    return row
+
+
+def _done_row(
+    con: duckdb.DuckDBPyConnection, item: QueueItem, sql: str
+) -> tuple[Any, ...] | None:
+    """The row ``sql`` selects by id for the rater's current label of ``item``; ``None``
+    when the item has none."""
+    if item.done_id is None:
+        return None
+    return con.execute(sql, [item.done_id]).fetchone()
+
 
 def _progress(queue: Sequence[QueueItem]) -> Progress:
     return Progress(
