@@ -84,6 +84,24 @@ def check_resamples(func: str, n_resamples: int, *, minimum: int = 1) -> None:
         raise ValueError(f"{func}: n_resamples must be at least {minimum}; got {n_resamples!r}")
 
 
+def finite_vector(func: str, name: str, x: npt.ArrayLike, *, nonfinite: str) -> npt.NDArray[np.float64]:
+    """``x`` as a 1-D float array.
+
+    Raises:
+        ValueError: Naming ``func`` and ``name``, unless ``x`` is numeric, one-dimensional and
+            free of ``nan`` and ``inf``; for a ``nan``/``inf`` the message ends ``nonfinite``.
+    """
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{func}: {name} must be numeric") from err
+    if arr.ndim != 1:
+        raise ValueError(f"{func}: {name} must be one-dimensional; got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{func}: {name} {nonfinite}")
+    return arr
+
+
 def percentile_interval(replicates: npt.ArrayLike, level: float) -> tuple[float, float]:
     """Percentile interval of bootstrap replicates, ignoring ``nan`` replicates.
 

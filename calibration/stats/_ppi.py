@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from calibration.stats._bootstrap import check_level
+from calibration.stats._bootstrap import check_level, finite_vector
 from calibration.stats._result import Estimate
 
 _NAN = float("nan")
@@ -216,15 +216,7 @@ def _normal_interval(estimate: float, se: float, level: float) -> tuple[float, f
 
 
 def _vector(func: str, name: str, x: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{func}: {name} must be numeric") from err
-    if arr.ndim != 1:
-        raise ValueError(f"{func}: {name} must be one-dimensional; got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{func}: {name} has missing values; drop them explicitly first")
-    return arr
+    return finite_vector(func, name, x, nonfinite="has missing values; drop them explicitly first")
 
 
 def _ids(func: str, name: str, ids: npt.ArrayLike, n: int) -> np.ndarray:

@@ -45,6 +45,7 @@ from calibration.stats._bootstrap import (
     check_level,
     check_resamples,
     cluster_counts,
+    finite_vector,
     percentile_interval,
 )
 from calibration.stats._result import Estimate
@@ -610,15 +611,9 @@ def _build_raters(
 
 
 def _float_array(func: str, name: str, x: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{func}: {name} must be numeric") from err
-    if arr.ndim != 1:
-        raise ValueError(f"{func}: {name} must be one-dimensional; got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{func}: {name} has missing or infinite values; drop unscored answers explicitly")
-    return arr
+    return finite_vector(
+        func, name, x, nonfinite="has missing or infinite values; drop unscored answers explicitly"
+    )
 
 
 # --------------------------------------------------------------------------------------------
