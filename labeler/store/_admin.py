@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from labeler.store._core import CURRENT_LABEL_RULE, StoreCore
+from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, rubric_match
 
 # Whether an assignment has been answered, per kind (see the module docstring). Rows
 # written by the app name their assignment (migration 002); rows without one (imports)
@@ -153,11 +153,7 @@ class AdminMixin(StoreCore):
         where: list[str] = []
         params: list[object] = []
         if rubric_id is not None:
-            match = "rubric_id = ?"
-            params.append(rubric_id)
-            if version is not None:
-                match += " AND rubric_version = ?"
-                params.append(version)
+            match = rubric_match(rubric_id, version, params)
             if include_unversioned:
                 match = f"({match}) OR rubric_id IS NULL"
             where.append(f"({match})")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from labeler.store._core import CURRENT_LABEL_RULE, StoreCore
+from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, rubric_match
 
 # The newest row per planned call of one run; rows without a call id each stand alone.
 _RUN_ROWS_SQL = """
@@ -131,11 +131,7 @@ class CalibrationMixin(StoreCore):
         sql = f"SELECT * FROM ({_CURRENT_SQL}) cur"
         params: list[object] = []
         if rubric_id is not None:
-            match = "rubric_id = ?"
-            params.append(rubric_id)
-            if version is not None:
-                match += " AND rubric_version = ?"
-                params.append(version)
+            match = rubric_match(rubric_id, version, params)
             sql += f" WHERE ({match}) OR rubric_id IS NULL"
         return self.query(sql + " ORDER BY answer_id, rater_id", params)
 

@@ -55,6 +55,16 @@ _local = threading.local()
 _migrated: set[str] = set()
 
 
+def rubric_match(rubric_id: str, version: int | None, params: list[object]) -> str:
+    """SQL condition for rows of ``rubric_id`` (and of ``version`` when given); appends its
+    parameters to ``params``."""
+    params.append(rubric_id)
+    if version is None:
+        return "rubric_id = ?"
+    params.append(version)
+    return "rubric_id = ? AND rubric_version = ?"
+
+
 def resolve_db_path(path: str | os.PathLike[str] | None = None) -> Path:
     """The database file: ``path`` if given, else ``$JUDGELAB_DB``, else ``./judgelab.duckdb``."""
     chosen = path or os.environ.get("JUDGELAB_DB") or DEFAULT_DB
