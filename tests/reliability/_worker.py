@@ -9,6 +9,7 @@ promised to keep.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 
 from labeler.models import Answer, Task
 from labeler.store import ScoreView, Store
+
+#: Environment variable carrying the ``label`` worker's invite tokens, comma-separated.
+TOKENS_ENV = "JUDGELAB_WORKER_TOKENS"
 
 #: The overall score each simulated rater gives; criteria get the same score.
 SCORE = 4.0
@@ -117,7 +121,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="mode", required=True)
     lab = sub.add_parser("label", help="label items for raters, one thread each")
     lab.add_argument("db")
-    lab.add_argument("--tokens", nargs="+", required=True, help="the raters' invite tokens")
     lab.add_argument("--per-rater", type=int, default=10**9)
     bulk = sub.add_parser("bulk", help="import batches of answers, one unit each")
     bulk.add_argument("db")
@@ -127,7 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     store = Store(args.db)
     _emit("ready")
     if args.mode == "label":
-        run_labelers(store, args.tokens, per_rater=args.per_rater)
+        # Tokens come through the environment: one may start with "-", and argv is public.
+        run_labelers(store, os.environ[TOKENS_ENV].split(","), per_rater=args.per_rater)
     else:
         add_batches(store, batches=args.batches, size=args.size)
     _emit("done")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from labeler.models import Answer, Criterion, Rubric, Task
 from labeler.store import Rater, Store
+from tests.reliability._worker import TOKENS_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -70,9 +71,12 @@ def add_raters(store: Store, n: int, *, prefix: str = "rater") -> list[tuple[Rat
     return [store.add_rater(f"{prefix}-{i:03d}") for i in range(n)]
 
 
-def worker(args: Sequence[str], **popen: object) -> subprocess.Popen[str]:
-    """Start ``python -m tests.reliability._worker ARGS`` from the repository root."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+def worker(args: Sequence[str], *, tokens: Sequence[str] = (), **popen: object) -> subprocess.Popen[str]:
+    """Start ``python -m tests.reliability._worker ARGS`` from the repository root.
+
+    ``tokens`` (the raters a ``label`` worker labels for) travel in the environment.
+    """
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", TOKENS_ENV: ",".join(tokens)}
     return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
         [sys.executable, "-m", "tests.reliability._worker", *args],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen,

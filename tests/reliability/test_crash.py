@@ -59,7 +59,7 @@ def test_sigkill_mid_labelling_loses_no_acknowledged_label(tmp_path: Path) -> No
     rng = random.Random(11)
     acked: dict[int, tuple[int, int]] = {}
     for round_no in range(ROUNDS):
-        proc = worker(["label", str(pool.path), "--tokens", *tokens])
+        proc = worker(["label", str(pool.path)], tokens=tokens)
         lines = Lines(proc)
         lines.wait_for(rng.randint(2, 10), "ack ")
         # Land the kill at a random point of a unit: opening, inside the transaction, closing.
@@ -88,7 +88,7 @@ def test_sigkill_mid_labelling_loses_no_acknowledged_label(tmp_path: Path) -> No
         assert max(Counter(stored["assignment_id"]).values()) == 1, "an assignment was labelled twice"
 
     # Resume: the queue continues after the last stored label and finishes with one label each.
-    proc = worker(["label", str(pool.path), "--tokens", *tokens])
+    proc = worker(["label", str(pool.path)], tokens=tokens)
     out = Lines(proc).finish(timeout=600)
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
     assert out[-1] == "done"

@@ -119,6 +119,13 @@ def test_twenty_percent_faults_lose_and_duplicate_nothing(tmp_path: Path) -> Non
     assert max(retry_headers) <= MAX_RETRIES
     assert sum(per_body.values()) == posts
 
+    by_kind = ", ".join(f"{k}: {counters['fault:' + k]}" for k in FAULT_KINDS)
+    print(
+        f"{len(plan)} planned calls, {len(paid)} requests, {posts} attempts, "
+        f"{injected} faults ({by_kind}), "
+        f"{summary.parsed} parsed, {summary.parse_failures} parse failures, 0 lost, 0 duplicated, "
+        f"most attempts for one request {max(per_body.values())} (budget {MAX_RETRIES + 1})"
+    )
     evidence = [json.loads(x) for x in (tmp_path / "e.jsonl").read_text().splitlines()]
     assert sorted(r["call_id"] for r in evidence) == sorted(c.call_id for c in plan)
     assert Counter(r["status"] for r in evidence) == Counter(rows["status"])

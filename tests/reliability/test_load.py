@@ -79,7 +79,7 @@ def test_fifty_raters_label_concurrently_from_two_processes(tmp_path: Path) -> N
     assert set(summary.added.values()) == {PER_RATER}
 
     here, there = tokens[OTHER_PROCESS:], tokens[:OTHER_PROCESS]
-    proc = worker(["label", str(pool.path), "--tokens", *there])
+    proc = worker(["label", str(pool.path)], tokens=there)
     started = time.perf_counter()
     try:
         acks = run_labelers(store, here, per_rater=PER_RATER, emit=False)
@@ -116,7 +116,7 @@ def test_pull_mode_never_gives_an_answer_more_than_k_raters(tmp_path: Path) -> N
     raters = [r.rater_id for r, _ in invited]
     tokens = [t for _, t in invited]
     here, there = tokens[OTHER_PROCESS:], tokens[:OTHER_PROCESS]
-    proc = worker(["label", str(pool.path), "--tokens", *there])
+    proc = worker(["label", str(pool.path)], tokens=there)
     try:
         acks = run_labelers(store, here, per_rater=10**6, emit=False)
         out, err = proc.communicate(timeout=600)
