@@ -24,7 +24,7 @@ DEMO_AUDITS = 5
 DEMO_LABELLED_TICKETS = 44
 #: The fake judge's family and its injected preference for that family's style (Likert points).
 DEMO_JUDGE_FAMILY = "claude"
-DEMO_SELF_STYLE = 0.4
+DEMO_SELF_STYLE = 0.5
 
 
 def data_dir() -> Path:
