@@ -502,6 +502,7 @@ class _Sink:
         self.buffer: list[JudgementRecord] = []
         self.first_buffered = 0.0
         self.written = 0
+        self._inflight: set[asyncio.Future[None]] = set()
 
     async def put(self, records: Iterable[JudgementRecord]) -> None:
         for record in records:
@@ -518,7 +519,17 @@ class _Sink:
             return
         batch, self.buffer = self.buffer, []
         # DuckDB calls block; run them off the event loop so in-flight requests keep moving.
-        await asyncio.to_thread(self._write, batch)
+        write = asyncio.ensure_future(asyncio.to_thread(self._write, batch))
+        self._inflight.add(write)
+        write.add_done_callback(self._inflight.discard)
+        # Shielded: cancelling the caller (the ticker, at the end of a run) does not stop the
+        # thread, so the write stays tracked until drain() has seen it finish.
+        await asyncio.shield(write)
+
+    async def drain(self) -> None:
+        """Wait for every write already handed to a thread (before counting the run)."""
+        while self._inflight:
+            await asyncio.gather(*list(self._inflight))
 
     def _write(self, batch: list[JudgementRecord]) -> None:
         self.store.add_judgements(batch)
@@ -696,8 +707,10 @@ async def arun_plan(
             )
         finally:
             ticker.cancel()
-            # Whatever finished is written even when the run is failing or cancelled.
+            # Whatever finished is written even when the run is failing or cancelled, and a
+            # write the cancelled ticker started is waited for before the run is counted.
             await sink.flush()
+            await sink.drain()
     with store.connection():
         counts = store.run_counts(rid)
         finished = counts["answered_or_failed"] - counts["errors"] >= len(plan)
