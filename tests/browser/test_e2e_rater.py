@@ -158,7 +158,11 @@ class Recorder:
         page.on("response", lambda resp: self.responses.append(resp))
         page.on("request", lambda req: self.urls.append(req.url))
         page.on("framenavigated", lambda frame: self.urls.append(frame.url))
-        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        def on_dialog(dialog: Any) -> None:
+            self.dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)
 
     def received(self, page: Any) -> str:
         parts = [f.decode("utf-8", errors="replace") for f in self.frames]
