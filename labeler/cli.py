@@ -6,9 +6,7 @@ turns it into one line on stderr and exit code 2.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -135,8 +133,12 @@ def streamlit_command(db: Path, port: int, address: str) -> list[str]:
 
 def _serve(db: Path, port: int, address: str) -> None:
     env = {**os.environ, "JUDGELAB_DB": str(db), "JUDGELAB_BASE_URL": f"http://{address}:{port}"}
-    with contextlib.suppress(KeyboardInterrupt):
-        subprocess.run(streamlit_command(db, port, address), env=env, check=False)
+    sys.stdout.flush()
+    # Become the Streamlit server rather than its parent, so a signal sent to
+    # `judgelab serve` (Ctrl+C, SIGTERM from a supervisor) reaches the server itself
+    # and no orphaned server keeps the port.
+    command = streamlit_command(db, port, address)
+    os.execve(command[0], command, env)
 
 
 @main.command()
