@@ -588,7 +588,7 @@ def import_file(store: Store, kind: ImportKind, path: str | Path) -> ImportSumma
     rows = read_rows(path)
     handlers: dict[str, Callable[[], ImportSummary]] = {
         "answers": lambda: store.add_pool(
-            *parse_answers(rows, known_answer_ids=set(store.answers()["answer_id"])), source_file=name
+            *parse_answers(rows, known_answer_ids=store.answer_ids()), source_file=name
         ),
         "pairs": lambda: store.add_pairs(parse_pairs(rows), source_file=name),
         "judgements": lambda: store.add_imported_judgements(

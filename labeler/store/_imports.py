@@ -10,18 +10,17 @@ import pandas as pd
 
 from labeler.errors import ConflictError, InputError
 from labeler.models import ImportedJudgement, ImportedLabel, ImportedPairLabel
-from labeler.store._pool import ImportSummary
+from labeler.store._pool import ImportSummary, PoolMixin
 from labeler.store._raters import RaterMixin
 
 ExportKind = Literal["labels", "judgements", "answers", "pair_labels"]
 
 
-class ImportMixin(RaterMixin):
+class ImportMixin(RaterMixin, PoolMixin):
     """Imports of outside labels and judgements; exports of every table users ask for."""
 
     def _known_answers(self, ids: set[str], *, source_file: str | None, column: str) -> None:
-        with self.connection() as con:
-            stored = {r[0] for r in con.execute("SELECT answer_id FROM answers").fetchall()}
+        stored = self.answer_ids()
         missing = sorted(ids - stored)
         if missing:
             shown = ", ".join(repr(m) for m in missing[:5])

@@ -212,6 +212,11 @@ class PoolMixin(StoreCore):
             params.append(variant)
         return self.query(sql + " ORDER BY a.task_id, a.answer_id", params)
 
+    def answer_ids(self) -> set[str]:
+        """Every stored answer id (without reading the texts)."""
+        with self.connection() as con:
+            return {str(r[0]) for r in con.execute("SELECT answer_id FROM answers").fetchall()}
+
     def families(self) -> list[str]:
         """The model families present in the pool, sorted."""
         return [str(x) for x in self.query("SELECT DISTINCT family FROM answers")["family"].sort_values()]
