@@ -15,7 +15,7 @@ shared by every module in the package, so error messages read the same everywher
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -117,18 +117,41 @@ def percentile_interval(replicates: npt.ArrayLike, level: float) -> tuple[float,
     return float(lo), float(hi)
 
 
+def cluster_count_blocks(
+    n_clusters: int, n_resamples: int, rng: np.random.Generator, *, max_cells: int = _BLOCK_CELLS
+) -> Iterator[tuple[int, int, npt.NDArray[np.int64]]]:
+    """Cluster multiplicities in blocks of resamples: ``(start, stop, counts)``.
+
+    ``counts`` has shape ``(stop - start, n_clusters)``, rows ``start..stop-1`` of the matrix
+    :func:`cluster_counts` returns for the same generator state (the draws are taken in the same
+    order, only fewer at a time), and at most about ``max_cells`` cells, so a caller can reduce
+    each block and never hold the whole ``(n_resamples, n_clusters)`` matrix.
+
+    Each row is one bootstrap resample of ``n_clusters`` clusters drawn with replacement, so
+    every row sums to ``n_clusters``.
+    """
+    block = max(1, max_cells // max(n_clusters, 1))
+    for start in range(0, n_resamples, block):
+        stop = min(start + block, n_resamples)
+        draws = rng.integers(0, n_clusters, size=(stop - start, n_clusters))
+        draws += (np.arange(stop - start) * n_clusters)[:, None]
+        flat = np.bincount(draws.ravel(), minlength=(stop - start) * n_clusters)
+        yield start, stop, flat.reshape(stop - start, n_clusters).astype(np.int64, copy=False)
+
+
 def cluster_counts(
     n_clusters: int, n_resamples: int, rng: np.random.Generator
 ) -> npt.NDArray[np.int64]:
     """Multiplicity of each cluster in each resample: shape ``(n_resamples, n_clusters)``.
 
     Each row is one bootstrap resample of ``n_clusters`` clusters drawn with replacement, so
-    every row sums to ``n_clusters``.
+    every row sums to ``n_clusters``. The whole matrix at once; :func:`cluster_count_blocks`
+    gives the same rows a block at a time.
     """
-    draws = rng.integers(0, n_clusters, size=(n_resamples, n_clusters))
-    offsets = (np.arange(n_resamples) * n_clusters)[:, None]
-    flat = np.bincount((draws + offsets).ravel(), minlength=n_resamples * n_clusters)
-    return flat.reshape(n_resamples, n_clusters).astype(np.int64)
+    out = np.empty((n_resamples, n_clusters), dtype=np.int64)
+    for start, stop, counts in cluster_count_blocks(n_clusters, n_resamples, rng):
+        out[start:stop] = counts
+    return out
 
 
 def encode_clusters(
@@ -222,13 +245,18 @@ def cluster_bootstrap(
         raise ValueError(f"{func}: no rows to resample")
     codes = encode_clusters(clusters, n_rows, func=func)
     n_clusters = int(codes.max()) + 1
-    gen = as_rng(rng)
-    counts = cluster_counts(n_clusters, n_resamples, gen)
-
+    # Blocks of resamples small enough that one block of row weights stays under _BLOCK_CELLS.
+    blocks = cluster_count_blocks(
+        n_clusters, n_resamples, as_rng(rng), max_cells=max(1, _BLOCK_CELLS * n_clusters // n_rows)
+    )
+    replicates = np.empty(n_resamples, dtype=float)
     if resample == "weights":
-        replicates = _replicates_by_weights(stat_fn, data, codes, counts)
+        for start, stop, counts in blocks:
+            replicates[start:stop] = _replicates_by_weights(stat_fn, data, codes, counts)
     else:
-        replicates = _replicates_by_rows(stat_fn, data, codes, counts)
+        members = _cluster_members(codes, n_clusters)
+        for start, stop, counts in blocks:
+            replicates[start:stop] = _replicates_by_rows(stat_fn, data, members, counts)
 
     if n_clusters < 2:
         return float("nan"), float("nan"), replicates
@@ -242,32 +270,29 @@ def _replicates_by_weights(
     codes: npt.NDArray[np.intp],
     counts: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.float64]:
-    n_resamples = counts.shape[0]
-    n_rows = codes.shape[0]
-    block = max(1, _BLOCK_CELLS // max(n_rows, 1))
-    out = np.empty(n_resamples, dtype=float)
-    for start in range(0, n_resamples, block):
-        stop = min(start + block, n_resamples)
-        weights = counts[start:stop][:, codes].astype(float)
-        values = np.asarray(stat_fn(*data, weights=weights), dtype=float).reshape(-1)
-        if values.shape[0] != stop - start:
-            raise ValueError(
-                "cluster_bootstrap: with resample='weights' stat_fn must return one value per "
-                f"row of weights ({stop - start}); got {values.shape[0]}"
-            )
-        out[start:stop] = values
-    return out
+    weights = counts[:, codes].astype(float)
+    values = np.asarray(stat_fn(*data, weights=weights), dtype=float).reshape(-1)
+    if values.shape[0] != counts.shape[0]:
+        raise ValueError(
+            "cluster_bootstrap: with resample='weights' stat_fn must return one value per "
+            f"row of weights ({counts.shape[0]}); got {values.shape[0]}"
+        )
+    return values
+
+
+def _cluster_members(codes: npt.NDArray[np.intp], n_clusters: int) -> list[npt.NDArray[np.intp]]:
+    """Row indices of each cluster, in cluster-code order."""
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(n_clusters + 1))
+    return [order[bounds[g] : bounds[g + 1]] for g in range(n_clusters)]
 
 
 def _replicates_by_rows(
     stat_fn: Callable[..., Any],
     data: Sequence[np.ndarray],
-    codes: npt.NDArray[np.intp],
+    members: Sequence[npt.NDArray[np.intp]],
     counts: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.float64]:
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(counts.shape[1] + 1))
-    members = [order[bounds[g] : bounds[g + 1]] for g in range(counts.shape[1])]
     out = np.empty(counts.shape[0], dtype=float)
     for b, row in enumerate(counts):
         picked = np.repeat(np.arange(row.shape[0]), row)

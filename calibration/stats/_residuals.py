@@ -44,7 +44,7 @@ from calibration.stats._bootstrap import (
     check_choice,
     check_level,
     check_resamples,
-    cluster_counts,
+    cluster_count_blocks,
     finite_vector,
     percentile_interval,
 )
@@ -191,19 +191,63 @@ class _Raters:
 
     scores: npt.NDArray[np.float64]  # slots, grouped by answer row
     starts: npt.NDArray[np.intp]  # first slot of each answer row
-    slot_start: npt.NDArray[np.intp]  # per slot: first slot of its answer
-    slot_size: npt.NDArray[np.intp]  # per slot: number of raters of its answer
+    sizes: npt.NDArray[np.intp]  # number of raters of each answer row
     categories: npt.NDArray[np.float64]
     rule: str
 
     def collapsed(self) -> npt.NDArray[np.float64]:
         return _collapse(self.scores[None, :], self.starts, self.rule, self.categories)[0]
 
-    def draw(self, b: int, gen: np.random.Generator) -> npt.NDArray[np.float64]:
-        """``(b, n_answers)`` human scores after resampling raters within each answer."""
-        offsets = gen.integers(0, self.slot_size, size=(b, self.slot_size.size))
-        picked = self.scores[self.slot_start + offsets]
-        return _collapse(picked, self.starts, self.rule, self.categories)
+    def varying(self) -> npt.NDArray[np.bool_]:
+        """Per answer row: do its raters disagree? Only then can resampling them move its score."""
+        lowest = np.minimum.reduceat(self.scores, self.starts)
+        highest = np.maximum.reduceat(self.scores, self.starts)
+        return np.asarray(lowest != highest)
+
+    def panels(
+        self,
+        rows: npt.NDArray[np.intp],
+        task: npt.NDArray[np.intp],
+        fam: npt.NDArray[np.intp],
+        w: npt.NDArray[np.float64],
+    ) -> list[_Panel]:
+        """The answer rows ``rows`` grouped by number of raters, with their task, family and weight."""
+        out = []
+        for m in np.unique(self.sizes[rows]):
+            sel = rows[self.sizes[rows] == m]
+            slots = self.starts[sel][:, None] + np.arange(m)[None, :]
+            out.append(_Panel(self.scores[slots], task[sel], fam[sel], w[sel], self.categories, self.rule))
+        return out
+
+
+@dataclass(frozen=True)
+class _Panel:
+    """Answers with the same number of raters ``m``, whose raters disagree."""
+
+    scores: npt.NDArray[np.float64]  # (n_answers, m)
+    task: npt.NDArray[np.intp]
+    fam: npt.NDArray[np.intp]
+    weight: npt.NDArray[np.float64]
+    categories: npt.NDArray[np.float64]
+    rule: str
+
+    def copy_sums(self, counts: npt.NDArray[np.int64], n_fam: int, gen: np.random.Generator) -> npt.NDArray[np.float64]:
+        """Per resample and family: Σ weight × human score over every drawn copy of these answers.
+
+        Every copy of an answer (its task drawn ``k`` times gives ``k`` copies) gets its own
+        draw of ``m`` raters with replacement, collapsed by the rule: shape ``(b, n_fam)``.
+        """
+        n, m = self.scores.shape
+        b = counts.shape[0]
+        copies = counts[:, self.task]
+        cell = np.repeat(np.arange(copies.size), copies.ravel())  # one per copy: resample * n + answer
+        answer = cell % n
+        picks = gen.integers(0, m, size=(cell.size, m))
+        drawn = self.scores[answer[:, None], picks]
+        human = _collapse(drawn.reshape(1, -1), np.arange(0, drawn.size, m), self.rule, self.categories)[0]
+        key = (cell // n) * n_fam + self.fam[answer]
+        sums = np.bincount(key, weights=self.weight[answer] * human, minlength=b * n_fam)
+        return np.asarray(sums, dtype=float).reshape(b, n_fam)
 
 
 @dataclass(frozen=True)
@@ -458,30 +502,39 @@ def _point_means(prep: _Prepared) -> dict[str, npt.NDArray[np.float64]]:
 
 
 def _residual_replicates(prep: _Prepared, n_resamples: int, gen: np.random.Generator) -> npt.NDArray[np.float64]:
-    """Bootstrap replicates of each family's residual (unscaled): ``(n_families, B)``."""
-    n_rows = prep.judge.size
+    """Bootstrap replicates of each family's residual (unscaled): ``(n_families, B)``.
+
+    A replicate's residual is ``Σ c·w·(judge − human) / Σ c·w`` over a family's answers, ``c``
+    an answer's multiplicity (its task's). Both sums are linear in the task multiplicities, so a
+    block of resamples is one product of the multiplicities with per-task totals. In the
+    two-stage bootstrap, only answers whose raters disagree have a human score that varies from
+    copy to copy; the product takes their judge score alone, and
+    :meth:`_Panel.copy_sums` subtracts the human scores of their resampled copies.
+    """
+    n_fam = len(prep.families)
     n_tasks = int(prep.task_codes.max()) + 1
-    counts = cluster_counts(n_tasks, n_resamples, gen)
-    onehot = np.zeros((n_rows, len(prep.families)))
-    onehot[np.arange(n_rows), prep.fam_codes] = 1.0
-    fw = onehot * prep.weights[:, None]
-    residual_fw = fw * (prep.judge - prep.human)[:, None]
-    width = n_rows if prep.raters is None else max(n_rows, prep.raters.scores.size)
-    block = max(1, _BLOCK_CELLS // width)
-    out = np.empty((len(prep.families), n_resamples))
-    for start in range(0, n_resamples, block):
-        stop = min(start + block, n_resamples)
-        c = counts[start:stop][:, prep.task_codes].astype(float)
-        den = c @ fw
-        if prep.raters is None:
-            num = c @ residual_fw
-        else:
-            # Each drawn copy of an answer gets its own independent draw of raters: layer k
-            # holds the k-th copy, present where the task was drawn at least k times.
-            num = np.zeros_like(den)
-            for k in range(1, int(c.max()) + 1):
-                human_k = prep.raters.draw(stop - start, gen)
-                num += ((c >= k) * (prep.judge[None, :] - human_k)) @ fw
+    fw = np.zeros((prep.judge.size, n_fam))
+    fw[np.arange(prep.judge.size), prep.fam_codes] = prep.weights
+    panels: list[_Panel] = []
+    if prep.raters is None:
+        residual = prep.judge - prep.human
+    else:
+        varying = prep.raters.varying()
+        residual = prep.judge - np.where(varying, 0.0, prep.raters.collapsed())
+        panels = prep.raters.panels(np.flatnonzero(varying), prep.task_codes, prep.fam_codes, prep.weights)
+    per_answer = np.hstack([fw, fw * residual[:, None]])
+    per_task: npt.NDArray[np.float64] = np.column_stack(
+        [np.bincount(prep.task_codes, weights=col, minlength=n_tasks) for col in per_answer.T]
+    ).astype(float, copy=False)
+    # Cells per resample: the multiplicities, plus a few arrays per drawn rater in the panels.
+    width = n_tasks + 4 * sum(p.scores.size for p in panels)
+    out = np.empty((n_fam, n_resamples))
+    blocks = cluster_count_blocks(n_tasks, n_resamples, gen, max_cells=max(1, _BLOCK_CELLS * n_tasks // width))
+    for start, stop, counts in blocks:
+        sums = counts.astype(float) @ per_task
+        den, num = sums[:, :n_fam], sums[:, n_fam:]
+        for panel in panels:
+            num -= panel.copy_sums(counts, n_fam, gen)
         with np.errstate(invalid="ignore", divide="ignore"):
             out[:, start:stop] = (num / den).T
     return out
@@ -603,8 +656,7 @@ def _build_raters(
     return _Raters(
         scores=scores,
         starts=starts,
-        slot_start=np.repeat(starts, sizes),
-        slot_size=np.repeat(sizes, sizes).astype(np.intp),
+        sizes=sizes.astype(np.intp),
         categories=np.unique(scores),
         rule=rule,
     )
