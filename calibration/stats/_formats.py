@@ -42,6 +42,10 @@ from calibration.stats._result import Estimate
 
 FloatArray = npt.NDArray[np.float64]
 
+# Within-prompt pairs are enumerated for prompts up to this many candidates, this many pairs at once.
+_PAIRWISE_MAX = 256
+_PAIR_CELLS = 1_000_000
+
 
 # --------------------------------------------------------------------------------------------
 # validation helpers
@@ -489,18 +493,59 @@ class FormatDiagnostics:
 def _within_prompt(
     judge: FloatArray, reference: FloatArray, codes: npt.NDArray[np.intp]
 ) -> dict[str, FloatArray]:
-    """Per-prompt tau_a, tau_b and Somers' D (``nan`` where undefined)."""
+    """Per-prompt tau_a, tau_b and Somers' D (``nan`` where undefined).
+
+    A prompt holds a handful of candidates, so its pairs are enumerated outright, every prompt
+    of one size at once, and counted (concordant, discordant, tied on either side); the three
+    statistics are then the integer formulas :func:`tau_a`, :func:`tau_b` and :func:`somers_d`
+    evaluate, with the same floating-point steps, so the values are identical to calling them
+    per prompt (as the tests check). Prompts larger than ``_PAIRWISE_MAX`` call those functions
+    (``O(n log n)`` instead of ``n²`` pairs).
+    """
     _, starts, (j, r) = _sorted_by_group(codes, judge, reference)
-    ends = np.r_[starts[1:], j.size]
+    sizes = np.diff(np.r_[starts, j.size])
     out = {name: np.full(starts.size, np.nan) for name in ("tau_a", "tau_b", "somers_d")}
-    for g, (start, end) in enumerate(zip(starts, ends, strict=True)):
-        if end - start < 2:
+    for size in np.unique(sizes[sizes >= 2]):
+        groups = np.flatnonzero(sizes == size)
+        if size > _PAIRWISE_MAX:
+            for g in groups:
+                jg, rg = j[starts[g] : starts[g] + size], r[starts[g] : starts[g] + size]
+                out["tau_a"][g], out["tau_b"][g], out["somers_d"][g] = tau_a(jg, rg), tau_b(jg, rg), somers_d(jg, rg)
             continue
-        jg, rg = j[start:end], r[start:end]
-        out["tau_a"][g] = tau_a(jg, rg)
-        out["tau_b"][g] = tau_b(jg, rg)
-        out["somers_d"][g] = somers_d(jg, rg)
+        first, second = np.triu_indices(int(size), 1)
+        step = max(1, _PAIR_CELLS // first.size)
+        for lo in range(0, groups.size, step):
+            at = groups[lo : lo + step]
+            left, right = starts[at][:, None] + first, starts[at][:, None] + second
+            for name, values in _pair_statistics(j[left] - j[right], r[left] - r[right]).items():
+                out[name][at] = values
     return out
+
+
+def _pair_statistics(dj: FloatArray, dr: FloatArray) -> dict[str, FloatArray]:
+    """tau_a, tau_b and Somers' D(judge | reference) from within-prompt pair differences.
+
+    Args:
+        dj: Judge score differences, one row per prompt, one column per pair.
+        dr: Reference score differences, same shape.
+    """
+    n0 = dj.shape[1]
+    agree = np.sign(dj) * np.sign(dr)
+    net = (agree > 0).sum(axis=1) - (agree < 0).sum(axis=1)  # concordant - discordant
+    untied_j = n0 - (dj == 0).sum(axis=1)
+    untied_r = n0 - (dr == 0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # scipy.stats.kendalltau: nan if either side is all ties; (C - D) / sqrt / sqrt, clipped.
+        tau_b = np.clip(net / np.sqrt(untied_j) / np.sqrt(untied_r), -1.0, 1.0)
+        # scipy.stats.somersd(reference, judge): (C - D) over pairs the reference orders, nan
+        # when the contingency table has one row or one column (either side constant).
+        somers = net / untied_r
+    defined = (untied_j > 0) & (untied_r > 0)
+    return {
+        "tau_a": net / n0,
+        "tau_b": np.where(defined, tau_b, np.nan),
+        "somers_d": np.where(defined, somers, np.nan),
+    }
 
 
 def _mean_over_prompts(
