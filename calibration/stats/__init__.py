@@ -53,6 +53,7 @@ from calibration.stats._residuals import (
     family_residuals,
     human_scores,
     provenance_note,
+    residuals_and_gap,
     self_preference_gap,
 )
 from calibration.stats._result import Estimate
@@ -96,6 +97,7 @@ __all__ = [
     "proportion",
     "provenance_note",
     "rater_leniency",
+    "residuals_and_gap",
     "self_preference_gap",
     "slot_decomposition",
     "somers_d",

@@ -180,6 +180,32 @@ def _collapse(
     return np.asarray(categories[np.argmax(counts, axis=0)], dtype=float)
 
 
+def _collapse_panels(panels: npt.NDArray[np.float64], rule: str) -> npt.NDArray[np.float64]:
+    """:func:`_collapse` for rows of equally many raters ``(n, m)``: one score per row.
+
+    Column by column rather than by ``reduceat`` over groups: a few passes over ``n`` for the
+    small ``m`` of a rater panel. Majority: a value's count is how many of the row's values
+    equal it, and the most frequent wins, the lowest among equally frequent ones.
+    """
+    m = panels.shape[1]
+    if rule == "mean":
+        total = panels[:, 0].copy()
+        for i in range(1, m):
+            total += panels[:, i]
+        return total / m
+    best = panels[:, 0]
+    best_count = np.zeros(panels.shape[0], dtype=np.intp)
+    for i in range(m):
+        value = panels[:, i]
+        count = np.zeros(panels.shape[0], dtype=np.intp)
+        for j in range(m):
+            count += panels[:, j] == value
+        better = (count > best_count) | ((count == best_count) & (value < best))
+        best = np.where(better, value, best)
+        best_count = np.where(better, count, best_count)
+    return best
+
+
 # --------------------------------------------------------------------------------------------
 # Residuals
 # --------------------------------------------------------------------------------------------
@@ -243,8 +269,7 @@ class _Panel:
         cell = np.repeat(np.arange(copies.size), copies.ravel())  # one per copy: resample * n + answer
         answer = cell % n
         picks = gen.integers(0, m, size=(cell.size, m))
-        drawn = self.scores[answer[:, None], picks]
-        human = _collapse(drawn.reshape(1, -1), np.arange(0, drawn.size, m), self.rule, self.categories)[0]
+        human = _collapse_panels(self.scores[answer[:, None], picks], self.rule)
         key = (cell // n) * n_fam + self.fam[answer]
         sums = np.bincount(key, weights=self.weight[answer] * human, minlength=b * n_fam)
         return np.asarray(sums, dtype=float).reshape(b, n_fam)
@@ -402,11 +427,98 @@ def self_preference_gap(
         level,
         n_resamples,
     )
-    own = str(own_family)
+    reps = _residual_replicates(prep, n_resamples, as_rng(rng))
+    return _gap_estimate(func, prep, reps, str(own_family), provenance, scale, n_resamples, level)
+
+
+def residuals_and_gap(
+    judge: npt.ArrayLike,
+    human: npt.ArrayLike | None,
+    family: npt.ArrayLike,
+    task: npt.ArrayLike,
+    *,
+    own_family: str = "claude",
+    scale: ResidualScale = "pass",
+    weights: npt.ArrayLike | None = None,
+    rater_level: pd.DataFrame | None = None,
+    answer_ids: npt.ArrayLike | None = None,
+    rule: HumanRule = "mean",
+    provenance: Iterable[tuple[str, str, str]] | None = None,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+    rng: RngLike = None,
+) -> tuple[dict[str, Estimate], Estimate]:
+    """:func:`family_residuals` and :func:`self_preference_gap` from one set of bootstrap replicates.
+
+    The two share their resamples (the gap is a difference of the family residuals' replicates),
+    so computing them together halves the bootstrap work; with an int seed the result equals
+    calling the two functions with that seed.
+
+    Args:
+        judge: Judge verdicts or scores, one per answer (see :func:`family_residuals`).
+        human: Human scores, one per answer (or ``None`` with ``rater_level``).
+        family: Model family of each answer.
+        task: Task id of each answer.
+        own_family: The judge's own family (compared as ``str``).
+        scale: ``"pass"`` (percentage points) or ``"score"`` (judge scale points).
+        weights: Design weights (inverse inclusion probabilities); Hajek means.
+        rater_level: Per-rater table for the two-stage bootstrap.
+        answer_ids: Answer ids matching ``rater_level["answer"]``.
+        rule: Rater collapsing rule used inside the two-stage bootstrap.
+        provenance: Optional provenance records (see :func:`self_preference_gap`).
+        n_resamples: Bootstrap resamples.
+        level: Confidence level.
+        rng: Generator, int seed (deterministic) or ``None``.
+
+    Returns:
+        ``(families, gap)``: what :func:`family_residuals` and :func:`self_preference_gap`
+        return.
+
+    Raises:
+        ValueError: As :func:`self_preference_gap`.
+    """
+    func = "residuals_and_gap"
+    prep = _prepare(
+        func,
+        judge,
+        human,
+        family,
+        task,
+        scale,
+        weights,
+        rater_level,
+        answer_ids,
+        rule,
+        level,
+        n_resamples,
+    )
+    _check_own_family(func, prep, str(own_family))
+    reps = _residual_replicates(prep, n_resamples, as_rng(rng))
+    families = {
+        fam: _family_estimate(prep, k, reps[k], scale, n_resamples, level) for k, fam in enumerate(prep.families)
+    }
+    return families, _gap_estimate(func, prep, reps, str(own_family), provenance, scale, n_resamples, level)
+
+
+def _check_own_family(func: str, prep: _Prepared, own: str) -> None:
     if own not in prep.families:
         raise ValueError(f"{func}: own_family {own!r} has no answers; families present: {prep.families!r}")
     if len(prep.families) < 2:
         raise ValueError(f"{func}: need answers from at least one family besides {own!r}")
+
+
+def _gap_estimate(
+    func: str,
+    prep: _Prepared,
+    reps: npt.NDArray[np.float64],
+    own: str,
+    provenance: Iterable[tuple[str, str, str]] | None,
+    scale: str,
+    n_resamples: int,
+    level: float,
+) -> Estimate:
+    """The gap's :class:`Estimate` from the families' residual replicates (unscaled)."""
+    _check_own_family(func, prep, own)
     own_k = prep.families.index(own)
     others = [k for k in range(len(prep.families)) if k != own_k]
 
@@ -415,8 +527,8 @@ def self_preference_gap(
     residual = means["residual"] * factor
     gap = float(residual[own_k] - residual[others].mean())
 
-    reps = _residual_replicates(prep, n_resamples, as_rng(rng)) * factor
-    gap_reps = reps[own_k] - reps[others].mean(axis=0)
+    scaled = reps * factor
+    gap_reps = scaled[own_k] - scaled[others].mean(axis=0)
     n_tasks = int(prep.task_codes.max()) + 1
     lo, hi = percentile_interval(gap_reps, level) if n_tasks > 1 else (_NAN, _NAN)
 
