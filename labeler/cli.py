@@ -17,7 +17,7 @@ from labeler._cli_util import JudgelabGroup, db_option, echo_json, json_option
 from labeler.admin import frame_bytes, invite_link
 from labeler.errors import InputError
 from labeler.importers import IMPORT_KINDS, import_file
-from labeler.store import Store, resolve_db_path
+from labeler.store import Store, release_all, resolve_db_path
 
 APP = Path(__file__).with_name("app.py")
 EXPORT_FORMATS = ("csv", "jsonl", "parquet")
@@ -138,6 +138,7 @@ def _serve(db: Path, port: int, address: str) -> None:
     # `judgelab serve` (Ctrl+C, SIGTERM from a supervisor) reaches the server itself
     # and no orphaned server keeps the port.
     command = streamlit_command(db, port, address)
+    release_all()  # exec keeps open files: the server must not inherit our lock on the database
     os.execve(command[0], command, env)
 
 

@@ -5,7 +5,7 @@ Use :class:`Store`; the rest of the code never sees a connection.
 
 from labeler.store._admin import AdminMixin
 from labeler.store._calibration import CalibrationMixin
-from labeler.store._core import DEFAULT_DB, migrations, resolve_db_path
+from labeler.store._core import DEFAULT_DB, migrations, release_all, resolve_db_path
 from labeler.store._designs import DesignMixin
 from labeler.store._judgements import JudgementMixin, JudgementRecord, plain_value
 from labeler.store._labels import (
@@ -45,5 +45,6 @@ __all__ = [
     "hash_token",
     "migrations",
     "plain_value",
+    "release_all",
     "resolve_db_path",
 ]

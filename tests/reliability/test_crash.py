@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labeler.store import Store
+from labeler.store import Store, release_all
 from tests.reliability._worker import SCORE
 from tests.reliability.conftest import Lines, add_raters, build_pool, worker
 
@@ -40,6 +40,7 @@ def _acks(lines: list[str]) -> dict[int, tuple[int, int]]:
 
 def _opens_cleanly(path: Path) -> None:
     # A raw connection (no judgelab code in between): the file and its WAL must replay.
+    release_all()  # this process's store may still hold the file open
     con = duckdb.connect(str(path))
     try:
         con.execute("CHECKPOINT")

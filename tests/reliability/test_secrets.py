@@ -27,7 +27,7 @@ import pandas as pd
 
 from calibration.mockapi import MockAnthropic
 from labeler.simulate import add_simulated_labels
-from labeler.store import Store, hash_token
+from labeler.store import Store, hash_token, release_all
 from tests.reliability.conftest import REPO
 
 DATA = REPO / "data"
@@ -88,6 +88,7 @@ def _png_text(data: bytes) -> bytes:
 
 def _db_strings(path: Path) -> Iterator[str]:
     """Every text value in every table of a DuckDB file (read through a fresh connection)."""
+    release_all()  # this process's store may still hold the file open
     con = duckdb.connect(str(path), read_only=True)
     try:
         columns = con.execute(
@@ -105,6 +106,7 @@ def _find(root: Path, needle: str) -> list[str]:
     """Where ``needle`` occurs under ``root``: raw bytes, PNG text, or a database value."""
     raw = needle.encode()
     hits = []
+    release_all()  # a store of this process closing mid-search would checkpoint away its .wal
     for file in sorted(p for p in root.rglob("*") if p.is_file()):
         data = file.read_bytes()
         if raw in data:
