@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from labeler.store import Store, migrations
+from labeler.store import Store, migrations, release_all
 
 # The columns the rest of judgelab relies on, table by table (later migrations may add more).
 EXPECTED = {
@@ -158,3 +158,50 @@ def test_cli_writes_while_serve_and_an_app_writer_hold_the_database(tmp_path: Pa
     store = Store(db)
     assert set(names) <= set(store.raters()["name"])
     assert int(store.query("SELECT count(*) AS n FROM settings WHERE key LIKE 'app-%'")["n"][0]) == app_writes
+
+
+@pytest.mark.slow
+def test_a_busy_process_hands_the_file_to_a_waiting_one(tmp_path: Path) -> None:
+    """Two processes writing back to back take turns: neither waits anywhere near the lock timeout."""
+    db = tmp_path / "turns.duckdb"
+    Store(db).set_setting("project", "seed", "x")
+    release_all()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db), "6"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)  # the writer has the file and keeps it busy
+        # Two seconds of patience would not be enough if the writer kept the file to itself.
+        store = Store(db, lock_timeout=2.0)
+        mine = 0
+        while writer.poll() is None and mine < 200:
+            store.set_setting("project", f"parent-{mine}", "x")
+            mine += 1
+        out, _ = writer.communicate(timeout=30)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    assert writer.returncode == 0
+    theirs = int(out.strip())
+    assert mine >= 20 and theirs >= 20, (mine, theirs)
+    assert int(store.query("SELECT count(*) AS n FROM settings WHERE key LIKE 'app-%'")["n"][0]) == theirs
+    assert int(store.query("SELECT count(*) AS n FROM settings WHERE key LIKE 'parent-%'")["n"][0]) == mine
+
+
+def test_an_idle_process_releases_the_file(tmp_path: Path) -> None:
+    """After a second without work the store closes the file, so any other program can open it."""
+    db = tmp_path / "idle.duckdb"
+    Store(db).set_setting("project", "k", "v")
+    reader = (
+        "import sys, time, duckdb\n"
+        "deadline = time.monotonic() + 10\n"
+        "while True:\n"
+        "    try:\n"
+        "        con = duckdb.connect(sys.argv[1], read_only=True)\n"
+        "        break\n"
+        "    except duckdb.IOException:\n"
+        "        if time.monotonic() > deadline: raise\n"
+        "        time.sleep(0.05)\n"
+        "print(con.execute(\"SELECT value FROM settings WHERE key = 'k'\").fetchone()[0])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", reader, str(db)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "v"
