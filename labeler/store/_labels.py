@@ -641,12 +641,10 @@ class LabelMixin(ImportMixin):
                     SELECT assignment_id, count(*) AS skips, max(event_id) AS last_skip
                     FROM queue_events WHERE rater_id = $1 AND event = 'skip'
                     GROUP BY assignment_id)
-                SELECT s.assignment_id, x.item_id, y.item_id AS item_b_id, cur.done_id,
+                SELECT s.assignment_id, s.answer_id, s.answer_b_id, cur.done_id,
                        coalesce(cur.flagged, false) AS flagged, coalesce(sk.skips, 0) AS skips,
                        sk.last_skip
                 FROM assignments s
-                JOIN answers x ON x.answer_id = s.answer_id
-                LEFT JOIN answers y ON y.answer_id = s.answer_b_id
                 LEFT JOIN cur ON cur.assignment_id = s.assignment_id
                 LEFT JOIN sk ON sk.assignment_id = s.assignment_id
                 WHERE s.rater_id = $1 AND s.kind = $2
@@ -654,21 +652,39 @@ class LabelMixin(ImportMixin):
                 """,
                 [rater_id, kind],
                 ).fetchall()
+            items = self._item_ids(con, [r[1] for r in rows] + [r[2] for r in rows if r[2] is not None])
         return [
             QueueItem(
                 assignment_id=int(assignment_id),
                 kind=kind,
                 position=pos,
-                item_id=str(item_id),
-                item_b_id=None if item_b_id is None else str(item_b_id),
+                item_id=items[answer_id],
+                item_b_id=None if answer_b_id is None else items[answer_b_id],
                 done_id=None if done_id is None else int(done_id),
                 skips=int(skips),
                 last_skip_order=None if last_skip is None else int(last_skip),
                 flagged=bool(flagged),
             )
-            for pos, (assignment_id, item_id, item_b_id, done_id, flagged, skips, last_skip)
+            for pos, (assignment_id, answer_id, answer_b_id, done_id, flagged, skips, last_skip)
             in enumerate(rows, start=1)
         ]
+
+    def _item_ids(self, con: duckdb.DuckDBPyConnection, answer_ids: Sequence[str]) -> dict[str, str]:
+        """The opaque item id of each answer, cached per store.
+
+        An answer's item id is set at import and never changes, and joining the answers
+        table into every queue read cost most of a rater's round trip at 100,000 answers.
+        """
+        cache: dict[str, str] = self.__dict__.setdefault("_item_cache", {})
+        missing = sorted({a for a in answer_ids if a not in cache})
+        if missing:
+            cache.update(
+                con.execute(
+                    "SELECT answer_id, item_id FROM answers WHERE answer_id IN (SELECT unnest($1::VARCHAR[]))",
+                    [missing],
+                ).fetchall()
+            )
+        return cache
 
     def next_item(self, rater_id: int, kind: Kind = "score") -> QueueItem | None:
         """Where the rater resumes: the first item neither labelled nor skipped, else a skipped one."""
