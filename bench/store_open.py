@@ -1,17 +1,17 @@
-"""What one unit of work costs the store: open the file, do the work in a transaction, close it.
+"""What one unit of work costs the store, with the file already open and when it must be opened.
 
 Run: ``python bench/store_open.py`` (under a minute once the 100,000-answer database from
 ``bench/rater_roundtrip.py`` exists in ``--workdir``; without it that size is skipped).
 
-The store opens the DuckDB file for every unit of work and closes it again, so that the app
-(many sessions) and the command line (another process) can share one file (see
-``labeler/store/_core.py``). Every store call pays this. Figures per size, p50 and p95 over
-``--reps`` repetitions, each size in a fresh child process (which also reports its peak
-memory):
+The store keeps its connection to the DuckDB file open between units of work and closes it
+after a second idle or to hand the file to another process (see ``labeler/store/_core.py``);
+the next unit then opens the file again. Figures per size, p50 and p95 over ``--reps``
+repetitions, each size in a fresh child process (which also reports its peak memory):
 
-* ``connect+close``: ``duckdb.connect`` and ``close`` on the file, nothing else (the floor);
-* ``read unit``: ``Store.query("SELECT 1")``: one unit through the store's connection rule;
-* ``write unit``: ``Store.set_setting``: one committed write (open, insert, commit, close).
+* ``cold read``: ``Store.release`` then ``Store.query("SELECT 1")``: open the file and run one
+  unit (what the first call after an idle second or a handoff pays);
+* ``read unit``: ``Store.query("SELECT 1")`` on the open connection;
+* ``write unit``: ``Store.set_setting`` on the open connection: one committed write.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import duckdb
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._measure import child, emit, machine, percentiles
@@ -34,9 +32,14 @@ from labeler.store import Store
 
 def measure(db: str, reps: int) -> dict[str, float]:
     store = Store(db)
+
+    def cold(i: int) -> None:
+        store.release()
+        store.query("SELECT 1")
+
     out: dict[str, float] = {}
     steps = {
-        "connect": lambda i: duckdb.connect(db).close(),
+        "cold": cold,
         "read": lambda i: store.query("SELECT 1"),
         "write": lambda i: store.set_setting("bench", "counter", str(i)),
     }
@@ -83,13 +86,13 @@ def main() -> None:
             sizes.append(("100,000 answers", copy))
         else:
             print(f"  (no {big}: run bench/rater_roundtrip.py first for the 100,000-answer size)")
-        print(f"  {'database':18s} {'size':>8s}  {'connect+close':>17s}  {'read unit':>17s}  "
+        print(f"  {'database':18s} {'size':>8s}  {'cold read':>17s}  {'read unit':>17s}  "
               f"{'write unit':>17s}  peak memory")
         for label, path in sizes:
             fig = child("store_open.py", ["--db", str(path), "--reps", str(args.reps)])
             mb = path.stat().st_size / 2**20
             cells = "  ".join(
-                f"{fig[f'{k}_p50_ms']:6.1f} / {fig[f'{k}_p95_ms']:6.1f} ms" for k in ("connect", "read", "write")
+                f"{fig[f'{k}_p50_ms']:6.1f} / {fig[f'{k}_p95_ms']:6.1f} ms" for k in ("cold", "read", "write")
             )
             print(f"  {label:18s} {mb:6.1f} MB  {cells}  {fig['peak_rss_mb']:.0f} MiB")
     print("  (each cell: p50 / p95)")
