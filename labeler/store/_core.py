@@ -217,7 +217,8 @@ class StoreCore:
                         f"could not open {self.path}: {exc}. Another process may be holding it "
                         f"for longer than {self.lock_timeout:g} s; retry, or stop that process."
                     ) from exc
-                state.wait_marker.touch()
+                with suppress(OSError):  # a read-only folder: the holder still lets go when idle
+                    state.wait_marker.touch()
                 time.sleep(_RETRY_DELAY * (0.5 + random.random()))
         state.con = con
         state.opened_at = time.monotonic()
