@@ -5,8 +5,8 @@ themselves, so that authentication and the invite token's place in the URL are
 handled in one place.
 
 * The store is cached per database *path* with ``st.cache_resource``: Streamlit
-  sessions are threads in one process and share it (the store opens a connection
-  per unit of work, so sharing is safe), and keying by path keeps tests that use
+  sessions are threads in one process and share it (the store serialises its units
+  of work with a lock, so sharing is safe), and keying by path keeps tests that use
   different temporary databases in one process apart.
 * The invite token lives in ``?t=``. It is re-written into ``st.query_params`` on
   every run because Streamlit drops query parameters when ``st.navigation``
