@@ -99,4 +99,18 @@ def _offsets(span: Sequence[object], length: int) -> tuple[int, int]:
     return max(0, min(start, length)), max(0, min(end, length))
 
 
-__all__ = ["KNOWN_NAMES", "REDACTED", "detect_self_identifying", "mask"]
+def inert_markdown(text: str) -> str:
+    """``text`` as markdown that makes the browser fetch nothing.
+
+    An image in an answer (``![alt](https://...)``) would make every rater's browser
+    request that address: an outside party would learn who opened which answer, and
+    the picture could name the model. Writing the image's ``[`` as a character
+    reference leaves it as literal text (markdown never reads a reference as syntax),
+    so the rater sees exactly what the answer contains. HTML is already shown as text
+    (``unsafe_allow_html=False``). Inside a code span the reference shows as typed
+    (``!&#91;``), a cosmetic cost of not parsing markdown here.
+    """
+    return text.replace("![", "!&#91;")
+
+
+__all__ = ["KNOWN_NAMES", "REDACTED", "detect_self_identifying", "inert_markdown", "mask"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from labeler.blinding import inert_markdown
 from labeler.errors import JudgelabError
 from labeler.queue import KEYS, Kind, QueueItem, previous_index
 from labeler.store import Store
@@ -121,4 +122,4 @@ def side_by_side(left: tuple[str, str], right: tuple[str, str]) -> None:
         with col:
             st.subheader(heading)
             with st.container(border=True):
-                st.markdown(text, unsafe_allow_html=False)
+                st.markdown(inert_markdown(text), unsafe_allow_html=False)

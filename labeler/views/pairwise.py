@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from labeler.blinding import inert_markdown
 from labeler.session import current_rater, current_store
 from labeler.store import PairView
 from labeler.views._queue_page import QueuePage, side_by_side
@@ -68,7 +69,7 @@ def submit() -> None:
 
 st.caption(f"Pair {item.position} of {len(queue)}")
 with st.container(border=True):
-    st.markdown(view.prompt, unsafe_allow_html=False)
+    st.markdown(inert_markdown(view.prompt), unsafe_allow_html=False)
 side_by_side(("A", view.left_text), ("B", view.right_text))
 
 st.subheader("Which answer is better?")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from labeler.blinding import inert_markdown
 from labeler.queue import choice_keys, criteria_after_overall, format_score, scale_choices
 from labeler.session import current_rater, current_store
 from labeler.store import ScoreView
@@ -120,11 +121,11 @@ left, right = st.columns([5, 4], gap="large")
 with left:
     st.subheader("Task")
     with st.container(border=True):
-        st.markdown(view.prompt, unsafe_allow_html=False)
+        st.markdown(inert_markdown(view.prompt), unsafe_allow_html=False)
     st.subheader("Answer")
     with st.container(border=True):
         # Markdown renders, HTML never runs: unsafe_allow_html=False shows tags as text.
-        st.markdown(view.text, unsafe_allow_html=False)
+        st.markdown(inert_markdown(view.text), unsafe_allow_html=False)
     if view.masked:
         st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
     with st.expander("Rubric", expanded=True):

@@ -218,6 +218,16 @@ def test_script_answers_render_as_text_and_nothing_unblinds(served: Pool) -> Non
     assert_blind(at, served)
 
 
+def test_images_in_answers_show_as_text_and_are_never_fetched(served: Pool) -> None:
+    text = "Reset it as shown: ![diagram](https://tracker.example/pixel.png?rater=1) then retry."
+    served.store.add_pool([], [Answer("with-image", served.tasks[1], FAMILIES[0], "m", text)])
+    rater, token = served.store.add_rater("ida")
+    served.store.assign_k(["with-image"], 1, [rater.rater_id])
+    shown = [m.value for m in open_app(token).markdown if "tracker.example" in m.value]
+    # The image's bracket is a character reference: markdown shows "![diagram](...)" as text.
+    assert shown == ["Reset it as shown: !&#91;diagram](https://tracker.example/pixel.png?rater=1) then retry."]
+
+
 def test_self_identifying_text_is_masked_for_raters(served: Pool) -> None:
     text = "As an AI developed by Zorblax, I suggest resetting the router."
     served.store.add_pool([], [Answer("zorblax-selfid", served.tasks[1], FAMILIES[0], "m", text,
