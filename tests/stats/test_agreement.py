@@ -15,12 +15,17 @@ from sklearn.metrics import cohen_kappa_score
 
 from calibration.stats._agreement import (
     KappaResult,
+    KrippendorffLevel,
+    _alpha_degenerate,
+    _alpha_from_coincidences,
+    _cluster_coincidences,
     cohen_kappa,
     krippendorff_alpha,
     level_for_scale,
     pairwise_kappas,
     rater_leniency,
 )
+from calibration.stats._bootstrap import cluster_bootstrap, cluster_counts, encode_clusters
 
 # Krippendorff's worked example (3 coders x 15 units), as in the `krippendorff` docs:
 # nominal alpha = 0.691358, interval alpha = 0.810845.
@@ -153,6 +158,53 @@ def test_alpha_interval_and_determinism() -> None:
     assert a.units == "alpha" and a.n == 12 and a.extra["reason"] is None
     clustered = krippendorff_alpha(KRIPP_EXAMPLE, level="ordinal", clusters=np.arange(15) // 3, n_resamples=300, rng=4)
     assert "unit clusters" in clustered.method
+
+
+def _alpha_data(seed: int, n_raters: int = 4, n_units: int = 60) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(1, 6, n_units)
+    data = np.clip(truth + rng.integers(-1, 2, (n_raters, n_units)), 1, 5).astype(float)
+    data[rng.random(data.shape) < 0.3] = np.nan
+    return data
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
+def test_alpha_of_a_resample_is_alpha_of_summed_coincidences(level: KrippendorffLevel) -> None:
+    # The coincidence matrix of a resample is the multiplicity-weighted sum of the clusters'.
+    data = _alpha_data(5)
+    clusters = np.arange(data.shape[1]) // 3
+    codes = encode_clusters(clusters, data.shape[1], func="test")
+    domain = np.unique(data[~np.isnan(data)])
+    per_cluster = _cluster_coincidences(data, codes, int(codes.max()) + 1, domain)
+    counts = cluster_counts(int(codes.max()) + 1, 8, np.random.default_rng(1))
+    o = (per_cluster.T @ counts.T.astype(float)).T.reshape(-1, domain.size, domain.size)
+    got = _alpha_from_coincidences(o, domain, level)
+    for b, row in enumerate(counts):
+        units = np.concatenate([np.flatnonzero(codes == g) for g in np.repeat(np.arange(row.size), row)])
+        ref = krippendorff.alpha(reliability_data=data[:, units], value_domain=domain, level_of_measurement=level)
+        assert got[b] == pytest.approx(ref, rel=1e-12, abs=1e-12)
+    ones = np.asarray(per_cluster.sum(axis=0)).reshape(1, domain.size, domain.size)
+    full = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+    assert _alpha_from_coincidences(ones, domain, level)[0] == pytest.approx(full, rel=1e-12)
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal"])
+def test_alpha_interval_equals_resampling_units_through_krippendorff(level: KrippendorffLevel) -> None:
+    # Same seed, same cluster draws: the interval equals the one from calling
+    # krippendorff.alpha on every resample (degenerate resamples left out by both).
+    data = _alpha_data(6, n_units=40)
+    data[:, :30] = np.where(np.isnan(data[:, :30]), np.nan, 3.0)  # many resamples near-constant
+    clusters = np.arange(40) // 4
+    domain = np.unique(data[~np.isnan(data)])
+
+    def stat(units: np.ndarray) -> float:
+        if _alpha_degenerate(units.T) is not None:
+            return math.nan
+        return float(krippendorff.alpha(reliability_data=units.T, value_domain=domain, level_of_measurement=level))
+
+    lo, hi, _ = cluster_bootstrap(stat, clusters, data.T, n_resamples=300, rng=9, resample="rows")
+    got = krippendorff_alpha(data, level=level, clusters=clusters, n_resamples=300, rng=9)
+    assert (got.ci_low, got.ci_high) == pytest.approx((lo, hi), rel=1e-12, abs=1e-12)
 
 
 def test_alpha_degenerate_cases() -> None:

@@ -12,6 +12,7 @@ from calibration.stats._bootstrap import (
     as_rng,
     check_choice,
     cluster_bootstrap,
+    cluster_count_blocks,
     cluster_counts,
     percentile_interval,
     weighted_mean,
@@ -29,6 +30,16 @@ def test_counts_rows_sum_to_number_of_clusters() -> None:
     counts = cluster_counts(7, 50, np.random.default_rng(0))
     assert counts.shape == (50, 7)
     assert (counts.sum(axis=1) == 7).all()
+
+
+@pytest.mark.parametrize("max_cells", [1, 7, 50, 10_000])
+def test_count_blocks_are_the_rows_of_cluster_counts(max_cells: int) -> None:
+    # Drawn a block at a time, the draws are the same as all at once.
+    whole = cluster_counts(7, 50, np.random.default_rng(4))
+    blocks = list(cluster_count_blocks(7, 50, np.random.default_rng(4), max_cells=max_cells))
+    assert blocks[0][0] == 0 and blocks[-1][1] == 50
+    assert all(stop - start == counts.shape[0] for start, stop, counts in blocks)
+    np.testing.assert_array_equal(np.concatenate([counts for _, _, counts in blocks]), whole)
 
 
 def test_int_seed_is_deterministic() -> None:

@@ -12,8 +12,11 @@ import pytest
 from scipy import stats
 
 from calibration.stats._formats import (
+    _PAIRWISE_MAX,
     FormatDiagnostics,
     _count_inversions,
+    _sorted_by_group,
+    _within_prompt,
     effective_levels,
     format_diagnostics,
     somers_d,
@@ -193,6 +196,31 @@ def test_tau_b_and_somers_d_match_scipy() -> None:
         assert math.isclose(
             somers_d(judge, ref), stats.somersd(ref, judge).statistic, abs_tol=1e-9
         )
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # scipy's p-value of a constant judge
+def test_within_prompt_equals_per_prompt_scipy_calls() -> None:
+    # Prompts of 1..8 candidates (ties, constant judges and references among them) and three
+    # past the pairwise limit; every value must be exactly what the per-prompt calls give.
+    rng = np.random.default_rng(12)
+    sizes = np.r_[rng.integers(1, 9, 1500), _PAIRWISE_MAX, _PAIRWISE_MAX + 1, 400]
+    codes = rng.permutation(np.repeat(np.arange(sizes.size), sizes))
+    judge = rng.integers(0, 3, codes.size).astype(float)
+    ref = rng.integers(0, 5, codes.size).astype(float)
+    judge[codes % 7 == 0] = 2.0  # a constant judge on some prompts
+    got = _within_prompt(judge, ref, codes)
+    _, starts, (j, r) = _sorted_by_group(codes, judge, ref)
+    for g, (lo, hi) in enumerate(zip(starts, np.r_[starts[1:], j.size], strict=True)):
+        jg, rg = j[lo:hi], r[lo:hi]
+        if hi - lo < 2:
+            assert all(math.isnan(got[name][g]) for name in got)
+            continue
+        assert got["tau_a"][g] == tau_a(jg, rg)
+        tb = stats.kendalltau(jg, rg, variant="b").statistic
+        assert got["tau_b"][g] == tb or (math.isnan(got["tau_b"][g]) and math.isnan(tb))
+        sd = somers_d(jg, rg)
+        assert got["somers_d"][g] == sd or (math.isnan(got["somers_d"][g]) and math.isnan(sd))
+    assert np.isnan(got["somers_d"]).sum() > 100  # the constant cases were exercised
 
 
 def test_somers_d_direction_penalises_judge_ties() -> None:

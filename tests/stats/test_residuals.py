@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from calibration.stats._bootstrap import cluster_counts
 from calibration.stats._residuals import (
     HumanScores,
+    _collapse,
+    _collapse_panels,
+    _prepare,
+    _residual_replicates,
     family_residuals,
     human_scores,
     provenance_note,
+    residuals_and_gap,
     self_preference_gap,
 )
 
@@ -293,6 +301,153 @@ def test_rater_level_must_cover_every_answer() -> None:
     partial = human_scores(d["labels"]).ratings.iloc[2:]
     with pytest.raises(ValueError, match="1 answer\\(s\\) have no rows"):
         family_residuals(d["judge"], None, d["family"], d["task"], rater_level=partial, answer_ids=d["ids"])
+
+
+# --- the vectorised bootstrap against brute force -------------------------------------------
+
+
+def _panel_data(n_tasks: int, seed: int) -> dict:
+    """Two answers per task, 1-4 raters each on a 1-5 scale, unequal design weights."""
+    rng = np.random.default_rng(seed)
+    n = 2 * n_tasks
+    rows = [(a, r, float(rng.integers(1, 6))) for a in range(n) for r in rng.choice(9, rng.integers(1, 5), False)]
+    return {
+        "judge": rng.integers(1, 6, n).astype(float),
+        "family": np.tile(["claude", "gpt"], n_tasks),
+        "task": np.repeat(np.arange(n_tasks), 2),
+        "weights": rng.uniform(0.5, 2.0, n),
+        "ratings": pd.DataFrame(rows, columns=["answer", "rater", "score"]),
+    }
+
+
+def _brute_two_stage(d: dict, rule: str, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Replicates the slow way: every drawn copy of an answer draws its raters anew."""
+    panels = d["ratings"].groupby("answer")["score"].apply(np.asarray)
+    fam = (d["family"] == "gpt").astype(int)
+    out = np.empty((2, counts.shape[0]))
+    for b, row in enumerate(counts):
+        num, den = np.zeros(2), np.zeros(2)
+        for a, task in enumerate(d["task"]):
+            for _ in range(row[task]):
+                drawn = panels[a][rng.integers(0, panels[a].size, panels[a].size)]
+                values, freq = np.unique(drawn, return_counts=True)
+                human = drawn.mean() if rule == "mean" else values[np.argmax(freq)]  # ties: lowest
+                num[fam[a]] += d["weights"][a] * (d["judge"][a] - human)
+                den[fam[a]] += d["weights"][a]
+        out[:, b] = num / den
+    return out
+
+
+@pytest.mark.parametrize("rule", ["mean", "majority"])
+def test_two_stage_replicates_match_brute_force_in_distribution(rule: str) -> None:
+    # Same task draws, independent rater draws: the replicate distributions must agree.
+    d = _panel_data(25, 11)
+    prep = _prepare(
+        "t", d["judge"], None, d["family"], d["task"], "score", d["weights"], d["ratings"], None, rule, 0.95, 10
+    )
+    n_resamples = 3000
+    fast = _residual_replicates(prep, n_resamples, np.random.default_rng(1))
+    counts = cluster_counts(25, n_resamples, np.random.default_rng(1))
+    slow = _brute_two_stage(d, rule, counts, np.random.default_rng(2))
+    fast_gap, slow_gap = fast[0] - fast[1], slow[0] - slow[1]
+    assert abs(fast_gap.mean() - slow_gap.mean()) < 0.01 * slow_gap.std()  # shared task draws
+    assert fast_gap.std() == pytest.approx(slow_gap.std(), rel=0.04)
+    for k in range(2):
+        assert fast[k].std() == pytest.approx(slow[k].std(), rel=0.04)
+
+
+def _panel_moments(scores: np.ndarray, rule: str) -> tuple[float, float]:
+    """Exact mean and variance of one copy's collapsed score, over all m^m rater draws."""
+    m = scores.size
+    values = []
+    for picks in itertools.product(range(m), repeat=m):
+        drawn = scores[list(picks)]
+        levels, freq = np.unique(drawn, return_counts=True)
+        values.append(drawn.mean() if rule == "mean" else levels[np.argmax(freq)])
+    return float(np.mean(values)), float(np.var(values))
+
+
+@pytest.mark.parametrize("rule", ["mean", "majority"])
+def test_copy_sums_have_the_exact_two_stage_moments(rule: str) -> None:
+    # Given the task draws, every copy of an answer draws its raters independently, so the
+    # copies' summed scores have mean sum(c*w*mu) and variance sum(c*w²*sigma²) per family. One
+    # draw shared by an answer's copies would give sum(c²*w²*sigma²) (about twice as much), no
+    # rater resampling zero.
+    d = _panel_data(25, 11)
+    prep = _prepare(
+        "t", d["judge"], None, d["family"], d["task"], "score", d["weights"], d["ratings"], None, rule, 0.95, 10
+    )
+    assert prep.raters is not None
+    panels = prep.raters.panels(
+        np.flatnonzero(prep.raters.varying()), prep.task_codes, prep.fam_codes, prep.weights
+    )
+    assert sorted(p.scores.shape[1] for p in panels) == [2, 3, 4]
+    counts = cluster_counts(25, 4000, np.random.default_rng(1))
+    gen = np.random.default_rng(2)
+    sums = np.zeros((4000, 2))
+    mean = np.zeros((4000, 2))
+    var = np.zeros((4000, 2))
+    for p in panels:
+        sums += p.copy_sums(counts, 2, gen)
+        mu, sigma2 = np.array([_panel_moments(row, rule) for row in p.scores]).T
+        onehot = np.eye(2)[p.fam]
+        copies = counts[:, p.task]
+        mean += (copies * p.weight * mu) @ onehot
+        var += (copies * p.weight**2 * sigma2) @ onehot
+    z = (sums - mean) / np.sqrt(var)
+    assert np.abs(z.mean(axis=0)).max() < 0.06
+    np.testing.assert_allclose(z.std(axis=0), 1.0, atol=0.05)
+
+
+def test_one_stage_replicates_are_weighted_means_of_the_drawn_tasks() -> None:
+    d = _panel_data(20, 12)
+    human = d["ratings"].groupby("answer")["score"].mean().to_numpy()
+    prep = _prepare(
+        "t", d["judge"], human, d["family"], d["task"], "score", d["weights"], None, None, "mean", 0.95, 10
+    )
+    reps = _residual_replicates(prep, 200, np.random.default_rng(3))
+    rows = cluster_counts(20, 200, np.random.default_rng(3))[:, d["task"]] * d["weights"]
+    for k, fam in enumerate(["claude", "gpt"]):
+        w = rows * (d["family"] == fam)
+        np.testing.assert_allclose(reps[k], w @ (d["judge"] - human) / w.sum(axis=1), rtol=0, atol=1e-12)
+
+
+def test_agreeing_raters_leave_the_one_stage_interval_unchanged() -> None:
+    # Raters who agree give the same score however they are resampled: no extra draws.
+    d = _rater_data(40, 3, 9)
+    d["labels"]["score"] = np.repeat(d["judge"], 3)[::-1].copy()
+    hs = human_scores(d["labels"])
+    human = hs.scores.loc[d["ids"]].to_numpy()
+    one = family_residuals(d["judge"], human, d["family"], d["task"], rng=5)
+    two = family_residuals(
+        d["judge"], None, d["family"], d["task"], rater_level=hs.ratings, answer_ids=d["ids"], rng=5
+    )
+    for fam in one:
+        assert (one[fam].estimate, one[fam].ci_low, one[fam].ci_high) == (
+            two[fam].estimate, two[fam].ci_low, two[fam].ci_high
+        )
+
+
+@pytest.mark.parametrize("rule", ["mean", "majority"])
+def test_residuals_and_gap_equal_the_two_functions(rule: str) -> None:
+    d = _panel_data(30, 13)
+    common: dict[str, Any] = {
+        "scale": "score", "weights": d["weights"], "rater_level": d["ratings"], "rule": rule,
+        "n_resamples": 400, "rng": 8,
+    }
+    families, gap = residuals_and_gap(d["judge"], None, d["family"], d["task"], own_family="claude", **common)
+    assert families == family_residuals(d["judge"], None, d["family"], d["task"], **common)
+    assert gap == self_preference_gap(d["judge"], None, d["family"], d["task"], own_family="claude", **common)
+    with pytest.raises(ValueError, match="residuals_and_gap: own_family 'mistral' has no answers"):
+        residuals_and_gap(d["judge"], None, d["family"], d["task"], own_family="mistral", **common)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5])
+@pytest.mark.parametrize("rule", ["mean", "majority"])
+def test_panel_collapse_equals_grouped_collapse(m: int, rule: str) -> None:
+    panels = np.random.default_rng(m).integers(0, 4, (2000, m)).astype(float)
+    grouped = _collapse(panels.reshape(1, -1), np.arange(0, panels.size, m), rule, np.unique(panels))[0]
+    np.testing.assert_array_equal(_collapse_panels(panels, rule), grouped)
 
 
 # --- degenerate cases and validation ---------------------------------------------------------
