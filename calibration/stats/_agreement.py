@@ -6,7 +6,12 @@ Point values come from the reference implementations: :func:`cohen_kappa` equals
 package defaults to ``"interval"``). Neither library gives an interval, so intervals here are
 percentile bootstraps over items (units), optionally clustered by task so that several answers
 to one task move together. SciPy's ``bootstrap`` is not used because it cannot resample
-clusters; the shared :func:`~calibration.stats._bootstrap.cluster_bootstrap` machinery is.
+clusters; the shared cluster draws of :mod:`calibration.stats._bootstrap` are. Both
+statistics are functions of a matrix that adds up over items (the confusion matrix for kappa,
+the coincidence matrix for alpha), so a resample's matrix is the per-cluster matrices weighted
+by how often each cluster was drawn: one matrix product per block of resamples instead of a
+library call per resample (for alpha, checked against ``krippendorff.alpha`` on resamples in
+the tests).
 
 Kappa with ``weights`` measures distance by the *position* of a category in ``labels`` (as
 sklearn does), so pass ordered labels for ordinal scales.
