@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.calibrate import CalibrationReport, calibrate, format_rows, load_calibration_data
+from calibration.calibrate import CalibrationReport, _isin, calibrate, format_rows, load_calibration_data
 from labeler.errors import InputError
 from labeler.models import Answer, Criterion, ImportedJudgement, ImportedLabel, Rubric, Task
 from labeler.store import Store
@@ -582,3 +582,10 @@ def test_run_rows_take_the_newest_row_per_planned_call(tmp_path: Path) -> None:
     assert store.latest_scored_run() == "r1"
     data = load_calibration_data(store, "r1")
     assert data.n_errors == 0 and len(data.pointwise) == 2
+
+
+@pytest.mark.parametrize("dtype", ["str", object])
+def test_isin_matches_pandas(dtype: Any) -> None:
+    column = pd.Series(["a1", "b2", None, "c3", "a1"], dtype=dtype)
+    for values in ({"a1", "c3"}, ["c3", "c3"], pd.Index(["b2", "zz"]), pd.Series(["a1"], dtype="str"), set()):
+        np.testing.assert_array_equal(_isin(column, values), column.isin(values).to_numpy(dtype=bool))
