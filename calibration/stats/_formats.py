@@ -328,8 +328,9 @@ def somers_d(judge: npt.ArrayLike, reference: npt.ArrayLike) -> float:
         0.6667
 
     Returns:
-        :math:`D \\in [-1, 1]`; ``nan`` when the reference is constant or fewer than two
-        complete pairs remain (rows with ``nan`` dropped).
+        :math:`D \\in [-1, 1]`; 0 when the judge ties every candidate; ``nan`` when the
+        reference is constant or fewer than two complete pairs remain (rows with ``nan``
+        dropped).
     """
     func = "somers_d"
     ja, ra = _as_1d(func, "judge", judge), _as_1d(func, "reference", reference)
@@ -337,6 +338,11 @@ def somers_d(judge: npt.ArrayLike, reference: npt.ArrayLike) -> float:
     keep = ~(np.isnan(ja) | np.isnan(ra))
     if keep.sum() < 2 or np.unique(ra[keep]).size < 2:
         return float("nan")
+    if np.unique(ja[keep]).size < 2:
+        # A judge that ties every candidate orders none of the pairs the reference orders:
+        # D = 0 by the definition above. (scipy refuses a one-column table, and dropping the
+        # prompt instead would flatter exactly the coarse formats this statistic penalises.)
+        return 0.0
     return float(stats.somersd(ra[keep], ja[keep]).statistic)
 
 
@@ -537,14 +543,14 @@ def _pair_statistics(dj: FloatArray, dr: FloatArray) -> dict[str, FloatArray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         # scipy.stats.kendalltau: nan if either side is all ties; (C - D) / sqrt / sqrt, clipped.
         tau_b = np.clip(net / np.sqrt(untied_j) / np.sqrt(untied_r), -1.0, 1.0)
-        # scipy.stats.somersd(reference, judge): (C - D) over pairs the reference orders, nan
-        # when the contingency table has one row or one column (either side constant).
+        # somers_d: (C - D) over the pairs the reference orders; 0 for a judge that ties
+        # them all, nan only when the reference orders none.
         somers = net / untied_r
     defined = (untied_j > 0) & (untied_r > 0)
     return {
         "tau_a": net / n0,
         "tau_b": np.where(defined, tau_b, np.nan),
-        "somers_d": np.where(defined, somers, np.nan),
+        "somers_d": np.where(untied_r > 0, somers, np.nan),
     }
 
 

@@ -220,7 +220,8 @@ def test_within_prompt_equals_per_prompt_scipy_calls() -> None:
         assert got["tau_b"][g] == tb or (math.isnan(got["tau_b"][g]) and math.isnan(tb))
         sd = somers_d(jg, rg)
         assert got["somers_d"][g] == sd or (math.isnan(got["somers_d"][g]) and math.isnan(sd))
-    assert np.isnan(got["somers_d"]).sum() > 100  # the constant cases were exercised
+    assert np.isnan(got["somers_d"]).sum() > 100  # constant references were exercised
+    assert (got["somers_d"] == 0).sum() > 100  # and constant judges
 
 
 def test_somers_d_direction_penalises_judge_ties() -> None:
@@ -231,6 +232,8 @@ def test_somers_d_direction_penalises_judge_ties() -> None:
     # the other direction drops the judge-tied pairs and would report a perfect 1
     assert math.isclose(stats.somersd(judge, reference).statistic, 1.0)
     assert math.isnan(somers_d([1, 2, 3], [5, 5, 5]))  # constant reference: undefined
+    # a judge that ties everything orders none of the reference's pairs: 0, not dropped
+    assert somers_d([3, 3, 3], [1, 2, 3]) == 0.0
 
 
 def test_tau_b_ranks_binary_best_while_tau_a_ranks_it_last() -> None:
