@@ -199,3 +199,87 @@ def test_imported_labels_and_judgements(seeded: Store, tmp_path: Path) -> None:
     assert set(judgements["judge_family"]) == {"fam1"}
     # imported raters exist but cannot log in
     assert not seeded.raters().set_index("name").loc["alice", "active"]
+
+
+def test_bulk_insert_keeps_nulls_booleans_and_row_order(store: Store) -> None:
+    from labeler.store._bulk import insert_rows, staged
+
+    n = 5000  # several vectors and Arrow chunks' worth, so a parallel insert could reorder
+    rows = [
+        [f"r{i % 7}", f"a{i}", None if i % 3 == 0 else float(i % 5), [True, False, None][i % 3],
+         json.dumps({"a": i % 5}), None if i % 2 else 1]
+        for i in range(n)
+    ]
+    columns = ("rater_name", "answer_id", "overall", "passed", "criteria", "rubric_version")
+    with store.connection() as con:
+        ids = insert_rows(con, "labels", ("rater_id", *columns), [[1, *r] for r in rows],
+                          id_from=("label_id", "seq_label"))
+        with staged(con, "labels", columns, []) as empty:
+            assert con.execute(f"SELECT count(*) FROM {empty}").fetchone() == (0,)
+        assert insert_rows(con, "labels", columns, []) == []
+    assert ids == sorted(ids) and len(set(ids)) == n
+    stored = store.query(
+        "SELECT label_id, answer_id, overall, passed, criteria, rubric_version, typeof(rubric_version) AS t"
+        " FROM labels ORDER BY label_id"
+    )
+    assert list(stored["answer_id"]) == [f"a{i}" for i in range(n)], "ids follow row order"
+    assert list(stored["label_id"]) == ids
+    assert stored["overall"].isna().sum() == len(range(0, n, 3))
+    assert [None if pd.isna(p) else bool(p) for p in stored["passed"][:3]] == [True, False, None]
+    assert stored["rubric_version"].isna().sum() == n // 2
+    assert set(stored["t"]) == {"INTEGER"}
+    assert json.loads(stored["criteria"][4]) == {"a": 4}
+
+
+def test_reimport_against_stored_rows_skips_same_and_refuses_changed(seeded: Store, tmp_path: Path) -> None:
+    (tmp_path / "labels.csv").write_text("answer_id,rater,score\nG1-a,alice,4\nG1-b,alice,2\nG1-a,bob,5\n")
+    (tmp_path / "prefs.csv").write_text("answer_a,answer_b,rater,preference\nG1-a,G1-b,carol,1\nG1-b,G1-a,carol,-1\n")
+    (tmp_path / "judge.csv").write_text("answer_id,judge_model,format,score\nG1-a,j1,likert5,5\nG1-b,j2,likert5,3\n")
+    (tmp_path / "pairs.csv").write_text("id,prompt,answer_a,answer_b,gold\np1,P,x,y,A\np2,P,x,z,\n")
+    seeded.add_rater("bob")
+    for kind, name in [("labels", "labels.csv"), ("labels", "prefs.csv"), ("judgements", "judge.csv"),
+                       ("pairs", "pairs.csv")]:
+        first = import_file(seeded, kind, tmp_path / name)  # type: ignore[arg-type]
+        again = import_file(seeded, kind, tmp_path / name)  # type: ignore[arg-type]
+        assert sum(first.added.values()) == 2 + (kind == "labels" and name == "labels.csv")
+        assert sum(again.added.values()) == 0
+        assert sum(again.unchanged.values()) == sum(first.added.values())
+    raters = seeded.raters().set_index("name")
+    assert bool(raters.loc["bob", "active"]), "an invited rater is reused, not recreated"
+    assert not raters.loc["alice", "active"] and not raters.loc["carol", "active"]
+    assert seeded.query("SELECT count(*) AS n FROM judge_runs")["n"][0] == 2
+    before = _counts(seeded)
+    changed = [
+        ("labels", "labels.csv", "answer_id,rater,score\nG1-b,bob,1\nG1-b,alice,3\n", "'alice'"),
+        ("labels", "prefs.csv", "answer_a,answer_b,rater,preference\nG1-a,G1-b,dan,2\nG1-a,G1-b,carol,2\n",
+         "'carol'"),
+        ("judgements", "judge.csv", "answer_id,judge_model,format,score\nG1-a,j3,likert5,4\nG1-b,j2,likert5,4\n",
+         "'j2'"),
+        ("pairs", "pairs.csv", "id,prompt,answer_a,answer_b,gold\np3,P,x,y,A\np2,P,x,z,B\n", "'p2'"),
+    ]
+    for kind, name, text, who in changed:
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ConflictError, match=who):
+            import_file(seeded, kind, tmp_path / name)  # type: ignore[arg-type]
+    assert _counts(seeded) == before, "a conflict anywhere in a file writes nothing, not even new raters or runs"
+
+
+def test_pool_import_settles_repeats_and_conflicts(store: Store) -> None:
+    from labeler.models import Answer, Task
+
+    tasks = [Task("T1", "p"), Task("T1", "p"), Task("T2", "q")]
+    answers = [Answer("a1", "T1", "f", "m", "x"), Answer("a1", "T1", "f", "m", "x"), Answer("a2", "T2", "f", "m", "y")]
+    summary = store.add_pool(tasks, answers)
+    assert summary.added == {"tasks": 2, "answers": 2}
+    assert summary.unchanged == {"tasks": 1, "answers": 1}
+    again = store.add_pool([Task("T2", "q"), Task("T3", "r")], [Answer("a2", "T2", "f", "m", "y")])
+    assert again.added == {"tasks": 1, "answers": 0} and again.unchanged == {"tasks": 1, "answers": 1}
+    with pytest.raises(ConflictError, match="'a1'"):
+        store.add_pool([Task("T4", "s")], [Answer("a3", "T4", "f", "m", "z"), Answer("a1", "T1", "f", "m", "X")])
+    with pytest.raises(ConflictError, match="'T1'"):
+        store.add_pool([Task("T1", "p", category="c")], [])
+    with pytest.raises(ConflictError, match="'a9'"):
+        store.add_pool([], [Answer("a9", "T1", "f", "m", "x"), Answer("a9", "T1", "f", "m", "y")])
+    assert len(store.tasks()) == 3 and len(store.answers()) == 2
+    stored = store.answers().set_index("answer_id")
+    assert stored.loc["a1", "n_words"] == 1 and stored.loc["a1", "n_chars"] == 1

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from labeler.store._bulk import insert_rows
 from labeler.store._core import StoreCore
 
 JudgementSource = Literal["judge", "cache"]
@@ -235,12 +236,9 @@ class JudgementMixin(StoreCore):
         """Insert judgements in one transaction; returns how many were written."""
         if not records:
             return 0
-        placeholders = ", ".join("?" for _ in _COLUMNS)
+        rows = [r.as_row() for r in records]
         with self.connection() as con:
-            con.executemany(
-                f"INSERT INTO judgements ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
-                [r.as_row() for r in records],
-            )
+            insert_rows(con, "judgements", _COLUMNS, rows, id_from=("judgement_id", "seq_judgement"))
         return len(records)
 
     def answered_calls(self, run_id: str) -> set[str]:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from labeler.errors import ConflictError
 from labeler.models import Answer, Criterion, Pair, Rubric, Task
+from labeler.store._bulk import drop_stored, insert_rows, staged
 from labeler.store._core import StoreCore
 
 
@@ -58,8 +62,10 @@ class PoolMixin(StoreCore):
                     rubric.author_kind, rubric.author, digest, source_file,
                 ],
             )
-            con.executemany(
-                "INSERT INTO rubric_criteria VALUES (?, ?, ?, ?, ?, ?)",
+            insert_rows(
+                con,
+                "rubric_criteria",
+                ("rubric_id", "version", "position", "criterion_id", "name", "description"),
                 [
                     [rubric.rubric_id, rubric.version, i, c.criterion_id, c.name, c.description]
                     for i, c in enumerate(rubric.criteria)
@@ -122,77 +128,50 @@ class PoolMixin(StoreCore):
         An id already stored with the same content is skipped; with different
         content it is a :class:`ConflictError` and nothing is written.
         """
-        added = {"tasks": 0, "answers": 0}
-        same = {"tasks": 0, "answers": 0}
+        # Everything that needs no database happens before the transaction opens, so the
+        # file is held only for the set-based checks and the two bulk inserts.
+        task_conflict = partial(_task_conflict, source_file)
+        answer_conflict = partial(_answer_conflict, source_file)
+        new_tasks, same_tasks = _first_of_each(
+            tasks, key=lambda t: t.task_id, content=lambda t: (t.prompt, t.category, t.reference_answer),
+            conflict=task_conflict,
+        )
+        new_answers, same_answers = _first_of_each(
+            answers, key=lambda a: a.answer_id, content=lambda a: (a.task_id, a.family, a.model, a.variant, a.text),
+            conflict=answer_conflict,
+        )
+        task_rows = [
+            [t.task_id, t.prompt, t.category, t.reference_answer, t.reference_author_kind, t.reference_author]
+            for t in new_tasks
+        ]
+        answer_rows = [
+            [a.answer_id, "i" + secrets.token_hex(8), a.task_id, a.family, a.model, a.variant,
+             a.parent_answer_id, a.text, a.n_words, len(a.text), json.dumps([list(s) for s in a.self_id_spans])]
+            for a in new_answers
+        ]
         with self.connection() as con:
-            known_tasks = {
-                r[0]: r[1:]
-                for r in con.execute(
-                    "SELECT task_id, prompt, category, reference_answer FROM tasks"
+            with staged(con, "tasks", _TASK_COLUMNS, task_rows) as mine:
+                stored = con.execute(
+                    "SELECT m.task_id, m.prompt IS NOT DISTINCT FROM t.prompt"
+                    " AND m.category IS NOT DISTINCT FROM t.category"
+                    " AND m.reference_answer IS NOT DISTINCT FROM t.reference_answer"
+                    f" FROM {mine} m JOIN tasks t USING (task_id)"
                 ).fetchall()
-            }
-            new_tasks = []
-            for t in tasks:
-                old = known_tasks.get(t.task_id)
-                if old is None:
-                    new_tasks.append(t)
-                    known_tasks[t.task_id] = (t.prompt, t.category, t.reference_answer)
-                elif old != (t.prompt, t.category, t.reference_answer):
-                    raise ConflictError(
-                        f"task {t.task_id!r} is already stored with a different prompt, category "
-                        "or reference answer",
-                        file=source_file,
-                        column="task_id",
-                        fix="use a new task_id for changed content, or import into a new database.",
-                    )
-                else:
-                    same["tasks"] += 1
-            known_answers = {
-                r[0]: r[1:]
-                for r in con.execute(
-                    "SELECT answer_id, task_id, family, model, variant, text FROM answers"
+            task_rows = drop_stored(task_rows, stored, task_conflict)
+            with staged(con, "answers", _ANSWER_COLUMNS, answer_rows) as mine:
+                stored = con.execute(
+                    "SELECT m.answer_id, m.task_id = a.task_id AND m.family = a.family"
+                    " AND m.model = a.model AND m.variant = a.variant AND m.text = a.text"
+                    f" FROM {mine} m JOIN answers a USING (answer_id)"
                 ).fetchall()
-            }
-            new_answers = []
-            for a in answers:
-                old_a = known_answers.get(a.answer_id)
-                mine = (a.task_id, a.family, a.model, a.variant, a.text)
-                if old_a is None:
-                    new_answers.append(a)
-                    known_answers[a.answer_id] = mine
-                elif old_a != mine:
-                    raise ConflictError(
-                        f"answer {a.answer_id!r} is already stored with different text, task, "
-                        "family, model or variant",
-                        file=source_file,
-                        column="answer_id",
-                        fix="use a new answer_id for a changed answer; judgelab never overwrites.",
-                    )
-                else:
-                    same["answers"] += 1
-            if new_tasks:
-                con.executemany(
-                    "INSERT INTO tasks (task_id, prompt, category, reference_answer,"
-                    " reference_author_kind, reference_author) VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        [t.task_id, t.prompt, t.category, t.reference_answer,
-                         t.reference_author_kind, t.reference_author]
-                        for t in new_tasks
-                    ],
-                )
-            if new_answers:
-                con.executemany(
-                    "INSERT INTO answers (answer_id, item_id, task_id, family, model, variant,"
-                    " parent_answer_id, text, n_words, n_chars, self_id_spans)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        [a.answer_id, "i" + secrets.token_hex(8), a.task_id, a.family, a.model,
-                         a.variant, a.parent_answer_id, a.text, a.n_words, len(a.text),
-                         json.dumps([list(s) for s in a.self_id_spans])]
-                        for a in new_answers
-                    ],
-                )
-            added = {"tasks": len(new_tasks), "answers": len(new_answers)}
+            answer_rows = drop_stored(answer_rows, stored, answer_conflict)
+            insert_rows(con, "tasks", _TASK_COLUMNS, task_rows)
+            insert_rows(con, "answers", _ANSWER_COLUMNS, answer_rows)
+        added = {"tasks": len(task_rows), "answers": len(answer_rows)}
+        same = {
+            "tasks": same_tasks + len(new_tasks) - len(task_rows),
+            "answers": same_answers + len(new_answers) - len(answer_rows),
+        }
         return ImportSummary(added=added, unchanged=same)
 
     def tasks(self) -> pd.DataFrame:
@@ -234,34 +213,22 @@ class PoolMixin(StoreCore):
 
     def add_pairs(self, pairs: list[Pair], *, source_file: str | None = None) -> ImportSummary:
         """Add judge-probe pairs; same rules as :meth:`add_pool`."""
-        same = 0
+        conflict = partial(_pair_conflict, source_file)
+        new, same = _first_of_each(
+            pairs, key=lambda p: p.pair_id, content=lambda p: (p.prompt, p.answer_a, p.answer_b, p.gold),
+            conflict=conflict,
+        )
+        rows = [[p.pair_id, p.prompt, p.answer_a, p.answer_b, p.gold] for p in new]
         with self.connection() as con:
-            known = {
-                r[0]: r[1:]
-                for r in con.execute("SELECT pair_id, prompt, answer_a, answer_b, gold FROM pairs").fetchall()
-            }
-            new = []
-            for p in pairs:
-                old = known.get(p.pair_id)
-                mine = (p.prompt, p.answer_a, p.answer_b, p.gold)
-                if old is None:
-                    new.append(p)
-                    known[p.pair_id] = mine
-                elif old != mine:
-                    raise ConflictError(
-                        f"pair {p.pair_id!r} is already stored with different content",
-                        file=source_file,
-                        column="id",
-                        fix="use a new id for a changed pair.",
-                    )
-                else:
-                    same += 1
-            if new:
-                con.executemany(
-                    "INSERT INTO pairs (pair_id, prompt, answer_a, answer_b, gold) VALUES (?, ?, ?, ?, ?)",
-                    [[p.pair_id, p.prompt, p.answer_a, p.answer_b, p.gold] for p in new],
-                )
-        return ImportSummary(added={"pairs": len(new)}, unchanged={"pairs": same})
+            with staged(con, "pairs", _PAIR_COLUMNS, rows) as mine:
+                stored = con.execute(
+                    "SELECT m.pair_id, m.prompt = p.prompt AND m.answer_a = p.answer_a"
+                    " AND m.answer_b = p.answer_b AND m.gold IS NOT DISTINCT FROM p.gold"
+                    f" FROM {mine} m JOIN pairs p USING (pair_id)"
+                ).fetchall()
+            rows = drop_stored(rows, stored, conflict)
+            insert_rows(con, "pairs", _PAIR_COLUMNS, rows)
+        return ImportSummary(added={"pairs": len(rows)}, unchanged={"pairs": same + len(new) - len(rows)})
 
     def pairs(self) -> pd.DataFrame:
         """All judge-probe pairs."""
@@ -284,3 +251,68 @@ class PoolMixin(StoreCore):
                 "SELECT value FROM settings WHERE scope = ? AND key = ?", [scope, key]
             ).fetchone()
         return default if row is None else str(row[0])
+
+
+_TASK_COLUMNS = ("task_id", "prompt", "category", "reference_answer", "reference_author_kind", "reference_author")
+_ANSWER_COLUMNS = (
+    "answer_id", "item_id", "task_id", "family", "model", "variant", "parent_answer_id", "text", "n_words",
+    "n_chars", "self_id_spans",
+)
+_PAIR_COLUMNS = ("pair_id", "prompt", "answer_a", "answer_b", "gold")
+
+_T = TypeVar("_T")
+
+
+def _first_of_each(
+    items: Sequence[_T],
+    *,
+    key: Callable[[_T], str],
+    content: Callable[[_T], tuple[Any, ...]],
+    conflict: Callable[[str], Exception],
+) -> tuple[list[_T], int]:
+    """The first item of each id, in order, and how many repeats of an id (same content) were dropped.
+
+    Raises:
+        Exception: ``conflict(id)`` for a repeated id with different content.
+    """
+    first: dict[str, tuple[Any, ...]] = {}
+    out: list[_T] = []
+    repeats = 0
+    for item in items:
+        ident, mine = key(item), content(item)
+        seen = first.get(ident)
+        if seen is None:
+            first[ident] = mine
+            out.append(item)
+        elif seen != mine:
+            raise conflict(ident)
+        else:
+            repeats += 1
+    return out, repeats
+
+
+def _task_conflict(source_file: str | None, task_id: str) -> ConflictError:
+    return ConflictError(
+        f"task {task_id!r} is already stored with a different prompt, category or reference answer",
+        file=source_file,
+        column="task_id",
+        fix="use a new task_id for changed content, or import into a new database.",
+    )
+
+
+def _answer_conflict(source_file: str | None, answer_id: str) -> ConflictError:
+    return ConflictError(
+        f"answer {answer_id!r} is already stored with different text, task, family, model or variant",
+        file=source_file,
+        column="answer_id",
+        fix="use a new answer_id for a changed answer; judgelab never overwrites.",
+    )
+
+
+def _pair_conflict(source_file: str | None, pair_id: str) -> ConflictError:
+    return ConflictError(
+        f"pair {pair_id!r} is already stored with different content",
+        file=source_file,
+        column="id",
+        fix="use a new id for a changed pair.",
+    )

@@ -1,0 +1,150 @@
+"""How long the big single-transaction commands hold the database: importing and assigning 100,000 answers.
+
+Run: ``python bench/import_scale.py`` (a few minutes; the CSV is written once into
+``--workdir`` and reused).
+
+Every store unit of work is one transaction, and another process that wants the file gets it
+only between units (``labeler/store/_core.py``), waiting at most 30 s. An import is
+deliberately one unit (all or nothing), so its transaction must fit well inside those 30 s.
+Two commands, each in a fresh child process:
+
+* ``judgelab import answers`` of a CSV with ``--tasks`` tasks x 2 families (100,000 answers
+  by default), run through the CLI's own entry point into a new database;
+* ``Store.assign_k`` of all those answers to 50 raters at k = 2 (200,000 assignments), in
+  that database once the raters and a rubric are added.
+
+Figures: wall time of the command, and the time the database file was held: the longest
+single unit of work (the time another process would wait at worst), measured by timing the
+store's outermost ``connection()`` blocks; plus the child's peak memory. Printed, not
+asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._measure import child, emit, machine
+from labeler.models import Criterion, Rubric
+from labeler.store import Store
+from labeler.store._core import StoreCore
+
+FAMILIES = ("claude", "othermodel")
+RUBRIC = Rubric(
+    rubric_id="bench", version=1, name="Bench rubric", scale="likert5", pass_rule="overall >= 4",
+    pass_threshold=4.0, criteria=(Criterion("correct", "Correct", "Right."),),
+)
+RATERS = 50
+K = 2
+
+
+def write_csv(path: Path, tasks: int) -> None:
+    """``tasks`` support tickets, each answered once by every family (a realistic length of text)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(["task_id", "prompt", "category", "answer_id", "family", "model", "text"])
+        for t in range(tasks):
+            prompt = f"Ticket {t}: I was charged twice for my subscription this month. Can you fix it?"
+            for f, family in enumerate(FAMILIES):
+                text = (
+                    f"Thanks for reaching out about ticket {t}. I checked your account and see two charges "
+                    f"on the same day. The second one has been refunded and should appear within {3 + f} to "
+                    f"{5 + t % 4} business days, depending on your bank. Sorry for the trouble; nothing else "
+                    "is needed from you."
+                )
+                out.writerow([f"t{t:06d}", prompt, "billing", f"a{t:06d}-{family}", family, f"{family}-model", text])
+
+
+def _held(units: list[float]) -> Any:
+    """Time each outermost store unit of work (nested ones reuse its connection and transaction)."""
+    original = StoreCore.connection
+    depth = threading.local()
+
+    @contextmanager
+    def timed(self: StoreCore) -> Iterator[Any]:
+        if getattr(depth, "n", 0):
+            with original(self) as con:
+                yield con
+            return
+        depth.n = 1
+        start = time.perf_counter()
+        try:
+            with original(self) as con:
+                yield con
+        finally:
+            units.append(time.perf_counter() - start)
+            depth.n = 0
+
+    StoreCore.connection = timed  # type: ignore[method-assign,assignment]  # benchmark instrumentation
+
+
+def measure_import(db: str, csv_path: str) -> dict[str, float]:
+    from labeler.cli import main as cli
+
+    units: list[float] = []
+    _held(units)
+    start = time.perf_counter()
+    cli(["import", "answers", csv_path, "--db", db], standalone_mode=False)
+    return {"wall_s": time.perf_counter() - start, "held_s": max(units), "units": len(units)}
+
+
+def measure_assign(db: str) -> dict[str, float]:
+    store = Store(db)
+    store.add_rubric(RUBRIC)
+    raters = [store.add_rater(f"rater{i:02d}")[0].rater_id for i in range(RATERS)]
+    answers = sorted(store.answer_ids())
+    units: list[float] = []
+    _held(units)
+    start = time.perf_counter()
+    summary = store.assign_k(answers, K, raters, seed=0)
+    return {"wall_s": time.perf_counter() - start, "held_s": max(units), "units": len(units),
+            "assignments": summary.n_added}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", type=int, default=50_000, help="tasks; two answers each")
+    parser.add_argument("--workdir", default="/tmp/judgelab-bench")
+    parser.add_argument("--child", choices=["import", "assign"], help=argparse.SUPPRESS)
+    parser.add_argument("--db", help=argparse.SUPPRESS)
+    parser.add_argument("--csv", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child == "import":
+        emit(measure_import(args.db, args.csv))
+        return
+    if args.child == "assign":
+        emit(measure_assign(args.db))
+        return
+
+    n = args.tasks * len(FAMILIES)
+    source = Path(args.workdir) / f"import-{n}.csv"
+    print(f"import and assign at scale · {n:,} answers ({args.tasks:,} tasks x {len(FAMILIES)} families) · "
+          f"{RATERS} raters, k = {K}")
+    print(f"  {machine()}")
+    if not source.exists():
+        write_csv(source, args.tasks)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp, "import.duckdb")
+        fig = child("import_scale.py", ["import", "--db", str(db), "--csv", str(source)], timeout=1800)
+        print(f"  judgelab import answers: {fig['wall_s']:6.1f} s wall, database held {fig['held_s']:6.1f} s "
+              f"at most ({fig['units']} units of work); peak memory {fig['peak_rss_mb']:.0f} MiB")
+        fig = child("import_scale.py", ["assign", "--db", str(db)], timeout=1800)
+        print(f"  assign_k ({fig['assignments']:,} assignments): {fig['wall_s']:6.1f} s wall, database held "
+              f"{fig['held_s']:6.1f} s at most ({fig['units']} units of work); peak memory "
+              f"{fig['peak_rss_mb']:.0f} MiB")
+    print("  (held: the longest unit of work, one transaction: what another process waits for at worst)")
+
+
+if __name__ == "__main__":
+    main()
