@@ -11,6 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from labeler.store import Store, migrations, release_all
@@ -205,3 +206,21 @@ def test_an_idle_process_releases_the_file(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", reader, str(db)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "v"
+
+
+def test_a_process_killed_right_after_creating_the_database_leaves_one_that_opens(tmp_path: Path) -> None:
+    """The migrations reach the database file, not only the write-ahead log (DuckDB cannot
+    replay their ALTER TABLE statements from it)."""
+    db = tmp_path / "fresh.duckdb"
+    code = (
+        "import os, signal, sys\nfrom labeler.store import Store\n"
+        "Store(sys.argv[1])\nos.kill(os.getpid(), signal.SIGKILL)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -9, done.stderr
+    con = duckdb.connect(str(db))  # a raw open: nothing of judgelab's in between
+    try:
+        versions = [v for (v,) in con.execute("SELECT version FROM _migrations ORDER BY version").fetchall()]
+    finally:
+        con.close()
+    assert versions == [v for v, _, _ in migrations()]

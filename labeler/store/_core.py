@@ -298,6 +298,12 @@ class StoreCore:
                 con.execute(sql)
                 con.execute("INSERT INTO _migrations (version, name) VALUES (?, ?)", [version, name])
                 applied.append(version)
+        if applied:
+            # DuckDB 1.5 cannot replay an ALTER TABLE from its write-ahead log (a process
+            # killed before the next checkpoint would leave a file that does not open), so
+            # the schema goes into the database file at once.
+            with self._state.lock:
+                self._open().execute("CHECKPOINT")
         _migrated.add(self._key)
         return applied
 
