@@ -46,6 +46,7 @@ from labeler.queue import (
     shown_index,
     spread_order,
 )
+from labeler.store._bulk import insert_rows
 from labeler.store._imports import ImportMixin
 
 #: Setting key (scope ``project`` or ``rubric:<id>``) that masks self-identifying spans.
@@ -263,38 +264,50 @@ class LabelMixin(ImportMixin):
         is_overlap: bool,
         gap: int,
     ) -> dict[int, int]:
-        """Append each rater's new items to their queue in a spread, seeded order."""
+        """Append each rater's new items to their queue in a spread, seeded order.
+
+        Set-based: the queues' ends of every rater in the plan in two queries and every new
+        row in one bulk insert, so a plan of 100,000 answers holds the database for seconds.
+        """
+        planned = [r for r, rows in plan.rows.items() if rows]
+        tails: dict[int, list[str]] = defaultdict(list)
+        for r, task in con.execute(
+            "SELECT s.rater_id, t.task_id FROM assignments s JOIN answers t USING (answer_id)"
+            " WHERE s.kind = ? AND s.rater_id IN (SELECT unnest(?))"
+            " QUALIFY row_number() OVER (PARTITION BY s.rater_id ORDER BY s.queue_pos DESC) <= ?"
+            " ORDER BY s.rater_id, s.queue_pos",
+            [kind, planned, max(gap, 0)],
+        ).fetchall():
+            tails[int(r)].append(str(task))
+        tops = {
+            int(r): int(top)
+            for r, top in con.execute(
+                "SELECT rater_id, max(queue_pos) FROM assignments"
+                " WHERE kind = ? AND rater_id IN (SELECT unnest(?)) GROUP BY rater_id",
+                [kind, planned],
+            ).fetchall()
+        }
+        rubric_id, rubric_version = rubric if rubric else (None, None)
         added: dict[int, int] = {}
-        for rater_id, rows in plan.rows.items():
-            if not rows:
-                continue
-            tail = [
-                str(r[0])
-                for r in con.execute(
-                    "SELECT t.task_id FROM assignments s JOIN answers t USING (answer_id)"
-                    " WHERE s.rater_id = ? AND s.kind = ? ORDER BY s.queue_pos DESC LIMIT ?",
-                    [rater_id, kind, max(gap, 0)],
-                ).fetchall()
-            ][::-1]
-            top = con.execute(
-                "SELECT coalesce(max(queue_pos), 0) FROM assignments WHERE rater_id = ? AND kind = ?",
-                [rater_id, kind],
-            ).fetchone()
-            start = int(top[0]) if top else 0
-            rng = rater_rng(seed, rater_id, f"{kind}:{start}")
-            order = spread_order([task for _, _, task in rows], rng=rng, gap=gap, tail=tail)
-            con.executemany(
-                "INSERT INTO assignments (rater_id, kind, answer_id, answer_b_id, queue_pos,"
-                " rubric_id, rubric_version, design_id, is_overlap)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    [rater_id, kind, rows[i][0], rows[i][1], start + n + 1,
-                     rubric[0] if rubric else None, rubric[1] if rubric else None,
-                     design_id, is_overlap]
-                    for n, i in enumerate(order)
-                ],
-            )
-            added[rater_id] = len(rows)
+        new_rows: list[list[Any]] = []
+        for r in planned:
+            rows = plan.rows[r]
+            start = tops.get(r, 0)
+            rng = rater_rng(seed, r, f"{kind}:{start}")
+            order = spread_order([task for _, _, task in rows], rng=rng, gap=gap, tail=tails[r])
+            new_rows += [
+                [r, kind, rows[i][0], rows[i][1], start + n + 1, rubric_id, rubric_version, design_id, is_overlap]
+                for n, i in enumerate(order)
+            ]
+            added[r] = len(rows)
+        insert_rows(
+            con,
+            "assignments",
+            ("rater_id", "kind", "answer_id", "answer_b_id", "queue_pos", "rubric_id", "rubric_version",
+             "design_id", "is_overlap"),
+            new_rows,
+            id_from=("assignment_id", "seq_assignment"),
+        )
         return added
 
     def assign_k(
@@ -340,6 +353,7 @@ class LabelMixin(ImportMixin):
                 fix=f"choose at least {k} raters, or lower k.",
             )
         rub = self._rubric_for_assignments(rubric)
+        # One transaction, so no answer can pass k; kept short by a set-based write.
         with self.connection() as con:
             self._check_raters(con, raters)
             task_of = self._task_of(con, answer_ids, column="answer_id")
@@ -359,11 +373,12 @@ class LabelMixin(ImportMixin):
                     ).fetchall()
                 }
             )
-            per_task: Counter[tuple[int, str]] = Counter()
+            # Assignments per (task, rater), kept per task so the sort key below is two
+            # dict look-ups (it runs once per rater per answer).
+            per_task: dict[str, Counter[int]] = defaultdict(Counter)
             for a, rs in have.items():
-                for r in rs:
-                    if a in task_of:
-                        per_task[(r, task_of[a])] += 1
+                if a in task_of:
+                    per_task[task_of[a]].update(rs)
             rng = rater_rng(seed, 0, "assign_k")
             order = list(task_of)
             rng.shuffle(order)
@@ -375,13 +390,15 @@ class LabelMixin(ImportMixin):
                 need = k - len(holders)
                 if need <= 0:
                     continue
+                task = task_of[answer]
+                mine = per_task[task]
                 free = [r for r in raters if r not in holders]
                 rng.shuffle(free)
-                free.sort(key=lambda r: (per_task[(r, task_of[answer])], load[r]))
+                free.sort(key=lambda r: (mine[r], load[r]))
                 for r in free[:need]:
-                    plan.rows[r].append((answer, None, task_of[answer]))
+                    plan.rows[r].append((answer, None, task))
                     load[r] += 1
-                    per_task[(r, task_of[answer])] += 1
+                    mine[r] += 1
                     holders.add(r)
             added = self._write_plan(
                 con, "score", plan, seed=seed, rubric=rub, design_id=design_id,
