@@ -18,7 +18,9 @@ from tests.test_design import _fill, simulate_pool
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One filled database per module; each test works on its own copy."""
     path = tmp_path_factory.mktemp("design") / "template.duckdb"
-    _fill(Store(path), simulate_pool(80, seed=3), raters=4)
+    store = Store(path)
+    _fill(store, simulate_pool(80, seed=3), raters=4)
+    store.release()  # closing checkpoints the write-ahead log into the file the tests copy
     return path
 
 
