@@ -1,6 +1,6 @@
 """Rater round trip at 100,000 answers and 50 raters: submit -> next item ready.
 
-Run: ``python bench/rater_roundtrip.py`` (about two minutes once the database exists; building
+Run: ``python bench/rater_roundtrip.py`` (about three minutes once the database exists; building
 it the first time takes about five more and is kept in ``--workdir`` for later runs).
 
 A round trip is what the server does between a rater pressing Submit and the next answer
@@ -14,6 +14,9 @@ The pool: 100,000 answers to 50,000 tasks, each assigned to one of 50 raters (2,
 with :meth:`~labeler.store.Store.assign_k`. Two figures, each from a fresh child process:
 
 * **alone**: one rater, nobody else using the app (the floor);
+* **50 at a human pace**: all 50 raters, each reading for an exponentially distributed time
+  (mean ``--think`` seconds, 20 by default: 2.5 labels/s in all) before each submit: what a
+  labelling team sees;
 * **50 at once**: all 50 raters submitting back to back with no pause (saturation); the
   round trip then includes waiting for the other sessions' units of work, and the total
   rate is the most labels per second one app process can store.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import sys
 import threading
 import time
@@ -70,10 +74,16 @@ def render(store: Store, token: str) -> tuple[Rater, QueueItem]:
     return rater, screen.queue[screen.index]
 
 
-def round_trips(store: Store, token: str, n: int, out: list[float]) -> None:
-    """``n`` submit -> next-item-ready round trips for one rater, seconds appended to ``out``."""
+def round_trips(store: Store, token: str, n: int, out: list[float], *, think: float = 0.0) -> None:
+    """``n`` submit -> next-item-ready round trips for one rater, seconds appended to ``out``.
+
+    ``think``: mean seconds of reading before each submit (exponential; 0 submits at once).
+    """
     rater, item = render(store, token)
+    pace = random.Random(token)
     for _ in range(n):
+        if think:
+            time.sleep(pace.expovariate(1 / think))
         start = time.perf_counter()
         store.add_label(rater.rater_id, item.assignment_id, overall=4,
                         criteria={"correct": 4, "complete": 4})
@@ -81,14 +91,14 @@ def round_trips(store: Store, token: str, n: int, out: list[float]) -> None:
         out.append(time.perf_counter() - start)
 
 
-def measure(db: str, tokens: list[str], per_rater: int) -> dict[str, float]:
+def measure(db: str, tokens: list[str], per_rater: int, think: float) -> dict[str, float]:
     store = Store(db)
     times: list[float] = []
     guard = threading.Lock()
 
     def work(token: str) -> None:
         mine: list[float] = []
-        round_trips(store, token, per_rater, mine)
+        round_trips(store, token, per_rater, mine, think=think)
         with guard:
             times.extend(mine)
 
@@ -110,6 +120,7 @@ def main() -> None:
     parser.add_argument("--raters", type=int, default=50)
     parser.add_argument("--alone", type=int, default=30, help="round trips of the lone rater")
     parser.add_argument("--each", type=int, default=3, help="round trips per rater when all work at once")
+    parser.add_argument("--think", type=float, default=20.0, help="mean reading seconds at a human pace")
     parser.add_argument("--workdir", default="/tmp/judgelab-bench")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
@@ -117,7 +128,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         # Tokens come through the environment: one may start with "-", and argv is public.
-        emit(measure(args.db, os.environ[TOKENS_ENV].split(","), args.per_rater))
+        emit(measure(args.db, os.environ[TOKENS_ENV].split(","), args.per_rater, args.think))
         return
 
     db = Path(args.workdir) / f"roundtrip-{args.answers}-{args.raters}.duckdb"
@@ -133,10 +144,15 @@ def main() -> None:
     tokens = [store.reissue_token(n) for n in names]
     labels = int(store.query("SELECT count(*) AS n FROM labels")["n"].iloc[0])
     print(f"  {labels:,} labels stored before this run")
-    for label, chosen, n in (("alone", tokens[:1], args.alone), (f"{args.raters} at once", tokens, args.each)):
-        fig = child("rater_roundtrip.py", ["--db", str(db), "--per-rater", str(n)],
+    runs = (
+        ("alone", tokens[:1], args.alone, 0.0),
+        (f"{args.raters}, human pace", tokens, args.each, args.think),
+        (f"{args.raters} at once", tokens, args.each, 0.0),
+    )
+    for label, chosen, n, think in runs:
+        fig = child("rater_roundtrip.py", ["--db", str(db), "--per-rater", str(n), "--think", str(think)],
                     timeout=1800, env={TOKENS_ENV: ",".join(chosen)})
-        print(f"  {label:12s} p50 {fig['p50_s'] * 1000:7.0f} ms  p95 {fig['p95_s'] * 1000:7.0f} ms  "
+        print(f"  {label:16s} p50 {fig['p50_s'] * 1000:7.0f} ms  p95 {fig['p95_s'] * 1000:7.0f} ms  "
               f"({fig['round_trips']} round trips, {fig['labels_per_s']:.2f} labels/s stored; "
               f"peak memory {fig['peak_rss_mb']:.0f} MiB)")
 
