@@ -11,8 +11,12 @@ rater in chromium submits, where the acknowledgement is the count the rater saw 
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,7 +26,7 @@ import pytest
 
 from labeler.store import Store, release_all
 from tests.reliability._worker import SCORE
-from tests.reliability.conftest import Lines, add_raters, build_pool, worker
+from tests.reliability.conftest import REPO, Lines, add_raters, build_pool, worker
 
 ROUNDS = 5
 RATERS = 3
@@ -183,3 +187,40 @@ def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(tmp_pa
                 proc.wait(30)
         finally:
             browser.close()
+
+
+_DEMO_THEN_DIE = """
+import os, signal, sys
+from labeler.demo import build_demo
+from labeler.store import Store
+store = Store(sys.argv[1])
+build_demo(store)
+store.revoke_rater("demo-rater")
+store.set_setting("project", "mask_self_id", "false")
+print(store.query(
+    "SELECT (SELECT count(*) FROM labels) AS labels, (SELECT count(*) FROM judgements) AS judgements,"
+    " (SELECT count(*) FROM assignments) AS assignments, (SELECT count(*) FROM answers) AS answers"
+).iloc[0].to_json(), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_sigkill_after_every_kind_of_write_leaves_them_all(tmp_path: Path) -> None:
+    """The store keeps its file open between units, so a killed process leaves its commits in
+    the write-ahead log: the demo build (imports, raters, assignments, labels, a judge run),
+    a revocation and a setting all replay."""
+    db = tmp_path / "demo.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-c", _DEMO_THEN_DIE, str(db)], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert db.with_name("demo.duckdb.wal").stat().st_size > 0  # the commits were in the log
+    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    _opens_cleanly(db)
+    store = Store(db)
+    for table, n in counts.items():
+        assert int(store.query(f"SELECT count(*) AS n FROM {table}")["n"].iloc[0]) == n, table
+    assert store.setting("project", "mask_self_id") == "false"
+    revoked = store.query("SELECT revoked_at FROM raters WHERE name = 'demo-rater'")["revoked_at"]
+    assert revoked.notna().all() and len(revoked) == 1
