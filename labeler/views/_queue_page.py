@@ -113,13 +113,20 @@ class QueuePage:
         )
 
 
-def side_by_side(left: tuple[str, str], right: tuple[str, str]) -> None:
-    """Two texts side by side, each given as ``(heading, markdown)``.
+def text_box(text: str) -> None:
+    """A task's or an answer's text in a bordered box, rendered inert.
 
-    Markdown renders, HTML never runs: ``unsafe_allow_html=False`` shows tags as text.
+    Markdown renders, HTML never runs (``unsafe_allow_html=False`` shows tags as text) and
+    images show as text (:func:`~labeler.blinding.inert_markdown`), so the browser fetches
+    nothing an answer names.
     """
+    with st.container(border=True):
+        st.markdown(inert_markdown(text), unsafe_allow_html=False)
+
+
+def side_by_side(left: tuple[str, str], right: tuple[str, str]) -> None:
+    """Two texts side by side, each given as ``(heading, markdown)`` (see :func:`text_box`)."""
     for col, (heading, text) in zip(st.columns(2, gap="large"), (left, right), strict=True):
         with col:
             st.subheader(heading)
-            with st.container(border=True):
-                st.markdown(inert_markdown(text), unsafe_allow_html=False)
+            text_box(text)

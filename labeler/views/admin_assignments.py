@@ -58,6 +58,16 @@ def _options(column: str) -> list[str]:
     return sorted({str(v) for v in catalog[column].dropna()})
 
 
+#: Raters (not admins) are picked by default in every form on this page.
+default_raters = [r for r, role in zip(raters["rater_id"], raters["role"], strict=True) if role == "rater"]
+
+
+def _pick_raters(key: str) -> list[int]:
+    """The raters a form assigns to (active raters picked by default)."""
+    return list(st.multiselect("Raters", list(rater_label), default=default_raters,
+                               format_func=rater_label.__getitem__, key=key))
+
+
 st.subheader("Each answer to k raters")
 c1, c2, c3 = st.columns(3)
 categories = c1.multiselect("Categories", _options("category"), key="assign_categories",
@@ -84,9 +94,7 @@ st.caption(f"{len(chosen)} answers selected "
 st.dataframe(subset_summary(chosen), hide_index=True)
 
 with st.form("assign_k"):
-    who = st.multiselect("Raters", list(rater_label), default=[
-        r for r, role in zip(raters["rater_id"], raters["role"], strict=True) if role == "rater"
-    ], format_func=rater_label.__getitem__, key="assign_raters")
+    who = _pick_raters("assign_raters")
     k_col, seed_col, rubric_col = st.columns(3)
     k = k_col.number_input("k (raters per answer)", min_value=1, max_value=max(len(rater_label), 1),
                            value=min(2, len(rater_label)), step=1, key="assign_k_value")
@@ -120,10 +128,7 @@ else:
         pair_k = p3.number_input("Raters per pair", min_value=1,
                                  max_value=max(len(rater_label), 1), value=1, step=1,
                                  key="pair_k")
-        pair_raters = st.multiselect("Raters", list(rater_label), default=[
-            r for r, role in zip(raters["rater_id"], raters["role"], strict=True)
-            if role == "rater"
-        ], format_func=rater_label.__getitem__, key="pair_raters")
+        pair_raters = _pick_raters("pair_raters")
         go_pairs = st.form_submit_button("Assign the pairs", key="pair_submit")
     if go_pairs:
         try:
@@ -151,10 +156,7 @@ else:
         audit_k = a3.number_input("Raters per audit", min_value=1,
                                   max_value=max(len(rater_label), 1), value=1, step=1,
                                   key="audit_k")
-        audit_raters = st.multiselect("Raters", list(rater_label), default=[
-            r for r, role in zip(raters["rater_id"], raters["role"], strict=True)
-            if role == "rater"
-        ], format_func=rater_label.__getitem__, key="audit_raters")
+        audit_raters = _pick_raters("audit_raters")
         go_audits = st.form_submit_button("Assign the audits", key="audit_submit")
     if go_audits:
         try:

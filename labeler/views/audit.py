@@ -11,10 +11,9 @@ import math
 
 import streamlit as st
 
-from labeler.blinding import inert_markdown
 from labeler.session import current_rater, current_store
 from labeler.store import AuditView
-from labeler.views._queue_page import QueuePage, side_by_side
+from labeler.views._queue_page import QueuePage, side_by_side, text_box
 
 AT = "audit_at"
 FLASH = "audit_flash"
@@ -65,8 +64,7 @@ def submit() -> None:
 
 
 st.caption(f"Audit {item.position} of {len(queue)}")
-with st.container(border=True):
-    st.markdown(inert_markdown(view.prompt), unsafe_allow_html=False)
+text_box(view.prompt)
 ratio = "—" if math.isinf(view.length_ratio) else f"{view.length_ratio:.2f}×"
 st.metric("Length of the rewrite (words, against the original)", ratio)
 side_by_side(("Original", view.original_text), ("Rewrite", view.rewrite_text))

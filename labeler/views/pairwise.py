@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labeler.blinding import inert_markdown
 from labeler.session import current_rater, current_store
 from labeler.store import PairView
-from labeler.views._queue_page import QueuePage, side_by_side
+from labeler.views._queue_page import QueuePage, side_by_side, text_box
 
 AT = "pair_at"
 FLASH = "pair_flash"
@@ -68,8 +67,7 @@ def submit() -> None:
 
 
 st.caption(f"Pair {item.position} of {len(queue)}")
-with st.container(border=True):
-    st.markdown(inert_markdown(view.prompt), unsafe_allow_html=False)
+text_box(view.prompt)
 side_by_side(("A", view.left_text), ("B", view.right_text))
 
 st.subheader("Which answer is better?")

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labeler.blinding import inert_markdown
 from labeler.queue import choice_keys, criteria_after_overall, format_score, scale_choices
 from labeler.session import current_rater, current_store
 from labeler.store import ScoreView
-from labeler.views._queue_page import QueuePage
+from labeler.views._queue_page import QueuePage, text_box
 
 AT = "rate_at"  # assignment the rater went back to (None: resume position)
 FLASH = "rate_flash"
@@ -120,12 +119,9 @@ st.caption(
 left, right = st.columns([5, 4], gap="large")
 with left:
     st.subheader("Task")
-    with st.container(border=True):
-        st.markdown(inert_markdown(view.prompt), unsafe_allow_html=False)
+    text_box(view.prompt)
     st.subheader("Answer")
-    with st.container(border=True):
-        # Markdown renders, HTML never runs: unsafe_allow_html=False shows tags as text.
-        st.markdown(inert_markdown(view.text), unsafe_allow_html=False)
+    text_box(view.text)
     if view.masked:
         st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
     with st.expander("Rubric", expanded=True):
