@@ -13,13 +13,16 @@ import platform
 import resource
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+#: Where set-up data is built once and kept between runs (``--workdir``).
+WORKDIR = "/tmp/judgelab-bench"
 
 
 def peak_rss_mb() -> float:
@@ -61,3 +64,13 @@ def machine() -> str:
         f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
         f"load average {load[0]:.1f} at start"
     )
+
+
+def built_once(path: Path, what: str, build: Callable[[Path], None]) -> None:
+    """Build ``path`` with ``build`` unless an earlier run left it; say how long it took."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    build(path)
+    print(f"  built {what} in {time.perf_counter() - start:.0f} s (kept for later runs)")

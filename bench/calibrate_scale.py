@@ -26,7 +26,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._measure import child, emit, machine
+from bench._measure import WORKDIR, built_once, child, emit, machine
 from labeler.models import Answer, Criterion, Rubric, Task
 from labeler.simulate import SimulatedRater, simulated_labels
 from labeler.store import Store
@@ -97,7 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--labels", type=int, default=100_000)
     parser.add_argument("--resamples", type=int, default=2000)
-    parser.add_argument("--workdir", default="/tmp/judgelab-bench")
+    parser.add_argument("--workdir", default=WORKDIR)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -108,11 +108,7 @@ def main() -> None:
     db = Path(args.workdir) / f"calibrate-{args.labels}.duckdb"
     print(f"calibrate · {args.labels:,} labels · {args.resamples:,} bootstrap resamples · {db}")
     print(f"  {machine()}")
-    if not db.exists():
-        db.parent.mkdir(parents=True, exist_ok=True)
-        start = time.perf_counter()
-        build(db, labels=args.labels)
-        print(f"  built the database in {time.perf_counter() - start:.0f} s (kept for later runs)")
+    built_once(db, "the database", lambda path: build(path, labels=args.labels))
     fig = child("calibrate_scale.py", ["--db", str(db), "--resamples", str(args.resamples)], timeout=3600)
     print(f"  calibrate: {fig['compute_s']:.1f} s to compute, {fig['total_s']:.1f} s with markdown, "
           f"JSON and PNG written; peak memory {fig['peak_rss_mb']:.0f} MiB; "

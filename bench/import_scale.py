@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._measure import child, emit, machine
+from bench._measure import WORKDIR, child, emit, machine
 from labeler.models import Criterion, Rubric
 from labeler.store import Store
 from labeler.store._core import StoreCore
@@ -115,7 +115,7 @@ def measure_assign(db: str) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", type=int, default=50_000, help="tasks; two answers each")
-    parser.add_argument("--workdir", default="/tmp/judgelab-bench")
+    parser.add_argument("--workdir", default=WORKDIR)
     parser.add_argument("--child", choices=["import", "assign"], help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--csv", help=argparse.SUPPRESS)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._measure import child, emit, machine, percentiles
+from bench._measure import WORKDIR, built_once, child, emit, machine, percentiles
 from labeler.models import Answer, Criterion, Rubric, Task
 from labeler.queue import QueueItem
 from labeler.store import Rater, Store
@@ -121,7 +121,7 @@ def main() -> None:
     parser.add_argument("--alone", type=int, default=30, help="round trips of the lone rater")
     parser.add_argument("--each", type=int, default=3, help="round trips per rater when all work at once")
     parser.add_argument("--think", type=float, default=20.0, help="mean reading seconds at a human pace")
-    parser.add_argument("--workdir", default="/tmp/judgelab-bench")
+    parser.add_argument("--workdir", default=WORKDIR)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--per-rater", type=int, help=argparse.SUPPRESS)
@@ -134,11 +134,7 @@ def main() -> None:
     db = Path(args.workdir) / f"roundtrip-{args.answers}-{args.raters}.duckdb"
     print(f"rater round trip · {args.answers:,} answers · {args.raters} raters · {db}")
     print(f"  {machine()}")
-    if not db.exists():
-        db.parent.mkdir(parents=True, exist_ok=True)
-        start = time.perf_counter()
-        build(db, answers=args.answers, raters=args.raters)
-        print(f"  built the pool and queues in {time.perf_counter() - start:.0f} s (kept for later runs)")
+    built_once(db, "the pool and queues", lambda path: build(path, answers=args.answers, raters=args.raters))
     store = Store(db)
     names = [f"bench-rater-{i:02d}" for i in range(args.raters)]
     tokens = [store.reissue_token(n) for n in names]

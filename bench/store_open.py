@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._measure import child, emit, machine, percentiles
+from bench._measure import WORKDIR, child, emit, machine, percentiles
 from labeler.models import Answer, Task
 from labeler.store import Store
 
@@ -57,7 +57,7 @@ def measure(db: str, reps: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=60)
-    parser.add_argument("--workdir", default="/tmp/judgelab-bench")
+    parser.add_argument("--workdir", default=WORKDIR)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     args = parser.parse_args()
