@@ -91,7 +91,6 @@ def resolve_db_path(path: str | os.PathLike[str] | None = None) -> Path:
 class _Shared:
     """What one process knows about one database file; every field is guarded by ``lock``."""
 
-    path: str
     wait_marker: Path
     lock: threading.RLock = field(default_factory=threading.RLock)
     con: duckdb.DuckDBPyConnection | None = None
@@ -106,6 +105,16 @@ class _Shared:
     def waiter(self) -> bool:
         """Whether another process has asked for the file since it was opened."""
         return _mtime(self.wait_marker) != self.marker_seen
+
+    def due(self) -> bool:
+        """Whether to let the file go now: idle for :data:`IDLE_RELEASE`, or another process
+        waits and this one has had its turn (held :data:`HOLD_QUANTUM`) or paused."""
+        now = time.monotonic()
+        idle = now - self.last_used
+        if idle >= IDLE_RELEASE:
+            return True
+        # The cheap tests first: the marker's stat is only needed once a turn is over.
+        return (now - self.opened_at >= HOLD_QUANTUM or idle >= 0.02) and self.waiter()
 
     def release(self, *, handoff: bool = False) -> None:
         """Close the connection (the caller holds ``lock``)."""
@@ -134,7 +143,7 @@ def _shared_for(path: Path) -> _Shared:
     with _shared_guard:
         state = _shared.get(key)
         if state is None:
-            state = _shared[key] = _Shared(key, path.with_name(path.name + ".wait"))
+            state = _shared[key] = _Shared(path.with_name(path.name + ".wait"))
         return state
 
 
@@ -143,12 +152,7 @@ def _reap(state: _Shared) -> None:
     while True:
         time.sleep(0.05)
         with state.lock:
-            now = time.monotonic()
-            idle = now - state.last_used
-            if state.con is not None and (
-                idle >= IDLE_RELEASE
-                or (state.waiter() and (idle >= 0.02 or now - state.opened_at >= HOLD_QUANTUM))
-            ):
+            if state.con is not None and state.due():
                 state.release(handoff=True)
             if state.con is None:
                 state.reaper = None
@@ -266,12 +270,11 @@ class StoreCore:
                 healthy = True
             finally:
                 del stack[self._key]
-                now = time.monotonic()
-                state.last_used = now
+                state.last_used = time.monotonic()
                 if not healthy:
                     # A failed BEGIN, COMMIT or ROLLBACK may leave the connection unusable.
                     state.release()
-                elif now - state.opened_at >= HOLD_QUANTUM and state.waiter():
+                elif state.due():
                     state.release(handoff=True)
 
     def query(self, sql: str, params: list[Any] | tuple[Any, ...] | None = None) -> pd.DataFrame:
