@@ -38,15 +38,23 @@ _names = itertools.count()
 _SLICE = 20_000
 
 
+#: ``{table: {column: type}}`` as the migrations declare them. Every database is migrated to
+#: the same schema before use, so it is read once per process, not on every write (the
+#: runner writes every quarter second).
+_declared: dict[str, dict[str, str]] = {}
+
+
 def _schema(con: duckdb.DuckDBPyConnection, table: str, columns: Sequence[str]) -> pa.Schema:
     """The Arrow schema of ``columns`` as ``table`` declares them."""
-    declared = dict(
-        con.execute(
-            "SELECT column_name, data_type FROM information_schema.columns"
-            " WHERE table_schema = 'main' AND table_name = ?",
-            [table],
-        ).fetchall()
-    )
+    declared = _declared.get(table)
+    if declared is None:
+        declared = _declared[table] = dict(
+            con.execute(
+                "SELECT column_name, data_type FROM information_schema.columns"
+                " WHERE table_schema = 'main' AND table_name = ?",
+                [table],
+            ).fetchall()
+        )
     fields = []
     for column in columns:
         kind = declared.get(column)
