@@ -90,7 +90,7 @@ def _held(units: list[float]) -> Any:
 
 
 def measure_import(db: str, csv_path: str) -> dict[str, float]:
-    from labeler.cli import main as cli
+    from judgelab.cli import main as cli
 
     units: list[float] = []
     _held(units)

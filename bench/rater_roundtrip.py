@@ -4,7 +4,7 @@ Run: ``python bench/rater_roundtrip.py`` (about three minutes once the database 
 it the first time takes about five more and is kept in ``--workdir`` for later runs).
 
 A round trip is what the server does between a rater pressing Submit and the next answer
-being ready to draw, calling what ``labeler/app.py`` and ``labeler/views/rate.py`` call in
+being ready to draw, calling what ``judgelab/app.py`` and ``judgelab/views/rate.py`` call in
 their order: :meth:`~labeler.store.Store.add_label` (the submit callback), then the rerun:
 :meth:`~labeler.store.Store.authenticate` twice (the entry point and the page each check the
 ``?t=`` token) and :meth:`~labeler.store.Store.screen` (queue, item, open event and blinded

@@ -792,12 +792,6 @@ class CalibrationReport:
         }
         return jsonable(out)
 
-    def to_markdown(self) -> str:
-        """The report as markdown (see :func:`calibration.report.render_markdown`)."""
-        from calibration.report import render_markdown
-
-        return render_markdown(self)
-
 
 # --------------------------------------------------------------------------------------------
 # Building

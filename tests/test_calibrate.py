@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 
 from calibration.calibrate import CalibrationReport, _isin, calibrate, format_rows, load_calibration_data
+from calibration.report import render_markdown
 from labeler.errors import InputError
 from labeler.models import Answer, Criterion, ImportedJudgement, ImportedLabel, Rubric, Task
 from labeler.store import Store
@@ -270,7 +271,7 @@ def test_a_section_the_statistics_reject_is_skipped_not_fatal(tmp_path: Path) ->
     assert not report.residuals
     assert any(s.startswith("residuals (pass): ") and "zero total weight" in s for s in report.skipped)
     assert report.kappas and report.formats  # the other sections stand
-    assert "zero total weight" in report.to_markdown()
+    assert "zero total weight" in render_markdown(report)
     assert [r.family for r in report.ppi] == [OWN]
     assert any(s.startswith("PPI (gpt): the design") for s in report.skipped)
 
@@ -393,13 +394,13 @@ def test_simulated_labels_are_announced_first(tmp_path: Path) -> None:
     assert report.notes[0].startswith("SIMULATED LABELS: all 80 human labels")
     payload = report.to_dict()
     assert payload["simulated_labels"] is True and next(iter(payload)) == "simulated_labels"
-    assert report.to_markdown().lstrip().startswith("> **SIMULATED LABELS")
+    assert render_markdown(report).lstrip().startswith("> **SIMULATED LABELS")
 
 
 def test_real_labels_carry_no_banner(seed_report: CalibrationReport) -> None:
     report = seed_report
     assert not report.simulated and report.labels.banner() is None
-    assert "SIMULATED" not in report.to_markdown()
+    assert "SIMULATED" not in render_markdown(report)
 
 
 # -- probes ------------------------------------------------------------------------------------
@@ -464,7 +465,7 @@ def test_compare_runs_reads_less_sensitive_to_completeness(probe_store: Built) -
     assert (cmp.padding_before, cmp.padding_after) == pytest.approx((0.29, 0.06), abs=1e-9)
     assert (cmp.truncation_before, cmp.truncation_after) == pytest.approx((0.44, 0.19), abs=1e-9)
     assert cmp.verdict == "made the judge less sensitive to completeness"
-    assert "less sensitive to completeness" in report.to_markdown()
+    assert "less sensitive to completeness" in render_markdown(report)
 
 
 def test_compare_run_without_probes_says_why(seed_store: Built) -> None:

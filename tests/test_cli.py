@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from labeler.cli import main
+from judgelab.cli import main
 from labeler.store import Store
 from tests.conftest import DATA
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from labeler.cli import main
+from judgelab.cli import main
 from tests.test_calibrate import SMALL_CELLS, Built, add_position_probe, build_store
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -98,7 +98,7 @@ def test_errors_are_one_line_and_exit_2(simulated_db: Built, tmp_path: Path) -> 
 @pytest.mark.slow
 def test_calibrate_on_the_demo_database_writes_all_three(tmp_path: Path) -> None:
     """The demo carries simulated labels and a fake-judge run: the report comes out in every form."""
-    from labeler.demo import build_demo
+    from judgelab.demo import build_demo
     from labeler.store import Store
 
     db = tmp_path / "demo.duckdb"

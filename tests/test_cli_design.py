@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from labeler.cli import main
+from judgelab.cli import main
 from labeler.store import Store
 from tests.test_design import _fill, simulate_pool
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from calibration.mockapi import FaultPlan, MockAnthropic
-from labeler.cli import main
+from judgelab.cli import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

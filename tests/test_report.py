@@ -164,10 +164,6 @@ def test_write_report_writes_all_three(report: CalibrationReport, tmp_path: Path
     assert _strict((tmp_path / "c.json").read_text()) == report.to_dict()
 
 
-def test_to_markdown_is_render_markdown(report: CalibrationReport) -> None:
-    assert report.to_markdown() == render_markdown(report)
-
-
 def test_parse_failures_count_against_the_parse_rate(tmp_path: Path) -> None:
     built = build_store(tmp_path / "pf.duckdb", SMALL_CELLS, n_unlabelled=0)
     # Two replies that did not parse: recorded with no value, never scored.

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labeler import admin
+from judgelab import admin
 from labeler.errors import AccessError, InputError
 from labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
 from labeler.store import MASK_DEFAULT, MASK_KEY, Store

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
 from labeler.store import Store
 
-PAGES = Path(__file__).resolve().parents[2] / "labeler" / "views"
+PAGES = Path(__file__).resolve().parents[2] / "judgelab" / "views"
 ADMIN_PAGES = [
     "admin_overview.py",
     "admin_raters.py",

@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 from tests.test_calibrate import SMALL_CELLS, Built, add_position_probe, build_store
 
 REPO = Path(__file__).resolve().parents[2]
-PAGE = REPO / "labeler" / "views" / "analyst.py"
-APP = REPO / "labeler" / "app.py"
+PAGE = REPO / "judgelab" / "views" / "analyst.py"
+APP = REPO / "judgelab" / "app.py"
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from labeler.blinding import detect_self_identifying
 from labeler.models import Answer
 from tests.app.conftest import FAMILIES, SCRIPT_TEXT, Pool
 
-APP = Path(__file__).resolve().parents[2] / "labeler" / "app.py"
+APP = Path(__file__).resolve().parents[2] / "judgelab" / "app.py"
 PAGES = APP.parent / "views"
 
 

@@ -1,7 +1,7 @@
 """Blinding and access in a real browser: what a rater's browser receives, and where it may go.
 
 A pool with score items, pairs and a padding audit is served by ``streamlit run
-labeler/app.py``; Debian's chromium (Playwright) walks every rater page and labels
+judgelab/app.py``; Debian's chromium (Playwright) walks every rater page and labels
 everything on it. All websocket frames and the bodies of the app's own HTTP responses are
 recorded and searched for the pool's family, model and variant strings and for another
 rater's name and label comment. A rater then types the admin and analyst pages' URLs (taken
@@ -70,7 +70,7 @@ class App:
 def _serve(db: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "labeler" / "app.py"),
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "judgelab" / "app.py"),
          "--server.headless", "true", "--server.port", str(port),
          "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
         cwd=REPO, env={**os.environ, "JUDGELAB_DB": str(db)},

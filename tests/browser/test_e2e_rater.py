@@ -111,7 +111,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     port = _free_port()
     env = {**os.environ, "JUDGELAB_DB": str(db)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "labeler" / "app.py"),
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "judgelab" / "app.py"),
          "--server.headless", "true", "--server.port", str(port),
          "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

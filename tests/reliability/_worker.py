@@ -35,7 +35,7 @@ class Ack:
 
 
 def label_one(store: Store, token: str) -> Ack | None:
-    """One rater submit, calling what ``labeler/app.py`` and ``labeler/views/rate.py`` call.
+    """One rater submit, calling what ``judgelab/app.py`` and ``judgelab/views/rate.py`` call.
 
     A page run authenticates the ``?t=`` token (the entry point and the page each do),
     renders the rater's screen (:meth:`~labeler.store.Store.screen`: queue, item, open

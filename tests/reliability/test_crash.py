@@ -5,7 +5,7 @@ A worker labels through the rate page's functions and prints each label id only 
 kills it with SIGKILL at a random moment, several times over, and checks after each kill
 that the database opens cleanly, holds every acknowledged label, holds no half-written
 unit, and that labelling resumes where it stopped. The same is checked for a multi-row
-unit (an import), and for a real ``streamlit run labeler/app.py`` server killed while a
+unit (an import), and for a real ``streamlit run judgelab/app.py`` server killed while a
 rater in chromium submits, where the acknowledgement is the count the rater saw move on.
 """
 
@@ -134,7 +134,7 @@ def test_sigkill_mid_import_leaves_whole_batches_only(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.browser
 def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(tmp_path: Path) -> None:
-    # The real thing: `streamlit run labeler/app.py`, a rater in chromium submitting from the
+    # The real thing: `streamlit run judgelab/app.py`, a rater in chromium submitting from the
     # keyboard, and the server killed with SIGKILL right after a submit key press.
     browser_tests = pytest.importorskip("tests.browser.test_blinding_access")
     e2e = pytest.importorskip("tests.browser.test_e2e_rater")
@@ -191,7 +191,7 @@ def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(tmp_pa
 
 _DEMO_THEN_DIE = """
 import os, signal, sys
-from labeler.demo import build_demo
+from judgelab.demo import build_demo
 from labeler.store import Store
 store = Store(sys.argv[1])
 build_demo(store)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labeler.admin import invite_rater, rater_table, reissue_link, revoke_rater
+from judgelab.admin import invite_rater, rater_table, reissue_link, revoke_rater
+from judgelab.session import current_store, require_admin
 from labeler.errors import JudgelabError
-from labeler.session import current_store, require_admin
 
 # An action's outcome is kept for exactly one rerun, so the table below is redrawn
 # with the change and the message (and a new link) still shows once.

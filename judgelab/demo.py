@@ -94,7 +94,7 @@ def run_demo_judge(store: Store, truth: pd.DataFrame, *, seed: int = 0) -> str:
 def _demo_pairs_and_audits(store: Store, answers: pd.DataFrame, rater_id: int) -> list[str]:
     """Give the demo rater cross-family pairs and padding audits of offline-padded answers."""
     from calibration import perturb
-    from labeler.admin import family_pairs
+    from judgelab.admin import family_pairs
     from labeler.models import Answer
 
     tasks = sorted(answers["task_id"].unique())
@@ -135,7 +135,7 @@ def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> Demo
     simulated labels from four simulated raters (marked simulated everywhere), and a
     fake-judge run over the whole pool with a known lean towards its own family.
     """
-    from labeler.admin import invite_link
+    from judgelab.admin import invite_link
 
     folder = data_dir()
     lines = []

@@ -54,7 +54,7 @@ from calibration.probes import (
 )
 from calibration.report_card import card_json, render_markdown, render_png
 from calibration.runner import RunSummary, arun_plan, build_request, cache_key_for
-from labeler._cli_util import db_option, echo_json, json_option
+from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.errors import InputError
 from labeler.models import Pair, Rubric
 from labeler.store import Store, resolve_db_path

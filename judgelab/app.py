@@ -1,9 +1,9 @@
-"""The judgelab rater app: ``streamlit run labeler/app.py`` with ``JUDGELAB_DB`` set.
+"""The judgelab rater app: ``streamlit run judgelab/app.py`` with ``JUDGELAB_DB`` set.
 
 The entry point only authenticates the ``?t=`` invite token and builds the
 navigation: the rating pages for everyone, the admin pages and the analyst's
 Calibration page for admins (who land on the Overview). Every page re-checks access
-itself (through :mod:`labeler.session`), so a page opened directly is just as guarded.
+itself (through :mod:`judgelab.session`), so a page opened directly is just as guarded.
 
 The pages live in ``views/``, not ``pages/``: Streamlit treats a ``pages/`` folder next
 to the entry point as an old-style multipage app, and on a cold server a deep link
@@ -15,7 +15,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.navigation.page import Page
 
-from labeler.session import current_rater
+from judgelab.session import current_rater
 
 #: (file, title, icon) in menu order.
 RATER_PAGES = (

@@ -2,7 +2,7 @@
 
 Thin page: the queue, views and writes are :class:`~labeler.store.Store` methods and
 the form rules are :mod:`labeler.queue` functions; the header and the Back / Skip /
-Submit row are shared with the other queue pages (:mod:`labeler.views._queue_page`).
+Submit row are shared with the other queue pages (:mod:`judgelab.views._queue_page`).
 Widget keys carry the item's opaque ``item_id`` (never an answer id) and the id of the
 label being edited, so going back to an item starts from that label's values.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from judgelab.session import current_rater, current_store
+from judgelab.views._queue_page import QueuePage, text_box
 from labeler.queue import choice_keys, criteria_after_overall, format_score, scale_choices
-from labeler.session import current_rater, current_store
 from labeler.store import ScoreView
-from labeler.views._queue_page import QueuePage, text_box
 
 AT = "rate_at"  # assignment the rater went back to (None: resume position)
 FLASH = "rate_flash"

@@ -17,7 +17,7 @@ import click
 from calibration.calibrate import ReportOptions, calibrate, format_rows, jsonable, load_calibration_data
 from calibration.report import render_json, write_report
 from calibration.stats import Estimate
-from labeler._cli_util import db_option, echo_json, json_option
+from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labeler.admin import (
+from judgelab.admin import (
     DesignDraft,
     active_raters,
     apply_sample_design,
     assign_audit_sample,
     assign_each_to_k,
     assign_pairwise,
-    design_available,
     draft_design,
     family_pairs,
     overview,
@@ -25,8 +24,8 @@ from labeler.admin import (
     subset_summary,
     task_order,
 )
+from judgelab.session import current_store, require_admin
 from labeler.errors import JudgelabError
-from labeler.session import current_store, require_admin
 
 # The drawn design waits here between "Draw" and "Apply" (admin session only).
 DRAFT = "admin_design_draft"
@@ -168,53 +167,50 @@ else:
             st.success(str(made_audits))
 
 st.subheader("Apply a sample design")
-if not design_available():
-    st.info("Sample designs need `calibration.design`, which is not installed here.")
-else:
-    st.caption(
-        "A stratified sample of the original answers, drawn for the self-preference gap; "
-        "each sampled answer carries its inclusion probability so calibration can weight it."
-    )
-    with st.form("design"):
-        d1, d2, d3, d4 = st.columns(4)
-        n = d1.number_input("Answers to label", min_value=1, value=min(200, len(catalog)), step=10,
-                            key="design_n")
-        allocation = d2.selectbox("Allocation", ["gap", "neyman", "proportional", "equal"],
-                                  key="design_allocation")
-        overlap = d3.slider("Overlap (two raters)", 0.0, 1.0, 0.2, 0.05, key="design_overlap")
-        d_seed = d4.number_input("Seed", min_value=0, value=0, step=1, key="design_seed")
-        d_raters = st.multiselect("Raters", [str(n) for n in raters["name"]],
-                                  default=[str(n) for n, role in
-                                           zip(raters["name"], raters["role"], strict=True)
-                                           if role == "rater"],
-                                  key="design_raters")
-        drawn = st.form_submit_button("Draw the design", key="design_draw")
-    if drawn:
-        try:
-            st.session_state[DRAFT] = draft_design(
-                store, n=int(n), allocation=str(allocation), overlap=float(overlap),
-                raters=len(d_raters), seed=int(d_seed),
-            )
-        except JudgelabError as exc:
-            st.session_state.pop(DRAFT, None)
-            st.error(str(exc))
-    draft: DesignDraft | None = st.session_state.get(DRAFT)
-    if draft is not None:
-        st.caption(
-            f"Design {draft.design.design_id}: {draft.design.n_labels} answers; "
-            f"{draft.minutes_per_label:.1f} min per label ({draft.minutes_source})."
+st.caption(
+    "A stratified sample of the original answers, drawn for the self-preference gap; "
+    "each sampled answer carries its inclusion probability so calibration can weight it."
+)
+with st.form("design"):
+    d1, d2, d3, d4 = st.columns(4)
+    n = d1.number_input("Answers to label", min_value=1, value=min(200, len(catalog)), step=10,
+                        key="design_n")
+    allocation = d2.selectbox("Allocation", ["gap", "neyman", "proportional", "equal"],
+                              key="design_allocation")
+    overlap = d3.slider("Overlap (two raters)", 0.0, 1.0, 0.2, 0.05, key="design_overlap")
+    d_seed = d4.number_input("Seed", min_value=0, value=0, step=1, key="design_seed")
+    d_raters = st.multiselect("Raters", [str(n) for n in raters["name"]],
+                              default=[str(n) for n, role in
+                                       zip(raters["name"], raters["role"], strict=True)
+                                       if role == "rater"],
+                              key="design_raters")
+    drawn = st.form_submit_button("Draw the design", key="design_draw")
+if drawn:
+    try:
+        st.session_state[DRAFT] = draft_design(
+            store, n=int(n), allocation=str(allocation), overlap=float(overlap),
+            raters=len(d_raters), seed=int(d_seed),
         )
-        st.dataframe(draft.table, hide_index=True)
-        for note in draft.design.notes:
-            st.caption(note)
-        if st.button("Apply this design to the chosen raters", key="design_apply"):
-            try:
-                made = apply_sample_design(store, draft, d_raters, seed=int(d_seed))
-            except JudgelabError as exc:
-                st.error(str(exc))
-            else:
-                st.session_state.pop(DRAFT, None)
-                st.success(f"{len(made)} assignments made for design {draft.design.design_id}.")
+    except JudgelabError as exc:
+        st.session_state.pop(DRAFT, None)
+        st.error(str(exc))
+draft: DesignDraft | None = st.session_state.get(DRAFT)
+if draft is not None:
+    st.caption(
+        f"Design {draft.design.design_id}: {draft.design.n_labels} answers; "
+        f"{draft.minutes_per_label:.1f} min per label ({draft.minutes_source})."
+    )
+    st.dataframe(draft.table, hide_index=True)
+    for note in draft.design.notes:
+        st.caption(note)
+    if st.button("Apply this design to the chosen raters", key="design_apply"):
+        try:
+            made = apply_sample_design(store, draft, d_raters, seed=int(d_seed))
+        except JudgelabError as exc:
+            st.error(str(exc))
+        else:
+            st.session_state.pop(DRAFT, None)
+            st.success(f"{len(made)} assignments made for design {draft.design.design_id}.")
 
 st.subheader("Assigned so far")
 per_rater = overview(store).per_rater

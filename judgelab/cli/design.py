@@ -24,7 +24,7 @@ from calibration.design import (
     load_pool,
     planning_model,
 )
-from labeler._cli_util import db_option, echo_json, json_option
+from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.errors import InputError
 from labeler.store import Store
 

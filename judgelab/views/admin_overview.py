@@ -6,8 +6,8 @@ import math
 
 import streamlit as st
 
-from labeler.admin import overview
-from labeler.session import current_store, require_admin
+from judgelab.admin import overview
+from judgelab.session import current_store, require_admin
 
 require_admin()
 store = current_store()

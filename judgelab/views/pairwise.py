@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from labeler.session import current_rater, current_store
+from judgelab.session import current_rater, current_store
+from judgelab.views._queue_page import QueuePage, side_by_side, text_box
 from labeler.store import PairView
-from labeler.views._queue_page import QueuePage, side_by_side, text_box
 
 AT = "pair_at"
 FLASH = "pair_flash"

@@ -11,9 +11,9 @@ import math
 
 import streamlit as st
 
-from labeler.session import current_rater, current_store
+from judgelab.session import current_rater, current_store
+from judgelab.views._queue_page import QueuePage, side_by_side, text_box
 from labeler.store import AuditView
-from labeler.views._queue_page import QueuePage, side_by_side, text_box
 
 AT = "audit_at"
 FLASH = "audit_flash"

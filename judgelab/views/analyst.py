@@ -10,8 +10,8 @@ import streamlit as st
 
 from calibration.calibrate import CalibrationReport, calibrate
 from calibration.report import confusion_table, render_json, render_markdown, report_charts, report_tables
+from judgelab.session import current_store, db_path, require_admin
 from labeler.errors import JudgelabError
-from labeler.session import current_store, db_path, require_admin
 
 require_admin()
 store = current_store()

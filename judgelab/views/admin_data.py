@@ -7,10 +7,9 @@ import functools
 
 import streamlit as st
 
-from labeler.admin import (
+from judgelab.admin import (
     EXPORT_FORMATS,
     EXPORT_MIME,
-    IMPORT_KINDS,
     ExportFormat,
     export_labels,
     import_upload,
@@ -20,8 +19,9 @@ from labeler.admin import (
     self_identifying_table,
     set_masking,
 )
+from judgelab.session import current_store, require_admin
 from labeler.errors import JudgelabError
-from labeler.session import current_store, require_admin
+from labeler.importers import IMPORT_KINDS
 
 # An action's outcome is kept for exactly one rerun, so tables are redrawn with the change.
 FLASH = "admin_data_flash"

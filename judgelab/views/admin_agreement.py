@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import streamlit as st
 
-from labeler.admin import AgreementReport, agreement_report
+from judgelab.admin import AgreementReport, agreement_report
+from judgelab.session import current_store, db_path, require_admin
 from labeler.errors import JudgelabError
-from labeler.session import current_store, db_path, require_admin
 
 require_admin()
 store = current_store()

@@ -1,0 +1,113 @@
+"""What the admin pages do, as plain functions of a :class:`~labeler.store.Store`.
+
+The admin pages only wire widgets to these functions, so everything an admin can
+do is tested here without a browser. Admins are not blind: frames returned here
+may carry family, model and variant, and must never be handed to a rater page.
+
+Simulated raters (``raters.simulated``) are marked wherever a rater's name is
+shown: :func:`display_name` appends ``" (simulated)"``.
+"""
+
+from __future__ import annotations
+
+from judgelab.admin._agreement import (
+    AgreementReport,
+    agreement_report,
+    label_criteria,
+    reliability_matrix,
+)
+from judgelab.admin._assignments import (
+    active_raters,
+    assign_audit_sample,
+    assign_each_to_k,
+    assign_pairwise,
+    family_pairs,
+    natural_key,
+    rewrite_variants,
+    select_answers,
+    subset_summary,
+    task_order,
+)
+from judgelab.admin._common import (
+    DEFAULT_BASE_URL,
+    EXPORT_FORMATS,
+    EXPORT_MIME,
+    ExportFormat,
+    display_name,
+)
+from judgelab.admin._data import (
+    Download,
+    export_labels,
+    frame_bytes,
+    import_upload,
+    mask_scopes,
+    masking_state,
+    masking_table,
+    rubric_versions,
+    self_identifying_table,
+    set_masking,
+)
+from judgelab.admin._designs import (
+    DesignDraft,
+    apply_sample_design,
+    draft_design,
+)
+from judgelab.admin._overview import (
+    Overview,
+    median_seconds,
+    overview,
+)
+from judgelab.admin._raters import (
+    Invite,
+    base_url,
+    invite_link,
+    invite_rater,
+    rater_table,
+    reissue_link,
+    revoke_rater,
+)
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "EXPORT_FORMATS",
+    "EXPORT_MIME",
+    "AgreementReport",
+    "DesignDraft",
+    "Download",
+    "ExportFormat",
+    "Invite",
+    "Overview",
+    "active_raters",
+    "agreement_report",
+    "apply_sample_design",
+    "assign_audit_sample",
+    "assign_each_to_k",
+    "assign_pairwise",
+    "base_url",
+    "display_name",
+    "draft_design",
+    "export_labels",
+    "family_pairs",
+    "frame_bytes",
+    "import_upload",
+    "invite_link",
+    "invite_rater",
+    "label_criteria",
+    "mask_scopes",
+    "masking_state",
+    "masking_table",
+    "median_seconds",
+    "natural_key",
+    "overview",
+    "rater_table",
+    "reissue_link",
+    "reliability_matrix",
+    "revoke_rater",
+    "rewrite_variants",
+    "rubric_versions",
+    "select_answers",
+    "self_identifying_table",
+    "set_masking",
+    "subset_summary",
+    "task_order",
+]

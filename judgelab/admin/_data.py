@@ -1,0 +1,200 @@
+"""Imports, rubric versions, self-identifying text, masking and exports for the Data page."""
+
+
+from __future__ import annotations
+
+import io
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from judgelab.admin._common import EXPORT_MIME, ExportFormat
+from labeler.errors import InputError
+from labeler.importers import IMPORT_KINDS, ImportKind, import_file
+from labeler.store import MASK_KEY, ImportSummary, Store
+
+if TYPE_CHECKING:
+    pass
+
+
+# -- data ----------------------------------------------------------------------------
+
+
+def import_upload(store: Store, kind: ImportKind, filename: str, data: bytes) -> ImportSummary:
+    """Import an uploaded file through the same validated importer as ``judgelab import``.
+
+    The bytes are written to a temporary file that keeps the upload's name (the
+    importers pick the reader by suffix). Errors name the uploaded file, not the
+    temporary copy; the importer writes nothing when it raises.
+
+    Raises:
+        InputError: An unknown kind, or anything the importer rejects.
+    """
+    if kind not in IMPORT_KINDS:
+        raise InputError(
+            f"unknown import kind {kind!r}", fix=f"use one of {', '.join(IMPORT_KINDS)}."
+        )
+    shown = Path(filename).name or "upload"
+    with tempfile.TemporaryDirectory(prefix="judgelab-upload-") as folder:
+        path = Path(folder) / shown
+        path.write_bytes(data)
+        try:
+            return import_file(store, kind, path)
+        except InputError as exc:
+            if exc.file is None or Path(str(exc.file)).name != shown:
+                raise
+            # Same error, but naming the file the admin uploaded.
+            raise type(exc)(
+                exc.problem, file=shown, row=exc.row, column=exc.column, fix=exc.fix
+            ) from exc
+
+
+def rubric_versions(store: Store) -> pd.DataFrame:
+    """Every stored rubric version, newest first, with its number of criteria."""
+    rubrics = store.rubrics()
+    if rubrics.empty:
+        return rubrics
+    counts = []
+    for rid, version in zip(rubrics["rubric_id"], rubrics["version"], strict=True):
+        rubric = store.rubric(str(rid), int(version))
+        counts.append(len(rubric.criteria) if rubric else 0)
+    rubrics["criteria"] = counts
+    return rubrics
+
+
+def self_identifying_table(store: Store, *, context: int = 40) -> pd.DataFrame:
+    """Answers whose text names a model or maker, one row per answer.
+
+    Args:
+        store: The project store.
+        context: Characters of text kept either side of the first span.
+
+    Returns:
+        ``answer_id``, ``task_id``, ``family``, ``spans`` (count), ``matches``
+        (the matched strings, ``"; "``-joined) and ``excerpt`` (text around the
+        first match, the match in ``[[...]]``).
+    """
+    frame = store.self_identifying()
+    columns = ["answer_id", "task_id", "family", "spans", "matches", "excerpt"]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for rec in frame.to_dict("records"):
+        spans = [(int(s[0]), int(s[1])) for s in rec["spans"]]
+        text = str(rec["text"])
+        start, end = spans[0]
+        lead = "…" if start > context else ""
+        tail = "…" if end + context < len(text) else ""
+        excerpt = (
+            lead + text[max(0, start - context):start] + "[[" + text[start:end] + "]]"
+            + text[end:end + context] + tail
+        )
+        rows.append({
+            "answer_id": rec["answer_id"],
+            "task_id": rec["task_id"],
+            "family": rec["family"],
+            "spans": len(spans),
+            "matches": "; ".join(dict.fromkeys(text[s:e] for s, e in spans)),
+            "excerpt": excerpt.replace("\n", " "),
+        })
+    return pd.DataFrame(rows, columns=columns)
+
+
+def mask_scopes(store: Store) -> list[str]:
+    """The scopes masking can be set for: ``project`` and ``rubric:<id>`` per stored rubric."""
+    rubrics = store.rubrics()
+    ids = sorted({str(r) for r in rubrics["rubric_id"]}) if len(rubrics) else []
+    return ["project", *(f"rubric:{r}" for r in ids)]
+
+
+def masking_state(store: Store) -> dict[str, bool | None]:
+    """Masking per scope: ``True``/``False`` when set, ``None`` when left to the default."""
+    stored = store.settings_for(MASK_KEY)
+    values = {str(s): str(v).lower() == "true" for s, v in zip(stored["scope"], stored["value"],
+                                                                strict=True)}
+    return {scope: values.get(scope) for scope in [*mask_scopes(store), *values]}
+
+
+def masking_table(store: Store) -> pd.DataFrame:
+    """Per scope, the stored setting and what raters actually get.
+
+    A rubric's setting wins over the project's, which wins over the default
+    (:data:`labeler.store.MASK_DEFAULT`); ``effective`` applies that rule
+    (:meth:`Store.mask_self_id`).
+
+    Returns:
+        ``scope``, ``setting`` (``masked``/``shown``/``not set``) and ``raters see``
+        (``masked``/``shown``).
+    """
+    word = {True: "masked", False: "shown", None: "not set"}
+    rows = []
+    for scope, value in masking_state(store).items():
+        rubric_id = scope.removeprefix("rubric:") if scope.startswith("rubric:") else None
+        # With no rubric, mask_self_id reads the project's setting, then the default.
+        effective = store.mask_self_id(rubric_id)
+        rows.append({"scope": scope, "setting": word[value], "raters see": word[effective]})
+    return pd.DataFrame(rows, columns=["scope", "setting", "raters see"])
+
+
+def set_masking(store: Store, scope: str, on: bool) -> None:
+    """Mask (or show) self-identifying spans for raters in ``scope``.
+
+    Raises:
+        InputError: ``scope`` is neither ``project`` nor ``rubric:<id>`` of a stored rubric.
+    """
+    if scope not in mask_scopes(store):
+        raise InputError(
+            f"unknown masking scope {scope!r}",
+            fix="use 'project' or 'rubric:<id>' for a rubric in the database.",
+        )
+    store.set_setting(scope, MASK_KEY, "true" if on else "false")
+
+
+# -- export --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Download:
+    """A file for ``st.download_button``."""
+
+    data: bytes
+    file_name: str
+    mime: str
+
+
+def frame_bytes(frame: pd.DataFrame, fmt: ExportFormat) -> bytes:
+    """``frame`` as CSV, JSON lines or Parquet bytes."""
+    if fmt == "csv":
+        return _neutralise_formulas(frame).to_csv(index=False).encode("utf-8")
+    if fmt == "jsonl":
+        text = frame.to_json(orient="records", lines=True, date_format="iso")
+        return (text or "").encode("utf-8")
+    if fmt == "parquet":
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        return buffer.getvalue()
+    raise InputError(f"unknown export format {fmt!r}", fix="use csv, jsonl or parquet.")
+
+
+def _neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    # A comment or rater name starting "=", "+" or "@" would run as a formula when the
+    # CSV is opened in a spreadsheet (CSV injection); a leading quote stops that.
+    # `judgelab export` writes through frame_bytes too.
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
+            safe[column] = safe[column].map(
+                lambda v: "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "@") else v
+            )
+    return safe
+
+
+def export_labels(store: Store, fmt: ExportFormat) -> Download:
+    """Every label row (with ``current`` marking the unsuperseded ones) as a download."""
+    frame = store.export_frame("labels")
+    return Download(frame_bytes(frame, fmt), f"labels.{fmt}", EXPORT_MIME[fmt])
+
+

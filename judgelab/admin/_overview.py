@@ -1,0 +1,143 @@
+"""Labelling progress for the Overview page."""
+
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from judgelab.admin._common import display_name
+from labeler.store import Store
+
+if TYPE_CHECKING:
+    pass
+
+
+# -- overview ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Overview:
+    """Labelling progress and the work left.
+
+    Attributes:
+        per_rater: One row per rater with assignments or labels: ``rater`` (display
+            name), ``simulated``, ``active``, ``assigned``, ``done``, ``remaining``,
+            ``share_done`` (0-1; ``nan`` with nothing assigned), ``labels`` (current
+            score labels, assigned or not), plus ``assigned_<kind>``/``done_<kind>``
+            for each assignment kind present (``score``, ``pair``, ``audit``).
+        assigned: Assigned items over all raters and kinds.
+        done: Of those, the ones answered (see :mod:`labeler.store._admin`).
+        labels_per_answer: ``labels`` (distinct raters who labelled an answer) ->
+            ``answers`` (how many answers have that many), over answers that are
+            assigned or labelled.
+        median_seconds: Median seconds per label (``nan`` when no label has a time).
+        seconds_basis: Which labels the median rests on, in words.
+        person_hours_left: Remaining items x median seconds / 3600 (``nan`` when the
+            median is unknown and items remain).
+    """
+
+    per_rater: pd.DataFrame
+    assigned: int
+    done: int
+    labels_per_answer: pd.DataFrame
+    median_seconds: float
+    seconds_basis: str
+    person_hours_left: float
+
+    @property
+    def remaining(self) -> int:
+        """Assigned items not yet answered."""
+        return self.assigned - self.done
+
+    @property
+    def share_done(self) -> float:
+        """Share of assigned items answered (``nan`` when nothing is assigned)."""
+        return self.done / self.assigned if self.assigned else math.nan
+
+
+def median_seconds(seconds: pd.DataFrame) -> tuple[float, str]:
+    """The median seconds per label and what it rests on.
+
+    People's timings are preferred: a simulated rater's seconds say nothing about
+    how long a person needs. Only when no person has a timed label yet are the
+    simulated ones used, and the basis says so.
+
+    Args:
+        seconds: :meth:`Store.label_seconds` (``simulated``, ``seconds``).
+
+    Returns:
+        ``(median, basis)``; ``(nan, "no timed labels yet")`` when there are none.
+    """
+    timed = seconds[seconds["seconds"].notna() & (seconds["seconds"] >= 0)]
+    people = timed[~timed["simulated"].astype(bool)]
+    if len(people):
+        return float(people["seconds"].median()), f"{len(people)} timed labels by people"
+    if len(timed):
+        return (
+            float(timed["seconds"].median()),
+            f"{len(timed)} timed labels by simulated raters (no person has a timed label yet)",
+        )
+    return math.nan, "no timed labels yet"
+
+
+def overview(store: Store) -> Overview:
+    """Progress per rater and overall, labels per answer, time per label and time left."""
+    per_rater = _progress_per_rater(store.assignment_progress(), store.labels_by_rater())
+    assigned = int(per_rater["assigned"].sum()) if len(per_rater) else 0
+    done = int(per_rater["done"].sum()) if len(per_rater) else 0
+
+    counts = store.labels_per_answer()
+    dist = (
+        counts.groupby("labelled").size().rename("answers").reset_index()
+        .rename(columns={"labelled": "labels"})
+        if len(counts)
+        else pd.DataFrame({"labels": pd.Series(dtype="int64"), "answers": pd.Series(dtype="int64")})
+    )
+
+    median, basis = median_seconds(store.label_seconds())
+    remaining = assigned - done
+    # Nothing left is zero hours even before anyone has a timed label.
+    hours = 0.0 if remaining == 0 else remaining * median / 3600
+    return Overview(
+        per_rater=per_rater,
+        assigned=assigned,
+        done=done,
+        labels_per_answer=dist,
+        median_seconds=median,
+        seconds_basis=basis,
+        person_hours_left=hours,
+    )
+
+
+def _progress_per_rater(progress: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    columns = ["rater_id", "rater", "simulated", "active", "assigned", "done", "remaining",
+               "share_done", "labels"]
+    keys = ["rater_id", "name", "role", "simulated", "active"]
+    if progress.empty and labels.empty:
+        return pd.DataFrame(columns=columns)
+    totals = progress.groupby(keys, as_index=False)[["assigned", "done"]].sum()
+    # Raters with labels but no assignments (imported, simulated) show with 0 assigned.
+    out = totals.merge(labels[[*keys, "labels"]], on=keys, how="outer")
+    if not progress.empty:
+        wide = progress.pivot_table(
+            index="rater_id", columns="kind", values=["assigned", "done"], aggfunc="sum",
+            fill_value=0,
+        )
+        wide.columns = [f"{pair[0]}_{pair[1]}" for pair in wide.columns.tolist()]
+        out = out.merge(wide.reset_index(), on="rater_id", how="left")
+    counts = [c for c in out.columns if c in ("assigned", "done", "labels")
+              or c.startswith(("assigned_", "done_"))]
+    out[counts] = out[counts].fillna(0).astype("int64")
+    out["rater"] = [display_name(n, bool(s)) for n, s in zip(out["name"], out["simulated"],
+                                                               strict=True)]
+    out["remaining"] = out["assigned"] - out["done"]
+    # Share done is undefined (nan) for a rater with nothing assigned.
+    out["share_done"] = out["done"] / out["assigned"].where(out["assigned"] > 0)
+    extra = sorted(c for c in out.columns if c.startswith(("assigned_", "done_")))
+    return out[[*columns, *extra]].sort_values("rater_id").reset_index(drop=True)
+
+

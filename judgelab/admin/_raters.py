@@ -1,0 +1,96 @@
+"""Inviting, reissuing and revoking raters."""
+
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from judgelab.admin._common import DEFAULT_BASE_URL, display_name
+from labeler.errors import InputError
+from labeler.store import Rater, Store
+
+if TYPE_CHECKING:
+    pass
+
+
+# -- raters --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Invite:
+    """A new rater and the link that lets them in (shown once; only its hash is stored)."""
+
+    rater: Rater
+    link: str
+
+
+def base_url() -> str:
+    """Where invite links point: ``$JUDGELAB_BASE_URL``, else ``http://localhost:8501``."""
+    return (os.environ.get("JUDGELAB_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def invite_link(token: str, base: str | None = None) -> str:
+    """The link that carries ``token`` to the app: ``{base}/?t={token}``."""
+    root = (base or base_url()).rstrip("/")
+    return f"{root}/?t={urllib.parse.quote(token, safe='')}"
+
+
+def invite_rater(store: Store, name: str, *, admin: bool = False, base: str | None = None) -> Invite:
+    """Create a rater (or admin) and return the invite link to send them."""
+    rater, token = store.add_rater(name, role="admin" if admin else "rater")
+    return Invite(rater=rater, link=invite_link(token, base))
+
+
+def reissue_link(store: Store, name: str, *, base: str | None = None) -> str:
+    """A new invite link for ``name``; the old one stops working (a revoked rater is let in again)."""
+    return invite_link(store.reissue_token(name), base)
+
+
+def revoke_rater(store: Store, name: str, *, acting: Rater | None = None) -> None:
+    """Stop ``name``'s link from working; their labels stay.
+
+    Args:
+        store: The project store.
+        name: The rater to revoke.
+        acting: The admin doing it; an admin cannot revoke themselves (they would
+            lock themselves out of the page they are on).
+
+    Raises:
+        InputError: No active rater of that name, or ``name`` is ``acting``.
+    """
+    if acting is not None and acting.name == name:
+        raise InputError(
+            "you cannot revoke your own link from the app",
+            fix="ask another admin, or use `judgelab raters revoke NAME`.",
+        )
+    store.revoke_rater(name)
+
+
+def rater_table(store: Store) -> pd.DataFrame:
+    """Every rater for the Raters page. Never a token or its hash.
+
+    Returns:
+        ``rater`` (display name), ``name``, ``role``, ``status`` (``active``,
+        ``revoked``, or ``no link (imported)`` for raters who came with imported
+        labels), ``simulated``, ``created_at``, ``revoked_at``.
+    """
+    frame = store.raters()
+    if frame.empty:
+        return pd.DataFrame(columns=["rater", "name", "role", "status", "simulated", "created_at",
+                                     "revoked_at"])
+    frame["rater"] = [display_name(n, bool(s)) for n, s in zip(frame["name"], frame["simulated"],
+                                                                 strict=True)]
+    # Raters created by an import never had a link: their revoked_at is set in the same
+    # transaction that creates them, so it equals created_at (DuckDB's current_timestamp
+    # is the transaction's start). A real revoke happens in a later transaction.
+    never = frame["revoked_at"].notna() & (frame["revoked_at"] == frame["created_at"])
+    frame["status"] = frame["active"].map({True: "active", False: "revoked"})
+    frame.loc[never, "status"] = "no link (imported)"
+    return frame[["rater", "name", "role", "status", "simulated", "created_at", "revoked_at"]]
+
+
