@@ -104,13 +104,27 @@ def staged(
 
 
 @contextmanager
-def _registered(con: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table) -> Iterator[str]:
-    name = f"_staged_{table}_{next(_names)}"
-    con.register(name, arrow)
+def registered(con: duckdb.DuckDBPyConnection, name: str, frame: Any) -> Iterator[str]:
+    """Make ``frame`` (a DataFrame or Arrow table) selectable as ``name`` while the block runs.
+
+    Any result an ``execute()`` left unread on ``con`` is run to its end before the
+    frame is registered and before it is dropped: DuckDB 2 refuses ``register`` and
+    ``unregister`` on a connection with an unfinished result (a ``fetchone()`` leaves
+    one), and every statement of a unit of work shares one connection.
+    """
+    con.complete()
+    con.register(name, frame)
     try:
         yield name
     finally:
+        con.complete()
         con.unregister(name)
+
+
+@contextmanager
+def _registered(con: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table) -> Iterator[str]:
+    with registered(con, f"_staged_{table}_{next(_names)}", arrow) as name:
+        yield name
 
 
 def insert_rows(

@@ -298,11 +298,14 @@ class StoreCore:
             for version, name, sql in migrations():
                 if version in done:
                     continue
-                con.execute(sql)
+                # One statement at a time, all inside the unit's transaction: a migration
+                # lands whole or not at all, whatever the driver does with a script.
+                for statement in con.extract_statements(sql):
+                    con.execute(statement)
                 con.execute("INSERT INTO _migrations (version, name) VALUES (?, ?)", [version, name])
                 applied.append(version)
         if applied:
-            # DuckDB 1.5 cannot replay an ALTER TABLE from its write-ahead log (a process
+            # DuckDB cannot replay an ALTER TABLE from its write-ahead log (a process
             # killed before the next checkpoint would leave a file that does not open), so
             # the schema goes into the database file at once.
             with self._state.lock:

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from labeler.errors import ConflictError, InputError
+from labeler.store._bulk import registered
 from labeler.store._core import StoreCore
 
 # Arms of a probe that present the answer as it is: their scores are the judge's plain score.
@@ -174,8 +175,7 @@ class DesignMixin(StoreCore):
                         "database was edited by hand.",
                     )
                 return False
-            con.register("_design_rows", rows)
-            try:
+            with registered(con, "_design_rows", rows):
                 unknown = con.execute(
                     "SELECT count(*) FROM _design_rows d"
                     " WHERE NOT EXISTS (SELECT 1 FROM answers a WHERE a.answer_id = d.answer_id)"
@@ -195,8 +195,6 @@ class DesignMixin(StoreCore):
                     " weight, n_raters) SELECT design_id, answer_id, stratum, inclusion_prob,"
                     " weight, n_raters FROM _design_rows"
                 )
-            finally:
-                con.unregister("_design_rows")
         return True
 
     def designs(self) -> pd.DataFrame:
@@ -323,16 +321,12 @@ class DesignMixin(StoreCore):
             return set()
         frame = pd.DataFrame({"answer_id": list(answer_ids)})
         marks = ", ".join("?" for _ in rater_ids)
-        with self.connection() as con:
-            con.register("_wanted", frame)
-            try:
-                rows = con.execute(
-                    "SELECT s.rater_id, s.answer_id FROM assignments s JOIN _wanted w"
-                    f" USING (answer_id) WHERE s.kind = 'score' AND s.rater_id IN ({marks})",
-                    [int(r) for r in rater_ids],
-                ).fetchall()
-            finally:
-                con.unregister("_wanted")
+        with self.connection() as con, registered(con, "_wanted", frame):
+            rows = con.execute(
+                "SELECT s.rater_id, s.answer_id FROM assignments s JOIN _wanted w"
+                f" USING (answer_id) WHERE s.kind = 'score' AND s.rater_id IN ({marks})",
+                [int(r) for r in rater_ids],
+            ).fetchall()
         return {(int(r), str(a)) for r, a in rows}
 
     def add_design_assignments(
@@ -371,8 +365,7 @@ class DesignMixin(StoreCore):
             if state[0] is not None:
                 raise InputError(f"design {design_id} was applied already",
                                  fix="draw a new design to add more assignments.")
-            con.register("_plan", rows)
-            try:
+            with registered(con, "_plan", rows):
                 con.execute(
                     "INSERT INTO assignments (rater_id, kind, answer_id, queue_pos, rubric_id,"
                     " rubric_version, design_id, is_overlap)"
@@ -380,8 +373,6 @@ class DesignMixin(StoreCore):
                     " FROM _plan ORDER BY rater_id, queue_pos",
                     [rubric_id, rubric_version, design_id],
                 )
-            finally:
-                con.unregister("_plan")
             con.execute(
                 "UPDATE designs SET applied_at = current_timestamp WHERE design_id = ?",
                 [design_id],
