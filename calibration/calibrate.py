@@ -75,15 +75,9 @@ from calibration.stats import (
 )
 from labeler.errors import InputError
 from labeler.models import Rubric
+from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, format_range
 from labeler.store import Store
 
-POINTWISE = ("binary", "likert5", "numeric100")
-COMPARATIVE = ("pairwise5", "anchored", "tournament")
-_FORMAT_RANGE: dict[str, tuple[float, float]] = {
-    "binary": (0.0, 1.0),
-    "likert5": (1.0, 5.0),
-    "numeric100": (0.0, 100.0),
-}
 # Refits for the length-controlled win rate: each resample is one logistic fit, so the count
 # is capped to keep a report to seconds; the method string states the number used.
 _LC_MAX_REFITS = 500
@@ -371,7 +365,7 @@ def _isnan(value: Any) -> bool:
 def _choose_format(point: pd.DataFrame, rubric: Rubric) -> str | None:
     """The rubric's own scale when judged on originals, else binary, else the commonest."""
     usable = point[(point["status"] == "parsed") & (point["variant"] == "original") & point["in_pool"]
-                   & point["format"].isin(POINTWISE)]
+                   & point["format"].isin(POINTWISE_FORMATS)]
     if usable.empty:
         return None
     counts = usable["format"].value_counts()
@@ -1258,14 +1252,14 @@ def _weighted_ppi(
 
 def _scale_unit(fmt: str) -> float:
     """A quarter of the format's range: thresholds written for 1-5 scale this way."""
-    lo, hi = _FORMAT_RANGE.get(fmt, (1.0, 5.0))
+    lo, hi = format_range(fmt) if fmt in POINTWISE_FORMATS else format_range("likert5")
     return (hi - lo) / 4
 
 
 def variant_gaps(data: CalibrationData, opts: ReportOptions) -> list[VariantGap]:
     """Pointwise gap of every judged variant against its original, per format."""
     point = data.pointwise
-    parsed = point[(point["status"] == "parsed") & point["format"].isin(POINTWISE)]
+    parsed = point[(point["status"] == "parsed") & point["format"].isin(POINTWISE_FORMATS)]
     variants = parsed[(parsed["variant"] != "original") & parsed["parent"].notna() & parsed["variant"].notna()]
     if variants.empty:
         return []
@@ -1351,7 +1345,7 @@ def position_results(data: CalibrationData, opts: ReportOptions) -> list[Positio
     pair = data.pairwise
     if pair.empty:
         return []
-    pair = pair[pair["format"].isin(COMPARATIVE) & pair["answer_id"].notna() & pair["answer_b_id"].notna()]
+    pair = pair[pair["format"].isin(PAIRWISE_FORMATS) & pair["answer_id"].notna() & pair["answer_b_id"].notna()]
     out: list[PositionResult] = []
     keys = [pair["probe"].fillna("pairwise"), pair["arm"].fillna(""), pair["format"]]
     for (probe, arm, fmt), rows in pair.groupby(keys, sort=True):
@@ -1493,7 +1487,7 @@ def format_rows(
     rows: list[FormatRow] = []
     skipped: list[str] = []
     point, pair = data.pointwise, data.pairwise
-    for fmt in [f for f in POINTWISE if f in set(point["format"])]:
+    for fmt in [f for f in POINTWISE_FORMATS if f in set(point["format"])]:
         sub = point[(point["format"] == fmt) & (point["variant"].fillna("original") == "original")]
         n_replies, n_parsed = len(sub), int((sub["status"] == "parsed").sum())
         per = (sub.assign(ok=sub["status"] == "parsed").sort_values(["answer_id", "ok", "judgement_id"],
@@ -1508,7 +1502,7 @@ def format_rows(
         rows.append(FormatRow(diag, "pointwise", "the parsed score of each original answer (first parse "
                               "when judged more than once)", decoding, "not comparative (one answer per call)",
                               ref_name))
-    for fmt in [f for f in COMPARATIVE if f in set(pair["format"])]:
+    for fmt in [f for f in PAIRWISE_FORMATS if f in set(pair["format"])]:
         sub = pair[pair["format"] == fmt]
         row = _comparative_row(sub, fmt, ref, ref_name, decoding, probes, opts)
         if row is None:
@@ -1533,10 +1527,10 @@ def _reference_scores(data: CalibrationData, reference: Reference, opts: ReportO
             return pd.Series(dtype=float), "human score (no labels yet)"
         hs = human_scores(rated.rename(columns={"overall": "score"}), rule=opts.human_rule, score_col="score")
         return hs.scores, f"human score per answer ({opts.human_rule} of the raters' current overall labels)"
-    if reference not in POINTWISE:
+    if reference not in POINTWISE_FORMATS:
         raise InputError(
             f"unknown reference {reference!r}",
-            fix=f"use 'human' or a pointwise format of the run ({', '.join(POINTWISE)}).",
+            fix=f"use 'human' or a pointwise format of the run ({', '.join(POINTWISE_FORMATS)}).",
         )
     judged = _first_judgement(data.pointwise, reference)
     if judged.empty:

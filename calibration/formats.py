@@ -29,15 +29,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from calibration.judges._base import (
-    PAIRWISE_FORMATS,
-    POINTWISE_FORMATS,
-    Format,
-    JudgeCall,
-    Kind,
-)
+from calibration.judges._base import JudgeCall
 from labeler.errors import InputError
 from labeler.models import Rubric
+from labeler.scales import FORMATS, PAIRWISE_FORMATS, POINTWISE_FORMATS, Format, Kind, format_range
 
 __all__ = [
     "ANCHORED_LINE",
@@ -50,7 +45,6 @@ __all__ = [
     "NUMERIC100_LINE",
     "PAIRWISE5_LINE",
     "PAIRWISE_VERDICTS",
-    "SCORE_RANGE",
     "TOURNAMENT_LINE",
     "VERDICT_KEYWORD",
     "Format",
@@ -73,8 +67,6 @@ __all__ = [
     "win_probability",
 ]
 
-FORMATS: tuple[Format, ...] = (*POINTWISE_FORMATS, *PAIRWISE_FORMATS)
-"""Every scoring format, pointwise first."""
 
 Slot = Literal["A", "B"]
 """Which side of a comparison an answer was shown on (A is shown first)."""
@@ -161,15 +153,6 @@ PAIRWISE_VERDICTS: dict[str, int] = {
 BINARY_VERDICTS: dict[str, int] = {"ACCEPT": 1, "REJECT": 0}
 """The two binary verdicts and their values."""
 
-SCORE_RANGE: dict[Format, tuple[int, int]] = {
-    "binary": (0, 1),
-    "likert5": (1, 5),
-    "numeric100": (0, 100),
-    "pairwise5": (-2, 2),
-    "anchored": (-2, 2),
-    "tournament": (-2, 2),
-}
-"""The smallest and largest value :func:`parse` can return for each format."""
 
 # --------------------------------------------------------------------------------------------
 # Parsing
@@ -265,8 +248,8 @@ def parse(fmt: Format, reply: str) -> ParseResult:
         return _parse_binary(value)
     if fmt in PAIRWISE_FORMATS:
         return _parse_pairwise(value)
-    lo, hi = SCORE_RANGE[fmt]
-    return _parse_whole_number(value, lo, hi)
+    lo, hi = format_range(fmt)
+    return _parse_whole_number(value, int(lo), int(hi))
 
 
 def _parse_binary(value: str) -> ParseResult:

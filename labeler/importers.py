@@ -23,8 +23,6 @@ from typing import Any, Literal
 from labeler.blinding import detect_self_identifying
 from labeler.errors import InputError
 from labeler.models import (
-    SCALE_RANGE,
-    SCALES,
     Answer,
     Criterion,
     ImportedJudgement,
@@ -34,6 +32,7 @@ from labeler.models import (
     Rubric,
     Task,
 )
+from labeler.scales import FORMATS, SCALES, format_range
 from labeler.store import ImportSummary, Store
 
 ImportKind = Literal["rubric", "answers", "pairs", "labels", "judgements"]
@@ -47,7 +46,6 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:~/-]*$")
 # A cell a spreadsheet would run as a formula (CSV injection, OWASP). Plain prose that
 # starts with "-" (a bullet) is fine; "=..." or "+SUM(" / "@cmd|" is not.
 _FORMULA = re.compile(r"^(?:=|[+\-@]\s*[A-Za-z_][A-Za-z0-9_.]*\s*[(!|]|@|\t|\r)")
-FORMATS = ("binary", "likert5", "numeric100", "pairwise5", "anchored", "tournament")
 
 
 @dataclass(frozen=True)
@@ -343,7 +341,7 @@ def parse_rubric(path: str | Path) -> Rubric:
     if threshold is not None:
         if not isinstance(threshold, int | float) or isinstance(threshold, bool):
             raise InputError("pass_threshold must be a number", file=name, column="pass_threshold")
-        lo, hi = SCALE_RANGE[scale]
+        lo, hi = format_range(scale)
         if not lo <= threshold <= hi:
             raise InputError(
                 f"pass_threshold {threshold} is outside the {scale} scale ({lo:g}..{hi:g})",
@@ -497,7 +495,7 @@ def parse_labels(rows: Rows, *, rubric: Rubric | None) -> list[ImportedLabel] | 
             )
         return pair_labels
     ck.require_columns("answer_id", "rater", one_of=("score", "pass"))
-    lo, hi = SCALE_RANGE[rubric.scale] if rubric else (None, None)
+    lo, hi = format_range(rubric.scale) if rubric else (None, None)
     crit_cols = [c for c in rows.columns if c.startswith("criterion:")]
     labels = []
     seen: dict[tuple[str, str], int] = {}
@@ -541,11 +539,7 @@ def parse_judgements(rows: Rows, *, rubric: Rubric | None) -> list[ImportedJudge
                 f"unknown format {fmt!r}", file=rows.file, row=i, column="format",
                 fix=f"use one of {list(FORMATS)}.",
             )
-        bounds: dict[str, tuple[float, float]] = {
-            "binary": (0, 1), "likert5": (1, 5), "numeric100": (0, 100),
-            "pairwise5": (-2, 2), "anchored": (0, 1), "tournament": (0, 1),
-        }
-        lo, hi = bounds[fmt]
+        lo, hi = format_range(fmt)
         b_id = ck.text(i, "answer_b_id", required=False, is_id=True)
         order = ck.text(i, "order", required=False)
         if order is not None and order not in ("AB", "BA"):

@@ -7,17 +7,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-Scale = Literal["binary", "likert5", "numeric100"]
+from labeler.scales import Scale, format_range
+
 AuthorKind = Literal["human", "model"]
-
-SCALES: tuple[Scale, ...] = ("binary", "likert5", "numeric100")
-
-#: The scores a rater or judge may give on each scale.
-SCALE_RANGE: dict[Scale, tuple[float, float]] = {
-    "binary": (0.0, 1.0),
-    "likert5": (1.0, 5.0),
-    "numeric100": (0.0, 100.0),
-}
 
 
 @dataclass(frozen=True)
@@ -67,7 +59,7 @@ class Rubric:
         """How the overall score is given, in words."""
         if self.scale == "binary":
             return "Overall: accept (1) or reject (0)."
-        lo, hi = SCALE_RANGE[self.scale]
+        lo, hi = format_range(self.scale)
         return f"Overall: a whole number from {lo:g} (worst) to {hi:g} (best)."
 
     def as_text(self) -> str:

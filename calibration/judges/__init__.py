@@ -7,16 +7,9 @@ from calibration.judges._anthropic import (
     JudgeCallError,
     rejects_sampling_params,
 )
-from calibration.judges._base import (
-    PAIRWISE_FORMATS,
-    POINTWISE_FORMATS,
-    Format,
-    Judge,
-    JudgeCall,
-    Judgement,
-    Kind,
-)
+from calibration.judges._base import Judge, JudgeCall, Judgement
 from calibration.judges._fake import FakeJudge, TextFeatures, text_features, text_quality
+from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, Format, Kind
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -5,14 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from labeler.models import Rubric
-
-Format = Literal["binary", "likert5", "numeric100", "pairwise5", "anchored", "tournament"]
-POINTWISE_FORMATS: tuple[Format, ...] = ("binary", "likert5", "numeric100")
-PAIRWISE_FORMATS: tuple[Format, ...] = ("pairwise5", "anchored", "tournament")
-Kind = Literal["pointwise", "pairwise"]
+from labeler.scales import Format, Kind
 
 
 @dataclass(frozen=True)

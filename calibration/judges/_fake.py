@@ -58,9 +58,10 @@ from functools import lru_cache
 from typing import Any
 
 from calibration import formats, perturb, pricing
-from calibration.judges._base import PAIRWISE_FORMATS, Format, JudgeCall, Judgement, Kind
+from calibration.judges._base import JudgeCall, Judgement
 from labeler.errors import InputError
 from labeler.models import Rubric
+from labeler.scales import PAIRWISE_FORMATS, Format, Kind
 
 QUALITY_SLOPE = 2.0
 """Log-odds of preferring A per Likert point of content-merit difference (comparative formats)."""

@@ -14,7 +14,8 @@ import pandas as pd
 from calibration.stats import Estimate
 from judgelab.admin._common import display_name
 from labeler.errors import InputError
-from labeler.models import SCALE_RANGE, Rubric
+from labeler.models import Rubric
+from labeler.scales import format_range
 from labeler.store import Store
 
 if TYPE_CHECKING:
@@ -254,7 +255,7 @@ def _with_mean_kappa(leniency: pd.DataFrame, kappas: pd.DataFrame) -> pd.DataFra
 def _leniency_units(scale: str) -> str:
     if scale == "binary":
         return "accept rate (0–1)"
-    lo, hi = SCALE_RANGE[scale]  # type: ignore[index]
+    lo, hi = format_range(scale)
     return f"points on the {lo:g}–{hi:g} scale"
 
 

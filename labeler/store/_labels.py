@@ -33,7 +33,7 @@ import pandas as pd
 
 from labeler.blinding import mask
 from labeler.errors import AccessError, InputError
-from labeler.models import SCALE_RANGE, Rubric
+from labeler.models import Rubric
 from labeler.queue import (
     DEFAULT_GAP,
     KINDS,
@@ -46,6 +46,7 @@ from labeler.queue import (
     shown_index,
     spread_order,
 )
+from labeler.scales import format_range
 from labeler.store._bulk import insert_rows
 from labeler.store._imports import ImportMixin
 
@@ -1118,8 +1119,8 @@ def _progress(queue: Sequence[QueueItem]) -> Progress:
 def _check_scores(
     rubric: Rubric, overall: float | None, criteria: Mapping[str, float], *, flagged: bool
 ) -> None:
-    """Refuse scores the rubric's scale does not allow (see :data:`SCALE_RANGE`)."""
-    lo, hi = SCALE_RANGE[rubric.scale]
+    """Refuse scores the rubric's scale does not allow (see :data:`labeler.scales.FORMAT_SPECS`)."""
+    lo, hi = format_range(rubric.scale)
     whole = rubric.scale in ("binary", "likert5")
     known = {c.criterion_id for c in rubric.criteria}
     unknown = sorted(set(criteria) - known)
