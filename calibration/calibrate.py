@@ -214,10 +214,12 @@ class CalibrationData:
 
     @property
     def run_id(self) -> str:
+        """The judge run's id."""
         return str(self.run["run_id"])
 
     @property
     def judge_family(self) -> str | None:
+        """The judge's own family, when the run records it."""
         family = self.run.get("family")
         return None if family is None else str(family)
 
@@ -617,6 +619,7 @@ class FormatRow:
 
     @property
     def format(self) -> str:
+        """The scoring format these diagnostics describe."""
         return self.diagnostics.format_name
 
     def four_quantities(self) -> dict[str, str]:
@@ -944,8 +947,11 @@ _T = TypeVar("_T")
 
 
 def _guarded(section: str, skipped: list[str], compute: Callable[[], _T]) -> _T | None:
-    """Run one section; data the statistics reject (e.g. every weight zero) skips the section
-    (``None``) with the statistic's own message instead of failing the whole report."""
+    """Run one section, or skip it with the statistic's own message.
+
+    Data the statistics reject (e.g. every weight zero) skips the section (``None``) instead
+    of failing the whole report.
+    """
     try:
         return compute()
     except ValueError as exc:
@@ -1205,8 +1211,11 @@ def _percent(est: Estimate) -> Estimate:
 def _weighted_ppi(
     y: np.ndarray, f: np.ndarray, fu: np.ndarray, w: np.ndarray, tl: np.ndarray, tu: np.ndarray, opts: ReportOptions
 ) -> tuple[Estimate, Estimate]:
-    """PPI (λ = 1) under a stratified label sample: the judge's pass rate on the whole pool plus
-    the Hajek-weighted mean of (human − judge) on the labels; task-clustered bootstrap."""
+    """PPI (λ = 1) under a stratified label sample.
+
+    The judge's pass rate on the whole pool plus the Hajek-weighted mean of (human − judge) on the
+    labels; task-clustered bootstrap.
+    """
     n_l = y.size
     values = np.r_[f, fu]
     is_lab = np.r_[np.ones(n_l), np.zeros(fu.size)]
@@ -1593,8 +1602,11 @@ def _plain(value: Any) -> Any:
 
 
 def jsonable(value: Any) -> Any:
-    """Deep copy of ``value`` made JSON-ready: NumPy scalars to Python, ``nan``/``inf`` to
-    ``None``, tuples to lists, DataFrames to lists of records."""
+    """Deep copy of ``value`` made JSON-ready.
+
+    NumPy scalars to Python, ``nan``/``inf`` to ``None``, tuples to lists, DataFrames to lists of
+    records.
+    """
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -141,6 +141,7 @@ class PlanningModel:
     n_pilot: int = 0
 
     def __post_init__(self) -> None:
+        """Refuse planning assumptions outside their ranges."""
         if not 0.0 < self.disagreement <= 1.0:
             raise InputError(
                 f"disagreement must be in (0, 1]; got {self.disagreement!r}",

@@ -172,6 +172,7 @@ class ParseResult:
     error: str | None
 
     def __post_init__(self) -> None:
+        """Exactly one of ``value`` and ``error`` is set."""
         if (self.value is None) == (self.error is None):
             raise ValueError("ParseResult: set exactly one of value and error")
 

@@ -96,6 +96,7 @@ class FaultPlan:
     endpoints: tuple[str, ...] = ("messages",)
 
     def __post_init__(self) -> None:
+        """Refuse a rate outside [0, 1] and unknown fault kinds."""
         if not 0.0 <= self.rate <= 1.0:
             raise InputError(f"FaultPlan: rate={self.rate!r} must be in [0, 1]")
         unknown = [k for k in self.kinds if k not in FAULT_KINDS]
@@ -200,6 +201,7 @@ class MockAnthropic:
         port: int = 0,
         max_received: int = 10_000,
     ) -> None:
+        """Configure the server; :meth:`start` binds the port."""
         if responder is None:
             from calibration.judges._fake import FakeJudge
 
@@ -251,9 +253,11 @@ class MockAnthropic:
             self._thread = None
 
     def __enter__(self) -> MockAnthropic:
+        """Start the server for a ``with`` block."""
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
+        """Stop the server."""
         self.stop()
 
     @property

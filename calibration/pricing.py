@@ -82,6 +82,7 @@ class TokenUsage:
         )
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
+        """Token counts summed field by field."""
         return TokenUsage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,

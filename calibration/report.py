@@ -1,5 +1,4 @@
-"""Rendering the calibration report: markdown, JSON and PNG, and the tables and charts the
-analyst page shows.
+"""Rendering the calibration report: markdown, JSON and PNG, and the tables and charts the analyst page shows.
 
 Every form carries the same figures from one :class:`~calibration.calibrate.CalibrationReport`:
 the tables are built once here (:func:`report_tables`) and printed as markdown or handed to
@@ -169,9 +168,12 @@ _POSITION_FIGURES = ("first_shown_pp", "q", "b", "consistency", "raw_lift_pp", "
 
 
 def position_table(report: CalibrationReport) -> pd.DataFrame:
-    """Order-swapped comparisons per probe arm: first-shown advantage (percentage points), q and
-    b (verdict points), consistency (share of pairs), raw and swap-averaged lifts (percentage
-    points) and the length-controlled win rate (share), each with ``<name>_low``/``<name>_high``."""
+    """Order-swapped comparisons per probe arm.
+
+    First-shown advantage (percentage points), q and b (verdict points), consistency (share of
+    pairs), raw and swap-averaged lifts (percentage points) and the length-controlled win rate
+    (share), each with ``<name>_low``/``<name>_high``.
+    """
     rows = []
     for p in report.probes.position:
         d = p.decomposition
@@ -202,8 +204,11 @@ _FORMAT_AGREEMENT = ("tau_a", "tau_b", "somers_d", "top1", "parse_rate")
 
 
 def format_table(report: CalibrationReport) -> pd.DataFrame:
-    """Format diagnostics per format (seed 001); agreement figures and the parse rate carry
-    ``<name>_low``/``<name>_high`` and the number of prompts (replies) they rest on."""
+    """Format diagnostics per format (seed 001).
+
+    Agreement figures and the parse rate carry ``<name>_low``/``<name>_high`` and the number of
+    prompts (replies) they rest on.
+    """
     rows = []
     for f in report.formats:
         d = f.diagnostics
@@ -539,8 +544,11 @@ def _est_rows(items: list[tuple[str, Estimate]], scale: float = 1.0, **extra: An
 
 
 def report_charts(report: CalibrationReport) -> dict[str, AnyChart]:
-    """The report's charts by name: ``residuals``, ``gap``, ``agreement``, ``ppi``,
-    ``probes`` and ``formats`` (only those with data)."""
+    """The report's charts by name.
+
+    ``residuals``, ``gap``, ``agreement``, ``ppi``, ``probes`` and ``formats`` (only those with
+    data).
+    """
     charts: dict[str, AnyChart] = {}
     titles = {"pass": ("Residual, pass rate", "judge − human (percentage points)"),
               "score": ("Residual, overall score", "judge − human (rubric scale points)")}

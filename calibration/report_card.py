@@ -298,8 +298,10 @@ _VERDICT_COLOURS = {"PASS": "#2e7d32", "WARN": "#ef6c00", "FAIL": "#c62828"}
 
 
 def card_chart(analysis: Analysis, *, mitigate: bool, source: str | None = None) -> alt.LayerChart:
-    """The card as an Altair chart: each bias's estimate with its 95% interval, threshold
-    bands, and the verdict beside it."""
+    """The card as an Altair chart.
+
+    Each bias's estimate with its 95% interval, the threshold bands, and the verdict beside it.
+    """
     records = []
     for r in analysis.results:
         readings = [("Raw", r.raw)]

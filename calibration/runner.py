@@ -181,6 +181,7 @@ class RunSummary:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
     def __str__(self) -> str:
+        """The summary the CLI prints after a run."""
         state = "finished" if self.finished else "NOT finished"
         lines = [
             f"run {self.run_id}: {self.planned} planned calls, {state}"
@@ -341,8 +342,7 @@ def _record(
 def evidence_row(
     record: Mapping[str, Any], *, model: str | None, judge_family: str | None
 ) -> dict[str, Any]:
-    """One JSONL evidence row from a judgement (a :class:`JudgementRecord` as a dict or a
-    database row).
+    """One JSONL evidence row from a judgement (a :class:`JudgementRecord` as a dict or a database row).
 
     ``verdict`` is the pairwise verdict from slot A's side (+2 A much better .. -2 B much
     better) and ``winner`` the shown slot it favours (``"A"``, ``"B"`` or ``"tie"``);

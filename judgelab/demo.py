@@ -1,5 +1,7 @@
-"""The demo: a fresh database with the bundled data, a demo rater and admin, simulated
-labels and a fake-judge run, so every page has something real to show."""
+"""The demo: a fresh database where every page has something real to show.
+
+The bundled data, a demo rater and admin, simulated labels and a fake-judge run.
+"""
 
 from __future__ import annotations
 

@@ -31,6 +31,7 @@ class InputError(JudgelabError):
         column: str | None = None,
         fix: str | None = None,
     ) -> None:
+        """Record the problem, where it is and how to fix it."""
         self.problem = problem
         self.file = file
         self.row = row
@@ -40,6 +41,7 @@ class InputError(JudgelabError):
 
     @property
     def message(self) -> str:
+        """The problem, prefixed by where it is, followed by the fix."""
         where = []
         if self.file is not None:
             where.append(str(self.file))

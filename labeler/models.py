@@ -101,6 +101,7 @@ class Answer:
 
     @property
     def n_words(self) -> int:
+        """Whitespace-separated words in the answer text."""
         return len(self.text.split())
 
 

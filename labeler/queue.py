@@ -81,6 +81,7 @@ class Progress:
         return self.done / self.total if self.total else 0.0
 
     def __str__(self) -> str:
+        """``done of total``."""
         return f"{self.done} of {self.total}"
 
 
@@ -298,8 +299,11 @@ def next_position(items: Sequence[QueueItem]) -> int | None:
 
 
 def shown_index(items: Sequence[QueueItem], at: int | None) -> int | None:
-    """Index of the item a page shows: the one the rater went back to (assignment ``at``)
-    if it is still in the queue, else the resume position (:func:`next_position`)."""
+    """Index of the item a page shows.
+
+    The one the rater went back to (assignment ``at``) if it is still in the queue, else the resume
+    position (:func:`next_position`).
+    """
     if at is not None:
         for i, item in enumerate(items):
             if item.assignment_id == at:
@@ -324,8 +328,10 @@ KEYS = {"submit": "Ctrl+Enter", "skip": "S", "back": "B", "forward": "F"}
 
 
 def scale_choices(scale: str) -> list[float]:
-    """The overall-score buttons a scale offers (numeric100 gets five anchors; any
-    whole number can still be typed)."""
+    """The overall-score buttons a scale offers.
+
+    numeric100 gets five anchors; any whole number can still be typed.
+    """
     if scale == "binary":
         return [0.0, 1.0]
     if scale == "likert5":
@@ -336,8 +342,10 @@ def scale_choices(scale: str) -> list[float]:
 
 
 def choice_keys(choices: Sequence[float]) -> list[str]:
-    """Shortcut key per overall-score button: the digit shown on it for binary and
-    likert5, ``1``..``5`` for the numeric100 anchors."""
+    """Shortcut key per overall-score button.
+
+    The digit shown on it for binary and likert5, ``1``..``5`` for the numeric100 anchors.
+    """
     if all(float(c).is_integer() and 0 <= c <= 9 for c in choices):
         return [str(int(c)) for c in choices]
     return [str(i) for i in range(1, len(choices) + 1)]
@@ -346,8 +354,10 @@ def choice_keys(choices: Sequence[float]) -> list[str]:
 def criteria_after_overall(
     overall: float, criteria: Mapping[str, float | None], touched: Sequence[str] | set[str]
 ) -> dict[str, float | None]:
-    """Criterion scores after the rater picks an overall score: the ones they set by hand
-    stay, every other one takes the overall score as its default."""
+    """Criterion scores after the rater picks an overall score.
+
+    The ones they set by hand stay, every other one takes the overall score as its default.
+    """
     return {c: (v if c in touched else overall) for c, v in criteria.items()}
 
 

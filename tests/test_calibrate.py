@@ -123,8 +123,9 @@ def build_store(
 
 
 def add_length_probe(store: Store, judge: str, pad_gap: float, trunc_gap: float, n: int = 100) -> None:
-    """Padded and truncated variants of the own family's first ``n`` answers, judged by ``judge``
-    so that the mean paired gaps are exactly ``pad_gap`` and ``trunc_gap``.
+    """Length-probe variants whose mean paired gaps are exactly ``pad_gap`` and ``trunc_gap``.
+
+    Padded and truncated variants of the own family's first ``n`` answers, judged by ``judge``.
 
     The originals keep the scores :data:`JUDGE` gave them (``judge`` re-scores them the same
     way when it is another run); ``round(pad_gap * n)`` padded variants score one point more
@@ -429,8 +430,11 @@ AFTER = "claude-judge-2"
 
 @pytest.fixture(scope="module")
 def probe_store(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """The seed's database plus two runs of the length probes (seed 000's before and after a
-    rubric change) and an order-swapped pairwise probe in the first run."""
+    """The seed's database plus two runs of the length probes and a pairwise probe.
+
+    The length probes are seed 000's before and after a rubric change; the order-swapped
+    pairwise probe is in the first run.
+    """
     built = build_store(tmp_path_factory.mktemp("probes") / "probes.duckdb")
     add_length_probe(built.store, JUDGE, 0.29, 0.44)
     add_length_probe(built.store, AFTER, 0.06, 0.19)

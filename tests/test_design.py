@@ -44,8 +44,7 @@ def simulate_pool(
     families: tuple[str, ...] = ("claude", "gpt"),
     categories: int = 4,
 ) -> pd.DataFrame:
-    """A pool with the human truth for every answer (``truth``) and a judge that flatters
-    ``families[0]``.
+    """A pool with the human truth for every answer (``truth``) and a judge that flatters ``families[0]``.
 
     Latent model: an answer's quality is ``z = 0.8 + u_task + e``; humans pass it when
     ``z + noise > 0``; the judge passes it when ``z + bias + v_task + noise > 0``, where

@@ -1,5 +1,8 @@
-"""Rendering the calibration report: markdown, strict JSON, a real PNG, and the shared tables
-and charts, including a report whose sections could not be computed."""
+"""Rendering the calibration report.
+
+Markdown, strict JSON, a real PNG, and the shared tables and charts, including a report whose
+sections could not be computed.
+"""
 
 from __future__ import annotations
 

@@ -209,8 +209,10 @@ def test_an_idle_process_releases_the_file(tmp_path: Path) -> None:
 
 
 def test_a_process_killed_right_after_creating_the_database_leaves_one_that_opens(tmp_path: Path) -> None:
-    """The migrations reach the database file, not only the write-ahead log (DuckDB cannot
-    replay their ALTER TABLE statements from it)."""
+    """The migrations reach the database file, not only the write-ahead log.
+
+    DuckDB cannot replay their ALTER TABLE statements from it.
+    """
     db = tmp_path / "fresh.duckdb"
     code = (
         "import os, signal, sys\nfrom labeler.store import Store\n"

@@ -115,8 +115,11 @@ class Variants:
     def make(
         self, variant: str, text: str, *, family: str | None = None, parent_id: str | None = None
     ) -> perturb.Perturbed:
-        """The ``variant`` of ``text`` (``padded``, ``truncated``, ``markdown``, ``tone``,
-        ``citations``, ``byline`` (needs ``family``) or ``placebo``)."""
+        """The ``variant`` of ``text``, kept per parent so a variant is made once.
+
+        ``variant`` is ``padded``, ``truncated``, ``markdown``, ``tone``, ``citations``,
+        ``byline`` (needs ``family``) or ``placebo``.
+        """
         if parent_id is not None and (parent_id, variant) in self.stored:
             kept = self.stored[(parent_id, variant)]
             return perturb.Perturbed(

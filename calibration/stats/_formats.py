@@ -1,12 +1,12 @@
-"""Scoring-format diagnostics: effective granularity, ties, tie-aware agreement, parse rate.
+r"""Scoring-format diagnostics: effective granularity, ties, tie-aware agreement, parse rate.
 
 A scoring format (binary, Likert-5, 0-100, comparative) fixes what a judge can express before
 the judge says anything. Following "The Format is the Filter" (Gondara et al., arXiv
 2610.17158), a pipeline that selects by judge score should report, per format:
 
-- **effective granularity** :math:`D_\\alpha = \\exp(H_\\alpha)`, the number of equally used
+- **effective granularity** :math:`D_\alpha = \exp(H_\alpha)`, the number of equally used
   levels with the same Rényi entropy as the emitted scores (:func:`effective_levels`);
-  :math:`D_2 = 1/\\sum p^2` is the inverse of the **tie probability** (:func:`tie_probability`);
+  :math:`D_2 = 1/\sum p^2` is the inverse of the **tie probability** (:func:`tie_probability`);
 - the **top-tied share**: prompts whose top score is shared, so selection among them is a coin
   flip (:func:`top_tied_share`);
 - agreement with a reference that **counts ties against the judge**: :func:`tau_a`,
@@ -89,10 +89,10 @@ def _level_shares(func: str, scores: npt.ArrayLike) -> FloatArray:
 
 
 def effective_levels(scores: npt.ArrayLike, *, alpha: float = 2.0) -> float:
-    """Effective number of score levels, :math:`D_\\alpha = \\exp(H_\\alpha)`.
+    r"""Effective number of score levels, :math:`D_\alpha = \exp(H_\alpha)`.
 
-    :math:`H_\\alpha = \\frac{1}{1-\\alpha} \\log \\sum_k p_k^\\alpha` is the Rényi entropy of
-    order ``alpha`` of the empirical distribution of emitted scores, so :math:`D_\\alpha` is the
+    :math:`H_\alpha = \frac{1}{1-\alpha} \log \sum_k p_k^\alpha` is the Rényi entropy of
+    order ``alpha`` of the empirical distribution of emitted scores, so :math:`D_\alpha` is the
     number of equally used levels with the same entropy. A 0-100 scale whose mass sits on 85,
     75, 45 and 65 has 101 nominal levels but only a handful of effective ones.
 
@@ -100,16 +100,16 @@ def effective_levels(scores: npt.ArrayLike, *, alpha: float = 2.0) -> float:
         scores: Emitted scores (any numeric codes). ``nan`` marks a parse failure and is left
             out.
         alpha: Order of the entropy. ``0`` counts distinct values, ``1`` is the exponential of
-            Shannon entropy (the limit, computed as such), ``2`` is :math:`1/\\sum p^2` (the
-            inverse tie probability), ``inf`` is :math:`1/\\max p`. Larger orders weigh the
+            Shannon entropy (the limit, computed as such), ``2`` is :math:`1/\sum p^2` (the
+            inverse tie probability), ``inf`` is :math:`1/\max p`. Larger orders weigh the
             most used levels more.
 
     Returns:
-        :math:`D_\\alpha` (between 1 and the number of distinct values); ``nan`` when no score
+        :math:`D_\alpha` (between 1 and the number of distinct values); ``nan`` when no score
         is left.
 
     Examples:
-        Shares 1/2, 1/4, 1/4 give :math:`\\sum p^2 = 3/8`, so 8/3 effective levels:
+        Shares 1/2, 1/4, 1/4 give :math:`\sum p^2 = 3/8`, so 8/3 effective levels:
 
         >>> round(effective_levels([1, 1, 2, 3]), 4)
         2.6667
@@ -136,7 +136,7 @@ def effective_levels(scores: npt.ArrayLike, *, alpha: float = 2.0) -> float:
 
 
 def tie_probability(scores: npt.ArrayLike) -> float:
-    """Probability that two scores drawn at random (with replacement) are equal: :math:`\\sum p^2`.
+    r"""Probability that two scores drawn at random (with replacement) are equal: :math:`\sum p^2`.
 
     Equals ``1 / effective_levels(scores, alpha=2)``.
 
@@ -241,13 +241,13 @@ def _tied_pairs(values: FloatArray) -> int:
 
 
 def tau_a(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
-    """Kendall's :math:`\\tau_a = (C - D) / \\binom{n}{2}`; ties count in the denominator.
+    r"""Kendall's :math:`\tau_a = (C - D) / \binom{n}{2}`; ties count in the denominator.
 
-    Unlike :math:`\\tau_b`, every pair is in the denominator, so a pair the reference orders but
+    Unlike :math:`\tau_b`, every pair is in the denominator, so a pair the reference orders but
     the judge ties counts as a failure to order it, which is what a selector that breaks ties
-    at random experiences. SciPy has no :math:`\\tau_a`; this is Knight's :math:`O(n \\log n)`
+    at random experiences. SciPy has no :math:`\tau_a`; this is Knight's :math:`O(n \log n)`
     construction: sort by ``(x, y)``, count strict inversions of ``y`` (the discordant pairs
-    :math:`D`), then :math:`C = \\binom{n}{2} - T_x - T_y + T_{xy} - D` from the tied-pair
+    :math:`D`), then :math:`C = \binom{n}{2} - T_x - T_y + T_{xy} - D` from the tied-pair
     counts.
 
     Args:
@@ -255,7 +255,7 @@ def tau_a(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
         y: Second ranking (e.g. reference scores), same length. Symmetric in ``x`` and ``y``.
 
     Returns:
-        :math:`\\tau_a \\in [-1, 1]`; ``nan`` when fewer than two pairs are complete (rows with
+        :math:`\tau_a \in [-1, 1]`; ``nan`` when fewer than two pairs are complete (rows with
         ``nan`` in either input are dropped).
 
     Examples:
@@ -286,9 +286,9 @@ def tau_a(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
 
 
 def tau_b(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
-    """Kendall's :math:`\\tau_b` (``scipy.stats.kendalltau(x, y, variant="b")``).
+    r"""Kendall's :math:`\tau_b` (``scipy.stats.kendalltau(x, y, variant="b")``).
 
-    :math:`\\tau_b = (C - D) / \\sqrt{(n_0 - T_x)(n_0 - T_y)}` removes tied pairs from the
+    :math:`\tau_b = (C - D) / \sqrt{(n_0 - T_x)(n_0 - T_y)}` removes tied pairs from the
     denominator, which flatters a format that ties a lot: see :func:`tau_a`.
 
     Args:
@@ -296,7 +296,7 @@ def tau_b(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
         y: Second ranking, same length.
 
     Returns:
-        :math:`\\tau_b`; ``nan`` when either input is constant or fewer than two complete
+        :math:`\tau_b`; ``nan`` when either input is constant or fewer than two complete
         pairs remain (rows with ``nan`` dropped).
     """
     func = "tau_b"
@@ -309,14 +309,14 @@ def tau_b(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
 
 
 def somers_d(judge: npt.ArrayLike, reference: npt.ArrayLike) -> float:
-    """Somers' :math:`D(\\text{judge} \\mid \\text{reference})`, via ``scipy.stats.somersd``.
+    r"""Somers' :math:`D(\text{judge} \mid \text{reference})`, via ``scipy.stats.somersd``.
 
     Direction: the **reference is the independent variable**. Among the pairs the reference
     orders, it is the share the judge orders the same way minus the share it orders the other
     way; a pair the reference orders and the judge ties counts as neither, so it stays in the
     denominator and pulls :math:`D` toward 0. This is the direction in which a coarse format is
-    penalised for its ties (the other direction, :math:`D(\\text{reference} \\mid
-    \\text{judge})`, drops judge-tied pairs and flatters it like :math:`\\tau_b`). It equals
+    penalised for its ties (the other direction, :math:`D(\text{reference} \mid
+    \text{judge})`, drops judge-tied pairs and flatters it like :math:`\tau_b`). It equals
     ``scipy.stats.somersd(reference, judge).statistic``.
 
     Args:
@@ -328,7 +328,7 @@ def somers_d(judge: npt.ArrayLike, reference: npt.ArrayLike) -> float:
         0.6667
 
     Returns:
-        :math:`D \\in [-1, 1]`; 0 when the judge ties every candidate; ``nan`` when the
+        :math:`D \in [-1, 1]`; 0 when the judge ties every candidate; ``nan`` when the
         reference is constant or fewer than two complete pairs remain (rows with ``nan``
         dropped).
     """
@@ -397,12 +397,12 @@ def top1_agreement(
     n_draws: int = 1000,
     rng: RngLike = None,
 ) -> float:
-    """Mean over prompts of the chance the judge's top pick is a reference-top candidate.
+    r"""Mean over prompts of the chance the judge's top pick is a reference-top candidate.
 
     Per prompt, the judge's pick is its top-scored candidate with ties broken uniformly at
     random (what a top-1 selector does); it is a hit when the reference also scores it highest
     (ties at the reference top all count). With ``exact=True`` the per-prompt probability is
-    the exact expectation :math:`|T \\cap R| / |T|` (``T`` judge-top, ``R`` reference-top
+    the exact expectation :math:`|T \cap R| / |T|` (``T`` judge-top, ``R`` reference-top
     candidates), so no simulation noise; ``exact=False`` simulates ``n_draws`` tie-breaks per
     prompt instead (kept to check the expectation against).
 
@@ -447,20 +447,20 @@ def top1_agreement(
 
 @dataclass(frozen=True)
 class FormatDiagnostics:
-    """Everything "The Format is the Filter" asks a pipeline to report about one format.
+    r"""Everything "The Format is the Filter" asks a pipeline to report about one format.
 
     Attributes:
         format_name: The scoring format (e.g. ``"numeric100"``).
         n: Candidates with a parsed score and a reference score (the rows analysed).
         n_prompts: Prompts among them.
         distinct_values: Distinct scores emitted.
-        d1: Effective levels at :math:`\\alpha=1` (exponentiated Shannon entropy).
-        d2: Effective levels at :math:`\\alpha=2` (inverse tie probability).
-        tie_probability: :math:`\\sum p^2`.
+        d1: Effective levels at :math:`\alpha=1` (exponentiated Shannon entropy).
+        d2: Effective levels at :math:`\alpha=2` (inverse tie probability).
+        tie_probability: :math:`\sum p^2`.
         top_tied_share: Share of prompts (with 2+ candidates) whose top score is tied.
-        tau_a: Mean within-prompt :math:`\\tau_a`, bootstrap CI over prompts;
+        tau_a: Mean within-prompt :math:`\tau_a`, bootstrap CI over prompts;
             ``extra["pooled"]`` has the pooled value.
-        tau_b: Mean within-prompt :math:`\\tau_b` over prompts where it is defined (not all
+        tau_b: Mean within-prompt :math:`\tau_b` over prompts where it is defined (not all
             judge or all reference scores tied), CI as above; ``extra["pooled"]`` pooled.
         somers_d: Mean within-prompt Somers' D(judge | reference) (the paper's Table 5
             figure) over prompts where the reference is not constant; ``extra["pooled"]``.
@@ -588,10 +588,10 @@ def format_diagnostics(
     level: float = 0.95,
     rng: RngLike = None,
 ) -> FormatDiagnostics:
-    """The four quantities a judge-based selection pipeline should report, for one format.
+    r"""The four quantities a judge-based selection pipeline should report, for one format.
 
     Agreement is measured **within prompt** (a selector compares candidates for the same
-    prompt, never across prompts): :math:`\\tau_a`, :math:`\\tau_b` and Somers' D are computed
+    prompt, never across prompts): :math:`\tau_a`, :math:`\tau_b` and Somers' D are computed
     per prompt and averaged over the prompts where each is defined (the paper's "mean
     within-prompt Somers' D"); the pooled value over all candidates is kept in each
     estimate's ``extra["pooled"]``. Intervals resample prompts (percentile bootstrap).

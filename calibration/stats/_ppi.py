@@ -1,5 +1,6 @@
-"""Prediction-powered inference for a mean: the judge's verdicts on many answers, rectified
-by blind human labels on a few.
+"""Prediction-powered inference for a mean.
+
+The judge's verdicts on many answers, rectified by blind human labels on a few.
 
 Hand labels are expensive; judge verdicts are cheap. With ``n`` answers labelled by humans
 (``Y``) and judged (``f``), and ``N`` further answers judged only (``f̃``), the PPI++ estimate

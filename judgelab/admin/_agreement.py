@@ -116,8 +116,10 @@ def agreement_report(
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> AgreementReport:
-    """Krippendorff's alpha (overall, per criterion, pass verdict), Cohen's kappa per rater
-    pair and each rater's leniency, from every rater's current label.
+    """Agreement between raters, from every rater's current label.
+
+    Krippendorff's alpha (overall, per criterion, pass verdict), Cohen's kappa per rater
+    pair and each rater's leniency.
 
     The level of measurement follows the rubric's scale (binary → nominal, likert5 →
     ordinal, numeric100 → interval); the pass verdict is always nominal. Each rater

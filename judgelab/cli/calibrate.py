@@ -68,8 +68,10 @@ def calibrate_command(
     seed: int,
     resamples: int,
 ) -> None:
-    """Write the calibration report of a judge run: residuals and self-preference gap per family,
-    kappa, alpha, PPI, probe results and format diagnostics.
+    """Write the calibration report of a judge run.
+
+    Residuals and self-preference gap per family, kappa, alpha, PPI, probe results and format
+    diagnostics.
 
     With --json the report is also written next to --out as JSON and printed on stdout.
     """
@@ -121,9 +123,12 @@ def formats_command(
     db: str | None, run_id: str | None, as_json: bool, reference: str, human_rule: str, seed: int,
     resamples: int,
 ) -> None:
-    """Format diagnostics of a judge run: distinct values, effective levels D1/D2, tie
-    probability, top-tied share, tau-a/tau-b/Somers' D/top-1 against a reference, parse rate,
-    and the four quantities a judge-based pipeline should report."""
+    """Format diagnostics of a judge run.
+
+    Distinct values, effective levels D1/D2, tie probability, top-tied share, tau-a/tau-b/Somers'
+    D/top-1 against a reference, parse rate, and the four quantities a judge-based pipeline should
+    report.
+    """
     data = load_calibration_data(Store(db), run_id)
     opts = ReportOptions(human_rule=human_rule, seed=seed, n_resamples=resamples)  # type: ignore[arg-type]
     rows, skipped = format_rows(data, reference=reference, opts=opts)

@@ -1,10 +1,10 @@
-"""``judgelab estimate``, ``probe`` and ``report``: the judge-probe workflow.
+r"""``judgelab estimate``, ``probe`` and ``report``: the judge-probe workflow.
 
 The three verbs and their flags follow judge-probe (seed 002), so its quickstart runs as
 written with ``judgelab`` in place of ``judgeprobe``::
 
     judgelab estimate --dataset sample --n 20
-    judgelab probe --judge fake --fake-position 0.4 --fake-verbosity 0.3 \\
+    judgelab probe --judge fake --fake-position 0.4 --fake-verbosity 0.3 \
                    --dataset sample --n 25 --out results.jsonl
     judgelab report results.jsonl --mitigate --out report_card.md --png report_card.png
 
@@ -76,8 +76,10 @@ verdict line); real replies are recorded with their true counts."""
 
 
 def _other_family(store: Store | None, own: str | None) -> str:
-    """The family the byline probe contrasts with the judge's own: another family in the pool,
-    else a well-known one."""
+    """The family the byline probe contrasts with the judge's own.
+
+    Another family in the pool, else a well-known one.
+    """
     if store is not None:
         for family in store.families():
             if own is None or family.lower() != own.lower():
@@ -145,8 +147,10 @@ def _fake_judge(opts: dict[str, Any]) -> FakeJudge:
 def _anthropic_judge(
     model: str, base_url: str | None, concurrency: int = 8, max_retries: int = 6
 ) -> AnthropicJudge:
-    """The real judge. The key comes from ``ANTHROPIC_API_KEY``; with only a ``--base-url``
-    (a local mock server) a stand-in key is sent."""
+    """The real judge. The key comes from ``ANTHROPIC_API_KEY``.
+
+    With only a ``--base-url`` (a local mock server) a stand-in key is sent.
+    """
     key = os.environ.get("ANTHROPIC_API_KEY") or (_NO_KEY if base_url else None)
     return AnthropicJudge(
         model, api_key=key, base_url=base_url, max_concurrency=concurrency, max_retries=max_retries

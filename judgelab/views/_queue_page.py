@@ -47,8 +47,10 @@ class QueuePage:
         st.session_state[self.at] = None if i is None else self.queue[i].assignment_id
 
     def header(self, index: int | None, finished: str, *, back_help: str | None = None) -> int:
-        """Toast the last save and show progress; on the finished screen (``index`` is
-        ``None``) say ``finished``, offer Back to the last item, and stop the page.
+        """Toast the last save and show progress.
+
+        On the finished screen (``index`` is ``None``) say ``finished``, offer Back to the last
+        item, and stop the page.
 
         Returns:
             ``index``, when there is an item to show.
@@ -71,8 +73,11 @@ class QueuePage:
         st.session_state[self.flash + ":error"] = message
 
     def save(self, write: Callable[[], object], message: str) -> None:
-        """Run the store write ``write``; on success toast ``message`` and go to the
-        resume position, on a :class:`JudgelabError` show it and stay."""
+        """Run the store write ``write``.
+
+        On success toast ``message`` and go to the resume position, on a :class:`JudgelabError` show
+        it and stay.
+        """
         try:
             write()
         except JudgelabError as exc:
@@ -87,8 +92,11 @@ class QueuePage:
         st.session_state[self.at] = None
 
     def buttons(self, index: int, *, editing: bool, submit: Callable[[], None]) -> None:
-        """The pending error, then Back, Skip (Forward when ``editing`` a done item) and
-        Submit, with the :data:`~labeler.queue.KEYS` shortcuts."""
+        """The pending error, then the navigation buttons with their shortcuts.
+
+        Back, Skip (Forward when ``editing`` a done item) and Submit, with the
+        :data:`~labeler.queue.KEYS` shortcuts.
+        """
         if self.flash + ":error" in st.session_state:
             st.error(st.session_state.pop(self.flash + ":error"))
         back_col, skip_col, submit_col = st.columns([1, 1, 2])

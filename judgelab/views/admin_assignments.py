@@ -1,5 +1,7 @@
-"""Admin page: give a chosen subset of answers to k raters each, pairs for comparison,
-padding audits, or apply a sample design.
+"""Admin page: who labels what.
+
+Give a chosen subset of answers to k raters each, pairs for comparison, padding audits,
+or apply a sample design.
 
 Admins are not blind, so filtering by family is offered here; nothing on this page
 reaches a rater.

@@ -1,5 +1,8 @@
-"""Admin page: upload files through the validated importers, rubric versions,
-self-identifying text and whether raters see it, label exports."""
+"""Admin page: the data in and out.
+
+Upload files through the validated importers, rubric versions, self-identifying text
+and whether raters see it, label exports.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Analyst page "Calibration": the judge read against blind human labels, with the same charts
-and tables as ``judgelab calibrate``. Admins only: it shows families, models and variants."""
+"""Analyst page "Calibration".
+
+The judge read against blind human labels, with the same charts and tables as ``judgelab
+calibrate``. Admins only: it shows families, models and variants.
+"""
 
 from __future__ import annotations
 

@@ -47,10 +47,12 @@ if K_ADDS not in st.session_state:
 
 
 def pick(adds: bool) -> None:
+    """Remember the rater's yes/no answer."""
     st.session_state[K_ADDS] = adds
 
 
 def submit() -> None:
+    """Store the audit, or say what is missing."""
     if st.session_state[K_ADDS] is None:
         page.fail("Answer yes or no first (keys Y / N).")
         return

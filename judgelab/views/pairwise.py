@@ -50,10 +50,12 @@ if K_PREF not in st.session_state:
 
 
 def pick(preference: int) -> None:
+    """Remember the rater's preference."""
     st.session_state[K_PREF] = preference
 
 
 def submit() -> None:
+    """Store the comparison, or say what is missing."""
     if st.session_state[K_PREF] is None:
         page.fail("Choose a preference first (keys 1–5).")
         return

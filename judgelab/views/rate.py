@@ -66,6 +66,7 @@ K_OVERALL, K_TOUCHED, K_COMMENT, K_FLAG, K_REASON = (
 
 
 def crit_key(criterion_id: str) -> str:
+    """The session-state key of one criterion's score."""
     return f"{prefix}crit:{criterion_id}"
 
 
@@ -82,6 +83,7 @@ if K_OVERALL not in st.session_state:
 
 
 def pick_overall(value: float) -> None:
+    """Set the overall score; untouched criteria follow it."""
     st.session_state[K_OVERALL] = value
     current = {c.criterion_id: st.session_state.get(crit_key(c.criterion_id)) for c in rubric.criteria}
     for cid, score in criteria_after_overall(value, current, st.session_state[K_TOUCHED]).items():
@@ -89,10 +91,12 @@ def pick_overall(value: float) -> None:
 
 
 def touch(criterion_id: str) -> None:
+    """Mark a criterion as set by hand, so the overall score no longer moves it."""
     st.session_state[K_TOUCHED] = {*st.session_state[K_TOUCHED], criterion_id}
 
 
 def submit() -> None:
+    """Store the label, or say what is missing."""
     flagged = bool(st.session_state[K_FLAG])
     criteria = {
         c.criterion_id: st.session_state.get(crit_key(c.criterion_id)) for c in rubric.criteria

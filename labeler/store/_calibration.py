@@ -1,5 +1,7 @@
-"""Read queries behind the calibration report: a judge run's scores, the human labels, the
-sample design and the provenance of what the judge prompt contained.
+"""Read queries behind the calibration report.
+
+A judge run's scores, the human labels, the sample design and the provenance of what the judge
+prompt contained.
 
 Analysts are not blind, so these frames carry family, model and variant. Nothing here is
 ever handed to a rater page.
@@ -106,8 +108,11 @@ class CalibrationMixin(StoreCore):
         return frame
 
     def pool_answers(self) -> pd.DataFrame:
-        """Every answer without its text: ``answer_id, task_id, category, family, model,
-        variant, parent_answer_id, n_words, n_chars``."""
+        """Every answer without its text.
+
+        ``answer_id, task_id, category, family, model, variant, parent_answer_id, n_words,
+        n_chars``.
+        """
         return self.query(
             "SELECT a.answer_id, a.task_id, t.category, a.family, a.model, a.variant,"
             " a.parent_answer_id, a.n_words, a.n_chars"

@@ -72,8 +72,10 @@ _migrated: set[str] = set()
 
 
 def rubric_match(rubric_id: str, version: int | None, params: list[object]) -> str:
-    """SQL condition for rows of ``rubric_id`` (and of ``version`` when given); appends its
-    parameters to ``params``."""
+    """SQL condition for rows of ``rubric_id`` (and of ``version`` when given).
+
+    Appends its parameters to ``params``.
+    """
     params.append(rubric_id)
     if version is None:
         return "rubric_id = ?"
@@ -107,8 +109,11 @@ class _Shared:
         return _mtime(self.wait_marker) != self.marker_seen
 
     def due(self) -> bool:
-        """Whether to let the file go now: idle for :data:`IDLE_RELEASE`, or another process
-        waits and this one has had its turn (held :data:`HOLD_QUANTUM`) or paused."""
+        """Whether to let the file go now.
+
+        Idle for :data:`IDLE_RELEASE`, or another process waits and this one has had its turn (held
+        :data:`HOLD_QUANTUM`) or paused.
+        """
         now = time.monotonic()
         idle = now - self.last_used
         if idle >= IDLE_RELEASE:

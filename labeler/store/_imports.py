@@ -38,8 +38,11 @@ class ImportMixin(RaterMixin, PoolMixin):
     def _rater_ids(
         self, con: duckdb.DuckDBPyConnection, names: Sequence[str], *, simulated: bool
     ) -> dict[str, int]:
-        """Rater ids by name, one query for all of them; unknown names become raters (in order of
-        ``names``) with a random token hash nobody holds and revoked, so they cannot log in."""
+        """Rater ids by name, one query for all of them.
+
+        Unknown names become raters (in order of ``names``) with a random token hash nobody holds
+        and revoked, so they cannot log in.
+        """
         wanted = list(dict.fromkeys(names))
         found = {
             str(name): int(rater_id)

@@ -329,8 +329,11 @@ class JudgementMixin(StoreCore):
     # -- model-written rewrites -----------------------------------------------------------
 
     def rewrites(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """Stored rewrites by key: ``{rewrite_key: {variant, model, text, length_ratio,
-        warnings (list), input_tokens, output_tokens, cost_usd}}``."""
+        """Stored rewrites by key.
+
+        ``{rewrite_key: {variant, model, text, length_ratio, warnings (list), input_tokens,
+        output_tokens, cost_usd}}``.
+        """
         wanted = sorted(set(keys))
         if not wanted:
             return {}
@@ -411,8 +414,10 @@ class JudgementMixin(StoreCore):
 
 
 def plain_value(value: Any) -> Any:
-    """NumPy/pandas scalars to plain Python; missing values (NaN, NA and NaT, how a
-    DataFrame spells a SQL NULL) to ``None``."""
+    """NumPy/pandas scalars to plain Python.
+
+    Missing values (NaN, NA and NaT, how a DataFrame spells a SQL NULL) to ``None``.
+    """
     if value is None:
         return None
     if isinstance(value, (list, dict, str)):

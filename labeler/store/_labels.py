@@ -1086,8 +1086,10 @@ class LabelMixin(ImportMixin):
 def _own_row(
     row: tuple[Any, ...] | None, rater_id: int, assignment_id: int, kind: Kind
 ) -> tuple[Any, ...]:
-    """An assignment ``row`` (``rater_id, kind, ...``); refuses one that is missing,
-    another rater's, or not of ``kind``."""
+    """An assignment ``row`` (``rater_id, kind, ...``).
+
+    Refuses one that is missing, another rater's, or not of ``kind``.
+    """
     if row is None or int(row[0]) != int(rater_id):
         raise AccessError("that item is not in your queue.")
     if row[1] != kind:
@@ -1101,8 +1103,10 @@ def _own_row(
 def _done_row(
     con: duckdb.DuckDBPyConnection, item: QueueItem, sql: str
 ) -> tuple[Any, ...] | None:
-    """The row ``sql`` selects by id for the rater's current label of ``item``; ``None``
-    when the item has none."""
+    """The row ``sql`` selects by id for the rater's current label of ``item``.
+
+    ``None`` when the item has none.
+    """
     if item.done_id is None:
         return None
     return con.execute(sql, [item.done_id]).fetchone()

@@ -1,5 +1,8 @@
-"""The admin pages under AppTest: admins get in, raters and strangers do not, and each
-page's main action works end to end against a temporary database."""
+"""The admin pages under AppTest.
+
+Admins get in, raters and strangers do not, and each page's main action works end to end
+against a temporary database.
+"""
 
 from __future__ import annotations
 

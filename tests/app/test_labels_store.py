@@ -1,5 +1,8 @@
-"""The rater side of the store: exactly-k assignment under concurrency, append-only labels,
-server-clock timing, resume, counterbalanced pairs, audits and masking."""
+"""The rater side of the store.
+
+Exactly-k assignment under concurrency, append-only labels, server-clock timing, resume,
+counterbalanced pairs, audits and masking.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The rater pages under AppTest: access, the rating flow, going back to edit, skipping,
-flagging, the compare and audit pages, and that nothing the page produces unblinds."""
+"""The rater pages under AppTest.
+
+Access, the rating flow, going back to edit, skipping, flagging, the compare and audit pages, and
+that nothing the page produces unblinds.
+"""
 
 from __future__ import annotations
 
@@ -37,8 +40,11 @@ def open_app(token: str | None, page: str | None = None) -> AppTest:
 
 
 def everything(at: AppTest) -> str:
-    """Every element proto the page produced (ids, keys, labels, help, bodies), the URL
-    query and the navigation registry: what a browser would receive, minus framework code."""
+    """What a browser would receive, minus framework code.
+
+    Every element proto the page produced (ids, keys, labels, help, bodies), the URL
+    query and the navigation registry.
+    """
     parts: list[str] = [json.dumps(at.query_params), repr(at._registered_pages)]
 
     def walk(node: Any) -> None:

@@ -1,5 +1,7 @@
-"""End to end in a real browser: a rater opens the invite link, labels three answers with
-the keyboard only, goes back and edits one, and the database holds exactly those labels.
+"""End to end in a real browser.
+
+A rater opens the invite link, labels three answers with the keyboard only, goes back and edits one,
+and the database holds exactly those labels.
 
 Everything the browser receives is recorded (websocket frames, the bodies of the app's
 own HTTP responses, the final DOM, the URLs) and searched for the pool's family, model

@@ -206,9 +206,11 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 
 def test_sigkill_after_every_kind_of_write_leaves_them_all(tmp_path: Path) -> None:
-    """The store keeps its file open between units, so a killed process leaves its commits in
-    the write-ahead log: the demo build (imports, raters, assignments, labels, a judge run),
-    a revocation and a setting all replay."""
+    """The store keeps its file open between units, so a killed process leaves its commits in the write-ahead log.
+
+    The demo build (imports, raters, assignments, labels, a judge run), a revocation and a setting
+    all replay.
+    """
     db = tmp_path / "demo.duckdb"
     done = subprocess.run(
         [sys.executable, "-c", _DEMO_THEN_DIE, str(db)], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
