@@ -46,7 +46,9 @@ class KeyCheckingAPI(MockAnthropic):
     def handle(
         self, method: str, path: str, raw: bytes, headers: Mapping[str, str]
     ) -> tuple[int, dict[str, str], bytes]:
-        if headers.get("x-api-key") == self.key:
+        # anthropic 1.x sends the key as x-api-key, 2.x as a bearer token.
+        carried = {headers.get("x-api-key"), headers.get("authorization", "").removeprefix("Bearer ")}
+        if self.key in carried:
             with self._lock:
                 self.with_key += 1
         return super().handle(method, path, raw, headers)
