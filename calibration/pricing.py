@@ -16,25 +16,35 @@ import functools
 import math
 import os
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from calibration.perturb import PAD_INSTRUCTION
 from labeler.errors import InputError
 
+if TYPE_CHECKING:
+    # Only for annotations: the judges import this module to price their replies.
+    from calibration.judges._base import JudgeCall
+
 __all__ = [
+    "APPROX_METHOD",
+    "EXACT_METHOD",
+    "OUTPUT_TOKENS",
     "PRICES_ENV",
     "CostEstimate",
     "ModelPrice",
+    "PlanEstimate",
     "PriceTable",
     "TokenUsage",
     "approx_tokens",
     "cost",
     "estimate",
     "estimate_calls",
+    "estimate_plan",
     "load_prices",
 ]
 
@@ -42,6 +52,16 @@ PRICES_ENV = "JUDGELAB_PRICES"
 """Environment variable naming a replacement price table (same TOML layout)."""
 
 _MTOK = 1_000_000
+
+OUTPUT_TOKENS = 150
+"""Completion tokens a judge reply is assumed to take in an estimate (a short reason and the
+verdict line); real replies are recorded with their true counts."""
+
+APPROX_METHOD = "approximate: ~4 characters per token (no API key or --base-url for exact counts)"
+""":attr:`PlanEstimate.token_method` when prompt tokens are :func:`approx_tokens` counts."""
+
+EXACT_METHOD = "exact prompt tokens from the API's count_tokens endpoint"
+""":attr:`PlanEstimate.token_method` when the API counted the prompt tokens."""
 
 
 def approx_tokens(text: str) -> int:
@@ -410,3 +430,150 @@ def estimate_calls(
         ", system block prompt-cached" if cache else ""
     )
     return CostEstimate(model, n, usage, usd, batch, method)
+
+
+@dataclass(frozen=True)
+class PlanEstimate:
+    """What a plan of judge calls would cost, before anything is spent (``judgelab estimate``).
+
+    Attributes:
+        model: The judge model priced.
+        model_priced: Whether the model is in the price table (else every cost is ``None``).
+        price_table: The price table's file.
+        planned_calls: Judgements in the plan.
+        distinct_requests: Distinct requests among them (identical ones share one reply).
+        already_cached: Distinct requests the project database has already answered (free).
+        calls: Judge calls still to make: ``distinct_requests - already_cached``.
+        prompt_tokens: Prompt tokens of those calls (cache writes and reads included).
+        output_tokens: Completion tokens of those calls.
+        token_method: How the prompt tokens were counted, in words.
+        output_tokens_per_call: Completion tokens assumed per reply.
+        cost_usd: The calls at list price (``None`` when unpriced).
+        cost_usd_batch: The calls as a Message Batch (``None`` when unpriced).
+        batch: Whether the run would use Message Batches.
+        padding_rewrites: Model rewrites the padded variants need (0 when padding offline).
+        padding_input_tokens: Prompt tokens of the rewrites.
+        padding_output_tokens: Completion tokens of the rewrites.
+        padding_cost_usd: The rewrites at list price (``None`` when unpriced).
+        spent: Money the estimate itself spent: always 0.
+    """
+
+    model: str
+    model_priced: bool
+    price_table: str
+    planned_calls: int
+    distinct_requests: int
+    already_cached: int
+    calls: int
+    prompt_tokens: int
+    output_tokens: int
+    token_method: str
+    output_tokens_per_call: int
+    cost_usd: float | None
+    cost_usd_batch: float | None
+    batch: bool
+    padding_rewrites: int
+    padding_input_tokens: int
+    padding_output_tokens: int
+    padding_cost_usd: float | None
+    spent: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the padding tokens nested as ``{"input", "output"}``)."""
+        out: dict[str, Any] = {}
+        for name, value in self.__dict__.items():
+            if name == "padding_input_tokens":
+                out["padding_tokens"] = {
+                    "input": self.padding_input_tokens, "output": self.padding_output_tokens,
+                }
+            elif name != "padding_output_tokens":
+                out[name] = value
+        return out
+
+
+def estimate_plan(
+    requests: Mapping[str, JudgeCall],
+    *,
+    model: str,
+    planned_calls: int,
+    cached: Collection[str] = frozenset(),
+    exact_prompt_tokens: int | None = None,
+    output_tokens: int = OUTPUT_TOKENS,
+    padded_texts: Iterable[str] = (),
+    batch: bool = False,
+    prices: PriceTable | None = None,
+) -> PlanEstimate:
+    """Price a plan's judge calls and its padding rewrites.
+
+    Prompt tokens are :func:`approx_tokens` counts with the rubric block prompt-cached
+    (:func:`estimate_calls`). When the API counted the prompt (``exact_prompt_tokens``), its
+    total replaces the approximation and the cached/uncached split is scaled to it.
+
+    Args:
+        requests: The plan's distinct requests by cache key.
+        model: The judge model to price (also the model that writes padded variants).
+        planned_calls: Judgements in the plan (identical requests counted each time).
+        cached: Cache keys already answered in the project database; they cost nothing.
+        exact_prompt_tokens: The API's count of the uncached requests' prompt tokens, if known.
+        output_tokens: Completion tokens assumed per judge reply.
+        padded_texts: One offline-padded text per model rewrite the run would need; a rewrite
+            reads its original (about half the padded length) plus :data:`~calibration.
+            perturb.PAD_INSTRUCTION` and writes about the padded length.
+        batch: Whether the run would use Message Batches (the batch price is always shown).
+        prices: A loaded table (default: :func:`load_prices`).
+
+    Returns:
+        The :class:`PlanEstimate`; every cost is ``None`` when ``model`` is not in the table.
+
+    Raises:
+        InputError: If the requests name more than one model.
+    """
+    table = prices if prices is not None else load_prices()
+    todo = [call for key, call in requests.items() if key not in cached]
+    priced = estimate_calls(todo, output_tokens=output_tokens, cache=True, prices=table)
+    usage = priced.usage
+    method = APPROX_METHOD
+    if exact_prompt_tokens is not None:
+        method = EXACT_METHOD
+        if usage.prompt_tokens:
+            usage = _scaled_prompt(usage, exact_prompt_tokens / usage.prompt_tokens)
+    known = table.price(model) is not None
+    padded = list(padded_texts)
+    instruction = approx_tokens(PAD_INSTRUCTION)
+    pad_usage = TokenUsage(
+        input_tokens=sum(instruction + approx_tokens(t) // 2 for t in padded),
+        output_tokens=sum(approx_tokens(t) for t in padded),
+    )
+    pad_usd = table.cost(model, pad_usage) if known and padded else (0.0 if known else None)
+    return PlanEstimate(
+        model=model,
+        model_priced=known,
+        price_table=table.source,
+        planned_calls=planned_calls,
+        distinct_requests=len(requests),
+        already_cached=len(requests) - len(todo),
+        calls=len(todo),
+        prompt_tokens=(
+            exact_prompt_tokens if exact_prompt_tokens is not None else priced.usage.prompt_tokens
+        ),
+        output_tokens=usage.output_tokens,
+        token_method=method,
+        output_tokens_per_call=output_tokens,
+        cost_usd=table.cost(model, usage) if known else None,
+        cost_usd_batch=table.cost(model, usage, batch=True) if known else None,
+        batch=batch,
+        padding_rewrites=len(padded),
+        padding_input_tokens=pad_usage.input_tokens,
+        padding_output_tokens=pad_usage.output_tokens,
+        padding_cost_usd=pad_usd,
+    )
+
+
+def _scaled_prompt(usage: TokenUsage, factor: float) -> TokenUsage:
+    """``usage`` with its uncached, cache-write and cache-read prompt tokens times ``factor``."""
+    return TokenUsage(
+        input_tokens=round(usage.input_tokens * factor),
+        output_tokens=usage.output_tokens,
+        cache_write_tokens=round(usage.cache_write_tokens * factor),
+        cache_read_tokens=round(usage.cache_read_tokens * factor),
+    )

@@ -53,13 +53,14 @@ from rich.progress import (
 from rich.text import Text
 
 from calibration.formats import build_call, passed_for
-from calibration.judges._base import Format, Judge, JudgeCall, Judgement, Kind
+from calibration.judges._base import Failure, Format, Judge, JudgeCall, Judgement, Kind
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
 from labeler.store import JudgementRecord, Store, plain_value
 
 __all__ = [
     "EVIDENCE_FIELDS",
+    "EvidenceStatus",
     "Order",
     "PlannedCall",
     "RunSummary",
@@ -67,6 +68,7 @@ __all__ = [
     "build_request",
     "cache_key_for",
     "evidence_row",
+    "evidence_status",
     "judge_identity",
     "plan_hash",
     "run_plan",
@@ -74,6 +76,10 @@ __all__ = [
 ]
 
 Order = Literal["AB", "BA"]
+
+EvidenceStatus = Literal["parsed", "parse_failure", "error"]
+"""An evidence row's ``status``: the reply parsed, a reply did not parse, or there was no reply
+(an API or batch error, which a resume retries)."""
 
 #: Fields every evidence row carries (``meta`` keys are added after these).
 EVIDENCE_FIELDS: tuple[str, ...] = (
@@ -279,14 +285,17 @@ def _record(
     key: str,
     *,
     judgement: Judgement | None = None,
-    error: str | None = None,
+    failure: Failure | None = None,
     cached: Mapping[str, Any] | None = None,
     seq: int | None = None,
 ) -> JudgementRecord:
     """The database row for one planned call's outcome (a reply, a cache hit or a failure).
 
-    ``seq`` is the call's position in the plan, kept in ``meta`` so the evidence file can list
-    calls in plan order whatever order they finished in.
+    A call without a reply (``failure``: an API or batch error) stores its reason in the
+    ``error`` column; a reply that did not parse stores it in ``parse_error``.
+    :func:`evidence_status` reads the kind back from those columns. ``seq`` is the call's
+    position in the plan, kept in ``meta`` so the evidence file can list calls in plan order
+    whatever order they finished in.
     """
     meta = call.design_meta()
     if seq is not None:
@@ -320,15 +329,15 @@ def _record(
             cached_from=int(cached["judgement_id"]),
         )
     if judgement is None:
-        return JudgementRecord(**common, error=error or "unknown failure", source="judge")
-    parse_error = judgement.parse_error
-    if judgement.value is None and parse_error is None:
-        parse_error = "no value parsed from the reply"
+        if failure is None or not failure.no_reply:
+            raise ValueError("_record: a call without a reply needs an API or batch failure")
+        return JudgementRecord(**common, error=failure.reason, source="judge")
+    unparsed = judgement.failure
     return JudgementRecord(
         **common,
         value=judgement.value,
         passed=judgement.passed,
-        parse_error=parse_error,
+        parse_error=None if unparsed is None else unparsed.reason,
         raw=judgement.raw,
         input_tokens=judgement.input_tokens,
         output_tokens=judgement.output_tokens,
@@ -354,14 +363,7 @@ def evidence_row(
     value = record.get("value")
     value = None if value is None else float(value)
     kind = record.get("kind")
-    error = record.get("error")
-    parse_error = record.get("parse_error")
-    if error is not None:
-        status, reason = "error", error
-    elif parse_error is not None or value is None:
-        status, reason = "parse_failure", parse_error or "no value parsed from the reply"
-    else:
-        status, reason = "parsed", None
+    status, reason = evidence_status(record)
     winner = None
     if kind == "pairwise" and value is not None:
         winner = "A" if value > 0 else "B" if value < 0 else "tie"
@@ -403,6 +405,27 @@ def evidence_row(
     for key, val in meta.items():
         row.setdefault(key, val)
     return row
+
+
+def evidence_status(record: Mapping[str, Any]) -> tuple[EvidenceStatus, str | None]:
+    """A stored judgement's status and the reason it has no value, read from its columns.
+
+    The one place the stored columns are turned back into a kind of outcome: ``error`` set
+    means no reply (an API or batch error), else a missing value or a ``parse_error`` means
+    a reply that did not parse.
+
+    >>> evidence_status({"error": None, "parse_error": None, "value": 4.0})
+    ('parsed', None)
+    >>> evidence_status({"error": None, "parse_error": None, "value": None})
+    ('parse_failure', 'no value parsed from the reply')
+    """
+    error = plain_value(record.get("error"))
+    parse_error = plain_value(record.get("parse_error"))
+    if error is not None:
+        return "error", error
+    if parse_error is not None or plain_value(record.get("value")) is None:
+        return "parse_failure", parse_error or "no value parsed from the reply"
+    return "parsed", None
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -662,7 +685,7 @@ async def arun_plan(
         pending = [call for call in plan if call.call_id not in answered]
         hits = store.cached_replies({keys[c.call_id] for c in pending})
 
-    state = {"issued": 0, "cost": 0.0, "unpriced": 0, "in": 0, "out": 0}
+    tally = _Tally()
     show = sys.stderr.isatty() if progress is None else progress
     bar = _progress(show)
     task_id = bar.add_task(
@@ -670,17 +693,8 @@ async def arun_plan(
     )
 
     def on_write(records: Sequence[JudgementRecord]) -> None:
-        for rec in records:
-            if rec.source == "judge" and rec.error is None:
-                if rec.cost_usd is None:
-                    state["unpriced"] += 1
-                else:
-                    state["cost"] += rec.cost_usd
-                state["in"] += rec.input_tokens
-                state["out"] += rec.output_tokens
-        bar.update(
-            task_id, advance=len(records), spend=state["cost"], unpriced=state["unpriced"]
-        )
+        tally.add(records)
+        bar.update(task_id, advance=len(records), spend=tally.cost_usd, unpriced=tally.unpriced)
 
     if evidence_path is not None:
         evidence_path.parent.mkdir(parents=True, exist_ok=True)
@@ -699,7 +713,7 @@ async def arun_plan(
         ticker = asyncio.create_task(sink.ticker())
         try:
             execution = _Execution(
-                judge, rubric, rid, sink, state, keys,
+                judge, rubric, rid, sink, tally, keys,
                 {call.call_id: i for i, call in enumerate(plan)},
             )
             await execution.run(
@@ -729,14 +743,14 @@ async def arun_plan(
         run_id=rid,
         planned=len(plan),
         answered_before=len(plan) - len(pending),
-        issued=int(state["issued"]),
+        issued=tally.issued,
         parsed=int(counts["parsed"]),
         parse_failures=int(counts["parse_failures"]),
         errors=int(counts["errors"]),
         cached=int(counts["cached"]),
-        cost_usd=float(state["cost"]),
-        input_tokens=int(state["in"]),
-        output_tokens=int(state["out"]),
+        cost_usd=tally.cost_usd,
+        input_tokens=tally.input_tokens,
+        output_tokens=tally.output_tokens,
         elapsed_s=time.monotonic() - started,
         resumed=resumed,
         finished=finished,
@@ -746,17 +760,52 @@ async def arun_plan(
 
 
 @dataclass
+class _Tally:
+    """What one execution has sent and spent so far (for the progress bar and the summary).
+
+    Attributes:
+        issued: Requests sent to the judge (a batch counts each of its requests).
+        cost_usd: Money the written replies cost at the price the judge reported.
+        unpriced: Written replies the price table could not price.
+        input_tokens: Prompt tokens billed by the written replies.
+        output_tokens: Completion tokens billed by the written replies.
+    """
+
+    issued: int = 0
+    cost_usd: float = 0.0
+    unpriced: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, records: Iterable[JudgementRecord]) -> None:
+        """Count the replies just written (cache hits and failures spent nothing)."""
+        for rec in records:
+            if rec.source != "judge" or rec.error is not None:
+                continue
+            if rec.cost_usd is None:
+                self.unpriced += 1
+            else:
+                self.cost_usd += rec.cost_usd
+            self.input_tokens += rec.input_tokens
+            self.output_tokens += rec.output_tokens
+
+
+@dataclass
 class _Execution:
-    """One execution of a run: serves cache hits, then makes each distinct request once."""
+    """One execution of a run: serves cache hits, then makes each distinct request once.
+
+    ``failures`` holds, by cache key, why a request got no reply, so that the identical calls
+    that were waiting for it are recorded as failed with the same kind.
+    """
 
     judge: Judge
     rubric: Rubric
     rid: str
     sink: _Sink
-    state: dict[str, Any]
+    tally: _Tally
     keys: Mapping[str, str]
     seqs: Mapping[str, int]
-    failures: dict[str, str] = field(default_factory=dict)
+    failures: dict[str, Failure] = field(default_factory=dict)
 
     def record(self, call: PlannedCall, **outcome: Any) -> JudgementRecord:
         return _record(
@@ -808,11 +857,9 @@ class _Execution:
             if key in hits:
                 records.append(self.record(call, cached=hits[key]))
             else:
-                reason = self.failures.get(key, "no reply")
-                leader = leaders[key].call_id
-                records.append(
-                    self.record(call, error=f"identical call {leader} failed: {reason}")
-                )
+                failed = self.failures.get(key, Failure("api_error", "no reply"))
+                reason = f"identical call {leaders[key].call_id} failed: {failed.reason}"
+                records.append(self.record(call, failure=Failure(failed.kind, reason)))
         await self.sink.put(records)
 
     async def call(self, call: PlannedCall) -> Judgement:
@@ -829,12 +876,13 @@ class _Execution:
 
         async def one(call: PlannedCall) -> None:
             async with gate:
-                self.state["issued"] += 1
+                self.tally.issued += 1
                 try:
                     judgement = await self.call(call)
                 except JudgeError as exc:
-                    self.failures[self.keys[call.call_id]] = str(exc)
-                    record = self.record(call, error=str(exc))
+                    failure = Failure("api_error", str(exc))
+                    self.failures[self.keys[call.call_id]] = failure
+                    record = self.record(call, failure=failure)
                 else:
                     record = self.record(call, judgement=judgement)
             await self.sink.put([record])
@@ -875,7 +923,7 @@ class _Execution:
             return
         submit = self.judge.submit_batch  # type: ignore[attr-defined]  # checked in arun_plan
         batch_id = await submit(remaining)
-        self.state["issued"] += len(remaining)
+        self.tally.issued += len(remaining)
         await asyncio.to_thread(store.add_run_batch, self.rid, batch_id, list(remaining))
         await self.collect(batch_id, remaining, by_key, poll_interval=poll_interval)
         await asyncio.to_thread(store.mark_batch_collected, self.rid, batch_id)
@@ -894,12 +942,12 @@ class _Execution:
         records = []
         for cid, judgement in results.items():
             call = by_key[cid]
-            reason = judgement.parse_error or ""
-            if judgement.value is None and not judgement.raw and reason.startswith("batch "):
+            failure = judgement.failure
+            if failure is not None and failure.no_reply:
                 # No reply at all (errored, expired, canceled, missing): a failure, retried by
                 # a resume, never a parse failure and never a score.
-                self.failures[cid] = reason
-                records.append(self.record(call, error=reason))
+                self.failures[cid] = failure
+                records.append(self.record(call, failure=failure))
                 continue
             if judgement.passed is None and call.kind == "pointwise" and judgement.value is not None:
                 passed = passed_for(call.rubric or self.rubric, call.format, judgement.value)

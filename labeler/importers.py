@@ -90,74 +90,91 @@ def read_rows(path: str | Path) -> Rows:
     data = path.read_bytes()
     if not data.strip():
         raise InputError("the file is empty", file=name, fix="export the data again.")
-    rows: list[dict[str, Any]] = []
-    columns: list[str] = []
     if suffix == ".csv":
-        text = _decode(path, data)
-        csv.field_size_limit(MAX_FIELD_CHARS * 4)
-        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-        try:
-            header = next(reader)
-            columns = [h.strip() for h in header]
-            dupes = sorted({c for c in columns if columns.count(c) > 1})
-            if dupes:
-                raise InputError(
-                    f"duplicate column name(s) {dupes}", file=name, fix="rename or drop them."
-                )
-            for i, record in enumerate(reader, start=1):
-                if not any(cell.strip() for cell in record):
-                    continue
-                if len(record) != len(columns):
-                    raise InputError(
-                        f"has {len(record)} fields but the header has {len(columns)}",
-                        file=name,
-                        row=i,
-                        fix="quote fields that contain commas or line breaks.",
-                    )
-                rows.append(dict(zip(columns, record, strict=True)))
-        except csv.Error as exc:
-            raise InputError(
-                f"is not valid CSV: {exc}", file=name, row=max(reader.line_num - 1, 1),
-                fix="check quoting; fields with commas, quotes or line breaks must be quoted.",
-            ) from None
+        columns, rows = _read_csv(path, data)
     elif suffix in (".jsonl", ".ndjson"):
-        text = _decode(path, data)
-        seen: dict[str, None] = {}
-        row_no = 0
-        for line in text.splitlines():
-            if not line.strip():
-                continue
-            row_no += 1
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"is not valid JSON: {exc.msg} at character {exc.colno}",
-                    file=name, row=row_no, fix="each line must be one JSON object.",
-                ) from None
-            if not isinstance(obj, dict):
-                raise InputError(
-                    f"is a JSON {type(obj).__name__}, not an object",
-                    file=name, row=row_no, fix="each line must be one JSON object {...}.",
-                )
-            for key in obj:
-                seen.setdefault(str(key))
-            rows.append({str(k): v for k, v in obj.items()})
-        columns = list(seen)
+        columns, rows = _read_jsonl(path, data)
     else:
-        import pyarrow.parquet as pq
-
-        try:
-            table = pq.read_table(path)
-        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-            raise InputError(
-                f"is not a readable Parquet file ({exc})", file=name, fix="export it again."
-            ) from None
-        columns = list(table.column_names)
-        rows = table.to_pylist()
+        columns, rows = _read_parquet(path)
     if not rows:
         raise InputError("has a header but no data rows", file=name, fix="add rows or pick another file.")
     return Rows(file=name, columns=tuple(columns), rows=rows)
+
+
+def _read_csv(path: Path, data: bytes) -> tuple[list[str], list[dict[str, Any]]]:
+    """Header and rows of a CSV file (blank lines skipped; a short or long row is an error)."""
+    name = str(path)
+    text = _decode(path, data)
+    csv.field_size_limit(MAX_FIELD_CHARS * 4)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[dict[str, Any]] = []
+    try:
+        header = next(reader)
+        columns = [h.strip() for h in header]
+        dupes = sorted({c for c in columns if columns.count(c) > 1})
+        if dupes:
+            raise InputError(
+                f"duplicate column name(s) {dupes}", file=name, fix="rename or drop them."
+            )
+        for i, record in enumerate(reader, start=1):
+            if not any(cell.strip() for cell in record):
+                continue
+            if len(record) != len(columns):
+                raise InputError(
+                    f"has {len(record)} fields but the header has {len(columns)}",
+                    file=name,
+                    row=i,
+                    fix="quote fields that contain commas or line breaks.",
+                )
+            rows.append(dict(zip(columns, record, strict=True)))
+    except csv.Error as exc:
+        raise InputError(
+            f"is not valid CSV: {exc}", file=name, row=max(reader.line_num - 1, 1),
+            fix="check quoting; fields with commas, quotes or line breaks must be quoted.",
+        ) from None
+    return columns, rows
+
+
+def _read_jsonl(path: Path, data: bytes) -> tuple[list[str], list[dict[str, Any]]]:
+    """Columns (every key seen, in order of first appearance) and rows of a JSON-lines file."""
+    name = str(path)
+    text = _decode(path, data)
+    rows: list[dict[str, Any]] = []
+    seen: dict[str, None] = {}
+    row_no = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        row_no += 1
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"is not valid JSON: {exc.msg} at character {exc.colno}",
+                file=name, row=row_no, fix="each line must be one JSON object.",
+            ) from None
+        if not isinstance(obj, dict):
+            raise InputError(
+                f"is a JSON {type(obj).__name__}, not an object",
+                file=name, row=row_no, fix="each line must be one JSON object {...}.",
+            )
+        for key in obj:
+            seen.setdefault(str(key))
+        rows.append({str(k): v for k, v in obj.items()})
+    return list(seen), rows
+
+
+def _read_parquet(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """Columns and rows of a Parquet file."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise InputError(
+            f"is not a readable Parquet file ({exc})", file=str(path), fix="export it again."
+        ) from None
+    return list(table.column_names), table.to_pylist()
 
 
 # -- field checks ---------------------------------------------------------------------------
@@ -315,46 +332,80 @@ def parse_rubric(path: str | Path) -> Rubric:
         doc = tomllib.loads(_decode(path, path.read_bytes()))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"is not valid TOML: {exc}", file=name, fix="fix the TOML syntax.") from None
-
-    def need(key: str, kind: type | tuple[type, ...], table: dict[str, Any] = doc, where: str = "") -> Any:
-        full = f"{where}{key}"
-        if key not in table:
-            raise InputError(f"missing key {full!r}", file=name, column=full, fix=f"add `{key} = ...`.")
-        value = table[key]
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-            raise InputError(
-                f"key {full!r} has the wrong type ({type(value).__name__})", file=name, column=full,
-                fix="see data/rubric.toml for the expected shape.",
-            )
-        return value
-
-    rubric_id = need("id", str)
-    version = need("version", int)
+    toml = _Toml(name)
+    rubric_id = toml.need(doc, "id", str)
+    version = toml.need(doc, "version", int)
     if version < 1:
         raise InputError("version must be 1 or more", file=name, column="version", fix="use 1, 2, ...")
-    scale = need("scale", str)
+    scale = toml.need(doc, "scale", str)
     if scale not in SCALES:
         raise InputError(
             f"unknown scale {scale!r}", file=name, column="scale", fix=f"use one of {list(SCALES)}."
         )
-    threshold = doc.get("pass_threshold")
-    if threshold is not None:
-        if not isinstance(threshold, int | float) or isinstance(threshold, bool):
-            raise InputError("pass_threshold must be a number", file=name, column="pass_threshold")
-        lo, hi = format_range(scale)
-        if not lo <= threshold <= hi:
-            raise InputError(
-                f"pass_threshold {threshold} is outside the {scale} scale ({lo:g}..{hi:g})",
-                file=name, column="pass_threshold", fix="pick a score on the scale.",
-            )
-    author = need("author", dict)
-    author_kind = need("kind", str, author, "author.")
+    threshold = _pass_threshold(doc.get("pass_threshold"), scale, file=name)
+    author = toml.need(doc, "author", dict)
+    author_kind = toml.need(author, "kind", str, "author.")
     if author_kind not in ("human", "model"):
         raise InputError(
             f"author.kind {author_kind!r} is not 'human' or 'model'", file=name, column="author.kind",
             fix="write who drafted the rubric: kind = 'human' or 'model'.",
         )
-    criteria_raw = need("criteria", list)
+    criteria = _criteria(toml, toml.need(doc, "criteria", list))
+    return Rubric(
+        rubric_id=rubric_id,
+        version=version,
+        name=toml.need(doc, "name", str),
+        scale=scale,  # type: ignore[arg-type]  # checked against SCALES above
+        pass_rule=toml.need(doc, "pass_rule", str),
+        criteria=criteria,
+        pass_threshold=threshold,
+        instructions=str(doc.get("instructions", "")),
+        author_kind=author_kind,  # type: ignore[arg-type]  # checked above
+        author=toml.need(author, "name", str, "author."),
+    )
+
+
+@dataclass(frozen=True)
+class _Toml:
+    """Typed key access to a parsed TOML document, with errors that name the file and key."""
+
+    file: str
+
+    def need(
+        self, table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str = ""
+    ) -> Any:
+        """``table[key]``, which must exist and be a ``kind``; ``where`` prefixes the key named."""
+        full = f"{where}{key}"
+        if key not in table:
+            raise InputError(f"missing key {full!r}", file=self.file, column=full, fix=f"add `{key} = ...`.")
+        value = table[key]
+        # bool is an int subclass: `version = true` must not pass as a version number.
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise InputError(
+                f"key {full!r} has the wrong type ({type(value).__name__})", file=self.file, column=full,
+                fix="see data/rubric.toml for the expected shape.",
+            )
+        return value
+
+
+def _pass_threshold(threshold: Any, scale: str, *, file: str) -> float | None:
+    """The rubric's optional ``pass_threshold``, checked to be a number on ``scale``."""
+    if threshold is None:
+        return None
+    if not isinstance(threshold, int | float) or isinstance(threshold, bool):
+        raise InputError("pass_threshold must be a number", file=file, column="pass_threshold")
+    lo, hi = format_range(scale)
+    if not lo <= threshold <= hi:
+        raise InputError(
+            f"pass_threshold {threshold} is outside the {scale} scale ({lo:g}..{hi:g})",
+            file=file, column="pass_threshold", fix="pick a score on the scale.",
+        )
+    return float(threshold)
+
+
+def _criteria(toml: _Toml, criteria_raw: list[Any]) -> tuple[Criterion, ...]:
+    """The rubric's ``[[criteria]]`` tables, each with a unique id, a name and a description."""
+    name = toml.file
     if not criteria_raw:
         raise InputError("the rubric has no criteria", file=name, column="criteria", fix="add [[criteria]] tables.")
     criteria = []
@@ -362,7 +413,7 @@ def parse_rubric(path: str | Path) -> Rubric:
     for i, c in enumerate(criteria_raw, start=1):
         if not isinstance(c, dict):
             raise InputError("each criterion must be a table", file=name, row=i, column="criteria")
-        cid = need("id", str, c, f"criteria[{i}].")
+        cid = toml.need(c, "id", str, f"criteria[{i}].")
         if not _ID.match(cid) or cid in seen:
             raise InputError(
                 f"criterion id {cid!r} is invalid or repeated", file=name, row=i, column="criteria.id",
@@ -370,20 +421,13 @@ def parse_rubric(path: str | Path) -> Rubric:
             )
         seen.add(cid)
         criteria.append(
-            Criterion(cid, need("name", str, c, f"criteria[{i}]."), need("description", str, c, f"criteria[{i}]."))
+            Criterion(
+                cid,
+                toml.need(c, "name", str, f"criteria[{i}]."),
+                toml.need(c, "description", str, f"criteria[{i}]."),
+            )
         )
-    return Rubric(
-        rubric_id=rubric_id,
-        version=version,
-        name=need("name", str),
-        scale=scale,  # type: ignore[arg-type]  # checked against SCALES above
-        pass_rule=need("pass_rule", str),
-        criteria=tuple(criteria),
-        pass_threshold=None if threshold is None else float(threshold),
-        instructions=str(doc.get("instructions", "")),
-        author_kind=author_kind,  # type: ignore[arg-type]  # checked above
-        author=need("name", str, author, "author."),
-    )
+    return tuple(criteria)
 
 
 def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset()) -> tuple[list[Task], list[Answer]]:  # type: ignore[assignment]

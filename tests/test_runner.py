@@ -28,6 +28,7 @@ from calibration.runner import (
     arun_plan,
     build_request,
     cache_key_for,
+    evidence_status,
     plan_hash,
     run_plan,
     write_evidence,
@@ -294,6 +295,32 @@ def test_failures_after_retries_are_recorded_and_retried_by_a_rerun(store: Store
         assert mock.count("POST /v1/messages") - before == summary.errors  # only the failures
         assert again.finished and again.errors == 0 and again.parsed == len(plan)
     assert len(read_jsonl(out)) == len(plan)  # one row per planned call, the newest result
+
+
+def test_an_identical_call_fails_with_its_leader(store: Store, tmp_path: Path) -> None:
+    first = plan_of(1)[-1]
+    twin = PlannedCall(**{**first.__dict__, "call_id": "score/0-again"})  # the same request
+    out = tmp_path / "e.jsonl"
+    with MockAnthropic(faults=FaultPlan(rate=1.0, kinds=("500",))) as mock:
+        summary = run([first, twin], anthropic_judge(mock), store, evidence=out)
+        assert mock.count("POST /v1/messages") == 1  # made once, for both
+    assert summary.errors == 2 and summary.issued == 1
+    rows = {r["call_id"]: r for r in read_jsonl(out)}
+    assert {r["status"] for r in rows.values()} == {"error"}
+    leader = rows[first.call_id]["reason"]
+    assert "HTTP 500" in leader
+    assert rows[twin.call_id]["reason"] == f"identical call {first.call_id} failed: {leader}"
+
+
+def test_evidence_status_reads_the_stored_columns() -> None:
+    assert evidence_status({"error": "boom", "parse_error": "x", "value": None}) == ("error", "boom")
+    assert evidence_status({"parse_error": "no VERDICT line", "value": 3.0}) == (
+        "parse_failure", "no VERDICT line",
+    )
+    assert evidence_status({"value": float("nan")}) == (
+        "parse_failure", "no value parsed from the reply",
+    )
+    assert evidence_status({"value": -1.0}) == ("parsed", None)
 
 
 def test_retried_faults_lose_no_judgement(store: Store) -> None:

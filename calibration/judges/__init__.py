@@ -7,7 +7,7 @@ from calibration.judges._anthropic import (
     JudgeCallError,
     rejects_sampling_params,
 )
-from calibration.judges._base import Judge, JudgeCall, Judgement
+from calibration.judges._base import Failure, FailureKind, Judge, JudgeCall, Judgement
 from calibration.judges._fake import FakeJudge, TextFeatures, text_features, text_quality
 from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, Format, Kind
 
@@ -17,6 +17,8 @@ __all__ = [
     "POINTWISE_FORMATS",
     "AnthropicJudge",
     "BatchStatus",
+    "Failure",
+    "FailureKind",
     "FakeJudge",
     "Format",
     "Judge",

@@ -456,8 +456,8 @@ class AnthropicJudge:
         """Every result of an ended batch, as judgements keyed by custom id.
 
         Nothing is dropped: an errored, canceled or expired request, and a request the results
-        file does not mention, comes back as a judgement with ``value=None``, ``raw=""`` and a
-        ``parse_error`` starting ``"batch "`` that says why.
+        file does not mention, comes back as a judgement with ``value=None``, ``raw=""``,
+        ``failure_kind="batch_error"`` and a ``parse_error`` that says why.
 
         Args:
             batch_id: From :meth:`submit_batch`.
@@ -511,6 +511,7 @@ class AnthropicJudge:
 
 
 def _failed(call: JudgeCall, reason: str) -> Judgement:
+    """A batch request that came back without a reply (never a parse failure, never a score)."""
     return Judgement(
         kind=call.kind,
         format=call.format,
@@ -519,4 +520,5 @@ def _failed(call: JudgeCall, reason: str) -> Judgement:
         raw="",
         value=None,
         parse_error=reason,
+        failure_kind="batch_error",
     )

@@ -5,10 +5,40 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from labeler.models import Rubric
 from labeler.scales import Format, Kind
+
+FailureKind = Literal["api_error", "batch_error", "parse_failure"]
+"""Why a judge call has no value.
+
+* ``api_error``: the request failed for good (after the SDK's retries, or not retryable); there
+  is no reply.
+* ``batch_error``: a Message Batches request came back without a reply (errored, expired,
+  canceled, or missing from the results file).
+* ``parse_failure``: a reply arrived but did not parse.
+
+The first two are failures a resume retries; a parse failure is a recorded reply.
+"""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A judge call's failure: its kind and the human-readable reason.
+
+    Attributes:
+        kind: What failed.
+        reason: Why, in words (what the console, the database and the evidence file show).
+    """
+
+    kind: FailureKind
+    reason: str
+
+    @property
+    def no_reply(self) -> bool:
+        """Whether there is no reply at all (an API or batch error): a resume retries it."""
+        return self.kind != "parse_failure"
 
 
 @dataclass(frozen=True)
@@ -54,7 +84,8 @@ class Judgement:
         value: The parsed score (pointwise) or verdict (pairwise, +2 A much better .. -2 B
             much better); ``None`` when unparsed.
         passed: The pass verdict the rubric gives ``value`` (pointwise only).
-        parse_error: Why the reply did not parse; ``None`` when it did.
+        parse_error: Why the reply did not parse (or, for a batch request without a reply,
+            why there is none); ``None`` when it parsed.
         input_tokens: Prompt tokens billed (including cache writes).
         output_tokens: Completion tokens billed.
         cache_read_tokens: Prompt tokens read from the prompt cache.
@@ -62,6 +93,9 @@ class Judgement:
             in the price table).
         latency_s: Wall-clock seconds the call took, retries included.
         attempts: How many HTTP attempts the call needed.
+        failure_kind: Why there is no value, beside ``parse_error``: ``"parse_failure"``
+            (filled in whenever the reply did not parse and no other kind is given) or
+            ``"batch_error"`` (a batch request that got no reply); ``None`` when it parsed.
     """
 
     kind: Kind
@@ -78,10 +112,24 @@ class Judgement:
     cost_usd: float | None = None
     latency_s: float = 0.0
     attempts: int = 1
+    failure_kind: FailureKind | None = None
+
+    def __post_init__(self) -> None:
+        """Fill in ``failure_kind`` for a reply that did not parse (the kind no judge need name)."""
+        if self.failure_kind is None and not self.parsed:
+            object.__setattr__(self, "failure_kind", "parse_failure")
 
     @property
     def parsed(self) -> bool:
+        """Whether the reply parsed into a value."""
         return self.parse_error is None and self.value is not None
+
+    @property
+    def failure(self) -> Failure | None:
+        """The failure with its reason, or ``None`` when the reply parsed."""
+        if self.failure_kind is None:
+            return None
+        return Failure(self.failure_kind, self.parse_error or "no value parsed from the reply")
 
 
 @runtime_checkable

@@ -6,21 +6,10 @@ Each probe family is one module: :mod:`~calibration.probes.position`,
 :mod:`~calibration.probes.byline` and :mod:`~calibration.probes.format_study`. A probe plans
 calls (arms x both orders) with :func:`plan_probes`, the runner executes them, and
 :func:`analyse_evidence` turns the evidence rows back into estimates, so a report never calls
-the judge.
+the judge. :func:`run_probes` and :func:`estimate_probes` are the whole workflow of
+``judgelab probe`` and ``judgelab estimate``.
 """
 
-from __future__ import annotations
-
-import json
-import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
-import pandas as pd
-
-from calibration.probes import byline, decoration, format_study, length, position
 from calibration.probes._base import (
     BiasResult,
     PadModel,
@@ -29,212 +18,24 @@ from calibration.probes._base import (
     RewriteSpend,
     Variants,
 )
-from calibration.probes.format_study import FormatRow
-from labeler.errors import InputError
-
-BIASES: tuple[str, ...] = (
-    "position", "verbosity", "formatting", "tone", "citations", "truncation", "byline", "format",
+from calibration.probes._evidence import Analysis, analyse_evidence, read_evidence
+from calibration.probes._plan import BIASES, DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
+from calibration.probes._workflow import (
+    PadMode,
+    PoolSource,
+    ProbeEstimate,
+    ProbeRunResult,
+    ProbeSetup,
+    aestimate_probes,
+    arun_probes,
+    dataset_label,
+    estimate_probes,
+    other_family,
+    padded_texts,
+    run_probes,
+    setup_probes,
 )
-"""Every probe ``--biases`` accepts, in card order (``format`` is the format study)."""
-
-DEFAULT_BIASES: tuple[str, ...] = ("position", "verbosity", "formatting")
-"""judge-probe's default set."""
-
-POOL_BIASES: frozenset[str] = frozenset({"verbosity", "truncation", "format"})
-"""Probes that also score pool answers one at a time."""
-
-
-def parse_biases(text: str | Iterable[str]) -> tuple[str, ...]:
-    """Validate a ``--biases`` value (comma-separated or a list) into card order.
-
-    Raises:
-        InputError: On an unknown or empty name.
-    """
-    names = text.split(",") if isinstance(text, str) else list(text)
-    chosen = [n.strip().lower() for n in names if n.strip()]
-    if not chosen:
-        raise InputError("--biases is empty", fix=f"pick from {', '.join(BIASES)}.")
-    unknown = [n for n in chosen if n not in BIASES]
-    if unknown:
-        raise InputError(
-            f"unknown bias {unknown[0]!r} in --biases",
-            fix=f"pick from {', '.join(BIASES)} (comma-separated).",
-        )
-    return tuple(b for b in BIASES if b in chosen)
-
-
-def plan_probes(ctx: ProbeContext, biases: Sequence[str]) -> ProbePlan:
-    """All calls of the chosen probes (ids unique; identical requests are cached by the runner)."""
-    out = ProbePlan()
-    for bias in parse_biases(biases):
-        if bias == "position":
-            out.extend(position.plan(ctx))
-        elif bias in length.VARIANTS:
-            out.extend(length.plan(ctx, bias))
-        elif bias in decoration.DECORATIONS:
-            out.extend(decoration.plan(ctx, bias))
-        elif bias == "byline":
-            out.extend(byline.plan(ctx))
-        else:
-            out.extend(format_study.plan(ctx))
-    # A variant shared by two probes (verbosity and truncation both store the same parent's
-    # variants only once each) is stored once.
-    seen: dict[str, None] = {}
-    unique = []
-    for answer in out.new_answers:
-        if answer.answer_id not in seen:
-            seen[answer.answer_id] = None
-            unique.append(answer)
-    out.new_answers = unique
-    return out
-
-
-# -- reading evidence -------------------------------------------------------------------------
-
-_REQUIRED = ("bias", "kind", "format", "status", "verdict", "score", "order", "trial", "arm")
-
-
-def read_evidence(path: str | Path) -> pd.DataFrame:
-    """Load a JSONL evidence file written by ``judgelab probe``.
-
-    Raises:
-        InputError: Naming the file and row when it is missing, not JSON lines, or lacks the
-            fields a report needs.
-    """
-    file = Path(path)
-    if not file.is_file():
-        raise InputError("no such evidence file", file=str(file),
-                         fix="pass the --out file of a `judgelab probe` run.")
-    rows = []
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"is not valid JSON: {exc.msg}", file=str(file), row=number,
-                             fix="each line must be one JSON object from `judgelab probe`.") from None
-        if not isinstance(obj, dict):
-            raise InputError("is not a JSON object", file=str(file), row=number)
-        missing = [k for k in _REQUIRED if k not in obj]
-        if missing:
-            raise InputError(
-                f"lacks the evidence field(s) {missing}", file=str(file), row=number,
-                column=missing[0], fix="pass a file written by `judgelab probe --out`.",
-            )
-        rows.append(obj)
-    if not rows:
-        raise InputError("the evidence file is empty", file=str(file),
-                         fix="run `judgelab probe ... --out FILE` first.")
-    return pd.DataFrame(rows)
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """Everything the report card shows, computed from evidence rows alone.
-
-    Attributes:
-        results: One :class:`BiasResult` per probe with pairwise rows, in card order.
-        formats: The format study's rows (empty when it was not run).
-        judgements: Evidence rows.
-        parse_failures: Replies that did not parse.
-        errors: Calls that failed after retries.
-        cached: Judgements served from the cache.
-        cost_usd: Money the judgements cost (cache hits cost nothing).
-        models: Judge models in the evidence.
-        judge_families: Judge families in the evidence.
-        runs: Run ids in the evidence.
-        n_pairs: Pairs (trials) in the pairwise probes.
-        n_pool: Pool answers scored by pointwise probes.
-    """
-
-    results: list[BiasResult]
-    formats: list[FormatRow] = field(default_factory=list)
-    judgements: int = 0
-    parse_failures: int = 0
-    errors: int = 0
-    cached: int = 0
-    cost_usd: float = 0.0
-    models: tuple[str, ...] = ()
-    judge_families: tuple[str, ...] = ()
-    runs: tuple[str, ...] = ()
-    n_pairs: int = 0
-    n_pool: int = 0
-
-    def result(self, bias: str) -> BiasResult | None:
-        """The result of one probe, if it ran."""
-        return next((r for r in self.results if r.bias == bias), None)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "results": [r.to_dict() for r in self.results],
-            "formats": [f.to_dict() for f in self.formats],
-            "judgements": self.judgements,
-            "parse_failures": self.parse_failures,
-            "errors": self.errors,
-            "cached": self.cached,
-            "cost_usd": self.cost_usd,
-            "models": list(self.models),
-            "judge_families": list(self.judge_families),
-            "runs": list(self.runs),
-            "n_pairs": self.n_pairs,
-            "n_pool": self.n_pool,
-        }
-
-
-def analyse_evidence(rows: pd.DataFrame, *, audits: dict[str, Any] | None = None) -> Analysis:
-    """Turn evidence rows into the report card's estimates (no judge calls).
-
-    Args:
-        rows: Evidence rows (:func:`read_evidence`).
-        audits: Padding-audit result for the padded rewrites in the evidence, if known.
-    """
-    results: list[BiasResult] = []
-    formats: list[FormatRow] = []
-    for bias in BIASES:
-        sub = rows[rows["bias"] == bias]
-        if sub.empty:
-            continue
-        if bias == "position":
-            results.append(position.analyse(sub))
-        elif bias in length.VARIANTS:
-            results.append(length.analyse(sub, bias, audits=audits if bias == "verbosity" else None))
-        elif bias in decoration.DECORATIONS:
-            results.append(decoration.analyse(sub, bias))
-        elif bias == "byline":
-            results.append(byline.analyse(sub))
-        else:
-            formats = format_study.analyse(sub)
-    status = rows["status"]
-    pairwise = rows[rows["kind"] == "pairwise"]
-    pointwise = rows[rows["kind"] == "pointwise"]
-    cost = pd.to_numeric(rows["cost_usd"], errors="coerce").sum() if "cost_usd" in rows else 0.0
-    pool_ids = pointwise["answer_id"]
-    if "parent_answer_id" in pointwise:
-        # Variant rows name their parent; format-study rows score the parent itself.
-        pool_ids = pointwise["parent_answer_id"].fillna(pool_ids)
-    return Analysis(
-        results=results,
-        formats=formats,
-        judgements=len(rows),
-        parse_failures=int((status == "parse_failure").sum()),
-        errors=int((status == "error").sum()),
-        cached=int(rows["cached"].fillna(False).astype(bool).sum()) if "cached" in rows else 0,
-        cost_usd=0.0 if math.isnan(float(cost)) else float(cost),
-        models=_distinct(rows, "model"),
-        judge_families=_distinct(rows, "judge_family"),
-        runs=_distinct(rows, "run_id"),
-        n_pairs=int(pairwise["trial"].nunique()) if not pairwise.empty else 0,
-        n_pool=int(pool_ids.nunique()),
-    )
-
-
-def _distinct(rows: pd.DataFrame, column: str) -> tuple[str, ...]:
-    if column not in rows:
-        return ()
-    return tuple(str(v) for v in dict.fromkeys(rows[column].dropna()))
-
+from calibration.probes.format_study import FormatRow
 
 __all__ = [
     "BIASES",
@@ -243,13 +44,26 @@ __all__ = [
     "Analysis",
     "BiasResult",
     "FormatRow",
+    "PadMode",
     "PadModel",
+    "PoolSource",
     "ProbeContext",
+    "ProbeEstimate",
     "ProbePlan",
+    "ProbeRunResult",
+    "ProbeSetup",
     "RewriteSpend",
     "Variants",
+    "aestimate_probes",
     "analyse_evidence",
+    "arun_probes",
+    "dataset_label",
+    "estimate_probes",
+    "other_family",
+    "padded_texts",
     "parse_biases",
     "plan_probes",
     "read_evidence",
+    "run_probes",
+    "setup_probes",
 ]

@@ -14,7 +14,14 @@ from typing import Any, TypeVar
 import pytest
 
 from calibration import formats, perturb, pricing
-from calibration.judges import AnthropicJudge, Judge, JudgeCallError, Judgement, rejects_sampling_params
+from calibration.judges import (
+    AnthropicJudge,
+    Failure,
+    Judge,
+    JudgeCallError,
+    Judgement,
+    rejects_sampling_params,
+)
 from calibration.mockapi import FaultPlan, MockAnthropic
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
@@ -287,6 +294,11 @@ def test_batch_failures_are_recorded_not_dropped(rubric: Rubric, task: str, answ
     assert sum(r.startswith("batch expired") for r in reasons) == counters.get("fault:timeout", 0) > 0
     malformed = [j for j in results.values() if j.raw and not j.parsed]
     assert len(malformed) == counters.get("fault:malformed", 0) > 0
+    # The kind rides beside the reason: no reply is a batch error, a bad reply a parse failure.
+    no_reply = [j for j in results.values() if j.failure_kind == "batch_error"]
+    assert len(no_reply) == counters.get("fault:500", 0) + counters.get("fault:timeout", 0)
+    assert all(not j.raw and j.failure is not None and j.failure.no_reply for j in no_reply)
+    assert all(j.failure_kind == "parse_failure" for j in malformed)
     assert sum(j.parsed for j in results.values()) == 20 - sum(
         counters.get(f"fault:{k}", 0) for k in ("500", "timeout", "malformed")
     )
@@ -302,6 +314,7 @@ def test_batch_cancel(rubric: Rubric, task: str, answer: str) -> None:
     with MockAnthropic(batch_delay=0.05) as mock:
         (result,) = _go(_judge(mock), run).values()
     assert result.value is None and result.parse_error == "batch canceled"
+    assert result.failure == Failure("batch_error", "batch canceled")
 
 
 def test_submit_batch_validates_custom_ids(rubric: Rubric, task: str, answer: str) -> None:

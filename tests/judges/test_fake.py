@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from calibration import formats, perturb
-from calibration.judges import FakeJudge, Judge
+from calibration.judges import Failure, FakeJudge, Judge, Judgement
 from calibration.judges._base import Format, Kind
 from labeler.errors import InputError
 from labeler.models import Rubric
@@ -95,6 +95,21 @@ def test_judgement_record(rubric: Rubric, task: str, answer: str) -> None:
     assert j.model == "fake-judge" and j.cost_usd == 0.0 and j.attempts == 1
     assert j.input_tokens > 0 and j.output_tokens > 0
     assert j.raw.rstrip().splitlines()[-1].startswith("VERDICT: ")
+
+
+def test_a_reply_without_a_value_is_a_typed_parse_failure() -> None:
+    def judgement(raw: str, value: float | None, **kw: Any) -> Judgement:
+        return Judgement("pointwise", "likert5", "m", "k", raw, value, **kw)
+
+    parsed = judgement("VERDICT: 4", 4.0)
+    assert parsed.failure_kind is None and parsed.failure is None
+    unparsed = judgement("hmm", None)
+    assert unparsed.failure == Failure("parse_failure", "no value parsed from the reply")
+    assert not unparsed.failure.no_reply
+    said = judgement("x", None, parse_error="no VERDICT line")
+    assert said.failure == Failure("parse_failure", "no VERDICT line")
+    batch = judgement("", None, parse_error="batch expired", failure_kind="batch_error")
+    assert batch.failure == Failure("batch_error", "batch expired") and batch.failure.no_reply
 
 
 def test_run_on_a_prebuilt_call_matches_score(rubric: Rubric, task: str, answer: str) -> None:

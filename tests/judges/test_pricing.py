@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from calibration import formats, pricing
+from calibration.judges import JudgeCall
+from calibration.perturb import PAD_INSTRUCTION
 from calibration.pricing import TokenUsage
 from labeler.errors import InputError
 from labeler.models import Rubric
@@ -120,3 +122,62 @@ def test_bad_price_tables_name_the_file(tmp_path: Path, text: str, message: str)
 def test_missing_price_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not found"):
         pricing.load_prices(tmp_path / "nope.toml")
+
+
+def _call(user: str, *, model: str = "claude-sonnet-4-5") -> JudgeCall:
+    # system: 400 characters = 100 approximate tokens; user: 80 characters = 20.
+    return JudgeCall("pointwise", "likert5", model, "s" * 400, user)
+
+
+def test_estimate_plan_prices_only_the_uncached_requests() -> None:
+    requests = {k: _call(k * 80) for k in ("a", "b", "c")}
+    est = pricing.estimate_plan(
+        requests, model="claude-sonnet-4-5", planned_calls=5, cached={"c"}, output_tokens=150
+    )
+    assert (est.planned_calls, est.distinct_requests, est.already_cached, est.calls) == (5, 3, 1, 2)
+    # Two calls: users 2*20 uncached, the system block written once (100) and read once (100),
+    # 2*150 output. claude-sonnet-4-5: 40*3 + 100*3.75 + 100*0.30 + 300*15 = 5025 / 1e6.
+    assert est.prompt_tokens == 240 and est.output_tokens == 300
+    assert est.cost_usd == pytest.approx(0.005025)
+    assert est.cost_usd_batch == pytest.approx(0.005025 / 2)
+    assert est.token_method == pricing.APPROX_METHOD and est.model_priced
+    assert est.padding_rewrites == 0 and est.padding_cost_usd == 0.0 and est.spent == 0.0
+
+
+def test_estimate_plan_scales_the_split_to_an_exact_count() -> None:
+    requests = {k: _call(k * 80) for k in ("a", "b")}
+    est = pricing.estimate_plan(
+        requests, model="claude-sonnet-4-5", planned_calls=2, exact_prompt_tokens=480
+    )
+    # The API counted twice the approximation: every prompt kind doubles, output does not.
+    # 80*3 + 200*3.75 + 200*0.30 + 300*15 = 5550 / 1e6.
+    assert est.prompt_tokens == 480 and est.token_method == pricing.EXACT_METHOD
+    assert est.cost_usd == pytest.approx(0.00555)
+
+
+def test_estimate_plan_prices_padding_rewrites() -> None:
+    padded = ["p" * 400, "q" * 800]  # 100 and 200 approximate tokens
+    est = pricing.estimate_plan(
+        {}, model="claude-sonnet-4-5", planned_calls=0, padded_texts=padded
+    )
+    instruction = pricing.approx_tokens(PAD_INSTRUCTION)
+    # A rewrite reads the instruction and the original (half the padded text), writes the padding.
+    assert est.padding_rewrites == 2
+    assert (est.padding_input_tokens, est.padding_output_tokens) == (2 * instruction + 150, 300)
+    assert est.padding_cost_usd == pytest.approx(((2 * instruction + 150) * 3 + 300 * 15) / 1e6)
+    assert est.calls == 0 and est.cost_usd == 0.0
+
+
+def test_estimate_plan_leaves_an_unknown_model_unpriced() -> None:
+    est = pricing.estimate_plan(
+        {"a": _call("a", model="my-own-model")}, model="my-own-model", planned_calls=1,
+        padded_texts=["x"],
+    )
+    assert not est.model_priced
+    assert est.cost_usd is None and est.cost_usd_batch is None and est.padding_cost_usd is None
+    payload = est.to_dict()
+    assert payload["padding_tokens"] == {
+        "input": est.padding_input_tokens, "output": est.padding_output_tokens
+    }
+    assert "padding_input_tokens" not in payload
+    assert list(payload)[-3:] == ["padding_tokens", "padding_cost_usd", "spent"]

@@ -1,0 +1,379 @@
+"""The probe workflow behind ``judgelab probe`` and ``judgelab estimate``, as library calls.
+
+:func:`arun_probes` chooses the pairs (and the pool, for pool-based probes), plans the chosen
+probes, has the padded variants written by a model when the judge is the Anthropic one, stores
+the new variant answers and runs the plan (:func:`~calibration.runner.arun_plan`).
+:func:`aestimate_probes` builds the same plan and prices it without calling the judge
+(:func:`~calibration.pricing.estimate_plan`). Both take a ready judge: the caller decides which
+judge and key to use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from calibration import pricing
+from calibration.datasets import (
+    PROBE_RUBRIC,
+    SAMPLE,
+    PoolAnswer,
+    choose,
+    load_pairs,
+    pool_from_pairs,
+    pool_from_store,
+)
+from calibration.judges import AnthropicJudge, FakeJudge, Judge, JudgeCall
+from calibration.probes._base import PadModel, ProbeContext, ProbePlan, RewriteSpend, Variants
+from calibration.probes._plan import DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
+from calibration.runner import RunSummary, arun_plan, build_request, cache_key_for
+from labeler.errors import InputError
+from labeler.models import Pair, Rubric
+from labeler.store import Store
+
+PadMode = Literal["llm", "offline"]
+"""How padded variants are made: rewritten by a model (``llm``) or offline (``offline``)."""
+
+PoolSource = Literal["pairs", "database"]
+"""Where pool-based probes take their answers from."""
+
+
+@dataclass(frozen=True)
+class ProbeSetup:
+    """What a probe plan is made from.
+
+    Attributes:
+        pairs: The chosen pairs, one trial each.
+        pool: Answers pool-based probes score on their own (empty when none is chosen).
+        pool_rubric: The rubric for pool answers (the project's own when they are stored).
+        pool_source: ``"database"`` when the pool is the project's answers, else ``"pairs"``.
+    """
+
+    pairs: list[Pair]
+    pool: list[PoolAnswer]
+    pool_rubric: Rubric
+    pool_source: PoolSource
+
+
+def setup_probes(
+    store: Store | None, dataset: str, n: int, *, seed: int, biases: Sequence[str]
+) -> ProbeSetup:
+    """Choose ``n`` pairs of ``dataset`` and, for pool-based probes, up to ``2n`` pool answers.
+
+    The pool is the project's original answers when the database holds any, else both
+    answers of each chosen pair.
+
+    Raises:
+        InputError: On a missing or malformed dataset, or ``n < 1``.
+    """
+    pairs = choose(load_pairs(dataset), n, seed=seed)
+    if not POOL_BIASES & set(biases):
+        return ProbeSetup(pairs, [], PROBE_RUBRIC, "pairs")
+    stored = pool_from_store(store, 2 * n, seed=seed) if store is not None else []
+    if not stored:
+        return ProbeSetup(pairs, pool_from_pairs(pairs), PROBE_RUBRIC, "pairs")
+    rubric = (store.rubric() if store is not None else None) or PROBE_RUBRIC
+    return ProbeSetup(pairs, stored, rubric, "database")
+
+
+def other_family(store: Store | None, own: str | None) -> str:
+    """The family the byline probe contrasts with the judge's own.
+
+    Another family in the pool, else a well-known one.
+
+    >>> other_family(None, "claude")
+    'gpt'
+    """
+    if store is not None:
+        for family in store.families():
+            if own is None or family.lower() != own.lower():
+                return family
+    return "gpt" if (own or "").lower() in ("claude", "anthropic") else "claude"
+
+
+def dataset_label(dataset: str) -> str:
+    """How evidence rows and reports name a ``--dataset`` value: ``sample`` or the file name.
+
+    >>> dataset_label("runs/pairs.csv")
+    'pairs.csv'
+    """
+    return "sample" if dataset == SAMPLE else Path(dataset).name
+
+
+def _context(
+    setup: ProbeSetup, variants: Variants, judge_family: str | None, other: str
+) -> ProbeContext:
+    return ProbeContext(
+        pairs=setup.pairs,
+        pool=setup.pool,
+        rubric=PROBE_RUBRIC,
+        pool_rubric=setup.pool_rubric,
+        variants=variants,
+        judge_family=judge_family,
+        other_family=other,
+    )
+
+
+def _judge_kind(judge: Judge) -> str:
+    """The name a run records for its judge back-end."""
+    if isinstance(judge, FakeJudge):
+        return "fake"
+    if isinstance(judge, AnthropicJudge):
+        return "anthropic"
+    return type(judge).__name__
+
+
+# -- probe -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProbeRunResult:
+    """How a probe run went.
+
+    Attributes:
+        summary: The runner's summary of the judge calls.
+        spend: What writing the padded variants cost (zero when padding offline).
+    """
+
+    summary: RunSummary
+    spend: RewriteSpend
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``{"run": ..., "padding": ...}``."""
+        return {"run": self.summary.to_dict(), "padding": dataclasses.asdict(self.spend)}
+
+
+def _pad_model(
+    judge: Judge, pad: PadMode | None, pad_model: str | None, *, needed: bool, concurrency: int
+) -> PadModel | None:
+    """The model that writes padded variants: the judge's own client, unless padding offline.
+
+    ``None`` (offline padding) also when the plan pads nothing (``needed`` is false).
+    """
+    if not isinstance(judge, AnthropicJudge):
+        if pad == "llm":
+            raise InputError("--pad llm needs the anthropic judge",
+                             fix="drop --pad (the fake judge pads offline) or use --judge anthropic.")
+        return None
+    if not needed or (pad or "llm") != "llm":
+        return None
+    table = pricing.load_prices()
+    name = pad_model or judge.model
+    return PadModel(
+        client=judge.client, model=name,
+        price=lambda i, o: table.cost(name, pricing.TokenUsage(i, o)),
+        concurrency=concurrency,
+    )
+
+
+async def arun_probes(
+    judge: Judge,
+    store: Store,
+    *,
+    dataset: str = SAMPLE,
+    n: int = 20,
+    biases: str | Sequence[str] = DEFAULT_BIASES,
+    seed: int = 0,
+    evidence: str | os.PathLike[str] | None = None,
+    judge_kind: str | None = None,
+    other: str | None = None,
+    pad: PadMode | None = None,
+    pad_model: str | None = None,
+    resume: str | None = None,
+    concurrency: int = 16,
+    batch: bool = False,
+    progress: bool | None = None,
+    poll_interval: float = 30.0,
+    params: Mapping[str, Any] | None = None,
+) -> ProbeRunResult:
+    """Run the chosen probes with ``judge``: every pair in both orders, every result recorded.
+
+    With the Anthropic judge and the verbosity probe, padded variants are rewritten by a model
+    (``pad``): the plan is made once to collect the texts to pad, the rewrites are made (or
+    reused from the database), and the plan is made again with them. New variant answers are
+    stored in the pool before any call. Every judgement goes to ``store`` and to ``evidence``
+    as it arrives; a run of the same plan that did not finish is continued.
+
+    Args:
+        judge: The judge back-end.
+        store: The project database (cache, resume state, pool and results).
+        dataset: ``"sample"`` or a pairs file (:func:`~calibration.datasets.load_pairs`).
+        n: Pairs to probe; pool-based probes score up to ``2n`` answers.
+        biases: The probes (``--biases``: comma-separated or a list).
+        seed: Seed for the choice of pairs and pool answers.
+        evidence: The JSONL evidence file to write.
+        judge_kind: Recorded with the run (default: ``"fake"``, ``"anthropic"`` or the judge's
+            class name).
+        other: The family the byline probe contrasts with the judge's own (default:
+            another family in the pool, else a well-known one).
+        pad: ``"llm"`` or ``"offline"`` (default: ``llm`` for the Anthropic judge, else
+            ``offline``; ``llm`` needs the Anthropic judge).
+        pad_model: The model that pads (default: the judge's model).
+        resume: Continue this run id.
+        concurrency: Calls (and rewrites) in flight at once.
+        batch: Submit the calls as one Message Batch.
+        progress: Show a progress bar (default: when stderr is a terminal).
+        poll_interval: Seconds between Message Batch status checks.
+        params: The command's options, stored with the run (``pad`` is added).
+
+    Returns:
+        The run's :class:`ProbeRunResult`.
+
+    Raises:
+        InputError: On a bad ``biases``, dataset or ``resume``, or ``pad="llm"`` with a judge
+            that cannot rewrite.
+    """
+    chosen = parse_biases(biases)
+    setup = setup_probes(store, dataset, n, seed=seed, biases=chosen)
+    padder = _pad_model(
+        judge, pad, pad_model, needed="verbosity" in chosen, concurrency=concurrency
+    )
+    variants = Variants.for_pool(store, setup.pool, pad_model=padder)
+    ctx = _context(setup, variants, judge.family, other or other_family(store, judge.family))
+    spend = RewriteSpend()
+    if padder is not None:
+        # First pass: only collect the texts to pad; the rewrites are made once, together.
+        variants.recording = True
+        plan_probes(ctx, chosen)
+        variants.recording = False
+        spend = await variants.prepare()
+    plan = plan_probes(ctx, chosen)
+    # The dataset's name rides along in each evidence row (meta is not part of any request, so
+    # neither the cache keys nor the plan hash change).
+    label = dataset_label(dataset)
+    plan.calls = [replace(c, meta={**c.meta, "dataset": label}) for c in plan.calls]
+    if plan.new_answers:
+        store.add_pool([], plan.new_answers, source_file="judgelab probe (perturbed variants)")
+    summary = await arun_plan(
+        plan.calls, judge, store, rubric=PROBE_RUBRIC,
+        judge_kind=judge_kind or _judge_kind(judge), evidence=evidence, resume=resume,
+        concurrency=concurrency, batch=batch, progress=progress,
+        params={**(params or {}), "pad": variants.pad_source}, poll_interval=poll_interval,
+    )
+    return ProbeRunResult(summary, spend)
+
+
+def run_probes(judge: Judge, store: Store, **kwargs: Any) -> ProbeRunResult:
+    """Synchronous :func:`arun_probes` (same arguments)."""
+    return asyncio.run(arun_probes(judge, store, **kwargs))
+
+
+# -- estimate ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProbeEstimate:
+    """A probe run's cost preview and what it was made from (``judgelab estimate``).
+
+    Attributes:
+        cost: Calls, tokens and dollars.
+        dataset: The dataset's label (``sample`` or the file name).
+        biases: The probes, in card order.
+        n_pairs: Pairs chosen.
+        pool_answers: Pool answers pool-based probes would score.
+        pool: Where the pool comes from.
+    """
+
+    cost: pricing.PlanEstimate
+    dataset: str
+    biases: tuple[str, ...]
+    n_pairs: int
+    pool_answers: int
+    pool: PoolSource
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the cost's fields, then the dataset's."""
+        return {
+            **self.cost.to_dict(),
+            "dataset": self.dataset,
+            "biases": list(self.biases),
+            "n_pairs": self.n_pairs,
+            "pool_answers": self.pool_answers,
+            "pool": self.pool,
+        }
+
+
+def padded_texts(plan: ProbePlan) -> dict[str, str]:
+    """Answer id -> padded text, once per answer the plan pads (each is one model rewrite)."""
+    out: dict[str, str] = {}
+    for call in plan.calls:
+        if call.meta.get("variant") != "padded":
+            continue
+        if call.kind == "pointwise":
+            out.setdefault(call.answer_id or call.call_id, call.answer)
+        else:
+            slot_text = call.answer if call.meta.get("target_slot") == "A" else call.answer_b
+            out.setdefault(str(call.meta.get("target_id")), slot_text or "")
+    return out
+
+
+async def aestimate_probes(
+    judge: Judge,
+    store: Store | None,
+    *,
+    dataset: str = SAMPLE,
+    n: int = 20,
+    biases: str | Sequence[str] = DEFAULT_BIASES,
+    seed: int = 0,
+    count_tokens: bool = False,
+    output_tokens: int = pricing.OUTPUT_TOKENS,
+    batch: bool = False,
+) -> ProbeEstimate:
+    """Preview the calls, tokens and cost :func:`arun_probes` would spend. Spends nothing.
+
+    Counts exactly the calls the run would make: identical requests once, and none that the
+    database has already answered. Padded texts are estimated with the offline padding (about
+    twice the original, like the model rewrite); with the Anthropic judge the rewrites are
+    priced too.
+
+    Args:
+        judge: The judge the run would use; it builds the requests (same parameters, same
+            cache keys) and is never asked to answer one.
+        store: The project database, if it exists (its pool, variants and cached replies).
+        dataset: ``"sample"`` or a pairs file.
+        n: Pairs to probe.
+        biases: The probes.
+        seed: Seed for the choice of pairs and pool answers.
+        count_tokens: Ask the API's token counter (Anthropic judge only) instead of
+            approximating ~4 characters per token.
+        output_tokens: Completion tokens assumed per judge reply.
+        batch: Whether the run would use Message Batches.
+
+    Raises:
+        InputError: On a bad ``biases`` or dataset.
+    """
+    chosen = parse_biases(biases)
+    setup = setup_probes(store, dataset, n, seed=seed, biases=chosen)
+    other = other_family(store, judge.family)
+    plan = plan_probes(_context(setup, Variants.for_pool(store, setup.pool), judge.family, other), chosen)
+    requests: dict[str, JudgeCall] = {}
+    for planned in plan.calls:
+        key = cache_key_for(judge, PROBE_RUBRIC, planned)
+        requests.setdefault(key, build_request(judge, PROBE_RUBRIC, planned))
+    cached = set(store.cached_replies(requests)) if store is not None else set()
+    todo = [call for key, call in requests.items() if key not in cached]
+    exact: int | None = None
+    if count_tokens and isinstance(judge, AnthropicJudge) and todo:
+        exact = int(sum(await asyncio.gather(*(judge.count_tokens(c) for c in todo))))
+    pad_by_model = isinstance(judge, AnthropicJudge)
+    cost = pricing.estimate_plan(
+        requests, model=judge.model, planned_calls=len(plan.calls), cached=cached,
+        exact_prompt_tokens=exact, output_tokens=output_tokens,
+        padded_texts=padded_texts(plan).values() if pad_by_model else (), batch=batch,
+    )
+    return ProbeEstimate(
+        cost=cost,
+        dataset=dataset_label(dataset),
+        biases=chosen,
+        n_pairs=len(setup.pairs),
+        pool_answers=len(setup.pool),
+        pool=setup.pool_source,
+    )
+
+
+def estimate_probes(judge: Judge, store: Store | None, **kwargs: Any) -> ProbeEstimate:
+    """Synchronous :func:`aestimate_probes` (same arguments)."""
+    return asyncio.run(aestimate_probes(judge, store, **kwargs))
