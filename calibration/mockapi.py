@@ -306,7 +306,8 @@ class MockAnthropic:
         self._bump(f"{method} {route}")
         try:
             if not headers.get("x-api-key") and not headers.get("authorization"):
-                raise _ApiError(401, "authentication_error", "an API key is required (x-api-key header or Authorization: Bearer)")
+                raise _ApiError(401, "authentication_error",
+                                "an API key is required (x-api-key header or Authorization: Bearer)")
             if raw and body is None:
                 raise _ApiError(400, "invalid_request_error", "request body is not valid JSON")
             return self._route(method, path, raw, body)
