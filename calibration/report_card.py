@@ -142,8 +142,8 @@ def _pointwise_section(analysis: Analysis) -> list[str]:
         ratio = r.details.get("length_ratio")
         if words_o is not None and words_v is not None:
             lines.append(
-                f"- Lengths ({variant}): originals {words_o:.0f} words on average, {variant} "
-                f"{words_v:.0f} (ratio {ratio:.2f}x)."
+                f"- Lengths ({variant}): originals {num(words_o, 0)} words on average, {variant} "
+                f"{num(words_v, 0)} (ratio {num(ratio, 2)}x)."
             )
     lines.append(
         "- Padding gap: positive = the judge pays for empty words. Truncation gap: positive = "
@@ -217,8 +217,8 @@ def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = 
         q = position.details.get("candidate_preference_q")
         if isinstance(b, Estimate) and isinstance(q, Estimate):
             lines.append(
-                f"- Slot decomposition (seed 001): slot-A bias b = {b.estimate:+.2f} "
-                f"({_interval(b, 2)}), candidate preference q = {q.estimate:+.2f} "
+                f"- Slot decomposition (seed 001): slot-A bias b = {num(b.estimate, 2, signed=True)} "
+                f"({_interval(b, 2)}), candidate preference q = {num(q.estimate, 2, signed=True)} "
                 f"({_interval(q, 2)}) in verdict points; a judge driven by quality has b near 0."
             )
     share = analysis.parse_failures / analysis.judgements if analysis.judgements else math.nan

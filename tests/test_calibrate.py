@@ -22,7 +22,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.calibrate import CalibrationReport, calibrate, format_rows, load_calibration_data
+from calibration.calibrate import (
+    CalibrationReport,
+    FamilyResidual,
+    SelfPreferenceGap,
+    calibrate,
+    format_rows,
+    load_calibration_data,
+)
 from calibration.calibrate._load import isin
 from calibration.report import render_markdown
 from labeler.errors import InputError
@@ -198,6 +205,22 @@ def test_seed_residuals_and_gap_come_out_exactly(seed_report: CalibrationReport)
     assert "paired task-clustered" in section.gap.method
     assert "raters resampled within answers" in section.gap.method
     assert report.judge_family == OWN and report.judge_format == "likert5"
+
+
+def test_typed_residuals_keep_the_statistics_json_shape(seed_report: CalibrationReport) -> None:
+    section = seed_report.residuals["pass"]
+    own, gap = section.families[OWN], section.gap
+    assert gap is not None
+    assert gap.own_family == OWN and gap.other_families == (OTHER,)
+    assert gap.residuals == pytest.approx({OWN: 8.0, OTHER: -2.0}, abs=1e-9)
+    assert gap.judge_means[OTHER] == pytest.approx(66, abs=1e-9) and gap.bound is None
+    # The JSON carries what the statistics return: the per-family figures under "extra".
+    extra = gap.to_dict()["extra"]
+    assert extra["residual[claude]"] == pytest.approx(8, abs=1e-9) and extra["other_families"] == [OTHER]
+    assert list(extra)[-2:] == ["bound", "bound_reason"]
+    assert set(own.to_dict()["extra"]) == {"judge_mean", "human_mean", "n_answers", "weighted"}
+    assert SelfPreferenceGap.from_estimate(gap.as_estimate()) == gap
+    assert FamilyResidual.from_estimate(OWN, own.as_estimate()) == own
 
 
 def test_score_scale_residuals_carry_rater_spread(seed_report: CalibrationReport) -> None:

@@ -21,7 +21,7 @@ from labeler.models import Rubric
 from labeler.scales import POINTWISE_FORMATS
 from labeler.store import Store
 
-NAN = float("nan")
+_NAN = float("nan")
 
 
 @dataclass(frozen=True)
@@ -190,14 +190,14 @@ def _join_answer(frame: pd.DataFrame, info: pd.DataFrame, key: str, suffix: str)
 def _judge_pass(rubric: Rubric, fmt: str, value: Any, passed: Any) -> float:
     """The judge's pass verdict (1/0) for one pointwise judgement, ``nan`` when undefined."""
     if value is None or isna(value):
-        return NAN
+        return _NAN
     if passed is not None and not isna(passed):
         return float(bool(passed))
     if fmt == rubric.scale:
         return float(rubric.passes(float(value)))
     if fmt == "binary":
         return float(float(value) >= 1)
-    return NAN
+    return _NAN
 
 
 def _human_pass(rubric: Rubric, overall: Any, passed: Any) -> float:
@@ -205,7 +205,7 @@ def _human_pass(rubric: Rubric, overall: Any, passed: Any) -> float:
         return float(bool(passed))
     if overall is not None and not isna(overall):
         return float(rubric.passes(float(overall)))
-    return NAN
+    return _NAN
 
 
 def isna(value: Any) -> bool:

@@ -1,9 +1,11 @@
 """The frozen report model: every section of the calibration report as data.
 
-Nothing here computes a statistic or renders text for a page: the section builders
-(:mod:`calibration.calibrate._human`, ``_probes``, ``_formats``) fill these dataclasses, and
-:mod:`calibration.report` renders them. Each class has a ``to_dict`` whose output is JSON-ready
-(``nan`` becomes ``None`` through :func:`jsonable`).
+Nothing here computes a statistic or lays out a page: the section builders (``_human``,
+``_probes``, ``_formats``) fill these dataclasses and :mod:`calibration.report` renders them
+(this module never imports it). The few sentences a figure needs wherever it is shown (the
+simulated-label banner, the design note, the four quantities of a format) live with their data.
+Each class has a ``to_dict`` whose output is JSON-ready (``nan`` becomes ``None``, see
+:func:`jsonable`).
 """
 
 from __future__ import annotations

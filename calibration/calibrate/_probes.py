@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from calibration.calibrate._load import NAN, CalibrationData, isna
+from calibration.calibrate._load import CalibrationData, isna
 from calibration.calibrate._model import PositionResult, ProbeSection, ReportOptions, VariantGap
 from calibration.stats import (
     THRESHOLDS,
@@ -37,6 +37,7 @@ from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, format_range
 # Refits for the length-controlled win rate: each resample is one logistic fit, so the count
 # is capped to keep a report to seconds; the method string states the number used.
 _LC_MAX_REFITS = 500
+_NAN = float("nan")
 
 
 def scale_unit(fmt: str) -> float:
@@ -57,7 +58,7 @@ def variant_gaps(data: CalibrationData, opts: ReportOptions) -> list[VariantGap]
     for (variant, fmt), rows in variants.groupby(["variant", "format"], sort=True):
         per = rows.groupby("answer_id").agg(value=("value", "mean"), parent=("parent", "first"),
                                              task=("task_id", "first"))
-        base = [means.get((fmt, p), NAN) for p in per["parent"]]
+        base = [means.get((fmt, p), _NAN) for p in per["parent"]]
         args = {"clusters": per["task"].astype(str).to_numpy(), "level": opts.level,
                 "n_resamples": opts.n_resamples, "rng": opts.seed}
         unit = scale_unit(str(fmt))
@@ -163,8 +164,8 @@ def position_results(data: CalibrationData, opts: ReportOptions) -> list[Positio
             y = key[1] if x == key[0] else key[0]
             items.append({
                 "task": str(grp["task_id"].iloc[0]),
-                "v_fwd": float(fwd["value"].mean()) if len(fwd) else NAN,
-                "v_rev": float(rev["value"].mean()) if len(rev) else NAN,
+                "v_fwd": float(fwd["value"].mean()) if len(fwd) else _NAN,
+                "v_rev": float(rev["value"].mean()) if len(rev) else _NAN,
                 "len_diff": _len_diff(grp, x, y),
             })
         frame = pd.DataFrame(items)
@@ -222,5 +223,5 @@ def _len_diff(grp: pd.DataFrame, x: str, y: str) -> float:
         if la is None or lb is None:
             continue
         return float(la) - float(lb) if row.answer_id == x else float(lb) - float(la)
-    return NAN
+    return _NAN
 
