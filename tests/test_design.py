@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-import calibration.design
+import calibration.design._model
+import calibration.design._power
 from calibration.design import (
     PlanningModel,
     allocate,
@@ -31,6 +32,7 @@ from labeler.errors import InputError
 from labeler.models import Answer, Criterion, Rubric, Task
 from labeler.store import Store
 from labeler.store._judgements import JudgementRecord
+from labeler.timing import label_time
 
 # -- simulated pools ------------------------------------------------------------------------------
 
@@ -73,8 +75,12 @@ def simulate_pool(
 
 
 def test_docstring_examples() -> None:
-    result = doctest.testmod(calibration.design)
-    assert result.attempted >= 3 and result.failed == 0
+    attempted = 0
+    for module in (calibration.design._model, calibration.design._power):
+        result = doctest.testmod(module)
+        assert result.failed == 0
+        attempted += result.attempted
+    assert attempted >= 3
 
 
 def test_proportional_allocation_is_proportional_to_stratum_sizes() -> None:
@@ -584,7 +590,7 @@ def test_pilot_labels_and_timing_feed_the_next_design(store: Store) -> None:
     pool = simulate_pool(30, seed=4)
     _fill(store, pool, raters=2)
     loaded, _ = load_pool(store)
-    assert store.median_label_seconds() is None
+    assert not label_time(store.label_seconds()).measured
     d = design_sample(loaded, n=12, own_family="claude", overlap=0, rng=0)
     apply_design(store, d, 2)
     rows = store.design_assignments(d.design_id)
@@ -600,7 +606,7 @@ def test_pilot_labels_and_timing_feed_the_next_design(store: Store) -> None:
     human = store.human_verdicts()
     assert len(human) == len(mine)
     assert set(human["human_pass"]) == {0.0, 1.0}
-    timing = store.median_label_seconds(minimum=5)
-    assert timing is not None and timing[1] == len(mine) and timing[0] >= 0
+    timing = label_time(store.label_seconds(), minimum=5)
+    assert timing.measured and timing.n == len(mine) and timing.median_seconds >= 0
     _, info = load_pool(store)
     assert info["n_pilot"] == len(mine)
