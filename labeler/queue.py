@@ -1,11 +1,13 @@
 """Who sees which item in which order.
 
-Pure functions, no database: the store calls them when it writes assignments and
-when it reads a rater's queue, and tests drive them directly.
+Pure functions, no database: the assignment planner (:mod:`labeler.planner`) and the
+sample design (:func:`calibration.design.plan_assignments`) call them when they place
+new assignments, the store when it reads a rater's queue, and tests drive them directly.
 
-* :func:`spread_order` is the per-rater seeded shuffle. Two answers to the same
-  task are kept at least ``gap + 1`` positions apart (``gap`` other items between
-  them) so that raters score answers one at a time instead of comparing them.
+* :func:`spread_order` is the per-rater seeded shuffle, the one orderer of every queue.
+  Two answers to the same task are kept at least ``gap + 1`` positions apart (``gap``
+  other items between them) so that raters score answers one at a time instead of
+  comparing them.
 * :func:`counterbalance` decides which raters see a pair as A/B and which as B/A:
   half each for every pair, and each rater's own flips stay balanced too.
 * :func:`next_position` is the resume rule: the first assignment without a current

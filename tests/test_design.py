@@ -437,6 +437,23 @@ def test_plan_assignments_balances_families_and_spreads_tasks() -> None:
     _check_queues(plan)
 
 
+def test_plan_assignments_is_seeded_and_orders_with_the_queue_orderer() -> None:
+    pool = simulate_pool(60, seed=5)
+    d = design_sample(pool, n=60, own_family="claude", overlap=0.2, rng=1)
+    one = plan_assignments(d, [1, 2, 3], rng=0)
+    pd.testing.assert_frame_equal(one, plan_assignments(d, [1, 2, 3], rng=0))
+    assert not one.equals(plan_assignments(d, [1, 2, 3], rng=1))
+    # Existing queues: new positions follow them and keep away from their last tasks.
+    first = one[one["rater_id"] == 1].sort_values("queue_pos")
+    recent = first["task_id"].tolist()[-3:]
+    single = design_sample(pool, n=30, own_family="claude", overlap=0, rng=2)
+    more = plan_assignments(single, [1], rng=2, tails={1: (len(first), recent)})
+    assert more["queue_pos"].min() == len(first)
+    tasks = [*recent, *more.sort_values("queue_pos")["task_id"]]
+    gaps = pd.Series(range(len(tasks))).groupby(pd.Series(tasks)).diff().dropna()
+    assert (gaps > 3).all()
+
+
 def test_plan_assignments_unpaired_and_unbalanced_design() -> None:
     pool = simulate_pool(150, seed=5)
     d = design_sample(pool, n=97, own_family="claude", paired=False, allocation="proportional",
