@@ -5,6 +5,7 @@ from calibration.stats._agreement import (
     KappaWeights,
     KrippendorffLevel,
     cohen_kappa,
+    design_kappa,
     krippendorff_alpha,
     level_for_scale,
     pairwise_kappas,
@@ -33,7 +34,7 @@ from calibration.stats._position import (
     slot_decomposition,
     swap_average,
 )
-from calibration.stats._ppi import classical_mean, ppi_mean
+from calibration.stats._ppi import classical_mean, design_mean, design_ppi_mean, ppi_mean
 from calibration.stats._probes import (
     THRESHOLDS,
     RunComparison,
@@ -92,6 +93,9 @@ __all__ = [
     "cohen_kappa",
     "compare_runs",
     "consistency_rate",
+    "design_kappa",
+    "design_mean",
+    "design_ppi_mean",
     "design_variance",
     "difference_of_proportions",
     "effective_levels",

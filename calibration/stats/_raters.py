@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse
 
-__all__ = ["RaterScope", "RaterSpread", "rater_spread", "rater_variance"]
+__all__ = ["RATER_SCOPES", "RaterScope", "RaterSpread", "rater_part", "rater_spread", "rater_variance"]
 
 RaterScope = Literal["raters", "panel"]
 """Which raters an interval speaks for.
@@ -179,3 +179,38 @@ def _difference_df(gross: float, noise: float, df_gross: float, df_noise: float)
         return float(df_gross)
     denom = gross**2 / df_gross + noise**2 / df_noise
     return float(min(df_gross, (gross - noise) ** 2 / denom)) if denom > 0 else float(df_gross)
+
+
+def rater_part(
+    gradient: npt.ArrayLike, rater_level: object, n: int, scope: RaterScope
+) -> tuple[float, float, str]:
+    """The raters' variance of an estimate over ``n`` answers, its df and the scope in words.
+
+    Args:
+        gradient: ``∂θ̂/∂h_a`` per answer: how the estimate moves with the answer's human score
+            (a label moves its answer's mean-rule score by ``1/m_a``).
+        rater_level: ``None`` or a DataFrame with ``answer`` (row position ``0..n−1``),
+            ``rater`` and ``score``.
+        n: Answers.
+        scope: ``"raters"`` or ``"panel"``.
+
+    Returns:
+        ``(variance, df, scope in words)``; the variance is 0 when the interval speaks for the
+        panel only (asked for, no per-rater labels, or one rater).
+    """
+    import pandas as pd
+
+    if scope == "panel":
+        return 0.0, _NAN, "this panel only"
+    if not isinstance(rater_level, pd.DataFrame) or not {"answer", "rater", "score"} <= set(rater_level.columns):
+        return 0.0, _NAN, "this panel only (no per-rater labels to generalise from)"
+    rows = rater_level["answer"].to_numpy().astype(np.intp)
+    if rows.size == 0 or rows.min() < 0 or rows.max() >= n:
+        raise ValueError(f"rater_level['answer'] must be row positions 0..{n - 1}")
+    spread = rater_spread(rows, rater_level["rater"].to_numpy().astype(str), rater_level["score"].to_numpy(float))
+    if not np.isfinite(spread.variance):
+        return 0.0, _NAN, "this panel only (one rater: their leniency cannot be told from the judge's)"
+    per_answer = np.bincount(rows, minlength=n)
+    g = np.asarray(gradient, dtype=float)[rows] / per_answer[rows]
+    variance = rater_variance(g, rater_level["rater"].to_numpy().astype(str), spread)
+    return variance, spread.df, f"raters like these ({spread.n_raters} raters, leniency spread estimated {spread.how})"
