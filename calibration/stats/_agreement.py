@@ -281,9 +281,8 @@ def design_kappa(
         reason = (f"expected disagreement is zero: both raters used only {used!r}, so chance agreement is "
                   "total and kappa is undefined")
     else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            point = float(cohen_kappa_score(x, y, labels=cats, weights=weights, sample_weight=w))
+        # 1 − O/E is sklearn's cohen_kappa_score(..., sample_weight=w) (the tests check it).
+        point = 1.0 - observed / expected
         d_exp = (v @ col)[xi] + (row @ v)[yi]
         psi = w / w.sum() * (-(v[xi, yi] - observed) / expected + observed * (d_exp - 2 * expected) / expected**2)
         var, df, g, h = design_variance(psi, design)

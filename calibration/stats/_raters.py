@@ -133,10 +133,10 @@ def _within_answers(
     if not shared.any() or np.unique(rat[shared]).size < n_raters:
         return None
     a, r, v = ans[shared], rat[shared], y[shared]
+    # C = diag(labels per rater) − Σ_a 1_a 1_aᵀ / m_a, the reduced normal matrix of rater effects.
     inc = sparse.csr_array((np.ones(a.size), (a, r)), shape=(n_answers, n_raters))
-    inv_m = sparse.diags_array(1.0 / np.maximum(m, 1))
-    reduced = (sparse.diags_array(np.bincount(r, minlength=n_raters).astype(float)) - inc.T @ inv_m @ inc)
-    c = np.asarray(reduced.todense(), dtype=float)
+    scaled = sparse.csr_array((1.0 / m[a], (a, r)), shape=(n_answers, n_raters))
+    c = np.diag(np.bincount(r, minlength=n_raters).astype(float)) - (scaled.T @ inc).toarray()
     # The raters are connected through shared answers iff C has rank R - 1 (one null vector).
     eig = np.linalg.eigvalsh(c)
     if (eig > 1e-9 * max(eig.max(), 1.0)).sum() != n_raters - 1:
@@ -147,7 +147,10 @@ def _within_answers(
         return None
     answer_mean = np.bincount(a, weights=v, minlength=n_answers) / np.maximum(m, 1)
     q = np.bincount(r, weights=v - answer_mean[a], minlength=n_raters)
-    c_plus = np.linalg.pinv(c)
+    # C is a Laplacian with null vector 1 (connected): C⁺ = (C + 11ᵀ/R)⁻¹ − 11ᵀ/R exactly, where
+    # a numerical pinv can keep the rounding-size null eigenvalue and blow up.
+    ones = np.full((n_raters, n_raters), 1.0 / n_raters)
+    c_plus = np.linalg.inv(c + ones) - ones
     beta = c_plus @ q
     # Residuals of the two-way fit, within answers.
     beta_answer = np.bincount(a, weights=beta[r], minlength=n_answers) / np.maximum(m, 1)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
+from scipy import special
 
 __all__ = [
     "MIN_CLUSTERS",
@@ -191,7 +191,7 @@ def t_interval(estimate: float, parts: VarianceParts, level: float) -> tuple[flo
     var = parts.total
     if not (math.isfinite(var) and var >= 0 and math.isfinite(estimate)):
         return _NAN, _NAN
-    q = float(stats.t.ppf(0.5 + level / 2, max(parts.df, 1.0)))
+    q = float(special.stdtrit(max(parts.df, 1.0), 0.5 + level / 2))
     half = q * math.sqrt(var)
     return estimate - half, estimate + half
 
