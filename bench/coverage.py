@@ -66,9 +66,10 @@ def _print(table: pd.DataFrame, reps: int) -> None:
     se = 100 * math.sqrt(0.95 * 0.05 / reps)
     cols = [c for c in INTERVALS if c in table]
     outside = (table[cols] < 93) | (table[cols] > 97)
+    far = (table[cols] < 93 - 2 * se) | (table[cols] > 97 + 2 * se)
     print(f"\n{reps} datasets per cell; Monte Carlo se of a 95% coverage: {se:.2f} points. "
           f"Cells x intervals outside 93-97: {int(outside.to_numpy().sum())} of {outside.size}; "
-          f"outside 93-97 by more than 2 se: {int(((table[cols] < 93 - 2 * se) | (table[cols] > 97 + 2 * se)).to_numpy().sum())}.")
+          f"outside 93-97 by more than 2 se: {int(far.to_numpy().sum())}.")
     pooled = table[cols].mean()
     print("Mean coverage over the cells: " + ", ".join(f"{_short(k)} {v:.1f}" for k, v in pooled.items()))
     print("worst bias/se: the largest |mean error| / its Monte Carlo se over the residuals, gaps and PPI "

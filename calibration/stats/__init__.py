@@ -24,6 +24,7 @@ from calibration.stats._formats import (
     top1_agreement,
     top_tied_share,
 )
+from calibration.stats._humans import HumanRule, HumanScores, human_scores
 from calibration.stats._position import (
     SlotDecomposition,
     candidate_verdicts,
@@ -46,7 +47,6 @@ from calibration.stats._probes import (
     truncation_gap,
     verdict,
 )
-from calibration.stats._humans import HumanRule, HumanScores, human_scores
 from calibration.stats._provenance import ProvenanceNote, provenance_note
 from calibration.stats._raters import RaterScope, RaterSpread, rater_spread, rater_variance
 from calibration.stats._residuals import (

@@ -101,11 +101,11 @@ class CoverageCell:
         return f"{self.n_tasks:>3} tasks, {self.raters} rater(s), lenient {self.leniency:g}, {fam}, {self.sampling}"
 
 
+_SAMPLINGS: tuple[Sampling, ...] = ("srs", "judge-stratified")
+
 COVERAGE_GRID: tuple[CoverageCell, ...] = tuple(
     CoverageCell(t, m, s, u, samp)
-    for t, m, s, u, samp in itertools.product(
-        (15, 30, 100), (1, 2, 5), (0.0, 0.4), (False, True), ("srs", "judge-stratified")
-    )
+    for t, m, s, u, samp in itertools.product((15, 30, 100), (1, 2, 5), (0.0, 0.4), (False, True), _SAMPLINGS)
 )
 """The full grid: tasks {15, 30, 100} × raters {1, 2, 5} × leniency {0, 0.4} × families
 {balanced, unbalanced} × sampling {simple random, judge-stratified}: 72 cells."""
@@ -280,7 +280,9 @@ def _sample_tasks(
     return chosen, weight[stratum], stratum
 
 
-def _allocate(score: npt.NDArray[np.float64], n: int, cap: npt.NDArray[np.float64], *, minimum: int) -> npt.NDArray[np.int64]:
+def _allocate(
+    score: npt.NDArray[np.float64], n: int, cap: npt.NDArray[np.float64], *, minimum: int
+) -> npt.NDArray[np.int64]:
     """Whole units per stratum: at least ``minimum`` (capacity allowing), the rest by ``score``."""
     base = np.minimum(cap, minimum)
     while base.sum() > n:

@@ -280,7 +280,7 @@ def design_mean(
     r_var, r_df, scope = rater_part(w / total, rater_level, values.size, interval)
     parts = VarianceParts(var, df, r_var, r_df, g, h)
     lo, hi = t_interval(mean, parts, level)
-    mean_kind = "weighted (Hajek) mean" if not np.allclose(w, w[0]) else "mean"
+    mean_kind = "design-weighted (Hajek) mean" if not np.allclose(w, w[0]) else "mean"
     method = (f"{mean_kind} of the human labels; linearised variance over {g} task clusters"
               f"{f' in {h} strata' if h > 1 else ''}, t interval with {parts.df:.1f} df; raters: {scope}")
     return Estimate(mean, lo, hi, int(values.size), method, units, level, _fields(parts, scope))
@@ -352,7 +352,7 @@ def design_ppi_mean(
     psi_rect = w * (rect - rect_mean) / total
     v_rect, df_rect, g, h = design_variance(psi_rect, cluster_design(ids_l, strata, func=func))
     psi_pool = lam_used * (fp - fp.mean()) / fp.size
-    v_pool, df_pool, _, _ = design_variance(psi_pool, cluster_design(ids_p, func=func))
+    v_pool, _, _, _ = design_variance(psi_pool, cluster_design(ids_p, func=func))
     v_pool = 0.0 if not np.isfinite(v_pool) else v_pool
     # Covariance through the tasks that are in the sample and the pool.
     all_ids, codes = np.unique(np.r_[ids_l.astype(str), ids_p.astype(str)], return_inverse=True)
@@ -364,8 +364,9 @@ def design_ppi_mean(
     parts = VarianceParts(design_var, df_rect, r_var, r_df, g, h)
     lo, hi = t_interval(estimate, parts, level)
     weighted = not np.allclose(w, w[0])
+    name = f"PPI++ mean (power-tuned λ={lam_used:.2g}, {_PAPER})" if lam is None else f"PPI mean (λ={lam_used:.2g})"
     method = (
-        f"PPI mean (λ={lam_used:.2g}): judge pass rate on the whole pool + "
+        f"{name}: judge pass rate on the whole pool + "
         f"{'design-weighted (Hajek) ' if weighted else ''}mean of human − λ·judge on the labels; "
         f"linearised variance over {g} labelled task clusters{f' in {h} strata' if h > 1 else ''} and the "
         f"pool, t interval with {parts.df:.1f} df; raters: {scope}"

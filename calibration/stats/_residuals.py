@@ -280,7 +280,7 @@ def residuals_and_gap(
 
 def _point_means(prep: _Prepared) -> dict[str, npt.NDArray[np.float64]]:
     n_fam = len(prep.families)
-    total = np.bincount(prep.fam_codes, weights=prep.weights, minlength=n_fam)
+    total = np.asarray(np.bincount(prep.fam_codes, weights=prep.weights, minlength=n_fam), dtype=float)
     judge = np.bincount(prep.fam_codes, weights=prep.weights * prep.judge, minlength=n_fam) / total
     human = np.bincount(prep.fam_codes, weights=prep.weights * prep.human, minlength=n_fam) / total
     return {"judge": judge, "human": human, "residual": judge - human, "total": total}
