@@ -199,11 +199,13 @@ def test_seed_residuals_and_gap_come_out_exactly(seed_report: CalibrationReport)
     assert section.gap is not None
     assert section.gap.estimate == pytest.approx(10, abs=1e-9)
     assert section.units == "percentage points"
-    # 100 tasks, each with one answer per family: the paired bootstrap resamples tasks.
+    # 100 tasks, each with one answer per family: the gap's variance is paired by task.
     assert section.gap.n == 100 and own.n == 100 and own.n_answers == 100
     assert section.gap.ci_low < 10 < section.gap.ci_high
-    assert "paired task-clustered" in section.gap.method
-    assert "raters resampled within answers" in section.gap.method
+    assert "100 paired task clusters" in section.gap.method and "t interval" in section.gap.method
+    # Two raters labelled every answer: the interval speaks for raters like them, and says so.
+    assert "raters like these (2 raters" in section.gap.method
+    assert section.gap.interval == "t(99), raters" and section.gap.unreliable is None
     assert report.judge_family == OWN and report.judge_format == "likert5"
 
 
@@ -218,7 +220,8 @@ def test_typed_residuals_keep_the_statistics_json_shape(seed_report: Calibration
     extra = gap.to_dict()["extra"]
     assert extra["residual[claude]"] == pytest.approx(8, abs=1e-9) and extra["other_families"] == [OTHER]
     assert list(extra)[-2:] == ["bound", "bound_reason"]
-    assert set(own.to_dict()["extra"]) == {"judge_mean", "human_mean", "n_answers", "weighted"}
+    assert set(own.to_dict()["extra"]) == {"judge_mean", "human_mean", "n_answers", "weighted", "interval",
+                                           "scope", "unreliable"}
     assert SelfPreferenceGap.from_estimate(gap.as_estimate()) == gap
     assert FamilyResidual.from_estimate(OWN, own.as_estimate()) == own
 
