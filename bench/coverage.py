@@ -29,29 +29,13 @@ from calibration.stats._bootstrap import percentile_interval
 from calibration.stats._coverage import (
     COVERAGE_GRID,
     INTERVALS,
+    TEST_CELLS,
     CoverageCell,
     CoverageResult,
     _simulate,
     _truths,
     coverage_table,
 )
-
-TEST_CELLS: tuple[CoverageCell, ...] = tuple(
-    CoverageCell(t, m, s, u, samp)
-    for t, m, s, u, samp in (
-        (15, 1, 0.0, False, "srs"),
-        (15, 2, 0.4, True, "judge-stratified"),
-        (15, 5, 0.4, False, "srs"),
-        (15, 5, 0.0, True, "judge-stratified"),
-        (30, 1, 0.4, False, "judge-stratified"),
-        (30, 2, 0.0, True, "srs"),
-        (30, 5, 0.4, True, "judge-stratified"),
-        (100, 1, 0.4, True, "srs"),
-        (100, 2, 0.4, False, "judge-stratified"),
-        (100, 5, 0.4, False, "srs"),
-    )
-)
-"""The slow test's subset: every level of every factor, each pair of tasks x raters once."""
 
 
 def _short(name: str) -> str:

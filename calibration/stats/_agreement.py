@@ -74,6 +74,7 @@ _SCALE_LEVELS: dict[str, KrippendorffLevel] = {
     "tournament": "interval",
 }
 _NAN = float("nan")
+_Z_CLIP = 0.999  # kappa is clipped here before atanh, so a perfect resample stays finite
 
 
 # --------------------------------------------------------------------------------------------
@@ -229,9 +230,10 @@ def design_kappa(
     Σ v·p`` and ``E = Σ v·p_row·p_col`` (``v`` the disagreement weights) is not linear in the
     data, and at 15 tasks its linearised variance runs small (91% coverage in the coverage
     suite), so the variance is the stratified delete-one-cluster jackknife's (JKn; Wolter 2007,
-    §4.5): ``Σ_h (n_h − 1)/n_h · Σ_{c∈h} (κ̂_(c) − κ̄_h)²``, each ``κ̂_(c)`` from the confusion
-    matrix without cluster ``c``; the interval is ``t`` with the strata's Satterthwaite degrees of
-    freedom (:mod:`calibration.stats._variance`).
+    §4.5): ``Σ_h (n_h − 1)/n_h · Σ_{c∈h} (z_(c) − z̄_h)²`` with ``z = atanh(κ̂)`` and each
+    ``κ̂_(c)`` from the confusion matrix without cluster ``c``; the interval is ``tanh(z ± t·se)``
+    with the strata's Satterthwaite degrees of freedom (:mod:`calibration.stats._variance`), so it
+    stays inside (−1, 1) and leans the way kappa's sampling distribution does.
 
     Args:
         a: First rater's (the judge's) category per item.
@@ -291,14 +293,16 @@ def design_kappa(
     else:
         # 1 − O/E is sklearn's cohen_kappa_score(..., sample_weight=w) (the tests check it).
         point = 1.0 - observed / expected
+        # The jackknife runs on atanh(κ): kappa is bounded and skewed near its bounds at few
+        # tasks, and the interval is symmetric on that scale (as Fisher's z for a correlation).
         var, df, g, h = _jackknife_kappa(xi * k + yi, w, design, v)
         parts = VarianceParts(var, df, n_clusters=g, n_strata=h)
-        lo, hi = t_interval(point, parts, level)
-        lo, hi = max(lo, -1.0), min(hi, 1.0)
+        z_lo, z_hi = t_interval(float(np.arctanh(np.clip(point, -_Z_CLIP, _Z_CLIP))), parts, level)
+        lo, hi = float(np.tanh(z_lo)), float(np.tanh(z_hi))
     weighted = sample_weight is not None and not np.allclose(w, w[0])
     method = (
         f"Cohen's kappa ({weights or 'unweighted'}{', design-weighted' if weighted else ''}; "
-        f"sklearn.metrics.cohen_kappa_score), jackknife variance over {g} {unit}{strata_text}, "
+        f"sklearn.metrics.cohen_kappa_score), jackknife of atanh(kappa) over {g} {unit}{strata_text}, "
         f"t interval with {parts.df:.0f} df"
     )
     se = float(np.sqrt(parts.total)) if np.isfinite(parts.total) else _NAN
@@ -318,7 +322,7 @@ def _jackknife_kappa(
     per_cluster = np.zeros((g_all, k2))
     np.add.at(per_cluster, (design.cluster, cell), w)
     left = (per_cluster.sum(axis=0)[None, :] - per_cluster).reshape(g_all, *v.shape)
-    reps = _kappa_from_confusion(left, v)
+    reps = np.arctanh(np.clip(_kappa_from_confusion(left, v), -_Z_CLIP, _Z_CLIP))
     strata = design.stratum_of_cluster
     n_strata = int(strata.max()) + 1 if g_all else 0
     n_h = np.bincount(strata, minlength=n_strata).astype(float)

@@ -46,7 +46,7 @@ from calibration.stats._ppi import design_ppi_mean
 from calibration.stats._residuals import family_residuals, residuals_and_gap
 from calibration.stats._result import Estimate
 
-__all__ = ["COVERAGE_GRID", "INTERVALS", "CoverageCell", "CoverageResult", "coverage_table", "run_cell"]
+__all__ = ["COVERAGE_GRID", "INTERVALS", "TEST_CELLS", "CoverageCell", "CoverageResult", "coverage_table", "run_cell"]
 
 Sampling = Literal["srs", "judge-stratified"]
 
@@ -109,6 +109,22 @@ COVERAGE_GRID: tuple[CoverageCell, ...] = tuple(
 )
 """The full grid: tasks {15, 30, 100} × raters {1, 2, 5} × leniency {0, 0.4} × families
 {balanced, unbalanced} × sampling {simple random, judge-stratified}: 72 cells."""
+
+
+_TEST_SPECS: tuple[tuple[int, int, float, bool, Sampling], ...] = (
+    (15, 1, 0.0, False, "srs"),
+    (15, 2, 0.4, True, "judge-stratified"),
+    (15, 5, 0.4, False, "srs"),
+    (15, 5, 0.0, True, "judge-stratified"),
+    (30, 1, 0.4, False, "judge-stratified"),
+    (30, 2, 0.0, True, "srs"),
+    (30, 5, 0.4, True, "judge-stratified"),
+    (100, 1, 0.4, True, "srs"),
+    (100, 2, 0.4, False, "judge-stratified"),
+    (100, 5, 0.4, False, "srs"),
+)
+TEST_CELLS: tuple[CoverageCell, ...] = tuple(CoverageCell(*spec) for spec in _TEST_SPECS)
+"""The slow test's subset: every level of every factor, each pair of tasks x raters once."""
 
 
 @dataclass(frozen=True)
