@@ -38,8 +38,8 @@ class HumanScores:
             rater), a quick look at how much the raters disagree.
         ratings: The long per-rater table actually used, columns ``answer``, ``rater``,
             ``score`` (missing scores dropped). Pass it as ``rater_level`` to
-            :func:`family_residuals` / :func:`self_preference_gap` to carry the rater spread
-            into the interval.
+            :func:`family_residuals` / :func:`self_preference_gap` so the interval can speak for
+            raters like these (:mod:`calibration.stats._raters`).
         rule: The collapsing rule used.
     """
 

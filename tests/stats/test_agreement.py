@@ -314,3 +314,61 @@ def test_rater_leniency_degenerate_rater_without_shared_items() -> None:
     assert not out.loc["cy", "stands_out"]
     # ann vs bob on items 0-2: 1-2, 2-2, 3-4 -> mean -2/3
     assert out.loc["ann", "leniency"] == pytest.approx(-2 / 3)
+
+
+# --------------------------------------------------------------------------------------------
+# Kappa under a sample design
+# --------------------------------------------------------------------------------------------
+
+
+def test_design_kappa_point_equals_sklearn_with_sample_weight() -> None:
+    from calibration.stats import design_kappa
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(1, 6, 120)
+    b = np.clip(a + rng.integers(-1, 2, 120), 1, 5)
+    w = rng.uniform(0.5, 3.0, 120)
+    for weights in (None, "linear", "quadratic"):
+        res = design_kappa(a, b, weights=weights, sample_weight=w, clusters=np.arange(120) // 3)
+        assert res.kappa.estimate == pytest.approx(
+            cohen_kappa_score(a, b, weights=weights, sample_weight=w), abs=1e-12)
+        assert res.kappa.ci_low < res.kappa.estimate < res.kappa.ci_high
+        assert "jackknife" in res.kappa.method and "design-weighted" in res.kappa.method
+
+
+def test_design_kappa_interval_is_the_stratified_jackknife_by_brute_force() -> None:
+    # Delete each cluster in turn through sklearn itself; the variance of atanh(kappa) is
+    # Σ_h (n_h − 1)/n_h Σ (z_(c) − z̄_h)², the interval tanh(atanh(κ̂) ± t · se).
+    from scipy import stats as sps
+
+    from calibration.stats import design_kappa
+
+    rng = np.random.default_rng(1)
+    n = 60
+    a = rng.integers(0, 2, n)
+    b = np.where(rng.random(n) < 0.8, a, 1 - a)
+    cluster = np.arange(n) // 2
+    stratum = (cluster % 3).astype(str)
+    w = np.where(stratum == "0", 2.0, 1.0)
+    res = design_kappa(a, b, sample_weight=w, clusters=cluster, strata=stratum)
+    total = 0.0
+    per_stratum = []
+    for h in ("0", "1", "2"):
+        ids = np.unique(cluster[stratum == h])
+        z = np.array([np.arctanh(cohen_kappa_score(a[cluster != c], b[cluster != c], sample_weight=w[cluster != c]))
+                      for c in ids])
+        v_h = (ids.size - 1) / ids.size * ((z - z.mean()) ** 2).sum()
+        per_stratum.append((v_h, ids.size))
+        total += v_h
+    df = min(30 - 3, total**2 / sum(v**2 / (k - 1) for v, k in per_stratum))
+    q = sps.t.ppf(0.975, df)
+    centre = np.arctanh(res.kappa.estimate)
+    assert res.kappa.ci_low == pytest.approx(np.tanh(centre - q * np.sqrt(total)), abs=1e-9)
+    assert res.kappa.ci_high == pytest.approx(np.tanh(centre + q * np.sqrt(total)), abs=1e-9)
+
+
+def test_design_kappa_degenerate_one_category() -> None:
+    from calibration.stats import design_kappa
+
+    res = design_kappa([1, 1, 1], [1, 1, 1])
+    assert math.isnan(res.kappa.estimate) and res.reason is not None
