@@ -61,6 +61,7 @@ number out of range) is a parse failure with a reason, never a default score.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 import re
@@ -70,7 +71,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache, partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from calibration.formats import ParseResult, ReadCall, neutralise, normalise_reply, unneutralise
 from labeler.errors import InputError
@@ -90,6 +91,7 @@ __all__ = [
     "load_spec",
     "parse_spec",
     "provenance",
+    "with_references",
 ]
 
 AuthorKind = Literal["human", "model", "unknown"]
@@ -760,6 +762,29 @@ def bind_references(
         if text is not None:
             by_prompt.setdefault(prompt, text)
     return spec.with_references(by_prompt)
+
+
+_J = TypeVar("_J")
+
+
+def with_references(judge: _J, tasks: Iterable[tuple[str, str, str | None]]) -> _J:
+    """``judge`` with its spec's reference answers bound for the tasks a run may judge.
+
+    Args:
+        judge: A judge carrying a ``spec`` attribute (or none).
+        tasks: As in :func:`bind_references`.
+
+    Returns:
+        ``judge`` itself when it has no spec or its spec shows no ``{reference}``; otherwise a
+        shallow copy (same client, same settings) whose spec has the references bound, so the
+        caller's judge is left as it was.
+    """
+    spec = getattr(judge, "spec", None)
+    if not isinstance(spec, JudgeSpec) or not spec.uses("reference"):
+        return judge
+    clone = copy.copy(judge)
+    clone.spec = bind_references(spec, tasks=tasks)  # type: ignore[attr-defined]  # checked above
+    return clone
 
 
 # --------------------------------------------------------------------------------------------
