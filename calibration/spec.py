@@ -91,6 +91,7 @@ __all__ = [
     "load_spec",
     "parse_spec",
     "provenance",
+    "recorded_provenance",
     "with_references",
 ]
 
@@ -732,6 +733,30 @@ def provenance(spec: JudgeSpec) -> tuple[tuple[str, str, str], ...]:
             out.append(spec.references_author.record(f"reference answers ({where})"))
         elif "texts" in spec.reference_sources or spec.reference_if_missing is not None:
             out.append(UNDECLARED.record(f"reference answers written into the spec ({where})"))
+    return tuple(out)
+
+
+def recorded_provenance(params: Mapping[str, Any] | None) -> tuple[tuple[str, str, str], ...]:
+    """The provenance records a judge run stored with its judge spec (none without one).
+
+    A run made with a spec keeps :meth:`JudgeSpec.describe` under ``params["judge_spec"]``;
+    ``judgelab calibrate`` reads the spec's declared authors back from there. A malformed
+    record counts as an artifact of unknown authorship rather than being dropped.
+
+    >>> recorded_provenance({"judge_spec": {"provenance": [["2 few-shot example(s)", "model", "claude"]]}})
+    (('2 few-shot example(s)', 'model', 'claude'),)
+    >>> recorded_provenance({"model": "m"})
+    ()
+    """
+    spec = (params or {}).get("judge_spec")
+    if not isinstance(spec, Mapping):
+        return ()
+    out: list[tuple[str, str, str]] = []
+    for record in spec.get("provenance") or []:
+        if isinstance(record, Sequence) and len(record) == 3 and record[1] in AUTHOR_KINDS:
+            out.append((str(record[0]), str(record[1]), str(record[2])))
+        else:
+            out.append((f"an unreadable provenance record of judge spec {spec.get('name')}", "unknown", "unknown"))
     return tuple(out)
 
 

@@ -16,6 +16,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from calibration.calibrate._model import LabelSummary
+from calibration.spec import recorded_provenance
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.scales import POINTWISE_FORMATS
@@ -255,6 +256,8 @@ def _provenance_records(
     if shots:
         kind = str(params.get("few_shot_author_kind") or "unknown")
         records.append(("few-shot examples", kind, str(params.get("few_shot_author") or "unknown")))
+    # A run made with a judge spec carries the spec's declared authors (undeclared: unknown).
+    records += recorded_provenance(params)
     tasks = set(point["task_id"].dropna()) | set(labels["task_id"].dropna())
     refs = store.reference_provenance(tasks)
     groups: dict[tuple[str, str], int] = {}

@@ -172,7 +172,7 @@ def spec_biases(spec: JudgeSpec | None, biases: Sequence[str]) -> tuple[str, ...
     return tuple(b for b in biases if b not in POOL_BIASES)
 
 
-def _judge_kind(judge: Judge) -> str:
+def judge_kind_of(judge: Judge) -> str:
     """The name a run records for its judge back-end."""
     if isinstance(judge, FakeJudge):
         return "fake"
@@ -309,7 +309,7 @@ async def arun_probes(
         store.add_pool([], plan.new_answers, source_file="judgelab probe (perturbed variants)")
     summary = await arun_plan(
         plan.calls, judge, store, rubric=PROBE_RUBRIC,
-        judge_kind=judge_kind or _judge_kind(judge), evidence=evidence, resume=resume,
+        judge_kind=judge_kind or judge_kind_of(judge), evidence=evidence, resume=resume,
         concurrency=concurrency, batch=batch, progress=progress,
         params={**record, "pad": variants.pad_source}, poll_interval=poll_interval,
     )
