@@ -20,10 +20,10 @@ run it (``data/judge_spec.toml`` is a full example):
 ``[[templates]]``
     One per kind and format: ``kind`` (``pointwise`` or ``pairwise``), ``system``, ``user``
     and ``[templates.verdict]``: ``format`` (a catalogue format, :mod:`labeler.scales`),
-    ``regex`` (exactly one group), ``mapping`` (group text -> value; without one the group
-    must be a whole number in the format's range), ``ignore_case``, and ``samples``: replies
-    with the value they must parse to (``expect``: a value or a mapping label) or
-    ``expect_failure = true``. Every sample is checked when the spec loads, so a wrong regex
+    ``regex`` (exactly one group; ``^`` and ``$`` match at line ends), ``mapping`` (group
+    text -> value; without one the group must be a whole number in the format's range),
+    ``ignore_case``, and ``samples``: replies with the value they must parse to (``expect``:
+    a value or a mapping label) or ``expect_failure = true``. Every sample is checked when the spec loads, so a wrong regex
     fails at once instead of turning a run into parse failures.
 
 An ``author`` is an inline table ``{kind = "human" | "model" | "unknown", name = "..."}``; a

@@ -36,8 +36,8 @@ class VerdictRule:
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
-        """The compiled regex."""
-        return re.compile(self.regex, re.IGNORECASE if self.ignore_case else 0)
+        """The compiled regex: ``^`` and ``$`` match at every line, as in a verdict line."""
+        return re.compile(self.regex, re.MULTILINE | (re.IGNORECASE if self.ignore_case else 0))
 
     @property
     def fingerprint(self) -> str:
