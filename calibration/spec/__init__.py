@@ -23,8 +23,9 @@ run it (``data/judge_spec.toml`` is a full example):
     ``regex`` (exactly one group; ``^`` and ``$`` match at line ends), ``mapping`` (group
     text -> value; without one the group must be a whole number in the format's range),
     ``ignore_case``, and ``samples``: replies with the value they must parse to (``expect``:
-    a value or a mapping label) or ``expect_failure = true``. Every sample is checked when the spec loads, so a wrong regex
-    fails at once instead of turning a run into parse failures.
+    a value or a mapping label) or ``expect_failure = true``. Every sample is checked when
+    the spec loads, so a wrong regex fails at once instead of turning a run into parse
+    failures.
 
 An ``author`` is an inline table ``{kind = "human" | "model" | "unknown", name = "..."}``; a
 model author's ``name`` is its family or model id. An artifact with no declared author counts
