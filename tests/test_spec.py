@@ -65,6 +65,16 @@ def test_bundled_spec_loads_with_its_settings_and_authors() -> None:
     assert "temperature 0" in line and r"pairwise5 read by `\[\[([ABC])\]\]` (A = +2, B = -2, C = 0)" in line
 
 
+def test_the_readme_example_loads(tmp_path: Path) -> None:
+    readme = (DATA.parent / "README.md").read_text()
+    start = readme.index("```toml", readme.index("<!-- judge-spec-example -->")) + len("```toml")
+    path = tmp_path / "readme.toml"
+    path.write_text(readme[start:readme.index("```", start)])
+    spec = load_spec(path)
+    assert spec.formats("pairwise") == ("pairwise5",) and spec.reference_sources == ("task", "texts")
+    assert ("1 few-shot example(s) (judge spec support-judge)", "model", "gpt-5") in spec.provenance()
+
+
 def test_a_judges_settings_win_in_the_record() -> None:
     spec = load_spec(SPEC)
     record = spec.describe(model="claude-opus-4-7", params={"temperature": None, "max_tokens": 8192})
