@@ -369,6 +369,8 @@ def card_chart(analysis: Analysis, *, mitigate: bool, source: str | None = None)
                         legend=None),
     )
     subtitle = [header_line(analysis, source=source)]
+    # The spec's name, file and hash; the settings after them are in the markdown card.
+    subtitle += [f"prompt: {spec.split('): ', 1)[0]})" for spec in analysis.judge_specs]
     position = analysis.result("position")
     if position is not None and isinstance(position.details.get("consistency"), Estimate):
         c = position.details["consistency"]

@@ -216,7 +216,8 @@ async def ascore_answers(
     if spec is not None:
         record["judge_spec"] = spec.describe(model=judge.model, params=getattr(judge, "params", None))
         line = spec.card_line(model=judge.model, params=getattr(judge, "params", None))
-    judge = with_references(judge, reference_tasks(store))
+    if spec is not None and spec.uses("reference"):
+        judge = with_references(judge, reference_tasks(store))
     summary = await arun_plan(
         plan_scores(answers, chosen, rubric), judge, store, rubric=rubric,
         judge_kind=judge_kind or judge_kind_of(judge), evidence=evidence, resume=resume,

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from calibration.judges import FakeJudge
-from calibration.mockapi import MockAnthropic
+from calibration.mockapi import FaultPlan, MockAnthropic
 from calibration.spec import load_spec
 from judgelab.cli import main
 from labeler.store import Store
@@ -112,6 +112,26 @@ def test_analyst_path_with_a_judge_spec(tmp_path: Path) -> None:
     assert set(runs["family"]) == {"claude"}
 
 
+def test_an_interrupted_scoring_run_resumes_without_paying_twice(tmp_path: Path) -> None:
+    db = str(tmp_path / "project.duckdb")
+    invoke("import", "rubric", str(DATA / "rubric.toml"), "--db", db)
+    invoke("import", "answers", str(DATA / "answers.jsonl"), "--db", db)
+    spec = load_spec(SPEC)
+    faults = FaultPlan(rate=0.3, kinds=("500",), seed=1)
+    with MockAnthropic(responder=FakeJudge(seed=0, spec=spec).respond, faults=faults) as mock:
+        args = ["score", "--judge-spec", str(SPEC), "--base-url", mock.base_url, "--max-retries", "0",
+                "--db", db, "--json"]
+        first = invoke(*args)
+        assert first.exit_code == 1, "an unfinished run exits non-zero"
+        run = json.loads(first.output)["run"]
+        assert not run["finished"] and run["errors"] > 0 and run["parsed"] + run["errors"] == 140
+        mock.faults = FaultPlan()
+        second = json.loads(invoke(*args).output)["run"]
+    assert second["run_id"] == run["run_id"] and second["resumed"] and second["finished"]
+    assert second["answered_before"] == run["parsed"] and second["issued"] == run["errors"]
+    assert second["parsed"] == 140
+
+
 def test_probe_and_estimate_take_a_judge_spec(tmp_path: Path) -> None:
     db = str(tmp_path / "p.duckdb")
     spec = load_spec(SPEC)
@@ -135,3 +155,11 @@ def test_score_refuses_two_answer_sets_and_a_bad_spec(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "has no group around the verdict" in bad.output
     empty = CliRunner().invoke(main, ["score", "--judge", "fake", "--db", db])
     assert empty.exit_code == 2 and "no rubric" in empty.output
+
+
+def test_mock_api_takes_a_judge_spec(tmp_path: Path) -> None:
+    served = invoke("mock-api", "--port", "0", "--duration", "0.05", "--judge-spec", str(SPEC))
+    assert served.exit_code == 0 and "Mock Anthropic API on http://127.0.0.1:" in served.output
+    bad = CliRunner().invoke(main, ["mock-api", "--port", "0", "--duration", "0.05", "--judge-spec",
+                                    str(Path(__file__).parent / "bad_specs" / "unknown_format.toml")])
+    assert bad.exit_code == 2 and "unknown format 'likert7'" in bad.output

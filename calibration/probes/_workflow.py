@@ -144,6 +144,13 @@ def reference_tasks(store: Store | None, pairs: Sequence[Pair] = ()) -> list[tup
     return tasks
 
 
+def _with_references(judge: Judge, spec: JudgeSpec | None, store: Store | None, pairs: Sequence[Pair]) -> Judge:
+    """The judge with its spec's references bound (the tasks are read only when it shows any)."""
+    if spec is None or not spec.uses("reference"):
+        return judge
+    return with_references(judge, reference_tasks(store, pairs))
+
+
 def judge_spec(judge: Judge) -> JudgeSpec | None:
     """The judge spec a judge carries (``None``: judgelab's built-in prompt)."""
     spec = getattr(judge, "spec", None)
@@ -283,7 +290,7 @@ async def arun_probes(
     chosen = parse_biases(biases)
     spec = judge_spec(judge)
     setup = setup_probes(store, dataset, n, seed=seed, biases=spec_biases(spec, chosen))
-    judge = with_references(judge, reference_tasks(store, setup.pairs))
+    judge = _with_references(judge, spec, store, setup.pairs)
     padder = _pad_model(
         judge, pad, pad_model, needed="verbosity" in chosen, concurrency=concurrency
     )
@@ -410,7 +417,7 @@ async def aestimate_probes(
     chosen = parse_biases(biases)
     spec = judge_spec(judge)
     setup = setup_probes(store, dataset, n, seed=seed, biases=spec_biases(spec, chosen))
-    judge = with_references(judge, reference_tasks(store, setup.pairs))
+    judge = _with_references(judge, spec, store, setup.pairs)
     other = other_family(store, judge.family)
     ctx = _context(setup, Variants.for_pool(store, setup.pool), judge.family, other, spec)
     plan = plan_probes(ctx, chosen)
