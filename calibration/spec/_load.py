@@ -16,10 +16,6 @@ from calibration.spec._verdict import VerdictRule
 from labeler.errors import InputError
 from labeler.scales import FORMAT_SPECS, FORMATS, Format, Kind
 
-# --------------------------------------------------------------------------------------------
-# Loading
-# --------------------------------------------------------------------------------------------
-
 _KEYS: dict[str, tuple[str, ...]] = {
     "": ("judge", "rubric", "examples", "references", "templates"),
     "judge": ("name", "model", "family", "temperature", "max_tokens"),
@@ -104,7 +100,8 @@ def _build(doc: Mapping[str, Any], *, file: str | None, sha256: str, name: str) 
     _only(rubric, "rubric", "rubric")
     _only(examples, "examples", "examples")
     items = _texts(examples.get("items"), "examples.items")
-    sources, texts, if_missing = _references(_table(doc.get("references"), "references"))
+    references = _table(doc.get("references"), "references")
+    sources, texts, if_missing = _references(references)
     spec = JudgeSpec(
         name=_text(judge, "name", "judge") or name,
         sha256=sha256,
@@ -121,9 +118,9 @@ def _build(doc: Mapping[str, Any], *, file: str | None, sha256: str, name: str) 
         reference_sources=sources,
         reference_texts=texts,
         reference_if_missing=if_missing,
-        references_author=_author(_table(doc.get("references"), "references").get("author"), "references.author"),
+        references_author=_author(references.get("author"), "references.author"),
     )
-    _cross_check(spec, bool(doc.get("references")))
+    _cross_check(spec, bool(references))
     return spec
 
 

@@ -26,11 +26,6 @@ _OTHER_KIND: dict[Kind, tuple[str, ...]] = {"pointwise": ("answer_a", "answer_b"
 _DATA = frozenset({"prompt", "answer", "answer_a", "answer_b", "reference"})
 
 
-# --------------------------------------------------------------------------------------------
-# Templates
-# --------------------------------------------------------------------------------------------
-
-
 class _Problem(ValueError):
     """A spec problem found below the loader, which adds where it is."""
 

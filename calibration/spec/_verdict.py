@@ -13,10 +13,6 @@ from calibration.formats import ParseResult, normalise_reply
 from labeler.errors import InputError
 from labeler.scales import FORMAT_SPECS, Format
 
-# --------------------------------------------------------------------------------------------
-# Verdict rules
-# --------------------------------------------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class VerdictRule:
@@ -58,12 +54,10 @@ class VerdictRule:
         text = normalise_reply(reply)
         if not text.strip():
             return ParseResult(None, "empty reply")
-        last = None
-        for last in self.pattern.finditer(text):  # noqa: B007  # only the last match counts
-            pass
-        if last is None:
+        matches = list(self.pattern.finditer(text))
+        if not matches:
             return ParseResult(None, f"no match for the verdict pattern {self.regex} in the reply")
-        label = " ".join((last.group(1) or "").split())
+        label = " ".join((matches[-1].group(1) or "").split())
         if not label:
             return ParseResult(None, "the last verdict match captured nothing")
         if self.mapping:
@@ -93,17 +87,17 @@ class VerdictRule:
             text = _example(self.regex, label)
         except ValueError as exc:
             raise InputError(
-                f"the fake judge cannot write a reply for the verdict pattern {self.regex!r} "
-                f"({exc})",
+                f"the fake judge cannot write a reply for the verdict pattern {self.regex} ({exc})",
                 fix="use a pattern without lookarounds or back-references, or a real judge.",
             ) from None
         got = self.parse(text)
         if got.value is None or (self.mapping and got.value != self.value_of(label)):
-            raise InputError(f"the fake judge's reply {text!r} does not parse by {self.regex!r}")
+            raise InputError(f"the fake judge's reply {text!r} does not parse by the pattern {self.regex}",
+                             fix="use a simpler pattern, or a real judge.")
         return text
 
     def describe(self) -> str:
-        """``pairwise5 read by `...` (A = +2, B = -2, C = +0)``: the format, regex and mapping."""
+        """``pairwise5 read by `...` (A = +2, B = -2, C = 0)``: the format, regex and mapping."""
         text = f"{self.format} read by `{self.regex}`"
         if self.mapping:
             signed = FORMAT_SPECS[self.format].kind == "pairwise"
