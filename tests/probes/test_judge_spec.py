@@ -9,7 +9,7 @@ import pytest
 
 from calibration.judges import AnthropicJudge, FakeJudge
 from calibration.mockapi import MockAnthropic
-from calibration.probes import analyse_evidence, estimate_probes, read_evidence, run_probes
+from calibration.probes import BIASES, analyse_evidence, estimate_probes, read_evidence, run_probes
 from calibration.report_card import render_markdown
 from calibration.spec import load_spec, parse_spec
 from labeler.errors import InputError
@@ -25,8 +25,8 @@ def test_probes_through_the_spec_against_the_mock_api(store: Store, tmp_path: Pa
     with MockAnthropic(responder=FakeJudge(seed=0, spec=spec, position=0.3).respond) as mock:
         judge = AnthropicJudge(spec.model or "m", api_key="test", base_url=mock.base_url, spec=spec,
                                temperature=spec.temperature, max_tokens=spec.max_tokens)
-        result = run_probes(judge, store, n=4, biases="position,verbosity,byline,format", evidence=out,
-                            pad="offline", progress=False)
+        result = run_probes(judge, store, n=4, biases=",".join(BIASES), evidence=out, pad="offline",
+                            progress=False)
         bodies = [r.body for r in mock.received if r.path == "/v1/messages"]
     run = result.summary
     assert run.finished and run.parse_failures == 0 and run.errors == 0 and run.issued == len(bodies) > 0
@@ -38,7 +38,7 @@ def test_probes_through_the_spec_against_the_mock_api(store: Store, tmp_path: Pa
         assert "[The Start of Assistant A's Answer]" in user or "[The Start of Assistant's Answer]" in user
         assert body["temperature"] == 0.0 and body["max_tokens"] == 1024
     rows = read_evidence(out)
-    assert set(rows["format"]) == {"pairwise5", "likert5"}
+    assert set(rows["bias"]) == set(BIASES) and set(rows["format"]) == {"pairwise5", "likert5"}
     pairwise = rows[rows["kind"] == "pairwise"]
     assert {r.splitlines()[-1] for r in pairwise["raw"]} <= {"[[A]]", "[[B]]", "[[C]]"}
     assert set(pairwise["verdict"]) <= {2.0, -2.0, 0.0}, "verdicts read by the spec's mapping"
