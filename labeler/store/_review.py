@@ -79,7 +79,12 @@ class ReviewMixin(PoolMixin):
     """Reads and writes behind the admin's Review page."""
 
     def review_labels(
-        self, rubric_id: str | None = None, version: int | None = None, *, include_unversioned: bool = True
+        self,
+        rubric_id: str | None = None,
+        version: int | None = None,
+        *,
+        include_unversioned: bool = True,
+        answer_id: str | None = None,
     ) -> pd.DataFrame:
         """The raters' current labels, with their comments (adjudications left out).
 
@@ -87,6 +92,7 @@ class ReviewMixin(PoolMixin):
             rubric_id: Keep labels given under this rubric (every rubric when ``None``).
             version: Keep labels given under this version of ``rubric_id``.
             include_unversioned: Also keep labels with no rubric (imported ones).
+            answer_id: Keep the labels of this answer only.
 
         Returns:
             ``label_id, rater_id, rater_name, simulated, answer_id, task_id, family, variant,
@@ -94,6 +100,9 @@ class ReviewMixin(PoolMixin):
             flag_reason, seconds, source, created_at``, by answer then rater.
         """
         where, params = _rubric_filter(rubric_id, version, include_unversioned)
+        if answer_id is not None:
+            where = f"{where} AND answer_id = ?" if where else " WHERE answer_id = ?"
+            params.append(answer_id)
         return self.query(f"SELECT * FROM ({_RATER_LABELS_SQL}) cur{where} ORDER BY answer_id, rater_id", params)
 
     def adjudications(
