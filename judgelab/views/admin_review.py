@@ -10,8 +10,8 @@ import math
 
 import streamlit as st
 
-from judgelab.admin import AnswerSheet, adjudicate, answer_sheet, review_board
-from judgelab.session import current_store, require_admin
+from judgelab.admin import AnswerSheet, ReviewBoard, adjudicate, answer_sheet, review_board
+from judgelab.session import current_store, db_path, require_admin
 from labeler.errors import JudgelabError
 from labeler.models import Rubric
 from labeler.queue import format_score, scale_choices
@@ -21,6 +21,17 @@ store = current_store()
 FLASH = "review_flash"
 
 st.title("Review")
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _board(
+    path: str, rubric: Rubric, include: bool, rater: str | None, criterion: str | None, watermark: tuple[int, int]
+) -> ReviewBoard:
+    # Labels are append-only, so (path, options, watermark) pins the input; any new label or
+    # adjudication moves the watermark and the lists are recomputed.
+    del path, watermark
+    return review_board(store, rubric, rater=rater, criterion=criterion, include_unversioned=include)
+
 
 rubrics = store.rubrics()
 if rubrics.empty:
@@ -35,13 +46,14 @@ rubric = store.rubric(str(row["rubric_id"]), int(row["version"]))
 assert rubric is not None
 include = st.checkbox("Count imported labels (which carry no rubric version) under this rubric", value=True,
                       key="review_unversioned")
+watermark = store.label_watermark()
 try:
-    everyone = review_board(store, rubric, include_unversioned=include)
+    everyone = _board(db_path(), rubric, include, None, None, watermark)
     rater = mid.selectbox("Rater", [None, *everyone.raters], key="review_rater",
                           format_func=lambda n: "every rater" if n is None else everyone.raters[n])
     criterion = right.selectbox("Spread of", [None, *everyone.criteria], key="review_criterion",
                                 format_func=lambda c: "overall score" if c is None else everyone.criteria[c])
-    board = review_board(store, rubric, rater=rater, criterion=criterion, include_unversioned=include)
+    board = _board(db_path(), rubric, include, rater, criterion, watermark)
 except JudgelabError as exc:
     st.error(str(exc))
     st.stop()

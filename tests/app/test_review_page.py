@@ -72,6 +72,14 @@ def test_a_rater_does_not_get_in(seeded: Seeded) -> None:
     assert not at.title and not at.dataframe and not at.button
 
 
+def test_a_missing_or_revoked_token_does_not_get_in(seeded: Seeded) -> None:
+    at = AppTest.from_file(str(PAGE), default_timeout=60).run()
+    assert "no invite token" in at.error[0].value and not at.dataframe
+    seeded.store.revoke_rater("boss")
+    at = open_review(seeded.admin_token)
+    assert "revoked" in at.error[0].value and not at.dataframe and not at.button
+
+
 def test_the_filters_narrow_the_lists(seeded: Seeded) -> None:
     a = seeded.answers
     at = open_review(seeded.admin_token)
@@ -83,6 +91,7 @@ def test_the_filters_narrow_the_lists(seeded: Seeded) -> None:
     assert table(at, "spread", "scores")["answer_id"].tolist() == [a[2]]
     assert table(at, "flag_reason").empty
     assert at.selectbox(key="review_answer").options == [a[2]]
+    assert at.selectbox(key="review_answer").value == a[2]
 
 
 def test_adjudicating_stores_its_own_label_and_readjudicating_supersedes_only_it(seeded: Seeded) -> None:
