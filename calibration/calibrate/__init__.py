@@ -21,7 +21,7 @@ Choices the report states rather than hides:
   persistent leniency, estimated from the labels (:mod:`calibration.stats._raters`), as if
   another panel from the same population had labelled. ``interval="panel"`` speaks for this
   panel only. Kappa always speaks for the panel. Every line names its interval method
-  (``t(df), raters``) and marks an interval unreliable below 10 tasks or 3 degrees of freedom.
+  (``t(df), raters``) and marks an interval unreliable below 15 tasks or 3 degrees of freedom.
 * **Intervals.** Design-based: the variance is linearised (kappa: jackknifed) and estimated from
   task totals within the design's strata, and the interval is t with the design's degrees of
   freedom (:mod:`calibration.stats._variance`); it holds from 15 tasks up in the coverage suite

@@ -177,6 +177,7 @@ def kappa_rows(
     if analysis.empty:
         return [], [_NO_KAPPA]
     rows: list[KappaRow] = []
+    reasons: list[str] = []
     specs: list[tuple[str, str, str, list[Any], Literal["quadratic"] | None]] = [
         ("pass verdict", "pass", "pass", [0, 1], None)
     ]
@@ -203,12 +204,15 @@ def kappa_rows(
             sel = np.ones(len(fam), bool) if scope == "all" else fam == scope
             if not sel.any():
                 continue
+            if not w[sel].sum() > 0:
+                reasons.append(f"kappa ({what}, {scope}): the design gives these answers zero total weight")
+                continue
             result = design_kappa(
                 judge[sel], human[sel], weights=weights, labels=cats, sample_weight=w[sel], clusters=tasks[sel],
                 strata=None if strata is None else strata[sel], level=opts.level,
             )
             rows.append(KappaRow(scope, what, result, ties_to_lower=int(tied[sel].sum())))
-    return rows, [] if rows else [_NO_KAPPA]
+    return rows, reasons if rows else [*reasons, _NO_KAPPA]
 
 
 def tied_majorities(ratings: pd.DataFrame) -> pd.Series:

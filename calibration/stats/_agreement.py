@@ -265,6 +265,8 @@ def design_kappa(
         bad = np.r_[x[xi < 0], y[yi < 0]][:3].tolist()
         raise ValueError(f"{func}: values {bad!r} are not in labels {list(cats)!r}")
     w = np.ones(x.size) if sample_weight is None else np.asarray(sample_weight, dtype=float)[keep]
+    if w.shape != x.shape or not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
+        raise ValueError(f"{func}: sample_weight must be one non-negative weight per item, with a positive total")
     k = len(cats)
     counts = np.bincount(xi * k + yi, minlength=k * k).reshape(k, k)
     p = np.bincount(xi * k + yi, weights=w, minlength=k * k).reshape(k, k) / w.sum()
