@@ -125,6 +125,6 @@ def test_every_summary_line_names_its_interval_and_kappa_its_tie_rule(simulated_
     lines = stdout.splitlines()
     assert any("intervals: this panel of raters only" in line for line in lines)
     figures = [line for line in lines if line.startswith(("  residual", "  self-preference", "  kappa"))]
-    assert figures and all("t(" in line and line.rstrip().endswith(("panel]", "panel]  (upper bound)"))
+    assert figures and all(("t(" in line and line.rstrip().endswith(("panel]", "panel]  (upper bound)")))
                            or "UNRELIABLE" in line for line in figures)
     assert any("a tie goes to the lower category" in line for line in lines if line.startswith("  kappa"))
