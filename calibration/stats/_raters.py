@@ -38,6 +38,7 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 from scipy import sparse
 
 __all__ = ["RATER_SCOPES", "RaterScope", "RaterSpread", "rater_part", "rater_spread", "rater_variance"]
@@ -201,8 +202,6 @@ def rater_part(
         ``(variance, df, scope in words)``; the variance is 0 when the interval speaks for the
         panel only (asked for, no per-rater labels, or one rater).
     """
-    import pandas as pd
-
     if scope == "panel":
         return 0.0, _NAN, "this panel only"
     if not isinstance(rater_level, pd.DataFrame) or not {"answer", "rater", "score"} <= set(rater_level.columns):

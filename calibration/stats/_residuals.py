@@ -137,7 +137,9 @@ def family_residuals(
             ``score`` and ``rater`` (e.g. :attr:`HumanScores.ratings`). Every answer needs at
             least one row. Needed for ``interval="raters"`` to generalise over raters.
         answer_ids: Id of each answer, to match ``rater_level["answer"]``.
-        rule: The rule that collapsed the raters into ``human`` (see :data:`HumanRule`).
+        rule: The rule that collapsed the raters into ``human`` (see :data:`HumanRule`). The
+            raters' share of the estimate is the mean rule's derivative under either rule (a
+            majority has none; the coverage suite checks the mean rule).
         interval: ``"raters"`` (default: raters like these) or ``"panel"`` (this panel only);
             see :data:`RaterScope`. Without ``rater_level`` (or with one rater) the interval can
             only speak for the panel, and the method says so.
