@@ -644,7 +644,8 @@ def test_a_stratified_design_gives_a_stratified_t_interval_and_panel_is_an_optio
     assert panel.interval == "panel" and panel.residuals["pass"].gap is not None
     assert panel.residuals["pass"].gap.scope == "this panel only"
     assert "this panel only" in panel.human_rule_text()
-    assert all("jackknife" in k.result.kappa.method and "2 strata" in k.result.kappa.method for k in panel.kappas)
+    assert all("jackknife" in k.result.kappa.method and "design-weighted" in k.result.kappa.method
+               for k in panel.kappas if k.scope == "all")
     md = render_markdown(raters)
     assert "| interval |" in md and "t(" in md
     with pytest.raises(InputError, match="unknown interval"):

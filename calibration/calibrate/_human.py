@@ -197,7 +197,6 @@ def kappa_rows(
         human = major.reindex(frame["answer_id"]).to_numpy(dtype=float).round().astype(int)
         fam = frame["family"].astype(str).to_numpy()
         tasks = frame["cluster"].astype(str).to_numpy()
-        strata = _strata(frame)
         w = frame["weight"].to_numpy(dtype=float)
         tied = tied_majorities(ratings).reindex(frame["answer_id"]).fillna(False).to_numpy(dtype=bool)
         for scope in ["all", *sorted(set(fam))]:
@@ -209,7 +208,7 @@ def kappa_rows(
                 continue
             result = design_kappa(
                 judge[sel], human[sel], weights=weights, labels=cats, sample_weight=w[sel], clusters=tasks[sel],
-                strata=None if strata is None else strata[sel], level=opts.level,
+                level=opts.level,
             )
             rows.append(KappaRow(scope, what, result, ties_to_lower=int(tied[sel].sum())))
     return rows, reasons if rows else [*reasons, _NO_KAPPA]

@@ -218,10 +218,9 @@ def design_kappa(
     labels: npt.ArrayLike | None = None,
     sample_weight: npt.ArrayLike | None = None,
     clusters: npt.ArrayLike | None = None,
-    strata: npt.ArrayLike | None = None,
     level: float = 0.95,
 ) -> KappaResult:
-    """Cohen's kappa under a sample design, with a linearised t interval.
+    """Cohen's kappa under a sample design, with a jackknife t interval.
 
     The point value is ``sklearn.metrics.cohen_kappa_score(a, b, labels=labels,
     weights=weights, sample_weight=sample_weight)``: with design weights (1/inclusion
@@ -229,11 +228,13 @@ def design_kappa(
     sample was stratified by one rater's (the judge's) verdict. Kappa ``= 1 − O/E`` with ``O =
     Σ v·p`` and ``E = Σ v·p_row·p_col`` (``v`` the disagreement weights) is not linear in the
     data, and at 15 tasks its linearised variance runs small (91% coverage in the coverage
-    suite), so the variance is the stratified delete-one-cluster jackknife's (JKn; Wolter 2007,
-    §4.5): ``Σ_h (n_h − 1)/n_h · Σ_{c∈h} (z_(c) − z̄_h)²`` with ``z = atanh(κ̂)`` and each
-    ``κ̂_(c)`` from the confusion matrix without cluster ``c``; the interval is ``tanh(z ± t·se)``
-    with the strata's Satterthwaite degrees of freedom (:mod:`calibration.stats._variance`), so it
-    stays inside (−1, 1) and leans the way kappa's sampling distribution does.
+    suite), so the variance is the delete-one-cluster jackknife's (Wolter 2007, §4.5):
+    ``(G − 1)/G · Σ_c (z_(c) − z̄)²`` with ``z = atanh(κ̂)`` and each ``κ̂_(c)`` from the confusion
+    matrix without cluster ``c``; the interval is ``tanh(z ± t_{G−1}·se)``, so it stays inside
+    (−1, 1) and leans the way kappa's sampling distribution does. The design's strata are not
+    used in the variance: when they are the judge's own verdicts (one of kappa's two raters) the
+    stratified jackknife covered 91-93% at 30 tasks in the coverage suite, the unstratified one
+    95-97%, erring wide (98-99%) at 15 tasks.
 
     Args:
         a: First rater's (the judge's) category per item.
@@ -242,7 +243,6 @@ def design_kappa(
         labels: Categories in order; default the sorted union of observed values.
         sample_weight: Design weight per item (``None``: equal).
         clusters: Sampling cluster (task) per item; ``None``: each item its own.
-        strata: Design stratum per item, or ``None``.
         level: Confidence level.
 
     Returns:
@@ -274,8 +274,7 @@ def design_kappa(
     row, col = p.sum(axis=1), p.sum(axis=0)
     observed, expected = float((v * p).sum()), float((v * np.outer(row, col)).sum())
     ids = np.arange(x.size) if clusters is None else np.asarray(clusters)[keep]
-    st = None if strata is None else np.asarray(strata)[keep]
-    design = cluster_design(ids, st, func=func)
+    design = cluster_design(ids, func=func)
     agree = float(np.trace(p))
     psi_agree = w / w.sum() * ((xi == yi) - agree)
     a_var, a_df, g, h = design_variance(psi_agree, design)
@@ -318,7 +317,11 @@ def design_kappa(
 def _jackknife_kappa(
     cell: npt.NDArray[np.intp], w: npt.NDArray[np.float64], design: ClusterDesign, v: npt.NDArray[np.float64]
 ) -> tuple[float, float, int, int]:
-    """Stratified delete-one-cluster jackknife variance of kappa: ``(variance, df, clusters, strata)``."""
+    """Delete-one-cluster jackknife variance of atanh(kappa) (within strata, if the design has them).
+
+    Returns:
+        ``(variance, df, clusters, strata)``.
+    """
     k2 = v.size
     g_all = design.n_clusters
     per_cluster = np.zeros((g_all, k2))

@@ -331,7 +331,7 @@ def _estimates(data: _Data, cell: CoverageCell) -> dict[str, Estimate]:
     out["residual own (pass, panel)"] = panel["own"]
     majority = (human_pass > 0.5).astype(int)
     out["kappa (pass)"] = design_kappa(judge_pass.astype(int), majority, labels=[0, 1], sample_weight=data.weight,
-                                       clusters=data.task, strata=data.stratum).kappa
+                                       clusters=data.task).kappa
     for name in ("own", "other"):
         sel = data.family == name
         rows = np.flatnonzero(sel)
