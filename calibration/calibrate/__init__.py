@@ -22,8 +22,8 @@ Choices the report states rather than hides:
   another panel from the same population had labelled. ``interval="panel"`` speaks for this
   panel only. Kappa always speaks for the panel. Every line names its interval method
   (``t(df), raters``) and marks an interval unreliable below 15 tasks or 3 degrees of freedom.
-* **Intervals.** Design-based: the variance is linearised (kappa: jackknifed) and estimated from
-  task totals within the design's strata, and the interval is t with the design's degrees of
+* **Intervals.** Design-based: the variance is linearised and estimated from task totals within
+  the design's strata (kappa: jackknifed over tasks, strata left out, which errs wide), and the interval is t with the design's degrees of
   freedom (:mod:`calibration.stats._variance`); it holds from 15 tasks up in the coverage suite
   (``bench/coverage.py``).
   Under the rule ``adjudicated`` an admin's adjudicated label, where an answer has one, replaces
