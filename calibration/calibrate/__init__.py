@@ -23,10 +23,10 @@ Choices the report states rather than hides:
   panel only. Kappa always speaks for the panel. Every line names its interval method
   (``t(df), raters``) and marks an interval unreliable below 15 tasks or 3 degrees of freedom.
 * **Intervals.** Design-based: the variance is linearised and estimated from task totals within
-  the design's strata (kappa: jackknifed over tasks, strata left out, which errs wide), and the interval is t with the design's degrees of
-  freedom (:mod:`calibration.stats._variance`); it holds from 15 tasks up in the coverage suite
-  (``bench/coverage.py``).
-  Under the rule ``adjudicated`` an admin's adjudicated label, where an answer has one, replaces
+  the design's strata (kappa: jackknifed over tasks, strata left out, which errs wide), and the
+  interval is t with the design's degrees of freedom (:mod:`calibration.stats._variance`); it
+  holds from 15 tasks up in the coverage suite (``bench/coverage.py``).
+* **Adjudication.** Under the rule ``adjudicated`` an admin's adjudicated label, where an answer has one, replaces
   its raters' labels in every human score (:meth:`CalibrationData.reference_labels`); the report
   says how many answers were adjudicated. Agreement among raters (alpha) never counts an
   adjudicator.
