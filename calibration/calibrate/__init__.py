@@ -26,10 +26,10 @@ Choices the report states rather than hides:
   the design's strata (kappa: jackknifed over tasks, strata left out, which errs wide), and the
   interval is t with the design's degrees of freedom (:mod:`calibration.stats._variance`); it
   holds from 15 tasks up in the coverage suite (``bench/coverage.py``).
-* **Adjudication.** Under the rule ``adjudicated`` an admin's adjudicated label, where an answer has one, replaces
-  its raters' labels in every human score (:meth:`CalibrationData.reference_labels`); the report
-  says how many answers were adjudicated. Agreement among raters (alpha) never counts an
-  adjudicator.
+* **Adjudication.** Under the rule ``adjudicated`` an admin's adjudicated label, where an answer
+  has one, replaces its raters' labels in every human score
+  (:meth:`CalibrationData.reference_labels`); the report says how many answers were adjudicated.
+  Agreement among raters (alpha) never counts an adjudicator.
 * **Design weights.** When the labelled answers came from a stored sample design
   (``design_items``), the analysis keeps the design's answers and every mean is a Hajek mean
   weighted by 1/inclusion probability; labelled answers outside the design are left out and
