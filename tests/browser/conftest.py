@@ -188,7 +188,7 @@ def go(page: Any, link: str) -> None:
 
 
 def count(store: Any, sql: str, params: list[Any]) -> int:
-    """``SELECT count(*) ...`` as an int."""
+    """The single number a counting query returns."""
     return int(store.query(sql, params).iloc[0, 0])
 
 
@@ -205,3 +205,56 @@ def browser() -> Iterator[Any]:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+# -- the demo, served -------------------------------------------------------------------------
+
+
+@dataclass
+class Demo:
+    """``judgelab demo``'s database, served; tokens of its demo rater and admin."""
+
+    url: str
+    db: Path
+    store: Any
+    rater_token: str
+    admin_token: str
+
+    def new_rater(self, name: str, *, score: int = 0, pairs: int = 0, audits: int = 0) -> tuple[int, str]:
+        """A fresh rater with ``score`` originals, ``pairs`` pairs and ``audits`` audits of the demo pool."""
+        from judgelab.admin import family_pairs
+
+        store = self.store
+        rater, token = store.add_rater(name)
+        answers = store.answers(variant="original")
+        tasks = sorted(answers["task_id"].unique())
+        if score:
+            mine = answers[answers["task_id"].isin(tasks[-score:])].groupby("task_id").head(1)
+            store.assign_k(mine["answer_id"].tolist(), 1, [rater.rater_id], seed=1)
+        if pairs:
+            chosen = answers[answers["task_id"].isin(tasks[-pairs:])]
+            families = sorted(chosen["family"].unique())
+            store.assign_pairs(family_pairs(chosen, families[0], families[1]), [rater.rater_id])
+        if audits:
+            padded = store.answers(variant="padded")
+            store.assign_audits(list(zip(padded["parent_answer_id"], padded["answer_id"], strict=True))[:audits],
+                                [rater.rater_id])
+        return rater.rater_id, token
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    """A fresh ``judgelab demo`` database, served for the whole session."""
+    from judgelab.demo import build_demo
+    from labeler.store import Store
+
+    db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    store = Store(db)
+    result = build_demo(store)
+    tokens = [urllib.parse.parse_qs(urllib.parse.urlsplit(u).query)["t"][0]
+              for u in (result.rater_url, result.admin_url)]
+    server = serve(db)
+    try:
+        yield Demo(server.url, db, store, tokens[0], tokens[1])
+    finally:
+        server.stop()
