@@ -179,9 +179,21 @@ def main_text(page: Any) -> str:
     return str(page.locator("[data-testid='stMain']").inner_text())
 
 
+def menu(page: Any) -> Any:
+    """The navigation menu: the top bar (raters) or the sidebar (admins)."""
+    top = page.get_by_test_id("stTopNav")
+    return top if top.count() else page.get_by_test_id("stSidebarNav")
+
+
+def menu_titles(page: Any) -> list[str]:
+    """The menu's link texts (a link's text is its icon's name, then its title)."""
+    links = menu(page).get_by_role("link")
+    return [links.nth(i).inner_text().strip().splitlines()[-1].strip() for i in range(links.count())]
+
+
 def go(page: Any, link: str) -> None:
     """Open a page from the menu by its link text and wait for its title."""
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=link).click()
+    menu(page).get_by_role("link", name=link).click()
     title = page.get_by_test_id("stMain").get_by_role("heading", name=link, exact=True)
     playwright_api.expect(title).to_be_visible(timeout=60_000)
     wait_ready(page)
@@ -229,8 +241,11 @@ class Demo:
         answers = store.answers(variant="original")
         tasks = sorted(answers["task_id"].unique())
         if score:
-            mine = answers[answers["task_id"].isin(tasks[-score:])].groupby("task_id").head(1)
-            store.assign_k(mine["answer_id"].tolist(), 1, [rater.rater_id], seed=1)
+            # Answers nobody has yet (assign_k tops an answer up to k raters, never past it).
+            taken = set(store.query("SELECT answer_id FROM assignments WHERE kind = 'score'")["answer_id"])
+            free = answers[~answers["answer_id"].isin(taken)].groupby("task_id").head(1)
+            mine = free.sort_values("task_id")["answer_id"].tolist()[-score:]
+            store.assign_k(mine, 1, [rater.rater_id], seed=1)
         if pairs:
             chosen = answers[answers["task_id"].isin(tasks[-pairs:])]
             families = sorted(chosen["family"].unique())
