@@ -251,9 +251,11 @@ class Demo:
             families = sorted(chosen["family"].unique())
             store.assign_pairs(family_pairs(chosen, families[0], families[1]), [rater.rater_id])
         if audits:
+            # The demo rater audits every rewrite already: one more rater each (k tops up).
             padded = store.answers(variant="padded")
+            holders = store.query("SELECT DISTINCT rater_id FROM assignments WHERE kind = 'audit'")["rater_id"]
             store.assign_audits(list(zip(padded["parent_answer_id"], padded["answer_id"], strict=True))[:audits],
-                                [rater.rater_id])
+                                [*map(int, holders), rater.rater_id], k=len(holders) + 1)
         return rater.rater_id, token
 
 
