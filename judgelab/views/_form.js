@@ -123,7 +123,7 @@ class RatingForm {
       side.appendChild(el("div", { cls: "jl-heading", text: d.levels_title }));
       const list = el("ol", { cls: "jl-levels", "aria-label": "Score levels" });
       for (const [level, text] of d.levels) {
-        list.appendChild(el("li", {}, el("b", { text: level }), document.createTextNode(" " + text)));
+        list.appendChild(el("li", {}, el("span", { cls: "jl-level", text: level }), document.createTextNode(" " + text)));
       }
       side.appendChild(list);
     }

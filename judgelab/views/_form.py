@@ -49,7 +49,7 @@ _CSS = """
 .jl-crit-desc { font-size: 12px; line-height: 1.3; opacity: 0.8; margin: 0 0 2px; }
 .jl-levels { margin: 0 0 4px; padding-left: 0; list-style: none; font-size: 12px; line-height: 1.3; }
 .jl-levels li { margin: 0 0 3px; }
-.jl-levels b { display: inline-block; min-width: 1.2em; }
+.jl-level { display: inline-block; min-width: 1.2em; font-weight: 700; }
 .jl-rule { font-size: 12px; margin: 0 0 6px; opacity: 0.85; }
 .jl-text label { display: block; font-size: 13px; margin: 4px 0 2px; }
 .jl-text textarea, .jl-text input {

@@ -261,15 +261,19 @@ class Demo:
 
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
-    """A fresh ``judgelab demo`` database, served for the whole session."""
-    from judgelab.demo import build_demo
+    """A fresh ``judgelab demo`` database (built by the command itself), served for the session."""
+    import sys
+
     from labeler.store import Store
 
     db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    done = subprocess.run([str(Path(sys.executable).parent / "judgelab"), "demo", "--no-serve", "--db", str(db)],
+                          capture_output=True, text=True, timeout=300, cwd=db.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    links = {line.split(" link:")[0]: line.split(" link:", 1)[1].strip()
+             for line in done.stdout.splitlines() if " link:" in line}
+    tokens = [urllib.parse.parse_qs(urllib.parse.urlsplit(links[who]).query)["t"][0] for who in ("rater", "admin")]
     store = Store(db)
-    result = build_demo(store)
-    tokens = [urllib.parse.parse_qs(urllib.parse.urlsplit(u).query)["t"][0]
-              for u in (result.rater_url, result.admin_url)]
     server = serve(db)
     try:
         yield Demo(server.url, db, store, tokens[0], tokens[1])
