@@ -88,8 +88,10 @@ if report.kappas.empty:
 else:
     st.caption(report.kappa_basis)
     st.dataframe(_without_empty_reasons(report.kappas), hide_index=True,
-                 column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                for c in ("kappa", "ci_low", "ci_high", "percent_agreement")})
+                 column_config={**{c: st.column_config.NumberColumn(format="%.3f")
+                                   for c in ("kappa", "ci_low", "ci_high")},
+                                "percent_agreement": st.column_config.NumberColumn(
+                                    "agreement", format="percent")})
 
 st.subheader("Leniency")
 st.caption(

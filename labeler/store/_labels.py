@@ -120,10 +120,13 @@ class _Context:
     seconds: float | None
 
     def timed(self, active: float | None) -> float | None:
-        """The seconds to store: the app's active seconds, never more than the server saw."""
-        if active is None or active < 0:
+        """The seconds to store: the app's active seconds, never more than the server saw.
+
+        Without an ``open`` event the server saw nothing to bound them by: nothing is stored.
+        """
+        if active is None or active < 0 or self.seconds is None:
             return self.seconds
-        return active if self.seconds is None else min(active, self.seconds)
+        return min(active, self.seconds)
 
 
 @dataclass(frozen=True)

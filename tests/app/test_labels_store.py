@@ -212,7 +212,7 @@ def test_scores_must_fit_the_rubric(assigned: tuple[Pool, int, int]) -> None:
         ({"overall": 6, "criteria": CRIT}, "not on the likert5 scale"),
         ({"overall": 3.5, "criteria": CRIT}, "not on the likert5 scale"),
         ({"overall": 3, "criteria": {"correct": 3}}, "have no score"),
-        ({"overall": 3, "criteria": {**CRIT, "speed": 3}}, "unknown criteria"),
+        ({"overall": 3, "criteria": {**CRIT, "speed": 3}}, "'speed' is not a criterion"),
         ({"overall": None, "criteria": CRIT}, "overall score is required"),
         ({"overall": None, "flag_reason": "  "}, "needs a reason"),
     ]:
