@@ -371,6 +371,8 @@ class RatingForm {
     }
     if (what === "back" && !this.data.can_back) return;
     this.busy = true;
+    // The server answers with the next item; should the answer never come, let the rater retry.
+    setTimeout(() => { this.busy = false; }, 8000);
     const v = this.values;
     this.say(what === "submit" ? "Saving…" : "", false);
     this.send({

@@ -335,11 +335,11 @@ def test_concurrent_edits_of_one_item_form_one_chain(assigned: tuple[Pool, int, 
     pool, alice, _ = assigned
     aid = pool.store.rater_queue(alice)[0].assignment_id
 
-    def edit() -> None:
-        for _ in range(3):
-            pool.store.add_label(alice, aid, overall=3, criteria=CRIT)
+    def edit(n: int) -> None:
+        for i in range(3):  # each edit changes the comment: an unchanged one would write nothing
+            pool.store.add_label(alice, aid, overall=3, criteria=CRIT, comment=f"edit {n}.{i}")
 
-    threads = [threading.Thread(target=edit) for _ in range(8)]
+    threads = [threading.Thread(target=edit, args=(n,)) for n in range(8)]
     for t in threads:
         t.start()
     for t in threads:
