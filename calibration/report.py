@@ -520,6 +520,7 @@ def _interval_chart(
     scale = alt.Scale(domain=list(domain)) if domain else alt.Scale(zero=False)
     if color:
         frame = frame.assign(**{y: frame[y].astype(str) + " · " + frame[color].astype(str)})
+        frame = frame.sort_values(y, kind="stable")  # one family's rows together
     base = alt.Chart(frame).encode(y=alt.Y(f"{y}:N", title=None, sort=None, axis=alt.Axis(labelLimit=0)))
     if color:
         base = base.encode(
@@ -537,8 +538,9 @@ def _interval_chart(
     if zero:
         layers.insert(0, alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="#888", strokeDash=[4, 4])
                       .encode(x="x:Q"))
-    rows = frame[y].nunique()
-    return alt.layer(*layers).properties(title=title, width=_WIDTH, height=max(40, 22 * int(rows)))
+    # A fixed step per row (not a total height): a page that fits the chart to its width
+    # cannot squeeze the rows onto one line.
+    return alt.layer(*layers).properties(title=title, width=_WIDTH, height=alt.Step(22))
 
 
 def _est_rows(items: Sequence[tuple[str, HasInterval]], scale: float = 1.0, **extra: Any) -> pd.DataFrame:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import streamlit as st
 
 from judgelab.admin import overview
@@ -50,6 +51,9 @@ else:
     times = rater_times(store.label_seconds())
     table = view.per_rater.merge(times, on="rater_id", how="left")
     table = table[[c for c in HEADERS if c in table.columns]]
+    # A rater without timed labels has no median: a dash, not "None".
+    table["median_seconds"] = table["median_seconds"].map(lambda v: "—" if pd.isna(v) else f"{v:.0f}")
+    table["share_above_cap"] = table["share_above_cap"].map(lambda v: "—" if pd.isna(v) else f"{v:.0%}")
     st.dataframe(
         table,
         hide_index=True,
@@ -61,8 +65,8 @@ else:
             "share_done": st.column_config.ProgressColumn(
                 "Share done", format="percent", min_value=0.0, max_value=1.0
             ),
-            "median_seconds": st.column_config.NumberColumn("Median active s", format="%.0f"),
-            "share_above_cap": st.column_config.NumberColumn(f"Over {IDLE_CAP_SECONDS} s", format="percent"),
+            "median_seconds": st.column_config.TextColumn("Median active s"),
+            "share_above_cap": st.column_config.TextColumn(f"Over {IDLE_CAP_SECONDS} s"),
         },
     )
     st.caption(
