@@ -266,21 +266,22 @@ class LabelMixin(AssignMixin):
         Only the first open since the rater last submitted or skipped this item is
         written, so reruns of the page do not move the start of the clock.
         """
-        table = _DONE_TABLE[kind][0]
         with self.connection() as con:
             self._own_assignment(con, rater_id, assignment_id, kind)
-            row = con.execute(
-                "SELECT count(*) FROM queue_events WHERE rater_id = $1 AND assignment_id = $2"
-                f" AND event = 'open' AND created_at > {self._since_sql(table)}",
-                [rater_id, assignment_id],
-            ).fetchone()
-            if row and int(row[0]) > 0:
-                return False
-            con.execute(
-                "INSERT INTO queue_events (rater_id, assignment_id, event) VALUES (?, ?, 'open')",
-                [rater_id, assignment_id],
-            )
-        return True
+            return self._record_open(con, rater_id, assignment_id, kind)
+
+    def _record_open(
+        self, con: duckdb.DuckDBPyConnection, rater_id: int, assignment_id: int, kind: Kind
+    ) -> bool:
+        """Write the ``open`` event unless one is there since the last submit or skip (one statement)."""
+        made = con.execute(
+            "INSERT INTO queue_events (rater_id, assignment_id, event) SELECT $1, $2, 'open'"
+            " WHERE NOT EXISTS (SELECT 1 FROM queue_events WHERE rater_id = $1 AND assignment_id = $2"
+            f" AND event = 'open' AND created_at > {self._since_sql(_DONE_TABLE[kind][0])})"
+            " RETURNING event_id",
+            [rater_id, assignment_id],
+        ).fetchall()
+        return bool(made)
 
     def skip_item(self, rater_id: int, assignment_id: int, kind: Kind = "score") -> None:
         """Skip an item: it comes back after every item not yet skipped."""
@@ -627,7 +628,8 @@ class LabelMixin(AssignMixin):
             if index is None:
                 return Screen(queue, None, None)
             item = queue[index]
-            self.open_item(rater_id, item.assignment_id, kind)
+            # The queue holds only this rater's items of this kind: no ownership check again.
+            self._record_open(con, rater_id, item.assignment_id, kind)
             return Screen(queue, index, self._view(con, rater_id, item, _progress(queue)))
 
 
