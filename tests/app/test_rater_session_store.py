@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from pathlib import Path
@@ -192,3 +193,31 @@ def test_assign_gives_each_answer_to_exactly_k_raters(tmp_path: Path) -> None:
     boss = store.query("SELECT count(*) AS n FROM assignments s JOIN raters r USING (rater_id)"
                        " WHERE r.name = 'boss'")
     assert boss["n"].iloc[0] == 0  # admins are not dealt work by default
+
+
+# -- Overview ------------------------------------------------------------------------------------
+
+
+def test_overview_shows_each_raters_active_time_under_human_headers(
+    pool: Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    store = pool.store
+    rater_id, aid = _one_item(pool)
+    store.open_item(rater_id, aid)
+    time.sleep(0.3)
+    store.add_label(rater_id, aid, overall=4, criteria=ALL, seconds=0.2)
+    _, admin = store.add_rater("boss", role="admin")
+    monkeypatch.setenv("JUDGELAB_DB", str(pool.path))
+    at = AppTest.from_file(str(REPO / "judgelab" / "views" / "admin_overview.py"), default_timeout=60)
+    at.query_params["t"] = admin
+    at.run()
+    assert not at.exception
+    table = next(d for d in at.dataframe if "median_seconds" in d.value.columns)
+    config = json.loads(table.proto.columns)
+    shown = [config.get(c, {}).get("label") for c in table.value.columns]
+    assert all(label and "_" not in label for label in shown), shown
+    assert "Median active s" in shown and "Over 120 s" in shown
+    row = table.value.set_index("rater").loc["alice"]
+    assert row["median_seconds"] == "0" and row["share_above_cap"] == "0%"

@@ -11,7 +11,7 @@ mix clicks and shortcuts, go back and forward, edit and reload, at 1366x768 and 
 * everything works from the keyboard (the flag and the criteria too), the Submit button,
   the criteria, their descriptions and the rubric's score levels are on screen at
   1366x768 without scrolling, and a refused submit says why next to the Submit button;
-* the time on an item counts from when this session showed it;
+* the time on an item counts from when this session showed it, without a hidden tab;
 * the browser asks no host but the app's for anything.
 """
 
@@ -284,4 +284,21 @@ def test_time_on_item_counts_from_this_session(demo: Demo, browser: Any) -> None
     expect_text(page, "Answer 2 of 2")
     seconds = float(labels_of(demo, rater_id)["seconds"].iloc[0])
     assert 0 < seconds < 6, f"{seconds:.1f} s recorded for about a second of work"
+
+    # A hidden tab does not count: 8 s away in another tab, then a quick label.
+    page.keyboard.press("3")
+    page.evaluate(HIDE)
+    time.sleep(8)
+    page.evaluate(SHOW)
+    page.keyboard.press("Control+Enter")
+    expect_text(page, "All 2 answers are rated")
+    seconds = float(labels_of(demo, rater_id)["seconds"].iloc[1])
+    assert 0 < seconds < 6, f"{seconds:.1f} s recorded: the hidden tab was counted"
     page.close()
+
+
+#: What the browser does when the rater switches to another tab, and back.
+HIDE = """() => { Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});
+                 document.dispatchEvent(new Event('visibilitychange')); }"""
+SHOW = """() => { Object.defineProperty(document, 'visibilityState', {value: 'visible', configurable: true});
+                 document.dispatchEvent(new Event('visibilitychange')); }"""
