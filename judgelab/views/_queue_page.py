@@ -128,6 +128,9 @@ class QueuePage:
         """Store the action's values; toast what happened and go on, or show the refusal and stay."""
         try:
             label_id = write(action)
+        except AccessError:  # revoked since the check above: the write refused it
+            refuse(not_saved=True)
+            return
         except JudgelabError as exc:
             st.session_state[self.flash + ":error"] = str(exc)
             return
