@@ -532,14 +532,21 @@ def _interval_chart(
     frame: pd.DataFrame, *, y: str, title: str, x_title: str, color: str | None = None,
     zero: bool = True, domain: tuple[float, float] | None = None,
 ) -> AnyChart:
-    """Points with horizontal interval bars, one row per ``y`` value (and colour)."""
+    """Points with horizontal interval bars, one row per ``y`` value (and colour).
+
+    Each (``y``, colour) pair gets its own labelled row (``"claude · PPI"``) rather than an
+    offset inside one band, so two families' rows never share a line; row labels are never
+    cut short.
+    """
     scale = alt.Scale(domain=list(domain)) if domain else alt.Scale(zero=False)
-    base = alt.Chart(frame).encode(y=alt.Y(f"{y}:N", title=None, sort=None))
+    if color:
+        frame = frame.assign(**{y: frame[y].astype(str) + " · " + frame[color].astype(str)})
+        frame = frame.sort_values(y, kind="stable")  # one family's rows together
+    base = alt.Chart(frame).encode(y=alt.Y(f"{y}:N", title=None, sort=None, axis=alt.Axis(labelLimit=0)))
     if color:
         base = base.encode(
             color=alt.Color(f"{color}:N", title=None, scale=alt.Scale(domain=list(_COLORS),
                                                                       range=list(_COLORS.values()))),
-            yOffset=alt.YOffset(f"{color}:N"),
         )
     bars = base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", title=x_title, scale=scale), x2="ci_high:Q")
     points = base.mark_point(filled=True, size=70).encode(
@@ -552,8 +559,9 @@ def _interval_chart(
     if zero:
         layers.insert(0, alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="#888", strokeDash=[4, 4])
                       .encode(x="x:Q"))
-    rows = frame[y].nunique() * (frame[color].nunique() if color else 1)
-    return alt.layer(*layers).properties(title=title, width=_WIDTH, height=max(40, 22 * int(rows)))
+    # A fixed step per row (not a total height): a page that fits the chart to its width
+    # cannot squeeze the rows onto one line.
+    return alt.layer(*layers).properties(title=title, width=_WIDTH, height=alt.Step(22))
 
 
 def _est_rows(items: Sequence[tuple[str, HasInterval]], scale: float = 1.0, **extra: Any) -> pd.DataFrame:
