@@ -1,0 +1,94 @@
+"""Active labelling: label where the judge is least trustworthy, and stop when the interval is narrow.
+
+Hand labels are the expensive ingredient, and a fixed plan either over-labels or stops with an
+interval too wide to act on. An **active design** labels the pool in batches. Before each batch,
+every unlabelled answer gets a probability of being labelled that grows with how likely the human
+and the judge disagree on it (the judge's score distance to the pass threshold, the judge
+disagreeing with itself between orders or formats, and the labels so far by stratum), with a
+floor, scaled to the batch (:mod:`calibration.active._model`). Each figure (each family's
+residual and the self-preference gap, on pass verdicts and on scores) is estimated by inverse-
+probability weighting around the judge's prediction, an AIPW / prediction-powered estimator that
+stays unbiased under the stored probabilities (:mod:`calibration.active._estimate`; Zrnic &
+Candès 2024, "Active Statistical Inference", arXiv:2403.03208). After each batch its interval is
+a **repeated confidence interval** of a stated alpha-spending plan
+(:mod:`calibration.active._spending`): valid at every look at once, so the team may look after
+every batch and stop at the first one whose interval meets the target.
+
+The modules:
+
+* ``_model``: predicted human labels (:func:`predict_humans`), the uncertainty a label would
+  correct (:func:`task_uncertainty`) and the probabilities (:func:`sampling_probabilities`);
+* ``_spending``: the spending functions and the looks' critical values
+  (:func:`spending_boundaries`);
+* ``_estimate``: the draws (:class:`ActiveDraws`), the estimate and variance at each look
+  (:func:`look_statistics`), the intervals (:func:`repeated_intervals`) and the report's figures
+  (:func:`active_residuals_and_gap`);
+* ``_plan``: the pool (:class:`ActivePool`), each batch's plan (:func:`plan_batch`), the labels a
+  target needs (:func:`planned_labels`, :func:`labels_still_needed`);
+* ``_simulate``: simulated pools with a known truth and the whole procedure run on them
+  (:func:`run_active`), for the tests and ``bench/active_economy.py``;
+* ``_store``: the only part that touches the project database: start a design, draw the next
+  batch, read where it stands (:func:`active_status`).
+
+Every module but ``_store`` is pure; randomness is injected through ``rng``.
+"""
+
+from calibration.active._estimate import (
+    DEFAULT_MARGIN,
+    ActiveDraws,
+    ActiveFigures,
+    LookStatistics,
+    RepeatedIntervals,
+    active_residuals_and_gap,
+    estimand_coefficients,
+    look_statistics,
+    repeated_intervals,
+)
+from calibration.active._model import HumanPrediction, predict_humans, sampling_probabilities, task_uncertainty
+from calibration.active._plan import (
+    DEFAULT_FLOOR,
+    ActivePool,
+    BatchPlan,
+    labels_still_needed,
+    plan_batch,
+    planned_labels,
+    planning_critical,
+    stack_draws,
+)
+from calibration.active._simulate import ActiveRun, PoolModel, SimulatedPool, pool_model, run_active, simulate_pool
+from calibration.active._spending import SPENDINGS, Boundaries, Spending, spend, spending_boundaries
+
+__all__ = [
+    "DEFAULT_FLOOR",
+    "DEFAULT_MARGIN",
+    "SPENDINGS",
+    "ActiveDraws",
+    "ActiveFigures",
+    "ActivePool",
+    "ActiveRun",
+    "BatchPlan",
+    "Boundaries",
+    "HumanPrediction",
+    "LookStatistics",
+    "PoolModel",
+    "RepeatedIntervals",
+    "SimulatedPool",
+    "Spending",
+    "active_residuals_and_gap",
+    "estimand_coefficients",
+    "labels_still_needed",
+    "look_statistics",
+    "plan_batch",
+    "planned_labels",
+    "planning_critical",
+    "pool_model",
+    "predict_humans",
+    "repeated_intervals",
+    "run_active",
+    "sampling_probabilities",
+    "simulate_pool",
+    "spend",
+    "spending_boundaries",
+    "stack_draws",
+    "task_uncertainty",
+]

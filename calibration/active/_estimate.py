@@ -1,0 +1,578 @@
+"""The active (AIPW) estimator of residuals and the gap, look by look, with repeated intervals.
+
+An active design labels the pool in **batches**. Before batch ``b`` is drawn, every sampling
+unit ``t`` (an answer, or a whole task when the design is paired) gets a probability ``π_bt`` (1
+for a unit labelled already: it costs nothing) and every answer ``i`` a predicted human label
+``p_bi`` (:mod:`calibration.active._model`), both from the labels of earlier batches only; then
+each unit is drawn independently, ``ξ_bt ~ Bernoulli(π_bt)``, and its answers are labelled.
+
+**Estimator.** Every figure is a linear function of the residuals ``e_i = j_i − h_i`` (judge minus
+human) over the pool, ``θ = Σ_i c_i e_i`` (a family's residual: ``c_i = 1/N_f`` on its answers;
+the gap: ``+1/N_own`` and ``−1/(K·N_f)`` on the ``K`` other families). Batch ``b`` estimates it
+by augmented inverse-probability weighting around the prediction ``ê_bi = j_i − p_bi``::
+
+    D_b = Σ_i c_i [ê_bi + ξ_bt(i) / π_bt(i) · (e_i − ê_bi)]
+
+which is unbiased for ``θ`` given the past whatever the predictions (Zrnic & Candès 2024,
+arXiv:2403.03208; a difference estimator, Särndal, Swensson & Wretman 1992, §6.3): the judge's
+verdicts on the whole pool carry the estimate, and the labels correct the prediction where they
+fall. Batches are combined as ``θ̂_k = Σ_{b≤k} w_b D_b / Σ w_b`` with ``w_b`` the batch's
+expected labels, fixed before its draw, so the errors ``D_b − θ`` are martingale differences and
+``θ̂_k`` stays unbiased at every look.
+
+**Variance.** Units are drawn independently (Poisson sampling): with
+``u_bt = Σ_{i∈t} c_i (e_i − ê_bi)`` over the unit's answers, ``Var(D_b | past) = Σ_t (1 − π)/π ·
+u_bt²``, estimated by ``Σ_{t drawn} (1 − π)/π² · u_bt²``; the combination's is
+``Σ w_b² V_b / (Σ w_b)²``. The pool stands for the answers the judge will see (as everywhere in
+judgelab), so the variance of the pool's own mean around the judge's behaviour is added,
+clustered by task: ``σ²/T`` over ``T`` tasks, ``σ²`` the variance of a task's total
+``T·Σ_{i∈task} c_i e_i`` (its second moment estimated by the same AIPW combination), so answers
+of one task that move together count as one. With per-rater labels the raters' component of
+:mod:`calibration.stats._raters` is added as in the other estimates (``∂θ̂/∂h_i = −c_i Σ_b (w_b/W) ξ_bt/π_bt``).
+
+**Interval.** Each look's estimate gets a repeated confidence interval ``θ̂_k ± c_k·se_k`` from the
+alpha-spending plan of :mod:`calibration.active._spending`, with the information fractions of the
+*gap* (the figure the stopping rule watches): every figure of one look uses its critical value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import special
+
+from calibration.active._spending import Spending, spending_boundaries
+from calibration.stats._raters import RaterScope, rater_part
+from calibration.stats._result import Estimate
+from calibration.stats._variance import MIN_CLUSTERS
+
+__all__ = [
+    "DEFAULT_MARGIN",
+    "ActiveDraws",
+    "ActiveFigures",
+    "LookStatistics",
+    "RepeatedIntervals",
+    "active_residuals_and_gap",
+    "estimand_coefficients",
+    "look_statistics",
+    "repeated_intervals",
+]
+
+Scale = Literal["pass", "score"]
+
+#: ``c* = margin · z_{1−α/2}``: the target is the half-width at information ``(c*/H)²``.
+DEFAULT_MARGIN = 1.05
+_FACTOR = {"pass": 100.0, "score": 1.0}
+_UNITS = {"pass": "percentage points", "score": "judge scale points"}
+_NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class ActiveDraws:
+    """An active design's pool and draws.
+
+    Attributes:
+        answer_id: Pool answer ids, shape ``(N,)``.
+        unit: Sampling unit code of each answer, ``0..U−1`` (its task when paired).
+        task: Task code of each answer, ``0..T−1``.
+        task_id: Task id of each code, shape ``(T,)``.
+        family: Family of each answer.
+        judge_pass: The judge's pass verdict (0/1) of each answer.
+        judge_score: The judge's score of each answer (``nan`` where not comparable with humans).
+        prob: ``π_bt`` per unit, shape ``(B, U)``.
+        drawn: ``ξ_bt``, shape ``(B, U)`` (always true where ``known``).
+        known: Units fully labelled before the batch was drawn (probability 1, no new labels).
+        pred_pass: Predicted human pass probability ``p_bi``, shape ``(B, N)``.
+        pred_score: Predicted human score, shape ``(B, N)`` (``nan`` where not predicted).
+        weight: ``w_b``: each batch's weight, fixed before its draw (its expected labels).
+    """
+
+    answer_id: npt.NDArray[np.str_]
+    unit: npt.NDArray[np.intp]
+    task: npt.NDArray[np.intp]
+    task_id: npt.NDArray[np.str_]
+    family: npt.NDArray[np.str_]
+    judge_pass: npt.NDArray[np.float64]
+    judge_score: npt.NDArray[np.float64]
+    prob: npt.NDArray[np.float64]
+    drawn: npt.NDArray[np.bool_]
+    known: npt.NDArray[np.bool_]
+    pred_pass: npt.NDArray[np.float64]
+    pred_score: npt.NDArray[np.float64]
+    weight: npt.NDArray[np.float64]
+
+    @property
+    def n_batches(self) -> int:
+        """Batches drawn."""
+        return int(self.prob.shape[0])
+
+    @property
+    def n_tasks(self) -> int:
+        """Pool tasks."""
+        return int(self.task_id.size)
+
+    @property
+    def n_units(self) -> int:
+        """Sampling units."""
+        return int(self.prob.shape[1])
+
+    @property
+    def paired(self) -> bool:
+        """Whether whole tasks are the sampling units."""
+        return self.n_units == self.n_tasks and bool(np.array_equal(self.unit, self.task))
+
+    def labels_per_batch(self) -> npt.NDArray[np.int64]:
+        """Answers each batch asked raters to label (drawn units not known before)."""
+        per_unit = np.bincount(self.unit, minlength=self.n_units)
+        return np.asarray((self.drawn & ~self.known) @ per_unit, dtype=np.int64)
+
+    def head(self, batches: int) -> ActiveDraws:
+        """The first ``batches`` batches only."""
+        b = slice(0, batches)
+        return ActiveDraws(self.answer_id, self.unit, self.task, self.task_id, self.family, self.judge_pass,
+                           self.judge_score, self.prob[b], self.drawn[b], self.known[b], self.pred_pass[b],
+                           self.pred_score[b], self.weight[b])
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, batches: pd.DataFrame) -> ActiveDraws:
+        """Build from a long table, one row per (batch, pool answer).
+
+        Args:
+            frame: Columns ``batch``, ``answer_id``, ``unit`` (the sampling unit: the answer's
+                own id, or its task's when paired), ``task_id``, ``family``, ``judge_pass``,
+                ``judge_score``, ``inclusion_prob``, ``drawn``, ``known``, ``pred_pass``,
+                ``pred_score``; every batch lists the same answers.
+            batches: Columns ``batch`` and ``weight``, one row per batch.
+
+        Raises:
+            ValueError: If batches list different answers or one unit's answers disagree.
+        """
+        order = sorted(int(b) for b in batches["batch"])
+        first = frame[frame["batch"] == order[0]].sort_values("answer_id")
+        ids = first["answer_id"].astype(str).to_numpy()
+        task_ids, task = np.unique(first["task_id"].astype(str).to_numpy(), return_inverse=True)
+        unit = np.unique(first["unit"].astype(str).to_numpy(), return_inverse=True)[1].ravel()
+        shape = (len(order), int(unit.max(initial=-1)) + 1)
+        prob, drawn, known = np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool)
+        pred_pass, pred_score = np.zeros((len(order), ids.size)), np.zeros((len(order), ids.size))
+        for k, b in enumerate(order):
+            rows = frame[frame["batch"] == b].sort_values("answer_id")
+            if not np.array_equal(rows["answer_id"].astype(str).to_numpy(), ids):
+                raise ValueError(f"ActiveDraws: batch {b} lists other answers than batch {order[0]}")
+            for target, col in ((prob[k], "inclusion_prob"), (drawn[k], "drawn"), (known[k], "known")):
+                values = rows[col].to_numpy(dtype=float)
+                target[unit] = values
+                if not np.allclose(target[unit], values):
+                    raise ValueError(f"ActiveDraws: answers of one unit disagree on {col} in batch {b}")
+            pred_pass[k] = rows["pred_pass"].to_numpy(dtype=float)
+            pred_score[k] = pd.to_numeric(rows["pred_score"], errors="coerce").to_numpy(dtype=float)
+        weight = batches.set_index("batch").loc[order, "weight"].to_numpy(dtype=float)
+        return cls(
+            answer_id=ids, unit=unit.astype(np.intp), task=task.ravel().astype(np.intp), task_id=task_ids.astype(str),
+            family=first["family"].astype(str).to_numpy(), judge_pass=first["judge_pass"].to_numpy(dtype=float),
+            judge_score=pd.to_numeric(first["judge_score"], errors="coerce").to_numpy(dtype=float),
+            prob=prob, drawn=drawn, known=known, pred_pass=pred_pass, pred_score=pred_score, weight=weight,
+        )
+
+
+def estimand_coefficients(
+    family: npt.ArrayLike, *, own_family: str | None = None, target: str | None = None
+) -> npt.NDArray[np.float64]:
+    """``c_i`` of one figure: a family's residual (``target``) or the gap (``own_family``).
+
+    Examples:
+        >>> estimand_coefficients(["a", "a", "b", "c"], own_family="a").tolist()
+        [0.5, 0.5, -0.5, -0.5]
+        >>> estimand_coefficients(["a", "a", "b"], target="a").tolist()
+        [0.5, 0.5, 0.0]
+    """
+    fam = np.asarray(family).astype(str)
+    names, codes, counts = np.unique(fam, return_inverse=True, return_counts=True)
+    codes = codes.ravel()
+    if (own_family is None) == (target is None):
+        raise ValueError("estimand_coefficients: give own_family (the gap) or target (a family's residual)")
+    name = str(own_family if own_family is not None else target)
+    if name not in names:
+        raise ValueError(f"estimand_coefficients: family {name!r} has no answers; present: {names.tolist()!r}")
+    k = int(np.flatnonzero(names == name)[0])
+    if target is not None:
+        per_family = np.where(np.arange(names.size) == k, 1.0, 0.0)
+    else:
+        if names.size < 2:
+            raise ValueError(f"estimand_coefficients: need a family besides {name!r} for the gap")
+        per_family = np.full(names.size, -1.0 / (names.size - 1))
+        per_family[k] = 1.0
+    return np.asarray(per_family[codes] / counts[codes], dtype=float)
+
+
+@dataclass(frozen=True)
+class LookStatistics:
+    """One figure's estimate and variance at each look (after each batch).
+
+    Attributes:
+        estimate: ``θ̂_k``, in the figure's units (×100 for pass verdicts).
+        variance: Its total variance: ``design + population + raters``.
+        design: The batches' sampling variance.
+        population: The pool's own variance around the judge's behaviour, ``σ²/T``.
+        raters: The raters' component (0 for this panel only).
+        raters_df: Its degrees of freedom (``nan`` when not estimated).
+        labels: Answers the design's batches asked raters to label, cumulatively.
+        tasks_drawn: Distinct tasks with an answer drawn so far (known ones included).
+        scope: Which raters the variance speaks for, in words.
+    """
+
+    estimate: npt.NDArray[np.float64]
+    variance: npt.NDArray[np.float64]
+    design: npt.NDArray[np.float64]
+    population: npt.NDArray[np.float64]
+    raters: npt.NDArray[np.float64]
+    raters_df: float
+    labels: npt.NDArray[np.int64]
+    tasks_drawn: npt.NDArray[np.int64]
+    scope: str
+
+
+def look_statistics(
+    draws: ActiveDraws,
+    human: npt.ArrayLike,
+    coef: npt.ArrayLike,
+    *,
+    scale: Scale = "pass",
+    rater_level: pd.DataFrame | None = None,
+    interval: RaterScope = "panel",
+) -> LookStatistics:
+    """The AIPW estimate of ``Σ c_i e_i`` and its variance after each batch (module docstring).
+
+    Args:
+        draws: The design's draws.
+        human: Human pass share (``scale="pass"``) or score per pool answer; ``nan`` where
+            unlabelled. Every answer of a drawn unit needs one.
+        coef: ``c_i`` per pool answer (:func:`estimand_coefficients`).
+        scale: ``"pass"`` (percentage points) or ``"score"`` (judge scale points).
+        rater_level: Per-rater labels (``answer`` = an answer id, ``rater``, ``score``) for the
+            raters' component.
+        interval: ``"raters"`` adds the raters' component; ``"panel"`` speaks for this panel.
+
+    Returns:
+        A :class:`LookStatistics`, one entry per batch.
+
+    Raises:
+        ValueError: If a drawn answer has no human label or no prediction, or shapes differ.
+    """
+    h = np.asarray(human, dtype=float)
+    c = np.asarray(coef, dtype=float) * _FACTOR[scale]
+    if h.shape != draws.answer_id.shape or c.shape != h.shape:
+        raise ValueError("look_statistics: human and coef need one entry per pool answer")
+    judge = draws.judge_pass if scale == "pass" else draws.judge_score
+    pred = draws.pred_pass if scale == "pass" else draws.pred_score
+    drawn = draws.drawn[:, draws.unit]
+    inv = np.where(drawn, 1.0 / np.where(drawn, draws.prob[:, draws.unit], 1.0), 0.0)
+    missing = drawn & ~np.isfinite(h)[None, :]
+    if missing.any():
+        raise ValueError(f"look_statistics: {int(missing.any(axis=0).sum())} drawn answer(s) have no human label")
+    if not (np.isfinite(pred) | ~drawn).all() or not np.isfinite(pred[:, c != 0]).all():
+        raise ValueError("look_statistics: every answer the figure uses needs a prediction")
+    e_hat = judge[None, :] - pred
+    corr = np.where(drawn, (judge - np.nan_to_num(h))[None, :] - e_hat, 0.0)
+    terms = np.nan_to_num(c * e_hat) + c * inv * corr
+    d_b = terms.sum(axis=1)
+    u = _per_task(c * corr, draws.unit, draws.n_units)
+    p = draws.prob
+    v_b = np.where(draws.drawn, (1 - p) / np.where(draws.drawn, p, 1.0) ** 2 * u**2, 0.0).sum(axis=1)
+    spread = pred * (1 - pred) if scale == "pass" else np.zeros_like(pred)
+    m2_b = _second_moments(draws, c, judge - np.nan_to_num(h), e_hat, np.nan_to_num(spread), inv)
+    w = draws.weight
+    big_w = np.cumsum(w)
+    estimate = np.cumsum(w * d_b) / big_w
+    design = np.cumsum(w**2 * v_b) / big_w**2
+    second = np.cumsum(w * m2_b) / big_w
+    population = np.maximum(second - estimate**2, 0.0) / draws.n_tasks
+    gradient = -c[None, :] * np.cumsum(w[:, None] * inv, axis=0) / big_w[:, None]
+    raters, raters_df, scope = _rater_parts(gradient, draws.answer_id, rater_level, interval)
+    hit = np.vstack([np.bincount(draws.task, weights=drawn[k].astype(float), minlength=draws.n_tasks) > 0
+                     for k in range(draws.n_batches)])
+    ever = np.cumsum(hit, axis=0) > 0
+    return LookStatistics(
+        estimate=estimate,
+        variance=design + population + raters,
+        design=design,
+        population=population,
+        raters=raters,
+        raters_df=raters_df,
+        labels=np.cumsum(draws.labels_per_batch()),
+        tasks_drawn=ever.sum(axis=1).astype(np.int64),
+        scope=scope,
+    )
+
+
+def _per_task(values: npt.NDArray[np.float64], task: npt.NDArray[np.intp], n_tasks: int) -> npt.NDArray[np.float64]:
+    """Sum each row's values over the answers of each task: ``(B, N) -> (B, T)``."""
+    out = np.zeros((values.shape[0], n_tasks))
+    for k in range(values.shape[0]):
+        out[k] = np.bincount(task, weights=values[k], minlength=n_tasks)
+    return out
+
+
+def _second_moments(
+    draws: ActiveDraws,
+    c: npt.NDArray[np.float64],
+    e: npt.NDArray[np.float64],
+    e_hat: npt.NDArray[np.float64],
+    spread: npt.NDArray[np.float64],
+    inv: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """Per batch, the AIPW estimate of ``T·Σ_t a_t²`` (the mean square of the tasks' totals ``T·a_t``).
+
+    ``a_t = Σ_{i∈t} x_i`` with ``x_i = c_i e_i``. The prediction of ``a_t²`` is
+    ``(Σ x̂_i)² + Σ c_i² Var(h_i)``; it is corrected answer by answer (``x_i²``, weight ``1/π``)
+    and pair by pair (``x_i x_j``, weight one over the chance that both are drawn: ``1/π_u`` in one
+    unit, ``1/(π_u π_v)`` across independent units).
+    """
+    t_count, u_count = draws.n_tasks, draws.n_units
+    first = np.unique(draws.unit, return_index=True)[1]
+    unit_task = draws.task[first]
+    out = np.zeros(draws.n_batches)
+    for k in range(draws.n_batches):
+        g = inv[k]
+        drawn = g > 0
+        x = np.where(drawn, c * e, 0.0)
+        xh = np.nan_to_num(c * e_hat[k])
+        v = c**2 * spread[k]
+        model = np.bincount(draws.task, weights=xh, minlength=t_count) ** 2 + np.bincount(
+            draws.task, weights=v, minlength=t_count)
+        diag = np.bincount(draws.task, weights=g * (x**2 - np.where(drawn, xh**2 + v, 0.0)), minlength=t_count)
+        xh_d = np.where(drawn, xh, 0.0)
+        sums = [np.bincount(draws.unit, weights=w, minlength=u_count) for w in (x, x**2, xh_d, xh_d**2)]
+        big_x, q, big_xh, qh = sums
+        g_u = np.zeros(u_count)
+        g_u[draws.unit] = g
+        within = g_u * ((big_x**2 - q) - (big_xh**2 - qh))
+        across = np.zeros(t_count)
+        for y, sign in ((big_x, 1.0), (big_xh, -1.0)):
+            gy = g_u * y
+            across += sign * (np.bincount(unit_task, weights=gy, minlength=t_count) ** 2
+                              - np.bincount(unit_task, weights=gy**2, minlength=t_count))
+        total = model + diag + np.bincount(unit_task, weights=within, minlength=t_count) + across
+        out[k] = t_count * float(total.sum())
+    return out
+
+
+def _rater_parts(
+    gradient: npt.NDArray[np.float64], answer_id: npt.NDArray[np.str_], rater_level: pd.DataFrame | None,
+    interval: RaterScope,
+) -> tuple[npt.NDArray[np.float64], float, str]:
+    """The raters' variance at each look, its df and the scope in words."""
+    looks = gradient.shape[0]
+    if interval == "panel" or rater_level is None:
+        scope = "this panel only" if interval == "panel" else "this panel only (no per-rater labels to generalise from)"
+        return np.zeros(looks), _NAN, scope
+    position = pd.Series(np.arange(answer_id.size), index=answer_id)
+    rows = rater_level[rater_level["answer"].astype(str).isin(position.index)]
+    rows = rows.assign(answer=position.reindex(rows["answer"].astype(str)).to_numpy())
+    out = np.zeros(looks)
+    df, scope = _NAN, "this panel only (no per-rater labels to generalise from)"
+    for k in range(looks):
+        used = rows[gradient[k, rows["answer"].to_numpy()] != 0]
+        if used.empty:
+            continue
+        keep = np.unique(used["answer"].to_numpy())
+        local = pd.Series(np.arange(keep.size), index=keep)
+        part = used.assign(answer=local.reindex(used["answer"].to_numpy()).to_numpy())
+        out[k], df, scope = rater_part(gradient[k, keep], part, keep.size, "raters")
+    return out, df, scope
+
+
+@dataclass(frozen=True)
+class RepeatedIntervals:
+    """The looks' repeated confidence intervals of one figure (see :func:`repeated_intervals`)."""
+
+    critical: npt.NDArray[np.float64]
+    ci_low: npt.NDArray[np.float64]
+    ci_high: npt.NDArray[np.float64]
+    half_width: npt.NDArray[np.float64]
+    tau: npt.NDArray[np.float64]
+    spent: npt.NDArray[np.float64]
+    max_information: float
+
+
+def repeated_intervals(
+    estimate: npt.ArrayLike,
+    variance: npt.ArrayLike,
+    *,
+    target_half_width: float,
+    level: float = 0.95,
+    spending: Spending = "obf",
+    margin: float = DEFAULT_MARGIN,
+    critical: npt.ArrayLike | None = None,
+) -> RepeatedIntervals:
+    """Repeated confidence intervals ``θ̂_k ± c_k·se_k`` of the looks so far.
+
+    Args:
+        estimate: ``θ̂_k`` per look.
+        variance: Its variance per look.
+        target_half_width: ``H``: the plan's maximum information is ``(margin·z/H)²``.
+        level: ``1 − alpha`` of the whole plan.
+        spending: The spending function.
+        margin: See :data:`DEFAULT_MARGIN`.
+        critical: The looks' critical values, when another figure's plan sets them.
+
+    Returns:
+        The intervals. A look after the plan's alpha is spent may spend nothing: its critical
+        value and half-width are infinite, and the interval to report stays the last finite one.
+    """
+    est = np.asarray(estimate, dtype=float)
+    var = np.maximum(np.asarray(variance, dtype=float), 1e-300)
+    z = float(special.ndtri(0.5 + level / 2))
+    max_info = (margin * z / target_half_width) ** 2
+    if critical is None:
+        b = spending_boundaries(1.0 / var, max_information=max_info, alpha=1 - level, spending=spending)
+        crit, tau, spent = b.critical, b.tau, b.spent
+    else:
+        crit = np.asarray(critical, dtype=float)
+        tau = np.minimum((1.0 / var) / max_info, 1.0)
+        spent = np.full(crit.size, _NAN)
+    half = crit * np.sqrt(var)
+    return RepeatedIntervals(crit, est - half, est + half, half, tau, spent, max_info)
+
+
+@dataclass(frozen=True)
+class ActiveFigures:
+    """The residuals and the gap on one scale from an active design, at its last look.
+
+    Attributes:
+        families: Each family's residual as an :class:`Estimate`.
+        gap: The self-preference gap (``None`` with one family or no judge family).
+        looks: One row per look: ``look``, ``labels``, ``tasks``, ``estimate``, ``se``,
+            ``critical``, ``ci_low``, ``ci_high``, ``half_width``, ``tau``, ``reached`` (the
+            half-width met the target) of the figure the stopping rule watches (the gap, else the
+            first family's residual).
+        stopped_at: The first look whose interval met the target (1-based), else ``None``.
+
+    The estimates are those of the last look with a finite interval (normally the last look).
+    """
+
+    families: dict[str, Estimate]
+    gap: Estimate | None
+    looks: pd.DataFrame
+    stopped_at: int | None
+
+
+def active_residuals_and_gap(
+    draws: ActiveDraws,
+    human: npt.ArrayLike,
+    *,
+    scale: Scale = "pass",
+    own_family: str | None = None,
+    target_half_width: float,
+    critical: Sequence[float] | None = None,
+    rater_level: pd.DataFrame | None = None,
+    interval: RaterScope = "panel",
+    level: float = 0.95,
+    spending: Spending = "obf",
+    margin: float = DEFAULT_MARGIN,
+) -> ActiveFigures:
+    """Each family's residual and the gap from an active design, with repeated intervals.
+
+    Args:
+        draws: The design's draws (its complete batches).
+        human: Human score per pool answer on ``scale`` (``nan`` where unlabelled).
+        scale: ``"pass"`` or ``"score"``.
+        own_family: The judge's family (the gap's first term); ``None`` or absent: no gap.
+        target_half_width: The design's target half-width of the gap on the pass scale (pp).
+        critical: The looks' critical values from the pass-scale gap's plan (for the score
+            scale, whose figures ride on the same looks); ``None`` computes them here.
+        rater_level: Per-rater labels (``answer`` id, ``rater``, ``score``) for the raters' part.
+        interval: ``"raters"`` or ``"panel"``.
+        level: ``1 − alpha`` of the plan.
+        spending: The spending function.
+        margin: See :data:`DEFAULT_MARGIN`.
+
+    Returns:
+        The :class:`ActiveFigures`.
+    """
+    fams = sorted(set(draws.family.tolist()))
+    has_gap = own_family is not None and own_family in fams and len(fams) > 1
+    common: dict[str, Any] = {"scale": scale, "rater_level": rater_level, "interval": interval}
+    lead_coef = estimand_coefficients(draws.family, own_family=own_family) if has_gap else \
+        estimand_coefficients(draws.family, target=fams[0])
+    lead = look_statistics(draws, human, lead_coef, **common)
+    rci = repeated_intervals(lead.estimate, lead.variance, critical=critical, target_half_width=target_half_width,
+                             level=level, spending=spending, margin=margin)
+    looks = pd.DataFrame({
+        "look": np.arange(1, draws.n_batches + 1), "labels": lead.labels, "tasks": lead.tasks_drawn,
+        "estimate": lead.estimate, "se": np.sqrt(lead.variance), "critical": rci.critical,
+        "ci_low": rci.ci_low, "ci_high": rci.ci_high, "half_width": rci.half_width, "tau": rci.tau,
+    })
+    looks["reached"] = looks["half_width"] <= target_half_width if scale == "pass" else False
+    hit = np.flatnonzero(looks["reached"].to_numpy())
+    stopped = int(hit[0]) + 1 if hit.size else None
+    finite = np.flatnonzero(np.isfinite(rci.critical))
+    # A look that may spend nothing has no interval: report the last one that has.
+    report = int(finite[-1]) if finite.size else draws.n_batches - 1
+    judge = draws.judge_pass if scale == "pass" else draws.judge_score
+    describe = _Describe(draws, report, float(rci.critical[report]), scale, level, spending, stopped)
+    families = {}
+    for f in fams:
+        stats = lead if (not has_gap and f == fams[0]) else look_statistics(
+            draws, human, estimand_coefficients(draws.family, target=f), **common)
+        families[f] = describe.estimate(stats, extra={
+            "judge_mean": float(judge[draws.family == f].mean() * _FACTOR[scale]),
+            "human_mean": float((judge[draws.family == f].mean() * _FACTOR[scale]) - stats.estimate[report]),
+            "n_answers": int((draws.family == f).sum()), "weighted": True,
+        }, gap=False)
+    gap = None
+    if has_gap:
+        assert own_family is not None
+        extra: dict[str, Any] = {"own_family": own_family, "other_families": [f for f in fams if f != own_family]}
+        for f, est in families.items():
+            extra[f"judge_mean[{f}]"] = est.extra["judge_mean"]
+            extra[f"human_mean[{f}]"] = est.extra["human_mean"]
+            extra[f"residual[{f}]"] = est.estimate
+        gap = describe.estimate(lead, extra=extra, gap=True)
+    return ActiveFigures(families=families, gap=gap, looks=looks, stopped_at=stopped)
+
+
+@dataclass(frozen=True)
+class _Describe:
+    """Turns a figure's reported look into an :class:`Estimate` with the plan's words."""
+
+    draws: ActiveDraws
+    look: int  # 0-based
+    critical: float
+    scale: Scale
+    level: float
+    spending: Spending
+    stopped: int | None
+
+    def estimate(self, stats: LookStatistics, *, extra: dict[str, Any], gap: bool) -> Estimate:
+        k = self.look + 1
+        se = math.sqrt(stats.variance[self.look])
+        half = self.critical * se
+        est = float(stats.estimate[self.look])
+        tasks = int(stats.tasks_drawn[self.look])
+        who = "raters" if stats.scope.startswith("raters") else "panel"
+        short = f"repeated CI, look {k} (c={self.critical:.2f}), {who}"
+        spend_name = "O'Brien-Fleming-type" if self.spending == "obf" else "Pocock-type"
+        what = "own-family residual minus the other families' mean" if gap else "residual"
+        unit = "tasks" if self.draws.paired else "answers"
+        method = (
+            f"active AIPW estimate of the {what}: the judge on all {self.draws.answer_id.size} pool answers "
+            f"minus the predicted human label, corrected by inverse-probability-weighted labels on {tasks} "
+            f"task(s) drawn in {k} of {self.draws.n_batches} batch(es) (Zrnic & Candès 2024); variance of the "
+            f"batches' independent draws of {unit} plus the pool's, clustered by task; repeated confidence "
+            f"interval at look {k} of an {spend_name} alpha-spending plan (critical value {self.critical:.2f}), "
+            f"valid whenever the team stops; raters: {stats.scope}"
+        )
+        unreliable = None
+        if tasks < MIN_CLUSTERS:
+            unreliable = f"only {tasks} tasks drawn: intervals are checked from {MIN_CLUSTERS} tasks up"
+        fields = {"interval": short, "scope": stats.scope, "df": math.inf, "se": se, "unreliable": unreliable,
+                  "estimator": "active AIPW", "look": k, "critical": self.critical, "stopped_at": self.stopped}
+        return Estimate(est, est - half, est + half, tasks, method, _UNITS[self.scale], self.level,
+                        {**extra, **fields})

@@ -1,0 +1,345 @@
+"""Planning an active design: the pool, each batch's probabilities, and the labels still needed.
+
+Pure: arrays in, frozen dataclasses out. :mod:`calibration.active._store` runs the same steps
+over the project database, and :mod:`calibration.active._simulate` over simulated pools.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import special
+
+from calibration.active._estimate import DEFAULT_MARGIN, ActiveDraws, LookStatistics, estimand_coefficients
+from calibration.active._model import HumanPrediction, predict_humans, sampling_probabilities, task_uncertainty
+from calibration.active._spending import Spending, spending_boundaries
+
+__all__ = [
+    "DEFAULT_FLOOR",
+    "ActivePool",
+    "BatchPlan",
+    "labels_still_needed",
+    "plan_batch",
+    "planned_labels",
+    "planning_critical",
+    "stack_draws",
+]
+
+#: Share of the uniform rate every task keeps (Zrnic & Candès mix uncertainty sampling with
+#: uniform sampling the same way); ``bench/active_economy.py`` compares 0.1 to 0.5.
+DEFAULT_FLOOR = 0.2
+_PP = 100.0
+
+
+@dataclass(frozen=True)
+class ActivePool:
+    """The judged answers an active design samples from.
+
+    Attributes:
+        answer_id: Answer ids.
+        unit: Sampling unit code per answer, ``0..U−1``: the answer itself, or its task when the
+            design is paired (every family's answer to a drawn task is labelled).
+        task: Task code per answer, ``0..T−1``.
+        task_id: Task id per code.
+        family: Family per answer.
+        judge_pass: The judge's pass verdict (0/1).
+        judge_score: The judge's score (``nan`` when it cannot be compared with the humans').
+        flipped: The judge disagreed with itself on the answer (orders or formats).
+    """
+
+    answer_id: npt.NDArray[np.str_]
+    unit: npt.NDArray[np.intp]
+    task: npt.NDArray[np.intp]
+    task_id: npt.NDArray[np.str_]
+    family: npt.NDArray[np.str_]
+    judge_pass: npt.NDArray[np.float64]
+    judge_score: npt.NDArray[np.float64]
+    flipped: npt.NDArray[np.bool_]
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, *, paired: bool = False) -> ActivePool:
+        """From one row per answer, sorted here by answer id.
+
+        Args:
+            frame: ``answer_id``, ``task_id``, ``family``, ``judge_pass``, and optional
+                ``judge_score`` and ``flipped``.
+            paired: Whole tasks are the sampling units (else single answers).
+        """
+        frame = frame.sort_values("answer_id").reset_index(drop=True)
+        task_ids, task = np.unique(frame["task_id"].astype(str).to_numpy(), return_inverse=True)
+        n = len(frame)
+        score = frame["judge_score"] if "judge_score" in frame.columns else pd.Series(np.nan, index=frame.index)
+        flipped = frame["flipped"] if "flipped" in frame.columns else pd.Series(False, index=frame.index)
+        task = task.ravel().astype(np.intp)
+        return cls(
+            answer_id=frame["answer_id"].astype(str).to_numpy(), unit=task if paired else np.arange(n, dtype=np.intp),
+            task=task,
+            task_id=task_ids.astype(str), family=frame["family"].astype(str).to_numpy(),
+            judge_pass=frame["judge_pass"].to_numpy(dtype=float),
+            judge_score=pd.to_numeric(score, errors="coerce").to_numpy(dtype=float).reshape(n),
+            flipped=flipped.fillna(False).to_numpy(dtype=bool),
+        )
+
+    @property
+    def n_tasks(self) -> int:
+        """Tasks in the pool."""
+        return int(self.task_id.size)
+
+    @property
+    def n_units(self) -> int:
+        """Sampling units in the pool."""
+        return int(self.unit.max(initial=-1)) + 1
+
+    @property
+    def paired(self) -> bool:
+        """Whether whole tasks are the sampling units."""
+        return bool(np.array_equal(self.unit, self.task))
+
+    def answers_per_unit(self) -> npt.NDArray[np.float64]:
+        """``m_t``: the labels a unit costs."""
+        return np.bincount(self.unit, minlength=self.n_units).astype(float)
+
+    def known_units(self, human_pass: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+        """Units all of whose answers have a human pass verdict."""
+        missing = ~np.isfinite(np.asarray(human_pass, dtype=float))
+        return np.bincount(self.unit, weights=missing.astype(float), minlength=self.n_units) == 0
+
+    def gap_coefficients(self, own_family: str | None) -> npt.NDArray[np.float64]:
+        """The stopping rule's figure: the gap, or the first family's residual without a gap."""
+        fams = sorted(set(self.family.tolist()))
+        if own_family is not None and own_family in fams and len(fams) > 1:
+            return estimand_coefficients(self.family, own_family=own_family)
+        return estimand_coefficients(self.family, target=fams[0])
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """One batch, planned before its draw from the labels so far.
+
+    Attributes:
+        prob: ``π_t`` per unit (1 for known units).
+        known: Units labelled already.
+        prediction: The predicted human labels.
+        expected_labels: ``Σ m_t π_t`` over the units not known (the batch size).
+        planned_variance: The gap's design variance this batch is planned to give (pp²).
+        floor: The smallest probability a unit not known could get.
+    """
+
+    prob: npt.NDArray[np.float64]
+    known: npt.NDArray[np.bool_]
+    prediction: HumanPrediction
+    expected_labels: float
+    planned_variance: float
+    floor: float
+
+    @property
+    def weight(self) -> float:
+        """``w_b``: the batch's expected labels (a batch with nothing left to draw is exact).
+
+        Batch sizes, not the inverse planned variances, because the planned variance of the
+        first batch rests on the prior alone and is often far off; per label the batches'
+        variances are alike, and sizes are fixed before the draw as the estimator needs.
+        """
+        return self.expected_labels if (~self.known).any() else 1e12
+
+
+def planning_critical(level: float = 0.95, margin: float = DEFAULT_MARGIN) -> float:
+    """The critical value a plan expects at the look that meets the target, ``√(z·c*)``.
+
+    With the O'Brien-Fleming-type plan a look at fraction ``τ`` has a critical value near
+    ``z/√τ`` and meets the target when it is below ``c*√τ``: they cross at ``√(z·c*)``.
+
+    Examples:
+        >>> round(planning_critical(), 3)
+        2.008
+    """
+    z = float(special.ndtri(0.5 + level / 2))
+    return math.sqrt(z * margin * z)
+
+
+def _expected_variance(
+    prob: npt.NDArray[np.float64], known: npt.NDArray[np.bool_], u: npt.NDArray[np.float64]
+) -> float:
+    free = ~known
+    return float(((1 - prob[free]) / prob[free] * u[free] ** 2).sum())
+
+
+def plan_batch(
+    pool: ActivePool,
+    *,
+    size: float,
+    human_pass: npt.ArrayLike,
+    human_score: npt.ArrayLike | None = None,
+    own_family: str | None,
+    floor: float = DEFAULT_FLOOR,
+    disagreement: float = 0.2,
+    prior_labels: float = 5.0,
+) -> BatchPlan:
+    """Probabilities and predictions of the next batch, from the labels so far.
+
+    Args:
+        pool: The pool.
+        size: Expected labels (answers) of the batch.
+        human_pass: Human pass share per answer so far (``nan`` where unlabelled).
+        human_score: Human score per answer on the judge's scale (``nan`` where unlabelled).
+        own_family: The judge's family.
+        floor: See :func:`calibration.active.sampling_probabilities`.
+        disagreement: Planning disagreement rate for the prior.
+        prior_labels: Weight of the prior in a stratum, in labels.
+
+    Returns:
+        The :class:`BatchPlan`.
+    """
+    h = np.asarray(human_pass, dtype=float)
+    pred = predict_humans(pool.judge_pass, pool.family, judge_score=pool.judge_score, flipped=pool.flipped,
+                          human_pass=h, human_score=human_score, disagreement=disagreement,
+                          prior_labels=prior_labels)
+    coef = pool.gap_coefficients(own_family) * _PP
+    u = task_uncertainty(pred.pred_pass, coef, pool.unit, n_tasks=pool.n_units)
+    known = pool.known_units(h)
+    m = pool.answers_per_unit()
+    prob = sampling_probabilities(u, size, cost=m, floor=floor, fixed=known)
+    free = ~known
+    total = float(m[free].sum())
+    return BatchPlan(
+        prob=prob, known=known, prediction=pred,
+        expected_labels=float((m[free] * prob[free]).sum()),
+        planned_variance=_expected_variance(prob, known, u),
+        floor=floor * min(size / total, 1.0) if total else 1.0,
+    )
+
+
+def _population_variance(pool: ActivePool, pred: HumanPrediction, coef: npt.NDArray[np.float64]) -> float:
+    """Model-expected ``σ²/T`` of the gap: the variance of a task's total over tasks, over ``T``."""
+    p = pred.pred_pass
+    t = pool.n_tasks
+    mean = np.bincount(pool.task, weights=coef * (pool.judge_pass - p), minlength=t)
+    var = np.bincount(pool.task, weights=coef**2 * p * (1 - p), minlength=t)
+    second = float((t**2 * (mean**2 + var)).mean())
+    return max(second - float(mean.sum()) ** 2, 0.0) / t
+
+
+def planned_labels(
+    pool: ActivePool,
+    *,
+    target_half_width: float,
+    human_pass: npt.ArrayLike,
+    own_family: str | None,
+    floor: float = DEFAULT_FLOOR,
+    disagreement: float = 0.2,
+    prior_labels: float = 5.0,
+    level: float = 0.95,
+    margin: float = DEFAULT_MARGIN,
+) -> int | None:
+    """Labels the plan expects to need for the target, as if drawn in one batch.
+
+    The model's variance at ``n`` labels (uncertainties from :func:`predict_humans`, probabilities
+    from :func:`sampling_probabilities`) plus the pool's, against ``(H / c)²`` with ``c`` the
+    :func:`planning_critical` value.
+
+    Returns:
+        The labels (answers), or ``None`` when even labelling the whole pool would not do.
+    """
+    h = np.asarray(human_pass, dtype=float)
+    pred = predict_humans(pool.judge_pass, pool.family, judge_score=pool.judge_score, flipped=pool.flipped,
+                          human_pass=h, disagreement=disagreement, prior_labels=prior_labels)
+    coef = pool.gap_coefficients(own_family) * _PP
+    u = task_uncertainty(pred.pred_pass, coef, pool.unit, n_tasks=pool.n_units)
+    known = pool.known_units(h)
+    m = pool.answers_per_unit()
+    allowed = (target_half_width / planning_critical(level, margin)) ** 2 - _population_variance(pool, pred, coef)
+    capacity = float(m[~known].sum())
+    if allowed <= 0:
+        return None
+
+    def variance(n: float) -> float:
+        return _expected_variance(sampling_probabilities(u, n, cost=m, floor=floor, fixed=known), known, u)
+
+    if variance(capacity) > allowed:
+        return None
+    lo, hi = 0.0, capacity
+    if variance(1.0) <= allowed:
+        return 1
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if variance(mid) <= allowed else (mid, hi)
+    return math.ceil(hi)
+
+
+def labels_still_needed(
+    stats: LookStatistics,
+    *,
+    target_half_width: float,
+    capacity: float = math.inf,
+    aim: float = 1.0,
+    level: float = 0.95,
+    spending: Spending = "obf",
+    margin: float = DEFAULT_MARGIN,
+) -> float:
+    """Labels the current rate says are still needed to meet the target at the next look.
+
+    At the last look the design variance times the labels so far is the *rate* (variance per
+    label). ``n`` more labels would give the variance ``rate / (labels + n) + pool + raters`` at
+    the next look, whose critical value follows from the plan and the looks so far
+    (:func:`calibration.active.spending_boundaries`): the answer is the smallest ``n`` whose
+    next-look half-width is at most ``aim·H``.
+
+    Args:
+        stats: The looks so far (of the figure the stopping rule watches).
+        target_half_width: ``H``.
+        capacity: Labels left (unlabelled answers, or the budget).
+        aim: Share of ``H`` to aim at (below 1 leaves room for the noise of the rate).
+        level: ``1 − alpha`` of the plan.
+        spending: The spending function.
+        margin: See :data:`calibration.active.DEFAULT_MARGIN`.
+
+    Returns:
+        0 when the last look met the target; ``inf`` when ``capacity`` labels would not.
+    """
+    z = float(special.ndtri(0.5 + level / 2))
+    max_info = (margin * z / target_half_width) ** 2
+    info = 1.0 / np.maximum(stats.variance, 1e-300)
+    now = spending_boundaries(info, max_information=max_info, alpha=1 - level, spending=spending)
+    if now.critical[-1] * math.sqrt(stats.variance[-1]) <= target_half_width:
+        return 0.0
+    labels = float(max(stats.labels[-1], 1))
+    rate = float(stats.design[-1]) * labels
+    fixed = float(stats.population[-1] + stats.raters[-1])
+
+    def half_width(extra: float) -> float:
+        var = rate / (labels + extra) + fixed
+        nxt = spending_boundaries(np.r_[info, 1.0 / var], max_information=max_info, alpha=1 - level,
+                                  spending=spending)
+        return float(nxt.critical[-1] * math.sqrt(var))
+
+    goal = aim * target_half_width
+    most = capacity if math.isfinite(capacity) else 100 * labels
+    if most < 1 or half_width(most) > goal:
+        return math.inf
+    lo, hi = 0.0, float(most)
+    while hi - lo > 0.5:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if half_width(mid) <= goal else (mid, hi)
+    return float(math.ceil(hi))
+
+
+def stack_draws(
+    pool: ActivePool, plans: Sequence[BatchPlan], drawn: Sequence[npt.ArrayLike]
+) -> ActiveDraws:
+    """The :class:`ActiveDraws` of batches planned by :func:`plan_batch` and drawn as ``drawn``."""
+    if len(plans) != len(drawn) or not plans:
+        raise ValueError("stack_draws: one draw per planned batch, at least one")
+    xi = np.vstack([np.asarray(d, dtype=bool) | p.known for d, p in zip(drawn, plans, strict=True)])
+    return ActiveDraws(
+        answer_id=pool.answer_id, unit=pool.unit, task=pool.task, task_id=pool.task_id, family=pool.family,
+        judge_pass=pool.judge_pass, judge_score=pool.judge_score,
+        prob=np.vstack([p.prob for p in plans]), drawn=xi, known=np.vstack([p.known for p in plans]),
+        pred_pass=np.vstack([p.prediction.pred_pass for p in plans]),
+        pred_score=np.vstack([p.prediction.pred_score for p in plans]),
+        weight=np.array([p.weight for p in plans]),
+    )

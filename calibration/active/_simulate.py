@@ -1,0 +1,290 @@
+"""Simulated pools with a known truth, and the active design run on them (tests and the bench).
+
+The model is the coverage suite's (:mod:`calibration.stats._coverage`) with the judge's and the
+humans' noise scaled to a chosen **agreement** (the share of answers whose human pass verdict
+equals the judge's) and one human label per answer:
+
+* task difficulty ``u ~ N(0, 0.6²)``; answer quality ``q = μ_f + u + e``, ``e ~ N(0, 0.7²)``,
+  ``μ = 3.3`` for the judge's own family and ``3.1`` for the other;
+* the judge's reading is ``q + b_f + s·(v + η)``, ``b = +0.15`` on its own family (the
+  self-preference to find), ``v ~ N(0, 0.4²)`` shared by a task's answers, ``η ~ N(0, 0.5²)``; it
+  scores it on a 1-5 scale (``round``, clipped: the coverage suite's judge) or on a 0-100 scale
+  (``judge_scale="numeric100"``: ``25·(reading − 1)`` rounded and clipped, passing from 63), which
+  keeps how close to the threshold the reading was;
+* a human scores ``round(q + s·ε)`` clipped, ``ε ~ N(0, 0.6²)``; pass is a score of 4 or more;
+* ``s`` is solved so that the agreement is the chosen one.
+
+The truths are for the model (a fresh pool is drawn every time), in closed form.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import optimize
+from scipy.special import ndtr
+
+from calibration.active._estimate import (
+    DEFAULT_MARGIN,
+    estimand_coefficients,
+    look_statistics,
+    repeated_intervals,
+)
+from calibration.active._plan import (
+    DEFAULT_FLOOR,
+    ActivePool,
+    BatchPlan,
+    labels_still_needed,
+    plan_batch,
+    planned_labels,
+    stack_draws,
+)
+from calibration.active._spending import Spending
+from calibration.stats._bootstrap import RngLike, as_rng
+from calibration.stats._coverage import _expected_score
+
+__all__ = ["ActiveRun", "PoolModel", "SimulatedPool", "pool_model", "run_active", "simulate_pool"]
+
+_SD_TASK, _SD_ANSWER = 0.6, 0.7
+_SD_JUDGE_TASK, _SD_JUDGE, _SD_HUMAN = 0.4, 0.5, 0.6
+_MU = (3.3, 3.1)
+_PASS = 3.5
+FAMILIES = ("own", "other")
+
+
+@dataclass(frozen=True)
+class PoolModel:
+    """A simulated population of answers.
+
+    Attributes:
+        agreement: Share of answers whose human pass verdict equals the judge's.
+        noise: ``s``, the factor on the judge's and the humans' noise that gives it.
+        own_bias: ``b``: the judge's extra generosity to its own family, in scale points.
+    """
+
+    agreement: float
+    noise: float
+    own_bias: float
+
+    @property
+    def sd_judge(self) -> float:
+        """Sd of the judge's noise around the quality."""
+        return self.noise * math.hypot(_SD_JUDGE_TASK, _SD_JUDGE)
+
+    @property
+    def sd_human(self) -> float:
+        """Sd of a human's noise around the quality."""
+        return self.noise * _SD_HUMAN
+
+    def truths(self) -> dict[str, float]:
+        """Residuals and gaps (pass: percentage points; score: scale points) of the population."""
+        sd_q = math.hypot(_SD_TASK, _SD_ANSWER)
+        sd_j, sd_h = math.hypot(sd_q, self.sd_judge), math.hypot(sd_q, self.sd_human)
+        out: dict[str, float] = {}
+        for f, name in enumerate(FAMILIES):
+            bias = self.own_bias if f == 0 else 0.0
+            out[f"residual {name} (pass)"] = 100 * float(ndtr((_MU[f] + bias - _PASS) / sd_j)
+                                                          - ndtr((_MU[f] - _PASS) / sd_h))
+            out[f"residual {name} (score)"] = _expected_score(_MU[f] + bias, sd_j) - _expected_score(_MU[f], sd_h)
+        out["gap (pass)"] = out["residual own (pass)"] - out["residual other (pass)"]
+        out["gap (score)"] = out["residual own (score)"] - out["residual other (score)"]
+        return out
+
+
+def _agreement(noise: float, own_bias: float) -> float:
+    # A fine grid, not Gauss-Hermite: with little noise the verdicts are steps in the quality.
+    nodes = np.linspace(-9, 9, 20001)
+    weights = np.exp(-0.5 * nodes**2)
+    weights = weights / weights.sum()
+    sd_q = math.hypot(_SD_TASK, _SD_ANSWER)
+    sd_j = max(noise * math.hypot(_SD_JUDGE_TASK, _SD_JUDGE), 1e-9)
+    sd_h = max(noise * _SD_HUMAN, 1e-9)
+    total = 0.0
+    for f in range(2):
+        q = _MU[f] + sd_q * nodes
+        pj = ndtr((q + (own_bias if f == 0 else 0.0) - _PASS) / sd_j)
+        ph = ndtr((q - _PASS) / sd_h)
+        total += 0.5 * float(weights @ (pj * ph + (1 - pj) * (1 - ph)))
+    return total
+
+
+def pool_model(agreement: float, *, own_bias: float = 0.15) -> PoolModel:
+    """The model whose judge agrees with humans on ``agreement`` of the answers.
+
+    Raises:
+        ValueError: If the bias alone already disagrees more often than asked.
+
+    Examples:
+        >>> m = pool_model(0.85)
+        >>> round(m.noise, 2), round(m.truths()["gap (pass)"], 1)
+        (1.39, 5.0)
+    """
+    top = _agreement(1e-6, own_bias)
+    if not 0.5 < agreement < top:
+        raise ValueError(f"pool_model: agreement must be in (0.5, {top:.3f}) with own_bias {own_bias}")
+    noise = optimize.brentq(lambda s: _agreement(s, own_bias) - agreement, 1e-6, 20.0, xtol=1e-10)
+    return PoolModel(agreement=agreement, noise=noise, own_bias=own_bias)
+
+
+@dataclass(frozen=True)
+class SimulatedPool:
+    """A pool and the human labels it would get (hidden until drawn)."""
+
+    pool: ActivePool
+    human_pass: npt.NDArray[np.float64]
+    human_score: npt.NDArray[np.float64]
+
+    def frame(self) -> pd.DataFrame:
+        """One row per answer, as :func:`calibration.design.design_sample` takes a pool."""
+        p = self.pool
+        return pd.DataFrame({
+            "answer_id": p.answer_id, "task_id": p.task_id[p.task], "family": p.family,
+            "judge_score": p.judge_score, "judge_pass": p.judge_pass, "truth": self.human_pass,
+            "truth_score": self.human_score,
+        })
+
+
+def simulate_pool(
+    model: PoolModel,
+    n_tasks: int,
+    rng: RngLike = None,
+    *,
+    paired: bool = False,
+    judge_scale: Literal["likert5", "numeric100"] = "likert5",
+) -> SimulatedPool:
+    """Draw a pool of ``n_tasks`` tasks, one answer per family each (sampled by answer, or by task).
+
+    On the ``numeric100`` judge scale the judge's and the humans' scores are not comparable, so
+    ``judge_score`` is the judge's 0-100 score and the score residual is not simulated.
+    """
+    gen = as_rng(rng)
+    task = np.repeat(np.arange(n_tasks), 2)
+    fam = np.tile([0, 1], n_tasks)
+    s = model.noise
+    q = np.asarray(_MU)[fam] + gen.normal(0, _SD_TASK, n_tasks)[task] + gen.normal(0, _SD_ANSWER, task.size)
+    bias = np.where(fam == 0, model.own_bias, 0.0)
+    reading = q + bias + s * (gen.normal(0, _SD_JUDGE_TASK, n_tasks)[task] + gen.normal(0, _SD_JUDGE, task.size))
+    if judge_scale == "numeric100":
+        judge = np.clip(np.round(25 * (reading - 1)), 0, 100)
+        passed = judge >= 63  # 25 · (3.5 − 1) = 62.5: the same threshold as 4 on the 1-5 scale
+    else:
+        judge = np.clip(np.round(reading), 1, 5)
+        passed = judge >= 4
+    human = np.clip(np.round(q + s * gen.normal(0, _SD_HUMAN, task.size)), 1, 5)
+    width = len(str(n_tasks))
+    ids = np.array([f"t{t:0{width}d}-{FAMILIES[f]}" for t, f in zip(task, fam, strict=True)])
+    pool = ActivePool(
+        answer_id=ids, unit=task.astype(np.intp) if paired else np.arange(task.size, dtype=np.intp),
+        task=task.astype(np.intp), task_id=np.array([f"t{t:0{width}d}" for t in range(n_tasks)]),
+        family=np.asarray(FAMILIES)[fam], judge_pass=passed.astype(float), judge_score=judge,
+        flipped=np.zeros(task.size, bool),
+    )
+    return SimulatedPool(pool=pool, human_pass=(human >= 4).astype(float), human_score=human)
+
+
+@dataclass(frozen=True)
+class ActiveRun:
+    """One run of the active design with the stopping rule.
+
+    Attributes:
+        looks: One row per look: ``look``, ``labels``, ``estimate``, ``half_width``, ``ci_low``,
+            ``ci_high``, ``critical``, ``reached``, ``batch_size``.
+        stopped: Whether the target was met (else the budget or the pool ran out).
+        score_gap: ``(estimate, ci_low, ci_high)`` of the gap on the score scale at the last look.
+    """
+
+    looks: pd.DataFrame
+    stopped: bool
+    score_gap: tuple[float, float, float]
+
+    @property
+    def labels(self) -> int:
+        """Answers labelled when the run stopped."""
+        return int(self.looks["labels"].iloc[-1])
+
+    def final(self) -> dict[str, Any]:
+        """The last look as a dict."""
+        return dict(self.looks.iloc[-1])
+
+
+def run_active(
+    sim: SimulatedPool,
+    *,
+    target_half_width: float,
+    rng: RngLike = None,
+    batch_size: int | None = None,
+    looks_planned: int = 2,
+    aim: float = 0.95,
+    min_batch: int = 10,
+    floor: float = DEFAULT_FLOOR,
+    disagreement: float = 0.2,
+    prior_labels: float = 5.0,
+    max_labels: int | None = None,
+    level: float = 0.95,
+    spending: Spending = "obf",
+    margin: float = DEFAULT_MARGIN,
+) -> ActiveRun:
+    """Label ``sim`` in batches until the gap's repeated interval meets the target.
+
+    Each batch is planned from the labels so far (:func:`plan_batch`), drawn, and its labels
+    revealed; the first batch is the plan's expected need over ``looks_planned``, later ones
+    what the current rate says the next look needs to meet ``aim`` times the target
+    (:func:`labels_still_needed`; at least ``min_batch``), within ``max_labels``.
+
+    Returns:
+        The :class:`ActiveRun`.
+    """
+    gen = as_rng(rng)
+    pool = sim.pool
+    h = np.full(pool.answer_id.size, np.nan)
+    hs = np.full(pool.answer_id.size, np.nan)
+    own = FAMILIES[0]
+    plan_kw: dict[str, Any] = {"own_family": own, "floor": floor, "disagreement": disagreement,
+                               "prior_labels": prior_labels}
+    planned = planned_labels(pool, target_half_width=target_half_width, human_pass=h, level=level, margin=margin,
+                             **plan_kw)
+    capacity = pool.answer_id.size if max_labels is None else min(max_labels, pool.answer_id.size)
+    default = batch_size or max(min_batch, math.ceil((planned or capacity) / looks_planned))
+    size = float(min(default, capacity))
+    coef = estimand_coefficients(pool.family, own_family=own)
+    plans: list[BatchPlan] = []
+    drawn: list[npt.NDArray[np.bool_]] = []
+    rows = []
+    stopped = False
+    while True:
+        plan = plan_batch(pool, size=size, human_pass=h, human_score=hs, **plan_kw)
+        xi = gen.random(pool.n_units) < plan.prob
+        plans.append(plan)
+        drawn.append(xi)
+        reveal = xi[pool.unit]
+        h[reveal], hs[reveal] = sim.human_pass[reveal], sim.human_score[reveal]
+        draws = stack_draws(pool, plans, drawn)
+        stats = look_statistics(draws, h, coef)
+        rci = repeated_intervals(stats.estimate, stats.variance, target_half_width=target_half_width, level=level,
+                                 spending=spending, margin=margin)
+        rows.append({"look": len(plans), "labels": int(stats.labels[-1]), "estimate": stats.estimate[-1],
+                     "half_width": rci.half_width[-1], "ci_low": rci.ci_low[-1], "ci_high": rci.ci_high[-1],
+                     "critical": rci.critical[-1], "batch_size": size})
+        if not math.isfinite(rci.critical[-1]):
+            break  # the plan's alpha is spent: no later look has an interval
+        if rci.half_width[-1] <= target_half_width:
+            stopped = True
+            break
+        left = capacity - int(stats.labels[-1])
+        if left <= 0 or pool.known_units(h).all():
+            break
+        needed = labels_still_needed(stats, target_half_width=target_half_width, capacity=left, aim=aim, level=level,
+                                     spending=spending, margin=margin)
+        size = float(min(left, max(min_batch, needed)))
+    score_stats = look_statistics(draws, hs, coef, scale="score")
+    score_rci = repeated_intervals(score_stats.estimate, score_stats.variance, target_half_width=target_half_width,
+                                   level=level, critical=rci.critical)
+    looks = pd.DataFrame(rows)
+    looks["reached"] = looks["half_width"] <= target_half_width
+    score = (float(score_stats.estimate[-1]), float(score_rci.ci_low[-1]), float(score_rci.ci_high[-1]))
+    return ActiveRun(looks=looks, stopped=stopped, score_gap=score)

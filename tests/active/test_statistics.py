@@ -1,0 +1,267 @@
+"""The active design's statistics against published values, brute force and simulation."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibration.active import (
+    ActivePool,
+    BatchPlan,
+    estimand_coefficients,
+    look_statistics,
+    plan_batch,
+    pool_model,
+    predict_humans,
+    repeated_intervals,
+    run_active,
+    sampling_probabilities,
+    simulate_pool,
+    spending_boundaries,
+    stack_draws,
+)
+from calibration.active._estimate import _second_moments
+
+# -- the spending plan ---------------------------------------------------------------------------
+
+
+def test_boundaries_match_the_published_values() -> None:
+    # Five equally spaced looks, two-sided alpha 0.05 (rpact / gsDesign, Lan-DeMets spending).
+    obf = spending_boundaries([1, 2, 3, 4, 5], max_information=5).critical
+    assert np.allclose(obf, [4.877, 3.357, 2.680, 2.290, 2.031], atol=2e-3)
+    pocock = spending_boundaries([1, 2, 3, 4, 5], max_information=5, spending="pocock").critical
+    assert np.allclose(pocock, [2.438, 2.427, 2.410, 2.397, 2.386], atol=2e-3)
+
+
+def test_boundaries_spend_what_the_plan_allows_by_monte_carlo() -> None:
+    info = np.array([0.3, 0.5, 0.52, 0.9, 1.3])
+    b = spending_boundaries(info, max_information=1.0)
+    gen = np.random.default_rng(0)
+    n = 400_000
+    increments = np.diff(np.r_[0.0, info])
+    z = np.cumsum(gen.normal(size=(n, info.size)) * np.sqrt(increments), axis=1) / np.sqrt(info)
+    crossed = np.abs(z) >= b.critical
+    first = np.where(crossed.any(axis=1), crossed.argmax(axis=1), -1)
+    for k in range(info.size):
+        want = b.spent[k] - (b.spent[k - 1] if k else 0.0)
+        got = float((first == k).mean())
+        assert abs(got - want) < 4 * math.sqrt(max(want, 1e-5) / n) + 1e-5, (k, got, want)
+    assert b.spent[-1] == pytest.approx(0.05)
+
+
+def test_a_look_that_adds_no_information_spends_nothing() -> None:
+    b = spending_boundaries([0.5, 0.5, 0.8], max_information=1.0)
+    assert math.isinf(b.critical[1])
+    assert b.spent[1] == b.spent[0]
+    assert math.isfinite(b.critical[2])
+
+
+def test_after_the_alpha_is_spent_a_look_has_no_interval() -> None:
+    rci = repeated_intervals([1.0, 1.0, 1.0], [4.0, 0.5, 0.25], target_half_width=2.0)
+    assert math.isfinite(rci.half_width[1]) and math.isinf(rci.half_width[2])
+
+
+# -- probabilities and predictions ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("floor", [0.01, 0.2, 0.5, 1.0])
+def test_probabilities_respect_the_floor_and_sum_to_the_batch_size(floor: float) -> None:
+    gen = np.random.default_rng(1)
+    for _ in range(30):
+        units = int(gen.integers(5, 200))
+        u = gen.gamma(0.5, 1.0, units) * (gen.random(units) > 0.2)
+        cost = gen.integers(1, 4, units).astype(float)
+        fixed = gen.random(units) < 0.2
+        free_cost = cost[~fixed].sum()
+        size = float(gen.uniform(0.5, 1.2) * free_cost)
+        pi = sampling_probabilities(u, size, cost=cost, floor=floor, fixed=fixed)
+        assert (pi[fixed] == 1).all()
+        assert ((pi > 0) & (pi <= 1)).all()
+        if size < free_cost:
+            assert (cost[~fixed] * pi[~fixed]).sum() == pytest.approx(size, rel=1e-9)
+            assert pi[~fixed].min() >= floor * size / free_cost - 1e-12
+        else:
+            assert (pi == 1).all()
+
+
+def test_more_uncertain_units_are_more_likely_to_be_labelled() -> None:
+    pi = sampling_probabilities([0.0, 0.1, 0.2, 0.4], 1.5, floor=0.2)
+    assert (np.diff(pi) > 0).all()
+
+
+def test_predictions_average_to_the_planning_rate_and_learn_the_strata() -> None:
+    gen = np.random.default_rng(2)
+    n = 2000
+    score = gen.integers(1, 6, n).astype(float)
+    judge = (score >= 4).astype(float)
+    family = np.where(gen.random(n) < 0.5, "a", "b")
+    prior = predict_humans(judge, family, judge_score=score, disagreement=0.2)
+    assert prior.disagreement.mean() == pytest.approx(0.2, abs=1e-6)
+    near = np.isin(score, (3, 4))
+    assert prior.disagreement[near].min() > prior.disagreement[~near].max()
+    # Family a's humans disagree on every answer the judge passes: the labels say so.
+    human = np.where(family == "a", 1 - judge, judge)
+    labelled = np.where(gen.random(n) < 0.3, human, np.nan)
+    learned = predict_humans(judge, family, judge_score=score, human_pass=labelled, disagreement=0.2)
+    assert learned.disagreement[family == "a"].mean() > 0.8
+    assert learned.disagreement[family == "b"].mean() < 0.05
+
+
+# -- the estimator, exactly ----------------------------------------------------------------------
+
+
+def _tiny_pool(paired: bool) -> tuple[ActivePool, np.ndarray, np.ndarray]:
+    """Three tasks with two families' answers each, the hidden human labels and scores."""
+    frame = pd.DataFrame({
+        "answer_id": [f"t{t}-{f}" for t in range(3) for f in ("own", "other")],
+        "task_id": [f"t{t}" for t in range(3) for _ in range(2)],
+        "family": ["own", "other"] * 3,
+        "judge_score": [5, 3, 4, 4, 2, 5],
+        "judge_pass": [1, 0, 1, 1, 0, 1],
+    })
+    human = np.array([1, 1, 0, 1, 0, 0], dtype=float)
+    human_score = np.array([4, 4, 3, 5, 1, 3], dtype=float)
+    return ActivePool.from_frame(frame, paired=paired), human, human_score
+
+
+def _outcomes(prob: np.ndarray, known: np.ndarray) -> list[tuple[np.ndarray, float]]:
+    """Every draw of the units with its probability (known units are always drawn)."""
+    out = []
+    for bits in itertools.product((False, True), repeat=prob.size):
+        xi = np.array(bits) | known
+        if (xi[known] == False).any():  # noqa: E712  # (never: known units are forced)
+            continue
+        p = float(np.prod(np.where(known, 1.0, np.where(xi, prob, 1 - prob))))
+        if p > 0 and tuple(xi) == bits or known.any():
+            out.append((xi, p))
+    # Merge duplicates produced by forcing the known units.
+    merged: dict[tuple[bool, ...], float] = {}
+    for xi, p in out:
+        key = tuple(bool(x) for x in xi)
+        merged[key] = merged.get(key, 0.0) + (p if not known.any() else 0.0)
+    if known.any():
+        for bits in itertools.product((False, True), repeat=int((~known).sum())):
+            xi = known.copy()
+            xi[~known] = bits
+            merged[tuple(bool(x) for x in xi)] = float(np.prod(np.where(xi[~known], prob[~known], 1 - prob[~known])))
+    return [(np.array(k), p) for k, p in merged.items()]
+
+
+@pytest.mark.parametrize("paired", [False, True])
+@pytest.mark.parametrize("scale", ["pass", "score"])
+def test_one_batch_is_exactly_unbiased_and_so_is_its_variance_estimate(paired: bool, scale: str) -> None:
+    pool, human, human_score = _tiny_pool(paired)
+    h = human if scale == "pass" else human_score
+    judge = pool.judge_pass if scale == "pass" else pool.judge_score
+    factor = 100.0 if scale == "pass" else 1.0
+    coef = estimand_coefficients(pool.family, own_family="own")
+    truth = factor * float(coef @ (judge - h))
+    plan = plan_batch(pool, size=2.0, human_pass=np.full(6, np.nan), own_family="own", floor=0.3)
+    mean = var_hat = mean_sq = second = 0.0
+    c = coef * factor
+    for xi, p in _outcomes(plan.prob, plan.known):
+        labels = np.where(xi[pool.unit], h, np.nan)
+        stats = look_statistics(stack_draws(pool, [plan], [xi]), labels, coef, scale=scale)  # type: ignore[arg-type]
+        mean += p * stats.estimate[0]
+        mean_sq += p * stats.estimate[0] ** 2
+        var_hat += p * stats.design[0]
+        draws = stack_draws(pool, [plan], [xi])
+        pred = draws.pred_pass if scale == "pass" else draws.pred_score
+        spread = pred * (1 - pred) if scale == "pass" else np.zeros_like(pred)
+        inv = np.where(xi[pool.unit], 1 / plan.prob[pool.unit], 0.0)[None, :]
+        second += p * _second_moments(draws, c, judge - np.nan_to_num(labels), judge[None, :] - pred, spread, inv)[0]
+    assert mean == pytest.approx(truth, abs=1e-9)
+    assert var_hat == pytest.approx(mean_sq - truth**2, abs=1e-8)
+    totals = np.bincount(pool.task, weights=c * (judge - h))
+    assert second == pytest.approx(pool.n_tasks * float((totals**2).sum()), abs=1e-8)
+
+
+def test_each_batch_is_unbiased_given_the_past_when_the_second_learns_from_the_first() -> None:
+    # The martingale property: whatever batch 1 drew, batch 2 (planned from batch 1's labels,
+    # with batch 1's answers known) estimates the truth without bias; so does any combination
+    # whose weights do not depend on batch 1.
+    pool, human, _ = _tiny_pool(paired=False)
+    coef = estimand_coefficients(pool.family, own_family="own")
+    truth = 100 * float(coef @ (pool.judge_pass - human))
+    first = plan_batch(pool, size=2.0, human_pass=np.full(6, np.nan), own_family="own", floor=0.3)
+    combined = 0.0
+    for xi1, p1 in _outcomes(first.prob, first.known):
+        seen = np.where(xi1[pool.unit], human, np.nan)
+        second = plan_batch(pool, size=2.0, human_pass=seen, own_family="own", floor=0.3, prior_labels=1.0,
+                            disagreement=0.3)
+        given = 0.0
+        for xi2, p2 in _outcomes(second.prob, second.known):
+            labels = np.where((xi1 | xi2)[pool.unit], human, np.nan)
+            alone = look_statistics(stack_draws(pool, [second], [xi2]), labels, coef)
+            given += p2 * alone.estimate[0]
+            fixed = dataclasses.replace(stack_draws(pool, [first, second], [xi1, xi2]), weight=np.array([2.0, 1.0]))
+            combined += p1 * p2 * look_statistics(fixed, labels, coef).estimate[1]
+        assert given == pytest.approx(truth, abs=1e-9)
+    assert combined == pytest.approx(truth, abs=1e-9)
+
+
+def test_look_statistics_against_a_plain_loop() -> None:
+    pool, human, _ = _tiny_pool(paired=False)
+    coef = estimand_coefficients(pool.family, own_family="own")
+    gen = np.random.default_rng(3)
+    plans: list[BatchPlan] = []
+    drawn = []
+    seen = np.full(6, np.nan)
+    for size in (2.0, 2.0):
+        plan = plan_batch(pool, size=size, human_pass=seen, own_family="own", floor=0.3)
+        xi = (gen.random(pool.n_units) < plan.prob) | plan.known
+        xi[0] = True
+        plans.append(plan)
+        drawn.append(xi)
+        seen = np.where(xi[pool.unit], human, seen)
+    stats = look_statistics(stack_draws(pool, plans, drawn), seen, coef)
+    d, v, w = [], [], []
+    for plan, xi in zip(plans, drawn, strict=True):
+        total = var = 0.0
+        for i in range(6):
+            unit = pool.unit[i]
+            e_hat = pool.judge_pass[i] - plan.prediction.pred_pass[i]
+            total += 100 * coef[i] * e_hat
+            if xi[unit]:
+                e = pool.judge_pass[i] - seen[i]
+                total += 100 * coef[i] * (e - e_hat) / plan.prob[unit]
+                pi = plan.prob[unit]
+                var += (1 - pi) / pi**2 * (100 * coef[i] * (e - e_hat)) ** 2  # one answer per unit
+        d.append(total)
+        v.append(var)
+        w.append(plan.expected_labels)
+    w_arr = np.array(w)
+    assert stats.estimate[1] == pytest.approx(float(np.dot(w_arr, d) / w_arr.sum()))
+    assert stats.design[1] == pytest.approx(float(np.dot(w_arr**2, v) / w_arr.sum() ** 2))
+    assert stats.design[0] == pytest.approx(v[0])
+
+
+# -- simulation ----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_stopping_at_the_first_look_that_meets_the_target_covers_93_to_97_percent() -> None:
+    model = pool_model(0.85)
+    truth = model.truths()
+    reps = 400
+    hits, score_hits, errors, labels, stopped = 0, 0, [], [], 0
+    for rep in range(reps):
+        sim = simulate_pool(model, 800, rng=[7, rep])
+        run = run_active(sim, target_half_width=10.0, rng=[8, rep])
+        final = run.final()
+        hits += final["ci_low"] <= truth["gap (pass)"] <= final["ci_high"]
+        score_hits += run.score_gap[1] <= truth["gap (score)"] <= run.score_gap[2]
+        errors.append(final["estimate"] - truth["gap (pass)"])
+        labels.append(run.labels)
+        stopped += run.stopped
+    err = np.asarray(errors)
+    # Unbiased: the mean error is within 3 Monte Carlo standard errors of zero.
+    assert abs(err.mean()) < 3 * err.std(ddof=1) / math.sqrt(reps)
+    assert 0.93 <= hits / reps <= 0.97
+    assert score_hits / reps >= 0.93
+    assert stopped / reps >= 0.97
