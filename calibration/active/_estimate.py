@@ -17,8 +17,11 @@ which is unbiased for ``θ`` given the past whatever the predictions (Zrnic & Ca
 arXiv:2403.03208; a difference estimator, Särndal, Swensson & Wretman 1992, §6.3): the judge's
 verdicts on the whole pool carry the estimate, and the labels correct the prediction where they
 fall. Batches are combined as ``θ̂_k = Σ_{b≤k} w_b D_b / Σ w_b`` with ``w_b`` the batch's
-expected labels, fixed before its draw, so the errors ``D_b − θ`` are martingale differences and
-``θ̂_k`` stays unbiased at every look.
+expected labels, fixed before its draw, so the errors ``D_b − θ`` are martingale differences:
+each batch is unbiased given the past, the combination is unbiased when the batch sizes are set
+in advance, and to first order when the team sizes each batch from the labels so far (the
+normalisation then depends on earlier batches; ``tests/active`` measures what is left by
+simulation, within Monte Carlo error).
 
 **Variance.** Units are drawn independently (Poisson sampling): with
 ``u_bt = Σ_{i∈t} c_i (e_i − ê_bi)`` over the unit's answers, ``Var(D_b | past) = Σ_t (1 − π)/π ·
