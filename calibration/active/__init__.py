@@ -57,15 +57,27 @@ from calibration.active._plan import (
 )
 from calibration.active._simulate import ActiveRun, PoolModel, SimulatedPool, pool_model, run_active, simulate_pool
 from calibration.active._spending import SPENDINGS, Boundaries, Spending, spend, spending_boundaries
+from calibration.active._store import (
+    ActiveBatch,
+    ActiveState,
+    ActiveStatus,
+    active_figures,
+    active_status,
+    apply_active_batch,
+    draw_active_batch,
+)
 
 __all__ = [
     "DEFAULT_FLOOR",
     "DEFAULT_MARGIN",
     "SPENDINGS",
+    "ActiveBatch",
     "ActiveDraws",
     "ActiveFigures",
     "ActivePool",
     "ActiveRun",
+    "ActiveState",
+    "ActiveStatus",
     "BatchPlan",
     "Boundaries",
     "HumanPrediction",
@@ -74,7 +86,11 @@ __all__ = [
     "RepeatedIntervals",
     "SimulatedPool",
     "Spending",
+    "active_figures",
     "active_residuals_and_gap",
+    "active_status",
+    "apply_active_batch",
+    "draw_active_batch",
     "estimand_coefficients",
     "labels_still_needed",
     "look_statistics",

@@ -456,6 +456,8 @@ class ActiveFigures:
             half-width met the target) of the figure the stopping rule watches (the gap, else the
             first family's residual).
         stopped_at: The first look whose interval met the target (1-based), else ``None``.
+        statistics: The watched figure's :class:`LookStatistics` (what the labels still
+            needed are computed from).
 
     The estimates are those of the last look with a finite interval (normally the last look).
     """
@@ -464,6 +466,7 @@ class ActiveFigures:
     gap: Estimate | None
     looks: pd.DataFrame
     stopped_at: int | None
+    statistics: LookStatistics
 
 
 def active_residuals_and_gap(
@@ -538,7 +541,7 @@ def active_residuals_and_gap(
             extra[f"human_mean[{f}]"] = est.extra["human_mean"]
             extra[f"residual[{f}]"] = est.estimate
         gap = describe.estimate(lead, extra=extra, gap=True)
-    return ActiveFigures(families=families, gap=gap, looks=looks, stopped_at=stopped)
+    return ActiveFigures(families=families, gap=gap, looks=looks, stopped_at=stopped, statistics=lead)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from calibration.stats._bootstrap import RngLike, as_rng
 from labeler.errors import InputError
 from labeler.queue import DEFAULT_GAP, spread_order
 
-__all__ = ["plan_assignments"]
+__all__ = ["assign_items", "plan_assignments"]
 
 
 def plan_assignments(
@@ -62,9 +62,34 @@ def plan_assignments(
     Raises:
         InputError: With no raters, or fewer than two when the design has an overlap.
     """
+    return assign_items(design.items, raters, rng=rng, spread=spread, tails=tails, exclude=exclude)
+
+
+def assign_items(
+    items: pd.DataFrame,
+    raters: Sequence[int],
+    *,
+    rng: RngLike = 0,
+    spread: int = DEFAULT_GAP,
+    tails: Mapping[int, tuple[int, Sequence[str]]] | None = None,
+    exclude: set[tuple[int, str]] | None = None,
+) -> pd.DataFrame:
+    """:func:`plan_assignments` for sampled answers given as a table (an active design's batch).
+
+    Args:
+        items: One row per sampled answer: ``answer_id``, ``task_id``, ``family``, ``n_raters``,
+            ``is_overlap``.
+        raters: See :func:`plan_assignments`.
+        rng: See :func:`plan_assignments`.
+        spread: See :func:`plan_assignments`.
+        tails: See :func:`plan_assignments`.
+        exclude: See :func:`plan_assignments`.
+
+    Returns:
+        As :func:`plan_assignments`.
+    """
     gen = as_rng(rng)
     raters = list(dict.fromkeys(int(r) for r in raters))
-    items = design.items
     if not raters:
         raise InputError("a design needs at least one rater to apply",
                          fix="add raters with `judgelab raters add NAME`.")

@@ -5,19 +5,23 @@ expected precision and hours, as JSON) and one ``design_items`` row per sampled 
 stratum, inclusion probability, weight (1/π) and number of raters. Applying it appends ``score``
 assignments to the raters' queues (``queue_pos`` is 0-based within a rater's queue, lower
 first; new rows go after the rater's existing positions) and stamps ``designs.applied_at``.
+
+An *active* design (:mod:`calibration.active`, migration 010) is one ``active_designs`` row and,
+per batch, an ``active_batches`` row, one ``active_draws`` row per pool answer (what was fixed
+before the draw) and an ordinary design holding the answers the batch asked raters to label.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pandas as pd
 
 from labeler.errors import ConflictError, InputError
 from labeler.store._bulk import registered
-from labeler.store._core import StoreCore
+from labeler.store._core import CURRENT_LABEL_RULE, StoreCore
 
 # Arms of a probe that present the answer as it is: their scores are the judge's plain score.
 _PLAIN_ARMS = ("original", "control", "baseline", "none")
@@ -370,3 +374,182 @@ class DesignMixin(StoreCore):
             " WHERE s.design_id = ? ORDER BY s.rater_id, s.queue_pos",
             [design_id],
         )
+
+    # -- active designs ----------------------------------------------------------------------------
+
+    def judge_flips(self, run_id: str | None = None) -> pd.DataFrame:
+        """Answers on which the judge disagreed with itself, by the runs of the run's model.
+
+        An answer *flips* when its plain pointwise pass verdicts differ (between formats or
+        repeats), or when a pairwise comparison it is in picks a different winner once the two
+        answers swap places (only comparisons of two answers shown as they are).
+
+        Args:
+            run_id: The judge run whose model counts; ``None`` takes the newest run with scores.
+
+        Returns:
+            Columns ``answer_id``, ``flipped`` (true), one row per flipping answer (empty when
+            there is no run).
+        """
+        info = self.judge_run_info(run_id)
+        if info is None:
+            return pd.DataFrame({"answer_id": pd.Series(dtype=str), "flipped": pd.Series(dtype=bool)})
+        marks = ", ".join("?" for _ in _PLAIN_ARMS)
+        plain = f"(j.probe IS NULL OR j.arm IS NULL OR j.arm IN ({marks}))"
+        return self.query(
+            "WITH same AS (SELECT run_id FROM judge_runs"
+            "  WHERE model = (SELECT model FROM judge_runs WHERE run_id = ?)),"
+            " point AS (SELECT j.answer_id FROM judgements j JOIN same USING (run_id)"
+            f"  WHERE j.kind = 'pointwise' AND j.passed IS NOT NULL AND j.answer_id IS NOT NULL AND {plain}"
+            "  GROUP BY j.answer_id HAVING count(DISTINCT j.passed) > 1),"
+            " pairs AS (SELECT least(j.answer_id, j.answer_b_id) AS a, greatest(j.answer_id, j.answer_b_id) AS b,"
+            "   CASE WHEN j.answer_id < j.answer_b_id THEN sign(j.value) ELSE -sign(j.value) END AS side"
+            "  FROM judgements j JOIN same USING (run_id)"
+            f"  WHERE j.kind = 'pairwise' AND j.value IS NOT NULL AND j.answer_b_id IS NOT NULL AND {plain}),"
+            " flips AS (SELECT a, b FROM pairs GROUP BY a, b HAVING count(DISTINCT side) > 1)"
+            " SELECT DISTINCT answer_id, true AS flipped FROM ("
+            "  SELECT answer_id FROM point UNION ALL SELECT a FROM flips UNION ALL SELECT b FROM flips)"
+            " ORDER BY answer_id",
+            [info["run_id"], *_PLAIN_ARMS, *_PLAIN_ARMS],
+        )
+
+    def answer_labels(self) -> pd.DataFrame:
+        """Per answer, its current raters' labels: the human side of an active design's estimate.
+
+        Returns:
+            ``answer_id``, ``n_labels`` (current labels, flagged ones included), ``human_pass``
+            (mean pass verdict, ``nan`` when none), ``human_score`` (mean overall score),
+            ``flagged_only`` (every current label flags the answer unrateable).
+        """
+        return self.query(
+            "SELECT answer_id, count(*) AS n_labels,"
+            " avg(CASE WHEN passed IS NULL OR flag_reason IS NOT NULL THEN NULL"
+            "     WHEN passed THEN 1.0 ELSE 0.0 END) AS human_pass,"
+            " avg(CASE WHEN flag_reason IS NULL THEN overall END) AS human_score,"
+            " bool_and(flag_reason IS NOT NULL) AS flagged_only"
+            f" FROM (SELECT l.* FROM labels l {CURRENT_LABEL_RULE}) GROUP BY answer_id ORDER BY answer_id"
+        )
+
+    def rater_labels(self, answer_ids: Iterable[str]) -> pd.DataFrame:
+        """Each rater's current label of some answers (for the raters' variance component).
+
+        Returns:
+            ``answer_id``, ``rater_id``, ``passed`` (0/1, ``nan`` when flagged) and ``overall``.
+        """
+        frame = pd.DataFrame({"answer_id": sorted({str(a) for a in answer_ids})})
+        if frame.empty:
+            return pd.DataFrame(columns=["answer_id", "rater_id", "passed", "overall"])
+        with self.connection() as con, registered(con, "_wanted_labels", frame):
+            return con.execute(
+                "SELECT l.answer_id, l.rater_id,"
+                " CASE WHEN l.flag_reason IS NOT NULL OR l.passed IS NULL THEN NULL"
+                "      WHEN l.passed THEN 1.0 ELSE 0.0 END AS passed,"
+                " CASE WHEN l.flag_reason IS NULL THEN l.overall END AS overall"
+                " FROM labels l JOIN _wanted_labels w USING (answer_id)"
+                f" {CURRENT_LABEL_RULE} ORDER BY l.answer_id, l.rater_id"
+            ).df()
+
+    def save_active_design(self, design_id: str, params: dict[str, Any]) -> None:
+        """Store a new active design's inputs.
+
+        Raises:
+            ConflictError: If the id is taken.
+        """
+        with self.connection() as con:
+            if con.execute("SELECT 1 FROM active_designs WHERE design_id = ?", [design_id]).fetchone():
+                raise ConflictError(f"active design {design_id} exists already",
+                                    fix="continue it with `judgelab design --active --apply`.")
+            con.execute("INSERT INTO active_designs (design_id, params) VALUES (?, ?)",
+                        [design_id, json.dumps(params, default=str)])
+
+    def add_active_batch(
+        self,
+        design_id: str,
+        batch: int,
+        *,
+        draw_id: str,
+        weight: float,
+        expected_labels: float,
+        summary: dict[str, Any],
+        draws: pd.DataFrame,
+    ) -> None:
+        """Store one batch: its row and, per pool answer, what was fixed before its draw.
+
+        Args:
+            design_id: The active design.
+            batch: The batch number (the next one: 1 + the batches stored).
+            draw_id: The ordinary design holding the batch's sampled answers (saved by the
+                caller in the same unit of work).
+            weight: The batch's weight, fixed before the draw.
+            expected_labels: Its expected new labels.
+            summary: JSON-ready facts about the batch.
+            draws: One row per pool answer: ``answer_id``, ``unit``, ``inclusion_prob``,
+                ``known``, ``drawn``, ``pred_pass``, ``pred_score``, ``judge_pass``,
+                ``judge_score``, ``flipped``.
+
+        Raises:
+            InputError: If the design is unknown or ``batch`` is not the next number.
+        """
+        cols = ["answer_id", "unit", "inclusion_prob", "known", "drawn", "pred_pass", "pred_score",
+                "judge_pass", "judge_score", "flipped"]
+        rows = draws[cols].copy()
+        rows.insert(0, "batch", int(batch))
+        rows.insert(0, "design_id", design_id)
+        with self.connection() as con:
+            if not con.execute("SELECT 1 FROM active_designs WHERE design_id = ?", [design_id]).fetchone():
+                raise InputError(f"no active design {design_id!r}", fix="start one with `judgelab design --active`.")
+            row = con.execute("SELECT coalesce(max(batch), 0) FROM active_batches WHERE design_id = ?",
+                              [design_id]).fetchone()
+            if row is None or int(row[0]) + 1 != batch:
+                raise InputError(f"batch {batch} of {design_id} is not the next one",
+                                 fix="draw the next batch again from the labels so far.")
+            con.execute(
+                "INSERT INTO active_batches (design_id, batch, draw_id, weight, expected_labels, summary)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [design_id, int(batch), draw_id, float(weight), float(expected_labels),
+                 json.dumps(summary, default=str)],
+            )
+            with registered(con, "_active_rows", rows):
+                con.execute(f"INSERT INTO active_draws SELECT design_id, batch, {', '.join(cols)} FROM _active_rows")
+
+    def active_designs(self) -> pd.DataFrame:
+        """Every active design, newest first, with its batch count."""
+        return self.query(
+            "SELECT d.design_id, d.params, d.created_at, count(b.batch) AS n_batches"
+            " FROM active_designs d LEFT JOIN active_batches b USING (design_id)"
+            " GROUP BY ALL ORDER BY d.created_at DESC, d.design_id DESC"
+        )
+
+    def active_design(self, design_id: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+        """An active design's inputs, batches and draws.
+
+        Returns:
+            ``(params, batches, draws)``: ``batches`` has ``batch``, ``draw_id``, ``weight``,
+            ``expected_labels``, ``summary`` (parsed), ``created_at``, ``assigned`` and ``done``
+            (the batch's score assignments and those answered); ``draws`` one row per (batch,
+            pool answer) with the stored columns plus ``task_id`` and ``family``.
+
+        Raises:
+            InputError: If no active design has that id.
+        """
+        with self.connection() as con:
+            row = con.execute("SELECT params FROM active_designs WHERE design_id = ?", [design_id]).fetchone()
+        if row is None:
+            raise InputError(f"no active design {design_id!r}", fix="see `judgelab design --active`.")
+        batches = self.query(
+            "SELECT b.batch, b.draw_id, b.weight, b.expected_labels, b.summary, b.created_at,"
+            " count(s.assignment_id) AS assigned,"
+            " count_if(s.assignment_id IS NOT NULL AND EXISTS (SELECT 1 FROM labels l"
+            "   WHERE l.assignment_id = s.assignment_id OR (l.assignment_id IS NULL AND l.rater_id = s.rater_id"
+            "   AND l.answer_id = s.answer_id AND l.source <> 'adjudicated'))) AS done"
+            " FROM active_batches b LEFT JOIN assignments s ON s.design_id = b.draw_id AND s.kind = 'score'"
+            " WHERE b.design_id = ? GROUP BY ALL ORDER BY b.batch",
+            [design_id],
+        )
+        batches["summary"] = [json.loads(s) for s in batches["summary"]]
+        draws = self.query(
+            "SELECT d.*, a.task_id, a.family FROM active_draws d JOIN answers a USING (answer_id)"
+            " WHERE d.design_id = ? ORDER BY d.batch, d.answer_id",
+            [design_id],
+        )
+        return json.loads(row[0]), batches, draws

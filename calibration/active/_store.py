@@ -1,0 +1,625 @@
+"""Active designs over the project database: draw a batch, give it to raters, read where it stands.
+
+:func:`draw_active_batch` and :func:`apply_active_batch` are what ``judgelab design --active``
+and the Assignments page call; :func:`active_status` is what the Overview page and
+``judgelab calibrate`` read. The pool is fixed by the first batch (its answers, the judge's
+verdicts and scores the plan used); later batches are planned over the same answers from the
+labels so far, and may be drawn only once every earlier batch is labelled, because an estimate
+needs every drawn answer's label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from calibration.active._estimate import DEFAULT_MARGIN, ActiveDraws, ActiveFigures, active_residuals_and_gap
+from calibration.active._plan import (
+    DEFAULT_FLOOR,
+    ActivePool,
+    BatchPlan,
+    labels_still_needed,
+    plan_batch,
+    planned_labels,
+)
+from calibration.active._spending import SPENDINGS, Spending
+from calibration.design._assign import assign_items
+from calibration.design._model import planning_model
+from calibration.design._power import budget_labels
+from calibration.design._store import load_pool
+from calibration.stats._bootstrap import check_choice
+from calibration.stats._raters import RaterScope
+from labeler.errors import InputError
+from labeler.queue import DEFAULT_GAP
+from labeler.timing import label_time
+
+if TYPE_CHECKING:
+    from labeler.store import Store
+
+__all__ = [
+    "ActiveBatch",
+    "ActiveState",
+    "ActiveStatus",
+    "active_figures",
+    "active_status",
+    "apply_active_batch",
+    "draw_active_batch",
+]
+
+ActiveState = Literal["labelling", "ready", "reached", "budget spent", "plan spent", "pool labelled"]
+"""Where an active design stands: a batch is being labelled; the next batch may be drawn; the
+target is reached; the budget, the plan's error rate or the pool's answers are used up."""
+
+#: The first batch is the plan's expected need over this many looks.
+LOOKS_PLANNED = 2
+#: Later batches aim at this share of the target, leaving room for the rate's noise.
+AIM = 0.95
+#: The smallest batch worth a look.
+MIN_BATCH = 10
+
+
+@dataclass(frozen=True)
+class ActiveBatch:
+    """The next batch of an active design, drawn but not yet stored or assigned.
+
+    Attributes:
+        design_id: The active design (new when ``batch`` is 1).
+        batch: The batch number.
+        params: The design's inputs (stored with its first batch).
+        pool: The pool (fixed by the first batch).
+        plan: The batch's probabilities and predictions.
+        drawn: Per sampling unit, whether it was drawn (known units always are).
+        items: The answers to give to raters: ``answer_id``, ``task_id``, ``family``,
+            ``stratum``, ``inclusion_prob``, ``weight``, ``n_raters``, ``is_overlap``.
+        labels_so_far: Answers the design's earlier batches had labelled.
+        notes: What a reader should know.
+    """
+
+    design_id: str
+    batch: int
+    params: dict[str, Any]
+    pool: ActivePool
+    plan: BatchPlan
+    drawn: np.ndarray
+    items: pd.DataFrame
+    labels_so_far: int
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def draw_id(self) -> str:
+        """The ordinary design holding the batch's sampled answers."""
+        return f"{self.design_id}-b{self.batch}"
+
+    @property
+    def n_new(self) -> int:
+        """Answers the batch asks raters to label."""
+        return len(self.items)
+
+    def draws(self) -> pd.DataFrame:
+        """One row per pool answer, as ``active_draws`` stores it."""
+        pool, plan = self.pool, self.plan
+        unit_name = pool.task_id[pool.task] if pool.paired else pool.answer_id
+        return pd.DataFrame({
+            "answer_id": pool.answer_id, "unit": unit_name, "inclusion_prob": plan.prob[pool.unit],
+            "known": plan.known[pool.unit], "drawn": self.drawn[pool.unit],
+            "pred_pass": plan.prediction.pred_pass, "pred_score": plan.prediction.pred_score,
+            "judge_pass": pool.judge_pass, "judge_score": pool.judge_score, "flipped": pool.flipped,
+        })
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready facts about the batch (stored with it)."""
+        free = ~self.plan.known
+        prob = self.plan.prob[free]
+        return {
+            "batch": self.batch,
+            "expected_labels": round(self.plan.expected_labels, 2),
+            "new_labels": self.n_new,
+            "units_free": int(free.sum()),
+            "units_known": int(self.plan.known.sum()),
+            "floor": self.plan.floor,
+            "prob_min": float(prob.min()) if prob.size else None,
+            "prob_max": float(prob.max()) if prob.size else None,
+            "planned_variance_pp2": self.plan.planned_variance,
+            "prior_sd": None if not math.isfinite(self.plan.prediction.prior_sd) else self.plan.prediction.prior_sd,
+            "labels_learnt_from": self.plan.prediction.n_labelled,
+            "notes": list(self.notes),
+        }
+
+
+def _pool_frame(store: Store, params: dict[str, Any]) -> pd.DataFrame:
+    """The judged answers of the pool, with the judge's self-disagreement."""
+    pool, _ = load_pool(store, run_id=params["run_id"], variant=params["variant"])
+    judged = pool[pool["judge_pass"].notna()].copy()
+    if judged.empty:
+        raise InputError("no answer in the pool has a judge verdict to plan an active design from",
+                         fix="score the pool first with `judgelab score` (or import judgements).")
+    flips = store.judge_flips(params["run_id"])
+    judged["flipped"] = judged["answer_id"].isin(set(flips["answer_id"]))
+    return judged
+
+
+def _stored_pool(draws: pd.DataFrame, paired: bool) -> ActivePool:
+    """The pool as the first batch fixed it."""
+    first = draws[draws["batch"] == draws["batch"].min()]
+    return ActivePool.from_frame(first[["answer_id", "task_id", "family", "judge_pass", "judge_score", "flipped"]],
+                                 paired=paired)
+
+
+def _labels(store: Store, pool: ActivePool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pool answer: human pass share, human score (``nan`` when unlabelled), flagged only."""
+    labels = store.answer_labels().set_index("answer_id").reindex(pool.answer_id)
+    flagged = labels["flagged_only"].fillna(False).to_numpy(dtype=bool)
+    return (labels["human_pass"].to_numpy(dtype=float), labels["human_score"].to_numpy(dtype=float), flagged)
+
+
+def _open_design(store: Store) -> tuple[str, dict[str, Any]] | None:
+    designs = store.active_designs()
+    if designs.empty:
+        return None
+    row = designs.iloc[0]
+    return str(row["design_id"]), json.loads(row["params"])
+
+
+def draw_active_batch(
+    store: Store,
+    *,
+    target_half_width: float | None = None,
+    budget_hours: float | None = None,
+    batch_size: int | None = None,
+    run_id: str | None = None,
+    variant: str | None = "original",
+    paired: bool = False,
+    overlap: float = 0.0,
+    floor: float = DEFAULT_FLOOR,
+    disagreement: float | None = None,
+    minutes_per_label: float | None = None,
+    level: float = 0.95,
+    spending: Spending = "obf",
+    new: bool = False,
+    seed: int = 0,
+) -> ActiveBatch:
+    """The next batch of the open active design, or the first batch of a new one.
+
+    The newest active design continues unless it is finished (target reached, budget or plan
+    spent, pool labelled) or ``new`` is given; a new design needs ``target_half_width``. The
+    options other than ``batch_size`` and ``seed`` apply to a new design only (a design keeps the
+    plan it started with).
+
+    Args:
+        store: The project database.
+        target_half_width: The 95% half-width of the gap (pass verdicts, percentage points) at
+            which the team may stop.
+        budget_hours: Person-hours at most (overlap included); ``None``: no limit but the pool.
+        batch_size: Labels per batch at most; ``None``: the first batch is half the plan's
+            expected need, later ones what the current rate says the next look needs.
+        run_id: The judge run whose verdicts and scores the plan uses (newest by default).
+        variant: Answer variant of the pool.
+        paired: Sample whole tasks (every family's answer) instead of single answers.
+        overlap: Share of drawn units labelled by two raters.
+        floor: See :func:`calibration.active.sampling_probabilities`.
+        disagreement: Planning disagreement rate (else the pilot's, else 0.2).
+        minutes_per_label: Minutes per label instead of the measured figure.
+        level: Confidence level of the plan.
+        spending: The alpha-spending function.
+        new: Start a new design even if one is open.
+        seed: Seed of the draw (combined with the batch number).
+
+    Raises:
+        InputError: When the open design's last batch is not labelled yet, it is finished and no
+            target is given for a new one, or options are out of range.
+    """
+    check_choice("draw_active_batch", "spending", spending, SPENDINGS)
+    open_design = None if new else _open_design(store)
+    if open_design is not None:
+        status = active_status(store, open_design[0])
+        assert status is not None
+        if status.state == "labelling":
+            raise InputError(status.message, fix="finish labelling the batch, then draw the next one.")
+        if status.state == "ready":
+            if target_half_width is not None and target_half_width != status.target_half_width:
+                raise InputError(
+                    f"active design {status.design_id} runs with a target of ±{status.target_half_width:g} pp",
+                    fix="continue it without --target-half-width, or pass --new to start another.",
+                )
+            return _next_batch(store, status, batch_size=batch_size, seed=seed)
+        if target_half_width is None:
+            raise InputError(status.message, fix="stop, or start a new design with --target-half-width.")
+    if target_half_width is None or not target_half_width > 0:
+        raise InputError("an active design needs a positive target half-width of the gap",
+                         fix="e.g. --target-half-width 5 (percentage points).")
+    return _first_batch(store, target_half_width=target_half_width, budget_hours=budget_hours, batch_size=batch_size,
+                        run_id=run_id, variant=variant, paired=paired, overlap=overlap, floor=floor,
+                        disagreement=disagreement, minutes_per_label=minutes_per_label, level=level,
+                        spending=spending, seed=seed)
+
+
+def _first_batch(store: Store, *, target_half_width: float, budget_hours: float | None, batch_size: int | None,
+                 seed: int, **options: Any) -> ActiveBatch:
+    if not 0 <= options["overlap"] <= 1 or not 0 < options["floor"] <= 1:
+        raise InputError("overlap must be in [0, 1] and floor in (0, 1]", fix="e.g. --overlap 0.2.")
+    info = store.judge_run_info(options["run_id"])
+    if info is None:
+        raise InputError("no judge run has scores to plan an active design from",
+                         fix="score the pool first with `judgelab score`.")
+    time = label_time(store.label_seconds(), given=options["minutes_per_label"])
+    params: dict[str, Any] = {
+        **options, "run_id": info["run_id"], "own_family": info["family"], "target_half_width": target_half_width,
+        "budget_hours": budget_hours, "batch_size": batch_size, "seed": seed, "margin": DEFAULT_MARGIN,
+        "minutes_per_label": time.minutes, "minutes_source": time.source, "prior_labels": 5.0,
+    }
+    frame = _pool_frame(store, params)
+    pool = ActivePool.from_frame(frame, paired=options["paired"])
+    human, human_score, flagged = _labels(store, pool)
+    model = planning_model(frame, disagreement=options["disagreement"])
+    params["disagreement"] = model.disagreement
+    params["disagreement_source"] = model.source
+    params["budget_labels"] = None if budget_hours is None else budget_labels(
+        budget_hours, minutes_per_label=time.minutes, overlap=options["overlap"])
+    planned = planned_labels(pool, target_half_width=target_half_width, human_pass=human,
+                             own_family=info["family"], floor=options["floor"], disagreement=model.disagreement,
+                             level=options["level"], margin=DEFAULT_MARGIN)
+    params["planned_labels"] = planned
+    notes = []
+    if planned is None:
+        notes.append(f"even labelling the whole pool is not expected to reach ±{target_half_width:g} pp: "
+                     "the judge's behaviour beyond this pool is that uncertain")
+    capacity = _capacity(pool, human, params)
+    size = batch_size or max(MIN_BATCH, math.ceil((planned or capacity) / LOOKS_PLANNED))
+    existing = len(store.active_designs())
+    digest = hashlib.sha256(json.dumps([params, pool.answer_id.tolist(), existing], default=str).encode())
+    design_id = "a" + digest.hexdigest()[:11]
+    if info["family"] is None:
+        notes.append("the judge run records no family: the stopping rule watches the first family's residual")
+    return _draw(store, design_id, 1, params, pool, (human, human_score, flagged), min(size, capacity), 0,
+                 seed, tuple(notes))
+
+
+def _capacity(pool: ActivePool, human: np.ndarray, params: dict[str, Any], used: int = 0) -> int:
+    """Labels left: unlabelled answers, within the budget."""
+    left = int((~np.isfinite(human)).sum())
+    if params.get("budget_labels") is not None:
+        left = min(left, int(params["budget_labels"]) - used)
+    return max(left, 0)
+
+
+def _next_batch(store: Store, status: ActiveStatus, *, batch_size: int | None, seed: int) -> ActiveBatch:
+    params = status.params
+    _, _, draws = store.active_design(status.design_id)
+    pool = _stored_pool(draws, params["paired"])
+    labels = _labels(store, pool)
+    capacity = _capacity(pool, labels[0], params, status.labels_collected)
+    needed = status.labels_needed_next
+    size = needed if math.isfinite(needed) else capacity
+    size = max(MIN_BATCH, int(size))
+    cap = batch_size or params.get("batch_size")
+    if cap:
+        size = min(size, int(cap))
+    notes = () if math.isfinite(needed) else ("the current rate does not reach the target within what is left: "
+                                              "this batch takes all of it",)
+    return _draw(store, status.design_id, status.n_batches + 1, params, pool, labels, min(size, capacity),
+                 status.labels_collected, seed, notes)
+
+
+def _draw(
+    store: Store,
+    design_id: str,
+    batch: int,
+    params: dict[str, Any],
+    pool: ActivePool,
+    labels: tuple[np.ndarray, np.ndarray, np.ndarray],
+    size: int,
+    so_far: int,
+    seed: int,
+    notes: tuple[str, ...],
+) -> ActiveBatch:
+    human, human_score, flagged = labels
+    if size < 1:
+        raise InputError("there is nothing left to label within the pool and the budget",
+                         fix="raise --budget-hours, or stop: the status says what was reached.")
+    # A flagged-unrateable answer has no verdict and never will: it counts as known.
+    seen = np.where(flagged, 0.5, human)
+    plan = plan_batch(pool, size=float(size), human_pass=seen, human_score=human_score,
+                      own_family=params["own_family"], floor=params["floor"], disagreement=params["disagreement"],
+                      prior_labels=params["prior_labels"])
+    gen = np.random.default_rng([int(params.get("seed", seed)), seed, batch])
+    drawn = (gen.random(pool.n_units) < plan.prob) | plan.known
+    new_units = np.flatnonzero(drawn & ~plan.known)
+    overlap_units = set(gen.permutation(new_units)[: round(params["overlap"] * new_units.size)].tolist())
+    wanted = drawn[pool.unit] & ~plan.known[pool.unit] & ~np.isfinite(seen)
+    assigned = _assigned_answers(store, pool.answer_id[wanted])
+    rows = np.flatnonzero(wanted & ~np.isin(pool.answer_id, list(assigned)))
+    prob = plan.prob[pool.unit[rows]]
+    is_overlap = np.isin(pool.unit[rows], list(overlap_units))
+    items = pd.DataFrame({
+        "answer_id": pool.answer_id[rows], "task_id": pool.task_id[pool.task[rows]], "family": pool.family[rows],
+        "stratum": f"active batch {batch}", "inclusion_prob": prob, "weight": 1.0 / prob,
+        "n_raters": np.where(is_overlap, 2, 1), "is_overlap": is_overlap,
+    })
+    extra: tuple[str, ...] = ()
+    if assigned:
+        extra = (f"{len(assigned)} drawn answer(s) already wait in a rater's queue: they count when labelled",)
+    return ActiveBatch(design_id=design_id, batch=batch, params=params, pool=pool, plan=plan, drawn=drawn,
+                       items=items, labels_so_far=so_far, notes=notes + extra)
+
+
+def _assigned_answers(store: Store, answer_ids: np.ndarray) -> set[str]:
+    """Of these answers, those with an unanswered score assignment (someone will label them)."""
+    if answer_ids.size == 0:
+        return set()
+    frame = store.labels_per_answer()
+    if frame.empty:
+        return set()
+    frame = frame[frame["answer_id"].isin(set(answer_ids.tolist()))]
+    waiting = frame[(frame["assigned"] > 0) & (frame["labelled"] == 0)]
+    return {str(a) for a in waiting["answer_id"]}
+
+
+def apply_active_batch(
+    store: Store,
+    batch: ActiveBatch,
+    raters: int | list[str],
+    *,
+    rng: int = 0,
+    spread: int = DEFAULT_GAP,
+    rubric: tuple[str, int] | None = None,
+) -> pd.DataFrame:
+    """Store a drawn batch (and its design, for a first batch) and give its answers to raters.
+
+    One transaction, with the same guarantees as :func:`calibration.design.apply_design`: answers
+    of one task go to the same rater(s), families are dealt evenly, each queue is spread by task
+    and blind, and an answer gets exactly its ``n_raters`` raters.
+
+    Returns:
+        The assignments created, with ``rater`` names.
+
+    Raises:
+        InputError: Unknown, revoked or too few raters, or the batch is no longer the next one.
+    """
+    with store.connection():
+        if rubric is None:
+            newest = store.rubric()
+            rubric = None if newest is None else (newest.rubric_id, newest.version)
+        ids = store.design_raters(raters)
+        if batch.batch == 1:
+            store.save_active_design(batch.design_id, batch.params)
+        params = {"active": batch.design_id, "batch": batch.batch, "kind": "active batch"}
+        store.save_design(batch.draw_id, params, batch.summary(), batch.items)
+        store.add_active_batch(batch.design_id, batch.batch, draw_id=batch.draw_id, weight=batch.plan.weight,
+                               expected_labels=batch.plan.expected_labels, summary=batch.summary(),
+                               draws=batch.draws())
+        tails = store.queue_tails(ids, depth=spread)
+        exclude = store.assigned_answers(ids, list(batch.items["answer_id"]))
+        plan = assign_items(batch.items, ids, rng=rng, spread=spread, tails=tails, exclude=exclude)
+        store.add_design_assignments(batch.draw_id, plan, rubric=rubric)
+        names = store.raters().set_index("rater_id")["name"]
+    return plan.assign(rater=plan["rater_id"].map(names))
+
+
+# -- where a design stands ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActiveStatus:
+    """Where an active design stands, and what the team should do next.
+
+    Attributes:
+        design_id: The design.
+        params: Its inputs.
+        batches: One row per batch: ``batch``, ``draw_id``, ``expected_labels``, ``new_labels``,
+            ``assigned``, ``done``, ``complete``, ``created_at``.
+        looks: One row per labelled batch (see :class:`calibration.active.ActiveFigures`).
+        figures: The residuals and the gap at the last labelled batch (``None`` before it).
+        state: See :data:`ActiveState`.
+        message: What to do, in plain words.
+        labels_collected: Answers labelled through the design's labelled batches.
+        labels_needed: Labels the current rate says are still needed for the target (``nan``
+            before the first look; 0 once met; ``inf`` when the rest cannot get there).
+        labels_needed_next: The next batch's size that rate asks for (aiming a little under the
+            target so that one look usually does).
+        minutes_per_label: Minutes per label for the hours.
+        pool_answers: Answers in the pool.
+        excluded: Drawn answers every rater flagged unrateable (left out of the estimate).
+    """
+
+    design_id: str
+    params: dict[str, Any]
+    batches: pd.DataFrame
+    looks: pd.DataFrame
+    figures: ActiveFigures | None
+    state: ActiveState
+    message: str
+    labels_collected: int
+    labels_needed: float
+    labels_needed_next: float
+    minutes_per_label: float
+    pool_answers: int
+    excluded: int = 0
+
+    @property
+    def target_half_width(self) -> float:
+        """The target half-width of the gap, percentage points."""
+        return float(self.params["target_half_width"])
+
+    @property
+    def n_batches(self) -> int:
+        """Batches drawn."""
+        return len(self.batches)
+
+    @property
+    def hours_needed(self) -> float:
+        """Person-hours for :attr:`labels_needed` (overlap included)."""
+        return self.labels_needed * (1 + float(self.params.get("overlap", 0.0))) * self.minutes_per_label / 60
+
+    @property
+    def reached(self) -> bool:
+        """Whether the target is reached: the team may stop."""
+        return self.state == "reached"
+
+
+def active_status(
+    store: Store, design_id: str | None = None, *, interval: RaterScope = "raters"
+) -> ActiveStatus | None:
+    """Where the newest (or the given) active design stands.
+
+    Args:
+        store: The project database.
+        design_id: The design; ``None`` takes the newest.
+        interval: Which raters the intervals speak for (as ``judgelab calibrate``'s default).
+
+    Returns:
+        The :class:`ActiveStatus`, or ``None`` when there is no active design.
+    """
+    if design_id is None:
+        opened = _open_design(store)
+        if opened is None:
+            return None
+        design_id = opened[0]
+    params, batches, draws = store.active_design(design_id)
+    pool = _stored_pool(draws, params["paired"])
+    human, _, flagged = _labels(store, pool)
+    batches = _batch_progress(batches, draws, pool, human, flagged)
+    complete = batches["complete"].to_numpy(dtype=bool)
+    n_looks = int(np.argmin(complete)) if not complete.all() else len(complete)
+    base: dict[str, Any] = {"design_id": design_id, "params": params, "batches": batches,
+                            "minutes_per_label": float(params["minutes_per_label"]),
+                            "pool_answers": int(pool.answer_id.size), "excluded": int(flagged.sum())}
+    if n_looks == 0:
+        return _before_first_look(base, batches)
+    figures = active_figures(store, design_id, scale="pass", interval=interval, looks=n_looks,
+                             loaded=(params, draws, pool, human, flagged))
+    assert figures is not None
+    return _judge_state(base, figures, batches, n_looks, human, flagged, pool)
+
+
+def _batch_progress(batches: pd.DataFrame, draws: pd.DataFrame, pool: ActivePool, human: np.ndarray,
+                    flagged: np.ndarray) -> pd.DataFrame:
+    out = batches[["batch", "draw_id", "expected_labels", "assigned", "done", "created_at"]].copy()
+    labelled = set(pool.answer_id[np.isfinite(human) | flagged].tolist())
+    complete, new = [], []
+    for b in out["batch"]:
+        rows = draws[(draws["batch"] == b) & draws["drawn"] & ~draws["known"]]
+        new.append(len(rows))
+        complete.append(bool(rows["answer_id"].isin(labelled).all()))
+    out["new_labels"] = new
+    out["complete"] = np.asarray(complete) & (out["done"] >= out["assigned"]).to_numpy()
+    return out
+
+
+def _before_first_look(base: dict[str, Any], batches: pd.DataFrame) -> ActiveStatus:
+    params = base["params"]
+    row = batches.iloc[0]
+    planned = params.get("planned_labels")
+    message = (
+        f"Batch 1: {int(row['done'])} of {int(row['assigned'])} assignments labelled. The gap's interval appears "
+        "when the batch is complete."
+    )
+    return ActiveStatus(**base, looks=pd.DataFrame(), figures=None, state="labelling", message=message,
+                        labels_collected=0, labels_needed=float(planned) if planned else math.nan,
+                        labels_needed_next=math.nan)
+
+
+def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataFrame, n_looks: int,
+                 human: np.ndarray, flagged: np.ndarray, pool: ActivePool) -> ActiveStatus:
+    params = base["params"]
+    target = float(params["target_half_width"])
+    looks = figures.looks
+    collected = int(looks["labels"].iloc[-1])
+    gap = figures.gap if figures.gap is not None else next(iter(figures.families.values()))
+    half = gap.half_width
+    capacity = _capacity(pool, np.where(flagged, 0.5, human), params, collected)
+    common = {"target_half_width": target, "level": params["level"], "spending": params["spending"],
+              "margin": params["margin"]}
+    needed = labels_still_needed(figures.statistics, capacity=math.inf, **common)
+    needed_next = labels_still_needed(figures.statistics, capacity=max(capacity, 0), aim=AIM, **common)
+    what = "gap" if figures.gap is not None else f"{next(iter(figures.families))} residual"
+    now = f"the {what}'s interval is {gap.estimate:+.1f} ± {half:.1f} pp (look {int(gap.extra['look'])})"
+    state: ActiveState
+    if figures.stopped_at is not None:
+        state = "reached"
+        message = (f"Target reached: {now}, within the target of ±{target:g} pp. The team may stop labelling; "
+                   "this interval stays valid however often it was looked at.")
+    elif not math.isfinite(float(looks["critical"].iloc[-1])) or float(looks["tau"].iloc[-1]) >= 1:
+        state = "plan spent"
+        message = (f"The plan's error rate is spent and the target of ±{target:g} pp was not met: {now}. Stop here; "
+                   "a new design would start a new plan.")
+    elif n_looks < len(batches):
+        state = "labelling"
+        row = batches.iloc[n_looks]
+        message = (f"Not yet: {now}, target ±{target:g} pp. Batch {int(row['batch'])}: {int(row['done'])} of "
+                   f"{int(row['assigned'])} assignments labelled; the interval updates when it is complete.")
+    elif capacity <= 0:
+        state = "budget spent" if params.get("budget_labels") is not None and (~np.isfinite(human)).any() \
+            else "pool labelled"
+        message = f"Nothing left to label ({state}): {now}, short of the target of ±{target:g} pp."
+    else:
+        state = "ready"
+        more = "cannot be met within the pool" if not math.isfinite(needed) else \
+            f"needs about {int(needed)} more labels at the current rate"
+        message = f"Not yet: {now}; the target of ±{target:g} pp {more}. Draw the next batch."
+    return ActiveStatus(**base, looks=looks, figures=figures, state=state, message=message, labels_collected=collected,
+                        labels_needed=needed, labels_needed_next=needed_next)
+
+
+def active_figures(
+    store: Store,
+    design_id: str,
+    *,
+    scale: Literal["pass", "score"] = "pass",
+    interval: RaterScope = "raters",
+    looks: int | None = None,
+    critical: list[float] | None = None,
+    loaded: tuple[Any, ...] | None = None,
+) -> ActiveFigures | None:
+    """The design's residuals and gap on one scale, at its last labelled batch.
+
+    Args:
+        store: The project database.
+        design_id: The active design.
+        scale: ``"pass"`` or ``"score"`` (the caller checks that the judge's and the humans'
+            scores are on one scale).
+        interval: Which raters the intervals speak for.
+        looks: Batches to use (default: every batch whose drawn answers are all labelled, in
+            order from the first).
+        critical: The looks' critical values from the pass-scale gap (for the score scale).
+        loaded: What :func:`active_status` has read already.
+
+    Returns:
+        The :class:`ActiveFigures`, or ``None`` before the first batch is labelled.
+    """
+    if loaded is None:
+        params, batches, draws = store.active_design(design_id)
+        pool = _stored_pool(draws, params["paired"])
+        human, _, flagged = _labels(store, pool)
+        if looks is None:
+            done = _batch_progress(batches, draws, pool, human, flagged)["complete"].to_numpy(dtype=bool)
+            looks = int(np.argmin(done)) if not done.all() else len(done)
+    else:
+        params, draws, pool, human, flagged = loaded
+    if not looks:
+        return None
+    keep = ~pd.Series(draws["answer_id"]).isin(set(pool.answer_id[flagged].tolist())).to_numpy()
+    frame = draws[keep & (draws["batch"] <= looks)]
+    batch_rows = frame.groupby("batch", as_index=False).first()[["batch"]]
+    weights = store.active_design(design_id)[1].set_index("batch")["weight"]
+    batch_rows["weight"] = batch_rows["batch"].map(weights)
+    active = ActiveDraws.from_frame(frame, batch_rows)
+    labels = _labels(store, _stored_pool(frame, params["paired"]))
+    values = labels[0] if scale == "pass" else labels[1]
+    rater_level = None
+    if interval == "raters":
+        rows = store.rater_labels(active.answer_id)
+        column = "passed" if scale == "pass" else "overall"
+        rows = rows[rows[column].notna()]
+        rater_level = pd.DataFrame({"answer": rows["answer_id"].astype(str), "rater": rows["rater_id"].astype(str),
+                                    "score": rows[column].astype(float)})
+    return active_residuals_and_gap(
+        active, values, scale=scale, own_family=params.get("own_family"),
+        target_half_width=float(params["target_half_width"]), critical=critical, rater_level=rater_level,
+        interval=interval, level=float(params["level"]), spending=params["spending"], margin=float(params["margin"]),
+    )
