@@ -386,6 +386,14 @@ def apply_active_batch(
             newest = store.rubric()
             rubric = None if newest is None else (newest.rubric_id, newest.version)
         ids = store.design_raters(raters)
+        simulated = store.raters().set_index("rater_id")["simulated"]
+        fake = [int(i) for i in ids if bool(simulated.get(i, False))]
+        if fake:
+            raise InputError(
+                f"{len(fake)} of the chosen raters are simulated: they never label in the app, so the batch "
+                "would never be complete",
+                fix="give active batches to people (e.g. --raters alice,bob).",
+            )
         if batch.batch == 1:
             store.save_active_design(batch.design_id, batch.params)
         params = {"active": batch.design_id, "batch": batch.batch, "kind": "active batch"}
@@ -499,26 +507,37 @@ def active_status(
 
 def _batch_progress(batches: pd.DataFrame, draws: pd.DataFrame, pool: ActivePool, human: np.ndarray,
                     flagged: np.ndarray) -> pd.DataFrame:
+    """Per batch: answers drawn to label (``new_labels``), of those labelled so far, and whether complete.
+
+    Complete means every drawn answer has a label (or is flagged unrateable by its raters) and
+    every assignment of the batch is answered (an overlap's second label included).
+    """
     out = batches[["batch", "draw_id", "expected_labels", "assigned", "done", "created_at"]].copy()
     labelled = set(pool.answer_id[np.isfinite(human) | flagged].tolist())
-    complete, new = [], []
+    new, have = [], []
     for b in out["batch"]:
         rows = draws[(draws["batch"] == b) & draws["drawn"] & ~draws["known"]]
         new.append(len(rows))
-        complete.append(bool(rows["answer_id"].isin(labelled).all()))
+        have.append(int(rows["answer_id"].isin(labelled).sum()))
     out["new_labels"] = new
-    out["complete"] = np.asarray(complete) & (out["done"] >= out["assigned"]).to_numpy()
+    out["labelled"] = have
+    out["complete"] = (out["labelled"] >= out["new_labels"]).to_numpy() & (out["done"] >= out["assigned"]).to_numpy()
     return out
+
+
+def _progress(row: Any) -> str:
+    """``"12 of 20 drawn answers labelled"`` (and the overlap's second labels when they lag)."""
+    text = f"{int(row['labelled'])} of {int(row['new_labels'])} drawn answers labelled"
+    if int(row["labelled"]) >= int(row["new_labels"]) and int(row["done"]) < int(row["assigned"]):
+        text += f", {int(row['assigned']) - int(row['done'])} second label(s) to come"
+    return text
 
 
 def _before_first_look(base: dict[str, Any], batches: pd.DataFrame) -> ActiveStatus:
     params = base["params"]
     row = batches.iloc[0]
     planned = params.get("planned_labels")
-    message = (
-        f"Batch 1: {int(row['done'])} of {int(row['assigned'])} assignments labelled. The gap's interval appears "
-        "when the batch is complete."
-    )
+    message = f"Batch 1: {_progress(row)}. The gap's interval appears when the batch is complete."
     return ActiveStatus(**base, looks=pd.DataFrame(), figures=None, state="labelling", message=message,
                         labels_collected=0, labels_needed=float(planned) if planned else math.nan,
                         labels_needed_next=math.nan)
@@ -551,15 +570,16 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
     elif n_looks < len(batches):
         state = "labelling"
         row = batches.iloc[n_looks]
-        message = (f"Not yet: {now}, target ±{target:g} pp. Batch {int(row['batch'])}: {int(row['done'])} of "
-                   f"{int(row['assigned'])} assignments labelled; the interval updates when it is complete.")
+        message = (f"Not yet: {now}, target ±{target:g} pp. Batch {int(row['batch'])}: {_progress(row)}; the "
+                   "interval updates when it is complete.")
     elif capacity <= 0:
         state = "budget spent" if params.get("budget_labels") is not None and (~np.isfinite(human)).any() \
             else "pool labelled"
         message = f"Nothing left to label ({state}): {now}, short of the target of ±{target:g} pp."
     else:
         state = "ready"
-        more = "cannot be met within the pool" if not math.isfinite(needed) else \
+        left = f"the {capacity} answers left{' within the budget' if params.get('budget_labels') else ''}"
+        more = f"needs more labels than {left}" if not needed <= capacity else \
             f"needs about {int(needed)} more labels at the current rate"
         message = f"Not yet: {now}; the target of ±{target:g} pp {more}. Draw the next batch."
     return ActiveStatus(**base, looks=looks, figures=figures, state=state, message=message, labels_collected=collected,

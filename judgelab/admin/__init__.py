@@ -12,6 +12,13 @@ shown: :func:`display_name` appends ``" (simulated)"``.
 
 from __future__ import annotations
 
+from judgelab.admin._active import (
+    ActiveView,
+    active_chart,
+    active_view,
+    apply_active_draft,
+    draft_active_batch,
+)
 from judgelab.admin._agreement import (
     AgreementReport,
     agreement_report,
@@ -81,6 +88,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "EXPORT_FORMATS",
     "EXPORT_MIME",
+    "ActiveView",
     "Adjudication",
     "AgreementReport",
     "AnswerSheet",
@@ -90,16 +98,20 @@ __all__ = [
     "Invite",
     "Overview",
     "ReviewBoard",
+    "active_chart",
     "active_raters",
+    "active_view",
     "adjudicate",
     "agreement_report",
     "answer_sheet",
+    "apply_active_draft",
     "apply_sample_design",
     "assign_audit_sample",
     "assign_each_to_k",
     "assign_pairwise",
     "base_url",
     "display_name",
+    "draft_active_batch",
     "draft_design",
     "export_labels",
     "family_pairs",

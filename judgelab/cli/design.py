@@ -12,6 +12,14 @@ from typing import Any
 import click
 import pandas as pd
 
+from calibration.active import (
+    DEFAULT_FLOOR,
+    ActiveBatch,
+    ActiveStatus,
+    active_status,
+    apply_active_batch,
+    draw_active_batch,
+)
 from calibration.design import (
     ALLOCATIONS,
     STRATIFIERS,
@@ -142,6 +150,99 @@ def _payload(design: Design, info: dict[str, Any], applied: pd.DataFrame | None)
     return out
 
 
+def _print_status(status: ActiveStatus) -> None:
+    p = status.params
+    unit = "tasks (every family's answer)" if p["paired"] else "answers one by one"
+    budget = "no budget" if p.get("budget_labels") is None else \
+        f"budget {p['budget_hours']:g} person-hours = {p['budget_labels']} labels"
+    planned = p.get("planned_labels")
+    click.echo(
+        f"Active design {status.design_id}: target ±{status.target_half_width:g} pp on the self-preference gap "
+        f"(pass verdicts); samples {unit}; {budget}"
+    )
+    click.echo(
+        f"Plan: repeated {p['level']:.0%} intervals of an "
+        f"{'O' + chr(39) + 'Brien-Fleming' if p['spending'] == 'obf' else 'Pocock'}-type alpha-spending plan, valid "
+        f"whenever the team stops; the pool's {status.pool_answers} judged answers; expected need "
+        f"{'beyond the pool' if planned is None else f'about {planned} labels'} (disagreement "
+        f"{p['disagreement']:.2f}, {p['disagreement_source']})"
+    )
+    for row in status.batches.itertuples():
+        state = "labelled" if row.complete else f"{row.labelled} of {row.new_labels} labelled"
+        click.echo(f"  batch {row.batch}: {row.new_labels} answers drawn ({row.expected_labels:.0f} expected); {state}")
+    if not status.looks.empty:
+        click.echo(status.looks.round({"estimate": 2, "se": 2, "critical": 3, "ci_low": 2, "ci_high": 2,
+                                       "half_width": 2, "tau": 3}).to_string(index=False))
+    click.echo(status.message)
+    if math.isfinite(status.labels_needed) and status.labels_needed > 0:
+        what = "still needed at the current rate" if status.figures is not None else "the plan expects in all"
+        click.echo(f"Labels {what}: about {status.labels_needed:.0f} "
+                   f"({status.hours_needed:.1f} person-hours at {status.minutes_per_label:g} min per label)")
+
+
+def _print_batch(batch: ActiveBatch, applied: pd.DataFrame | None) -> None:
+    s = batch.summary()
+    verb = "Drew" if applied is not None else "Next"
+    click.echo(
+        f"{verb} batch {batch.batch} of {batch.design_id}: {batch.n_new} answers to label "
+        f"({s['expected_labels']:g} expected); labelling probabilities {s['prob_min']:.3f}-{s['prob_max']:.3f} "
+        f"(floor {s['floor']:.3f}), planned from {s['labels_learnt_from']} labelled answers"
+    )
+    for note in batch.notes:
+        click.echo(f"Note: {note}")
+    if applied is not None:
+        per = applied.groupby("rater").size()
+        click.echo(f"Applied: {len(applied)} assignments to {len(per)} raters "
+                   f"({', '.join(f'{r} {n}' for r, n in per.items())})")
+    else:
+        click.echo("Not applied: pass --apply to store the batch and create the raters' assignments.")
+
+
+def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str] | None, n_raters: int,
+                do_apply: bool, as_json: bool) -> None:
+    """``--active``: the open design's status, and its next batch (drawn, and applied with --apply)."""
+    status = active_status(store)
+    batch = None
+    applied = None
+    finished = status is not None and status.state not in ("labelling", "ready")
+    if status is None or options["new"] or status.state == "ready" or (finished and options["target_half_width"]):
+        batch = draw_active_batch(store, **options)
+        if do_apply:
+            who: int | list[str] = rater_arg if rater_arg is not None else max(n_raters, 1)
+            applied = apply_active_batch(store, batch, who, rng=options["seed"])
+            status = active_status(store)
+    elif do_apply:
+        assert status is not None
+        fix = ("finish labelling the batch first." if status.state == "labelling"
+               else "stop here, or start a new design with --new --target-half-width.")
+        raise InputError(status.message, fix=fix)
+    if as_json:
+        echo_json({
+            "status": None if status is None else _status_payload(status),
+            "batch": None if batch is None else {**batch.summary(), "design_id": batch.design_id,
+                                                 "applied": None if applied is None else len(applied)},
+        })
+        return
+    if status is not None:
+        _print_status(status)
+    if batch is not None:
+        _print_batch(batch, applied)
+
+
+def _status_payload(status: ActiveStatus) -> dict[str, Any]:
+    looks = status.looks.astype(object).where(status.looks.notna(), None).to_dict(orient="records")
+    gap = None
+    if status.figures is not None and status.figures.gap is not None:
+        gap = status.figures.gap.to_dict()
+    return {
+        "design_id": status.design_id, "state": status.state, "message": status.message,
+        "target_half_width": status.target_half_width, "labels_collected": status.labels_collected,
+        "labels_needed": None if not math.isfinite(status.labels_needed) else status.labels_needed,
+        "hours_needed": None if not math.isfinite(status.hours_needed) else round(status.hours_needed, 2),
+        "looks": looks, "gap": gap, "params": status.params,
+    }
+
+
 @click.command("design")
 @db_option
 @click.option("--n", "n", type=click.IntRange(min=1), default=None,
@@ -167,8 +268,9 @@ def _payload(design: Design, info: dict[str, Any], applied: pd.DataFrame | None)
               help="Wanted 95% half-width of the gap, percentage points.")
 @click.option("--min-gap", type=float, default=None,
               help="Smallest gap worth detecting (alpha 0.05, power 0.8), percentage points.")
-@click.option("--paired/--unpaired", default=True, show_default=True,
-              help="Sample whole tasks (both families' answers) or single answers.")
+@click.option("--paired/--unpaired", default=None,
+              help="Sample whole tasks (both families' answers) or single answers [default: paired; "
+              "unpaired with --active].")
 @click.option("--judge-bins", type=click.IntRange(min=2), default=2, show_default=True,
               help="2 bins the judge's pass verdict; more cut its score at quantiles.")
 @click.option("--length-bins", type=click.IntRange(min=1), default=3, show_default=True,
@@ -182,8 +284,17 @@ def _payload(design: Design, info: dict[str, Any], applied: pd.DataFrame | None)
 @click.option("--variant", default="original", show_default=True,
               help="Answer variant to sample ('all' for every variant).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for the draw.")
+@click.option("--active", is_flag=True,
+              help="Active labelling: batches drawn where the judge is least trustworthy, until the gap's "
+              "interval meets --target-half-width (each run draws the next batch from the labels so far).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="With --active: labels per batch at most [default: half the expected need, then what the "
+              "current rate says the next look needs].")
+@click.option("--floor", type=click.FloatRange(0.0, 1.0, min_open=True), default=DEFAULT_FLOOR, show_default=True,
+              help="With --active: share of the uniform labelling rate every answer keeps.")
+@click.option("--new", "new_active", is_flag=True, help="With --active: start a new design even if one is open.")
 @click.option("--apply", "do_apply", is_flag=True,
-              help="Store the design and create the raters' assignments.")
+              help="Store the design (or the next active batch) and create the raters' assignments.")
 @json_option
 def design(
     db: str | None,
@@ -206,6 +317,10 @@ def design(
     kappa: float,
     variant: str,
     seed: int,
+    active: bool,
+    batch_size: int | None,
+    floor: float,
+    new_active: bool,
     do_apply: bool,
     as_json: bool,
 ) -> None:
@@ -215,7 +330,26 @@ def design(
     weights), the expected precision of each family's residual and of the self-preference gap,
     the kappa standard error on the overlap, the labels a target needs, and the person-hours and
     calendar days.
+
+    With --active the design is drawn in batches instead: each run prints where the open design
+    stands (the gap's interval after every labelled batch, the labels the current rate says are
+    still needed, and whether the team may stop) and draws the next batch, with probabilities
+    recomputed from the labels so far; --apply stores it and assigns it.
     """
+    if active:
+        if n is not None or min_gap is not None:
+            raise click.UsageError("--active takes --target-half-width (and optionally --budget-hours), not "
+                                   "--n or --min-gap")
+        store = Store(db)
+        rater_arg, n_raters = _parse_raters(raters, store)
+        options = {
+            "target_half_width": target_half_width, "budget_hours": budget_hours, "batch_size": batch_size,
+            "run_id": judge_run, "variant": None if variant == "all" else variant,
+            "paired": bool(paired) if paired is not None else False, "overlap": overlap, "floor": floor,
+            "disagreement": disagreement, "minutes_per_label": minutes_per_label, "new": new_active, "seed": seed,
+        }
+        _run_active(store, options, rater_arg, n_raters, do_apply, as_json)
+        return
     if (n is None) == (budget_hours is None):
         raise click.UsageError("give exactly one of --n or --budget-hours")
     if target_half_width is not None and min_gap is not None:
@@ -232,7 +366,7 @@ def design(
         minutes_per_label=minutes_per_label,
         allocation=allocation,  # type: ignore[arg-type]  # click.Choice checked it
         strata=stratifiers,
-        paired=paired,
+        paired=True if paired is None else paired,
         overlap=overlap,
         judge_bins=judge_bins,
         length_bins=length_bins,

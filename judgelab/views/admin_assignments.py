@@ -27,6 +27,7 @@ from judgelab.admin import (
     task_order,
 )
 from judgelab.session import current_store, require_admin
+from judgelab.views._active_section import assignments_section
 from labeler.errors import JudgelabError
 
 # The drawn design waits here between "Draw" and "Apply" (admin session only).
@@ -213,6 +214,11 @@ if draft is not None:
         else:
             st.session_state.pop(DRAFT, None)
             st.success(f"{len(made)} assignments made for design {draft.design.design_id}.")
+
+# Active batches go to people only: a simulated rater never labels, so a batch given to one never completes.
+assignments_section(store, [str(n) for n, s in zip(raters["name"], raters["simulated"], strict=True) if not s],
+                    [str(n) for n, role, s in zip(raters["name"], raters["role"], raters["simulated"], strict=True)
+                     if role == "rater" and not s])
 
 st.subheader("Assigned so far")
 per_rater = overview(store).per_rater

@@ -9,6 +9,7 @@ import streamlit as st
 
 from judgelab.admin import overview
 from judgelab.session import current_store, require_admin
+from judgelab.views._active_section import overview_section
 from labeler.timing import IDLE_CAP_SECONDS, rater_times
 
 require_admin()
@@ -35,6 +36,8 @@ hours_col.metric(
     "—" if math.isnan(view.person_hours_left) else f"{view.person_hours_left:.1f} h",
 )
 hours_col.caption("remaining items × median seconds per label")
+
+overview_section(store)
 
 #: Human headers for the per-rater table, in order (other columns are left out).
 HEADERS = {

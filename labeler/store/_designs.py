@@ -538,10 +538,10 @@ class DesignMixin(StoreCore):
             raise InputError(f"no active design {design_id!r}", fix="see `judgelab design --active`.")
         batches = self.query(
             "SELECT b.batch, b.draw_id, b.weight, b.expected_labels, b.summary, b.created_at,"
-            " count(s.assignment_id) AS assigned,"
+            " count(s.assignment_id)::BIGINT AS assigned,"
             " count_if(s.assignment_id IS NOT NULL AND EXISTS (SELECT 1 FROM labels l"
             "   WHERE l.assignment_id = s.assignment_id OR (l.assignment_id IS NULL AND l.rater_id = s.rater_id"
-            "   AND l.answer_id = s.answer_id AND l.source <> 'adjudicated'))) AS done"
+            "   AND l.answer_id = s.answer_id AND l.source <> 'adjudicated')))::BIGINT AS done"
             " FROM active_batches b LEFT JOIN assignments s ON s.design_id = b.draw_id AND s.kind = 'score'"
             " WHERE b.design_id = ? GROUP BY ALL ORDER BY b.batch",
             [design_id],

@@ -1,0 +1,107 @@
+"""The active labelling sections of the admin pages (Overview and Assignments).
+
+Not a page itself: ``admin_overview.py`` and ``admin_assignments.py`` call these. The words and
+figures come from :mod:`judgelab.admin` (and :mod:`calibration.active`); this only lays them out.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from judgelab.admin import active_chart, active_view, apply_active_draft, draft_active_batch
+from labeler.errors import JudgelabError
+from labeler.store import Store
+
+#: The drawn batch waits here between "Draw" and "Apply" (admin session only).
+ACTIVE_DRAFT = "admin_active_draft"
+
+
+def overview_section(store: Store) -> None:
+    """The gap's interval against the labels collected, the labels still needed, and when to stop."""
+    view = active_view(store)
+    if view is None:
+        return
+    status = view.status
+    st.subheader("Active labelling")
+    gap_col, target_col, labels_col = st.columns(3)
+    gap_col.metric("Self-preference gap", view.interval)
+    gap_col.caption("repeated 95% interval, valid however often it is looked at")
+    target_col.metric("Target half-width", f"±{status.target_half_width:g} pp")
+    labels_col.metric("Labels collected", f"{status.labels_collected}")
+    labels_col.caption(f"in {status.n_batches} batch(es) of design {status.design_id}")
+    if view.stop:
+        st.success(view.message, icon="✅")
+    elif view.done:
+        st.warning(view.message)
+    else:
+        st.info(view.message)
+    st.markdown(f"**Labels needed:** {view.needed}.")
+    chart = active_chart(status)
+    if chart is not None:
+        st.altair_chart(chart, key="overview_active_chart")
+        st.dataframe(
+            status.looks[["look", "labels", "estimate", "ci_low", "ci_high", "half_width", "critical", "reached"]],
+            hide_index=True,
+            column_config={
+                "estimate": st.column_config.NumberColumn("gap (pp)", format="%+.1f"),
+                "ci_low": st.column_config.NumberColumn("low", format="%+.1f"),
+                "ci_high": st.column_config.NumberColumn("high", format="%+.1f"),
+                "half_width": st.column_config.NumberColumn("± (pp)", format="%.1f"),
+                "critical": st.column_config.NumberColumn("critical value", format="%.2f"),
+                "reached": st.column_config.CheckboxColumn("met the target"),
+            },
+        )
+
+
+def assignments_section(store: Store, rater_names: list[str], default_raters: list[str]) -> None:
+    """Start an active design or draw its next batch, and apply it to raters."""
+    st.subheader("Active labelling")
+    st.caption(
+        "Batches of answers drawn where the judge is least likely to agree with people, until the "
+        "self-preference gap's interval is as narrow as the target. After each batch is labelled the next "
+        "batch's probabilities are recomputed from the labels so far; the Overview shows the interval and "
+        "says when the team may stop."
+    )
+    view = active_view(store)
+    if view is not None:
+        (st.success if view.stop else st.info)(view.message)
+    with st.form("active"):
+        a1, a2, a3, a4 = st.columns(4)
+        target = a1.number_input("Target half-width (pp)", min_value=0.5, value=10.0, step=0.5,
+                                 key="active_target")
+        budget = a2.number_input("Budget (person-hours, 0 = none)", min_value=0.0, value=0.0, step=1.0,
+                                 key="active_budget")
+        overlap = a3.slider("Overlap (two raters)", 0.0, 1.0, 0.0, 0.05, key="active_overlap")
+        seed = a4.number_input("Seed", min_value=0, value=0, step=1, key="active_seed")
+        who = st.multiselect("Raters", rater_names, default=default_raters, key="active_raters")
+        new = st.checkbox("Start a new design (even if one is open)", key="active_new")
+        label = "Draw the next batch" if view is not None and not view.done else "Start: draw batch 1"
+        drawn = st.form_submit_button(label, key="active_draw")
+    if drawn:
+        try:
+            st.session_state[ACTIVE_DRAFT] = draft_active_batch(
+                store, target_half_width=float(target), budget_hours=float(budget) or None, overlap=float(overlap),
+                new=bool(new) or (view is not None and view.done), seed=int(seed),
+            )
+        except JudgelabError as exc:
+            st.session_state.pop(ACTIVE_DRAFT, None)
+            st.error(str(exc))
+    draft = st.session_state.get(ACTIVE_DRAFT)
+    if draft is None:
+        return
+    s = draft.summary()
+    st.caption(
+        f"Batch {draft.batch} of design {draft.design_id}: {draft.n_new} answers to label; labelling "
+        f"probabilities {s['prob_min']:.3f} to {s['prob_max']:.3f} (floor {s['floor']:.3f}), planned from "
+        f"{s['labels_learnt_from']} labelled answers."
+    )
+    for note in draft.notes:
+        st.caption(note)
+    if st.button("Apply this batch to the chosen raters", key="active_apply"):
+        try:
+            made = apply_active_draft(store, draft, list(who), seed=int(seed))
+        except JudgelabError as exc:
+            st.error(str(exc))
+        else:
+            st.session_state.pop(ACTIVE_DRAFT, None)
+            st.success(f"{len(made)} assignments made for batch {draft.batch} of design {draft.design_id}.")
