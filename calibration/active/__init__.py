@@ -59,12 +59,14 @@ from calibration.active._simulate import ActiveRun, PoolModel, SimulatedPool, po
 from calibration.active._spending import SPENDINGS, Boundaries, Spending, spend, spending_boundaries
 from calibration.active._store import (
     ActiveBatch,
+    ActiveData,
     ActiveState,
     ActiveStatus,
     active_figures,
     active_status,
     apply_active_batch,
     draw_active_batch,
+    load_active,
 )
 
 __all__ = [
@@ -72,6 +74,7 @@ __all__ = [
     "DEFAULT_MARGIN",
     "SPENDINGS",
     "ActiveBatch",
+    "ActiveData",
     "ActiveDraws",
     "ActiveFigures",
     "ActivePool",
@@ -93,6 +96,7 @@ __all__ = [
     "draw_active_batch",
     "estimand_coefficients",
     "labels_still_needed",
+    "load_active",
     "look_statistics",
     "plan_batch",
     "planned_labels",

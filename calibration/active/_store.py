@@ -44,12 +44,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ActiveBatch",
+    "ActiveData",
     "ActiveState",
     "ActiveStatus",
     "active_figures",
     "active_status",
     "apply_active_batch",
     "draw_active_batch",
+    "load_active",
 ]
 
 ActiveState = Literal["labelling", "ready", "reached", "budget spent", "plan spent", "pool labelled"]
@@ -492,17 +494,14 @@ def active_status(
     pool = _stored_pool(draws, params["paired"])
     human, _, flagged = _labels(store, pool)
     batches = _batch_progress(batches, draws, pool, human, flagged)
-    complete = batches["complete"].to_numpy(dtype=bool)
-    n_looks = int(np.argmin(complete)) if not complete.all() else len(complete)
     base: dict[str, Any] = {"design_id": design_id, "params": params, "batches": batches,
                             "minutes_per_label": float(params["minutes_per_label"]),
                             "pool_answers": int(pool.answer_id.size), "excluded": int(flagged.sum())}
-    if n_looks == 0:
+    data = load_active(store, design_id)
+    if data is None:
         return _before_first_look(base, batches)
-    figures = active_figures(store, design_id, scale="pass", interval=interval, looks=n_looks,
-                             loaded=(params, draws, pool, human, flagged))
-    assert figures is not None
-    return _judge_state(base, figures, batches, n_looks, human, flagged, pool)
+    figures = active_figures(store, data, scale="pass", interval=interval)
+    return _judge_state(base, figures, batches, data.looks, human, flagged, pool)
 
 
 def _batch_progress(batches: pd.DataFrame, draws: pd.DataFrame, pool: ActivePool, human: np.ndarray,
@@ -586,60 +585,102 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
                         labels_needed=needed, labels_needed_next=needed_next)
 
 
+@dataclass(frozen=True)
+class ActiveData:
+    """An active design's labelled batches, read for an estimate.
+
+    Attributes:
+        design_id: The design.
+        params: Its inputs.
+        draws: The draws of its labelled batches (answers every rater flagged unrateable left out).
+        batches: Batches drawn (the last may still be labelled).
+        excluded: Drawn answers left out as unrateable.
+    """
+
+    design_id: str
+    params: dict[str, Any]
+    draws: ActiveDraws
+    batches: int
+    excluded: int
+
+    @property
+    def looks(self) -> int:
+        """Labelled batches: the looks the estimate has."""
+        return self.draws.n_batches
+
+    def ever_drawn(self) -> pd.Series:
+        """Per pool answer drawn (or known) in some labelled batch: its chance of that, ``1 − Π(1 − π_b)``."""
+        d = self.draws
+        hit = np.asarray(d.drawn.any(axis=0), dtype=bool)
+        chance = 1 - np.prod(1 - d.prob, axis=0)
+        keep = hit[d.unit]
+        return pd.Series(chance[d.unit][keep], index=d.answer_id[keep], name="inclusion_prob")
+
+
+def load_active(store: Store, design_id: str | None = None) -> ActiveData | None:
+    """The newest (or the given) active design's labelled batches; ``None`` before the first is labelled.
+
+    A batch counts when every answer it drew is labelled (or flagged unrateable), and so do the
+    batches before it.
+    """
+    if design_id is None:
+        opened = _open_design(store)
+        if opened is None:
+            return None
+        design_id = opened[0]
+    params, batches, draws = store.active_design(design_id)
+    pool = _stored_pool(draws, params["paired"])
+    human, _, flagged = _labels(store, pool)
+    done = _batch_progress(batches, draws, pool, human, flagged)["complete"].to_numpy(dtype=bool)
+    looks = int(np.argmin(done)) if not done.all() else len(done)
+    if looks == 0:
+        return None
+    keep = ~draws["answer_id"].isin(set(pool.answer_id[flagged].tolist())).to_numpy()
+    frame = draws[keep & (draws["batch"] <= looks).to_numpy()]
+    weights = batches[batches["batch"] <= looks][["batch", "weight"]]
+    return ActiveData(design_id=design_id, params=params, draws=ActiveDraws.from_frame(frame, weights),
+                      batches=len(batches), excluded=int(flagged.sum()))
+
+
 def active_figures(
     store: Store,
-    design_id: str,
+    data: ActiveData,
     *,
     scale: Literal["pass", "score"] = "pass",
     interval: RaterScope = "raters",
-    looks: int | None = None,
+    human: np.ndarray | None = None,
+    rater_level: pd.DataFrame | None = None,
     critical: list[float] | None = None,
-    loaded: tuple[Any, ...] | None = None,
-) -> ActiveFigures | None:
+) -> ActiveFigures:
     """The design's residuals and gap on one scale, at its last labelled batch.
 
     Args:
-        store: The project database.
-        design_id: The active design.
+        store: The project database (for the labels when ``human`` is not given).
+        data: The design's labelled batches (:func:`load_active`).
         scale: ``"pass"`` or ``"score"`` (the caller checks that the judge's and the humans'
             scores are on one scale).
         interval: Which raters the intervals speak for.
-        looks: Batches to use (default: every batch whose drawn answers are all labelled, in
-            order from the first).
+        human: The human score per pool answer (``data.draws.answer_id`` order); default: the
+            mean of the current labels.
+        rater_level: Per-rater labels (``answer`` id, ``rater``, ``score``); default: the
+            current labels.
         critical: The looks' critical values from the pass-scale gap (for the score scale).
-        loaded: What :func:`active_status` has read already.
 
     Returns:
-        The :class:`ActiveFigures`, or ``None`` before the first batch is labelled.
+        The :class:`calibration.active.ActiveFigures`.
     """
-    if loaded is None:
-        params, batches, draws = store.active_design(design_id)
-        pool = _stored_pool(draws, params["paired"])
-        human, _, flagged = _labels(store, pool)
-        if looks is None:
-            done = _batch_progress(batches, draws, pool, human, flagged)["complete"].to_numpy(dtype=bool)
-            looks = int(np.argmin(done)) if not done.all() else len(done)
-    else:
-        params, draws, pool, human, flagged = loaded
-    if not looks:
-        return None
-    keep = ~pd.Series(draws["answer_id"]).isin(set(pool.answer_id[flagged].tolist())).to_numpy()
-    frame = draws[keep & (draws["batch"] <= looks)]
-    batch_rows = frame.groupby("batch", as_index=False).first()[["batch"]]
-    weights = store.active_design(design_id)[1].set_index("batch")["weight"]
-    batch_rows["weight"] = batch_rows["batch"].map(weights)
-    active = ActiveDraws.from_frame(frame, batch_rows)
-    labels = _labels(store, _stored_pool(frame, params["paired"]))
-    values = labels[0] if scale == "pass" else labels[1]
-    rater_level = None
-    if interval == "raters":
+    params, active = data.params, data.draws
+    if human is None:
+        labels = store.answer_labels().set_index("answer_id").reindex(active.answer_id)
+        human = labels["human_pass" if scale == "pass" else "human_score"].to_numpy(dtype=float)
+    if rater_level is None and interval == "raters":
         rows = store.rater_labels(active.answer_id)
         column = "passed" if scale == "pass" else "overall"
         rows = rows[rows[column].notna()]
         rater_level = pd.DataFrame({"answer": rows["answer_id"].astype(str), "rater": rows["rater_id"].astype(str),
                                     "score": rows[column].astype(float)})
     return active_residuals_and_gap(
-        active, values, scale=scale, own_family=params.get("own_family"),
+        active, human, scale=scale, own_family=params.get("own_family"),
         target_half_width=float(params["target_half_width"]), critical=critical, rater_level=rater_level,
         interval=interval, level=float(params["level"]), spending=params["spending"], margin=float(params["margin"]),
     )

@@ -553,3 +553,8 @@ class DesignMixin(StoreCore):
             [design_id],
         )
         return json.loads(row[0]), batches, draws
+
+    def active_draw_ids(self) -> set[str]:
+        """The ordinary designs that hold active designs' batches (``active_batches.draw_id``)."""
+        with self.connection() as con:
+            return {str(r[0]) for r in con.execute("SELECT draw_id FROM active_batches").fetchall()}
