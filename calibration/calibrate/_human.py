@@ -9,6 +9,7 @@ section's model plus the reasons for whatever it could not compute.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -16,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from calibration.active import ActiveData, ActiveFigures, active_residuals_and_gap
 from calibration.calibrate._load import CalibrationData, first_judgement, isin
 from calibration.calibrate._model import (
     DesignNote,
@@ -36,6 +38,7 @@ from calibration.stats import (
     human_scores,
     krippendorff_alpha,
     level_for_scale,
+    provenance_note,
     residuals_and_gap,
 )
 
@@ -76,9 +79,82 @@ def analysis_set(data: CalibrationData, opts: ReportOptions | None = None) -> tu
                 weighted=bool(not np.allclose(w, w[0])),
                 n_in_design=int(inside.sum()),
                 n_left_out=int((~inside).sum()),
+                **_active_note(data),
             )
     return frame.sort_values("answer_id").reset_index(drop=True), note
 
+
+
+def _active_note(data: CalibrationData) -> dict[str, Any]:
+    """The design note's words for an active design (nothing for a stratified one)."""
+    act = data.active
+    if act is None:
+        return {}
+    p = act.params
+    spend = "O'Brien-Fleming-type" if p["spending"] == "obf" else "Pocock-type"
+    return {
+        "estimator": "active AIPW",
+        "interval": f"repeated {float(p['level']):.0%} confidence intervals of an {spend} alpha-spending plan",
+        "active": (f"{act.looks} labelled batch(es) of {act.batches}, target ±{float(p['target_half_width']):g} pp on "
+                   f"the gap, {'tasks' if p['paired'] else 'answers'} drawn one by one with probabilities that "
+                   "grow with the judge's uncertainty"),
+    }
+
+
+def active_figures_from(
+    act: ActiveData,
+    human: np.ndarray,
+    *,
+    scale: ResidualScale,
+    rater_level: pd.DataFrame,
+    own: str | None,
+    interval: str,
+    critical: list[float] | None = None,
+) -> ActiveFigures:
+    """:func:`calibration.active.active_residuals_and_gap` under the design's own plan."""
+    p = act.params
+    return active_residuals_and_gap(
+        act.draws, human, scale=scale, own_family=own, target_half_width=float(p["target_half_width"]),
+        critical=critical, rater_level=rater_level, interval=interval,  # type: ignore[arg-type]
+        level=float(p["level"]), spending=p["spending"], margin=float(p["margin"]),
+    )
+
+
+def _active_section(
+    data: CalibrationData, scale: ResidualScale, opts: ReportOptions
+) -> tuple[ResidualSection | None, list[str]]:
+    """Residuals and the gap from the active design's batches (the AIPW estimator, repeated intervals)."""
+    act = data.active
+    assert act is not None
+    ids = act.draws.answer_id
+
+    def humans(column: str) -> tuple[np.ndarray, pd.DataFrame]:
+        ratings = _ratings(data, list(ids), column, opts)
+        hs = human_scores(ratings, rule=opts.collapse, score_col="score")
+        return hs.scores.reindex(ids).to_numpy(dtype=float), hs.ratings
+
+    own = data.judge_family
+    common: dict[str, Any] = {"interval": opts.interval}
+    human, raters = humans("pass")
+    figures = active_figures_from(act, human, scale="pass", rater_level=raters, own=own, **common)
+    if scale == "score":
+        human, raters = humans("overall")
+        critical = [float(c) for c in figures.looks["critical"]]
+        figures = active_figures_from(act, human, scale="score", rater_level=raters, own=own, critical=critical,
+                                      **common)
+    families = {fam: FamilyResidual.from_estimate(fam, est) for fam, est in figures.families.items()}
+    gap = None
+    reason = _no_gap_reason(own, sorted(families))
+    if figures.gap is not None and reason is None:
+        extra = dict(figures.gap.extra)
+        if data.provenance and own is not None:
+            note = provenance_note(data.provenance, judge_family=own)
+            extra |= {"bound": note.bound, "bound_reason": note.reason}
+        gap = SelfPreferenceGap.from_estimate(dataclasses.replace(figures.gap, extra=extra))
+    units = next(iter(families.values())).units
+    n = int(np.isfinite(human).sum())
+    return ResidualSection(scale, units, families, gap, reason, n), [f"self-preference gap ({scale}): {reason}"] \
+        if reason else []
 
 
 def _ratings(data: CalibrationData, ids: Sequence[str], column: str, opts: ReportOptions) -> pd.DataFrame:
@@ -113,6 +189,8 @@ def residual_section(
         judge_col, label_col = "value", "overall"
     else:
         judge_col, label_col = "pass", "pass"
+    if data.active is not None:
+        return _active_section(data, scale, opts)
     frame = analysis[analysis[judge_col].notna()]
     ratings = _ratings(data, list(frame["answer_id"]), label_col, opts)
     frame = frame[isin(frame["answer_id"], ratings["answer_id"])].reset_index(drop=True)

@@ -7,6 +7,7 @@ of the :class:`CalibrationData` it returns.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from calibration.active import ActiveData, load_active
 from calibration.calibrate._model import HumanScoreRule, LabelSummary
 from calibration.spec import recorded_provenance
 from labeler.errors import InputError
@@ -53,6 +55,8 @@ class CalibrationData:
         n_errors: Planned calls of the run that failed with no reply (not scores).
         adjudicated: The current adjudicated label of each adjudicated answer, in the columns
             of ``labels`` (``rater_id`` is the admin's, ``source`` is ``adjudicated``).
+        active: The active design the labels came from, when its plan used this run and it has a
+            labelled batch (then ``design`` holds its answers' chance of ever being drawn).
     """
 
     run: dict[str, Any]
@@ -68,6 +72,7 @@ class CalibrationData:
     label_summary: LabelSummary
     n_errors: int
     adjudicated: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_LABEL_COLUMNS))
+    active: ActiveData | None = None
 
     @property
     def run_id(self) -> str:
@@ -175,7 +180,19 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
     )
 
     judge_format = _choose_format(point, rubric)
-    design_id, design = _choose_design(store.label_design_items(), set(labels["answer_id"]))
+    active = _active_design(store, run_id)
+    if active is not None:
+        chance = active.ever_drawn()
+        design_id: str | None = active.design_id
+        design: pd.DataFrame | None = pd.DataFrame({
+            "answer_id": chance.index, "weight": 1.0 / chance.to_numpy(), "inclusion_prob": chance.to_numpy(),
+            "stratum": None,
+        })
+    else:
+        items = store.label_design_items()
+        # An active design's batches are designs too, but their weights alone mean nothing.
+        items = items[~isin(items["design_id"], store.active_draw_ids())]
+        design_id, design = _choose_design(items, set(labels["answer_id"]))
     records = _provenance_records(store, run, rubric, point, labels)
     return CalibrationData(
         run=run,
@@ -191,6 +208,7 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         label_summary=summary,
         n_errors=n_errors,
         adjudicated=adjudicated,
+        active=active,
     )
 
 
@@ -262,6 +280,15 @@ def _choose_format(point: pd.DataFrame, rubric: Rubric) -> str | None:
         if preferred in counts.index:
             return str(preferred)
     return str(counts.index[0])
+
+
+def _active_design(store: Store, run_id: str) -> ActiveData | None:
+    """The newest active design planned on this run, once a batch of it is labelled."""
+    designs = store.active_designs()
+    for design_id, params in zip(designs["design_id"], designs["params"], strict=True):
+        if json.loads(params).get("run_id") == run_id:
+            return load_active(store, str(design_id))
+    return None
 
 
 def _choose_design(items: pd.DataFrame, labelled: set[str]) -> tuple[str | None, pd.DataFrame | None]:

@@ -124,15 +124,29 @@ class DesignNote:
         weighted: Whether its weights differ between answers (equal weights change nothing).
         n_in_design: Labelled, judged answers inside the design (the ones analysed).
         n_left_out: Labelled, judged answers outside it, left out of the weighted analysis.
+        estimator: The estimator of the residuals and the gap.
+        interval: Their interval.
+        active: For an active design, its batches and target in words (``None`` otherwise).
     """
 
     design_id: str
     weighted: bool
     n_in_design: int
     n_left_out: int
+    estimator: str = "Hajek mean weighted by 1/inclusion probability"
+    interval: str = "t interval of the linearised stratified variance"
+    active: str | None = None
 
     def text(self) -> str:
         """One sentence for the report."""
+        if self.active is not None:
+            return (
+                f"Labels come from active design {self.design_id!r} ({self.active}): the residuals and the "
+                f"self-preference gap are {self.estimator} estimates (the judge on the whole pool, corrected by "
+                f"inverse-probability-weighted human labels) with {self.interval}, valid however often the team "
+                "looked and wherever it stopped; kappa and the prediction-powered rows weight each labelled answer "
+                "by one over its chance of being drawn in some batch."
+            )
         how = (
             "every mean is a Hajek mean weighted by 1/inclusion probability, so a sample "
             "stratified by judge score stays unbiased"
