@@ -331,13 +331,14 @@ def _draw(
                       prior_labels=params["prior_labels"])
     gen = np.random.default_rng([int(params.get("seed", seed)), seed, batch])
     drawn = (gen.random(pool.n_units) < plan.prob) | plan.known
-    new_units = np.flatnonzero(drawn & ~plan.known)
-    overlap_units = set(gen.permutation(new_units)[: round(params["overlap"] * new_units.size)].tolist())
     wanted = drawn[pool.unit] & ~plan.known[pool.unit] & ~np.isfinite(seen)
+    # The overlap is drawn by task: a task's answers go to the same rater(s) (plan_assignments).
+    new_tasks = np.unique(pool.task[wanted])
+    overlap_tasks = gen.permutation(new_tasks)[: round(params["overlap"] * new_tasks.size)]
     assigned = _assigned_answers(store, pool.answer_id[wanted])
     rows = np.flatnonzero(wanted & ~np.isin(pool.answer_id, list(assigned)))
     prob = plan.prob[pool.unit[rows]]
-    is_overlap = np.isin(pool.unit[rows], list(overlap_units))
+    is_overlap = np.isin(pool.task[rows], overlap_tasks)
     items = pd.DataFrame({
         "answer_id": pool.answer_id[rows], "task_id": pool.task_id[pool.task[rows]], "family": pool.family[rows],
         "stratum": f"active batch {batch}", "inclusion_prob": prob, "weight": 1.0 / prob,

@@ -229,18 +229,29 @@ def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str
         _print_batch(batch, applied)
 
 
+def _finite(x: Any) -> Any:
+    """``x`` with every non-finite float (an infinite critical value, say) as ``None``."""
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
 def _status_payload(status: ActiveStatus) -> dict[str, Any]:
     looks = status.looks.astype(object).where(status.looks.notna(), None).to_dict(orient="records")
     gap = None
     if status.figures is not None and status.figures.gap is not None:
         gap = status.figures.gap.to_dict()
-    return {
+    return _finite({
         "design_id": status.design_id, "state": status.state, "message": status.message,
         "target_half_width": status.target_half_width, "labels_collected": status.labels_collected,
         "labels_needed": None if not math.isfinite(status.labels_needed) else status.labels_needed,
         "hours_needed": None if not math.isfinite(status.hours_needed) else round(status.hours_needed, 2),
         "looks": looks, "gap": gap, "params": status.params,
-    }
+    })
 
 
 @click.command("design")

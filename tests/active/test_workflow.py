@@ -1,0 +1,176 @@
+"""Active designs over a project database: storage, batches, queues, status, CLI and the report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from calibration.active import active_status, apply_active_batch, draw_active_batch
+from calibration.calibrate import calibrate
+from judgelab.cli import main
+from labeler.errors import InputError
+from labeler.store import Store
+from tests.test_design import _fill, simulate_pool
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A judged pool of 300 tasks (two families), four raters and an admin; copied per test."""
+    path = tmp_path_factory.mktemp("active") / "template.duckdb"
+    store = Store(path)
+    pool = simulate_pool(300, seed=3)
+    # A 1-5 judge score that carries its doubt: 4 and 2 sit next to the pass boundary.
+    gen = np.random.default_rng(0)
+    pool["judge_score"] = np.where(pool["judge_pass"] == 1, np.where(gen.random(len(pool)) < 0.5, 5, 4),
+                                   np.where(gen.random(len(pool)) < 0.5, 1, 2))
+    _fill(store, pool, raters=4)
+    store.release()
+    pool.to_csv(path.with_suffix(".csv"), index=False)
+    return path
+
+
+@pytest.fixture
+def store(template: Path, tmp_path: Path) -> Store:
+    path = tmp_path / "active.duckdb"
+    shutil.copyfile(template, path)
+    return Store(path)
+
+
+@pytest.fixture
+def truth(template: Path) -> pd.Series:
+    return pd.read_csv(template.with_suffix(".csv")).set_index("answer_id")["truth"]
+
+
+def label_everything(store: Store, truth: pd.Series) -> int:
+    """Every open score assignment gets its rater's label (the human truth, on 1-5)."""
+    rows = store.query(
+        "SELECT a.assignment_id, a.rater_id, a.answer_id FROM assignments a WHERE a.kind = 'score'"
+        " AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.assignment_id = a.assignment_id)"
+    )
+    for r in rows.itertuples():
+        score = 5.0 if truth[r.answer_id] else 2.0
+        store.add_label(int(r.rater_id), int(r.assignment_id), overall=score, criteria={"helpful": score})
+    return len(rows)
+
+
+def test_a_batch_stores_its_probabilities_with_the_floor_and_the_batch_size(store: Store) -> None:
+    batch = draw_active_batch(store, target_half_width=12.0, overlap=0.2, seed=1)
+    apply_active_batch(store, batch, 4)
+    params, batches, draws = store.active_design(batch.design_id)
+    assert params["target_half_width"] == 12.0 and list(batches["batch"]) == [1]
+    assert len(draws) == 600 and set(draws["batch"]) == {1}
+    free = draws[~draws["known"]]
+    # Answers are the units here: the probabilities add up to the batch's expected labels.
+    assert free["inclusion_prob"].sum() == pytest.approx(batches["expected_labels"].iloc[0])
+    assert free["inclusion_prob"].min() >= batch.plan.floor - 1e-12
+    assert free["inclusion_prob"].min() < free["inclusion_prob"].max()  # the judge's doubt shows
+    near = free["judge_score"].isin([2, 4])
+    assert free.loc[near, "inclusion_prob"].mean() > free.loc[~near, "inclusion_prob"].mean()
+    items = store.design_items(batch.draw_id)
+    assert set(items["answer_id"]) == set(draws.loc[draws["drawn"], "answer_id"])
+    assert np.allclose(items["weight"], 1 / items["inclusion_prob"])
+
+
+def test_the_batch_keeps_every_queue_guarantee(store: Store) -> None:
+    batch = draw_active_batch(store, target_half_width=12.0, overlap=0.2, seed=2)
+    made = apply_active_batch(store, batch, 4)
+    rows = store.design_assignments(batch.draw_id)
+    assert len(rows) == len(made) == int(batch.items["n_raters"].sum())
+    # Exactly k: each answer has its n_raters distinct raters, no more.
+    per_answer = rows.groupby("answer_id")["rater_id"].nunique()
+    wanted = batch.items.set_index("answer_id")["n_raters"]
+    assert (per_answer.reindex(wanted.index) == wanted).all()
+    # Balanced families per rater: each family's answers spread over the raters within one (the
+    # batch itself need not hold the families equally: it follows the judge's doubt).
+    counts = rows.groupby(["rater", "family"]).size().unstack(fill_value=0)
+    assert (counts.max() - counts.min() <= 1).all()
+    # Spread: a rater never gets two answers of one task back to back.
+    for _, queue in rows.sort_values("queue_pos").groupby("rater_id"):
+        tasks = queue["task_id"].tolist()
+        assert all(a != b for a, b in zip(tasks, tasks[1:], strict=False))
+    assert "boss" not in set(rows["rater"])
+
+
+def test_batches_wait_for_labels_then_learn_from_them_and_stop_at_the_target(store: Store, truth: pd.Series) -> None:
+    first = draw_active_batch(store, target_half_width=12.0, seed=3)
+    apply_active_batch(store, first, 4)
+    status = active_status(store)
+    assert status is not None and status.state == "labelling" and status.figures is None
+    with pytest.raises(InputError, match="Batch 1"):
+        draw_active_batch(store, seed=3)
+    assert label_everything(store, truth) == first.n_new
+    status = active_status(store)
+    assert status is not None and status.state in ("ready", "reached")
+    assert len(status.looks) == 1 and status.labels_collected == first.n_new
+    for _ in range(6):
+        if status.state != "ready":
+            break
+        assert status.labels_needed > 0 and "Draw the next batch" in status.message
+        nxt = draw_active_batch(store, seed=3)
+        assert nxt.plan.prediction.n_labelled >= first.n_new  # recomputed from the labels so far
+        assert not np.allclose(nxt.plan.prediction.pred_pass, first.plan.prediction.pred_pass)
+        apply_active_batch(store, nxt, 4)
+        label_everything(store, truth)
+        status = active_status(store)
+        assert status is not None
+    assert status.state == "reached" and status.reached
+    assert "Target reached" in status.message and "may stop" in status.message
+    assert status.looks["reached"].iloc[-1] and status.figures is not None and status.figures.gap is not None
+    assert status.figures.gap.half_width <= 12.0
+    with pytest.raises(InputError, match="Target reached"):
+        draw_active_batch(store, seed=3)
+    # The report names the estimator and the interval it used.
+    report = calibrate(store)
+    assert report.design is not None and report.design.active is not None
+    assert "active AIPW" in report.design.text() and "alpha-spending" in report.design.text()
+    gap = report.residuals["pass"].gap
+    assert gap is not None and gap.interval.startswith("repeated CI")
+    assert gap.estimate == pytest.approx(status.figures.gap.estimate)
+
+
+def test_simulated_raters_get_no_active_batch(store: Store) -> None:
+    store.add_rater("bot", simulated=True)
+    batch = draw_active_batch(store, target_half_width=12.0, seed=4)
+    with pytest.raises(InputError, match="simulated"):
+        apply_active_batch(store, batch, ["rater0", "bot"])
+    assert store.active_designs().empty
+
+
+def test_a_new_design_needs_a_target(store: Store) -> None:
+    with pytest.raises(InputError, match="target"):
+        draw_active_batch(store, seed=0)
+
+
+# -- the command line ------------------------------------------------------------------------------
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["design", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_cli_draws_applies_reports_and_refuses_while_labelling(store: Store, truth: pd.Series) -> None:
+    db = str(store.path)
+    store.release()
+    code, out, _ = run("--db", db, "--active", "--target-half-width", "12")
+    assert code == 0 and "Next batch 1" in out and "Not applied" in out
+    code, out, _ = run("--db", db, "--active", "--target-half-width", "12", "--apply", "--overlap", "0")
+    assert code == 0 and "Active design" in out and "Applied:" in out and "alpha-spending" in out
+    code, out, err = run("--db", db, "--active", "--apply")
+    assert code == 2 and "Batch 1" in err and "finish labelling" in err
+    label_everything(Store(db), truth)
+    code, out, _ = run("--db", db, "--active", "--json")
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["status"]["state"] in ("ready", "reached")
+    assert payload["status"]["looks"][0]["look"] == 1
+    if payload["status"]["state"] == "ready":
+        assert payload["batch"]["batch"] == 2
+    code, out, err = run("--db", db, "--active", "--n", "5")
+    assert code == 2 and "--active takes" in err
