@@ -1,0 +1,95 @@
+"""Active labelling on the admin pages and the rater's queue, under AppTest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from calibration.active import active_status, apply_active_batch, draw_active_batch
+from labeler.store import Store
+from labeler.store._judgements import JudgementRecord
+from tests.app.conftest import FAMILIES, RUBRIC, Pool, build_pool
+from tests.app.test_rate import assert_blind, open_app
+
+PAGES = Path(__file__).resolve().parents[2] / "judgelab" / "views"
+
+
+@pytest.fixture
+def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Pool, dict[str, str]]:
+    """A blinded pool of 40 tasks judged on 1-5 (the judge's family first), a rater and an admin."""
+    pool = build_pool(tmp_path / "active.duckdb", n_tasks=40)
+    store = pool.store
+    gen = np.random.default_rng(0)
+    store.start_judge_run("r1", judge_kind="fake", model="judge-m", family=FAMILIES[0], rubric_id=RUBRIC.rubric_id,
+                          rubric_version=RUBRIC.version)
+    scores = gen.integers(1, 6, len(pool.originals)).astype(float)
+    store.add_judgements([
+        JudgementRecord(run_id="r1", call_id=f"c{i}", cache_key=f"k{i}", kind="pointwise", format="likert5",
+                        task_id=a.split("-")[1], answer_id=a, value=s, passed=bool(s >= 4))
+        for i, (a, s) in enumerate(zip(pool.originals, scores, strict=True))
+    ])
+    _, admin = store.add_rater("boss", role="admin")
+    _, ann = store.add_rater("ann")
+    monkeypatch.setenv("JUDGELAB_DB", str(pool.path))
+    return pool, {"admin": admin, "ann": ann}
+
+
+def page(name: str, token: str) -> AppTest:
+    at = AppTest.from_file(str(PAGES / name), default_timeout=60)
+    at.query_params["t"] = token
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def label_all(store: Store) -> None:
+    rows = store.query("SELECT assignment_id, rater_id FROM assignments a WHERE kind = 'score' AND NOT EXISTS"
+                       " (SELECT 1 FROM labels l WHERE l.assignment_id = a.assignment_id)")
+    gen = np.random.default_rng(1)
+    for r in rows.itertuples():
+        score = float(gen.integers(1, 6))
+        store.add_label(int(r.rater_id), int(r.assignment_id), overall=score,
+                        criteria={c.criterion_id: score for c in RUBRIC.criteria})
+
+
+def test_the_admin_starts_active_labelling_and_the_overview_follows_it(served: tuple[Pool, dict[str, str]]) -> None:
+    pool, tokens = served
+    at = page("admin_assignments.py", tokens["admin"])
+    at.number_input(key="active_target").set_value(40.0)
+    at.multiselect(key="active_raters").set_value(["ann"])
+    at.button(key="active_draw").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("Batch 1 of design" in c.value for c in at.caption)
+    at.button(key="active_apply").click().run()
+    assert any("assignments made for batch 1" in s.value for s in at.success)
+
+    overview = page("admin_overview.py", tokens["admin"])
+    assert any(h.value == "Active labelling" for h in overview.subheader)
+    assert any("Batch 1" in i.value and "appears when the batch is complete" in i.value for i in overview.info)
+
+    label_all(pool.store)
+    for _ in range(5):  # label batch after batch until the page says the team may stop
+        overview = page("admin_overview.py", tokens["admin"])
+        status = active_status(pool.store)
+        assert status is not None
+        if status.state != "ready":
+            break
+        assert any("Draw the next batch" in i.value for i in overview.info)
+        apply_active_batch(pool.store, draw_active_batch(pool.store, seed=1), ["ann"])
+        label_all(pool.store)
+    assert overview.get("vega_lite_chart"), "the gap's interval chart is missing"
+    if status.state == "reached":
+        assert any("Target reached" in s.value and "may stop" in s.value for s in overview.success)
+    else:
+        assert any(status.message == w.value for w in overview.warning)
+
+
+def test_an_active_batch_reaches_the_rater_blind(served: tuple[Pool, dict[str, str]]) -> None:
+    pool, tokens = served
+    batch = draw_active_batch(pool.store, target_half_width=40.0, seed=0)
+    apply_active_batch(pool.store, batch, ["ann"])
+    at = open_app(tokens["ann"], "rate.py")
+    assert_blind(at, pool)
