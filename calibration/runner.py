@@ -11,12 +11,16 @@ the project database and to a JSONL evidence file as it arrives:
   inside one plan are made once.
 * **Resume.** A run has a ``run_id`` and the hash of its plan. Running the same plan again
   continues the newest unfinished run of that plan (or the run named by ``resume``) and
-  re-issues none of the calls that already have a reply. Results are written in small
-  batches, each one transaction, at least every ``flush_interval`` seconds, so a killed run
-  loses at most the calls in flight and the last fraction of a second of replies.
+  re-issues none of the calls that already have a reply.
+* **Never paid twice.** Every result is appended to a write-ahead journal
+  (:mod:`calibration.journal`) the moment it arrives, before it waits for its database batch
+  (one transaction at least every ``flush_interval`` seconds). A killed run's journal is
+  replayed by the next run on the database before it decides what to send, so a killed run
+  re-sends at most the calls that were in flight when it died.
 * **Failures.** A :class:`~labeler.errors.JudgeError` (the back-end gave up after its
-  retries) is recorded as a failed call with its reason: never dropped, never a score. The
-  run stays unfinished, so running it again retries exactly the failed calls.
+  retries, an undecodable reply included) is recorded as a failed call with its reason: never
+  dropped, never a score. The run goes on; it stays unfinished, so running it again retries
+  exactly the failed calls.
 * **Batches.** With ``batch=True`` every uncached call is submitted as one Message Batch
   through the judge's batch methods, polled and collected; the records are the same.
 
@@ -53,6 +57,7 @@ from rich.progress import (
 from rich.text import Text
 
 from calibration.formats import build_call, passed_for
+from calibration.journal import Journal, recover
 from calibration.judges._base import Failure, Format, Judge, JudgeCall, Judgement, Kind
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
@@ -501,7 +506,9 @@ def _progress(enabled: bool) -> Progress:
 class _Sink:
     """Buffers results and writes them in small batches (one transaction each).
 
-    Also appends each batch to the evidence file, so the file grows as the run does.
+    Each result is written ahead to the journal as it is put (before it is buffered), and its
+    journal entry is marked done when its batch commits. Each batch is also appended to the
+    evidence file, so the file grows as the run does.
     """
 
     def __init__(
@@ -514,8 +521,10 @@ class _Sink:
         flush_interval: float,
         flush_size: int,
         on_write: Callable[[Sequence[JudgementRecord]], None],
+        journal: Journal | None = None,
     ) -> None:
         self.store = store
+        self.journal = journal
         self.evidence = evidence
         self.model = model
         self.judge_family = judge_family
@@ -523,11 +532,16 @@ class _Sink:
         self.flush_size = flush_size
         self.on_write = on_write
         self.buffer: list[JudgementRecord] = []
+        self.seqs: list[int] = []
         self.first_buffered = 0.0
         self.written = 0
         self._inflight: set[asyncio.Future[None]] = set()
 
     async def put(self, records: Iterable[JudgementRecord]) -> None:
+        records = list(records)
+        if self.journal is not None:
+            # Durable first: from here on a kill cannot make anyone pay for these again.
+            self.seqs += self.journal.append(records)
         for record in records:
             if not self.buffer:
                 self.first_buffered = time.monotonic()
@@ -541,8 +555,9 @@ class _Sink:
         if not self.buffer:
             return
         batch, self.buffer = self.buffer, []
+        seqs, self.seqs = self.seqs, []
         # DuckDB calls block; run them off the event loop so in-flight requests keep moving.
-        write = asyncio.ensure_future(asyncio.to_thread(self._write, batch))
+        write = asyncio.ensure_future(asyncio.to_thread(self._write, batch, seqs))
         self._inflight.add(write)
         write.add_done_callback(self._inflight.discard)
         # Shielded: cancelling the caller (the ticker, at the end of a run) does not stop the
@@ -554,8 +569,15 @@ class _Sink:
         while self._inflight:
             await asyncio.gather(*list(self._inflight))
 
-    def _write(self, batch: list[JudgementRecord]) -> None:
+    def close_journal(self) -> None:
+        """Release the journal (deleted when every entry reached the database)."""
+        if self.journal is not None:
+            self.journal.close()
+
+    def _write(self, batch: list[JudgementRecord], seqs: list[int]) -> None:
         self.store.add_judgements(batch)
+        if self.journal is not None:
+            self.journal.done(seqs)
         if self.evidence is not None:
             with self.evidence.open("a", encoding="utf-8") as fh:
                 for record in batch:
@@ -668,6 +690,9 @@ async def arun_plan(
     evidence_path = Path(evidence) if evidence is not None else None
     # Set-up reads and writes share one unit of work (one open of the file, not four).
     with store.connection():
+        # Results a killed execution had received but not yet committed go in first, so
+        # that nothing it paid for is asked again.
+        recover(store)
         rid, resumed = _resolve_run(store, phash, resume, run_id)
         store.start_judge_run(
             rid,
@@ -708,6 +733,7 @@ async def arun_plan(
         flush_interval=flush_interval,
         flush_size=flush_size,
         on_write=on_write,
+        journal=Journal.open(store, rid),
     )
     with bar:
         ticker = asyncio.create_task(sink.ticker())
@@ -723,8 +749,11 @@ async def arun_plan(
             ticker.cancel()
             # Whatever finished is written even when the run is failing or cancelled, and a
             # write the cancelled ticker started is waited for before the run is counted.
-            await sink.flush()
-            await sink.drain()
+            try:
+                await sink.flush()
+                await sink.drain()
+            finally:
+                sink.close_journal()
     with store.connection():
         counts = store.run_counts(rid)
         finished = counts["answered_or_failed"] - counts["errors"] >= len(plan)

@@ -53,12 +53,20 @@ _PREFIX = "anthropic-ratelimit-"
 
 # The AIMD window never shrinks below this many attempts in flight.
 _MIN_WINDOW = 1.0
+# Before any reply has said what the limits are, at most this many attempts go out at once
+# (slow start): a cold burst of the full concurrency would meet a small limit with a storm.
+_INITIAL_WINDOW = 4.0
 # Multiplicative decrease on a 429 or 529, at most once per this many seconds (one congestion
 # event usually answers several attempts at once; they are one signal, not several).
 _DECREASE = 0.5
 _DECREASE_GAP = 0.5
-# Permits held back from the provider's stated remaining budget, for the requests already on
-# their way that the provider has not counted yet (network and clock jitter).
+# Budget held back from what the provider states remains: half a second's refill (at most
+# half the bucket), and at least one request. A request is counted when it reaches the
+# provider, which can be a while after it was sent (a queue on the way, a busy server);
+# meanwhile the provider's bucket may sit full and waste its refill. The reserve leaves room
+# for that and costs only burst, not throughput: paced at the refill rate, the bucket's level
+# does not matter.
+_RESERVE_SECONDS = 0.5
 _RESERVE_REQUESTS = 1.0
 
 
@@ -216,16 +224,21 @@ def request_tokens(body: Mapping[str, Any] | None) -> int:
 class _Bucket:
     """A client-side mirror of one of the provider's token buckets (requests or tokens).
 
-    ``rate`` (per second) comes from the stated per-minute limit. ``level`` is what the
-    provider would have left now; it is re-synchronised from every reply's ``remaining``
-    (see :meth:`RateGovernor.observe`) and spent by every attempt sent.
+    ``rate`` (per second) and ``cap`` (the bucket's size) come from the headers. The mirror's
+    ``level`` refills at ``rate`` up to ``cap`` and is spent by every attempt this client sends
+    (at send time, the earliest the provider can count it). Replies only ever *lower* it: each
+    says what remained, and the requests this client has in flight that were sent after the
+    one it answers may not be counted in it yet, so ``remaining - those`` is a ceiling on what
+    is left. Taking the lowest reading errs low by about the requests in flight whichever way
+    the provider counts (at admission or when it replies, and whatever order replies arrive
+    in), which costs burst room, not throughput: paced at the refill rate, the provider's
+    bucket never runs dry, and another client spending the same budget shows up at once.
     """
 
     rate: float = 0.0
     cap: float = 0.0
     level: float = 0.0
     at: float = 0.0
-    spent: float = 0.0  # cumulative units this client sent, for the resynchronisation
     known: bool = False
 
     def refill(self, now: float) -> None:
@@ -234,17 +247,34 @@ class _Bucket:
         self.at = now
 
     def wait(self, cost: float, reserve: float) -> float:
-        """Seconds until ``cost`` units can be taken keeping ``reserve`` back (0 when now)."""
+        """Seconds until ``cost`` units can be taken keeping a reserve back (0 when now).
+
+        The reserve is ``reserve`` or :data:`_RESERVE_SECONDS` of refill (at most half the
+        bucket), whichever is more.
+        """
         if not self.known or self.rate <= 0:
             return 0.0
+        held = max(reserve, min(_RESERVE_SECONDS * self.rate, self.cap / 2))
         # A cost larger than the whole budget can never fit: let it go at a full bucket.
-        need = min(cost + reserve, self.cap)
+        need = min(cost + held, self.cap)
         return 0.0 if self.level >= need else (need - self.level) / self.rate
 
     def take(self, cost: float) -> None:
-        self.spent += cost
         if self.known:
             self.level -= cost
+
+    def sync(self, limit: float, remaining: float, reset_s: float | None, in_flight_after: float, now: float) -> None:
+        """Learn from a reply: ``remaining`` for its request, ``in_flight_after`` sent since."""
+        self.refill(now)
+        self.rate = limit / 60.0
+        # The provider's bucket size: what ``reset`` says it takes to fill from ``remaining``,
+        # else one minute's worth (the stated limit).
+        cap = remaining + self.rate * reset_s if reset_s is not None else limit
+        self.cap = max(cap, remaining, 1.0)
+        ceiling = min(self.cap, remaining) - in_flight_after
+        self.level = ceiling if not self.known else min(self.level, ceiling)
+        self.at = now
+        self.known = True
 
 
 @dataclass
@@ -268,13 +298,11 @@ class GovernorStats:
     window_min: float = math.inf
 
 
-@dataclass
+@dataclass(frozen=True)
 class Permit:
-    """One attempt's place in the governor: when it was sent and what it was charged."""
+    """One attempt's place in the governor: its send order and the tokens it was charged."""
 
-    sent_at: float
-    requests_after: float  # the requests bucket's cumulative spend after this attempt
-    tokens_after: float  # the tokens bucket's cumulative spend after this attempt
+    seq: int
     tokens: float
 
 
@@ -284,14 +312,17 @@ class RateGovernor:
 
     Three controls, each from a different signal:
 
-    * **Window (AIMD).** At most ``floor(window)`` attempts are in flight. Every success adds
-      ``1 / window`` (about one more per round trip); a 429 or 529 halves it, at most once per
-      half second. It starts at ``ceiling`` (the configured concurrency) and never exceeds it.
+    * **Window (AIMD).** At most ``floor(window)`` attempts are in flight, never more than
+      ``ceiling`` (the configured concurrency). It starts small and, like TCP's slow start,
+      grows by one per success (doubling every round trip) until the first 429 or 529; from
+      then on every success adds ``1 / window`` (about one more per round trip) and a 429 or
+      529 halves it, at most once per half second. Once replies state the rate limits, the
+      pacing below keeps the rate, so the window opens to ``ceiling`` at once.
     * **Pacing.** Once a reply carries ``anthropic-ratelimit-requests-*`` (and ``-tokens-*``)
       headers, attempts are paced to ``limit / 60`` per second with a budget mirrored from
       ``remaining``: an attempt waits until the mirrored budget covers it. Each reply
-      re-synchronises the mirror: ``remaining`` as the provider counted it when it answered,
-      plus what has refilled since that attempt was sent, minus what this client has sent since.
+      re-synchronises the mirror: ``remaining`` as the provider counted it, minus what this
+      client has sent since the request it answers (see :class:`_Bucket`).
     * **Pause.** A 429 with ``retry-after`` stops every new attempt for that long (the limit is
       the organisation's, so every attempt would meet it).
 
@@ -312,14 +343,17 @@ class RateGovernor:
     tokens: _Bucket = field(init=False, default_factory=_Bucket)
     stats: GovernorStats = field(init=False, default_factory=GovernorStats)
     _last_decrease: float = field(init=False, default=-math.inf)
+    _slow_start: bool = field(init=False, default=True)
     _replies: int = field(init=False, default=0)
+    _next: int = field(init=False, default=0)
+    _inflight: dict[int, Permit] = field(init=False, default_factory=dict)
     _waiters: collections.deque[asyncio.Future[None]] = field(init=False, default_factory=collections.deque)
 
     def __post_init__(self) -> None:
-        """Start the window at the ceiling."""
+        """Start the window small (slow start)."""
         if self.ceiling < 1:
             raise ValueError(f"RateGovernor: ceiling must be at least 1; got {self.ceiling!r}")
-        self.window = float(self.ceiling)
+        self.window = min(float(self.ceiling), _INITIAL_WINDOW)
         self.stats.window_min = self.window
 
     # -- decisions (pure given the clock) ------------------------------------------------
@@ -342,65 +376,61 @@ class RateGovernor:
 
     def grant(self, prompt_tokens: float) -> Permit:
         """Charge one attempt to the mirrored budgets (call when :meth:`delay` is 0)."""
-        now = self.clock()
-        cost = prompt_tokens + self.output_tokens
+        permit = Permit(self._next, prompt_tokens + self.output_tokens)
+        self._next += 1
+        self._inflight[permit.seq] = permit
         self.requests.take(1.0)
-        self.tokens.take(cost)
+        self.tokens.take(permit.tokens)
         self.in_flight += 1
         self.stats.attempts += 1
-        return Permit(now, self.requests.spent, self.tokens.spent, cost)
+        return permit
 
     def observe(
         self, permit: Permit, status: int | None, limits: RateLimits, *, output_tokens: int | None = None
     ) -> None:
-        """Learn from one attempt's outcome: its status (``None``: no reply) and headers."""
+        """Learn from one attempt's outcome: its status (``None``: no reply) and headers.
+
+        Each reply can lower the budget mirrors to what it says remains (see :class:`_Bucket`).
+        """
         now = self.clock()
-        self._sync(self.requests, limits.requests_limit, limits.requests_remaining, limits.requests_reset_s,
-                   permit.sent_at, permit.requests_after, now)
-        self._sync(self.tokens, limits.tokens_limit, limits.tokens_remaining, limits.tokens_reset_s,
-                   permit.sent_at, permit.tokens_after, now)
+        self._inflight.pop(permit.seq, None)
+        if limits.requests_limit or limits.tokens_limit:
+            later = [p for seq, p in self._inflight.items() if seq > permit.seq]
+            for bucket, limit, remaining, reset_s, after in (
+                (self.requests, limits.requests_limit, limits.requests_remaining, limits.requests_reset_s,
+                 float(len(later))),
+                (self.tokens, limits.tokens_limit, limits.tokens_remaining, limits.tokens_reset_s,
+                 sum(p.tokens for p in later)),
+            ):
+                if limit is not None and remaining is not None and limit > 0:
+                    bucket.sync(limit, remaining, reset_s, after, now)
+        if self._slow_start and self.requests.known:
+            # The provider states its limits: pacing holds the rate, the window may open.
+            self._slow_start = False
+            self.window = float(self.ceiling)
         if status in (429, 529):
-            if status == 429:
-                self.stats.rate_limited += 1
-                if limits.retry_after_s is not None and limits.retry_after_s > 0:
-                    self.pause_until = max(self.pause_until, now + limits.retry_after_s)
-            else:
-                self.stats.overloaded += 1
-            if now - self._last_decrease >= _DECREASE_GAP:
-                self.window = max(_MIN_WINDOW, self.window * _DECREASE)
-                self._last_decrease = now
-                self.stats.decreases += 1
-                self.stats.window_min = min(self.stats.window_min, self.window)
+            self._slow_down(status, limits, now)
         elif status is not None and 200 <= status < 300:
-            self.window = min(float(self.ceiling), self.window + 1.0 / self.window)
+            grow = 1.0 if self._slow_start else 1.0 / self.window
+            self.window = min(float(self.ceiling), self.window + grow)
             if output_tokens is not None:
                 # Running mean of completion tokens: what the next attempt is charged.
                 self._replies += 1
                 self.output_tokens += (output_tokens - self.output_tokens) / min(self._replies, 50)
 
-    @staticmethod
-    def _sync(
-        bucket: _Bucket,
-        limit: float | None,
-        remaining: float | None,
-        reset_s: float | None,
-        sent_at: float,
-        spent_after: float,
-        now: float,
-    ) -> None:
-        if limit is None or remaining is None or limit <= 0:
-            return
-        bucket.refill(now)
-        bucket.rate = limit / 60.0
-        # The provider's bucket size: what ``reset`` says it takes to fill from ``remaining``,
-        # else one minute's worth (the stated limit).
-        cap = remaining + bucket.rate * reset_s if reset_s is not None else limit
-        bucket.cap = max(cap, remaining, 1.0)
-        since = bucket.spent - spent_after
-        estimate = remaining + bucket.rate * max(now - sent_at, 0.0) - since
-        bucket.level = min(bucket.cap, estimate)
-        bucket.known = True
-        bucket.at = now
+    def _slow_down(self, status: int, limits: RateLimits, now: float) -> None:
+        self._slow_start = False
+        if status == 429:
+            self.stats.rate_limited += 1
+            if limits.retry_after_s is not None and limits.retry_after_s > 0:
+                self.pause_until = max(self.pause_until, now + limits.retry_after_s)
+        else:
+            self.stats.overloaded += 1
+        if now - self._last_decrease >= _DECREASE_GAP:
+            self.window = max(_MIN_WINDOW, self.window * _DECREASE)
+            self._last_decrease = now
+            self.stats.decreases += 1
+            self.stats.window_min = min(self.stats.window_min, self.window)
 
     # -- the async gate ------------------------------------------------------------------
 
