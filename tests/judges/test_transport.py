@@ -166,7 +166,9 @@ def fault_proxy(upstream: str, log: Path, *, rate: float, kinds: tuple[str, ...]
         server.server_close()
 
 
-def _score_all(judge: AnthropicJudge, rubric: Rubric, task: str, answer: str, n: int) -> list[Judgement | BaseException]:
+def _score_all(
+    judge: AnthropicJudge, rubric: Rubric, task: str, answer: str, n: int
+) -> list[Judgement | BaseException]:
     async def main() -> list[Judgement | BaseException]:
         try:
             calls = [judge.score(f"{task} (#{i})", answer, rubric) for i in range(n)]

@@ -1,8 +1,8 @@
-"""A fault-injecting HTTP proxy between the ``anthropic`` SDK and an Anthropic-compatible server.
+r"""A fault-injecting HTTP proxy between the ``anthropic`` SDK and an Anthropic-compatible server.
 
 Run it as its own program, in front of ``judgelab mock-api`` (or any upstream)::
 
-    python -m tests.reliability.fault_proxy --upstream http://127.0.0.1:8787 --rate 0.2 \\
+    python -m tests.reliability.fault_proxy --upstream http://127.0.0.1:8787 --rate 0.2 \
         --log attempts.jsonl
 
 It prints ``fault proxy on http://HOST:PORT -> UPSTREAM`` and serves until SIGINT/SIGTERM. Only
@@ -101,7 +101,9 @@ class Proxy:
             self.log.write(json.dumps(entry) + "\n")
             self.log.flush()
 
-    def forward(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    def forward(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
         """Send the request upstream; its status, headers and body."""
         conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
         try:
@@ -119,7 +121,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 60
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  # the stdlib's name
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the attempt log says everything."""
 
     def do_GET(self) -> None:
@@ -151,7 +153,9 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             self.proxy.record(entry)
 
-    def _answer(self, method: str, headers: dict[str, str], body: bytes, fault: str | None, entry: dict[str, Any]) -> None:
+    def _answer(
+        self, method: str, headers: dict[str, str], body: bytes, fault: str | None, entry: dict[str, Any]
+    ) -> None:
         if fault in ("429", "529", "500"):
             kind = {"429": "rate_limit_error", "529": "overloaded_error", "500": "api_error"}[fault]
             extra = {} if fault == "500" else {"retry-after": f"{self.proxy.retry_after:g}"}
@@ -200,7 +204,7 @@ class _Server(ThreadingHTTPServer):
 
 def read_log(path: Path) -> list[dict[str, Any]]:
     """The attempts a proxy logged (complete lines only)."""
-    out = []
+    out: list[dict[str, Any]] = []
     if not path.exists():
         return out
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -235,8 +239,7 @@ def main(argv: list[str] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    host, port = server.server_address[:2]
-    print(f"fault proxy on http://{host}:{port} -> {args.upstream}", flush=True)
+    print(f"fault proxy on http://127.0.0.1:{server.server_address[1]} -> {args.upstream}", flush=True)
     server.serve_forever(poll_interval=0.05)
     server.server_close()
 

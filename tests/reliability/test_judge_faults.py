@@ -369,7 +369,7 @@ def _kill_and_rerun(work: Path, upstream: str, seed: int) -> str:
     assert len(resent) <= CONCURRENCY, (seed, len(resent))
     late = [b for b in resent if (first_done[b] or killed_at) < killed_at - 0.5]
     assert not late, f"seed {seed}: replies delivered before the kill were paid for again"
-    delivered = sum(1 for b in resent if first_done[b] is not None and first_done[b] <= killed_at)
+    delivered = len([b for b in resent if (first_done[b] or killed_at + 1) <= killed_at])
     return (
         f"seed {seed}: killed after {target}+ replies; {len(attempts)} upstream requests for "
         f"{len(sent)} distinct calls, {len(resent)} re-sent ({delivered} of them delivered by the "
