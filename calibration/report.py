@@ -13,13 +13,14 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import altair as alt
 import pandas as pd
 
+from calibration.numbers import HasInterval, ci, interval, num
 from calibration.stats import Estimate
 
 if TYPE_CHECKING:
@@ -40,18 +41,11 @@ _COLORS = {"PPI": "#1f6f8b", "human only": "#a0a0a0"}
 
 def residual_table(section: ResidualSection) -> pd.DataFrame:
     """One row per family: judge mean, human mean, residual with its interval, answers, tasks."""
-    rows = []
-    for fam, est in section.families.items():
-        rows.append({
-            "family": fam,
-            "judge": est.extra.get("judge_mean"),
-            "human": est.extra.get("human_mean"),
-            "residual": est.estimate,
-            "ci_low": est.ci_low,
-            "ci_high": est.ci_high,
-            "answers": est.extra.get("n_answers"),
-            "tasks": est.n,
-        })
+    rows = [
+        {"family": fam, "judge": r.judge_mean, "human": r.human_mean, "residual": r.estimate, "ci_low": r.ci_low,
+         "ci_high": r.ci_high, "answers": r.n_answers, "tasks": r.n}
+        for fam, r in section.families.items()
+    ]
     return pd.DataFrame(rows, columns=["family", "judge", "human", "residual", "ci_low", "ci_high",
                                        "answers", "tasks"])
 
@@ -70,9 +64,9 @@ def gap_table(report: CalibrationReport) -> pd.DataFrame:
             "ci_high": g.ci_high,
             "tasks": g.n,
             "units": g.units,
-            "upper_bound": g.extra.get("bound") == "upper",
-            "own_family": g.extra.get("own_family"),
-            "other_families": ", ".join(g.extra.get("other_families") or []),
+            "upper_bound": g.upper_bound,
+            "own_family": g.own_family,
+            "other_families": ", ".join(g.other_families),
         })
     return pd.DataFrame(rows, columns=["scale", "gap", "ci_low", "ci_high", "tasks", "units", "upper_bound",
                                        "own_family", "other_families"])
@@ -146,17 +140,15 @@ def probe_gap_table(report: CalibrationReport) -> pd.DataFrame:
     """Pointwise variant gaps: original and variant means, the gap with interval, verdict."""
     rows = []
     for g in report.probes.gaps:
-        x = g.gap.extra
-        variant_mean = x.get("variant_mean", x.get("truncated_mean"))
         rows.append({
             "variant": g.variant,
             "format": g.format,
-            "original": x.get("base_mean"),
-            "variant_mean": variant_mean,
+            "original": g.original_mean,
+            "variant_mean": g.variant_mean,
             "gap": g.gap.estimate,
             "ci_low": g.gap.ci_low,
             "ci_high": g.gap.ci_high,
-            "pairs": x.get("pairs"),
+            "pairs": g.pairs,
             "verdict": g.verdict or "",
             "thresholds": "" if g.thresholds is None else f"warn {g.thresholds[0]:g}, fail {g.thresholds[1]:g}",
         })
@@ -259,22 +251,15 @@ def report_tables(report: CalibrationReport) -> dict[str, pd.DataFrame]:
 # --------------------------------------------------------------------------------------------
 
 
-def _num(value: Any, digits: int = 2, *, signed: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
+def _cell(value: Any, digits: int = 2, *, signed: bool = False) -> str:
+    """One table cell: a float to ``digits`` decimals, a count as is, a flag as yes/no."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, float):
-        return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    if value is None or isinstance(value, float):
+        return num(value, digits, signed=signed)
     return str(value)
-
-
-def _ci(est: Estimate, digits: int = 2, scale: float = 1.0) -> str:
-    if math.isnan(est.ci_low) or math.isnan(est.ci_high):
-        return "no interval"
-    return f"{scale * est.ci_low:+.{digits}f} to {scale * est.ci_high:+.{digits}f}"
 
 
 def _md_table(frame: pd.DataFrame, fmt: Mapping[str, Callable[[Any], str]] | None = None) -> list[str]:
@@ -283,7 +268,7 @@ def _md_table(frame: pd.DataFrame, fmt: Mapping[str, Callable[[Any], str]] | Non
     sep = "|" + "|".join("---" for _ in frame.columns) + "|"
     lines = [header, sep]
     for row in frame.itertuples(index=False):
-        cells = [fmt.get(c, _num)(v) for c, v in zip(frame.columns, row, strict=True)]
+        cells = [fmt.get(c, _cell)(v) for c, v in zip(frame.columns, row, strict=True)]
         lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     return lines
 
@@ -293,16 +278,16 @@ def _interval_cols(
 ) -> pd.DataFrame:
     """Fold ``lo``/``hi`` columns into one interval column (``label``) next to ``est``."""
     out = frame.copy()
-    out[est] = [_num(v, digits, signed=signed) for v in out[est]]
-    cis = []
-    sign = "+" if signed else ""
-    for a, b in zip(out[lo], out[hi], strict=True):
-        ok = a is not None and b is not None and not (math.isnan(float(a)) or math.isnan(float(b)))
-        cis.append(f"{float(a):{sign}.{digits}f} to {float(b):{sign}.{digits}f}" if ok else "no interval")
+    out[est] = [_cell(v, digits, signed=signed) for v in out[est]]
+    cis = [interval(_float(a), _float(b), digits, signed=signed) for a, b in zip(out[lo], out[hi], strict=True)]
     pos = list(out.columns).index(est) + 1
     out = out.drop(columns=[lo, hi])
     out.insert(pos, label, cis)
     return out
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _not_computed(report: CalibrationReport, prefix: str) -> str:
@@ -313,7 +298,15 @@ def _not_computed(report: CalibrationReport, prefix: str) -> str:
 
 def render_markdown(report: CalibrationReport) -> str:
     """The report as a markdown document (simulated-label warning first when it applies)."""
-    pct = round(report.level * 100)
+    lines: list[str] = []
+    for part in (_header_markdown, _labels_markdown, _residual_markdown, _provenance_markdown,
+                 _agreement_markdown, _ppi_markdown, _probe_markdown, _format_markdown, _skipped_markdown):
+        lines += part(report)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _header_markdown(report: CalibrationReport) -> list[str]:
+    """The simulated-label warning, the title, what was judged how, and the notes."""
     lines: list[str] = []
     banner = report.labels.banner()
     if banner:
@@ -323,8 +316,8 @@ def render_markdown(report: CalibrationReport) -> str:
     lines.append(
         f"Judge `{report.judge_model}` (family `{report.judge_family or 'not recorded'}`), rubric "
         f"`{rub['rubric_id']}` v{rub['version']} ({rub['scale']}), judge scores read in "
-        f"`{report.judge_format or 'no pointwise format'}`. All intervals are {pct}%; bootstraps use "
-        f"{report.n_resamples} resamples with seed {report.seed}."
+        f"`{report.judge_format or 'no pointwise format'}`. All intervals are {round(report.level * 100)}%; "
+        f"bootstraps use {report.n_resamples} resamples with seed {report.seed}."
     )
     lines.append("")
     for note in report.notes:
@@ -333,61 +326,72 @@ def render_markdown(report: CalibrationReport) -> str:
         lines.append(f"> **{note}**" if "UPPER BOUND" in note else f"- {note}")
     if len(report.notes) > (1 if banner else 0):
         lines.append("")
+    return lines
 
+
+def _labels_markdown(report: CalibrationReport) -> list[str]:
     lab = report.labels
-    lines += ["## Human labels", ""]
     sources = ", ".join(f"{k} {v}" for k, v in lab.sources.items()) or "none"
-    lines.append(
+    return [
+        "## Human labels",
+        "",
         f"{lab.n_labels} current labels on {lab.n_answers} answers by {lab.n_raters} raters "
         f"(by source: {sources}; {lab.n_simulated_labels} simulated, from {lab.n_simulated_raters} "
         "simulated raters)"
-        + (f"; {lab.n_flagged} flagged unrateable and left out" if lab.n_flagged else "") + "."
-    )
-    lines += ["", report.human_rule_text(), ""]
+        + (f"; {lab.n_flagged} flagged unrateable and left out" if lab.n_flagged else "") + ".",
+        "",
+        report.human_rule_text(),
+        "",
+    ]
 
-    lines += ["## Judge minus human, per family", ""]
+
+_RESIDUAL_TITLES = {"pass": "Pass rate (percentage points)", "score": "Overall score (rubric scale points)"}
+
+
+def _residual_markdown(report: CalibrationReport) -> list[str]:
+    lines = ["## Judge minus human, per family", ""]
     if not report.residuals:
         lines += ["No residuals: see *Not computed* below.", ""]
-    titles = {"pass": "Pass rate (percentage points)", "score": "Overall score (rubric scale points)"}
     for scale, section in report.residuals.items():
         digits = 1 if scale == "pass" else 2
-        lines += [f"### {titles[scale]}", ""]
+        lines += [f"### {_RESIDUAL_TITLES[scale]}", ""]
         table = _interval_cols(residual_table(section), "residual", "ci_low", "ci_high", digits, True)
         names = ("judge %", "human %") if scale == "pass" else ("judge mean", "human mean")
         table = table.rename(columns=dict(zip(("judge", "human"), names, strict=True)))
-        level_fmt: Callable[[Any], str] = functools.partial(_num, digits=digits)
+        level_fmt: Callable[[Any], str] = functools.partial(_cell, digits=digits)
         lines += _md_table(table, dict.fromkeys(names, level_fmt))
-        method = next(iter(section.families.values())).method
-        lines += ["", f"Residual = judge − human, in {section.units}; {method}.", ""]
+        lines += ["", f"Residual = judge − human, in {section.units}; {section.method}.", ""]
         g = section.gap
         if g is not None:
-            bound = " This is an **upper bound** (see the provenance audit)." if g.extra.get("bound") == "upper" else ""
-            others = ", ".join(g.extra.get("other_families") or [])
+            bound = " This is an **upper bound** (see the provenance audit)." if g.upper_bound else ""
             lines += [
-                f"**Self-preference gap** (own family `{g.extra.get('own_family')}` minus `{others}`): "
-                f"**{g.estimate:+.{digits}f} {g.units}** ({pct}% CI {_ci(g, digits)}; n = {g.n} tasks; "
+                f"**Self-preference gap** (own family `{g.own_family}` minus `{', '.join(g.other_families)}`): "
+                f"**{num(g.estimate, digits, signed=True, unit=g.units)}** ({ci(g, digits)}; n = {g.n} tasks; "
                 f"{g.method}).{bound}",
                 "",
             ]
         elif section.gap_reason:
             lines += [f"No self-preference gap: {section.gap_reason}.", ""]
+    return lines
 
-    lines += ["## Provenance audit", ""]
+
+def _provenance_markdown(report: CalibrationReport) -> list[str]:
+    lines = ["## Provenance audit", ""]
     if report.provenance is None:
-        lines += ["Not run: the judge's family is not recorded, so own-family authorship cannot be checked.", ""]
-    else:
-        lines += _md_table(provenance_table(report))
-        verdict = ("The gap is an **upper bound**: " if report.provenance.bound == "upper"
-                   else "No own-family artifact: ")
-        lines += ["", verdict + report.provenance.reason + ".", ""]
+        return [*lines, "Not run: the judge's family is not recorded, so own-family authorship cannot be checked.", ""]
+    lines += _md_table(provenance_table(report))
+    verdict = "The gap is an **upper bound**: " if report.provenance.bound == "upper" else "No own-family artifact: "
+    return [*lines, "", verdict + report.provenance.reason + ".", ""]
 
-    lines += ["## Agreement", "", "### Cohen's kappa, judge vs humans", ""]
+
+def _agreement_markdown(report: CalibrationReport) -> list[str]:
+    lines = ["## Agreement", "", "### Cohen's kappa, judge vs humans", ""]
     kt = kappa_table(report)
     if kt.empty:
         lines += [_not_computed(report, "kappa"), ""]
     else:
         kt = _interval_cols(kt, "kappa", "ci_low", "ci_high", 3, False)
-        lines += _md_table(kt, {"agreement": lambda v: _num(v, 3)})
+        lines += _md_table(kt, {"agreement": lambda v: _cell(v, 3)})
         method = report.kappas[0].result.kappa.method
         lines += ["", f"Human category per answer: the raters' majority (ties to the lower). {method}.", ""]
         for what in dict.fromkeys(k.what for k in report.kappas):
@@ -396,30 +400,27 @@ def render_markdown(report: CalibrationReport) -> str:
     lines += ["### Krippendorff's alpha among raters", ""]
     at = alpha_table(report)
     if at.empty:
-        lines += [_not_computed(report, "Krippendorff"), ""]
-    else:
-        lines += _md_table(_interval_cols(at, "alpha", "ci_low", "ci_high", 3, False))
-        lines += ["", f"{next(iter(report.alphas.values())).method}; units = answers rated by two or more raters.",
-                  ""]
+        return [*lines, _not_computed(report, "Krippendorff"), ""]
+    lines += _md_table(_interval_cols(at, "alpha", "ci_low", "ci_high", 3, False))
+    method = next(iter(report.alphas.values())).method
+    return [*lines, "", f"{method}; units = answers rated by two or more raters.", ""]
 
-    lines += ["## Prediction-powered pass rates", ""]
+
+def _ppi_markdown(report: CalibrationReport) -> list[str]:
+    lines = ["## Prediction-powered pass rates", ""]
     pt = ppi_table(report)
     if pt.empty:
-        lines += [_not_computed(report, "PPI"), ""]
-    else:
-        pt = _interval_cols(pt, "ppi", "ppi_low", "ppi_high", 1, False, "PPI 95% CI")
-        pt = _interval_cols(pt, "human_only", "human_low", "human_high", 1, False, "human-only 95% CI")
-        lines += _md_table(pt, {"lambda": lambda v: _num(v, 2)})
-        lines += ["", f"PPI: {report.ppi[0].ppi.method}. Human only: {report.ppi[0].human_only.method}.", ""]
+        return [*lines, _not_computed(report, "PPI"), ""]
+    pt = _interval_cols(pt, "ppi", "ppi_low", "ppi_high", 1, False, "PPI 95% CI")
+    pt = _interval_cols(pt, "human_only", "human_low", "human_high", 1, False, "human-only 95% CI")
+    lines += _md_table(pt, {"lambda": lambda v: _cell(v, 2)})
+    return [*lines, "", f"PPI: {report.ppi[0].ppi.method}. Human only: {report.ppi[0].human_only.method}.", ""]
 
-    lines += _probe_markdown(report)
-    lines += _format_markdown(report)
 
-    if report.skipped:
-        lines += ["## Not computed", ""]
-        lines += [f"- {s}" for s in report.skipped]
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+def _skipped_markdown(report: CalibrationReport) -> list[str]:
+    if not report.skipped:
+        return []
+    return ["## Not computed", "", *[f"- {s}" for s in report.skipped], ""]
 
 
 def _probe_markdown(report: CalibrationReport) -> list[str]:
@@ -444,8 +445,7 @@ def _probe_markdown(report: CalibrationReport) -> list[str]:
             {"gap": "truncation", "before": cmp.truncation_before, "after": cmp.truncation_after,
              "fall": cmp.truncation_fall, "fall 95% CI": cmp.truncation_fall_ci},
         ])
-        lines += _md_table(frame, {"fall 95% CI": lambda v: "no interval" if math.isnan(v[0])
-                                   else f"{v[0]:+.2f} to {v[1]:+.2f}"})
+        lines += _md_table(frame, {"fall 95% CI": lambda v: interval(v[0], v[1])})
         lines += ["", f"**Verdict: {cmp.verdict}.** {cmp.explanation}", ""]
     if probes.position:
         lines += ["### Position (order-swapped comparisons)", ""]
@@ -472,7 +472,7 @@ def _format_markdown(report: CalibrationReport) -> list[str]:
         return [*lines, _not_computed(report, "format"), ""]
     full = format_table(report)
     structure = full[["format", "scored", "prompts", "distinct", "D1", "D2", "tie_probability", "top_tied_share"]]
-    lines += _md_table(structure, {"tie_probability": lambda v: _num(v, 3)})
+    lines += _md_table(structure, {"tie_probability": lambda v: _cell(v, 3)})
     lines.append("")
     agreement = full[["format"]].copy()
     for name in _FORMAT_AGREEMENT:
@@ -535,7 +535,7 @@ def _interval_chart(
     return alt.layer(*layers).properties(title=title, width=_WIDTH, height=max(40, 22 * int(rows)))
 
 
-def _est_rows(items: list[tuple[str, Estimate]], scale: float = 1.0, **extra: Any) -> pd.DataFrame:
+def _est_rows(items: Sequence[tuple[str, HasInterval]], scale: float = 1.0, **extra: Any) -> pd.DataFrame:
     return pd.DataFrame([
         {"label": label, "estimate": scale * e.estimate, "ci_low": scale * e.ci_low, "ci_high": scale * e.ci_high,
          "n": e.n, **extra}
@@ -563,7 +563,7 @@ def report_charts(report: CalibrationReport) -> dict[str, AnyChart]:
     gaps: list[AnyChart] = []
     for scale, section in report.residuals.items():
         if section.gap is not None:
-            bound = " (upper bound)" if section.gap.extra.get("bound") == "upper" else ""
+            bound = " (upper bound)" if section.gap.upper_bound else ""
             label = f"{scale}: {section.gap.units}{bound}"
             gaps.append(_interval_chart(_est_rows([(label, section.gap)]), y="label",
                                         title=f"Self-preference gap, {scale}", x_title=section.gap.units))

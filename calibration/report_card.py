@@ -21,10 +21,12 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from calibration.numbers import MISSING, ci, interval, num, pct
 from calibration.probes import Analysis, BiasResult
 from calibration.probes.byline import NOT_SELF_PREFERENCE
 from calibration.probes.length import TRUNCATION_RULE
 from calibration.stats import THRESHOLDS, Estimate
+from labeler.scales import format_range
 
 __all__ = [
     "TITLE",
@@ -41,31 +43,18 @@ TITLE = "LLM-as-judge bias report card"
 _UNITS_SHORT = {"percentage points": "pp", "judge scale points": "pts", "verdict points": "vp"}
 
 
-def _num(x: float | None, unit: str = "", digits: int = 1, *, sign: bool = True) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    text = f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
-    return f"{text} {unit}".strip()
-
-
 def _interval(est: Estimate | None, digits: int = 1) -> str:
     if est is None:
-        return "—"
-    if math.isnan(est.ci_low) or math.isnan(est.ci_high):
-        return "n/a"
+        return MISSING
     if est.ci_low == est.ci_high == est.estimate:
         return "exact (by construction)" if "construction" in est.method else "zero width"
-    return f"{est.ci_low:+.{digits}f} to {est.ci_high:+.{digits}f}"
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.0f}%"
+    return interval(est.ci_low, est.ci_high, digits)
 
 
 def _short(est: Estimate | None) -> str:
     if est is None:
-        return "—"
-    return _num(est.estimate, _UNITS_SHORT.get(est.units, est.units))
+        return MISSING
+    return num(est.estimate, 1, signed=True, unit=_UNITS_SHORT.get(est.units, est.units))
 
 
 def header_line(analysis: Analysis, *, source: str | None = None) -> str:
@@ -84,6 +73,16 @@ def header_line(analysis: Analysis, *, source: str | None = None) -> str:
     if analysis.runs:
         parts.append("run " + ", ".join(analysis.runs))
     return " · ".join(parts)
+
+
+def _prompt_lines(analysis: Analysis) -> list[str]:
+    """A line per judge spec the evidence was judged under (none for the built-in prompt).
+
+    A bias measured through a team's own prompt belongs to that prompt, so the card names it.
+    """
+    if not analysis.judge_specs:
+        return []
+    return [*(f"Prompt: {spec}" for spec in analysis.judge_specs), ""]
 
 
 def thresholds_text() -> str:
@@ -128,9 +127,11 @@ def _pointwise_section(analysis: Analysis) -> list[str]:
     ]
     if not rows:
         return []
+    fmt = str(rows[0].details.get("pointwise_format") or "likert5")
+    lo, hi = format_range(fmt)
     lines = [
         "",
-        "## Pointwise gaps, in the judge's own units (likert5, 1-5)",
+        f"## Pointwise gaps, in the judge's own units ({fmt}, {lo:g}-{hi:g})",
         "",
         "| Probe | Original mean | Variant mean | Gap | 95% CI | Answers (tasks) | Verdict |",
         "|---|---:|---:|---:|---|---:|---|",
@@ -141,8 +142,8 @@ def _pointwise_section(analysis: Analysis) -> list[str]:
         name = "Padding (padded − original)" if padded else "Truncation (original − truncated)"
         variant_mean = r.details.get("padded_mean_score" if padded else "truncated_mean_score")
         lines.append(
-            f"| {name} | {_num(r.details.get('original_mean_score'), digits=2, sign=False)} | "
-            f"{_num(variant_mean, digits=2, sign=False)} | {_num(gap.estimate, digits=2)} | "
+            f"| {name} | {num(r.details.get('original_mean_score'), 2)} | "
+            f"{num(variant_mean, 2)} | {num(gap.estimate, 2, signed=True)} | "
             f"{_interval(gap, 2)} | {gap.extra.get('pairs', gap.n)} ({gap.n}) | "
             f"{r.details.get('pointwise_verdict', 'n/a')} |"
         )
@@ -154,8 +155,8 @@ def _pointwise_section(analysis: Analysis) -> list[str]:
         ratio = r.details.get("length_ratio")
         if words_o is not None and words_v is not None:
             lines.append(
-                f"- Lengths ({variant}): originals {words_o:.0f} words on average, {variant} "
-                f"{words_v:.0f} (ratio {ratio:.2f}x)."
+                f"- Lengths ({variant}): originals {num(words_o, 0)} words on average, {variant} "
+                f"{num(words_v, 0)} (ratio {num(ratio, 2)}x)."
             )
     lines.append(
         "- Padding gap: positive = the judge pays for empty words. Truncation gap: positive = "
@@ -178,10 +179,10 @@ def _formats_section(analysis: Analysis) -> list[str]:
     ]
     for f in analysis.formats:
         lines.append(
-            f"| {f.format} | {f.replies} | {_pct(f.parse_rate.estimate)} | {f.distinct_values} | "
-            f"{_num(f.d1, digits=2, sign=False)} | {_num(f.d2, digits=2, sign=False)} | "
-            f"{_num(f.tie_probability, digits=2, sign=False)} | {_pct(f.top_tied_share)} | "
-            f"{_num(f.mean_score, digits=2, sign=False)} |"
+            f"| {f.format} | {f.replies} | {pct(f.parse_rate.estimate, 0)} | {f.distinct_values} | "
+            f"{num(f.d1, 2)} | {num(f.d2, 2)} | "
+            f"{num(f.tie_probability, 2)} | {pct(f.top_tied_share, 0)} | "
+            f"{num(f.mean_score, 2)} |"
         )
     lines += [
         "",
@@ -196,7 +197,7 @@ def _formats_section(analysis: Analysis) -> list[str]:
 def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = None) -> str:
     """The card as markdown."""
     results = analysis.results
-    lines = [f"# {TITLE}", "", header_line(analysis, source=source), ""]
+    lines = [f"# {TITLE}", "", header_line(analysis, source=source), "", *_prompt_lines(analysis)]
     if results:
         lines += _main_table(results, mitigate=mitigate)
     else:
@@ -222,21 +223,21 @@ def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = 
         c = position.details.get("consistency")
         if isinstance(c, Estimate):
             lines.append(
-                f"- **Swap consistency**: {_pct(c.estimate)} of {c.n} pairs gave the same "
-                f"outcome in both orders (95% CI {_pct(c.ci_low)}–{_pct(c.ci_high)})."
+                f"- **Swap consistency**: {pct(c.estimate, 0)} of {c.n} pairs gave the same "
+                f"outcome in both orders ({ci(c, 0, percent=True)})."
             )
         b = position.details.get("slot_bias_b")
         q = position.details.get("candidate_preference_q")
         if isinstance(b, Estimate) and isinstance(q, Estimate):
             lines.append(
-                f"- Slot decomposition (seed 001): slot-A bias b = {b.estimate:+.2f} "
-                f"({_interval(b, 2)}), candidate preference q = {q.estimate:+.2f} "
+                f"- Slot decomposition (seed 001): slot-A bias b = {num(b.estimate, 2, signed=True)} "
+                f"({_interval(b, 2)}), candidate preference q = {num(q.estimate, 2, signed=True)} "
                 f"({_interval(q, 2)}) in verdict points; a judge driven by quality has b near 0."
             )
     share = analysis.parse_failures / analysis.judgements if analysis.judgements else math.nan
     lines.append(
         f"- **Parse failures**: {analysis.parse_failures} of {analysis.judgements:,} replies "
-        f"({_pct(share) if analysis.judgements else 'n/a'}) did not parse; {analysis.errors} "
+        f"({pct(share, 0)}) did not parse; {analysis.errors} "
         "calls failed after retries. Both are recorded in the evidence with their reason and "
         "left out of every figure, never turned into a score."
     )
@@ -285,6 +286,7 @@ def card_json(analysis: Analysis, *, mitigate: bool, source: str | None = None) 
     return {
         "title": TITLE,
         "header": header_line(analysis, source=source),
+        "judge_specs": list(analysis.judge_specs),
         "mitigate": mitigate,
         "rows": rows,
         "thresholds": {k: vars(v) for k, v in THRESHOLDS.items()},
@@ -367,10 +369,12 @@ def card_chart(analysis: Analysis, *, mitigate: bool, source: str | None = None)
                         legend=None),
     )
     subtitle = [header_line(analysis, source=source)]
+    # The spec's name, file and hash; the settings after them are in the markdown card.
+    subtitle += [f"prompt: {spec.split('): ', 1)[0]})" for spec in analysis.judge_specs]
     position = analysis.result("position")
     if position is not None and isinstance(position.details.get("consistency"), Estimate):
         c = position.details["consistency"]
-        subtitle.append(f"swap consistency {_pct(c.estimate)} of {c.n} pairs · "
+        subtitle.append(f"swap consistency {pct(c.estimate, 0)} of {c.n} pairs · "
                         f"parse failures {analysis.parse_failures} of {analysis.judgements:,}")
     chart = (
         alt.layer(band, zero, bars, dots, labels, verdict_text)

@@ -22,7 +22,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.calibrate import CalibrationReport, _isin, calibrate, format_rows, load_calibration_data
+from calibration.calibrate import (
+    CalibrationReport,
+    FamilyResidual,
+    SelfPreferenceGap,
+    calibrate,
+    format_rows,
+    load_calibration_data,
+)
+from calibration.calibrate._load import isin
 from calibration.report import render_markdown
 from labeler.errors import InputError
 from labeler.models import Answer, Criterion, ImportedJudgement, ImportedLabel, Rubric, Task
@@ -182,21 +190,37 @@ def test_seed_residuals_and_gap_come_out_exactly(seed_report: CalibrationReport)
     section = report.residuals["pass"]
     own, other = section.families[OWN], section.families[OTHER]
     # 79 - 71 = +8 and 66 - 68 = -2 percentage points; gap 8 - (-2) = 10.
-    assert own.extra["human_mean"] == pytest.approx(71, abs=1e-9)
-    assert own.extra["judge_mean"] == pytest.approx(79, abs=1e-9)
-    assert other.extra["human_mean"] == pytest.approx(68, abs=1e-9)
-    assert other.extra["judge_mean"] == pytest.approx(66, abs=1e-9)
+    assert own.human_mean == pytest.approx(71, abs=1e-9)
+    assert own.judge_mean == pytest.approx(79, abs=1e-9)
+    assert other.human_mean == pytest.approx(68, abs=1e-9)
+    assert other.judge_mean == pytest.approx(66, abs=1e-9)
     assert own.estimate == pytest.approx(8, abs=1e-9)
     assert other.estimate == pytest.approx(-2, abs=1e-9)
     assert section.gap is not None
     assert section.gap.estimate == pytest.approx(10, abs=1e-9)
     assert section.units == "percentage points"
     # 100 tasks, each with one answer per family: the paired bootstrap resamples tasks.
-    assert section.gap.n == 100 and own.n == 100 and own.extra["n_answers"] == 100
+    assert section.gap.n == 100 and own.n == 100 and own.n_answers == 100
     assert section.gap.ci_low < 10 < section.gap.ci_high
     assert "paired task-clustered" in section.gap.method
     assert "raters resampled within answers" in section.gap.method
     assert report.judge_family == OWN and report.judge_format == "likert5"
+
+
+def test_typed_residuals_keep_the_statistics_json_shape(seed_report: CalibrationReport) -> None:
+    section = seed_report.residuals["pass"]
+    own, gap = section.families[OWN], section.gap
+    assert gap is not None
+    assert gap.own_family == OWN and gap.other_families == (OTHER,)
+    assert gap.residuals == pytest.approx({OWN: 8.0, OTHER: -2.0}, abs=1e-9)
+    assert gap.judge_means[OTHER] == pytest.approx(66, abs=1e-9) and gap.bound is None
+    # The JSON carries what the statistics return: the per-family figures under "extra".
+    extra = gap.to_dict()["extra"]
+    assert extra["residual[claude]"] == pytest.approx(8, abs=1e-9) and extra["other_families"] == [OTHER]
+    assert list(extra)[-2:] == ["bound", "bound_reason"]
+    assert set(own.to_dict()["extra"]) == {"judge_mean", "human_mean", "n_answers", "weighted"}
+    assert SelfPreferenceGap.from_estimate(gap.as_estimate()) == gap
+    assert FamilyResidual.from_estimate(OWN, own.as_estimate()) == own
 
 
 def test_score_scale_residuals_carry_rater_spread(seed_report: CalibrationReport) -> None:
@@ -304,7 +328,7 @@ def test_provenance_makes_the_gap_an_upper_bound(
     assert report.provenance is not None and report.provenance.bound == "upper"
     assert artifact in report.provenance.reason
     gap = report.residuals["pass"].gap
-    assert gap is not None and gap.extra["bound"] == "upper"
+    assert gap is not None and gap.bound == "upper"
     assert any(n.startswith("The self-preference gap is an UPPER BOUND") for n in report.notes)
 
 
@@ -456,7 +480,7 @@ def test_padding_and_truncation_gaps_from_variants(probe_report: CalibrationRepo
     assert gaps["padded"].gap.units == "judge scale points" and gaps["padded"].gap.n == 100
     assert gaps["padded"].verdict == "FAIL" and gaps["truncated"].verdict is None
     # The variants are not original answers: the residuals still rest on 100 answers a family.
-    assert report.residuals["pass"].families[OWN].extra["n_answers"] == 100
+    assert report.residuals["pass"].families[OWN].n_answers == 100
     assert report.residuals["pass"].gap is not None
     assert report.residuals["pass"].gap.estimate == pytest.approx(10, abs=1e-9)
 
@@ -593,4 +617,4 @@ def test_run_rows_take_the_newest_row_per_planned_call(tmp_path: Path) -> None:
 def test_isin_matches_pandas(dtype: Any) -> None:
     column = pd.Series(["a1", "b2", None, "c3", "a1"], dtype=dtype)
     for values in ({"a1", "c3"}, ["c3", "c3"], pd.Index(["b2", "zz"]), pd.Series(["a1"], dtype="str"), set()):
-        np.testing.assert_array_equal(_isin(column, values), column.isin(values).to_numpy(dtype=bool))
+        np.testing.assert_array_equal(isin(column, values), column.isin(values).to_numpy(dtype=bool))

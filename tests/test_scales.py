@@ -2,7 +2,9 @@
 
 For each format, the extreme values the catalogue allows come out of the judge's parser,
 go through the judgements importer and are stored unchanged; one step beyond either end is
-refused by both.
+refused by both. Then they reach the calibration report: judgements of every format, parsed
+and imported for a small pool, are read by the report's format diagnostics (and, for the
+comparative formats, its order-swapped position section) at both ends of the catalogue's range.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from calibration import formats
+from calibration.calibrate import FormatRow, ReportOptions, format_rows, load_calibration_data, position_results
 from labeler.errors import InputError
 from labeler.importers import import_file
 from labeler.scales import FORMAT_SPECS, FORMATS, PAIRWISE_FORMATS, POINTWISE_FORMATS, SCALES
@@ -69,3 +72,83 @@ def test_importer_takes_the_catalogue_range(fmt: str, store: Store, tmp_path: Pa
     with pytest.raises(InputError) as err:
         import_file(store, "judgements", tmp_path / "bad.csv")
     assert err.value.column == "score" and err.value.row == 1
+
+
+# -- every format reaches the report -----------------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+N_TASKS = 4
+JUDGE = "judge1"
+# Which answer of each task the judge prefers, and how strongly (a comparative verdict, A = "a"):
+# both ends of the catalogue's range, and one step inside it.
+PREFERENCE = (2.0, -2.0, 2.0, 1.0)
+
+
+def _pool(tmp_path: Path) -> None:
+    rows = [f"T{k},Ticket {k},T{k}-{s},fam{i + 1},m{i + 1},Reply {s} to ticket {k}."
+            for k in range(N_TASKS) for i, s in enumerate("ab")]
+    (tmp_path / "answers.csv").write_text("task_id,prompt,answer_id,family,model,text\n" + "\n".join(rows) + "\n")
+
+
+def _import(store: Store, tmp_path: Path, fmt: str) -> None:
+    """The pool, the bundled rubric, one rater's labels and the judge's verdicts in ``fmt``.
+
+    The rater gives the answer the judge prefers the top of the rubric's scale and the other
+    the bottom, so agreement with the humans is perfect when the report reads every value in
+    the direction the catalogue gives it.
+    """
+    _pool(tmp_path)
+    import_file(store, "answers", tmp_path / "answers.csv")
+    import_file(store, "rubric", REPO / "data" / "rubric.toml")
+    rubric_low, rubric_high = FORMAT_SPECS[store.rubric().scale].range  # type: ignore[union-attr]
+    labels = ["answer_id,rater,score"]
+    judged = ["answer_id,answer_b_id,order,judge_model,format,score"]
+    spec = FORMAT_SPECS[fmt]
+    for k, pref in enumerate(PREFERENCE):
+        a, b = f"T{k}-a", f"T{k}-b"
+        labels += [f"{a},r1,{rubric_high if pref > 0 else rubric_low:g}",
+                   f"{b},r1,{rubric_low if pref > 0 else rubric_high:g}"]
+        if spec.kind == "pairwise":
+            # Both orders: the same preference read from slot A (AB), then from slot B (BA).
+            for x, y, order, v in ((a, b, "AB", pref), (b, a, "BA", -pref)):
+                judged.append(f"{x},{y},{order},{JUDGE},{fmt},{formats.parse(fmt, _reply(fmt, v)).value:g}")
+        else:
+            high, low = (formats.parse(fmt, _reply(fmt, v)).value for v in spec.range[::-1])
+            judged += [f"{a},,,{JUDGE},{fmt},{high if pref > 0 else low:g}",
+                       f"{b},,,{JUDGE},{fmt},{low if pref > 0 else high:g}"]
+    (tmp_path / "labels.csv").write_text("\n".join(labels) + "\n")
+    (tmp_path / "judged.csv").write_text("\n".join(judged) + "\n")
+    import_file(store, "labels", tmp_path / "labels.csv")
+    import_file(store, "judgements", tmp_path / "judged.csv")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_reaches_the_report_on_the_catalogue_range(fmt: str, store: Store, tmp_path: Path) -> None:
+    _import(store, tmp_path, fmt)
+    spec = FORMAT_SPECS[fmt]
+    data = load_calibration_data(store, f"import:{JUDGE}")
+    opts = ReportOptions(n_resamples=20)
+    stored = data.pairwise if spec.kind == "pairwise" else data.pointwise
+    assert (stored["status"] == "parsed").all() and (stored["format"] == fmt).all()
+    assert (stored["value"].min(), stored["value"].max()) == spec.range
+    rows, skipped = format_rows(data, opts=opts)
+    row: FormatRow = next(r for r in rows if r.format == fmt)
+    d = row.diagnostics
+    assert row.kind == ("comparative" if spec.kind == "pairwise" else "pointwise"), skipped
+    assert d.n == 2 * N_TASKS and d.n_prompts == N_TASKS
+    assert d.parse_rate.estimate == 1.0 and d.parse_rate.n == len(stored)
+    # Within every task the judge ranks the answers as the rater does: perfect agreement.
+    assert d.tau_a.estimate == pytest.approx(1.0) and d.top1.estimate == pytest.approx(1.0)
+    if spec.kind == "pointwise":
+        assert d.distinct_values == 2
+        return
+    # A verdict at either end of -2..2 is a certain win or loss (win probability 1 or 0) and the
+    # step inside it 0.75 or 0.25: four distinct candidate scores.
+    assert d.distinct_values == 4
+    assert "tournament scoring" in row.score_rule and "both orders judged for 4 of 4 pairs" in row.slot_handling
+    (position,) = position_results(data, opts)
+    assert position.format == fmt and position.n_pairs == position.n_both_orders == N_TASKS
+    assert position.decomposition is not None
+    # q = (v_fwd - v_rev) / 2 per pair, in verdict points: the preference itself; no slot bias.
+    assert position.decomposition.q.estimate == pytest.approx(sum(PREFERENCE) / N_TASKS)
+    assert position.decomposition.b.estimate == pytest.approx(0.0)

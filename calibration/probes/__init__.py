@@ -30,10 +30,14 @@ from calibration.probes._workflow import (
     arun_probes,
     dataset_label,
     estimate_probes,
+    judge_kind_of,
+    judge_spec,
     other_family,
     padded_texts,
+    reference_tasks,
     run_probes,
     setup_probes,
+    spec_biases,
 )
 from calibration.probes.format_study import FormatRow
 
@@ -59,11 +63,15 @@ __all__ = [
     "arun_probes",
     "dataset_label",
     "estimate_probes",
+    "judge_kind_of",
+    "judge_spec",
     "other_family",
     "padded_texts",
     "parse_biases",
     "plan_probes",
     "read_evidence",
+    "reference_tasks",
     "run_probes",
     "setup_probes",
+    "spec_biases",
 ]

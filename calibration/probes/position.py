@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from calibration.numbers import pct
 from calibration.probes._base import (
     BiasResult,
     ProbeContext,
@@ -44,7 +45,7 @@ def plan(ctx: ProbeContext) -> ProbePlan:
             bias=NAME, arm="pair", trial=trial, pair=pair,
             target=(f"{pair.pair_id}:a", pair.answer_a),
             other=(f"{pair.pair_id}:b", pair.answer_b),
-            rubric=ctx.rubric,
+            rubric=ctx.rubric, fmt=ctx.pairwise_format,
         )
     return out
 
@@ -81,7 +82,7 @@ def analyse(rows: pd.DataFrame) -> BiasResult:
     rule = "position thresholds: WARN at 5 pp, FAIL at 10 pp with the interval excluding 0"
     notes = (
         "After swap-averaging, \"first shown\" is undefined: the residual is 0 by construction; "
-        f"the swap consistency rate ({_pct(consistency.estimate)} of "
+        f"the swap consistency rate ({pct(consistency.estimate, 0)} of "
         f"{consistency.n} pairs gave the same outcome in both orders) is the diagnostic that "
         "stays meaningful.",
     )
@@ -99,7 +100,3 @@ def analyse(rows: pd.DataFrame) -> BiasResult:
         parse_failures=n_parse,
         errors=n_err,
     )
-
-
-def _pct(x: float) -> str:
-    return "n/a" if x != x else f"{100 * x:.0f}%"

@@ -685,31 +685,9 @@ def _prepare(
     if scale == "pass" and not np.isin(j, (0.0, 1.0)).all():
         raise ValueError(f"{func}: with scale='pass' judge verdicts must be 0/1 or boolean")
 
-    raters = None
-    if rater_level is not None:
-        raters = _build_raters(func, rater_level, answer_ids, n, rule, scale)
-    if human is None:
-        if raters is None:
-            raise ValueError(f"{func}: pass human scores, or rater_level to compute them")
-        h = raters.collapsed()
-    else:
-        h = _float_array(func, "human", human)
-        if h.shape != (n,):
-            raise ValueError(f"{func}: human must have one score per answer ({n}); got {h.shape}")
-        if raters is not None and not np.allclose(h, raters.collapsed(), atol=1e-9, rtol=0):
-            raise ValueError(
-                f"{func}: human scores disagree with rater_level collapsed by rule={rule!r}; "
-                "pass human=None to use rater_level alone, or the rule that made human"
-            )
-    if scale == "pass" and ((h < 0) | (h > 1)).any():
-        raise ValueError(f"{func}: with scale='pass' human scores must lie in [0, 1]")
-
-    if weights is None:
-        w = np.ones(n)
-    else:
-        w = _float_array(func, "weights", weights)
-        if w.shape != (n,) or (w < 0).any():
-            raise ValueError(f"{func}: weights must be one non-negative number per answer")
+    raters = None if rater_level is None else _build_raters(func, rater_level, answer_ids, n, rule, scale)
+    h = _human_per_answer(func, human, raters, n, rule, scale)
+    w = _weights(func, weights, n)
     families, fam_codes = np.unique(fam, return_inverse=True)
     fam_codes = fam_codes.ravel()
     totals = np.bincount(fam_codes, weights=w, minlength=families.size)
@@ -726,6 +704,38 @@ def _prepare(
         task_codes=task_codes.ravel().astype(np.intp),
         raters=raters,
     )
+
+
+def _human_per_answer(
+    func: str, human: npt.ArrayLike | None, raters: _Raters | None, n: int, rule: str, scale: str
+) -> npt.NDArray[np.float64]:
+    """The human score per answer: given, or collapsed from the raters (and then checked against them)."""
+    if human is None:
+        if raters is None:
+            raise ValueError(f"{func}: pass human scores, or rater_level to compute them")
+        h = raters.collapsed()
+    else:
+        h = _float_array(func, "human", human)
+        if h.shape != (n,):
+            raise ValueError(f"{func}: human must have one score per answer ({n}); got {h.shape}")
+        if raters is not None and not np.allclose(h, raters.collapsed(), atol=1e-9, rtol=0):
+            raise ValueError(
+                f"{func}: human scores disagree with rater_level collapsed by rule={rule!r}; "
+                "pass human=None to use rater_level alone, or the rule that made human"
+            )
+    if scale == "pass" and ((h < 0) | (h > 1)).any():
+        raise ValueError(f"{func}: with scale='pass' human scores must lie in [0, 1]")
+    return h
+
+
+def _weights(func: str, weights: npt.ArrayLike | None, n: int) -> npt.NDArray[np.float64]:
+    """Design weights, one non-negative number per answer (all ones when not given)."""
+    if weights is None:
+        return np.ones(n)
+    w = _float_array(func, "weights", weights)
+    if w.shape != (n,) or (w < 0).any():
+        raise ValueError(f"{func}: weights must be one non-negative number per answer")
+    return w
 
 
 def _build_raters(

@@ -7,7 +7,6 @@ never call the judge. See :mod:`calibration.calibrate` for what goes into each f
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,8 +14,8 @@ from typing import Any, TypeVar
 import click
 
 from calibration.calibrate import ReportOptions, calibrate, format_rows, jsonable, load_calibration_data
+from calibration.numbers import estimate, num, pct
 from calibration.report import render_json, write_report
-from calibration.stats import Estimate
 from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.store import Store
 
@@ -36,13 +35,6 @@ def _resamples_option(func: F) -> F:
 def _run_option(func: F) -> F:
     return click.option("--judge-run", "run_id", default=None, metavar="ID",
                         help="Judge run to read [default: the newest run with pointwise judgements].")(func)
-
-
-def _est(e: Estimate | None, digits: int = 1) -> str:
-    if e is None or math.isnan(e.estimate):
-        return "n/a"
-    ci = "no interval" if math.isnan(e.ci_low) else f"95% CI {e.ci_low:+.{digits}f} to {e.ci_high:+.{digits}f}"
-    return f"{e.estimate:+.{digits}f} {e.units} ({ci}; n={e.n})"
 
 
 @click.command("calibrate")
@@ -92,13 +84,13 @@ def calibrate_command(
     for scale, section in report.residuals.items():
         digits = 1 if scale == "pass" else 2
         for fam, est in section.families.items():
-            click.echo(f"  residual [{scale}] {fam}: {_est(est, digits)}")
+            click.echo(f"  residual [{scale}] {fam}: {estimate(est, digits)}")
         if section.gap is not None:
-            bound = "  (upper bound)" if section.gap.extra.get("bound") == "upper" else ""
-            click.echo(f"  self-preference gap [{scale}]: {_est(section.gap, digits)}{bound}")
+            bound = "  (upper bound)" if section.gap.upper_bound else ""
+            click.echo(f"  self-preference gap [{scale}]: {estimate(section.gap, digits)}{bound}")
     for k in report.kappas:
         if k.scope == "all":
-            click.echo(f"  kappa {k.what} ({k.result.weights or 'unweighted'}): {_est(k.result.kappa, 3)}")
+            click.echo(f"  kappa {k.what} ({k.result.weights or 'unweighted'}): {estimate(k.result.kappa, 3)}")
     if report.probes.comparison is not None:
         click.echo(f"  rubric change: {report.probes.comparison.verdict}")
     for note in report.notes:
@@ -149,25 +141,17 @@ def formats_command(
         click.echo("")
         click.echo(f"{row.format} ({row.kind}; score: {row.score_rule})")
         click.echo(f"  scored candidates {d.n} on {d.n_prompts} prompts; distinct values {d.distinct_values}; "
-                   f"D1 {_num(d.d1)}; D2 {_num(d.d2)}; tie probability {_num(d.tie_probability, 3)}; "
-                   f"top score tied on {_share(d.top_tied_share)} of prompts")
+                   f"D1 {num(d.d1)}; D2 {num(d.d2)}; tie probability {num(d.tie_probability, 3)}; "
+                   f"top score tied on {pct(d.top_tied_share, 0)} of prompts")
         click.echo(f"  against {row.reference}:")
         for name, est in (("tau-a", d.tau_a), ("tau-b", d.tau_b), ("Somers' D", d.somers_d),
                           ("top-1", d.top1)):
-            click.echo(f"    {name}: {_est(est, 3)}")
+            click.echo(f"    {name}: {estimate(est, 3)}")
         click.echo("  what a pipeline should report:")
         for key, value in row.four_quantities().items():
             click.echo(f"    {key}: {value}")
     for reason in skipped:
         click.echo(f"not computed: {reason}")
-
-
-def _num(value: float, digits: int = 2) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
-
-
-def _share(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{100 * value:.0f}%"
 
 
 COMMANDS: list[click.Command] = [calibrate_command, formats_command]

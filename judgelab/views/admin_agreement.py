@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from calibration.numbers import ci, num
 from judgelab.admin import AgreementReport, agreement_report
 from judgelab.session import current_store, db_path, require_admin
 from labeler.errors import JudgelabError
@@ -35,10 +36,6 @@ def _without_empty_reasons(frame: pd.DataFrame) -> pd.DataFrame:
     if "reason" in frame.columns and frame["reason"].isna().all():
         return frame.drop(columns=["reason"])
     return frame
-
-
-def _fmt(value: float) -> str:
-    return "—" if math.isnan(value) else f"{value:.2f}"
 
 
 rubrics = store.rubrics()
@@ -70,9 +67,9 @@ st.caption(
 
 alpha = report.overall
 left, mid, right = st.columns(3)
-left.metric("Krippendorff's alpha, overall score", _fmt(alpha.estimate))
+left.metric("Krippendorff's alpha, overall score", num(alpha.estimate))
 left.caption(
-    f"95% CI {_fmt(alpha.ci_low)} to {_fmt(alpha.ci_high)}; {alpha.n} answers rated by 2+ raters"
+    f"{ci(alpha, signed=False)}; {alpha.n} answers rated by 2+ raters"
     if not math.isnan(alpha.estimate) else str(alpha.extra.get("reason") or "")
 )
 mid.metric("Rater pairs", f"{len(report.kappas)}")

@@ -6,12 +6,11 @@ calibrate``. Admins only: it shows families, models and variants.
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import streamlit as st
 
 from calibration.calibrate import CalibrationReport, calibrate
+from calibration.numbers import ci, num
 from calibration.report import confusion_table, render_json, render_markdown, report_charts, report_tables
 from judgelab.session import current_store, db_path, require_admin
 from labeler.errors import JudgelabError
@@ -72,16 +71,12 @@ for note in report.notes:
 st.caption(
     f"Judge `{report.judge_model}` (family `{report.judge_family or 'not recorded'}`), rubric "
     f"`{report.rubric['rubric_id']}` v{report.rubric['version']} ({report.rubric['scale']}), scores in "
-    f"`{report.judge_format or '—'}`. {report.human_rule_text()} Intervals are "
+    f"`{report.judge_format or 'no pointwise format'}`. {report.human_rule_text()} Intervals are "
     f"{round(100 * report.level)}% ({report.n_resamples} resamples, seed {report.seed})."
 )
 
 charts = report_charts(report)
 tables = report_tables(report)
-
-
-def _fmt(value: float, digits: int = 1) -> str:
-    return "—" if value is None or math.isnan(value) else f"{value:+.{digits}f}"
 
 
 def _table(name: str) -> None:
@@ -99,9 +94,9 @@ if gaps:
     cols = st.columns(len(gaps))
     for col, (scale, gap) in zip(cols, gaps, strict=True):
         digits = 1 if scale == "pass" else 2
-        bound = " (upper bound)" if gap.extra.get("bound") == "upper" else ""
-        col.metric(f"Self-preference gap, {scale}{bound}", f"{_fmt(gap.estimate, digits)} {gap.units}")
-        col.caption(f"95% CI {_fmt(gap.ci_low, digits)} to {_fmt(gap.ci_high, digits)}; {gap.n} tasks")
+        bound = " (upper bound)" if gap.upper_bound else ""
+        col.metric(f"Self-preference gap, {scale}{bound}", num(gap.estimate, digits, signed=True, unit=gap.units))
+        col.caption(f"{ci(gap, digits)}; {gap.n} tasks")
 if "residuals" in charts:
     st.altair_chart(charts["residuals"], key="analyst_chart_residuals")
 if "gap" in charts:

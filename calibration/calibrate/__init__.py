@@ -1,0 +1,78 @@
+"""The calibration report: a judge run read against blind human labels.
+
+:func:`load_calibration_data` reads one judge run and everything the report needs from the
+project database; :func:`build_report` turns it into a frozen :class:`CalibrationReport` with
+every figure carrying its interval, ``n``, method and units; :func:`calibrate` does both. The
+statistics themselves live in :mod:`calibration.stats`; this module only decides which rows
+go into them, and says so in the report.
+
+Choices the report states rather than hides:
+
+* **Which judge score.** Residuals use the run's pointwise judgements in one format (the
+  rubric's own scale when the run has it), on original answers (not probe variants). An answer
+  judged more than once in that format counts with its first parsed judgement.
+* **Which human score.** Each rater's *current* label (edits supersede, flagged-unrateable
+  labels are left out). Several raters of one answer are collapsed by the mean by default
+  (``human_rule``); the raters are resampled inside the bootstrap so their spread widens the
+  interval (:func:`calibration.stats.family_residuals`). Kappa needs one category per answer,
+  so there the raters' majority is used, ties going to the lower category.
+* **Design weights.** When the labelled answers came from a stored sample design
+  (``design_items``), the analysis keeps the design's answers and every mean is a Hajek mean
+  weighted by 1/inclusion probability; labelled answers outside the design are left out and
+  counted, because their chance of being labelled is unknown.
+* **Provenance.** If the rubric, few-shot examples or reference answers were written by the
+  judge's own family (or by someone unknown), the self-preference gap is an upper bound
+  (:func:`calibration.stats.provenance_note`).
+* **Simulated labels.** Labels from simulated raters are counted and the report says so at
+  the top of every form it takes.
+
+Layout: ``_load`` reads the store into :class:`CalibrationData`; ``_model`` holds the frozen
+report model (it imports neither the builders nor the renderer, :mod:`calibration.report`);
+``_human``, ``_probes`` and ``_formats`` build the sections; ``_build`` runs them in order.
+"""
+
+from calibration.calibrate._build import build_report, calibrate
+from calibration.calibrate._formats import Reference, format_rows
+from calibration.calibrate._load import CalibrationData, load_calibration_data
+from calibration.calibrate._model import (
+    CalibrationReport,
+    DesignNote,
+    FamilyResidual,
+    FormatRow,
+    KappaRow,
+    LabelSummary,
+    PositionResult,
+    PPIRow,
+    ProbeSection,
+    ReportOptions,
+    ResidualSection,
+    SelfPreferenceGap,
+    VariantGap,
+    jsonable,
+)
+from calibration.calibrate._probes import position_results, variant_gaps
+
+__all__ = [
+    "CalibrationData",
+    "CalibrationReport",
+    "DesignNote",
+    "FamilyResidual",
+    "FormatRow",
+    "KappaRow",
+    "LabelSummary",
+    "PPIRow",
+    "PositionResult",
+    "ProbeSection",
+    "Reference",
+    "ReportOptions",
+    "ResidualSection",
+    "SelfPreferenceGap",
+    "VariantGap",
+    "build_report",
+    "calibrate",
+    "format_rows",
+    "jsonable",
+    "load_calibration_data",
+    "position_results",
+    "variant_gaps",
+]

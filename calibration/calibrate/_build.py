@@ -1,0 +1,231 @@
+"""Orchestration: load a run, compute every section of its report, assemble the report.
+
+Each section is one entry of :data:`_SECTIONS` (its name in ``skipped`` messages and the
+function that computes it). The sections run in order; a section whose statistic rejects the
+data (``ValueError``) is skipped with that message instead of failing the whole report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+
+import pandas as pd
+
+from calibration.calibrate._formats import format_rows
+from calibration.calibrate._human import alphas, analysis_set, kappa_rows, ppi_rows, residual_section
+from calibration.calibrate._load import CalibrationData, load_calibration_data
+from calibration.calibrate._model import (
+    CalibrationReport,
+    DesignNote,
+    FormatRow,
+    KappaRow,
+    PPIRow,
+    ProbeSection,
+    ReportOptions,
+    ResidualSection,
+)
+from calibration.calibrate._probes import probe_section
+from calibration.stats import Estimate, HumanRule, ProvenanceNote, ResidualScale, provenance_note
+from labeler.errors import InputError
+from labeler.store import Store
+
+
+def calibrate(
+    store: Store,
+    run_id: str | None = None,
+    *,
+    compare_run: str | None = None,
+    human_rule: HumanRule = "mean",
+    seed: int = 0,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+) -> CalibrationReport:
+    """Load a judge run (and optionally a "before" run) and build its calibration report.
+
+    Args:
+        store: The project store.
+        run_id: The judge run (default: the newest with pointwise judgements). With
+            ``compare_run`` this is the run *after* the change.
+        compare_run: A run *before* a rubric change, for the padding/truncation comparison.
+        human_rule: ``"mean"`` (default) or ``"majority"``.
+        seed: Seed of every bootstrap (the same seed gives the same report).
+        n_resamples: Bootstrap resamples per interval.
+        level: Confidence level.
+
+    Returns:
+        A :class:`CalibrationReport`.
+
+    Raises:
+        InputError: As :func:`load_calibration_data`.
+    """
+    data = load_calibration_data(store, run_id)
+    before = load_calibration_data(store, compare_run) if compare_run is not None else None
+    return build_report(
+        data, compare=before, human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level
+    )
+
+
+def build_report(
+    data: CalibrationData,
+    *,
+    compare: CalibrationData | None = None,
+    human_rule: HumanRule = "mean",
+    seed: int = 0,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+) -> CalibrationReport:
+    """Compute every section of the calibration report from loaded data.
+
+    A section that cannot be computed (no labels, one family, no pairwise judgements...) is
+    left empty and listed in ``skipped`` with the reason; it never becomes a made-up number.
+
+    Args:
+        data: The run (the "after" run when ``compare`` is given).
+        compare: The "before" run for the padding/truncation comparison.
+        human_rule: How several raters of one answer are collapsed.
+        seed: Seed of every bootstrap.
+        n_resamples: Bootstrap resamples.
+        level: Confidence level.
+
+    Returns:
+        A :class:`CalibrationReport`.
+    """
+    if human_rule not in ("mean", "majority"):
+        raise InputError(f"unknown human rule {human_rule!r}", fix="use 'mean' or 'majority'.")
+    if not (isinstance(n_resamples, int) and n_resamples >= 10):
+        raise InputError(f"resamples must be a whole number of at least 10; got {n_resamples!r}")
+    opts = ReportOptions(human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level)
+    analysis, design_note = analysis_set(data)
+    inputs = _Inputs(data, analysis, compare, opts)
+    sections = _Sections()
+    for name, compute in _SECTIONS:
+        try:
+            sections.skipped += compute(inputs, sections)
+        except ValueError as exc:
+            # Data the statistics reject (e.g. every weight zero) skips the section, which keeps
+            # its empty default, instead of failing the whole report.
+            sections.skipped.append(f"{name}: {exc}")
+    prov = provenance_note(data.provenance, judge_family=data.judge_family) if data.judge_family else None
+    rubric = data.rubric
+    return CalibrationReport(
+        run_id=data.run_id,
+        judge_model=str(data.run.get("model")),
+        judge_family=data.judge_family,
+        rubric={"rubric_id": rubric.rubric_id, "version": rubric.version, "scale": rubric.scale,
+                "name": rubric.name},
+        judge_format=data.judge_format,
+        human_rule=human_rule,
+        labels=data.label_summary,
+        design=design_note,
+        provenance=prov,
+        provenance_records=data.provenance,
+        residuals=sections.residuals,
+        kappas=tuple(sections.kappas),
+        alphas=sections.alphas,
+        ppi=tuple(sections.ppi),
+        probes=sections.probes,
+        formats=tuple(sections.formats),
+        notes=tuple(_notes(data, prov, design_note)),
+        skipped=tuple(sections.skipped),
+        seed=seed,
+        n_resamples=n_resamples,
+        level=level,
+        n_errors=data.n_errors,
+        compare_run_id=None if compare is None else compare.run_id,
+    )
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What every section reads: the run, its analysis set, the "before" run, the options."""
+
+    data: CalibrationData
+    analysis: pd.DataFrame
+    compare: CalibrationData | None
+    opts: ReportOptions
+
+
+@dataclass
+class _Sections:
+    """The sections computed so far, each starting empty, and the reasons for what was not."""
+
+    residuals: dict[str, ResidualSection] = field(default_factory=dict)
+    kappas: list[KappaRow] = field(default_factory=list)
+    alphas: dict[str, Estimate] = field(default_factory=dict)
+    ppi: list[PPIRow] = field(default_factory=list)
+    probes: ProbeSection = field(default_factory=ProbeSection)
+    formats: list[FormatRow] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+# Each step computes its section from the inputs (and the sections before it), stores it on
+# ``sections`` and returns the reasons for whatever it could not compute. A step stores nothing
+# until its computation succeeded, so a ``ValueError`` leaves the section at its empty default.
+
+
+def _residuals(inputs: _Inputs, sections: _Sections, *, scale: ResidualScale) -> list[str]:
+    section, reasons = residual_section(inputs.data, inputs.analysis, scale, inputs.opts)
+    if section is not None:
+        sections.residuals[scale] = section
+    return reasons
+
+
+def _kappa(inputs: _Inputs, sections: _Sections) -> list[str]:
+    sections.kappas, reasons = kappa_rows(inputs.data, inputs.analysis, inputs.opts)
+    return reasons
+
+
+def _alpha(inputs: _Inputs, sections: _Sections) -> list[str]:
+    sections.alphas, reasons = alphas(inputs.data, inputs.opts)
+    return reasons
+
+
+def _ppi(inputs: _Inputs, sections: _Sections) -> list[str]:
+    sections.ppi, reasons = ppi_rows(inputs.data, inputs.analysis, inputs.opts)
+    return reasons
+
+
+def _probes(inputs: _Inputs, sections: _Sections) -> list[str]:
+    probes = sections.probes = probe_section(inputs.data, inputs.compare, inputs.opts)
+    reasons = []
+    if not probes.gaps and not probes.position:
+        reasons.append("probes: the run holds no probe variants (padded, truncated...) and no "
+                       "order-swapped pairwise judgements")
+    if probes.comparison_reason:
+        reasons.append(f"run comparison: {probes.comparison_reason}")
+    return reasons
+
+
+def _formats(inputs: _Inputs, sections: _Sections) -> list[str]:
+    # The comparative formats read their slot bias from the position probes computed before.
+    sections.formats, reasons = format_rows(inputs.data, probes=sections.probes, opts=inputs.opts)
+    return reasons
+
+
+_SECTIONS: tuple[tuple[str, Callable[[_Inputs, _Sections], list[str]]], ...] = (
+    ("residuals (pass)", partial(_residuals, scale="pass")),
+    ("residuals (score)", partial(_residuals, scale="score")),
+    ("kappa", _kappa),
+    ("Krippendorff's alpha", _alpha),
+    ("PPI", _ppi),
+    ("probes", _probes),
+    ("format diagnostics", _formats),
+)
+"""The report's sections in order: the name a skipped section is listed under, and its step."""
+
+
+def _notes(data: CalibrationData, prov: ProvenanceNote | None, design: DesignNote | None) -> list[str]:
+    """The sentences the reader needs before the numbers, simulated labels first."""
+    notes: list[str] = []
+    banner = data.label_summary.banner()
+    if banner:
+        notes.append(banner)
+    if prov is not None and prov.bound == "upper":
+        notes.append(f"The self-preference gap is an UPPER BOUND: {prov.reason}.")
+    if design is not None:
+        notes.append(design.text())
+    if data.n_errors:
+        notes.append(f"{data.n_errors} judge call(s) failed with no reply; they are left out (never scored).")
+    return notes

@@ -1,0 +1,322 @@
+"""Section builders that read the judge against the human labels.
+
+Per-family residuals and the self-preference gap, Cohen's kappa (judge vs humans),
+Krippendorff's alpha (among raters) and prediction-powered pass rates. Each builder takes the
+loaded :class:`~calibration.calibrate._load.CalibrationData` and the analysis set (original
+answers with a judge score and a human label, with their design weights) and returns its
+section's model plus the reasons for whatever it could not compute.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from calibration.calibrate._load import CalibrationData, first_judgement, isin
+from calibration.calibrate._model import (
+    DesignNote,
+    FamilyResidual,
+    KappaRow,
+    PPIRow,
+    ReportOptions,
+    ResidualSection,
+    SelfPreferenceGap,
+)
+from calibration.stats import (
+    Estimate,
+    ResidualScale,
+    cluster_bootstrap,
+    cohen_kappa,
+    family_residuals,
+    human_scores,
+    krippendorff_alpha,
+    level_for_scale,
+    ppi_mean,
+    residuals_and_gap,
+)
+
+_NO_KAPPA = "kappa: no answer has both a judge verdict and a human label"
+
+
+def analysis_set(data: CalibrationData) -> tuple[pd.DataFrame, DesignNote | None]:
+    """Original answers with a parsed judge score and at least one human label, weighted.
+
+    Returns:
+        ``answer_id, task_id, family, value, pass, weight`` sorted by answer id, and the design
+        note when a stored design supplied the weights.
+    """
+    empty = pd.DataFrame(columns=["answer_id", "task_id", "family", "value", "pass", "weight"])
+    if data.judge_format is None:
+        return empty, None
+    judged = first_judgement(data.pointwise, data.judge_format)
+    labelled = set(data.labels["answer_id"])
+    frame = judged[isin(judged["answer_id"], labelled)][["answer_id", "task_id", "family", "value", "pass"]]
+    frame = frame.assign(weight=1.0)
+    note = None
+    if data.design is not None and not frame.empty:
+        weights = data.design.set_index("answer_id")["weight"]
+        inside = isin(frame["answer_id"], weights.index)
+        if inside.any():
+            frame = frame[inside].assign(weight=lambda f: f["answer_id"].map(weights).astype(float))
+            w = frame["weight"].to_numpy(dtype=float)
+            note = DesignNote(
+                design_id=str(data.design_id),
+                weighted=bool(not np.allclose(w, w[0])),
+                n_in_design=int(inside.sum()),
+                n_left_out=int((~inside).sum()),
+            )
+    return frame.sort_values("answer_id").reset_index(drop=True), note
+
+
+
+def _ratings(data: CalibrationData, ids: Sequence[str], column: str) -> pd.DataFrame:
+    labels = data.labels[isin(data.labels["answer_id"], ids)]
+    return labels[labels[column].notna()][["answer_id", "rater_id", column]].rename(columns={column: "score"})
+
+
+def residual_section(
+    data: CalibrationData, analysis: pd.DataFrame, scale: ResidualScale, opts: ReportOptions
+) -> tuple[ResidualSection | None, list[str]]:
+    """Residuals per family on one scale, and the self-preference gap when the families allow it.
+
+    Returns:
+        The section (``None`` when it cannot be computed) and the reasons for what was not.
+    """
+    rubric = data.rubric
+    if analysis.empty:
+        return None, [
+            f"residuals ({scale}): no original answer has both a parsed pointwise judgement "
+            "and a current human label"
+        ]
+    if scale == "score":
+        if rubric.scale == "binary":
+            return None, []  # the score residual on a binary rubric is the pass residual
+        if data.judge_format != rubric.scale:
+            return None, [
+                f"residuals (score): the judge scored in {data.judge_format}, the humans in "
+                f"{rubric.scale}; scores on different scales cannot be subtracted"
+            ]
+        judge_col, label_col = "value", "overall"
+    else:
+        judge_col, label_col = "pass", "pass"
+    frame = analysis[analysis[judge_col].notna()]
+    ratings = _ratings(data, list(frame["answer_id"]), label_col)
+    frame = frame[isin(frame["answer_id"], ratings["answer_id"])].reset_index(drop=True)
+    if frame.empty:
+        return None, [f"residuals ({scale}): no answer has both a judge {judge_col} and a human {label_col}"]
+    hs = human_scores(ratings, rule=opts.human_rule, score_col="score")
+    human = hs.scores.reindex(frame["answer_id"]).to_numpy(dtype=float)
+    common: dict[str, Any] = {
+        "scale": scale,
+        "weights": frame["weight"].to_numpy(dtype=float),
+        "rater_level": hs.ratings,
+        "answer_ids": frame["answer_id"].to_numpy(),
+        "rule": opts.human_rule,
+        "n_resamples": opts.n_resamples,
+        "level": opts.level,
+        "rng": opts.seed,
+    }
+    judge = frame[judge_col].to_numpy(dtype=float)
+    fams = frame["family"].astype(str).to_numpy()
+    tasks = frame["task_id"].astype(str).to_numpy()
+    reason = _no_gap_reason(data.judge_family, sorted(set(fams)))
+    gap: SelfPreferenceGap | None = None
+    if reason is None:
+        # One set of bootstrap replicates serves the families and the gap.
+        estimates, gap_estimate = residuals_and_gap(
+            judge, human, fams, tasks, own_family=str(data.judge_family), provenance=data.provenance, **common
+        )
+        gap = SelfPreferenceGap.from_estimate(gap_estimate)
+    else:
+        estimates = family_residuals(judge, human, fams, tasks, **common)
+    families = {fam: FamilyResidual.from_estimate(fam, est) for fam, est in estimates.items()}
+    units = next(iter(families.values())).units
+    section = ResidualSection(scale, units, families, gap, reason, len(frame))
+    return section, [f"self-preference gap ({scale}): {reason}"] if reason else []
+
+
+def _no_gap_reason(own: str | None, present: list[str]) -> str | None:
+    """Why the families present allow no self-preference gap (``None``: they allow one)."""
+    if own is None:
+        return "the run records no judge family (judge_runs.family), so there is no 'own' family"
+    if own not in present:
+        return f"no labelled answers from the judge's own family {own!r} (families: {present})"
+    if len(present) < 2:
+        return "only one family has labelled answers"
+    return None
+
+
+def kappa_rows(
+    data: CalibrationData, analysis: pd.DataFrame, opts: ReportOptions
+) -> tuple[list[KappaRow], list[str]]:
+    """Cohen's kappa, judge vs the raters' majority, overall and per family.
+
+    Pass verdicts always; on a likert5 rubric judged in likert5, the overall score too
+    (unweighted and quadratic-weighted).
+    """
+    if analysis.empty:
+        return [], [_NO_KAPPA]
+    rows: list[KappaRow] = []
+    specs: list[tuple[str, str, str, list[Any], Literal["quadratic"] | None]] = [
+        ("pass verdict", "pass", "pass", [0, 1], None)
+    ]
+    scale = data.rubric.scale
+    if scale == "likert5" and data.judge_format == "likert5":
+        levels = [1, 2, 3, 4, 5]
+        specs += [("overall score", "value", "overall", levels, None),
+                  ("overall score", "value", "overall", levels, "quadratic")]
+    for what, judge_col, label_col, cats, weights in specs:
+        frame = analysis[analysis[judge_col].notna()]
+        ratings = _ratings(data, list(frame["answer_id"]), label_col)
+        if ratings.empty:
+            continue
+        major = human_scores(ratings, rule="majority", score_col="score").scores
+        frame = frame[isin(frame["answer_id"], major.index)]
+        judge = frame[judge_col].to_numpy(dtype=float).round().astype(int)
+        human = major.reindex(frame["answer_id"]).to_numpy(dtype=float).round().astype(int)
+        fam = frame["family"].astype(str).to_numpy()
+        tasks = frame["task_id"].astype(str).to_numpy()
+        for scope in ["all", *sorted(set(fam))]:
+            sel = np.ones(len(fam), bool) if scope == "all" else fam == scope
+            if not sel.any():
+                continue
+            result = cohen_kappa(
+                judge[sel], human[sel], weights=weights, labels=cats, clusters=tasks[sel],
+                n_resamples=opts.n_resamples, level=opts.level, rng=opts.seed,
+            )
+            rows.append(KappaRow(scope, what, result))
+    return rows, [] if rows else [_NO_KAPPA]
+
+
+def alphas(data: CalibrationData, opts: ReportOptions) -> tuple[dict[str, Estimate], list[str]]:
+    """Krippendorff's alpha among the raters, on the overall score and the pass verdict."""
+    out: dict[str, Estimate] = {}
+    reasons: list[str] = []
+    labels = data.labels
+    specs = [("overall score", "overall", level_for_scale(data.rubric.scale)), ("pass verdict", "pass", "nominal")]
+    if data.rubric.scale == "binary":
+        specs = specs[1:]
+    for name, column, level in specs:
+        rows = labels[labels[column].notna()]
+        if rows.empty:
+            continue
+        matrix = rows.pivot_table(index="rater_id", columns="answer_id", values=column, aggfunc="first")
+        tasks = rows.groupby("answer_id")["task_id"].first().reindex(matrix.columns).astype(str).to_numpy()
+        est = krippendorff_alpha(
+            matrix.to_numpy(dtype=float), level=level, n_resamples=opts.n_resamples,  # type: ignore[arg-type]
+            confidence=opts.level, clusters=tasks, rng=opts.seed,
+        )
+        out[name] = est
+        if math.isnan(est.estimate):
+            reasons.append(f"Krippendorff's alpha ({name}): {est.extra.get('reason')}")
+    if not out:
+        reasons.append("Krippendorff's alpha: no human labels")
+    return out, reasons
+
+
+def ppi_rows(data: CalibrationData, analysis: pd.DataFrame, opts: ReportOptions) -> tuple[list[PPIRow], list[str]]:
+    """Per family, the prediction-powered pass rate beside the human-only one."""
+    if data.judge_format is None:
+        return [], ["PPI: the run has no pointwise judgements of original answers"]
+    judged = first_judgement(data.pointwise, data.judge_format)
+    judged = judged[judged["pass"].notna()]
+    if judged.empty:
+        return [], [f"PPI: judgements in {data.judge_format} carry no pass verdict under this rubric"]
+    labelled = analysis[analysis["pass"].notna()]
+    ratings = _ratings(data, list(labelled["answer_id"]), "pass")
+    if ratings.empty:
+        return [], ["PPI: no human pass verdicts"]
+    human = human_scores(ratings, rule=opts.human_rule, score_col="score").scores
+    labelled = labelled[isin(labelled["answer_id"], human.index)]
+    weighted = not np.allclose(labelled["weight"], 1.0) if len(labelled) else False
+    rows: list[PPIRow] = []
+    reasons: list[str] = []
+    # Answers outside the analysis (unlabelled, or labelled outside the design) are the pool.
+    for fam in sorted(set(judged["family"].astype(str))):
+        lab = labelled[labelled["family"].astype(str) == fam]
+        pool = judged[(judged["family"].astype(str) == fam) & ~isin(judged["answer_id"], lab["answer_id"])]
+        if lab.empty:
+            reasons.append(f"PPI ({fam}): no human labels on this family")
+            continue
+        y = human.reindex(lab["answer_id"]).to_numpy(dtype=float)
+        f = lab["pass"].to_numpy(dtype=float)
+        fu = pool["pass"].to_numpy(dtype=float)
+        if fu.size == 0:
+            reasons.append(f"PPI ({fam}): every judged answer is labelled, so the judge adds nothing")
+            continue
+        tl, tu = lab["task_id"].astype(str).to_numpy(), pool["task_id"].astype(str).to_numpy()
+        if weighted and not lab["weight"].sum() > 0:
+            reasons.append(f"PPI ({fam}): the design gives this family's labelled answers zero total weight")
+            continue
+        if weighted:
+            est, classical = _weighted_ppi(y, f, fu, lab["weight"].to_numpy(dtype=float), tl, tu, opts)
+        else:
+            res = ppi_mean(y, f, fu, lam=None, level=opts.level, clusters=(tl, tu))
+            est = _percent(res)
+            x = res.extra
+            classical = Estimate(
+                100 * x["classical_estimate"], 100 * x["classical_ci_low"], 100 * x["classical_ci_high"],
+                res.n, "classical mean of the human labels, normal interval, task-cluster-robust SE",
+                "percent", opts.level,
+            )
+        rows.append(PPIRow(fam, est, classical, int(y.size), int(fu.size)))
+    return rows, reasons
+
+
+def _percent(est: Estimate) -> Estimate:
+    extra = {k: v for k, v in est.extra.items() if k in ("lam", "n_unlabeled", "effective_n", "reason")}
+    return Estimate(100 * est.estimate, 100 * est.ci_low, 100 * est.ci_high, est.n, est.method,
+                    "percent", est.level, extra)
+
+
+def _weighted_ppi(
+    y: np.ndarray, f: np.ndarray, fu: np.ndarray, w: np.ndarray, tl: np.ndarray, tu: np.ndarray, opts: ReportOptions
+) -> tuple[Estimate, Estimate]:
+    """PPI (λ = 1) under a stratified label sample.
+
+    The judge's pass rate on the whole pool plus the Hajek-weighted mean of (human − judge) on the
+    labels; task-clustered bootstrap.
+    """
+    n_l = y.size
+    values = np.r_[f, fu]
+    is_lab = np.r_[np.ones(n_l), np.zeros(fu.size)]
+    design_w = np.r_[w, np.zeros(fu.size)]
+    rect = np.r_[y - f, np.zeros(fu.size)]
+    human = np.r_[y, np.zeros(fu.size)]
+    tasks = np.r_[tl, tu]
+
+    def ppi_stat(v: np.ndarray, lab: np.ndarray, dw: np.ndarray, r: np.ndarray, *, weights: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            pool_mean = (weights @ v) / weights.sum(axis=1)
+            ww = weights * dw
+            return np.asarray(100 * (pool_mean + (ww @ r) / ww.sum(axis=1)))
+
+    def human_stat(h: np.ndarray, dw: np.ndarray, *, weights: np.ndarray) -> np.ndarray:
+        ww = weights * dw
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(100 * (ww @ h) / ww.sum(axis=1))
+
+    point = 100 * (values.mean() + (w @ (y - f)) / w.sum())
+    lo, hi, _ = cluster_bootstrap(ppi_stat, tasks, values, is_lab, design_w, rect,
+                                  n_resamples=opts.n_resamples, level=opts.level, rng=opts.seed)
+    h_point = 100 * (w @ y) / w.sum()
+    h_lo, h_hi, _ = cluster_bootstrap(human_stat, tasks, human, design_w,
+                                      n_resamples=opts.n_resamples, level=opts.level, rng=opts.seed)
+    n_tasks = int(np.unique(tasks).size)
+    method = (
+        "PPI mean (λ=1): judge pass rate on the whole pool + design-weighted (Hajek) mean of "
+        f"human − judge on the labels; task-clustered percentile bootstrap, {opts.n_resamples} resamples"
+    )
+    est = Estimate(float(point), lo, hi, n_l, method, "percent", opts.level,
+                   {"lam": 1.0, "n_unlabeled": int(fu.size), "n_tasks": n_tasks})
+    classical = Estimate(
+        float(h_point), h_lo, h_hi, n_l,
+        f"design-weighted (Hajek) mean of the human labels; task-clustered percentile bootstrap, "
+        f"{opts.n_resamples} resamples", "percent", opts.level,
+    )
+    return est, classical
+
