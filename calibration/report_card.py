@@ -191,6 +191,13 @@ def _formats_section(analysis: Analysis) -> list[str]:
         "where a selector must break the tie at random. Agreement with humans (tau_a, Somers' D, "
         "top-1) needs human labels: `judgelab formats`.",
     ]
+    if any(f.format in ("anchored", "tournament") for f in analysis.formats):
+        lines.append(
+            "- anchored and tournament score answers from pairwise verdicts: anchored, each "
+            "answer against its task's first answer (shown as Response A, itself included); "
+            "tournament, every within-task pair once in listing order. Their scores are win "
+            "probabilities (0..1); their parse rate counts comparisons, the other figures answers."
+        )
     return lines
 
 

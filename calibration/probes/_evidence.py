@@ -138,7 +138,8 @@ def analyse_evidence(rows: pd.DataFrame, *, audits: dict[str, Any] | None = None
         else:
             formats = format_study.analyse(sub)
     status = rows["status"]
-    pairwise = rows[rows["kind"] == "pairwise"]
+    # The format study's comparative formats are pairwise calls too, on pool answers, not pairs.
+    pairwise = rows[(rows["kind"] == "pairwise") & (rows["bias"] != "format")]
     pointwise = rows[rows["kind"] == "pointwise"]
     cost = pd.to_numeric(rows["cost_usd"], errors="coerce").sum() if "cost_usd" in rows else 0.0
     pool_ids = pointwise["answer_id"]

@@ -146,6 +146,12 @@ def _dataset_options(func: Any) -> Any:
     )(func)
     func = click.option("--seed", type=int, default=0, show_default=True,
                         help="Seed for the choice of pairs and the fake judge.")(func)
+    func = click.option(
+        "--formats", default=None,
+        help="Formats the format study (--biases format) runs, comma-separated: binary, likert5, "
+        "numeric100, anchored, tournament [default: the three pointwise ones, or the judge "
+        "spec's].",
+    )(func)
     return func
 
 
@@ -164,8 +170,9 @@ def _dataset_options(func: Any) -> Any:
 @db_option
 @json_option
 def estimate_command(
-    dataset: str, n: int, biases: str, seed: int, model: str, judge_kind: str, batch: bool,
-    base_url: str | None, output_tokens: int, judge_spec: str | None, db: str | None, as_json: bool,
+    dataset: str, n: int, biases: str, seed: int, formats: str | None, model: str, judge_kind: str,
+    batch: bool, base_url: str | None, output_tokens: int, judge_spec: str | None, db: str | None,
+    as_json: bool,
 ) -> None:
     """Preview a probe's calls, tokens and cost at list and batch price. Spends nothing.
 
@@ -188,6 +195,7 @@ def estimate_command(
     estimate = estimate_probes(
         judge, store, dataset=dataset, n=n, biases=biases, seed=seed,
         count_tokens=_have_api(base_url), output_tokens=output_tokens, batch=batch,
+        formats=formats,
     )
     if as_json:
         echo_json(estimate.to_dict())
@@ -213,6 +221,7 @@ def _estimate_text(e: ProbeEstimate) -> str:
         f"  tokens: {c.prompt_tokens:,} prompt + {c.output_tokens:,} output "
         f"({c.output_tokens_per_call} per reply assumed)",
         f"  token count: {c.token_method}",
+        _cache_line(c),
     ]
     if not c.model_priced:
         lines.append(
@@ -228,10 +237,26 @@ def _estimate_text(e: ProbeEstimate) -> str:
         lines.append(
             f"  padding: {c.padding_rewrites} model rewrites, ~{c.padding_input_tokens:,}"
             f" + {c.padding_output_tokens:,} tokens, {_money(c.padding_cost_usd)}"
-            " (rewrites already stored are reused)"
+            + (" through the batch (50% off)" if c.batch else " at list price")
+            + " (rewrites already stored are reused)"
         )
     lines.append("  nothing was spent.")
     return "\n".join(lines)
+
+
+def _cache_line(c: pricing.PlanEstimate) -> str:
+    """Whether the rubric block is prompt-cached, and so how it was priced."""
+    block = f"the {c.cache_prefix_tokens:,}-token rubric block"
+    minimum = f"{c.model}'s {c.cache_min_tokens:,}-token minimum" if c.cache_min_tokens is not None else ""
+    if c.prompt_cache == "applies":
+        return f"  prompt cache: applies ({block} reaches {minimum}): written once, then read"
+    if c.prompt_cache == "below minimum":
+        return (f"  prompt cache: does not apply ({block} is below {minimum}; the API would "
+                "ignore the breakpoint): every prompt token priced as uncached")
+    if c.prompt_cache == "unknown minimum":
+        return (f"  prompt cache: unknown ({c.model} has no minimum cacheable length in the price "
+                "table): priced as uncached, an upper bound")
+    return "  prompt cache: no calls to make"
 
 
 # -- probe ---------------------------------------------------------------------------------------
@@ -313,6 +338,7 @@ def probe_command(**opts: Any) -> None:
             other=opts["other_family"], pad=opts["pad_mode"], pad_model=opts["pad_model"],
             resume=opts["resume"], concurrency=opts["concurrency"], batch=opts["batch"],
             progress=opts["progress"], poll_interval=opts["poll_interval"], params=params,
+            formats=opts["formats"],
         )
     except KeyboardInterrupt:
         # Every reply that arrived is already in the database: nothing is lost or re-spent.
