@@ -23,6 +23,13 @@ from calibration.stats._formats import (
     top1_agreement,
     top_tied_share,
 )
+from calibration.stats._multiple import (
+    ADJUSTMENT_NAMES,
+    ADJUSTMENTS,
+    Adjustment,
+    adjust_p_values,
+    p_value_from_interval,
+)
 from calibration.stats._position import (
     SlotDecomposition,
     candidate_verdicts,
@@ -59,7 +66,10 @@ from calibration.stats._residuals import (
 from calibration.stats._result import Estimate
 
 __all__ = [
+    "ADJUSTMENTS",
+    "ADJUSTMENT_NAMES",
     "THRESHOLDS",
+    "Adjustment",
     "Estimate",
     "FormatDiagnostics",
     "HumanRule",
@@ -73,6 +83,7 @@ __all__ = [
     "RunComparison",
     "SlotDecomposition",
     "Thresholds",
+    "adjust_p_values",
     "candidate_verdicts",
     "classical_mean",
     "cluster_bootstrap",
@@ -90,6 +101,7 @@ __all__ = [
     "length_controlled_win_rate",
     "level_for_scale",
     "lift_difference",
+    "p_value_from_interval",
     "pairwise_kappas",
     "pairwise_lift",
     "pointwise_gap",

@@ -38,6 +38,7 @@ from calibration.probes import (
 )
 from calibration.report_card import card_json, render_markdown, render_png
 from calibration.spec import JudgeSpec, load_spec
+from calibration.stats import ADJUSTMENTS, Adjustment
 from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.errors import InputError
 from labeler.store import Store, resolve_db_path
@@ -376,20 +377,25 @@ def probe_command(**opts: Any) -> None:
               help="Write the markdown card here [default: print it].")
 @click.option("--png", "png", default=None, type=click.Path(dir_okay=False),
               help="Also save the card as a PNG chart.")
+@click.option("--adjust", type=click.Choice(list(ADJUSTMENTS)), default="holm", show_default=True,
+              help="How verdicts are adjusted for the number of rows tested: holm (at most a 5% "
+              "chance of any false FAIL), bh (Benjamini-Hochberg) or none.")
 @db_option
 @json_option
 def report_command(
-    results: str, mitigate: bool, out: str | None, png: str | None, db: str | None, as_json: bool
+    results: str, mitigate: bool, out: str | None, png: str | None, adjust: Adjustment,
+    db: str | None, as_json: bool,
 ) -> None:
     """Render the report card from an evidence file. Never calls the judge.
 
     One row per bias: the raw reading, with --mitigate the reading after swap-averaging, a 95%
-    interval each, and PASS/WARN/FAIL. When the project database exists, the raters' padding
+    interval each, and PASS/WARN/FAIL, adjusted for the number of rows tested (--adjust), with
+    the placebo arm's lift as the empirical false-alarm check. When the project database exists, the raters' padding
     audits of the padded variants are reported too.
     """
     rows = read_evidence(results)
     audits = _audits(db, rows)
-    analysis = analyse_evidence(rows, audits=audits)
+    analysis = analyse_evidence(rows, audits=audits, adjust=adjust)
     names = rows["dataset"].dropna().unique().tolist() if "dataset" in rows else []
     source = ", ".join(map(str, names)) if names else Path(results).name
     markdown = render_markdown(analysis, mitigate=mitigate, source=source)
