@@ -60,13 +60,14 @@ _INITIAL_WINDOW = 4.0
 # event usually answers several attempts at once; they are one signal, not several).
 _DECREASE = 0.5
 _DECREASE_GAP = 0.5
-# Budget held back from what the provider states remains: half a second's refill (at most
-# half the bucket), and at least one request. A request is counted when it reaches the
+# Budget held back from what the provider states remains: a quarter second's refill (at most a
+# quarter of the bucket), and at least one request. A request is counted when it reaches the
 # provider, which can be a while after it was sent (a queue on the way, a busy server);
 # meanwhile the provider's bucket may sit full and waste its refill. The reserve leaves room
-# for that and costs only burst, not throughput: paced at the refill rate, the bucket's level
-# does not matter.
-_RESERVE_SECONDS = 0.5
+# for that and costs only burst, not throughput, as long as the provider's bucket does not sit
+# full (then its refill is lost): hence a small share of the bucket.
+_RESERVE_SECONDS = 0.25
+_RESERVE_SHARE = 0.25
 _RESERVE_REQUESTS = 1.0
 
 
@@ -249,12 +250,12 @@ class _Bucket:
     def wait(self, cost: float, reserve: float) -> float:
         """Seconds until ``cost`` units can be taken keeping a reserve back (0 when now).
 
-        The reserve is ``reserve`` or :data:`_RESERVE_SECONDS` of refill (at most half the
-        bucket), whichever is more.
+        The reserve is ``reserve`` or :data:`_RESERVE_SECONDS` of refill (at most
+        :data:`_RESERVE_SHARE` of the bucket), whichever is more.
         """
         if not self.known or self.rate <= 0:
             return 0.0
-        held = max(reserve, min(_RESERVE_SECONDS * self.rate, self.cap / 2))
+        held = max(reserve, min(_RESERVE_SECONDS * self.rate, _RESERVE_SHARE * self.cap))
         # A cost larger than the whole budget can never fit: let it go at a full bucket.
         need = min(cost + held, self.cap)
         return 0.0 if self.level >= need else (need - self.level) / self.rate

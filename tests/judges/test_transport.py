@@ -88,17 +88,17 @@ def test_pacing_follows_the_stated_limit_and_what_remains() -> None:
     assert gov.delay(100) == 0  # no headers yet: nothing to pace by
     first = gov.grant(100)
     # 600 requests a minute = 10 per second; the reply says 0 remained: the next request may
-    # go once 6 have refilled (half a second's refill held back for requests on their way).
+    # go once 3.5 have refilled (a quarter second's refill held back for requests on their way).
     gov.observe(first, 200, _limits(0))
-    assert gov.delay(100) == pytest.approx(0.6)
-    clock.now += 0.6
+    assert gov.delay(100) == pytest.approx(0.35)
+    clock.now += 0.35
     assert gov.delay(100) == pytest.approx(0.0, abs=1e-9)
     # Every request sent is spent from the mirror at once.
     sent = [gov.grant(100) for _ in range(3)]
-    assert gov.requests.level == pytest.approx(6 - 3)
+    assert gov.requests.level == pytest.approx(3.5 - 3)
     clock.now += 1.0
     gov.delay(100)
-    assert gov.requests.level == pytest.approx(6 - 3 + 10)
+    assert gov.requests.level == pytest.approx(3.5 - 3 + 10)
     # A reply lowers the mirror to what it says remained, less the requests still in flight
     # that were sent after it (the provider may not have counted them yet) ...
     gov.observe(sent[0], 200, _limits(5))
@@ -125,9 +125,9 @@ def test_token_budget_paces_by_prompt_and_expected_completion() -> None:
     gov = RateGovernor(8, output_tokens=100, clock=clock)
     permit = gov.grant(900)
     # 60,000 tokens a minute = 1,000 per second; 0 left: a 900 + 100 token request waits 1 s,
-    # and half a second more for the reserve.
+    # and a quarter second more for the reserve.
     gov.observe(permit, 200, RateLimits(tokens_limit=60_000, tokens_remaining=0), output_tokens=100)
-    assert gov.delay(900) == pytest.approx(1.5)
+    assert gov.delay(900) == pytest.approx(1.25)
 
 
 def test_rate_limit_headers_are_read() -> None:
