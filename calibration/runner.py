@@ -76,6 +76,7 @@ __all__ = [
     "evidence_status",
     "judge_identity",
     "plan_hash",
+    "record_for",
     "run_plan",
     "write_evidence",
 ]
@@ -351,6 +352,11 @@ def _record(
         latency_s=judgement.latency_s,
         source="judge",
     )
+
+
+def record_for(run_id: str, call: PlannedCall, judgement: Judgement) -> JudgementRecord:
+    """The database row a judge's reply to ``call`` becomes (for simulations without a run)."""
+    return _record(run_id, call, judgement.cache_key, judgement=judgement)
 
 
 def evidence_row(

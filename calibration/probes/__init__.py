@@ -20,6 +20,7 @@ from calibration.probes._base import (
 )
 from calibration.probes._evidence import Analysis, analyse_evidence, read_evidence
 from calibration.probes._plan import BIASES, DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
+from calibration.probes._simulate import CARD_PROBES, simulate_evidence
 from calibration.probes._workflow import (
     PadMode,
     PoolSource,
@@ -43,6 +44,7 @@ from calibration.probes.format_study import FormatRow
 
 __all__ = [
     "BIASES",
+    "CARD_PROBES",
     "DEFAULT_BIASES",
     "POOL_BIASES",
     "Analysis",
@@ -73,5 +75,6 @@ __all__ = [
     "reference_tasks",
     "run_probes",
     "setup_probes",
+    "simulate_evidence",
     "spec_biases",
 ]

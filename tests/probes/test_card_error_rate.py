@@ -8,21 +8,17 @@ the readings tested together, at most one in twenty may.
 
 from __future__ import annotations
 
-import asyncio
 import math
 
 import pandas as pd
 import pytest
 
-from calibration.datasets import PROBE_RUBRIC, SAMPLE, choose, load_pairs, pool_from_pairs
 from calibration.judges import FakeJudge
-from calibration.probes import Analysis, BiasResult, ProbeContext, Variants, analyse_evidence, plan_probes
+from calibration.probes import Analysis, BiasResult, analyse_evidence, simulate_evidence
 from calibration.probes._errors import control_errors
 from calibration.report_card import card_json, render_markdown
-from calibration.runner import _record, evidence_row
 from calibration.stats import Estimate
 
-CARD_PROBES = ("position", "verbosity", "formatting", "tone", "citations", "truncation", "byline")
 RUNS = 200
 
 
@@ -55,29 +51,8 @@ def test_a_fail_must_survive_the_adjustment_for_the_rows_tested() -> None:
 
 
 def null_evidence(seed: int, n: int = 20, **knobs: float) -> pd.DataFrame:
-    """Evidence rows of every pairwise probe judged by a fake judge (no bias unless given)."""
-    judge = FakeJudge(seed=seed, family="claude", **knobs)
-    pairs = choose(load_pairs(SAMPLE), n, seed=seed)
-    ctx = ProbeContext(
-        pairs=pairs, pool=pool_from_pairs(pairs), rubric=PROBE_RUBRIC, pool_rubric=PROBE_RUBRIC,
-        variants=Variants(), judge_family="claude", other_family="gpt",
-    )
-    plan = plan_probes(ctx, CARD_PROBES).calls
-
-    async def judged() -> list[dict[str, object]]:
-        out = []
-        for call in plan:
-            rubric = call.rubric or PROBE_RUBRIC
-            if call.kind == "pairwise":
-                assert call.answer_b is not None
-                reply = await judge.compare(call.prompt, call.answer, call.answer_b, rubric, call.format)
-            else:
-                reply = await judge.score(call.prompt, call.answer, rubric, call.format)
-            record = _record("sim", call, reply.cache_key, judgement=reply)
-            out.append(evidence_row(record.__dict__, model=judge.model, judge_family="claude"))
-        return out
-
-    return pd.DataFrame(asyncio.run(judged()))
+    """Evidence rows of every card probe judged by a fake judge (no bias unless given)."""
+    return simulate_evidence(FakeJudge(seed=seed, family="claude", **knobs), n=n, seed=seed)
 
 
 def _fails(analysis: Analysis) -> tuple[bool, bool]:
