@@ -1,6 +1,6 @@
 """Runner throughput against the local API server at 200 ms latency, with and without a rate limit.
 
-Run: ``python bench/runner_throughput.py`` (about two minutes). ``--calls``, ``--limited-calls``,
+Run: ``python bench/runner_throughput.py`` (about three minutes). ``--calls``, ``--limited-calls``,
 ``--latency``, ``--concurrency``, ``--rpm`` and ``--repeats`` change the set-up.
 
 Two questions, each answered against ``judgelab mock-api`` running in its own process (so its
@@ -14,12 +14,15 @@ child process that also reports its peak memory:
 
   - **SDK alone**: the official ``anthropic`` client (no judgelab code, no middleware) sending the
     same Messages requests under an ``asyncio.Semaphore(64)``, nothing recorded;
+  - **judge alone**: :class:`~calibration.judges.AnthropicJudge` (prompt building, middleware,
+    reply parsing and pricing) under the same semaphore, nothing recorded (what earlier rounds
+    of this benchmark called "SDK only");
   - **runner**: :func:`calibration.runner.arun_plan` with the real
     :class:`~calibration.judges.AnthropicJudge` (its middleware: decode checks, rate governor),
     the write-ahead journal, the database and the JSONL evidence file, as ``judgelab probe``.
 
-  The figure is the runner's rate as a share of the SDK's (mean over the repeats), and each as
-  a share of the bound.
+  The figures are the runner's rate as a share of the bare SDK's and of the judge's (means over
+  the repeats), and each as a share of the bound.
 * **Limited: does the runner live within the provider's limits at full speed?** The mock
   enforces ``--rpm`` requests per minute (3,000 = 50 per second, a bucket of one second's worth)
   and the runner is set to ``--concurrency 64``, far more than 50 per second needs at 200 ms.
@@ -89,6 +92,28 @@ async def _sdk(base_url: str, calls: int, concurrency: int) -> float:
         return time.perf_counter() - start
 
 
+async def _judge_alone(base_url: str, calls: int, concurrency: int) -> float:
+    """Seconds for ``calls`` judge calls with nothing recorded (after a warm-up round)."""
+    from calibration.datasets import PROBE_RUBRIC
+    from calibration.judges import AnthropicJudge
+
+    judge = AnthropicJudge(
+        "claude-sonnet-4-6", api_key="bench", base_url=base_url, max_concurrency=concurrency,
+        max_retries=6, timeout=30,
+    )
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(call: PlannedCall) -> None:
+        async with gate:
+            await judge.score(call.prompt, call.answer, PROBE_RUBRIC, call.format)
+
+    async with judge:
+        await asyncio.gather(*(one(c) for c in _plan(concurrency, offset=10**6)))
+        start = time.perf_counter()
+        await asyncio.gather(*(one(c) for c in _plan(calls)))
+        return time.perf_counter() - start
+
+
 async def _runner(base_url: str, calls: int, concurrency: int, workdir: Path) -> dict[str, float]:
     """Seconds for ``calls`` planned calls through the runner, and what the governor saw."""
     from calibration.datasets import PROBE_RUBRIC
@@ -119,8 +144,9 @@ async def _runner(base_url: str, calls: int, concurrency: int, workdir: Path) ->
 
 def _measure(path: str, base_url: str, calls: int, concurrency: int, workdir: Path) -> dict[str, float]:
     if path == "sdk":
-        seconds = asyncio.run(_sdk(base_url, calls, concurrency))
-        figures: dict[str, float] = {"seconds": seconds}
+        figures: dict[str, float] = {"seconds": asyncio.run(_sdk(base_url, calls, concurrency))}
+    elif path == "judge":
+        figures = {"seconds": asyncio.run(_judge_alone(base_url, calls, concurrency))}
     else:
         figures = asyncio.run(_runner(base_url, calls, concurrency, workdir))
     figures["calls"] = calls
@@ -164,20 +190,24 @@ def _unlimited(args: argparse.Namespace) -> None:
     print(f"unlimited · {args.calls} calls · latency {args.latency * 1000:.0f} ms · concurrency "
           f"{args.concurrency} · bound {bound:.0f} calls/s · {args.repeats} interleaved repeats")
     server, url = _start_server(args.latency)
-    rates: dict[str, list[float]] = {"sdk": [], "runner": []}
+    labels = {
+        "sdk": "SDK alone (nothing recorded)",
+        "judge": "judge alone (nothing recorded)",
+        "runner": "runner + journal + database + evidence",
+    }
+    rates: dict[str, list[float]] = {path: [] for path in labels}
     try:
         for _ in range(args.repeats):
-            for path in ("sdk", "runner"):
+            for path, label in labels.items():
                 fig = child("runner_throughput.py", _child_args(path, url, args.calls, args))
                 rates[path].append(fig["calls_per_s"])
-                label = "SDK alone (nothing recorded)" if path == "sdk" else "runner + journal + database + evidence"
                 print(f"  {label:40s} {fig['calls_per_s']:7.1f} calls/s = {fig['calls_per_s'] / bound:6.1%} of "
                       f"bound  ({fig['seconds']:.1f} s; peak memory {fig['peak_rss_mb']:.0f} MiB)")
     finally:
         _stop_server(server)
-    sdk, runner = (sum(rates[p]) / len(rates[p]) for p in ("sdk", "runner"))
-    print(f"  runner / SDK alone: {runner / sdk:.3f} (mean of {args.repeats}: runner {runner:.1f}, "
-          f"SDK {sdk:.1f} calls/s; target >= 0.97)")
+    sdk, judge, runner = (sum(rates[p]) / len(rates[p]) for p in labels)
+    print(f"  means of {args.repeats}: SDK {sdk:.1f} · judge {judge:.1f} · runner {runner:.1f} calls/s")
+    print(f"  runner / SDK alone: {runner / sdk:.3f} (target >= 0.97) · runner / judge alone: {runner / judge:.3f}")
 
 
 def _limited(args: argparse.Namespace) -> None:
@@ -210,7 +240,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="Interleaved SDK/runner pairs (unlimited).")
     parser.add_argument("--only", choices=["unlimited", "limited"], default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--path", choices=["runner", "sdk"], default="runner", help=argparse.SUPPRESS)
+    parser.add_argument("--path", choices=["runner", "sdk", "judge"], default="runner", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

@@ -250,6 +250,7 @@ class AnthropicJudge:
         ] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._batches: dict[str, dict[str, JudgeCall]] = {}
+        self._caches: dict[tuple[str, str], bool] = {}
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
@@ -322,8 +323,16 @@ class AnthropicJudge:
         and when the price table does not know the minimum (a breakpoint the API ignores
         costs nothing).
         """
-        table = self._prices if self._prices is not None else pricing.load_prices()
-        return table.cache_applies(call.model, pricing.approx_tokens(call.system)) is not False
+        key = (call.model, call.system)
+        known = self._caches.get(key)
+        if known is None:
+            table = self._prices if self._prices is not None else pricing.load_prices()
+            known = table.cache_applies(call.model, pricing.approx_tokens(call.system)) is not False
+            # One answer per rubric block and model (a run sends the same block every time).
+            if len(self._caches) > 256:
+                self._caches.clear()
+            self._caches[key] = known
+        return known
 
     def request(self, call: JudgeCall, *, ttl: Literal["5m", "1h"] | None = None) -> dict[str, Any]:
         """The Messages API body for ``call``.

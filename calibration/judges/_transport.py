@@ -164,13 +164,20 @@ class RateLimits:
         ...                          "retry-after": "1"}).requests_remaining
         49.0
         """
-        low = {k.lower(): v for k, v in headers.items()}
+        # An HTTP client's headers are case-insensitive already; a plain dict is lower-cased.
+        low: Mapping[str, str] = (
+            {k.lower(): v for k, v in headers.items()} if isinstance(headers, dict) else headers
+        )
+        if _PREFIX + "requests-limit" not in low and _PREFIX + "tokens-limit" not in low and (
+            "retry-after" not in low and "retry-after-ms" not in low
+        ):
+            return _NO_LIMITS
         wall = time.time() if now is None else now
 
         def number(name: str) -> float | None:
             try:
                 value = float(low[name])
-            except (KeyError, ValueError):
+            except (KeyError, TypeError, ValueError):
                 return None
             return value if math.isfinite(value) else None
 
@@ -195,6 +202,9 @@ class RateLimits:
             tokens_reset_s=reset(_PREFIX + "tokens-reset"),
             retry_after_s=retry,
         )
+
+
+_NO_LIMITS = RateLimits()
 
 
 def request_tokens(body: Mapping[str, Any] | None) -> int:
