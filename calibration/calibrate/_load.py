@@ -8,14 +8,14 @@ of the :class:`CalibrationData` it returns.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.calibrate._model import LabelSummary
+from calibration.calibrate._model import HumanScoreRule, LabelSummary
 from calibration.spec import recorded_provenance
 from labeler.errors import InputError
 from labeler.models import Rubric
@@ -23,6 +23,8 @@ from labeler.scales import POINTWISE_FORMATS
 from labeler.store import Store
 
 _NAN = float("nan")
+_LABEL_COLUMNS = ["answer_id", "task_id", "family", "variant", "rater_id", "rater_name", "overall", "pass",
+                  "simulated", "source"]
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,9 @@ class CalibrationData:
             ``n_chars`` of the answer.
         pairwise: The run's pairwise judgements, the same way; ``family_a``/``family_b``,
             ``variant_a``/``variant_b`` and ``chars_a``/``chars_b`` describe the two answers.
-        labels: Current scored human labels: ``answer_id``, ``task_id``, ``family``,
-            ``variant``, ``rater_id``, ``overall``, ``pass`` (0/1 or ``nan``), ``simulated``,
-            ``source``.
+        labels: The raters' current scored labels: ``answer_id``, ``task_id``, ``family``,
+            ``variant``, ``rater_id``, ``rater_name``, ``overall``, ``pass`` (0/1 or ``nan``),
+            ``simulated``, ``source``. Admins' adjudicated labels are not among them.
         answers: Every answer of the pool (no text).
         design: Design weights of the chosen design (``answer_id``, ``weight``,
             ``inclusion_prob``, ``stratum``), or ``None``.
@@ -49,6 +51,8 @@ class CalibrationData:
         provenance: ``(artifact, author_kind, author)`` records of the judge prompt.
         label_summary: Counts of the labels, simulated ones included.
         n_errors: Planned calls of the run that failed with no reply (not scores).
+        adjudicated: The current adjudicated label of each adjudicated answer, in the columns
+            of ``labels`` (``rater_id`` is the admin's, ``source`` is ``adjudicated``).
     """
 
     run: dict[str, Any]
@@ -63,6 +67,7 @@ class CalibrationData:
     provenance: tuple[tuple[str, str, str], ...]
     label_summary: LabelSummary
     n_errors: int
+    adjudicated: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_LABEL_COLUMNS))
 
     @property
     def run_id(self) -> str:
@@ -74,6 +79,19 @@ class CalibrationData:
         """The judge's own family, when the run records it."""
         family = self.run.get("family")
         return None if family is None else str(family)
+
+    def reference_labels(self, rule: HumanScoreRule = "mean") -> pd.DataFrame:
+        """The labels the human score of each answer rests on under ``rule``.
+
+        The raters' labels; under ``"adjudicated"`` an adjudicated answer's raters are replaced by
+        its one adjudicated label, so the human score of that answer is the adjudicated score
+        whatever the raters gave. Agreement among raters reads :attr:`labels`, never this.
+        """
+        if rule != "adjudicated" or self.adjudicated.empty:
+            return self.labels
+        settled = isin(self.labels["answer_id"], self.adjudicated["answer_id"])
+        frames = [f for f in (self.labels[~settled], self.adjudicated[_LABEL_COLUMNS]) if not f.empty]
+        return pd.concat(frames, ignore_index=True).sort_values(["answer_id", "rater_id"]).reset_index(drop=True)
 
 
 def load_calibration_data(store: Store, run_id: str | None = None) -> CalibrationData:
@@ -143,8 +161,8 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
               .drop_duplicates(["rater_id", "answer_id"]).sort_values(["answer_id", "rater_id"])
               .reset_index(drop=True))
     labels["simulated"] = (labels["source"] == "simulated") | labels["rater_simulated"].astype(bool)
-    labels = labels[["answer_id", "task_id", "family", "variant", "rater_id", "rater_name", "overall",
-                     "pass", "simulated", "source"]]
+    labels = labels[_LABEL_COLUMNS]
+    adjudicated = _adjudicated(store, rubric)
     summary = LabelSummary(
         n_labels=len(labels),
         n_answers=int(labels["answer_id"].nunique()),
@@ -153,6 +171,7 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         n_simulated_raters=int(labels.loc[labels["simulated"], "rater_id"].nunique()),
         n_flagged=int(flagged.sum()),
         sources={str(k): int(v) for k, v in labels["source"].value_counts().sort_index().items()},
+        n_adjudicated=len(adjudicated),
     )
 
     judge_format = _choose_format(point, rubric)
@@ -171,7 +190,22 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         provenance=records,
         label_summary=summary,
         n_errors=n_errors,
+        adjudicated=adjudicated,
     )
+
+
+def _adjudicated(store: Store, rubric: Rubric) -> pd.DataFrame:
+    """The current adjudicated label per answer with a score, in the columns of the labels.
+
+    One per answer: one given under the rubric wins over an unversioned (imported) one.
+    """
+    raw = store.adjudicated_labels(rubric.rubric_id, rubric.version)
+    raw = raw.assign(_versioned=raw["rubric_id"].notna(), simulated=False, source="adjudicated")
+    raw["pass"] = [_human_pass(rubric, o, p) for o, p in zip(raw["overall"], raw["passed"], strict=True)]
+    raw = raw[raw["overall"].notna() | raw["pass"].notna()]
+    raw = (raw.sort_values(["_versioned", "label_id"], ascending=[False, False]).drop_duplicates("answer_id")
+           .sort_values("answer_id").reset_index(drop=True))
+    return raw[_LABEL_COLUMNS]
 
 
 def _opt_int(value: Any) -> int | None:
