@@ -443,6 +443,31 @@ def _int_or_none(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _reorder_evidence(path: Path, order: Mapping[str, int]) -> bool:
+    """Put a fresh run's appended evidence file in plan order, without the database.
+
+    Only when the file holds exactly one row per planned call (a first execution whose every
+    result was appended as it was written); otherwise ``False`` and the caller rewrites it from
+    the database (:func:`write_evidence`). Rows are kept byte for byte.
+    """
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if len(lines) != len(order):
+        return False
+    keyed = []
+    for line in lines:
+        call_id = json.loads(line).get("call_id")
+        if call_id not in order:
+            return False
+        keyed.append((order[call_id], line))
+    keyed.sort()
+    if len({seq for seq, _ in keyed}) != len(keyed):
+        return False
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for _, line in keyed), encoding="utf-8")
+    tmp.replace(path)
+    return True
+
+
 def write_evidence(store: Store, run_id: str, path: str | os.PathLike[str]) -> int:
     """(Re)write a run's evidence file from the database, atomically; returns the row count.
 
@@ -765,7 +790,9 @@ async def arun_plan(
         finished = counts["answered_or_failed"] - counts["errors"] >= len(plan)
         if finished:
             store.finish_judge_run(rid)
-        if evidence_path is not None:
+        if evidence_path is not None and not (
+            not resumed and _reorder_evidence(evidence_path, {c.call_id: i for i, c in enumerate(plan)})
+        ):
             write_evidence(store, rid, evidence_path)
         samples: tuple[str, ...] = ()
         if counts["errors"]:
