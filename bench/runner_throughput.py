@@ -143,6 +143,15 @@ async def _runner(base_url: str, calls: int, concurrency: int, workdir: Path) ->
 
 
 def _measure(path: str, base_url: str, calls: int, concurrency: int, workdir: Path) -> dict[str, float]:
+    cpu = time.process_time()
+    figures = _measure_path(path, base_url, calls, concurrency, workdir)
+    # CPU per call, set-up and warm-up included (the same for every path): steadier than the
+    # rate on a shared machine, and what decides the rate when the client's CPU is the limit.
+    figures["cpu_ms_per_call"] = 1000 * (time.process_time() - cpu) / calls
+    return figures
+
+
+def _measure_path(path: str, base_url: str, calls: int, concurrency: int, workdir: Path) -> dict[str, float]:
     if path == "sdk":
         figures: dict[str, float] = {"seconds": asyncio.run(_sdk(base_url, calls, concurrency))}
     elif path == "judge":
@@ -196,18 +205,24 @@ def _unlimited(args: argparse.Namespace) -> None:
         "runner": "runner + journal + database + evidence",
     }
     rates: dict[str, list[float]] = {path: [] for path in labels}
+    cpu: dict[str, list[float]] = {path: [] for path in labels}
     try:
         for _ in range(args.repeats):
             for path, label in labels.items():
                 fig = child("runner_throughput.py", _child_args(path, url, args.calls, args))
                 rates[path].append(fig["calls_per_s"])
+                cpu[path].append(fig["cpu_ms_per_call"])
                 print(f"  {label:40s} {fig['calls_per_s']:7.1f} calls/s = {fig['calls_per_s'] / bound:6.1%} of "
-                      f"bound  ({fig['seconds']:.1f} s; peak memory {fig['peak_rss_mb']:.0f} MiB)")
+                      f"bound  ({fig['seconds']:.1f} s; {fig['cpu_ms_per_call']:.2f} ms CPU per call; "
+                      f"peak memory {fig['peak_rss_mb']:.0f} MiB)")
     finally:
         _stop_server(server)
     sdk, judge, runner = (sum(rates[p]) / len(rates[p]) for p in labels)
     print(f"  means of {args.repeats}: SDK {sdk:.1f} · judge {judge:.1f} · runner {runner:.1f} calls/s")
     print(f"  runner / SDK alone: {runner / sdk:.3f} (target >= 0.97) · runner / judge alone: {runner / judge:.3f}")
+    c_sdk, c_judge, c_runner = (sorted(cpu[p])[len(cpu[p]) // 2] for p in labels)
+    print(f"  client CPU per call (median): SDK {c_sdk:.2f} ms · judge {c_judge:.2f} ms · runner {c_runner:.2f} ms "
+          f"(SDK / runner {c_sdk / c_runner:.3f})")
 
 
 def _limited(args: argparse.Namespace) -> None:
