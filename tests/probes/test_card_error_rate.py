@@ -8,8 +8,6 @@ the readings tested together, at most one in twenty may.
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import pytest
 
@@ -99,4 +97,5 @@ def test_a_judge_with_no_bias_fails_at_most_one_card_in_twenty() -> None:
     )
     assert adjusted <= 0.05 * RUNS
     assert alone >= 0.15 * RUNS, "the unadjusted card should show the problem the issue describes"
-    assert not math.isnan(placebo_fails / RUNS)
+    # The placebo is one reading at 95%: it should false-alarm near 5% of the time, no more.
+    assert placebo_fails <= 0.1 * RUNS
