@@ -54,7 +54,7 @@ def test_exported_labels_and_judgements_reimport(tmp_path: Path, fmt: str) -> No
     for kind in ("labels", "judgements"):
         out = tmp_path / f"{kind}.{fmt}"
         assert run("export", kind, "--out", str(out), "--db", old)[0] == 0
-        code, text, err = run("import", kind, str(out), "--db", new)
+        code, _, err = run("import", kind, str(out), "--db", new)
         assert code == 0, err
     before, after = Store(old).export_frame("labels"), Store(new).export_frame("labels")
     keep = ["rater", "answer_id", "overall", "passed", "criteria", "comment"]

@@ -36,7 +36,9 @@ from judgelab.admin._common import (
     display_name,
 )
 from judgelab.admin._data import (
+    EXPORT_KINDS,
     Download,
+    export_data,
     export_labels,
     frame_bytes,
     import_upload,
@@ -70,6 +72,7 @@ from judgelab.admin._raters import (
 __all__ = [
     "DEFAULT_BASE_URL",
     "EXPORT_FORMATS",
+    "EXPORT_KINDS",
     "EXPORT_MIME",
     "AgreementReport",
     "DesignDraft",
@@ -86,6 +89,7 @@ __all__ = [
     "base_url",
     "display_name",
     "draft_design",
+    "export_data",
     "export_labels",
     "family_pairs",
     "frame_bytes",
