@@ -424,9 +424,10 @@ class ImportMixin(RaterMixin, PoolMixin):
                       " NOT EXISTS (SELECT 1 FROM padding_audits s WHERE s.supersedes = a.audit_id) AS current"
                       " FROM padding_audits a JOIN raters r USING (rater_id) ORDER BY a.audit_id",
             "judgements": "SELECT j.judgement_id, j.run_id, j.call_id, r.model AS judge_model,"
-                          " r.family AS judge_family, j.kind, j.format, j.task_id, j.answer_id, j.answer_b_id, j.order_shown, j.probe,"
-                          " j.arm, j.trial, j.value, j.passed, j.parse_error, j.error, j.raw, j.input_tokens,"
-                          " j.output_tokens, j.cost_usd, j.latency_s, j.meta, j.source, j.created_at,"
+                          " r.family AS judge_family, j.kind, j.format, j.task_id, j.answer_id, j.answer_b_id,"
+                          " j.order_shown, j.probe, j.arm, j.trial, j.value, j.passed, j.parse_error, j.error,"
+                          " j.raw, j.input_tokens, j.output_tokens, j.cost_usd, j.latency_s, j.meta, j.source,"
+                          " j.created_at,"
                           " j.call_id IS NULL OR j.judgement_id = max(j.judgement_id)"
                           "  OVER (PARTITION BY j.run_id, j.call_id) AS counts"
                           " FROM judgements j JOIN judge_runs r USING (run_id) ORDER BY j.judgement_id",
