@@ -27,10 +27,9 @@ import pandas as pd
 
 from labeler._rows import neutralise
 from labeler.errors import InputError
-from labeler.models import Rubric
+from labeler.models import Rubric, pair_of
 from labeler.schemas import SCHEMAS, DataKind
 from labeler.store import Store
-from labeler.store._imports import pair_of
 
 __all__ = ["EXPORT_FORMATS", "TableFormat", "export_table", "rubric_toml", "table_bytes"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -255,3 +256,22 @@ class ImportedJudgement:
     def default_run(self) -> str:
         """The run an import files this judgement under."""
         return self.run_id or f"import:{self.judge_model}"
+
+
+def pair_of(answer_id: str, pairs: Collection[str]) -> str | None:
+    """The pair a probe answer id such as ``P1:a`` or ``P1:b~padded`` was built from, among ``pairs``.
+
+    The judge probes and ``judgelab import verdicts`` name a pair's answers ``<pair_id>:a`` and
+    ``<pair_id>:b`` (variants ``<pair_id>:a~<variant>``).
+
+    >>> pair_of("P1:b~padded", {"P1"}), pair_of("P1:c", {"P1"}), pair_of("x:a:b", {"x:a"})
+    ('P1', None, 'x:a')
+    """
+    for side in (":a", ":b"):
+        start = answer_id.find(side)
+        while start > 0:
+            rest = answer_id[start + 2:]
+            if (not rest or rest.startswith("~")) and answer_id[:start] in pairs:
+                return answer_id[:start]
+            start = answer_id.find(side, start + 1)
+    return None

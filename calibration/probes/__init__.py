@@ -36,6 +36,13 @@ from calibration.probes._workflow import (
     setup_probes,
 )
 from calibration.probes.format_study import FormatRow
+from calibration.probes.position import (
+    RunPosition,
+    choose_position_run,
+    position_replies,
+    run_position,
+    statistics_of_replies,
+)
 
 __all__ = [
     "BIASES",
@@ -53,17 +60,22 @@ __all__ = [
     "ProbeRunResult",
     "ProbeSetup",
     "RewriteSpend",
+    "RunPosition",
     "Variants",
     "aestimate_probes",
     "analyse_evidence",
     "arun_probes",
+    "choose_position_run",
     "dataset_label",
     "estimate_probes",
     "other_family",
     "padded_texts",
     "parse_biases",
     "plan_probes",
+    "position_replies",
     "read_evidence",
+    "run_position",
     "run_probes",
     "setup_probes",
+    "statistics_of_replies",
 ]

@@ -33,6 +33,12 @@ from calibration.stats._position import (
     slot_decomposition,
     swap_average,
 )
+from calibration.stats._position_stats import (
+    ACCURACY_KEYS,
+    PositionStatistics,
+    clustered_rate,
+    position_statistics,
+)
 from calibration.stats._ppi import classical_mean, ppi_mean
 from calibration.stats._probes import (
     THRESHOLDS,
@@ -59,6 +65,7 @@ from calibration.stats._residuals import (
 from calibration.stats._result import Estimate
 
 __all__ = [
+    "ACCURACY_KEYS",
     "THRESHOLDS",
     "Estimate",
     "FormatDiagnostics",
@@ -67,6 +74,7 @@ __all__ = [
     "KappaResult",
     "KappaWeights",
     "KrippendorffLevel",
+    "PositionStatistics",
     "ProvenanceNote",
     "ResidualScale",
     "RngLike",
@@ -76,6 +84,7 @@ __all__ = [
     "candidate_verdicts",
     "classical_mean",
     "cluster_bootstrap",
+    "clustered_rate",
     "cohen_kappa",
     "compare_runs",
     "consistency_rate",
@@ -93,6 +102,7 @@ __all__ = [
     "pairwise_kappas",
     "pairwise_lift",
     "pointwise_gap",
+    "position_statistics",
     "ppi_mean",
     "proportion",
     "provenance_note",

@@ -22,7 +22,7 @@ import duckdb
 import pandas as pd
 
 from labeler.errors import ConflictError, InputError
-from labeler.models import ImportedAudit, ImportedJudgement, ImportedLabel, ImportedPairLabel
+from labeler.models import ImportedAudit, ImportedJudgement, ImportedLabel, ImportedPairLabel, pair_of
 from labeler.store._bulk import drop_stored, insert_rows, staged
 from labeler.store._history import Incoming, Planned, Stored, plan
 from labeler.store._pool import ImportSummary, PoolMixin
@@ -64,6 +64,12 @@ class ImportMixin(RaterMixin, PoolMixin):
         """Every stored pair id."""
         with self.connection() as con:
             return {str(r[0]) for r in con.execute("SELECT pair_id FROM pairs").fetchall()}
+
+    def pair_gold(self) -> dict[str, str | None]:
+        """Every stored pair's gold winner: ``"a"``, ``"b"``, ``"tie"``, or ``None`` when unknown."""
+        with self.connection() as con:
+            return {str(p): None if g is None else str(g).lower()
+                    for p, g in con.execute("SELECT pair_id, gold FROM pairs").fetchall()}
 
     def _known_answers(
         self, ids: set[str], *, source_file: str | None, column: str, pair_answers: bool = False
@@ -454,19 +460,3 @@ def judgement_key(j: ImportedJudgement) -> str:
 
 def _result(j: ImportedJudgement) -> tuple[Any, ...]:
     return (j.value, j.passed, j.parse_error, j.error)
-
-
-def pair_of(answer_id: str, pairs: set[str]) -> str | None:
-    """The stored pair a probe answer id such as ``P1:a`` or ``P1:b~padded`` was built from, if any.
-
-    >>> pair_of("P1:b~padded", {"P1"}), pair_of("P1:c", {"P1"}), pair_of("x:a:b", {"x:a"})
-    ('P1', None, 'x:a')
-    """
-    for side in (":a", ":b"):
-        start = answer_id.find(side)
-        while start > 0:
-            rest = answer_id[start + 2:]
-            if (not rest or rest.startswith("~")) and answer_id[:start] in pairs:
-                return answer_id[:start]
-            start = answer_id.find(side, start + 1)
-    return None
