@@ -31,8 +31,6 @@ from calibration.probes._base import (
 from calibration.stats import (
     Estimate,
     PositionStatistics,
-    consistency_rate,
-    first_shown_advantage_from_verdicts,
     position_statistics,
     slot_decomposition,
     verdict,
@@ -60,9 +58,17 @@ def plan(ctx: ProbeContext) -> ProbePlan:
 
 
 def analyse(rows: pd.DataFrame) -> BiasResult:
-    """The position row of the card from the probe's evidence rows."""
+    """The position row of the card from the probe's evidence rows.
+
+    The first-shown advantage and the consistency come from
+    :func:`calibration.stats.position_statistics`: the advantage's interval is clustered by pair
+    (a pair's two orders are not independent), and a pair with an unparsed reply in either
+    order counts as inconsistent. The slot decomposition needs both verdicts, so it reads the
+    pairs that have them.
+    """
     n_calls, n_parse, n_err = counts(rows)
-    raw = first_shown_advantage_from_verdicts(slot_verdicts(rows))
+    stats = _evidence_statistics(rows)
+    raw = stats.first_shown_advantage
     units = swapped(rows)
     complete = units.dropna(subset=["v_fwd", "v_rev"])
     decided = complete["swap"].to_numpy(float)
@@ -80,8 +86,8 @@ def analyse(rows: pd.DataFrame) -> BiasResult:
         "percentage points",
         extra={"decided_items": n_decided, "items": len(complete)},
     )
-    consistency = consistency_rate(complete["v_fwd"], complete["v_rev"])
-    details: dict[str, object] = {"consistency": consistency}
+    consistency = stats.consistency
+    details: dict[str, object] = {"consistency": consistency, "positional_agreement": stats.positional_agreement}
     if len(complete):
         decomposition = slot_decomposition(
             complete["v_fwd"], complete["v_rev"], clusters=complete["trial"], rng=0
@@ -92,8 +98,8 @@ def analyse(rows: pd.DataFrame) -> BiasResult:
     notes = (
         "After swap-averaging, \"first shown\" is undefined: the residual is 0 by construction; "
         f"the swap consistency rate ({pct(consistency.estimate, 0)} of "
-        f"{consistency.n} pairs gave the same outcome in both orders) is the diagnostic that "
-        "stays meaningful.",
+        f"{consistency.n} pairs gave the same outcome in both orders; a pair with an unparsed reply "
+        "counts as inconsistent) is the diagnostic that stays meaningful.",
     )
     return BiasResult(
         bias=NAME,
@@ -109,6 +115,17 @@ def analyse(rows: pd.DataFrame) -> BiasResult:
         parse_failures=n_parse,
         errors=n_err,
     )
+
+
+def _evidence_statistics(rows: pd.DataFrame) -> PositionStatistics:
+    """:func:`position_statistics` of the probe's rows: the target is answer a, AB shows it first."""
+    replied = rows[rows["status"] != "error"]
+    slot = slot_verdicts(replied)
+    ab = (replied["order"] == "AB").to_numpy()
+    candidate = np.where(ab, np.sign(slot), -np.sign(slot))
+    winners = [None if math.isnan(c) else _SIDE[int(c)] for c in candidate]
+    return position_statistics(replied["trial"].astype(str).to_numpy(), np.where(ab, "a", "b"), winners,
+                               trials=replied["arm"].astype(str).to_numpy())
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ share) the interval is the point.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,9 @@ from calibration.stats._result import Estimate
 
 _CODE = {"a": 1.0, "b": -1.0, "tie": 0.0}
 _NAN = float("nan")
+
+Labels = npt.ArrayLike | Sequence[str | None]
+"""Side labels, one per reply: ``"a"``, ``"b"``, ``"tie"``, or missing (``None``, ``nan``, empty)."""
 
 ACCURACY_KEYS = ("a_first", "b_first", "both_orders", "swap_averaged", "mean_of_orders")
 """The accuracy figures, in the order they are reported."""
@@ -167,7 +171,7 @@ def _stat(e: Estimate) -> dict[str, Any]:
     return {"value": clean(e.estimate), "low": clean(e.ci_low), "high": clean(e.ci_high), "n": e.n}
 
 
-def _codes(func: str, name: str, values: npt.ArrayLike, allowed: tuple[str, ...]) -> npt.NDArray[np.float64]:
+def _codes(func: str, name: str, values: Labels, allowed: tuple[str, ...]) -> npt.NDArray[np.float64]:
     """``a``/``b``/``tie`` as +1/-1/0 and missing (``None``, ``nan``, empty) as ``nan``."""
     out = []
     for v in np.asarray(values, dtype=object):
@@ -181,8 +185,8 @@ def _codes(func: str, name: str, values: npt.ArrayLike, allowed: tuple[str, ...]
 
 
 def _units(
-    pairs: npt.ArrayLike, shown_first: npt.ArrayLike, winners: npt.ArrayLike,
-    trials: npt.ArrayLike | None, gold: npt.ArrayLike | None,
+    pairs: npt.ArrayLike, shown_first: npt.ArrayLike, winners: Labels,
+    trials: npt.ArrayLike | None, gold: Labels | None,
 ) -> pd.DataFrame:
     """One row per reply (the first of a unit and order): pair, unit, first, candidate code, gold."""
     func = "position_statistics"
@@ -209,10 +213,10 @@ def _units(
 def position_statistics(
     pairs: npt.ArrayLike,
     shown_first: npt.ArrayLike,
-    winners: npt.ArrayLike,
+    winners: Labels,
     *,
     trials: npt.ArrayLike | None = None,
-    gold: npt.ArrayLike | None = None,
+    gold: Labels | None = None,
     level: float = 0.95,
 ) -> PositionStatistics:
     """Consistency, first-shown advantage and accuracy of pairs judged in both orders.
