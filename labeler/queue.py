@@ -1,11 +1,13 @@
 """Who sees which item in which order.
 
-Pure functions, no database: the store calls them when it writes assignments and
-when it reads a rater's queue, and tests drive them directly.
+Pure functions, no database: the assignment planner (:mod:`labeler.planner`) and the
+sample design (:func:`calibration.design.plan_assignments`) call them when they place
+new assignments, the store when it reads a rater's queue, and tests drive them directly.
 
-* :func:`spread_order` is the per-rater seeded shuffle. Two answers to the same
-  task are kept at least ``gap + 1`` positions apart (``gap`` other items between
-  them) so that raters score answers one at a time instead of comparing them.
+* :func:`spread_order` is the per-rater seeded shuffle, the one orderer of every queue.
+  Two answers to the same task are kept at least ``gap + 1`` positions apart (``gap``
+  other items between them) so that raters score answers one at a time instead of
+  comparing them.
 * :func:`counterbalance` decides which raters see a pair as A/B and which as B/A:
   half each for every pair, and each rater's own flips stay balanced too.
 * :func:`next_position` is the resume rule: the first assignment without a current
@@ -156,9 +158,40 @@ def spread_order(
         order = _random_draw(groups, rng=rng, gap=gap, tail=tail)
         if order is not None:
             return order
-    order = _draw(members, keys, rng=rng, gap=gap, tail=tail, greedy=True)
-    assert order is not None  # the greedy never gives up
-    return order
+    return _greedy_draw(members, keys, gap=gap, tail=tail)
+
+
+class _Ready:
+    """Items whose group is off cooldown: O(1) add, random pick and swap-removal."""
+
+    def __init__(self) -> None:
+        self.items: list[int] = []
+        self._where: dict[int, int] = {}
+
+    def add(self, items: Sequence[int]) -> None:
+        for i in items:
+            self._where[i] = len(self.items)
+            self.items.append(i)
+
+    def remove(self, i: int) -> None:
+        j = self._where.pop(i)
+        last = self.items.pop()
+        if last != i:
+            self.items[j] = last
+            self._where[last] = j
+
+
+def _tail_release(
+    tail: Sequence[Hashable], gap: int, groups: Mapping[Hashable, list[int]]
+) -> dict[int, list[Hashable]]:
+    """Groups seen in the last ``gap`` places of ``tail``, keyed by the place they are free at."""
+    release: dict[int, list[Hashable]] = defaultdict(list)
+    cooling: set[Hashable] = set()
+    for offset, g in enumerate(reversed(tail[-gap:] if gap else ())):
+        if g in groups and g not in cooling:
+            cooling.add(g)
+            release[gap - offset].append(g)
+    return release
 
 
 def _random_draw(
@@ -169,48 +202,29 @@ def _random_draw(
     Each place takes an item uniformly at random from the items whose group is off
     cooldown (so a group is chosen in proportion to the items it has left: a uniform
     shuffle restricted to legal moves); its group's other items then sit out ``gap``
-    places. Returns ``None`` when every remaining item is cooling down. The pool of
-    ready items is kept with swap-removal, so a pass costs O(sum of squared group
+    places. Returns ``None`` when every remaining item is cooling down. The ready items
+    are kept with swap-removal (:class:`_Ready`), so a pass costs O(sum of squared group
     sizes) rather than O(items x groups).
     """
     members: dict[Hashable, list[int]] = defaultdict(list)
     for i, g in enumerate(groups):
         members[g].append(i)
-    pool: list[int] = []
-    where: dict[int, int] = {}
-
-    def add(items: list[int]) -> None:
-        for i in items:
-            where[i] = len(pool)
-            pool.append(i)
-
-    def remove(i: int) -> None:
-        j = where.pop(i)
-        last = pool.pop()
-        if last != i:
-            pool[j] = last
-            where[last] = j
-
-    # Groups seen in the tail start out cooling down until `release` places have passed.
-    release: dict[int, list[Hashable]] = defaultdict(list)
-    cooling: set[Hashable] = set()
-    for offset, g in enumerate(reversed(tail[-gap:] if gap else ())):
-        if g in members and g not in cooling:
-            cooling.add(g)
-            release[gap - offset].append(g)
+    release = _tail_release(tail, gap, members)
+    cooling = {g for waiting in release.values() for g in waiting}
+    ready = _Ready()
     for g, items in members.items():
         if g not in cooling:
-            add(items)
+            ready.add(items)
     order: list[int] = []
     for place in range(len(groups)):
         for g in release.pop(place, ()):
-            add(members[g])
-        if not pool:
+            ready.add(members[g])
+        if not ready.items:
             return None
-        pick = pool[rng.randrange(len(pool))]
+        pick = ready.items[rng.randrange(len(ready.items))]
         g = groups[pick]
         for i in members[g]:
-            remove(i)
+            ready.remove(i)
         members[g].remove(pick)
         order.append(pick)
         if members[g]:
@@ -218,21 +232,18 @@ def _random_draw(
     return order
 
 
-def _draw(
+def _greedy_draw(
     members: Mapping[Hashable, list[int]],
     keys: list[Hashable],
     *,
-    rng: random.Random,
     gap: int,
     tail: Sequence[Hashable],
-    greedy: bool,
-) -> list[int] | None:
-    """One pass of list scheduling with a cooldown of ``gap`` places per group.
+) -> list[int]:
+    """List scheduling with a cooldown of ``gap`` places that never gives up.
 
-    ``greedy=True`` (the only use) always takes the available group with the most
-    items left, which is optimal for cooldown scheduling; when nothing is available
-    it takes the group that has waited longest (the order then cannot meet ``gap``).
-    ``greedy=False`` is the slow reference for :func:`_random_draw`.
+    It always takes the available group with the most items left, which is optimal for
+    cooldown scheduling; when nothing is available it takes the group that has waited
+    longest (the order then cannot meet ``gap``).
     """
     left = {k: list(v) for k, v in members.items()}
     # Place (negative = in the tail) where each group was last seen.
@@ -245,17 +256,11 @@ def _draw(
         live = [k for k in keys if left[k]]
         ready = [k for k in live if place - last_seen.get(k, -(10**9)) > gap]
         if not ready:
-            if not greedy:
-                return None
             # Infeasible: take the group that has waited longest, breaking ties by size.
             soonest = min(last_seen.get(k, -(10**9)) for k in live)
             ready = [k for k in live if last_seen.get(k, -(10**9)) == soonest]
-        if greedy:
-            most = max(len(left[k]) for k in ready)
-            choice = next(k for k in ready if len(left[k]) == most)
-        else:
-            weights = [len(left[k]) for k in ready]
-            choice = rng.choices(ready, weights=weights, k=1)[0]
+        most = max(len(left[k]) for k in ready)
+        choice = next(k for k in ready if len(left[k]) == most)
         order.append(left[choice].pop())
         last_seen[choice] = place
     return order

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from judgelab.admin import draft_design, overview
 from judgelab.cli import main
 from labeler.store import Store
 from tests.test_design import _fill, simulate_pool
@@ -95,3 +96,40 @@ def test_design_on_an_empty_database_says_what_to_do(tmp_path: Path) -> None:
     code, _, err = run("--db", str(tmp_path / "empty.duckdb"), "--n", "10")
     assert code == 2
     assert "no answers" in err and "judgelab import answers" in err
+
+
+def _timed_labels(
+    store: Store, name: str, answers: list[str], seconds: list[float], *, simulated: bool
+) -> None:
+    """``name`` labels ``answers`` in the app, taking ``seconds`` over each."""
+    if simulated:
+        store.add_rater(name, simulated=True)
+    rid = int(store.raters().set_index("name")["rater_id"][name])
+    store.assign_k(answers, 1, [rid], seed=0)
+    for item, secs in zip(store.rater_queue(rid), seconds, strict=True):
+        store.open_item(rid, item.assignment_id)
+        label_id = store.add_label(rid, item.assignment_id, overall=4.0,
+                                   criteria={"helpful": 4.0})
+        with store.connection() as con:  # the server clock timed it in microseconds
+            con.execute("UPDATE labels SET seconds = ? WHERE label_id = ?", [secs, label_id])
+
+
+def test_cli_and_assignments_page_quote_the_same_person_hours(db: str) -> None:
+    store = Store(db)
+    # People take about two minutes; a simulated rater's one-second labels must not count.
+    answers = store.answers(variant="original")["answer_id"].tolist()
+    _timed_labels(store, "rater0", answers[:6], [90, 150, 120, 200, 100, 130], simulated=False)
+    _timed_labels(store, "bot", answers[6:13], [1.0] * 7, simulated=True)
+    code, out, _ = run("--db", db, "--n", "40", "--raters", "4", "--json")
+    assert code == 0, out
+    cli = json.loads(out)
+    page = draft_design(store, n=40, raters=4)
+    # median of 90..200 is 125 s = 2.08 min, from the six people's labels only.
+    assert cli["cost"]["minutes_per_label"] == page.minutes_per_label == 2.08
+    assert cli["cost"]["minutes_source"] == page.minutes_source == (
+        "measured median of 6 timed labels by people")
+    assert cli["cost"]["person_hours"] == page.design.cost.person_hours > 0
+    assert cli["design_id"] == page.design.design_id
+    # The Overview reads the same rule: people's median, people's count.
+    view = overview(store)
+    assert view.median_seconds == 125.0 and view.seconds_basis == "6 timed labels by people"

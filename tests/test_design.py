@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-import calibration.design
+import calibration.design._model
+import calibration.design._power
 from calibration.design import (
     PlanningModel,
     allocate,
@@ -31,6 +32,7 @@ from labeler.errors import InputError
 from labeler.models import Answer, Criterion, Rubric, Task
 from labeler.store import Store
 from labeler.store._judgements import JudgementRecord
+from labeler.timing import label_time
 
 # -- simulated pools ------------------------------------------------------------------------------
 
@@ -73,8 +75,12 @@ def simulate_pool(
 
 
 def test_docstring_examples() -> None:
-    result = doctest.testmod(calibration.design)
-    assert result.attempted >= 3 and result.failed == 0
+    attempted = 0
+    for module in (calibration.design._model, calibration.design._power):
+        result = doctest.testmod(module)
+        assert result.failed == 0
+        attempted += result.attempted
+    assert attempted >= 3
 
 
 def test_proportional_allocation_is_proportional_to_stratum_sizes() -> None:
@@ -431,6 +437,23 @@ def test_plan_assignments_balances_families_and_spreads_tasks() -> None:
     _check_queues(plan)
 
 
+def test_plan_assignments_is_seeded_and_orders_with_the_queue_orderer() -> None:
+    pool = simulate_pool(60, seed=5)
+    d = design_sample(pool, n=60, own_family="claude", overlap=0.2, rng=1)
+    one = plan_assignments(d, [1, 2, 3], rng=0)
+    pd.testing.assert_frame_equal(one, plan_assignments(d, [1, 2, 3], rng=0))
+    assert not one.equals(plan_assignments(d, [1, 2, 3], rng=1))
+    # Existing queues: new positions follow them and keep away from their last tasks.
+    first = one[one["rater_id"] == 1].sort_values("queue_pos")
+    recent = first["task_id"].tolist()[-3:]
+    single = design_sample(pool, n=30, own_family="claude", overlap=0, rng=2)
+    more = plan_assignments(single, [1], rng=2, tails={1: (len(first), recent)})
+    assert more["queue_pos"].min() == len(first)
+    tasks = [*recent, *more.sort_values("queue_pos")["task_id"]]
+    gaps = pd.Series(range(len(tasks))).groupby(pd.Series(tasks)).diff().dropna()
+    assert (gaps > 3).all()
+
+
 def test_plan_assignments_unpaired_and_unbalanced_design() -> None:
     pool = simulate_pool(150, seed=5)
     d = design_sample(pool, n=97, own_family="claude", paired=False, allocation="proportional",
@@ -584,7 +607,7 @@ def test_pilot_labels_and_timing_feed_the_next_design(store: Store) -> None:
     pool = simulate_pool(30, seed=4)
     _fill(store, pool, raters=2)
     loaded, _ = load_pool(store)
-    assert store.median_label_seconds() is None
+    assert not label_time(store.label_seconds()).measured
     d = design_sample(loaded, n=12, own_family="claude", overlap=0, rng=0)
     apply_design(store, d, 2)
     rows = store.design_assignments(d.design_id)
@@ -600,7 +623,7 @@ def test_pilot_labels_and_timing_feed_the_next_design(store: Store) -> None:
     human = store.human_verdicts()
     assert len(human) == len(mine)
     assert set(human["human_pass"]) == {0.0, 1.0}
-    timing = store.median_label_seconds(minimum=5)
-    assert timing is not None and timing[1] == len(mine) and timing[0] >= 0
+    timing = label_time(store.label_seconds(), minimum=5)
+    assert timing.measured and timing.n == len(mine) and timing.median_seconds >= 0
     _, info = load_pool(store)
     assert info["n_pilot"] == len(mine)

@@ -1,4 +1,4 @@
-"""The real judge: Claude through the official ``anthropic`` SDK (1.x, on ``httpx2``).
+"""The real judge: Claude through the official ``anthropic`` SDK (2.x, on ``httpx2``).
 
 One thin wrapper, no retry loop of its own: the SDK retries 408/409/429/5xx (529 included) and
 connection errors with exponential backoff, honouring ``retry-after``, up to ``max_retries``.

@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgelab.admin._overview import median_seconds
 from labeler.errors import InputError
 from labeler.store import Store
 
@@ -51,29 +49,26 @@ def draft_design(
 ) -> DesignDraft:
     """Draw a stratified hand-label sample over the pool's original answers.
 
-    The time per label is the median of people's timed labels when there are any
-    (measured), else the design's default (assumed).
+    The same workflow as ``judgelab design`` (:func:`calibration.design.draw_design`), so
+    both quote the same design and person-hours for the same database: the time per label
+    is people's measured median once enough of their labels are timed, else the default
+    (:func:`labeler.timing.label_time`).
 
     Raises:
         InputError: No answers, or options the design refuses.
     """
-    from calibration.design import design_sample, design_table, load_pool
+    from calibration.design import design_table, draw_design
 
-    pool, info = load_pool(store)
-    median, basis = median_seconds(store.label_seconds())
-    kwargs: dict[str, object] = {}
-    if not math.isnan(median) and "people" in basis:
-        kwargs = {"minutes_per_label": median / 60, "minutes_source": f"measured: {basis}"}
-    design = design_sample(
-        pool, n=n, allocation=allocation, overlap=overlap,  # type: ignore[arg-type]
-        raters=max(raters, 1), rng=seed, **kwargs,  # type: ignore[arg-type]
+    drawn = draw_design(
+        store, n=n, allocation=allocation, overlap=overlap,  # type: ignore[arg-type]
+        raters=max(raters, 1), seed=seed,
     )
     return DesignDraft(
-        design=design,
-        table=design_table(design),
-        pool_info=dict(info),
-        minutes_per_label=float(design.cost.minutes_per_label),
-        minutes_source=str(kwargs.get("minutes_source", "assumed (no person has a timed label)")),
+        design=drawn.design,
+        table=design_table(drawn.design),
+        pool_info=dict(drawn.pool_info),
+        minutes_per_label=drawn.label_time.minutes,
+        minutes_source=drawn.label_time.source,
     )
 
 

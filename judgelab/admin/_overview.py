@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from judgelab.admin._common import display_name
 from labeler.store import Store
-
-if TYPE_CHECKING:
-    pass
-
+from labeler.timing import label_time
 
 # -- overview ------------------------------------------------------------------------
 
@@ -60,7 +56,7 @@ class Overview:
 
 
 def median_seconds(seconds: pd.DataFrame) -> tuple[float, str]:
-    """The median seconds per label and what it rests on.
+    """The median seconds per label and what it rests on (:func:`labeler.timing.label_time`).
 
     People's timings are preferred: a simulated rater's seconds say nothing about
     how long a person needs. Only when no person has a timed label yet are the
@@ -72,16 +68,8 @@ def median_seconds(seconds: pd.DataFrame) -> tuple[float, str]:
     Returns:
         ``(median, basis)``; ``(nan, "no timed labels yet")`` when there are none.
     """
-    timed = seconds[seconds["seconds"].notna() & (seconds["seconds"] >= 0)]
-    people = timed[~timed["simulated"].astype(bool)]
-    if len(people):
-        return float(people["seconds"].median()), f"{len(people)} timed labels by people"
-    if len(timed):
-        return (
-            float(timed["seconds"].median()),
-            f"{len(timed)} timed labels by simulated raters (no person has a timed label yet)",
-        )
-    return math.nan, "no timed labels yet"
+    time = label_time(seconds)
+    return time.median_seconds, time.basis
 
 
 def overview(store: Store) -> Overview:

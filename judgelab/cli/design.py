@@ -6,7 +6,6 @@ and prints.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -18,17 +17,12 @@ from calibration.design import (
     STRATIFIERS,
     Design,
     apply_design,
-    budget_labels,
-    design_sample,
     design_table,
-    load_pool,
-    planning_model,
+    draw_design,
 )
 from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.errors import InputError
 from labeler.store import Store
-
-DEFAULT_MINUTES = 2.5
 
 
 def _parse_strata(text: str) -> list[Any]:
@@ -56,19 +50,6 @@ def _parse_raters(text: str | None, store: Store) -> tuple[int | list[str] | Non
     if not names:
         raise InputError("--raters is empty", fix="pass a count (5) or names (alice,bob).")
     return names, len(names)
-
-
-def _minutes(store: Store, given: float | None) -> tuple[float, str]:
-    if given is not None:
-        if given <= 0:
-            raise InputError(f"--minutes-per-label must be positive; got {given}",
-                             fix="e.g. --minutes-per-label 2.5.")
-        return given, "given"
-    measured = store.median_label_seconds()
-    if measured is not None:
-        seconds, n = measured
-        return round(seconds / 60, 2), f"measured median of {n} labels"
-    return DEFAULT_MINUTES, "assumed"
 
 
 def _pp(x: float) -> str:
@@ -178,7 +159,8 @@ def _payload(design: Design, info: dict[str, Any], applied: pd.DataFrame | None)
 @click.option("--judge-run", default=None,
               help="Judge run whose scores bin the answers [default: the newest].")
 @click.option("--minutes-per-label", type=float, default=None,
-              help="Minutes per label [default: the measured median, else 2.5].")
+              help="Minutes per label [default: people's measured median (5 or more timed "
+              "labels), else 2.5].")
 @click.option("--hours-per-day", type=float, default=2.0, show_default=True,
               help="Labelling hours each rater gives a day.")
 @click.option("--target-half-width", type=float, default=None,
@@ -241,58 +223,33 @@ def design(
     store = Store(db)
     stratifiers = _parse_strata(strata)
     rater_arg, n_raters = _parse_raters(raters, store)
-    minutes, minutes_source = _minutes(store, minutes_per_label)
-    if n is None:
-        assert budget_hours is not None
-        n = budget_labels(budget_hours, minutes_per_label=minutes, overlap=overlap)
-        if n < 1:
-            raise InputError(
-                f"{budget_hours:g} person-hours do not pay for one label at {minutes:g} min",
-                fix="raise --budget-hours.",
-            )
-    pool, info = load_pool(store, run_id=judge_run, variant=None if variant == "all" else variant)
-    model = planning_model(pool, disagreement=disagreement, rho=rho, kappa=kappa)
-    plan = design_sample(
-        pool,
+    drawn = draw_design(
+        store,
         n=n,
+        budget_hours=budget_hours,
+        run_id=judge_run,
+        variant=None if variant == "all" else variant,
+        minutes_per_label=minutes_per_label,
         allocation=allocation,  # type: ignore[arg-type]  # click.Choice checked it
         strata=stratifiers,
         paired=paired,
         overlap=overlap,
-        own_family=info.get("judge_family"),
-        model=model,
         judge_bins=judge_bins,
         length_bins=length_bins,
-        minutes_per_label=minutes,
-        minutes_source=minutes_source,
-        raters=max(n_raters, 1),
+        disagreement=disagreement,
+        rho=rho,
+        kappa=kappa,
+        raters=n_raters,
         hours_per_rater_per_day=hours_per_day,
         target_half_width=target_half_width,
         min_gap=min_gap,
-        rng=seed,
+        seed=seed,
     )
-    # Pairing pays when a task's residuals move together; with unbalanced families (or several
-    # answers of one family per task) single answers can be cheaper. Say so when it matters.
-    other = design_sample(
-        pool, n=n, allocation=allocation,  # type: ignore[arg-type]
-        strata=stratifiers, paired=not paired, overlap=overlap,
-        own_family=info.get("judge_family"), model=model, judge_bins=judge_bins,
-        length_bins=length_bins, rng=seed,
-    )
-    if other.precision.gap_half_width < 0.9 * plan.precision.gap_half_width:
-        hint = (
-            f"{'--unpaired' if paired else '--paired'} would give a gap half-width of "
-            f"±{other.precision.gap_half_width:.1f} pp for the same labels "
-            f"(this design: ±{plan.precision.gap_half_width:.1f} pp)"
-        )
-        plan = dataclasses.replace(plan, notes=(*plan.notes, hint))
+    plan, info = drawn.design, drawn.pool_info
     applied = None
     if do_apply:
         who: int | list[str] = rater_arg if rater_arg is not None else max(n_raters, 1)
-        rubric = None
-        if info.get("rubric_id") is not None and info.get("rubric_version") is not None:
-            rubric = (str(info["rubric_id"]), int(info["rubric_version"]))
-        applied = apply_design(store, plan, who, rng=seed, rubric=rubric)
+        applied = apply_design(store, plan, who, rng=seed, rubric=drawn.judge_rubric)
     if as_json:
         echo_json(_payload(plan, info, applied))
     else:

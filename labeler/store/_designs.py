@@ -116,24 +116,6 @@ class DesignMixin(StoreCore):
             " GROUP BY answer_id ORDER BY answer_id"
         )
 
-    def median_label_seconds(self, *, minimum: int = 5) -> tuple[float, int] | None:
-        """The median seconds a label took in the app, and over how many labels.
-
-        Args:
-            minimum: Timed labels needed before the median is trusted.
-
-        Returns:
-            ``(median_seconds, n)``, or ``None`` with fewer than ``minimum`` timed labels.
-        """
-        with self.connection() as con:
-            row = con.execute(
-                "SELECT median(seconds), count(*) FROM labels"
-                " WHERE source = 'app' AND seconds IS NOT NULL AND seconds > 0"
-            ).fetchone()
-        if row is None or row[1] < minimum or row[0] is None:
-            return None
-        return float(row[0]), int(row[1])
-
     # -- designs ---------------------------------------------------------------------------
 
     def save_design(
