@@ -156,25 +156,33 @@ class RunPosition:
                 "errors": self.errors, **self.statistics.to_json()}
 
     def lines(self) -> list[str]:
-        """The figures as text lines, one statistic each (``judgelab position``, the report)."""
-        s = self.statistics
-        failures = f"{s.parse_failures} of {s.replies} replies did not parse"
-        head = [f"judge run {self.run_id} (judge {self.judge_model}; {', '.join(self.formats) or 'no'} format)",
-                f"pairs: {s.pairs}, judged in both orders: {s.pairs_both_orders}; parse failures: {failures}"
-                + (f"; {self.errors} calls failed with no reply (left out)" if self.errors else "")]
-        rows = [("consistency (same winner in both orders; unparsed counts as inconsistent)", s.consistency, "pairs"),
-                ("positional agreement (LLMBar's `equal`: two unparsed replies agree)", s.positional_agreement,
-                 "pairs")]
-        rows += [(f"accuracy vs gold, {_ACCURACY_NAMES[k]}", e, "replies" if k == "mean_of_orders" else "pairs")
-                 for k, e in s.accuracy.items()]
-        out = head + [f"{name}: {pct(e.estimate)} ({ci(e, 1, signed=False, percent=True)}; n = {e.n} {unit})"
-                      for name, e, unit in rows]
-        adv = s.first_shown_advantage
-        out.insert(4, f"first-shown advantage: {num(adv.estimate, 1, signed=True)} percentage points "
-                      f"({ci(adv, 1)}; n = {adv.n} replies with a winner)")
-        if not s.accuracy:
-            out.append("accuracy vs gold: no pair of this run has gold")
-        return out
+        """The figures as text lines, one statistic each (``judgelab position``)."""
+        head = f"judge run {self.run_id} (judge {self.judge_model}; {', '.join(self.formats) or 'no'} format)"
+        lines = statistics_lines(self.statistics)
+        if self.errors:
+            lines[0] += f"; {self.errors} calls failed with no reply (left out)"
+        return [head, *lines]
+
+
+def statistics_lines(s: PositionStatistics) -> list[str]:
+    """Position statistics as text lines, one statistic each (the CLI and the calibration report)."""
+    rows = [("consistency (same winner in both orders; unparsed counts as inconsistent)", s.consistency, "pairs"),
+            ("positional agreement (LLMBar's `equal`: two unparsed replies agree)", s.positional_agreement,
+             "pairs")]
+    rows += [(f"accuracy vs gold, {_ACCURACY_NAMES[k]}", e, "replies" if k == "mean_of_orders" else "pairs")
+             for k, e in s.accuracy.items()]
+    adv = s.first_shown_advantage
+    out = [f"pairs: {s.pairs}, judged in both orders: {s.pairs_both_orders}; parse failures: "
+           f"{s.parse_failures} of {s.replies} replies did not parse",
+           *[f"{name}: {pct(e.estimate)} ({ci(e, 1, signed=False, percent=True)}; n = {e.n} {unit})"
+             for name, e, unit in rows[:2]],
+           f"first-shown advantage: {num(adv.estimate, 1, signed=True)} percentage points ({ci(adv, 1)}; "
+           f"n = {adv.n} replies with a winner)",
+           *[f"{name}: {pct(e.estimate)} ({ci(e, 1, signed=False, percent=True)}; n = {e.n} {unit})"
+             for name, e, unit in rows[2:]]]
+    if not s.accuracy:
+        out.append("accuracy vs gold: no pair has gold")
+    return out
 
 
 _ACCURACY_NAMES = {"a_first": "answer a shown first", "b_first": "answer b shown first",

@@ -37,6 +37,7 @@ from calibration.stats._position_stats import (
     ACCURACY_KEYS,
     PositionStatistics,
     clustered_rate,
+    first_shown_advantage_by_pair,
     position_statistics,
 )
 from calibration.stats._ppi import classical_mean, ppi_mean
@@ -92,6 +93,7 @@ __all__ = [
     "effective_levels",
     "family_residuals",
     "first_shown_advantage",
+    "first_shown_advantage_by_pair",
     "first_shown_advantage_from_verdicts",
     "format_diagnostics",
     "human_scores",
