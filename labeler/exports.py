@@ -159,7 +159,8 @@ def table_bytes(frame: pd.DataFrame, fmt: TableFormat) -> bytes:
         InputError: An unknown ``fmt``.
     """
     if fmt == "csv":
-        return _neutralised(frame).to_csv(index=False, lineterminator="\n").encode("utf-8")
+        # CRLF line ends (RFC 4180): the csv writer then quotes a cell holding a lone "\\r" too.
+        return _neutralised(frame).to_csv(index=False, lineterminator="\r\n").encode("utf-8")
     if fmt == "jsonl":
         return "".join(json.dumps(_plain_record(r), ensure_ascii=False) + "\n"
                        for r in frame.to_dict("records")).encode("utf-8")
@@ -202,8 +203,10 @@ def rubric_toml(rubric: Rubric) -> str:
     """The rubric as TOML that ``judgelab import rubric`` reads back as the same rubric."""
 
     def s(text: str) -> str:
-        # A JSON string is a valid TOML basic string (the same escapes).
-        return json.dumps(text)
+        # A JSON string is a TOML basic string (the same escapes), once DEL, which TOML wants
+        # escaped and JSON does not, is escaped too; non-ASCII stays as it is (JSON would write
+        # characters beyond U+FFFF as surrogate pairs, which TOML refuses).
+        return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
     lines = [f"id = {s(rubric.rubric_id)}", f"version = {rubric.version}", f"name = {s(rubric.name)}",
              f"scale = {s(rubric.scale)}"]
