@@ -199,7 +199,8 @@ def judgements(draw: st.DrawFn) -> list[ImportedJudgement]:
         model, run = draw(st.sampled_from([("j1", None), ("j1", "run-x"), ("j2", None)]))
         if spec.kind == "pairwise":
             pair = draw(st.sampled_from(["P0", "P1"]))
-            first, second = draw(st.sampled_from([(f"{pair}:a", f"{pair}:b"), ("t0-a", "t0-b"), ("t1-b", "t1-a~padded")]))
+            answers = [(f"{pair}:a", f"{pair}:b"), ("t0-a", "t0-b"), ("t1-b", "t1-a~padded")]
+            first, second = draw(st.sampled_from(answers))
             order = draw(st.sampled_from([None, "AB", "BA"]))
         else:
             first, second, order = draw(st.sampled_from(ANSWER_IDS)), None, None
