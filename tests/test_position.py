@@ -1,0 +1,90 @@
+"""`judgelab position` on the probe's own runs and on imported verdicts; calibrate and formats on a
+database that holds only pairwise judgements."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from calibration.judges import FakeJudge
+from calibration.probes import analyse_evidence, read_evidence, run_position, run_probes
+from judgelab.cli import main
+from labeler.errors import InputError
+from labeler.importers import import_file
+from labeler.store import Store
+
+LLMBAR = Path(__file__).parent / "data" / "llmbar"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_probe_run_reads_as_the_report_card_reads_it(store: Store, tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    result = run_probes(FakeJudge(seed=2, position=0.3, parse_failure_rate=0.1), store, n=12, biases="position",
+                        evidence=out)
+    position = run_position(store)
+    assert position.run_id == result.summary.run_id and position.formats == ("pairwise5",)
+    s = position.statistics
+    assert s.pairs == s.pairs_both_orders == 12 and s.replies == 24
+    assert s.parse_failures == result.summary.parse_failures > 0
+    assert s.accuracy == {}, "the sample pairs carry no gold in the database"
+    card = analyse_evidence(read_evidence(out)).result("position")
+    assert card is not None
+    assert card.details["consistency"] == s.consistency
+    assert card.raw == s.first_shown_advantage
+
+
+@pytest.fixture
+def verdicts_db(tmp_path: Path) -> str:
+    db = str(tmp_path / "v.duckdb")
+    store = Store(db)
+    import_file(store, "pairs", LLMBAR / "pairs_Natural.csv")
+    import_file(store, "verdicts", LLMBAR / "verdicts_Natural.csv")
+    return db
+
+
+def test_position_prints_text_and_json_and_picks_the_run(verdicts_db: str) -> None:
+    code, out, _ = run("position", "--judge-model", "PaLM2/Vanilla_NoRules", "--db", verdicts_db)
+    assert code == 0
+    assert out.splitlines()[0] == "judge run import:PaLM2/Vanilla_NoRules (judge PaLM2/Vanilla_NoRules; pairwise5 format)"
+    assert "parse failures: 6 of 200 replies did not parse" in out
+    assert "consistency (same winner in both orders; unparsed counts as inconsistent): 81.0%" in out
+    assert "positional agreement (LLMBar's `equal`: two unparsed replies agree): 84.0%" in out
+    assert "accuracy vs gold, answer a shown first: 77.0%" in out
+    code, out, _ = run("position", "--judge-run", "import:GPT-4/Vanilla", "--json", "--db", verdicts_db)
+    payload = json.loads(out)
+    assert payload["run_id"] == "import:GPT-4/Vanilla" and payload["accuracy"]["a_first"]["value"] == 0.95
+    code, _, err = run("position", "--judge-run", "x", "--judge-model", "y", "--db", verdicts_db)
+    assert code == 2 and "not both" in err
+    code, _, err = run("position", "--judge-model", "nobody", "--db", verdicts_db)
+    assert code == 2 and "no run of judge 'nobody'" in err and "'GPT-4/Vanilla'" in err
+
+
+def test_position_needs_pairwise_judgements(store: Store) -> None:
+    with pytest.raises(InputError, match="no judge run with pairwise judgements") as info:
+        run_position(store)
+    assert "judgelab import verdicts" in (info.value.fix or "")
+
+
+def test_calibrate_and_formats_read_a_database_of_pairwise_judgements_only(verdicts_db: str, tmp_path: Path) -> None:
+    out = tmp_path / "r.md"
+    code, _, err = run("calibrate", "--judge-run", "import:PaLM2/Vanilla_NoRules", "--db", verdicts_db,
+                       "--out", str(out), "--json", "--resamples", "50")
+    assert code == 0, err
+    markdown = out.read_text()
+    assert "### Position statistics of the run (`judgelab position`)" in markdown
+    assert "consistency (same winner in both orders; unparsed counts as inconsistent): 81.0%" in markdown
+    payload = json.loads(out.with_suffix(".json").read_text())
+    stats = payload["probes"]["position_statistics"]
+    assert stats["pairs"] == 100 and stats["parse_failures"] == 6
+    assert stats["accuracy"]["both_orders"]["value"] == 0.74
+    # With no run named, the newest run with judgements is read (here all are pairwise).
+    code, out_text, err = run("formats", "--db", verdicts_db, "--resamples", "50")
+    assert code == 0, err
+    assert "pairwise5 (comparative" in out_text and "both orders judged for" in out_text
