@@ -1,5 +1,7 @@
-"""`judgelab position` on the probe's own runs and on imported verdicts; calibrate and formats on a
-database that holds only pairwise judgements."""
+"""`judgelab position` on probe runs and imported verdicts; calibrate and formats on pairwise-only data.
+
+The verdicts are LLMBar's (tests/data/llmbar): a database of pairs and pairwise judgements only.
+"""
 
 from __future__ import annotations
 
@@ -52,7 +54,8 @@ def verdicts_db(tmp_path: Path) -> str:
 def test_position_prints_text_and_json_and_picks_the_run(verdicts_db: str) -> None:
     code, out, _ = run("position", "--judge-model", "PaLM2/Vanilla_NoRules", "--db", verdicts_db)
     assert code == 0
-    assert out.splitlines()[0] == "judge run import:PaLM2/Vanilla_NoRules (judge PaLM2/Vanilla_NoRules; pairwise5 format)"
+    head = "judge run import:PaLM2/Vanilla_NoRules (judge PaLM2/Vanilla_NoRules; pairwise5 format)"
+    assert out.splitlines()[0] == head
     assert "parse failures: 6 of 200 replies did not parse" in out
     assert "consistency (same winner in both orders; unparsed counts as inconsistent): 81.0%" in out
     assert "positional agreement (LLMBar's `equal`: two unparsed replies agree): 84.0%" in out

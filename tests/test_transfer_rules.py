@@ -1,6 +1,8 @@
-"""The rules of moving data in and out: what the app wrote re-imports with its history, CSV cells
-neutralised against formulas come back as written, nothing unknown is dropped silently, and
-history that does not fit is refused."""
+"""The rules of moving data in and out.
+
+What the app wrote re-imports with its history, CSV cells neutralised against formulas come back
+as written, nothing unknown is dropped silently, and history that does not fit is refused.
+"""
 
 from __future__ import annotations
 
