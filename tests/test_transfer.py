@@ -49,7 +49,7 @@ PAIRS = [Pair(f"P{i}", f"question {i}", f"first answer {i}", f"second answer {i}
          enumerate(["A", "B", "tie", None])]
 ANSWER_IDS = [a.answer_id for a in ANSWERS]
 
-SETTINGS = settings(max_examples=6, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=8, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 # Text a spreadsheet would run, quotes, separators, line breaks, non-ASCII: all must come back.
@@ -207,6 +207,8 @@ def judgements(draw: st.DrawFn) -> list[ImportedJudgement]:
         outcome = draw(st.sampled_from(["value", "parse_error", "error"]))
         value = draw(st.floats(*spec.range)) if outcome == "value" else None
         passed = draw(st.one_of(st.none(), st.booleans())) if outcome == "value" and spec.kind == "pointwise" else None
+        if passed is None and value is not None and fmt == RUBRIC.scale:
+            passed = RUBRIC.passes(value)  # what the importer makes of a score on the rubric's scale
         meta = draw(st.dictionaries(st.sampled_from(["target_id", "variant"]), st.text(max_size=5), max_size=2))
         out.append(ImportedJudgement(
             first, model, value, passed, fmt, second, order, draw(st.sampled_from([None, "famj"])), draw(

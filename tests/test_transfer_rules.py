@@ -77,6 +77,13 @@ def test_app_labels_edits_preferences_and_audits_move_to_another_database(tmp_pa
     labels = other.export_frame("labels")
     assert sorted(labels["comment"]) == ["", "", "=SUM(A1)", "=SUM(A1)", "changed my mind", "changed my mind"]
     assert labels["current"].sum() == 4 and labels["flag_reason"].notna().sum() == 2
+    # The command line exports the kinds it used to refuse (audits) the same way.
+    for kind, rows in (("audits", 2), ("pair_labels", 2)):
+        code, out, _ = run("export", kind, "--out", str(tmp_path / f"cli-{kind}.jsonl"), "--db", str(pool.path))
+        assert code == 0 and out.startswith(f"wrote {rows} {kind} rows")
+        assert (tmp_path / f"cli-{kind}.jsonl").read_bytes() == table_bytes(export_table(store, kind), "jsonl")
+    code, _, _ = run("export", "rubric", "--out", str(tmp_path / "cli.toml"), "--db", str(pool.path))
+    assert code == 0 and (tmp_path / "cli.toml").read_text() == rubric_toml(store.rubric())  # type: ignore[arg-type]
 
 
 # -- neutralised cells -----------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 
 Labels, pair labels and padding audits are append-only: an edit is a new row that supersedes
 the row it replaces. An import carries that history (a record names the record it supersedes),
-and importing the same file twice must change nothing, so each record gets an *identity*: a
-hash of its rater and item (its *group*), its content, and the identity of the record it
-supersedes. A record whose identity is stored already is skipped; so are stored rows the app
+and importing the same file twice must change nothing, so each record gets an *identity*: its
+rater and item (its *group*), its content, and the identity of the record it supersedes (a
+nested tuple, compared as such). A record whose identity is stored already is skipped; so are stored rows the app
 wrote, which makes re-importing a database's own export a no-op. Two things are refused:
 
 * a new first version of a group that already holds a first version from the same source with
@@ -17,8 +17,6 @@ This module is pure: the SQL that reads stored rows and writes new ones is in
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,10 +61,13 @@ class Planned:
     new_parent: int | None
 
 
-def identity(group: Sequence[Any], content: Sequence[Any], parent: str | None) -> str:
-    """The hash that says two records are the same record."""
-    payload = json.dumps([list(group), list(content), parent], default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()
+Key = tuple[Any, ...]
+"""A record's identity: ``(group, content, identity of the record it supersedes)``."""
+
+
+def identity(group: Sequence[Any], content: Sequence[Any], parent: Key | None) -> Key:
+    """The key that says two records are the same record."""
+    return (tuple(group), tuple(content), parent)
 
 
 def plan(
@@ -88,24 +89,25 @@ def plan(
         Exception: ``conflict(record)`` or ``fork(record)``.
         ValueError: A record supersedes a ``ref`` that no earlier record has.
     """
-    key_of: dict[int, str] = {}
-    id_of: dict[str, int] = {}
-    roots: dict[tuple[Any, ...], list[tuple[str, str]]] = {}
-    edited: dict[int, set[str]] = {}
+    key_of: dict[int, Key] = {}
+    id_of: dict[Key, int] = {}
+    roots: dict[tuple[Any, ...], list[tuple[Key, str]]] = {}
+    edited: dict[int, set[Key]] = {}
     for row in sorted(stored, key=lambda r: r.row_id):
-        key = key_of[row.row_id] = identity(row.group, row.content, key_of.get(row.supersedes or -1))
+        parent = None if row.supersedes is None else key_of.get(row.supersedes)
+        key = key_of[row.row_id] = identity(row.group, row.content, parent)
         id_of.setdefault(key, row.row_id)
         if row.supersedes is None:
             roots.setdefault(row.group, []).append((key, row.source))
         else:
             edited.setdefault(row.supersedes, set()).add(key)
     planned: list[Planned] = []
-    batch_key: dict[int, str] = {}
-    where: dict[str, tuple[int | None, int | None]] = {}  # key -> (stored id, new index)
-    first_root: dict[tuple[Any, ...], str] = {}
+    batch_key: dict[int, Key] = {}
+    where: dict[Key, tuple[int | None, int | None]] = {}  # key -> (stored id, new index)
+    first_root: dict[tuple[Any, ...], Key] = {}
     unchanged = 0
     for i, rec in enumerate(incoming):
-        parent_key = None
+        parent_key: Key | None = None
         if rec.parent is not None:
             if rec.parent not in batch_key:
                 raise ValueError(f"record {i + 1} supersedes {rec.parent}, which no earlier record has")

@@ -47,6 +47,11 @@ def criteria_json(criteria: dict[str, Any]) -> str:
     return json.dumps({str(k): float(v) for k, v in criteria.items()}, sort_keys=True)
 
 
+def criteria_key(criteria: dict[str, Any]) -> tuple[tuple[str, float], ...]:
+    """A label's criterion scores as a comparable key (sorted ``(id, score)`` pairs)."""
+    return tuple(sorted((str(k), float(v)) for k, v in criteria.items()))
+
+
 def _opt_float(value: Any) -> float | None:
     return None if value is None else float(value)
 
@@ -169,7 +174,7 @@ class ImportMixin(RaterMixin, PoolMixin):
         self._known_answers({lab.answer_id for lab in labels}, source_file=source_file, column="answer_id")
         incoming = [
             Incoming(lab.ref, lab.supersedes, (lab.rater, lab.answer_id, *(lab.rubric or rubric or (None, None))),
-                     (_opt_float(lab.overall), lab.passed, criteria_json(lab.criteria), lab.comment or "",
+                     (_opt_float(lab.overall), lab.passed, criteria_key(lab.criteria), lab.comment or "",
                       _opt_text(lab.flag_reason)), lab.source or source)
             for lab in labels
         ]
@@ -182,11 +187,18 @@ class ImportMixin(RaterMixin, PoolMixin):
                 fix="labels are append-only: correct the file, or label in the app.",
             )
 
+        scores: dict[str, tuple[tuple[str, float], ...]] = {}  # criteria texts repeat: read each once
+
+        def stored_scores(text: str | None) -> tuple[tuple[str, float], ...]:
+            key = text or "{}"
+            if key not in scores:
+                scores[key] = criteria_key(json.loads(key))
+            return scores[key]
+
         with self.connection() as con:
             stored = [
                 Stored(int(r[0]), r[1], (r[3], r[4], r[5], r[6]),
-                       (_opt_float(r[7]), r[8], criteria_json(json.loads(r[9] or "{}")), r[10] or "",
-                        _opt_text(r[11])), str(r[2]))
+                       (_opt_float(r[7]), r[8], stored_scores(r[9]), r[10] or "", _opt_text(r[11])), str(r[2]))
                 for r in con.execute(
                     "SELECT label_id, supersedes, source, rater_name, answer_id, rubric_id, rubric_version, overall,"
                     " passed, criteria, comment, flag_reason FROM labels WHERE answer_id IN (SELECT unnest(?))",
@@ -200,9 +212,9 @@ class ImportMixin(RaterMixin, PoolMixin):
             rows = []
             for p, (new_id, parent) in zip(planned, self._new_ids(con, "seq_label", planned), strict=True):
                 lab, rec = labels[p.record], incoming[p.record]
-                rows.append([new_id, raters[lab.rater], lab.rater, lab.answer_id, *rec.content[:3], rec.content[3],
-                             rec.source, rec.group[2], rec.group[3], rec.content[4], lab.seconds, parent,
-                             lab.created_at or now])
+                rows.append([new_id, raters[lab.rater], lab.rater, lab.answer_id, rec.content[0], rec.content[1],
+                             criteria_json(lab.criteria), rec.content[3], rec.source, rec.group[2], rec.group[3],
+                             rec.content[4], lab.seconds, parent, lab.created_at or now])
             insert_rows(con, "labels", ("label_id", *_LABEL_COLUMNS), rows)
         return ImportSummary(added={"labels": len(planned)}, unchanged={"labels": unchanged})
 
