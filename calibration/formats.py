@@ -18,6 +18,11 @@ statistic (the same policy as inspect_ai's ``unscored`` grades).
 (:meth:`~labeler.models.Rubric.as_text`) plus :data:`JUDGE_INSTRUCTIONS` as the system block
 (identical across calls, so it can be prompt-cached), and the task and answer(s) in delimited
 blocks followed by the format line in the user message.
+
+A team's own judge replaces all of this through a :class:`PromptSpec` (a judge spec file,
+:mod:`calibration.spec`): :func:`build_call`, :func:`parse` and :func:`read_call` take it as
+``spec=`` and let its templates write the request and its verdict rule read the reply. The
+built-in prompt stays the default.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from calibration.judges._base import JudgeCall
 from labeler.errors import InputError
@@ -49,6 +54,7 @@ __all__ = [
     "VERDICT_KEYWORD",
     "Format",
     "ParseResult",
+    "PromptSpec",
     "ReadCall",
     "Slot",
     "TournamentScore",
@@ -214,18 +220,23 @@ def _clean_value(raw: str) -> str:
     return " ".join(value.split())
 
 
-def parse(fmt: Format, reply: str) -> ParseResult:
+def parse(fmt: Format, reply: str, *, spec: PromptSpec | None = None) -> ParseResult:
     """Parse a judge reply strictly under ``fmt``.
 
-    The last line of the form ``VERDICT: <value>`` wins (earlier verdict lines are reasoning the
-    judge revised). The keyword is case-insensitive and may carry markdown emphasis; the value
+    Without a ``spec``, the last line of the form ``VERDICT: <value>`` wins (earlier verdict
+    lines are reasoning the judge revised). The keyword is case-insensitive and may carry markdown emphasis; the value
     may carry emphasis, quotes and one trailing ``.``/``!``. Binary and comparative values are
     matched case-insensitively against their menus; numeric values must be bare whole numbers in
     range.
 
+    With a ``spec`` (a team's judge spec, :mod:`calibration.spec`) the reply is read by the
+    spec's own rule for ``fmt`` instead, under the same policy: the last match wins, anything
+    else is a failure with a reason.
+
     Args:
         fmt: The scoring format the judge was asked to use.
         reply: The judge's reply, verbatim.
+        spec: A prompt other than the built-in one, whose verdict rule reads the reply.
 
     Returns:
         A :class:`ParseResult`. Degenerate cases are failures with a reason, never a default
@@ -236,6 +247,8 @@ def parse(fmt: Format, reply: str) -> ParseResult:
         InputError: If ``fmt`` is not a known format.
     """
     _check_format("parse", fmt)
+    if spec is not None:
+        return spec.parse(fmt, reply)
     text = normalise_reply(reply)
     if not text.strip():
         return ParseResult(None, "empty reply")
@@ -410,6 +423,33 @@ def passed_for(rubric: Rubric, fmt: Format, value: float | None) -> bool | None:
 # Building the request
 # --------------------------------------------------------------------------------------------
 
+
+class PromptSpec(Protocol):
+    """A judge prompt other than the built-in one: what :func:`build_call` and :func:`parse` ask.
+
+    :class:`calibration.spec.JudgeSpec` (a team's judge spec file) is the one implementation;
+    the protocol keeps this module free of it.
+    """
+
+    def render(
+        self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str]
+    ) -> tuple[str, str]:
+        """The ``(system, user)`` text of one call."""
+        ...
+
+    def request_params(self, kind: Kind, fmt: Format) -> dict[str, Any]:
+        """What, besides the text, decides how a reply is read (joins the call's cache key)."""
+        ...
+
+    def parse(self, fmt: Format, reply: str) -> ParseResult:
+        """Read a reply by the spec's verdict rule for ``fmt``."""
+        ...
+
+    def read(self, system: str, user: str) -> ReadCall | None:
+        """Recover kind, format, task and answers from a request the spec wrote."""
+        ...
+
+
 _BLOCK_TAGS = ("task", "answer", "response_a", "response_b")
 # Anything that looks like one of our delimiters: `<answer>`, `</ Answer >`, `<response_a id=1>`.
 _TAG_LOOKALIKE = re.compile(
@@ -464,6 +504,8 @@ def build_call(
     prompt: str,
     answers: str | Sequence[str],
     params: dict[str, Any] | None = None,
+    *,
+    spec: PromptSpec | None = None,
 ) -> JudgeCall:
     """Assemble one judge request.
 
@@ -477,10 +519,13 @@ def build_call(
         answers: The answer (pointwise), or answers A and B in the order shown (pairwise).
         params: Request parameters recorded in the call and its cache key (``max_tokens``,
             ``temperature``, a fake judge's knobs...).
+        spec: A team's judge spec (:mod:`calibration.spec`): its templates write the system
+            and user text, and its verdict rule joins the params (so the cache key changes
+            when the rule does).
 
     Returns:
         A :class:`~calibration.judges.JudgeCall` whose ``system`` is :func:`system_text` and
-        whose ``user`` is :func:`user_text`.
+        whose ``user`` is :func:`user_text` (or the spec's filled templates).
 
     Raises:
         InputError: If ``fmt`` is unknown, does not belong to ``kind``, or the number of
@@ -498,6 +543,12 @@ def build_call(
         )
     if len(answer_list) != want:
         raise InputError(f"build_call: a {kind} call takes {want} answer(s), got {len(answer_list)}")
+    if spec is not None:
+        system, user = spec.render(kind, fmt, rubric, prompt, answer_list)
+        return JudgeCall(
+            kind=kind, format=fmt, model=model, system=system, user=user,
+            params={**(params or {}), **spec.request_params(kind, fmt)},
+        )
     return JudgeCall(
         kind=kind,
         format=fmt,
@@ -535,14 +586,25 @@ def _read_block(tag: str, text: str) -> str | None:
 _READABLE_FORMATS: tuple[Format, ...] = ("binary", "likert5", "numeric100", "pairwise5")
 
 
-def read_call(user: str) -> ReadCall | None:
+def read_call(user: str, *, system: str = "", spec: PromptSpec | None = None) -> ReadCall | None:
     """Recover kind, format, task and answers from a user message built by :func:`user_text`.
 
     Used by the offline fake judge and the mock API server, which see only the request text.
 
+    Args:
+        user: The user message.
+        system: The system block (read only by a ``spec``, whose templates may put the task or
+            the answers there).
+        spec: A judge spec whose filled templates are tried first.
+
     Returns:
-        The :class:`ReadCall`, or ``None`` if ``user`` is not a judge request of ours.
+        The :class:`ReadCall`, or ``None`` if the request is not a judge request of ours (nor
+        of ``spec``).
     """
+    if spec is not None:
+        found = spec.read(system, user)
+        if found is not None:
+            return found
     fmt: Format | None = None
     for name in _READABLE_FORMATS:
         if user.rstrip().endswith(FORMAT_LINES[name]):

@@ -671,6 +671,8 @@ class _Handler(BaseHTTPRequestHandler):
 @click.option("--fake-leniency", default=0.0, type=float, help="Fake judge: Likert points added.")
 @click.option("--fake-noise", default=0.0, type=float, help="Fake judge: noise SD in Likert points.")
 @click.option("--duration", default=0.0, type=float, help="Stop after this many seconds (0 = until Ctrl-C).")
+@click.option("--judge-spec", default=None, type=click.Path(dir_okay=False),
+              help="Fake judge: read requests written from this judge spec and answer in its verdict format.")
 def mock_api_command(
     host: str,
     port: int,
@@ -686,12 +688,14 @@ def mock_api_command(
     fake_leniency: float,
     fake_noise: float,
     duration: float,
+    judge_spec: str | None,
 ) -> None:
     """Serve a local Anthropic-compatible API backed by the fake judge, for dry runs.
 
     Point a run at it with ANTHROPIC_BASE_URL=http://HOST:PORT and any ANTHROPIC_API_KEY.
     """
     from calibration.judges._fake import FakeJudge
+    from calibration.spec import load_spec
 
     kinds = tuple(k.strip() for k in fault_kinds.split(",") if k.strip())
     judge = FakeJudge(
@@ -701,6 +705,7 @@ def mock_api_command(
         formatting=fake_formatting,
         leniency=fake_leniency,
         noise=fake_noise,
+        spec=None if judge_spec is None else load_spec(judge_spec),
     )
     plan = FaultPlan(rate=fault_rate, kinds=kinds, retry_after=retry_after, seed=seed)  # type: ignore[arg-type]
     mock = MockAnthropic(

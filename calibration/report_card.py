@@ -26,6 +26,7 @@ from calibration.probes import Analysis, BiasResult
 from calibration.probes.byline import NOT_SELF_PREFERENCE
 from calibration.probes.length import TRUNCATION_RULE
 from calibration.stats import THRESHOLDS, Estimate
+from labeler.scales import format_range
 
 __all__ = [
     "TITLE",
@@ -74,6 +75,16 @@ def header_line(analysis: Analysis, *, source: str | None = None) -> str:
     return " · ".join(parts)
 
 
+def _prompt_lines(analysis: Analysis) -> list[str]:
+    """A line per judge spec the evidence was judged under (none for the built-in prompt).
+
+    A bias measured through a team's own prompt belongs to that prompt, so the card names it.
+    """
+    if not analysis.judge_specs:
+        return []
+    return [*(f"Prompt: {spec}" for spec in analysis.judge_specs), ""]
+
+
 def thresholds_text() -> str:
     """The verdict rules, stated for the reader under the table."""
     pos, dec, gap = THRESHOLDS["position"], THRESHOLDS["decoration"], THRESHOLDS["pointwise_gap"]
@@ -116,9 +127,11 @@ def _pointwise_section(analysis: Analysis) -> list[str]:
     ]
     if not rows:
         return []
+    fmt = str(rows[0].details.get("pointwise_format") or "likert5")
+    lo, hi = format_range(fmt)
     lines = [
         "",
-        "## Pointwise gaps, in the judge's own units (likert5, 1-5)",
+        f"## Pointwise gaps, in the judge's own units ({fmt}, {lo:g}-{hi:g})",
         "",
         "| Probe | Original mean | Variant mean | Gap | 95% CI | Answers (tasks) | Verdict |",
         "|---|---:|---:|---:|---|---:|---|",
@@ -184,7 +197,7 @@ def _formats_section(analysis: Analysis) -> list[str]:
 def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = None) -> str:
     """The card as markdown."""
     results = analysis.results
-    lines = [f"# {TITLE}", "", header_line(analysis, source=source), ""]
+    lines = [f"# {TITLE}", "", header_line(analysis, source=source), "", *_prompt_lines(analysis)]
     if results:
         lines += _main_table(results, mitigate=mitigate)
     else:
@@ -273,6 +286,7 @@ def card_json(analysis: Analysis, *, mitigate: bool, source: str | None = None) 
     return {
         "title": TITLE,
         "header": header_line(analysis, source=source),
+        "judge_specs": list(analysis.judge_specs),
         "mitigate": mitigate,
         "rows": rows,
         "thresholds": {k: vars(v) for k, v in THRESHOLDS.items()},
@@ -355,6 +369,8 @@ def card_chart(analysis: Analysis, *, mitigate: bool, source: str | None = None)
                         legend=None),
     )
     subtitle = [header_line(analysis, source=source)]
+    # The spec's name, file and hash; the settings after them are in the markdown card.
+    subtitle += [f"prompt: {spec.split('): ', 1)[0]})" for spec in analysis.judge_specs]
     position = analysis.result("position")
     if position is not None and isinstance(position.details.get("consistency"), Estimate):
         c = position.details["consistency"]

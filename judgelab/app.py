@@ -29,6 +29,7 @@ ADMIN_PAGES = (
     ("admin_data.py", "Data", ":material/database:"),
     ("admin_assignments.py", "Assignments", ":material/assignment_ind:"),
     ("admin_agreement.py", "Agreement", ":material/handshake:"),
+    ("admin_review.py", "Review", ":material/rate_review:"),
 )
 ANALYST_PAGES = (("analyst.py", "Calibration", ":material/insights:"),)
 

@@ -46,7 +46,8 @@ def _common(ck: Checker, i: int, id_col: str, sources: tuple[str, ...]) -> _Comm
         rater=str(ck.text(i, "rater", is_id=True)),
         seconds=ck.number(i, "seconds", required=False, lo=0, hi=float("inf")),
         created_at=ck.timestamp(i, "created_at"),
-        source="simulated" if source == "simulated" else None,
+        # Simulated and adjudicated records keep their source; the rest entered by this import.
+        source=source if source in ("simulated", "adjudicated") else None,  # type: ignore[arg-type]
         current=ck.boolean(i, "current"),
     )
 
@@ -182,7 +183,7 @@ def parse_labels(rows: Rows, *, rubric_of: RubricLookup) -> list[ImportedLabel]:
     common: list[_Common] = []
     groups: list[tuple[Any, ...]] = []
     for i in range(1, len(rows.rows) + 1):
-        rec = _common(ck, i, "label_id", ("app", "import", "simulated"))
+        rec = _common(ck, i, "label_id", ("app", "import", "simulated", "adjudicated"))
         answer_id = str(ck.text(i, "answer_id", is_id=True))
         rubric = rubrics.of_row(i)
         lo, hi = format_range(rubric.scale)

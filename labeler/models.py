@@ -118,8 +118,9 @@ class Pair:
     gold: str | None = None
 
 
-Source = Literal["import", "simulated"]
-"""Where an imported human record came from: an outside file, or :mod:`labeler.simulate`."""
+Source = Literal["import", "simulated", "adjudicated"]
+"""Where an imported human record came from: an outside file, :mod:`labeler.simulate`, or an
+admin's adjudication (labels only) exported from another database."""
 
 
 @dataclass(frozen=True)

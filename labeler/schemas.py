@@ -200,8 +200,9 @@ _LABELS = Schema(
         Column("flag_reason", "text", "no", "set when the rater flagged the item unrateable (why, in words); "
                "such a label may have no score"),
         Column("seconds", "number", "no", "seconds the rater spent on the item", "0 or more"),
-        Column("source", "text", "no", "where the label came from; `simulated` stays simulated, `app` and "
-               "`import` are stored as `import`", "`app`, `import`, `simulated`"),
+        Column("source", "text", "no", "where the label came from; `simulated` and `adjudicated` (an admin's "
+               "adjudication) stay as they are, `app` and `import` are stored as `import`",
+               "`app`, `import`, `simulated`, `adjudicated`"),
         Column("created_at", _TS, "no", "when the label was given (default: the import)", _WHEN),
         Column("current", "yes/no", "no", "written by export: true when no row of the file supersedes this "
                "one; checked on import"),

@@ -15,7 +15,10 @@ Choices the report states rather than hides:
   labels are left out). Several raters of one answer are collapsed by the mean by default
   (``human_rule``); the raters are resampled inside the bootstrap so their spread widens the
   interval (:func:`calibration.stats.family_residuals`). Kappa needs one category per answer,
-  so there the raters' majority is used, ties going to the lower category.
+  so there the raters' majority is used, ties going to the lower category. Under the rule
+  ``adjudicated`` an admin's adjudicated label, where an answer has one, replaces its raters'
+  labels in every human score (:meth:`CalibrationData.reference_labels`); the report says how
+  many answers were adjudicated. Agreement among raters (alpha) never counts an adjudicator.
 * **Design weights.** When the labelled answers came from a stored sample design
   (``design_items``), the analysis keeps the design's answers and every mean is a Hajek mean
   weighted by 1/inclusion probability; labelled answers outside the design are left out and
@@ -35,10 +38,12 @@ from calibration.calibrate._build import build_report, calibrate
 from calibration.calibrate._formats import Reference, format_rows
 from calibration.calibrate._load import CalibrationData, load_calibration_data
 from calibration.calibrate._model import (
+    HUMAN_SCORE_RULES,
     CalibrationReport,
     DesignNote,
     FamilyResidual,
     FormatRow,
+    HumanScoreRule,
     KappaRow,
     LabelSummary,
     PositionResult,
@@ -53,11 +58,13 @@ from calibration.calibrate._model import (
 from calibration.calibrate._probes import position_results, variant_gaps
 
 __all__ = [
+    "HUMAN_SCORE_RULES",
     "CalibrationData",
     "CalibrationReport",
     "DesignNote",
     "FamilyResidual",
     "FormatRow",
+    "HumanScoreRule",
     "KappaRow",
     "LabelSummary",
     "PPIRow",

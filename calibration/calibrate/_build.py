@@ -17,9 +17,11 @@ from calibration.calibrate._formats import format_rows
 from calibration.calibrate._human import alphas, analysis_set, kappa_rows, ppi_rows, residual_section
 from calibration.calibrate._load import CalibrationData, load_calibration_data
 from calibration.calibrate._model import (
+    HUMAN_SCORE_RULES,
     CalibrationReport,
     DesignNote,
     FormatRow,
+    HumanScoreRule,
     KappaRow,
     PPIRow,
     ProbeSection,
@@ -27,7 +29,7 @@ from calibration.calibrate._model import (
     ResidualSection,
 )
 from calibration.calibrate._probes import probe_section
-from calibration.stats import Estimate, HumanRule, ProvenanceNote, ResidualScale, provenance_note
+from calibration.stats import Estimate, ProvenanceNote, ResidualScale, provenance_note
 from labeler.errors import InputError
 from labeler.store import Store
 
@@ -37,7 +39,7 @@ def calibrate(
     run_id: str | None = None,
     *,
     compare_run: str | None = None,
-    human_rule: HumanRule = "mean",
+    human_rule: HumanScoreRule = "mean",
     seed: int = 0,
     n_resamples: int = 2000,
     level: float = 0.95,
@@ -49,7 +51,8 @@ def calibrate(
         run_id: The judge run (default: the newest with pointwise judgements). With
             ``compare_run`` this is the run *after* the change.
         compare_run: A run *before* a rubric change, for the padding/truncation comparison.
-        human_rule: ``"mean"`` (default) or ``"majority"``.
+        human_rule: ``"mean"`` (default), ``"majority"`` or ``"adjudicated"`` (an admin's
+            adjudicated label where the answer has one, else the mean; see :data:`HumanScoreRule`).
         seed: Seed of every bootstrap (the same seed gives the same report).
         n_resamples: Bootstrap resamples per interval.
         level: Confidence level.
@@ -71,7 +74,7 @@ def build_report(
     data: CalibrationData,
     *,
     compare: CalibrationData | None = None,
-    human_rule: HumanRule = "mean",
+    human_rule: HumanScoreRule = "mean",
     seed: int = 0,
     n_resamples: int = 2000,
     level: float = 0.95,
@@ -84,7 +87,7 @@ def build_report(
     Args:
         data: The run (the "after" run when ``compare`` is given).
         compare: The "before" run for the padding/truncation comparison.
-        human_rule: How several raters of one answer are collapsed.
+        human_rule: How the human score of an answer is defined (:data:`HumanScoreRule`).
         seed: Seed of every bootstrap.
         n_resamples: Bootstrap resamples.
         level: Confidence level.
@@ -92,12 +95,12 @@ def build_report(
     Returns:
         A :class:`CalibrationReport`.
     """
-    if human_rule not in ("mean", "majority"):
-        raise InputError(f"unknown human rule {human_rule!r}", fix="use 'mean' or 'majority'.")
+    if human_rule not in HUMAN_SCORE_RULES:
+        raise InputError(f"unknown human rule {human_rule!r}", fix=f"use one of {', '.join(HUMAN_SCORE_RULES)}.")
     if not (isinstance(n_resamples, int) and n_resamples >= 10):
         raise InputError(f"resamples must be a whole number of at least 10; got {n_resamples!r}")
     opts = ReportOptions(human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level)
-    analysis, design_note = analysis_set(data)
+    analysis, design_note = analysis_set(data, opts)
     inputs = _Inputs(data, analysis, compare, opts)
     sections = _Sections()
     for name, compute in _SECTIONS:

@@ -16,12 +16,11 @@ import numpy as np
 import pandas as pd
 
 from calibration.calibrate._load import CalibrationData, first_judgement
-from calibration.calibrate._model import FormatRow, ProbeSection, ReportOptions
+from calibration.calibrate._model import FormatRow, HumanScoreRule, ProbeSection, ReportOptions
 from calibration.calibrate._probes import position_results
 from calibration.numbers import ci, num
 from calibration.stats import (
     Estimate,
-    HumanRule,
     format_diagnostics,
     human_scores,
     proportion,
@@ -61,7 +60,7 @@ def format_rows(
     seed: int = 0,
     n_resamples: int = 2000,
     level: float = 0.95,
-    human_rule: HumanRule = "mean",
+    human_rule: HumanScoreRule = "mean",
 ) -> tuple[list[FormatRow], list[str]]:
     """Format diagnostics for every scoring format the run used, against a reference score.
 
@@ -128,11 +127,14 @@ def _parse_rate(k: int, n: int, level: float) -> Estimate:
 
 def _reference_scores(data: CalibrationData, reference: Reference, opts: ReportOptions) -> tuple[pd.Series, str]:
     if reference == "human":
-        rated = data.labels[data.labels["overall"].notna()]
+        labels = data.reference_labels(opts.human_rule)
+        rated = labels[labels["overall"].notna()]
         if rated.empty:
             return pd.Series(dtype=float), "human score (no labels yet)"
-        hs = human_scores(rated.rename(columns={"overall": "score"}), rule=opts.human_rule, score_col="score")
-        return hs.scores, f"human score per answer ({opts.human_rule} of the raters' current overall labels)"
+        hs = human_scores(rated.rename(columns={"overall": "score"}), rule=opts.collapse, score_col="score")
+        what = ("the adjudicated overall label, else the mean of the raters' current overall labels"
+                if opts.human_rule == "adjudicated" else f"{opts.human_rule} of the raters' current overall labels")
+        return hs.scores, f"human score per answer ({what})"
     if reference not in POINTWISE_FORMATS:
         raise InputError(
             f"unknown reference {reference!r}",

@@ -42,8 +42,8 @@ from calibration.stats import (
 _NO_KAPPA = "kappa: no answer has both a judge verdict and a human label"
 
 
-def analysis_set(data: CalibrationData) -> tuple[pd.DataFrame, DesignNote | None]:
-    """Original answers with a parsed judge score and at least one human label, weighted.
+def analysis_set(data: CalibrationData, opts: ReportOptions | None = None) -> tuple[pd.DataFrame, DesignNote | None]:
+    """Original answers with a parsed judge score and a human score under the rule, weighted.
 
     Returns:
         ``answer_id, task_id, family, value, pass, weight`` sorted by answer id, and the design
@@ -53,7 +53,7 @@ def analysis_set(data: CalibrationData) -> tuple[pd.DataFrame, DesignNote | None
     if data.judge_format is None:
         return empty, None
     judged = first_judgement(data.pointwise, data.judge_format)
-    labelled = set(data.labels["answer_id"])
+    labelled = set(data.reference_labels((opts or ReportOptions()).human_rule)["answer_id"])
     frame = judged[isin(judged["answer_id"], labelled)][["answer_id", "task_id", "family", "value", "pass"]]
     frame = frame.assign(weight=1.0)
     note = None
@@ -73,8 +73,10 @@ def analysis_set(data: CalibrationData) -> tuple[pd.DataFrame, DesignNote | None
 
 
 
-def _ratings(data: CalibrationData, ids: Sequence[str], column: str) -> pd.DataFrame:
-    labels = data.labels[isin(data.labels["answer_id"], ids)]
+def _ratings(data: CalibrationData, ids: Sequence[str], column: str, opts: ReportOptions) -> pd.DataFrame:
+    """The per-rater scores behind the human score of ``ids`` (see :meth:`CalibrationData.reference_labels`)."""
+    labels = data.reference_labels(opts.human_rule)
+    labels = labels[isin(labels["answer_id"], ids)]
     return labels[labels[column].notna()][["answer_id", "rater_id", column]].rename(columns={column: "score"})
 
 
@@ -104,18 +106,18 @@ def residual_section(
     else:
         judge_col, label_col = "pass", "pass"
     frame = analysis[analysis[judge_col].notna()]
-    ratings = _ratings(data, list(frame["answer_id"]), label_col)
+    ratings = _ratings(data, list(frame["answer_id"]), label_col, opts)
     frame = frame[isin(frame["answer_id"], ratings["answer_id"])].reset_index(drop=True)
     if frame.empty:
         return None, [f"residuals ({scale}): no answer has both a judge {judge_col} and a human {label_col}"]
-    hs = human_scores(ratings, rule=opts.human_rule, score_col="score")
+    hs = human_scores(ratings, rule=opts.collapse, score_col="score")
     human = hs.scores.reindex(frame["answer_id"]).to_numpy(dtype=float)
     common: dict[str, Any] = {
         "scale": scale,
         "weights": frame["weight"].to_numpy(dtype=float),
         "rater_level": hs.ratings,
         "answer_ids": frame["answer_id"].to_numpy(),
-        "rule": opts.human_rule,
+        "rule": opts.collapse,
         "n_resamples": opts.n_resamples,
         "level": opts.level,
         "rng": opts.seed,
@@ -153,7 +155,7 @@ def _no_gap_reason(own: str | None, present: list[str]) -> str | None:
 def kappa_rows(
     data: CalibrationData, analysis: pd.DataFrame, opts: ReportOptions
 ) -> tuple[list[KappaRow], list[str]]:
-    """Cohen's kappa, judge vs the raters' majority, overall and per family.
+    """Cohen's kappa, judge vs the raters' majority (the adjudicated label under that rule), overall and per family.
 
     Pass verdicts always; on a likert5 rubric judged in likert5, the overall score too
     (unweighted and quadratic-weighted).
@@ -171,7 +173,7 @@ def kappa_rows(
                   ("overall score", "value", "overall", levels, "quadratic")]
     for what, judge_col, label_col, cats, weights in specs:
         frame = analysis[analysis[judge_col].notna()]
-        ratings = _ratings(data, list(frame["answer_id"]), label_col)
+        ratings = _ratings(data, list(frame["answer_id"]), label_col, opts)
         if ratings.empty:
             continue
         major = human_scores(ratings, rule="majority", score_col="score").scores
@@ -193,7 +195,10 @@ def kappa_rows(
 
 
 def alphas(data: CalibrationData, opts: ReportOptions) -> tuple[dict[str, Estimate], list[str]]:
-    """Krippendorff's alpha among the raters, on the overall score and the pass verdict."""
+    """Krippendorff's alpha among the raters, on the overall score and the pass verdict.
+
+    Raters only: an adjudicated label is never a rater's, whatever the human rule.
+    """
     out: dict[str, Estimate] = {}
     reasons: list[str] = []
     labels = data.labels
@@ -227,10 +232,10 @@ def ppi_rows(data: CalibrationData, analysis: pd.DataFrame, opts: ReportOptions)
     if judged.empty:
         return [], [f"PPI: judgements in {data.judge_format} carry no pass verdict under this rubric"]
     labelled = analysis[analysis["pass"].notna()]
-    ratings = _ratings(data, list(labelled["answer_id"]), "pass")
+    ratings = _ratings(data, list(labelled["answer_id"]), "pass", opts)
     if ratings.empty:
         return [], ["PPI: no human pass verdicts"]
-    human = human_scores(ratings, rule=opts.human_rule, score_col="score").scores
+    human = human_scores(ratings, rule=opts.collapse, score_col="score").scores
     labelled = labelled[isin(labelled["answer_id"], human.index)]
     weighted = not np.allclose(labelled["weight"], 1.0) if len(labelled) else False
     rows: list[PPIRow] = []

@@ -15,13 +15,16 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.calibrate._model import LabelSummary
+from calibration.calibrate._model import HumanScoreRule, LabelSummary
+from calibration.spec import recorded_provenance
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.scales import POINTWISE_FORMATS
 from labeler.store import Store
 
 _NAN = float("nan")
+_LABEL_COLUMNS = ["answer_id", "task_id", "family", "variant", "rater_id", "rater_name", "overall", "pass",
+                  "simulated", "source"]
 
 
 @dataclass(frozen=True)
@@ -38,9 +41,9 @@ class CalibrationData:
             ``n_chars`` of the answer.
         pairwise: The run's pairwise judgements, the same way; ``family_a``/``family_b``,
             ``variant_a``/``variant_b`` and ``chars_a``/``chars_b`` describe the two answers.
-        labels: Current scored human labels: ``answer_id``, ``task_id``, ``family``,
-            ``variant``, ``rater_id``, ``overall``, ``pass`` (0/1 or ``nan``), ``simulated``,
-            ``source``.
+        labels: The raters' current scored labels: ``answer_id``, ``task_id``, ``family``,
+            ``variant``, ``rater_id``, ``rater_name``, ``overall``, ``pass`` (0/1 or ``nan``),
+            ``simulated``, ``source``. Admins' adjudicated labels are not among them.
         answers: Every answer of the pool (no text).
         design: Design weights of the chosen design (``answer_id``, ``weight``,
             ``inclusion_prob``, ``stratum``), or ``None``.
@@ -50,6 +53,8 @@ class CalibrationData:
         n_errors: Planned calls of the run that failed with no reply (not scores).
         pair_gold: Every stored pair's gold winner (``a``, ``b``, ``tie`` or ``None``), for the
             position statistics' accuracy.
+        adjudicated: The current adjudicated label of each adjudicated answer, in the columns
+            of ``labels`` (``rater_id`` is the admin's, ``source`` is ``adjudicated``).
     """
 
     run: dict[str, Any]
@@ -65,6 +70,7 @@ class CalibrationData:
     label_summary: LabelSummary
     n_errors: int
     pair_gold: Mapping[str, str | None] = field(default_factory=dict)
+    adjudicated: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_LABEL_COLUMNS))
 
     @property
     def run_id(self) -> str:
@@ -76,6 +82,19 @@ class CalibrationData:
         """The judge's own family, when the run records it."""
         family = self.run.get("family")
         return None if family is None else str(family)
+
+    def reference_labels(self, rule: HumanScoreRule = "mean") -> pd.DataFrame:
+        """The labels the human score of each answer rests on under ``rule``.
+
+        The raters' labels; under ``"adjudicated"`` an adjudicated answer's raters are replaced by
+        its one adjudicated label, so the human score of that answer is the adjudicated score
+        whatever the raters gave. Agreement among raters reads :attr:`labels`, never this.
+        """
+        if rule != "adjudicated" or self.adjudicated.empty:
+            return self.labels
+        settled = isin(self.labels["answer_id"], self.adjudicated["answer_id"])
+        frames = [f for f in (self.labels[~settled], self.adjudicated[_LABEL_COLUMNS]) if not f.empty]
+        return pd.concat(frames, ignore_index=True).sort_values(["answer_id", "rater_id"]).reset_index(drop=True)
 
 
 def load_calibration_data(store: Store, run_id: str | None = None) -> CalibrationData:
@@ -149,8 +168,8 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
               .drop_duplicates(["rater_id", "answer_id"]).sort_values(["answer_id", "rater_id"])
               .reset_index(drop=True))
     labels["simulated"] = (labels["source"] == "simulated") | labels["rater_simulated"].astype(bool)
-    labels = labels[["answer_id", "task_id", "family", "variant", "rater_id", "rater_name", "overall",
-                     "pass", "simulated", "source"]]
+    labels = labels[_LABEL_COLUMNS]
+    adjudicated = _adjudicated(store, rubric)
     summary = LabelSummary(
         n_labels=len(labels),
         n_answers=int(labels["answer_id"].nunique()),
@@ -159,6 +178,7 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         n_simulated_raters=int(labels.loc[labels["simulated"], "rater_id"].nunique()),
         n_flagged=int(flagged.sum()),
         sources={str(k): int(v) for k, v in labels["source"].value_counts().sort_index().items()},
+        n_adjudicated=len(adjudicated),
     )
 
     judge_format = _choose_format(point, rubric)
@@ -178,6 +198,7 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         provenance=records,
         label_summary=summary,
         n_errors=n_errors,
+        adjudicated=adjudicated,
     )
 
 
@@ -193,6 +214,20 @@ def _latest_judged_run(store: Store) -> str | None:
     runs = store.calibration_runs()
     judged = runs[(runs["n_pointwise"] + runs["n_pairwise"]) > 0]
     return None if judged.empty else str(judged["run_id"].iloc[0])
+
+
+def _adjudicated(store: Store, rubric: Rubric) -> pd.DataFrame:
+    """The current adjudicated label per answer with a score, in the columns of the labels.
+
+    One per answer: one given under the rubric wins over an unversioned (imported) one.
+    """
+    raw = store.adjudicated_labels(rubric.rubric_id, rubric.version)
+    raw = raw.assign(_versioned=raw["rubric_id"].notna(), simulated=False, source="adjudicated")
+    raw["pass"] = [_human_pass(rubric, o, p) for o, p in zip(raw["overall"], raw["passed"], strict=True)]
+    raw = raw[raw["overall"].notna() | raw["pass"].notna()]
+    raw = (raw.sort_values(["_versioned", "label_id"], ascending=[False, False]).drop_duplicates("answer_id")
+           .sort_values("answer_id").reset_index(drop=True))
+    return raw[_LABEL_COLUMNS]
 
 
 def _opt_int(value: Any) -> int | None:
@@ -277,6 +312,8 @@ def _provenance_records(
     if shots:
         kind = str(params.get("few_shot_author_kind") or "unknown")
         records.append(("few-shot examples", kind, str(params.get("few_shot_author") or "unknown")))
+    # A run made with a judge spec carries the spec's declared authors (undeclared: unknown).
+    records += recorded_provenance(params)
     tasks = set(point["task_id"].dropna()) | set(labels["task_id"].dropna())
     refs = store.reference_provenance(tasks)
     groups: dict[tuple[str, str], int] = {}

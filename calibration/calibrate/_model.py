@@ -32,23 +32,38 @@ from calibration.stats import (
     SlotDecomposition,
 )
 
+HumanScoreRule = Literal["mean", "majority", "adjudicated"]
+"""How the human score of an answer is defined in the report.
+
+``"mean"`` (the default) and ``"majority"`` collapse the raters' current labels
+(:data:`calibration.stats.HumanRule`). ``"adjudicated"``: an admin's adjudicated label where the
+answer has one (it replaces the raters' labels of that answer), else the raters' mean.
+"""
+
+HUMAN_SCORE_RULES: tuple[HumanScoreRule, ...] = ("mean", "majority", "adjudicated")
+
 
 @dataclass(frozen=True)
 class ReportOptions:
     """How every section is computed.
 
     Attributes:
-        human_rule: How several raters of one answer are collapsed.
+        human_rule: How the human score of an answer is defined (:data:`HumanScoreRule`).
         seed: Seed of every bootstrap (each statistic is seeded with it, so sections do not
             shift when another section is added).
         n_resamples: Bootstrap resamples.
         level: Confidence level.
     """
 
-    human_rule: HumanRule = "mean"
+    human_rule: HumanScoreRule = "mean"
     seed: int = 0
     n_resamples: int = 2000
     level: float = 0.95
+
+    @property
+    def collapse(self) -> HumanRule:
+        """How the raters of an answer are collapsed (an adjudicated answer has one "rater")."""
+        return "majority" if self.human_rule == "majority" else "mean"
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,8 @@ class LabelSummary:
         n_simulated_raters: Simulated raters among ``n_raters``.
         n_flagged: Current labels flagged unrateable (no score), left out.
         sources: Label count per ``source`` (``app``, ``import``, ``simulated``).
+        n_adjudicated: Answers with a current adjudicated label that has a score (admins'
+            labels, never counted among the raters above).
     """
 
     n_labels: int
@@ -72,6 +89,7 @@ class LabelSummary:
     n_simulated_raters: int
     n_flagged: int
     sources: dict[str, int]
+    n_adjudicated: int = 0
 
     @property
     def simulated(self) -> bool:
@@ -549,7 +567,7 @@ class CalibrationReport:
         judge_family: The judge's own family (from ``judge_runs.family``).
         rubric: ``rubric_id``, ``version``, ``scale``, ``name``.
         judge_format: The pointwise format the residuals and kappa use.
-        human_rule: How several raters of one answer are collapsed.
+        human_rule: How the human score of an answer is defined (:data:`HumanScoreRule`).
         labels: Label counts, simulated ones included.
         design: The sample design the labels came from, or ``None``.
         provenance: Whether the gap is an upper bound, and why.
@@ -573,7 +591,7 @@ class CalibrationReport:
     judge_family: str | None
     rubric: dict[str, Any]
     judge_format: str | None
-    human_rule: HumanRule
+    human_rule: HumanScoreRule
     labels: LabelSummary
     design: DesignNote | None
     provenance: ProvenanceNote | None
@@ -598,17 +616,29 @@ class CalibrationReport:
         return self.labels.simulated
 
     def human_rule_text(self) -> str:
-        """How the human score of an answer is defined, in one sentence."""
-        rule = (
-            "the mean of the raters' current labels (a pass rate for pass verdicts)"
-            if self.human_rule == "mean"
-            else "the raters' most frequent current label, ties going to the lower score"
+        """How the human score of an answer is defined, and how many answers are adjudicated."""
+        n = self.labels.n_adjudicated
+        answers = f"{n} answer{'' if n == 1 else 's'}"
+        mean = "the mean of the raters' current labels (a pass rate for pass verdicts)"
+        rule = {
+            "mean": mean,
+            "majority": "the raters' most frequent current label, ties going to the lower score",
+            "adjudicated": f"an admin's adjudicated label where the answer has one ({answers} adjudicated), "
+                           f"else {mean}",
+        }[self.human_rule]
+        kappa = "the raters' majority category (ties to the lower)"
+        if self.human_rule == "adjudicated":
+            kappa = f"the adjudicated category, else {kappa}"
+        text = (
+            f"Human score per answer (rule `{self.human_rule}`): {rule}; raters are resampled within answers in "
+            f"the bootstrap, so their spread widens the intervals. Kappa uses {kappa}."
         )
-        return (
-            f"Human score per answer: {rule}; raters are resampled within answers in the "
-            "bootstrap, so their spread widens the intervals. Kappa uses the raters' majority "
-            "category (ties to the lower)."
-        )
+        if self.human_rule == "adjudicated":
+            return text + " An adjudicator is never counted as a rater (alpha is among raters only)."
+        if n:
+            verb = "has" if n == 1 else "have"
+            return text + f" {answers} {verb} an adjudicated label, not used under this rule (`adjudicated` uses it)."
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """The whole report as JSON-ready data (``nan`` becomes ``None``)."""

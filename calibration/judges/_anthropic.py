@@ -33,7 +33,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anthropic
 
@@ -41,6 +41,9 @@ from calibration import formats, pricing
 from calibration.judges._base import Format, JudgeCall, Judgement, Kind
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
+
+if TYPE_CHECKING:  # the spec module imports the formats, which import this package
+    from calibration.spec import JudgeSpec
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +166,8 @@ class AnthropicJudge:
         batch_cache_ttl: Prompt-cache TTL for batch requests (``"1h"``: a batch can take longer
             than the 5-minute default, and the rubric prefix should survive it).
         prices: A loaded price table (default :func:`calibration.pricing.load_prices`).
+        spec: A team's judge spec (:mod:`calibration.spec`): requests are written from its
+            templates and replies read by its verdict rules (default: the built-in prompt).
 
     Raises:
         JudgeError: If no API key is given or set.
@@ -183,6 +188,7 @@ class AnthropicJudge:
         max_tokens: int | None = None,
         batch_cache_ttl: Literal["5m", "1h"] = "1h",
         prices: pricing.PriceTable | None = None,
+        spec: JudgeSpec | None = None,
     ) -> None:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
@@ -197,6 +203,7 @@ class AnthropicJudge:
             )
         self.model = model
         self.family = family
+        self.spec = spec
         self.base_url = base_url
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
@@ -271,7 +278,7 @@ class AnthropicJudge:
 
     def build(self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str]) -> JudgeCall:
         """The :class:`JudgeCall` this judge makes (see :func:`calibration.formats.build_call`)."""
-        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params)
+        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec)
 
     def request(self, call: JudgeCall, *, ttl: Literal["5m", "1h"] | None = None) -> dict[str, Any]:
         """The Messages API body for ``call``: the rubric system block carries the cache breakpoint.
@@ -343,7 +350,7 @@ class AnthropicJudge:
         batch: bool = False,
     ) -> Judgement:
         text = "".join(getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text")
-        result = formats.parse(call.format, text)
+        result = formats.parse(call.format, text, spec=self.spec)
         error = result.error
         if error is not None and message.stop_reason in ("max_tokens", "refusal"):
             error = f"{error} (stop_reason={message.stop_reason})"

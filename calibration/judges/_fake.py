@@ -55,13 +55,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from calibration import formats, perturb, pricing
 from calibration.judges._base import JudgeCall, Judgement
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.scales import PAIRWISE_FORMATS, Format, Kind
+
+if TYPE_CHECKING:  # the spec module imports the formats, which import this package
+    from calibration.spec import JudgeSpec
 
 QUALITY_SLOPE = 2.0
 """Log-odds of preferring A per Likert point of content-merit difference (comparative formats)."""
@@ -300,6 +303,8 @@ class FakeJudge:
         style_of: Replaces :func:`style_family`.
         ref_words: Pointwise verbosity's zero point: an answer of this many words gets no
             length credit (only differences matter to a probe).
+        spec: A team's judge spec (:mod:`calibration.spec`): the judge is asked in the spec's
+            templates, reads them back, and answers in the spec's verdict format.
 
     Raises:
         InputError: If a knob is out of range.
@@ -325,8 +330,10 @@ class FakeJudge:
         quality_of: Callable[[str], float] | None = None,
         style_of: Callable[[str], str | None] | None = None,
         ref_words: int = 150,
+        spec: JudgeSpec | None = None,
     ) -> None:
         self.seed = int(seed)
+        self.spec = spec
         self.position = position
         self.verbosity = verbosity
         self.formatting = formatting
@@ -420,7 +427,7 @@ class FakeJudge:
         self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str]
     ) -> JudgeCall:
         """The :class:`JudgeCall` this judge would make (see :func:`calibration.formats.build_call`)."""
-        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params)
+        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec)
 
     async def run(self, call: JudgeCall, rubric: Rubric | None = None) -> Judgement:
         """Judge a prebuilt call, reading the task and answers back from its user message.
@@ -429,7 +436,7 @@ class FakeJudge:
             InputError: If the call's user message was not built by
                 :func:`calibration.formats.build_call`.
         """
-        read = formats.read_call(call.user)
+        read = formats.read_call(call.user, system=call.system, spec=self.spec)
         if read is None:
             raise InputError("FakeJudge.run: the call's user message is not a judgelab prompt")
         return self._judge(call, read.prompt, list(read.answers), rubric)
@@ -440,8 +447,8 @@ class FakeJudge:
         self, call: JudgeCall, prompt: str, answers: Sequence[str], rubric: Rubric | None
     ) -> Judgement:
         start = time.perf_counter()
-        raw = self.reply(call.kind, call.format, answers, key=call.cache_key)
-        result = formats.parse(call.format, raw)
+        raw = self.reply(call.kind, call.format, answers, key=call.cache_key, spec=self.spec)
+        result = formats.parse(call.format, raw, spec=self.spec)
         usage = pricing.TokenUsage(
             input_tokens=pricing.approx_tokens(call.system) + pricing.approx_tokens(call.user),
             output_tokens=pricing.approx_tokens(raw),
@@ -518,8 +525,14 @@ class FakeJudge:
             d += logit * ((sa == fam) - (sb == fam))
         return d
 
-    def reply(self, kind: Kind, fmt: Format, answers: Sequence[str], *, key: str) -> str:
-        """The reply text for one call; ``key`` (the call's cache key) seeds the draws."""
+    def reply(
+        self, kind: Kind, fmt: Format, answers: Sequence[str], *, key: str, spec: JudgeSpec | None = None
+    ) -> str:
+        """The reply text for one call; ``key`` (the call's cache key) seeds the draws.
+
+        The last line is ``VERDICT: <value>``, or with a ``spec`` a verdict its rule for
+        ``fmt`` reads as the same value (``[[A]]``, ``Rating: [[4]]``...).
+        """
         rng = self._rng(key)
         fail = rng.random() < self.parse_failure_rate
         if kind == "pairwise" or fmt in PAIRWISE_FORMATS:
@@ -528,6 +541,8 @@ class FakeJudge:
             body, verdict = self._score_reply(fmt, answers[0], rng)
         if fail:
             return _malformed(fmt, rng)
+        if spec is not None:
+            return f"{body}\n{spec.verdict_text(fmt, _verdict_value(verdict))}"
         return f"{body}\nVERDICT: {verdict}"
 
     def _score_reply(self, fmt: Format, answer: str, rng: random.Random) -> tuple[str, str]:
@@ -560,7 +575,8 @@ class FakeJudge:
     def respond(self, request: Mapping[str, Any]) -> str:
         """A reply for a Messages API request body (the mock server's responder).
 
-        Judge requests built by :func:`calibration.formats.build_call` get a verdict; a padding
+        Judge requests built by :func:`calibration.formats.build_call` get a verdict (in the
+        spec's format when the request was written from this judge's spec); a padding
         request (:data:`calibration.perturb.PAD_INSTRUCTION`) gets the offline padding; anything
         else gets a short acknowledgement without a verdict.
         """
@@ -570,6 +586,10 @@ class FakeJudge:
         key = hashlib.sha256(
             json.dumps([request.get("model"), _system_text(request), user]).encode()
         ).hexdigest()
+        system = _system_text(request)
+        own = self.spec.read(system, user) if self.spec is not None else None
+        if own is not None:
+            return self.reply(own.kind, own.format, own.answers, key=key, spec=self.spec)
         read = formats.read_call(user)
         if read is not None:
             return self.reply(read.kind, read.format, read.answers, key=key)
@@ -601,6 +621,15 @@ def _last_user_text(request: Mapping[str, Any]) -> str:
         if isinstance(message, Mapping) and message.get("role") == "user":
             return _text_of(message.get("content"))
     return ""
+
+
+def _verdict_value(verdict: str) -> float:
+    """The value of one of the fake's own verdicts (``"4"``, ``"ACCEPT"``, ``"A better"``)."""
+    if verdict in formats.BINARY_VERDICTS:
+        return float(formats.BINARY_VERDICTS[verdict])
+    if verdict in formats.PAIRWISE_VERDICTS:
+        return float(formats.PAIRWISE_VERDICTS[verdict])
+    return float(verdict)
 
 
 def _clip(x: float, bound: float) -> float:

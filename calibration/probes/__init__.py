@@ -30,10 +30,14 @@ from calibration.probes._workflow import (
     arun_probes,
     dataset_label,
     estimate_probes,
+    judge_kind_of,
+    judge_spec,
     other_family,
     padded_texts,
+    reference_tasks,
     run_probes,
     setup_probes,
+    spec_biases,
 )
 from calibration.probes.format_study import FormatRow
 from calibration.probes.position import (
@@ -68,14 +72,18 @@ __all__ = [
     "choose_position_run",
     "dataset_label",
     "estimate_probes",
+    "judge_kind_of",
+    "judge_spec",
     "other_family",
     "padded_texts",
     "parse_biases",
     "plan_probes",
     "position_replies",
     "read_evidence",
+    "reference_tasks",
     "run_position",
     "run_probes",
     "setup_probes",
+    "spec_biases",
     "statistics_of_replies",
 ]

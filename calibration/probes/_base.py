@@ -228,6 +228,8 @@ class ProbeContext:
         judge_family: The judge's own model family (for the byline probe).
         other_family: The family the byline probe contrasts with it.
         formats: Pointwise formats for the format study.
+        pairwise_format: The format of every pairwise call (a judge spec's own).
+        pointwise_format: The format pool answers are scored in by the length probes.
     """
 
     pairs: list[Pair]
@@ -238,6 +240,8 @@ class ProbeContext:
     judge_family: str | None = None
     other_family: str = "another model family"
     formats: tuple[Format, ...] = ("binary", "likert5", "numeric100")
+    pairwise_format: Format = "pairwise5"
+    pointwise_format: Format = "likert5"
 
 
 @dataclass
@@ -346,6 +350,7 @@ def both_orders(
     other: tuple[str, str],
     rubric: Rubric,
     meta: dict[str, Any] | None = None,
+    fmt: Format = "pairwise5",
 ) -> list[PlannedCall]:
     """The two pairwise calls of one (trial, arm): target shown first (AB), then second (BA).
 
@@ -358,6 +363,7 @@ def both_orders(
         other: ``(answer id, text)`` of the answer it is compared with.
         rubric: The rubric.
         meta: Further design facts for both calls.
+        fmt: The comparative format asked.
     """
     calls = []
     for order, first, second, slot in (("AB", target, other, "A"), ("BA", other, target, "B")):
@@ -365,7 +371,7 @@ def both_orders(
             PlannedCall(
                 call_id=f"{bias}/{trial}/{arm}/{order}",
                 kind="pairwise",
-                format="pairwise5",
+                format=fmt,
                 prompt=pair.prompt,
                 answer=first[1],
                 answer_b=second[1],

@@ -73,6 +73,8 @@ class Analysis:
         runs: Run ids in the evidence.
         n_pairs: Pairs (trials) in the pairwise probes.
         n_pool: Pool answers scored by pointwise probes.
+        judge_specs: The judge specs the evidence was judged under, one line each (name, file
+            hash, settings); empty for judgelab's built-in prompt.
     """
 
     results: list[BiasResult]
@@ -87,6 +89,7 @@ class Analysis:
     runs: tuple[str, ...] = ()
     n_pairs: int = 0
     n_pool: int = 0
+    judge_specs: tuple[str, ...] = ()
 
     def result(self, bias: str) -> BiasResult | None:
         """The result of one probe, if it ran."""
@@ -107,6 +110,7 @@ class Analysis:
             "runs": list(self.runs),
             "n_pairs": self.n_pairs,
             "n_pool": self.n_pool,
+            "judge_specs": list(self.judge_specs),
         }
 
 
@@ -154,6 +158,7 @@ def analyse_evidence(rows: pd.DataFrame, *, audits: dict[str, Any] | None = None
         runs=_distinct(rows, "run_id"),
         n_pairs=int(pairwise["trial"].nunique()) if not pairwise.empty else 0,
         n_pool=int(pool_ids.nunique()),
+        judge_specs=_distinct(rows, "judge_spec"),
     )
 
 

@@ -53,12 +53,13 @@ def plan_lift(ctx: ProbeContext, bias: str, variant: str) -> ProbePlan:
         meta = {"target_col": col}
         out.calls += both_orders(
             bias=bias, arm=BASELINE, trial=trial, pair=pair, target=(target_id, text),
-            other=(other_id, other), rubric=ctx.rubric, meta={**meta, "variant": "original"},
+            other=(other_id, other), rubric=ctx.rubric, fmt=ctx.pairwise_format,
+            meta={**meta, "variant": "original"},
         )
         out.calls += both_orders(
             bias=bias, arm=DECORATED, trial=trial, pair=pair,
             target=(f"{target_id}~{variant}", varied.text), other=(other_id, other),
-            rubric=ctx.rubric,
+            rubric=ctx.rubric, fmt=ctx.pairwise_format,
             meta={**meta, "variant": variant, "length_ratio": round(varied.length_ratio, 4),
                   "variant_warnings": list(varied.warnings)},
         )

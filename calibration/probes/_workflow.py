@@ -32,6 +32,7 @@ from calibration.judges import AnthropicJudge, FakeJudge, Judge, JudgeCall
 from calibration.probes._base import PadModel, ProbeContext, ProbePlan, RewriteSpend, Variants
 from calibration.probes._plan import DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
 from calibration.runner import RunSummary, arun_plan, build_request, cache_key_for
+from calibration.spec import JudgeSpec, with_references
 from labeler.errors import InputError
 from labeler.models import Pair, Rubric
 from labeler.store import Store
@@ -106,9 +107,10 @@ def dataset_label(dataset: str) -> str:
 
 
 def _context(
-    setup: ProbeSetup, variants: Variants, judge_family: str | None, other: str
+    setup: ProbeSetup, variants: Variants, judge_family: str | None, other: str,
+    spec: JudgeSpec | None = None,
 ) -> ProbeContext:
-    return ProbeContext(
+    ctx = ProbeContext(
         pairs=setup.pairs,
         pool=setup.pool,
         rubric=PROBE_RUBRIC,
@@ -117,9 +119,67 @@ def _context(
         judge_family=judge_family,
         other_family=other,
     )
+    if spec is not None:
+        # The team's judge is asked in its own formats: its comparative one, and for pool
+        # answers its 1-5 scale when it has one.
+        pairwise, pointwise = spec.formats("pairwise"), spec.formats("pointwise")
+        if pairwise:
+            ctx.pairwise_format = pairwise[0]
+        if pointwise:
+            ctx.pointwise_format = "likert5" if "likert5" in pointwise else pointwise[0]
+        ctx.formats = pointwise
+    return ctx
 
 
-def _judge_kind(judge: Judge) -> str:
+def reference_tasks(store: Store | None, pairs: Sequence[Pair] = ()) -> list[tuple[str, str, str | None]]:
+    """``(task id, prompt, reference answer)`` of the dataset's pairs and the project's tasks.
+
+    What a judge spec's ``{reference}`` is looked up in (:func:`calibration.spec.bind_references`).
+    """
+    tasks: list[tuple[str, str, str | None]] = [(p.pair_id, p.prompt, None) for p in pairs]
+    if store is not None:
+        for row in store.tasks().itertuples(index=False):
+            ref = row.reference_answer
+            tasks.append((str(row.task_id), str(row.prompt), ref if isinstance(ref, str) and ref else None))
+    return tasks
+
+
+def _with_references(judge: Judge, spec: JudgeSpec | None, store: Store | None, pairs: Sequence[Pair]) -> Judge:
+    """The judge with its spec's references bound (the tasks are read only when it shows any)."""
+    if spec is None or not spec.uses("reference"):
+        return judge
+    return with_references(judge, reference_tasks(store, pairs))
+
+
+def judge_spec(judge: Judge) -> JudgeSpec | None:
+    """The judge spec a judge carries (``None``: judgelab's built-in prompt)."""
+    spec = getattr(judge, "spec", None)
+    return spec if isinstance(spec, JudgeSpec) else None
+
+
+def spec_biases(spec: JudgeSpec | None, biases: Sequence[str]) -> tuple[str, ...]:
+    """The probes that set up a pool, given what the judge spec can ask.
+
+    Pairwise probes need a pairwise template and the format study a pointwise one (refused
+    otherwise, before anything is spent). The length probes' pointwise arm is left out when the
+    spec has no pointwise template: their pairwise reading still runs.
+
+    Raises:
+        InputError: Naming the probe and the template it needs.
+    """
+    if spec is None:
+        return tuple(biases)
+    for bias in biases:
+        if bias == "format":
+            spec.require("pointwise", "the format study scores answers one at a time")
+        else:
+            spec.require("pairwise", f"the {bias} probe compares two answers")
+    if spec.formats("pointwise"):
+        return tuple(biases)
+    return tuple(b for b in biases if b not in POOL_BIASES)
+
+
+def judge_kind_of(judge: Judge) -> str:
     """The name a run records for its judge back-end."""
     if isinstance(judge, FakeJudge):
         return "fake"
@@ -228,12 +288,14 @@ async def arun_probes(
             that cannot rewrite.
     """
     chosen = parse_biases(biases)
-    setup = setup_probes(store, dataset, n, seed=seed, biases=chosen)
+    spec = judge_spec(judge)
+    setup = setup_probes(store, dataset, n, seed=seed, biases=spec_biases(spec, chosen))
+    judge = _with_references(judge, spec, store, setup.pairs)
     padder = _pad_model(
         judge, pad, pad_model, needed="verbosity" in chosen, concurrency=concurrency
     )
     variants = Variants.for_pool(store, setup.pool, pad_model=padder)
-    ctx = _context(setup, variants, judge.family, other or other_family(store, judge.family))
+    ctx = _context(setup, variants, judge.family, other or other_family(store, judge.family), spec)
     spend = RewriteSpend()
     if padder is not None:
         # First pass: only collect the texts to pad; the rewrites are made once, together.
@@ -242,17 +304,21 @@ async def arun_probes(
         variants.recording = False
         spend = await variants.prepare()
     plan = plan_probes(ctx, chosen)
-    # The dataset's name rides along in each evidence row (meta is not part of any request, so
-    # neither the cache keys nor the plan hash change).
-    label = dataset_label(dataset)
-    plan.calls = [replace(c, meta={**c.meta, "dataset": label}) for c in plan.calls]
+    # The dataset's name (and the judge spec's) rides along in each evidence row (meta is not
+    # part of any request, so neither the cache keys nor the plan hash change).
+    extra: dict[str, Any] = {"dataset": dataset_label(dataset)}
+    record = dict(params or {})
+    if spec is not None:
+        extra["judge_spec"] = spec.card_line(model=judge.model, params=getattr(judge, "params", None))
+        record["judge_spec"] = spec.describe(model=judge.model, params=getattr(judge, "params", None))
+    plan.calls = [replace(c, meta={**c.meta, **extra}) for c in plan.calls]
     if plan.new_answers:
         store.add_pool([], plan.new_answers, source_file="judgelab probe (perturbed variants)")
     summary = await arun_plan(
         plan.calls, judge, store, rubric=PROBE_RUBRIC,
-        judge_kind=judge_kind or _judge_kind(judge), evidence=evidence, resume=resume,
+        judge_kind=judge_kind or judge_kind_of(judge), evidence=evidence, resume=resume,
         concurrency=concurrency, batch=batch, progress=progress,
-        params={**(params or {}), "pad": variants.pad_source}, poll_interval=poll_interval,
+        params={**record, "pad": variants.pad_source}, poll_interval=poll_interval,
     )
     return ProbeRunResult(summary, spend)
 
@@ -275,6 +341,7 @@ class ProbeEstimate:
         n_pairs: Pairs chosen.
         pool_answers: Pool answers pool-based probes would score.
         pool: Where the pool comes from.
+        judge_spec: The judge spec's card line (``None``: the built-in prompt).
     """
 
     cost: pricing.PlanEstimate
@@ -283,6 +350,7 @@ class ProbeEstimate:
     n_pairs: int
     pool_answers: int
     pool: PoolSource
+    judge_spec: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the cost's fields, then the dataset's."""
@@ -293,6 +361,7 @@ class ProbeEstimate:
             "n_pairs": self.n_pairs,
             "pool_answers": self.pool_answers,
             "pool": self.pool,
+            "judge_spec": self.judge_spec,
         }
 
 
@@ -346,9 +415,12 @@ async def aestimate_probes(
         InputError: On a bad ``biases`` or dataset.
     """
     chosen = parse_biases(biases)
-    setup = setup_probes(store, dataset, n, seed=seed, biases=chosen)
+    spec = judge_spec(judge)
+    setup = setup_probes(store, dataset, n, seed=seed, biases=spec_biases(spec, chosen))
+    judge = _with_references(judge, spec, store, setup.pairs)
     other = other_family(store, judge.family)
-    plan = plan_probes(_context(setup, Variants.for_pool(store, setup.pool), judge.family, other), chosen)
+    ctx = _context(setup, Variants.for_pool(store, setup.pool), judge.family, other, spec)
+    plan = plan_probes(ctx, chosen)
     requests: dict[str, JudgeCall] = {}
     for planned in plan.calls:
         key = cache_key_for(judge, PROBE_RUBRIC, planned)
@@ -371,6 +443,7 @@ async def aestimate_probes(
         n_pairs=len(setup.pairs),
         pool_answers=len(setup.pool),
         pool=setup.pool_source,
+        judge_spec=None if spec is None else spec.card_line(model=judge.model, params=getattr(judge, "params", None)),
     )
 
 

@@ -50,7 +50,7 @@ def plan(ctx: ProbeContext) -> ProbePlan:
             bias=NAME, arm="byline", trial=trial, pair=pair,
             target=(f"{base_id}~byline:{own}", mine.text),
             other=(f"{base_id}~byline:{ctx.other_family}", theirs.text),
-            rubric=ctx.rubric,
+            rubric=ctx.rubric, fmt=ctx.pairwise_format,
             meta={"target_col": col, "own_family": own, "other_family": ctx.other_family},
         )
     return out

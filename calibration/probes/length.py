@@ -47,6 +47,7 @@ LABELS = {
 }
 
 POINTWISE_FORMAT: Format = "likert5"
+"""The format pool answers are scored in (:attr:`ProbeContext.pointwise_format`'s default)."""
 
 # Below this padded/original word ratio the padding under-delivers (seed 000, perturb).
 MIN_RATIO = perturb.MIN_PAD_RATIO
@@ -92,7 +93,7 @@ def plan(ctx: ProbeContext, bias: str) -> ProbePlan:
                 PlannedCall(
                     call_id=f"{bias}/score/{parent.answer_id}/{arm}",
                     kind="pointwise",
-                    format=POINTWISE_FORMAT,
+                    format=ctx.pointwise_format,
                     prompt=parent.prompt,
                     answer=text,
                     probe=bias,
@@ -149,7 +150,7 @@ def _pointwise(rows: pd.DataFrame, bias: str) -> dict[str, Any]:
     words_v = float(np.nanmean(wide[("_words", variant)].to_numpy(float)))
     out: dict[str, Any] = {
         "pointwise_gap": gap,
-        "pointwise_format": POINTWISE_FORMAT,
+        "pointwise_format": str(point["format"].iloc[0]),
         "original_mean_score": gap.extra.get("base_mean"),
         f"{variant}_mean_score": gap.extra.get("variant_mean", gap.extra.get("truncated_mean")),
         "mean_words_original": words_o,

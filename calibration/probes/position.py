@@ -52,7 +52,7 @@ def plan(ctx: ProbeContext) -> ProbePlan:
             bias=NAME, arm="pair", trial=trial, pair=pair,
             target=(f"{pair.pair_id}:a", pair.answer_a),
             other=(f"{pair.pair_id}:b", pair.answer_b),
-            rubric=ctx.rubric,
+            rubric=ctx.rubric, fmt=ctx.pairwise_format,
         )
     return out
 

@@ -4,6 +4,8 @@ The admin pages only wire widgets to these functions, so everything an admin can
 do is tested here without a browser. Admins are not blind: frames returned here
 may carry family, model and variant, and must never be handed to a rater page.
 
+The Review page's adjudicated labels are :mod:`judgelab.admin._review`.
+
 Simulated raters (``raters.simulated``) are marked wherever a rater's name is
 shown: :func:`display_name` appends ``" (simulated)"``.
 """
@@ -68,20 +70,33 @@ from judgelab.admin._raters import (
     reissue_link,
     revoke_rater,
 )
+from judgelab.admin._review import (
+    Adjudication,
+    AnswerSheet,
+    ReviewBoard,
+    adjudicate,
+    answer_sheet,
+    review_board,
+)
 
 __all__ = [
     "DEFAULT_BASE_URL",
     "EXPORT_FORMATS",
     "EXPORT_KINDS",
     "EXPORT_MIME",
+    "Adjudication",
     "AgreementReport",
+    "AnswerSheet",
     "DesignDraft",
     "Download",
     "ExportFormat",
     "Invite",
     "Overview",
+    "ReviewBoard",
     "active_raters",
+    "adjudicate",
     "agreement_report",
+    "answer_sheet",
     "apply_sample_design",
     "assign_audit_sample",
     "assign_each_to_k",
@@ -106,6 +121,7 @@ __all__ = [
     "rater_table",
     "reissue_link",
     "reliability_matrix",
+    "review_board",
     "revoke_rater",
     "rewrite_variants",
     "rubric_versions",

@@ -13,7 +13,14 @@ from typing import Any, TypeVar
 
 import click
 
-from calibration.calibrate import ReportOptions, calibrate, format_rows, jsonable, load_calibration_data
+from calibration.calibrate import (
+    HUMAN_SCORE_RULES,
+    ReportOptions,
+    calibrate,
+    format_rows,
+    jsonable,
+    load_calibration_data,
+)
 from calibration.numbers import estimate, num, pct
 from calibration.report import render_json, write_report
 from judgelab.cli._util import db_option, echo_json, json_option
@@ -32,6 +39,15 @@ def _resamples_option(func: F) -> F:
                         help="Bootstrap resamples per interval.")(func)
 
 
+def _human_rule_option(func: F) -> F:
+    return click.option(
+        "--human-rule", type=click.Choice(HUMAN_SCORE_RULES), default="mean", show_default=True,
+        help="The human score of an answer: the mean of its raters' current labels, their most frequent "
+             "label (ties to the lower), or 'adjudicated': an admin's adjudicated label (Review page) where "
+             "the answer has one, else the mean.",
+    )(func)
+
+
 def _run_option(func: F) -> F:
     return click.option("--judge-run", "run_id", default=None, metavar="ID",
                         help="Judge run to read [default: the newest run with pointwise judgements].")(func)
@@ -45,8 +61,7 @@ def _run_option(func: F) -> F:
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Markdown report to write.")
 @click.option("--png", type=click.Path(dir_okay=False), default=None, help="Also write the charts as PNG.")
 @json_option
-@click.option("--human-rule", type=click.Choice(["mean", "majority"]), default="mean", show_default=True,
-              help="How several raters' labels of one answer become its human score.")
+@_human_rule_option
 @_seed_option
 @_resamples_option
 def calibrate_command(
@@ -81,6 +96,7 @@ def calibrate_command(
         click.echo(f"WARNING: {banner}")
     click.echo(f"Calibration report for judge run {report.run_id} ({report.judge_model}, family "
                f"{report.judge_family or 'not recorded'})")
+    click.echo(f"  human score: rule {report.human_rule}; {report.labels.n_adjudicated} answer(s) adjudicated")
     for scale, section in report.residuals.items():
         digits = 1 if scale == "pass" else 2
         for fam, est in section.families.items():
@@ -107,8 +123,7 @@ def calibrate_command(
 @click.option("--reference", default="human", show_default=True, metavar="human|FORMAT",
               help="What agreement is measured against: the human score, or another pointwise format "
                    "of the same run (e.g. numeric100).")
-@click.option("--human-rule", type=click.Choice(["mean", "majority"]), default="mean", show_default=True,
-              help="How several raters' labels of one answer become the human reference.")
+@_human_rule_option
 @_seed_option
 @_resamples_option
 def formats_command(

@@ -37,6 +37,7 @@ from calibration.probes import (
     run_probes,
 )
 from calibration.report_card import card_json, render_markdown, render_png
+from calibration.spec import JudgeSpec, load_spec
 from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.errors import InputError
 from labeler.store import Store, resolve_db_path
@@ -59,7 +60,7 @@ verdict line); real replies are recorded with their true counts."""
 
 # -- judges ------------------------------------------------------------------------------------
 
-def _fake_judge(opts: dict[str, Any]) -> FakeJudge:
+def _fake_judge(opts: dict[str, Any], spec: JudgeSpec | None = None) -> FakeJudge:
     return FakeJudge(
         seed=opts["seed"],
         position=opts["fake_position"],
@@ -70,16 +71,19 @@ def _fake_judge(opts: dict[str, Any]) -> FakeJudge:
         byline=opts["fake_byline"],
         noise=opts["fake_noise"],
         parse_failure_rate=opts["fake_parse_failure"],
-        family=opts["fake_family"],
+        family=(spec.family if spec is not None else None) or opts["fake_family"],
+        spec=spec,
     )
 
 
 def _anthropic_judge(
-    model: str, base_url: str | None, concurrency: int = 8, max_retries: int = 6
+    model: str, base_url: str | None, concurrency: int = 8, max_retries: int = 6,
+    spec: JudgeSpec | None = None,
 ) -> AnthropicJudge:
     """The real judge. The key comes from ``ANTHROPIC_API_KEY``.
 
-    With only a ``--base-url`` (a local mock server) a stand-in key is sent.
+    With only a ``--base-url`` (a local mock server) a stand-in key is sent. A judge ``spec``
+    gives the prompt, the verdict rules and the family, temperature and reply budget.
     """
     if not _have_api(base_url):
         raise InputError(
@@ -88,8 +92,35 @@ def _anthropic_judge(
         )
     key = os.environ.get("ANTHROPIC_API_KEY") or _NO_KEY
     return AnthropicJudge(
-        model, api_key=key, base_url=base_url, max_concurrency=concurrency, max_retries=max_retries
+        model, api_key=key, base_url=base_url, max_concurrency=concurrency, max_retries=max_retries,
+        **_spec_settings(spec),
     )
+
+
+def _spec_settings(spec: JudgeSpec | None) -> dict[str, Any]:
+    """The Anthropic judge's settings a judge spec sets (only those it names)."""
+    if spec is None:
+        return {}
+    named = {"temperature": spec.temperature, "max_tokens": spec.max_tokens, "family": spec.family}
+    return {"spec": spec, **{k: v for k, v in named.items() if v is not None}}
+
+
+def _judge_spec(path: str | None, model: str) -> tuple[JudgeSpec | None, str]:
+    """The ``--judge-spec`` file loaded, and the model: ``--model`` when given, else the spec's."""
+    if path is None:
+        return None, model
+    spec = load_spec(path)
+    source = click.get_current_context().get_parameter_source("model")
+    given = source is not None and source is not click.core.ParameterSource.DEFAULT
+    return spec, model if given or spec.model is None else spec.model
+
+
+def _spec_option(func: Any) -> Any:
+    return click.option(
+        "--judge-spec", "judge_spec", default=None, type=click.Path(dir_okay=False),
+        help="A judge spec (TOML: the team's prompt, examples, references, verdict format; see "
+        "data/judge_spec.toml) to run instead of judgelab's built-in prompt.",
+    )(func)
 
 
 def _have_api(base_url: str | None) -> bool:
@@ -129,11 +160,12 @@ def _dataset_options(func: Any) -> Any:
 @click.option("--base-url", default=None, help="Anthropic-compatible API URL (for token counts).")
 @click.option("--output-tokens", type=click.IntRange(min=1), default=OUTPUT_TOKENS,
               show_default=True, help="Completion tokens assumed per judge reply.")
+@_spec_option
 @db_option
 @json_option
 def estimate_command(
     dataset: str, n: int, biases: str, seed: int, model: str, judge_kind: str, batch: bool,
-    base_url: str | None, output_tokens: int, db: str | None, as_json: bool,
+    base_url: str | None, output_tokens: int, judge_spec: str | None, db: str | None, as_json: bool,
 ) -> None:
     """Preview a probe's calls, tokens and cost at list and batch price. Spends nothing.
 
@@ -144,14 +176,15 @@ def estimate_command(
     """
     path = resolve_db_path(db)
     store = Store(path) if path.exists() else None
+    spec, model = _judge_spec(judge_spec, model)
     judge: Judge
     if judge_kind == "fake":
-        judge = FakeJudge(seed=seed, family=FAKE_FAMILY)
+        judge = FakeJudge(seed=seed, family=(spec.family if spec else None) or FAKE_FAMILY, spec=spec)
     else:
         # Builds exactly the requests `probe` would send (same params, same cache keys); with
         # no key it is never asked to send anything.
         key = os.environ.get("ANTHROPIC_API_KEY") or _NO_KEY
-        judge = AnthropicJudge(model, api_key=key, base_url=base_url)
+        judge = AnthropicJudge(model, api_key=key, base_url=base_url, **_spec_settings(spec))
     estimate = estimate_probes(
         judge, store, dataset=dataset, n=n, biases=biases, seed=seed,
         count_tokens=_have_api(base_url), output_tokens=output_tokens, batch=batch,
@@ -172,6 +205,7 @@ def _estimate_text(e: ProbeEstimate) -> str:
         f"estimate for {c.model} · dataset {e.dataset} · n={e.n_pairs} pairs"
         + (f" · {e.pool_answers} pool answers ({e.pool})" if e.pool_answers else "")
         + f" · biases {', '.join(e.biases)}",
+        *([f"  prompt: {e.judge_spec}"] if e.judge_spec else []),
         f"  calls: {c.calls:,} judge calls ({c.planned_calls:,} planned judgements; "
         f"{c.planned_calls - c.distinct_requests:,} identical requests reuse one reply"
         + (f"; {c.already_cached:,} already answered in the database" if c.already_cached
@@ -245,6 +279,7 @@ def _estimate_text(e: ProbeEstimate) -> str:
               help="Continue this interrupted run (a re-run of the same command does it too).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar [default: when stderr is a terminal].")
+@_spec_option
 @db_option
 @json_option
 def probe_command(**opts: Any) -> None:
@@ -255,10 +290,11 @@ def probe_command(**opts: Any) -> None:
     run continues where it stopped (same command, or --resume RUN_ID).
     """
     store = Store(opts["db"])
+    spec, opts["model"] = _judge_spec(opts["judge_spec"], opts["model"])
     judge = (
-        _fake_judge(opts) if opts["judge_kind"] == "fake"
+        _fake_judge(opts, spec) if opts["judge_kind"] == "fake"
         else _anthropic_judge(opts["model"], opts["base_url"], opts["concurrency"],
-                              opts["max_retries"])
+                              opts["max_retries"], spec)
     )
     # The options are stored with the run, for the record (not the ones that only steer this
     # execution).

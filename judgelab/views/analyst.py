@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calibration.calibrate import CalibrationReport, calibrate
+from calibration.calibrate import HUMAN_SCORE_RULES, CalibrationReport, calibrate
 from calibration.numbers import ci, num
 from calibration.report import confusion_table, render_json, render_markdown, report_charts, report_tables
 from judgelab.session import current_store, db_path, require_admin
@@ -46,9 +46,10 @@ side = st.sidebar
 picked = side.selectbox("Judge run", range(len(runs)), format_func=labels.__getitem__, key="analyst_run")
 others = ["none", *[r for r in runs["run_id"] if r != runs.loc[int(picked or 0), "run_id"]]]
 compare = side.selectbox("Compare with an earlier run (before a rubric change)", others, key="analyst_compare")
-rule = side.radio("Human score per answer", ["mean", "majority"], horizontal=True, key="analyst_rule",
+rule = side.radio("Human score per answer", HUMAN_SCORE_RULES, horizontal=True, key="analyst_rule",
                   help="Several raters' labels of one answer become its human score by their mean, or "
-                       "by the most frequent label (ties to the lower).")
+                       "by the most frequent label (ties to the lower); `adjudicated` takes an admin's "
+                       "adjudicated label (Review page) where the answer has one, else the mean.")
 st.session_state.setdefault("analyst_resamples", 1000)
 resamples = int(side.select_slider("Bootstrap resamples", [300, 1000, 2000], key="analyst_resamples"))
 run_id = str(runs.loc[int(picked or 0), "run_id"])

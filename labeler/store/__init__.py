@@ -21,13 +21,15 @@ from labeler.store._labels import (
 )
 from labeler.store._pool import ImportSummary, PoolMixin
 from labeler.store._raters import Rater, Role, hash_token
+from labeler.store._review import ADJUDICATED, ReviewMixin
 
 
-class Store(LabelMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin):
+class Store(LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin):
     """The project database (one DuckDB file). Safe to share between threads and processes."""
 
 
 __all__ = [
+    "ADJUDICATED",
     "DEFAULT_DB",
     "MASK_DEFAULT",
     "MASK_KEY",

@@ -24,7 +24,7 @@ _DONE_SQL = """
             SELECT 1 FROM labels l
             WHERE l.assignment_id = a.assignment_id
                OR (l.assignment_id IS NULL AND l.rater_id = a.rater_id
-                   AND l.answer_id = a.answer_id))
+                   AND l.answer_id = a.answer_id AND l.source <> 'adjudicated'))
         WHEN 'pair' THEN EXISTS (
             SELECT 1 FROM pair_labels p
             WHERE p.assignment_id = a.assignment_id
@@ -108,7 +108,7 @@ class AdminMixin(StoreCore):
                 FROM assignments WHERE kind = 'score' GROUP BY answer_id),
             labelled AS (
                 SELECT answer_id, count(DISTINCT rater_id) AS n
-                FROM labels GROUP BY answer_id)
+                FROM labels WHERE source <> 'adjudicated' GROUP BY answer_id)
             SELECT answer_id, coalesce(assigned.n, 0) AS assigned,
                    coalesce(labelled.n, 0) AS labelled
             FROM assigned FULL OUTER JOIN labelled USING (answer_id)
@@ -177,7 +177,7 @@ class AdminMixin(StoreCore):
                    (SELECT count(DISTINCT s.rater_id) FROM assignments s
                      WHERE s.kind = 'score' AND s.answer_id = a.answer_id) AS assigned,
                    (SELECT count(DISTINCT l.rater_id) FROM labels l
-                     WHERE l.answer_id = a.answer_id) AS labelled
+                     WHERE l.answer_id = a.answer_id AND l.source <> 'adjudicated') AS labelled
             FROM answers a LEFT JOIN tasks t ON t.task_id = a.task_id
             ORDER BY a.task_id, a.answer_id
             """

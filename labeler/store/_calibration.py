@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, rubric_match
+from labeler.store._review import CURRENT_ADJUDICATION_RULE
 
 # The newest row per planned call of one run; rows without a call id each stand alone.
 _RUN_ROWS_SQL = """
@@ -44,6 +45,16 @@ _CURRENT_SQL = f"""
     JOIN raters r ON r.rater_id = l.rater_id
     JOIN answers a ON a.answer_id = l.answer_id
     {CURRENT_LABEL_RULE}
+"""
+
+
+# Current adjudicated labels: the newest unsuperseded adjudication per (answer, rubric version).
+_ADJUDICATED_SQL = f"""
+    SELECT l.label_id, l.rater_id, l.rater_name, l.answer_id, a.task_id, a.family, a.variant,
+           l.rubric_id, l.rubric_version, l.overall, l.passed
+    FROM labels l
+    JOIN answers a ON a.answer_id = l.answer_id
+    {CURRENT_ADJUDICATION_RULE}
 """
 
 
@@ -123,7 +134,8 @@ class CalibrationMixin(StoreCore):
     def human_labels(self, rubric_id: str | None = None, version: int | None = None) -> pd.DataFrame:
         """Every rater's current label per answer, for one rubric version plus unversioned ones.
 
-        Imported labels carry no rubric; they are read as given under the chosen rubric.
+        Imported labels carry no rubric; they are read as given under the chosen rubric. Admins'
+        adjudicated labels are not raters' labels and are left out (:meth:`adjudicated_labels`).
 
         Args:
             rubric_id: Keep labels given under this rubric (every rubric when ``None``).
@@ -139,6 +151,24 @@ class CalibrationMixin(StoreCore):
             match = rubric_match(rubric_id, version, params)
             sql += f" WHERE ({match}) OR rubric_id IS NULL"
         return self.query(sql + " ORDER BY answer_id, rater_id", params)
+
+    def adjudicated_labels(self, rubric_id: str | None = None, version: int | None = None) -> pd.DataFrame:
+        """The current adjudicated label per answer, for one rubric version plus unversioned ones.
+
+        Args:
+            rubric_id: Keep adjudications given under this rubric (every rubric when ``None``).
+            version: Keep adjudications given under this version of ``rubric_id``.
+
+        Returns:
+            ``label_id, rater_id, rater_name`` (the admin who adjudicated), ``answer_id, task_id,
+            family, variant, rubric_id, rubric_version, overall, passed``.
+        """
+        sql = f"SELECT * FROM ({_ADJUDICATED_SQL}) cur"
+        params: list[object] = []
+        if rubric_id is not None:
+            match = rubric_match(rubric_id, version, params)
+            sql += f" WHERE ({match}) OR rubric_id IS NULL"
+        return self.query(sql + " ORDER BY answer_id, label_id", params)
 
     def label_design_items(self) -> pd.DataFrame:
         """Every stored sample design's items, newest design first.

@@ -48,11 +48,14 @@ from labeler.errors import StoreError
 DEFAULT_DB = "judgelab.duckdb"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
-#: Keeps only the current labels of a query over ``labels l``: a label is current when no
-#: other row supersedes it, and the window guards against two unsuperseded rows of one
-#: (rater, answer, rubric version) (e.g. an import and an app label): the newest wins.
+#: Keeps only the raters' current labels of a query over ``labels l``: a label is current when
+#: no other row supersedes it, and the window guards against two unsuperseded rows of one
+#: (rater, answer, rubric version) (e.g. an import and an app label): the newest wins. An
+#: admin's adjudicated label (``source = 'adjudicated'``, :mod:`labeler.store._review`) is not a
+#: rater's label and is left out, so no agreement figure counts the adjudicator as a rater.
 CURRENT_LABEL_RULE = """
-    WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
+    WHERE l.source <> 'adjudicated'
+      AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
     QUALIFY row_number() OVER (
         PARTITION BY l.rater_id, l.answer_id, l.rubric_id, l.rubric_version
         ORDER BY l.created_at DESC, l.label_id DESC) = 1

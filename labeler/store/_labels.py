@@ -456,7 +456,7 @@ class LabelMixin(AssignMixin):
             " l.rubric_version, l.overall, l.passed, l.criteria, l.comment, l.flag_reason,"
             " l.seconds, l.supersedes, l.created_at"
             " FROM labels l LEFT JOIN answers a USING (answer_id)"
-            " WHERE l.rater_id = ? AND NOT EXISTS"
+            " WHERE l.rater_id = ? AND l.source <> 'adjudicated' AND NOT EXISTS"
             " (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)"
             " ORDER BY l.label_id",
             [rater_id],

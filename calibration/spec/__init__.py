@@ -1,0 +1,92 @@
+r"""Judge specs: a team's own judge (prompt, few-shot examples, references, verdict rule) in TOML.
+
+Without a spec, every probe and judge run uses judgelab's built-in prompt (the rubric text and
+:data:`~calibration.formats.JUDGE_INSTRUCTIONS`, the answers in judgelab's tags, a
+``VERDICT:`` line). A bias measured on that prompt is a property of judgelab's prompt. A judge
+spec describes the team's judge instead, and every probe, ``judgelab score`` and the mock API
+run it (``data/judge_spec.toml`` is a full example):
+
+``[judge]``
+    ``name``, ``model``, ``family`` (the judge's own model family, for the self-preference
+    gap), ``temperature``, ``max_tokens``. All optional.
+``[rubric]``
+    ``author``: who wrote the rubric and judging instructions the judge sees.
+``[examples]``
+    ``items`` (few-shot examples, verbatim), ``separator`` (default a blank line), ``author``.
+``[references]``
+    ``source = "task"`` (each task's reference answer in the project database) and/or
+    ``texts = {TASK_ID = "..."}``; ``if_missing`` (text used when a task has none; default:
+    refuse the call); ``author``.
+``[[templates]]``
+    One per kind and format: ``kind`` (``pointwise`` or ``pairwise``), ``system``, ``user``
+    and ``[templates.verdict]``: ``format`` (a catalogue format, :mod:`labeler.scales`),
+    ``regex`` (exactly one group; ``^`` and ``$`` match at line ends), ``mapping`` (group
+    text -> value; without one the group must be a whole number in the format's range),
+    ``ignore_case``, and ``samples``: replies with the value they must parse to (``expect``:
+    a value or a mapping label) or ``expect_failure = true``. Every sample is checked when
+    the spec loads, so a wrong regex fails at once instead of turning a run into parse
+    failures.
+
+An ``author`` is an inline table ``{kind = "human" | "model" | "unknown", name = "..."}``; a
+model author's ``name`` is its family or model id. An artifact with no declared author counts
+as unknown, which makes the self-preference gap an upper bound (:func:`provenance`).
+
+**Placeholders.** ``{rubric}`` (the rubric text raters see), ``{prompt}`` (the task),
+``{answer}`` (pointwise), ``{answer_a}`` and ``{answer_b}`` (pairwise, in the order shown),
+``{reference}`` and ``{examples}``; ``{{`` and ``}}`` are literal braces. A pointwise template
+must show ``{prompt}`` and ``{answer}``, a pairwise one ``{prompt}``, ``{answer_a}`` and
+``{answer_b}``.
+
+**Escaping.** Templates are filled in one pass, so text inside an answer is never read as a
+placeholder. The task, answers and references are escaped as the built-in prompt escapes them
+(:func:`~calibration.formats.neutralise`), and so are the template's own delimiters: the
+nearest literal line before and after each of those placeholders (``[The End of Assistant A's
+Answer]``, say). An answer that repeats one gets its first character written as a character
+reference (``&#91;The End of ...``): the judge still reads what was written, but the answer
+cannot close its own block.
+
+**Parsing.** The strict policy of :func:`calibration.formats.parse`: the reply is normalised the
+same way, the last match of the regex wins, and anything else (no match, an off-menu label, a
+number out of range) is a parse failure with a reason, never a default score.
+
+    >>> rule = VerdictRule("pairwise5", r"\[\[([ABC])\]\]", (("A", 2.0), ("B", -2.0), ("C", 0.0)))
+    >>> rule.parse("First I thought [[B]]; on reflection [[A]]").value
+    2.0
+    >>> print(rule.parse("[[D]]").error)
+    no match for the verdict pattern \[\[([ABC])\]\] in the reply
+    >>> VerdictRule("likert5", r"Rating: \[\[(\d+)\]\]").parse("Rating: [[7]]").error
+    '7 is out of range; expected a whole number from 1 to 5'
+    >>> rule.render(-2.0)
+    '[[B]]'
+"""
+
+from calibration.spec._load import load_spec, parse_spec
+from calibration.spec._spec import (
+    AUTHOR_KINDS,
+    Author,
+    AuthorKind,
+    JudgeSpec,
+    bind_references,
+    provenance,
+    recorded_provenance,
+    with_references,
+)
+from calibration.spec._template import PLACEHOLDERS, REQUIRED_PLACEHOLDERS, Template
+from calibration.spec._verdict import VerdictRule
+
+__all__ = [
+    "AUTHOR_KINDS",
+    "PLACEHOLDERS",
+    "REQUIRED_PLACEHOLDERS",
+    "Author",
+    "AuthorKind",
+    "JudgeSpec",
+    "Template",
+    "VerdictRule",
+    "bind_references",
+    "load_spec",
+    "parse_spec",
+    "provenance",
+    "recorded_provenance",
+    "with_references",
+]

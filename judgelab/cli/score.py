@@ -1,0 +1,96 @@
+"""``judgelab score``: the judge scores every answer of a chosen set, as a run calibrate reads.
+
+::
+
+    judgelab score --judge-spec data/judge_spec.toml --all          # the team's judge, whole pool
+    judgelab score --judge anthropic --model M --design D-1 --batch  # built-in prompt, a design
+    judgelab score --judge fake --labelled                           # offline, labelled answers
+
+Each answer is judged once per format (``--formats``; default: the spec's pointwise formats,
+else the rubric's scale). Identical requests come from the cache, a re-run continues an
+interrupted run, ``--batch`` uses Message Batches. ``judgelab calibrate --judge-run RUN`` then
+reads the run against the human labels.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from calibration.judges import FakeJudge, Judge
+from calibration.scoring import score_answers
+from judgelab.cli._util import db_option, echo_json, json_option
+from judgelab.cli.probe import DEFAULT_MODEL, FAKE_FAMILY, _anthropic_judge, _judge_spec, _spec_option
+from labeler.store import Store
+
+
+@click.command("score")
+@click.option("--judge", "judge_kind", type=click.Choice(["anthropic", "fake"]), default="anthropic",
+              show_default=True, help="'anthropic' (needs ANTHROPIC_API_KEY or --base-url) or the built-in fake.")
+@click.option("--model", default=DEFAULT_MODEL, show_default=True,
+              help="Judge model [default with --judge-spec: the spec's].")
+@_spec_option
+@click.option("--all", "every", is_flag=True, help="Score every answer in the pool (the default).")
+@click.option("--design", default=None, metavar="ID", help="Score the answers of this stored sample design.")
+@click.option("--labelled", is_flag=True, help="Score the answers that have human labels.")
+@click.option("--formats", default=None,
+              help="Comma-separated pointwise formats [default: the spec's, else the rubric's scale].")
+@click.option("--out", default=None, type=click.Path(dir_okay=False), help="Also write a JSONL evidence file.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fake judge.")
+@click.option("--batch", is_flag=True, help="Submit the calls as one Message Batch (half price).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Calls in flight at once.")
+@click.option("--max-retries", type=click.IntRange(min=0), default=6, show_default=True,
+              help="Retries per request on 429/529/5xx/timeouts.")
+@click.option("--poll-interval", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
+              help="Seconds between Message Batch status checks (--batch).")
+@click.option("--base-url", default=None, help="Anthropic-compatible API URL (e.g. a local mock).")
+@click.option("--resume", default=None, metavar="RUN_ID", help="Continue this interrupted run.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar [default: when stderr is a terminal].")
+@db_option
+@json_option
+def score_command(**opts: Any) -> None:
+    """Score every answer of a set with the judge, once per format, as a judge run.
+
+    The set is --all (default), --design ID or --labelled. Every judgement goes to the
+    database as it arrives; re-running the same command spends nothing new and continues an
+    interrupted run. `judgelab calibrate` reads the run.
+    """
+    if opts["every"] + (opts["design"] is not None) + opts["labelled"] > 1:
+        raise click.UsageError("choose one answer set: --all, --design ID or --labelled")
+    store = Store(opts["db"])
+    spec, opts["model"] = _judge_spec(opts["judge_spec"], opts["model"])
+    judge: Judge
+    if opts["judge_kind"] == "fake":
+        judge = FakeJudge(seed=opts["seed"], family=(spec.family if spec else None) or FAKE_FAMILY, spec=spec)
+    else:
+        judge = _anthropic_judge(opts["model"], opts["base_url"], opts["concurrency"], opts["max_retries"], spec)
+    params = {k: v for k, v in opts.items()
+              if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval", "max_retries")}
+    try:
+        result = score_answers(
+            judge, store, design=opts["design"], labelled=opts["labelled"], formats=opts["formats"],
+            evidence=opts["out"], judge_kind=opts["judge_kind"], resume=opts["resume"],
+            concurrency=opts["concurrency"], batch=opts["batch"], progress=opts["progress"],
+            poll_interval=opts["poll_interval"], params=params,
+        )
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: the replies received so far are saved. Run the same command again "
+                   "to continue where it stopped.", err=True)
+        sys.exit(130)
+    summary = result.summary
+    if opts["as_json"]:
+        echo_json(result.to_dict())
+    else:
+        click.echo(f"scored {result.answer_set} in {', '.join(result.formats)} with {judge.model}"
+                   + (f"\n  prompt: {result.judge_spec}" if result.judge_spec else " (judgelab's built-in prompt)"))
+        click.echo(str(summary))
+        if summary.finished:
+            click.echo(f"next: judgelab calibrate --judge-run {summary.run_id} --out report.md")
+    if not summary.finished:
+        sys.exit(1)
+
+
+COMMANDS: list[click.Command] = [score_command]
