@@ -54,6 +54,10 @@ def test_app_labels_edits_preferences_and_audits_move_to_another_database(tmp_pa
     audit_item = store.rater_queue(bob.rater_id, "audit")[0]
     store.add_audit(bob.rater_id, audit_item.assignment_id, True, note="@mention")
     store.add_audit(bob.rater_id, audit_item.assignment_id, False)
+    boss, _ = store.add_rater("boss", role="admin")
+    store.adjudicate(boss.rater_id, pool.originals[0], rubric_id="support", version=1, overall=3, comment="=verdict")
+    store.adjudicate(boss.rater_id, pool.originals[0], rubric_id="support", version=1, overall=4,
+                     comment="second look")
 
     other = Store(tmp_path / "other.duckdb")
     for kind, suffix in (("answers", "jsonl"), ("labels", "csv"), ("pair_labels", "parquet"), ("audits", "csv")):
@@ -75,8 +79,13 @@ def test_app_labels_edits_preferences_and_audits_move_to_another_database(tmp_pa
         pd.testing.assert_frame_equal(before, after, check_dtype=False)
         assert sum(import_file(store, kind, path).added.values()) == 0, "its own export changes nothing"
     labels = other.export_frame("labels")
-    assert sorted(labels["comment"]) == ["", "", "=SUM(A1)", "=SUM(A1)", "changed my mind", "changed my mind"]
-    assert labels["current"].sum() == 4 and labels["flag_reason"].notna().sum() == 2
+    assert sorted(labels["comment"]) == ["", "", "=SUM(A1)", "=SUM(A1)", "=verdict", "changed my mind",
+                                         "changed my mind", "second look"]
+    assert labels["current"].sum() == 5 and labels["flag_reason"].notna().sum() == 2
+    # The admin's adjudication stays an adjudication, with its history.
+    adjudicated = labels[labels["source"] == "adjudicated"]
+    assert list(adjudicated["overall"]) == [3, 4]
+    assert adjudicated["supersedes"].iloc[1] == adjudicated["label_id"].iloc[0]
     # The command line exports the kinds it used to refuse (audits) the same way.
     for kind, rows in (("audits", 2), ("pair_labels", 2)):
         code, out, _ = run("export", kind, "--out", str(tmp_path / f"cli-{kind}.jsonl"), "--db", str(pool.path))
