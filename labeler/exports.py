@@ -125,8 +125,12 @@ def _judgements(store: Store) -> pd.DataFrame:
 
 
 def _verdicts(store: Store) -> pd.DataFrame:
+    # Verdicts are a pair's two answers judged in either order: imported verdicts and the position
+    # probe's calls. Other probes' arms (a decoration's baseline compares the same two answers)
+    # are experiments of their own and stay in the judgements export, as do failed calls.
     raw = _counting_judgements(store)
-    raw = raw[(raw["kind"] == "pairwise") & raw["error"].isna()]
+    verdict_like = raw["probe"].isna() | (raw["probe"] == "position")
+    raw = raw[(raw["kind"] == "pairwise") & raw["error"].isna() & verdict_like]
     pairs = store.pair_ids()
     rows = []
     for rec in raw.to_dict("records"):

@@ -294,7 +294,9 @@ _VERDICTS = Schema(
     "One row per pair and order shown: another tool's pairwise verdicts on pairs imported with "
     "`judgelab import pairs`. Stored as pairwise judgements (`pairwise5`: +1 the first-shown answer "
     "better, -1 the second, 0 a tie) of `<pair_id>:a` against `<pair_id>:b`, so `judgelab position`, "
-    "`calibrate` and `formats` read them like the position probe's own.",
+    "`calibrate` and `formats` read them like the position probe's own. The export holds the verdicts of "
+    "imported verdict runs and of the position probe on stored pairs (a verdict's strength, as in `+2`, "
+    "and other probes' calls are in the judgements export).",
     (
         Column("pair_id", "id", "yes", "the pair", "a pair in the database"),
         Column("judge_model", "id", "yes", "the judge model"),

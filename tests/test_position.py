@@ -12,9 +12,17 @@ import pytest
 from click.testing import CliRunner
 
 from calibration.judges import FakeJudge
-from calibration.probes import analyse_evidence, read_evidence, run_position, run_probes
+from calibration.probes import (
+    analyse_evidence,
+    position_replies,
+    read_evidence,
+    run_position,
+    run_probes,
+    statistics_of_replies,
+)
 from judgelab.cli import main
 from labeler.errors import InputError
+from labeler.exports import export_table, table_bytes
 from labeler.importers import import_file
 from labeler.store import Store
 
@@ -40,6 +48,21 @@ def test_a_probe_run_reads_as_the_report_card_reads_it(store: Store, tmp_path: P
     assert card is not None
     assert card.details["consistency"] == s.consistency
     assert card.raw == s.first_shown_advantage
+
+
+def test_a_probe_run_on_stored_pairs_moves_as_verdicts(store: Store, tmp_path: Path) -> None:
+    import_file(store, "pairs", Path(__file__).parents[1] / "data" / "pairs.jsonl")
+    result = run_probes(FakeJudge(seed=4, position=0.2, parse_failure_rate=0.1), store, n=10,
+                        biases="position,formatting", evidence=tmp_path / "r.jsonl")
+    rows = store.run_rows(result.summary.run_id, "pairwise")
+    probe = statistics_of_replies(position_replies(rows[rows["probe"] == "position"], store.pair_gold()))
+    assert probe.accuracy and probe.pairs == 10, "stored pairs carry gold"
+    (tmp_path / "v.csv").write_bytes(table_bytes(export_table(store, "verdicts"), "csv"))
+    other = Store(tmp_path / "other.duckdb")
+    import_file(other, "pairs", Path(__file__).parents[1] / "data" / "pairs.jsonl")
+    import_file(other, "verdicts", tmp_path / "v.csv")
+    # The position probe's calls moved (the formatting probe's arms are in the judgements export).
+    assert run_position(other).statistics == probe
 
 
 @pytest.fixture
