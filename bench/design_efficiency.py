@@ -1,21 +1,27 @@
-"""How many labels does a stratified hand-label design save over simple random sampling?
+"""Does the recommended design shorten the interval the report prints, against simple random sampling?
 
-Run: ``python bench/design_efficiency.py`` (about a minute; ``--quick`` for a smoke run).
+Run: ``python bench/design_efficiency.py`` (a few minutes on 2 CPUs; ``--quick`` for a smoke run).
 
-For each simulated pool (known human truth for every answer, a judge that over-credits its own
-family, so the true self-preference gap is known), it draws many samples and measures the
-spread of the gap estimate:
+The pool (stated, because the saving depends on it): 2,000 tasks, one answer from each of two
+families; a latent quality drives humans and judge alike, the judge passes its own family more
+easily (a true self-preference gap of about 7-8 points), misreads a task for both families alike
+(residuals correlate within a task), and scores 1-5 (pass = 4 or 5). The humans' verdict is known
+for every answer (one rater, so raters play no part here).
 
-* **SRS**: ``n`` answers drawn at random from the pool; gap = difference of the two families'
-  mean residuals.
-* **design**: :func:`calibration.design.design_sample` with ``n`` labels (Hajek means with
-  weights 1/π), redrawn with :meth:`Design.redraw`. Planned with the default *assumed* figures
-  (no pilot), as a first design would be.
+Three ways to spend ``n`` labels, each read the way ``judgelab calibrate`` reads it (the gap's
+t interval from :func:`calibration.stats.self_preference_gap`, with the design's weights and
+strata where there is a design):
 
-An interval's half-width scales as ``1/sqrt(n)``, so the labels the design needs to match the
-SRS half-width at ``n`` are ``n · (sd_design / sd_srs)²``; the table prints that ratio
-(``n_design / n_srs``, below 1 means fewer labels) and checks it by drawing the design at the
-implied size (``check``: its simulated half-width next to SRS's).
+* **design**: the recommended design, :func:`calibration.design.design_sample` with the ``gap``
+  allocation, paired by task and stratified by the judge's verdicts, planned from a pilot of 100
+  random tasks (200 labels) (and, for comparison, with no pilot: the assumed planning model);
+* **SRS tasks**: ``n / 2`` tasks drawn at random, both answers labelled;
+* **SRS answers**: ``n`` answers drawn at random (what labelling "a random sample" means).
+
+For each it prints the mean **reported** 95% half-width of the gap at several label counts, the
+labels each needs to match simple random sampling's reported half-width at ``--n`` (a straight
+line through log half-width against log labels), the design's predicted half-width next to its
+mean reported one, and the realised power of a design planned for ``--min-gap`` at 80% power.
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ import argparse
 import math
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,161 +38,157 @@ import pandas as pd
 # Run from a checkout without installing: the repository root holds the packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.design import Design, design_sample
+from calibration.design import Design, PlanningModel, design_sample, planning_model, stratify_pool
+from calibration.stats import Estimate, self_preference_gap
 
-Z95 = 1.959963984540054
-
-
-@dataclass(frozen=True)
-class Shape:
-    """A pool shape: how answers, tasks and the judge's errors are laid out."""
-
-    name: str
-    n_tasks: int = 300
-    own_per_task: int = 1
-    other_share: float = 1.0      # share of tasks the other family answered
-    task_judge_sd: float = 0.8    # judge misreads a task for every family alike -> rho > 0
-    own_bias: float = 0.6
+N_TASKS = 2000
 
 
-SHAPES = (
-    Shape("balanced, judge errors shared within task"),
-    Shape("balanced, independent errors (rho ~ 0)", task_judge_sd=0.0),
-    Shape("other family answered 1/3 of tasks", other_share=1 / 3),
-    Shape("3 own-family answers per task", own_per_task=3),
-)
-
-
-def simulate(shape: Shape, seed: int) -> pd.DataFrame:
-    """A pool with human truth; latent quality drives both humans and the judge."""
+def simulate_pool(seed: int = 100) -> pd.DataFrame:
+    """The pool described in the module docstring, with the human verdict of every answer."""
     rng = np.random.default_rng(seed)
-    u = rng.normal(0, 1, shape.n_tasks)
-    v = rng.normal(0, shape.task_judge_sd, shape.n_tasks) if shape.task_judge_sd else np.zeros(
-        shape.n_tasks)
+    u = rng.normal(0, 1, N_TASKS)
+    v = rng.normal(0, 0.8, N_TASKS)
     rows = []
-    for t in range(shape.n_tasks):
-        answers = [("own", k) for k in range(shape.own_per_task)]
-        if rng.random() < shape.other_share:
-            answers.append(("other", 0))
-        for fam, k in answers:
+    for t in range(N_TASKS):
+        for fam, bias in (("own", 0.5), ("other", 0.0)):
             z = 0.8 + u[t] + rng.normal()
             human = float(z + rng.normal(0, 0.5) > 0)
-            bias = shape.own_bias if fam == "own" else 0.0
-            judge = float(z + bias + v[t] + rng.normal(0, 0.5) > 0)
-            rows.append({
-                "answer_id": f"{fam}{k}-{t}", "task_id": f"t{t:04d}", "family": fam,
-                "category": f"c{t % 4}", "n_words": 100, "judge_score": 1 + 4 * judge,
-                "judge_pass": judge, "resid": judge - human,
-            })
+            score = float(np.clip(np.round(3.5 + 0.9 * (z + bias + v[t] + rng.normal(0, 0.5))), 1, 5))
+            rows.append({"answer_id": f"{fam}-{t}", "task_id": f"t{t:04d}", "family": fam, "category": "c",
+                         "n_words": 100, "judge_score": score, "judge_pass": float(score >= 4), "truth": human})
     return pd.DataFrame(rows)
 
 
 def true_gap(pool: pd.DataFrame) -> float:
-    means = pool.groupby("family")["resid"].mean()
-    return float(means["own"] - means["other"])
+    resid = (pool["judge_pass"] - pool["truth"]).groupby(pool["family"]).mean()
+    return float(100 * (resid["own"] - resid["other"]))
 
 
-def srs_sd(pool: pd.DataFrame, n: int, reps: int, rng: np.random.Generator) -> tuple[float, float]:
-    resid = pool["resid"].to_numpy()
-    own = (pool["family"] == "own").to_numpy()
-    est = []
-    for _ in range(reps):
-        idx = rng.choice(len(pool), size=n, replace=False)
-        o = own[idx]
-        if o.all() or not o.any():
-            continue
-        est.append(resid[idx][o].mean() - resid[idx][~o].mean())
-    return float(np.std(est, ddof=1)), float(np.mean(est))
+def _gap(rows: pd.DataFrame, *, weighted: bool) -> Estimate:
+    return self_preference_gap(
+        rows["judge_pass"].to_numpy(), rows["truth"].to_numpy(), rows["family"].to_numpy(),
+        rows["task_id"].to_numpy(), own_family="own",
+        weights=rows["weight"].to_numpy() if weighted else None,
+        strata=rows["stratum"].to_numpy() if weighted else None, interval="panel",
+    )
 
 
-def design_sd(design: Design, pool: pd.DataFrame, reps: int) -> tuple[float, float]:
-    pos = pd.Series(np.arange(len(pool)), index=pool["answer_id"])
-    resid = pool["resid"].to_numpy()
-    est = []
+def design_reported(design: Design, pool: pd.DataFrame, reps: int) -> list[Estimate]:
+    info = pool.set_index("answer_id")[["judge_pass", "truth"]]
+    out = []
     for seed in range(reps):
-        items = design.redraw(seed)
-        idx = items["answer_id"].map(pos).to_numpy()
-        w = items["weight"].to_numpy()
-        own = (items["family"] == "own").to_numpy()
-        r = resid[idx]
-        est.append(np.average(r[own], weights=w[own]) - np.average(r[~own], weights=w[~own]))
-    return float(np.std(est, ddof=1)), float(np.mean(est))
+        rows = design.redraw(seed).join(info, on="answer_id")
+        out.append(_gap(rows, weighted=True))
+    return out
 
 
-def labels_to_match(
-    pool: pd.DataFrame, target_sd: float, n0: int, *, paired: bool, reps: int
-) -> tuple[int, float, float]:
-    """Labels at which the design's simulated gap sd meets ``target_sd``.
-
-    A secant search on ``log sd`` against ``log n`` (a straight line of slope −1/2 when the
-    allocation scales; not exactly, because strata keep a minimum of two units and coarsen at
-    small budgets). Stops within 3% of the target or after five evaluations and returns the
-    closest one.
-    """
-    tried: list[tuple[int, float, float]] = []
-    n = n0
-    for _ in range(5):
-        design = design_sample(pool, n=n, allocation="gap", paired=paired, own_family="own",
-                               overlap=0.0, rng=0)
-        sd, mean = design_sd(design, pool, reps)
-        tried.append((design.n_labels, sd, mean))
-        if abs(sd / target_sd - 1) < 0.03:
-            break
-        if len(tried) == 1:
-            slope = -0.5
+def srs_reported(pool: pd.DataFrame, n: int, reps: int, *, by_task: bool, seed: int) -> list[Estimate]:
+    rng = np.random.default_rng(seed)
+    tasks = pool["task_id"].unique()
+    out = []
+    for _ in range(reps):
+        if by_task:
+            rows = pool[pool["task_id"].isin(rng.choice(tasks, n // 2, replace=False))]
         else:
-            (n1, s1, _), (n2, s2, _) = tried[-2], tried[-1]
-            slope = (math.log(s2) - math.log(s1)) / (math.log(n2) - math.log(n1)) \
-                if n1 != n2 else -0.5
-            slope = min(slope, -0.1)  # noise must not flip the direction of the search
-        labels = design.n_labels
-        n = max(4, min(len(pool), round(labels * (target_sd / sd) ** (1 / slope))))
-        if n == labels:
-            break
-    return min(tried, key=lambda t: abs(t[1] / target_sd - 1))
+            rows = pool.iloc[rng.choice(len(pool), n, replace=False)]
+        if rows["family"].nunique() < 2:
+            continue
+        out.append(_gap(rows, weighted=False))
+    return out
+
+
+def labels_for(widths: dict[int, float], target: float) -> float:
+    """Labels at which the log-log line through ``widths`` reaches ``target``."""
+    n = np.log(np.array(list(widths)))
+    w = np.log(np.array(list(widths.values())))
+    slope, icept = np.polyfit(n, w, 1)
+    return float(math.exp((math.log(target) - icept) / slope))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=150, help="SRS labels (default 150)")
-    parser.add_argument("--reps", type=int, default=400, help="draws per estimate")
+    parser.add_argument("--n", type=int, default=200, help="SRS labels to match (default 200)")
+    parser.add_argument("--reps", type=int, default=200, help="draws per figure")
+    parser.add_argument("--min-gap", type=float, default=None, help="gap to plan power for (default: the true gap)")
     parser.add_argument("--quick", action="store_true", help="few draws, for a smoke run")
     args = parser.parse_args()
-    reps = 100 if args.quick else args.reps
-    n = args.n
+    reps = 40 if args.quick else args.reps
     started = time.perf_counter()
+    pool = simulate_pool()
+    truth = true_gap(pool)
+    # A pilot of 100 random tasks, both answers labelled (paired, so the within-task correlation
+    # of the residuals is measured too): 200 labels.
+    pilot_tasks = np.random.default_rng(1).choice(pool["task_id"].unique(), 100, replace=False)
+    piloted = pool.assign(human_pass=np.where(pool["task_id"].isin(pilot_tasks), pool["truth"], np.nan))
+    pilot_model = planning_model(stratify_pool(piloted))
+    grid = [args.n // 2, args.n, 2 * args.n]
+    # The pilot's labels ride along in the pool (human_pass), so each stratum's sd is measured. The
+    # oracle plan knows every answer's human verdict: its predicted half-width is what the design
+    # promises when its planning figures are right, the check that the report delivers it.
+    oracle = pool.assign(human_pass=pool["truth"])
+    oracle_model = planning_model(stratify_pool(oracle))
+    plans = {"design (oracle plan)": (oracle, oracle_model), "design (pilot)": (piloted, pilot_model),
+             "design (no pilot)": (pool, PlanningModel())}
+    widths: dict[str, dict[int, float]] = {}
     rows = []
-    for i, shape in enumerate(SHAPES):
-        pool = simulate(shape, seed=100 + i)
-        rng = np.random.default_rng(i)
-        sd_srs, mean_srs = srs_sd(pool, n, reps, rng)
-        r_own = pool[pool["family"] == "own"].groupby("task_id")["resid"].mean()
-        r_other = pool[pool["family"] == "other"].groupby("task_id")["resid"].mean()
-        both = pd.concat([r_own, r_other], axis=1, join="inner")
-        rho = float(both.iloc[:, 0].corr(both.iloc[:, 1]))
-        row = {
-            "pool": shape.name,
-            "answers": len(pool),
-            "true gap pp": round(100 * true_gap(pool), 1),
-            "rho": round(rho, 2),
-            f"SRS hw@{n} pp": round(100 * Z95 * sd_srs, 1),
-        }
-        for label, paired in (("paired", True), ("unpaired", False)):
-            n_need, sd_c, mean_d = labels_to_match(pool, sd_srs, n, paired=paired, reps=reps)
-            row[f"{label} ratio"] = round(n_need / n, 2)
-            row[f"{label} hw pp"] = round(100 * Z95 * sd_c, 1)
-            row[f"{label} bias pp"] = round(100 * (mean_d - true_gap(pool)), 2)
-        row["SRS bias pp"] = round(100 * (mean_srs - true_gap(pool)), 2)
-        rows.append(row)
+    for name, (frame, model) in plans.items():
+        widths[name] = {}
+        for n in grid:
+            d = design_sample(frame, n=n, allocation="gap", strata=["judge_bin"], own_family="own", overlap=0.0,
+                              model=model, rng=0)
+            est = design_reported(d, pool, reps)
+            hw = float(np.mean([e.half_width for e in est]))
+            widths[name][d.n_labels] = hw
+            cover = float(np.mean([e.covers(truth) for e in est]))
+            bias = float(np.mean([e.estimate for e in est]) - truth)
+            rows.append({"method": name, "labels": d.n_labels, "reported hw pp": round(hw, 2),
+                         "predicted hw pp": round(d.precision.gap_half_width, 2),
+                         "reported/predicted": round(hw / d.precision.gap_half_width, 3),
+                         "covers pool truth %": round(100 * cover, 1), "bias pp": round(bias, 2)})
+    for name, by_task in (("SRS tasks", True), ("SRS answers", False)):
+        widths[name] = {}
+        for n in grid:
+            est = srs_reported(pool, n, reps, by_task=by_task, seed=n)
+            hw = float(np.mean([e.half_width for e in est]))
+            widths[name][n] = hw
+            rows.append({"method": name, "labels": n, "reported hw pp": round(hw, 2),
+                         "covers pool truth %": round(100 * float(np.mean([e.covers(truth) for e in est])), 1),
+                         "bias pp": round(float(np.mean([e.estimate for e in est]) - truth), 2)})
     table = pd.DataFrame(rows)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(f"Labels the gap-allocation design needs to match simple random sampling of {n}")
-        print("labels (ratio = n_design / n_srs at equal gap half-width; < 1 saves labels).")
-        print(f"{reps} draws per figure; 'hw' is the design's simulated 95% half-width at")
-        print("n * ratio labels (it should match SRS's); 'bias' is the mean estimate minus the")
-        print("pool's true gap (Hajek-weighted for the design).\n")
+        print(f"Pool: {N_TASKS} tasks x 2 families, true gap {truth:.2f} pp; strata: the judge's pass/fail on "
+              f"each family's answer (paired by task). {reps} draws per row.\n")
         print(table.to_string(index=False))
-    print(f"\n{time.perf_counter() - started:.0f} s")
+    target = widths["SRS answers"][args.n]
+    print(f"\nLabels each needs for the reported half-width SRS of answers gets at {args.n} labels "
+          f"(±{target:.2f} pp):")
+    for name, w in widths.items():
+        need = labels_for(w, target)
+        print(f"  {name:18s} {need:7.0f} labels  ({need / args.n:.2f} x SRS answers)")
+    target_t = widths["SRS tasks"][args.n]
+    print(f"Against SRS of tasks at {args.n} labels (±{target_t:.2f} pp): "
+          + ", ".join(f"{name} needs {labels_for(widths[name], target_t) / args.n:.2f} x" for name in plans) + ".")
+    gap = truth if args.min_gap is None else args.min_gap
+    print()
+    for name, (frame, model) in plans.items():
+        _power(name, frame, pool, model, gap, reps)
+    print(f"'covers pool truth' is over 95% by the finite-population share (the intervals are for the "
+          f"judge, not this pool; no correction is applied). {time.perf_counter() - started:.0f} s")
+
+
+def _power(name: str, frame: pd.DataFrame, pool: pd.DataFrame, model: PlanningModel, gap: float, reps: int) -> None:
+    """Plan for ``gap`` at 80% power, draw the planned design, count rejections of 'no gap'."""
+    plan = design_sample(frame, n=100, allocation="gap", strata=["judge_bin"], own_family="own", overlap=0.0,
+                         model=model, min_gap=gap, rng=0)
+    assert plan.target is not None
+    d = design_sample(frame, n=plan.target.labels_needed, allocation="gap", strata=["judge_bin"],
+                      own_family="own", overlap=0.0, model=model, rng=0)
+    est = design_reported(d, pool, max(reps, 400))
+    power = float(np.mean([not e.covers(0.0) for e in est]))
+    se = math.sqrt(power * (1 - power) / len(est))
+    print(f"Power, {name}: planned 0.80 for a {gap:.2f} pp gap -> {plan.target.labels_needed} labels; realised "
+          f"{power:.3f} (Monte Carlo se {se:.3f}) over {len(est)} draws.")
 
 
 if __name__ == "__main__":

@@ -44,11 +44,17 @@ def residual_table(section: ResidualSection) -> pd.DataFrame:
     """One row per family: judge mean, human mean, residual with its interval, answers, tasks."""
     rows = [
         {"family": fam, "judge": r.judge_mean, "human": r.human_mean, "residual": r.estimate, "ci_low": r.ci_low,
-         "ci_high": r.ci_high, "answers": r.n_answers, "tasks": r.n}
+         "ci_high": r.ci_high, "interval": _interval_name(r.interval, r.unreliable), "answers": r.n_answers,
+         "tasks": r.n}
         for fam, r in section.families.items()
     ]
-    return pd.DataFrame(rows, columns=["family", "judge", "human", "residual", "ci_low", "ci_high",
+    return pd.DataFrame(rows, columns=["family", "judge", "human", "residual", "ci_low", "ci_high", "interval",
                                        "answers", "tasks"])
+
+
+def _interval_name(short: str, unreliable: str | None) -> str:
+    """The interval's method in a table cell, marked when it is not to be trusted."""
+    return f"{short} (UNRELIABLE)" if unreliable else short
 
 
 def gap_table(report: CalibrationReport) -> pd.DataFrame:
@@ -63,14 +69,15 @@ def gap_table(report: CalibrationReport) -> pd.DataFrame:
             "gap": g.estimate,
             "ci_low": g.ci_low,
             "ci_high": g.ci_high,
+            "interval": _interval_name(g.interval, g.unreliable),
             "tasks": g.n,
             "units": g.units,
             "upper_bound": g.upper_bound,
             "own_family": g.own_family,
             "other_families": ", ".join(g.other_families),
         })
-    return pd.DataFrame(rows, columns=["scale", "gap", "ci_low", "ci_high", "tasks", "units", "upper_bound",
-                                       "own_family", "other_families"])
+    return pd.DataFrame(rows, columns=["scale", "gap", "ci_low", "ci_high", "interval", "tasks", "units",
+                                       "upper_bound", "own_family", "other_families"])
 
 
 def kappa_table(report: CalibrationReport) -> pd.DataFrame:
@@ -85,12 +92,14 @@ def kappa_table(report: CalibrationReport) -> pd.DataFrame:
             "kappa": r.kappa.estimate,
             "ci_low": r.kappa.ci_low,
             "ci_high": r.kappa.ci_high,
+            "interval": _interval_name(str(r.kappa.extra.get("interval", "")), r.kappa.extra.get("unreliable")),
             "agreement": r.percent_agreement.estimate,
             "n": r.kappa.n,
+            "ties_to_lower": k.ties_to_lower,
             "note": r.reason or "",
         })
-    return pd.DataFrame(rows, columns=["scope", "what", "weights", "kappa", "ci_low", "ci_high", "agreement",
-                                       "n", "note"])
+    return pd.DataFrame(rows, columns=["scope", "what", "weights", "kappa", "ci_low", "ci_high", "interval",
+                                       "agreement", "n", "ties_to_lower", "note"])
 
 
 def confusion_table(report: CalibrationReport, what: str) -> pd.DataFrame:
@@ -129,12 +138,13 @@ def ppi_table(report: CalibrationReport) -> pd.DataFrame:
     rows = [
         {"family": p.family, "ppi": p.ppi.estimate, "ppi_low": p.ppi.ci_low, "ppi_high": p.ppi.ci_high,
          "human_only": p.human_only.estimate, "human_low": p.human_only.ci_low,
-         "human_high": p.human_only.ci_high, "labelled": p.n_labelled, "judge_only": p.n_unlabelled,
-         "lambda": p.ppi.extra.get("lam")}
+         "human_high": p.human_only.ci_high,
+         "interval": _interval_name(str(p.ppi.extra.get("interval", "")), p.ppi.extra.get("unreliable")),
+         "labelled": p.n_labelled, "judge_only": p.n_unlabelled, "lambda": p.ppi.extra.get("lam")}
         for p in report.ppi
     ]
     return pd.DataFrame(rows, columns=["family", "ppi", "ppi_low", "ppi_high", "human_only", "human_low",
-                                       "human_high", "labelled", "judge_only", "lambda"])
+                                       "human_high", "interval", "labelled", "judge_only", "lambda"])
 
 
 def probe_gap_table(report: CalibrationReport) -> pd.DataFrame:
@@ -207,7 +217,8 @@ def format_table(report: CalibrationReport) -> pd.DataFrame:
         d = f.diagnostics
         row: dict[str, Any] = {
             "format": f.format,
-            "scored": d.n,
+            "scored": d.n_scored,
+            "compared": d.n,
             "prompts": d.n_prompts,
             "distinct": d.distinct_values,
             "D1": d.d1,
@@ -220,7 +231,8 @@ def format_table(report: CalibrationReport) -> pd.DataFrame:
             row |= {name: est.estimate, f"{name}_low": est.ci_low, f"{name}_high": est.ci_high,
                     f"{name}_n": est.n}
         rows.append(row)
-    columns = ["format", "scored", "prompts", "distinct", "D1", "D2", "tie_probability", "top_tied_share"]
+    columns = ["format", "scored", "compared", "prompts", "distinct", "D1", "D2", "tie_probability",
+               "top_tied_share"]
     for name in _FORMAT_AGREEMENT:
         columns += [name, f"{name}_low", f"{name}_high", f"{name}_n"]
     return pd.DataFrame(rows, columns=columns)
@@ -362,13 +374,16 @@ def _residual_markdown(report: CalibrationReport) -> list[str]:
         level_fmt: Callable[[Any], str] = functools.partial(_cell, digits=digits)
         lines += _md_table(table, dict.fromkeys(names, level_fmt))
         lines += ["", f"Residual = judge − human, in {section.units}; {section.method}.", ""]
+        lines += [f"> **UNRELIABLE interval ({fam}):** {r.unreliable}." for fam, r in section.families.items()
+                  if r.unreliable]
         g = section.gap
         if g is not None:
             bound = " This is an **upper bound** (see the provenance audit)." if g.upper_bound else ""
+            shaky = f" **UNRELIABLE interval:** {g.unreliable}." if g.unreliable else ""
             lines += [
                 f"**Self-preference gap** (own family `{g.own_family}` minus `{', '.join(g.other_families)}`): "
                 f"**{num(g.estimate, digits, signed=True, unit=g.units)}** ({ci(g, digits)}; n = {g.n} tasks; "
-                f"{g.method}).{bound}",
+                f"{g.method}).{bound}{shaky}",
                 "",
             ]
         elif section.gap_reason:
@@ -394,7 +409,11 @@ def _agreement_markdown(report: CalibrationReport) -> list[str]:
         kt = _interval_cols(kt, "kappa", "ci_low", "ci_high", 3, False)
         lines += _md_table(kt, {"agreement": lambda v: _cell(v, 3)})
         method = report.kappas[0].result.kappa.method
-        lines += ["", f"Human category per answer: the raters' majority (ties to the lower). {method}.", ""]
+        ties = max((k.ties_to_lower for k in report.kappas if k.scope == "all"), default=0)
+        lines += ["", f"Human category per answer: the raters' majority; a tie goes to the lower category "
+                  f"(for pass verdicts an even split counts as a fail), which leans the humans' side towards "
+                  f"fail ({ties} tied answer(s), column ties_to_lower). Kappa speaks for this panel of raters. "
+                  f"{method}.", ""]
         for what in dict.fromkeys(k.what for k in report.kappas):
             lines += [f"Confusion matrices, {what} (rows: judge, columns: humans), overall and per family:", ""]
             lines += [*_md_table(confusion_table(report, what)), ""]
@@ -477,7 +496,8 @@ def _format_markdown(report: CalibrationReport) -> list[str]:
     if not report.formats:
         return [*lines, _not_computed(report, "format"), ""]
     full = format_table(report)
-    structure = full[["format", "scored", "prompts", "distinct", "D1", "D2", "tie_probability", "top_tied_share"]]
+    structure = full[["format", "scored", "compared", "prompts", "distinct", "D1", "D2", "tie_probability",
+                      "top_tied_share"]]
     lines += _md_table(structure, {"tie_probability": lambda v: _cell(v, 3)})
     lines.append("")
     agreement = full[["format"]].copy()
@@ -486,7 +506,8 @@ def _format_markdown(report: CalibrationReport) -> list[str]:
                               3, False, f"{name} 95% CI")
         agreement = agreement.join(part).assign(**{f"{name} n": full[f"{name}_n"]})
     lines += _md_table(agreement)
-    lines += ["", "n: prompts with the figure defined (replies, for the parse rate)."]
+    lines += ["", "scored: candidates with a parsed score; compared: those with a reference score too. "
+              "n: prompts with the figure defined (replies, for the parse rate)."]
     lines += ["", f"Agreement is within prompt (task) against: {report.formats[0].reference}. "
               "tau-a, Somers' D and top-1 count ties against the judge; tau-b discounts them. "
               "Top-1 is the exact expectation under random tie-breaking.", ""]
@@ -517,14 +538,21 @@ def _interval_chart(
     frame: pd.DataFrame, *, y: str, title: str, x_title: str, color: str | None = None,
     zero: bool = True, domain: tuple[float, float] | None = None,
 ) -> AnyChart:
-    """Points with horizontal interval bars, one row per ``y`` value (and colour)."""
+    """Points with horizontal interval bars, one row per ``y`` value (and colour).
+
+    Each (``y``, colour) pair gets its own labelled row (``"claude · PPI"``) rather than an
+    offset inside one band, so two families' rows never share a line; row labels are never
+    cut short.
+    """
     scale = alt.Scale(domain=list(domain)) if domain else alt.Scale(zero=False)
-    base = alt.Chart(frame).encode(y=alt.Y(f"{y}:N", title=None, sort=None))
+    if color:
+        frame = frame.assign(**{y: frame[y].astype(str) + " · " + frame[color].astype(str)})
+        frame = frame.sort_values(y, kind="stable")  # one family's rows together
+    base = alt.Chart(frame).encode(y=alt.Y(f"{y}:N", title=None, sort=None, axis=alt.Axis(labelLimit=0)))
     if color:
         base = base.encode(
             color=alt.Color(f"{color}:N", title=None, scale=alt.Scale(domain=list(_COLORS),
                                                                       range=list(_COLORS.values()))),
-            yOffset=alt.YOffset(f"{color}:N"),
         )
     bars = base.mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", title=x_title, scale=scale), x2="ci_high:Q")
     points = base.mark_point(filled=True, size=70).encode(
@@ -537,8 +565,9 @@ def _interval_chart(
     if zero:
         layers.insert(0, alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="#888", strokeDash=[4, 4])
                       .encode(x="x:Q"))
-    rows = frame[y].nunique() * (frame[color].nunique() if color else 1)
-    return alt.layer(*layers).properties(title=title, width=_WIDTH, height=max(40, 22 * int(rows)))
+    # A fixed step per row (not a total height): a page that fits the chart to its width
+    # cannot squeeze the rows onto one line.
+    return alt.layer(*layers).properties(title=title, width=_WIDTH, height=alt.Step(22))
 
 
 def _est_rows(items: Sequence[tuple[str, HasInterval]], scale: float = 1.0, **extra: Any) -> pd.DataFrame:

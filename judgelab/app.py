@@ -1,8 +1,9 @@
 """The judgelab rater app: ``streamlit run judgelab/app.py`` with ``JUDGELAB_DB`` set.
 
 The entry point only authenticates the ``?t=`` invite token and builds the
-navigation: the rating pages for everyone, the admin pages and the analyst's
-Calibration page for admins (who land on the Overview). Every page re-checks access
+navigation: the rating pages for everyone (as a bar at the top for raters), the admin
+pages and the analyst's Calibration page for admins (who land on the Overview, with
+the menu in the sidebar). Every page re-checks access
 itself (through :mod:`judgelab.session`), so a page opened directly is just as guarded.
 
 The pages live in ``views/``, not ``pages/``: Streamlit treats a ``pages/`` folder next
@@ -42,7 +43,16 @@ def _pages(entries: tuple[tuple[str, str, str], ...], *, default: str | None = N
     ]
 
 
-st.set_page_config(page_title="judgelab", page_icon=":material/grading:", layout="wide")
+# An emoji icon: a Material icon here makes every rater's browser fetch it from an outside
+# font host on every page.
+st.set_page_config(page_title="judgelab", page_icon="📝", layout="wide")
+# Room for the rating form at 1366x768: less blank space around the page, a smaller title.
+st.html(
+    "<style>"
+    "[data-testid='stMainBlockContainer']{padding:3.6rem 1.5rem 1rem}"
+    "[data-testid='stMain'] h1{font-size:1.5rem;padding:0 0 .1rem}"
+    "</style>"
+)
 
 rater = current_rater()  # stops here with "Access denied" when the token is missing or bad
 
@@ -52,9 +62,10 @@ if rater.is_admin:
         "Admin": _pages(ADMIN_PAGES, default="admin_overview.py"),
         "Analysis": _pages(ANALYST_PAGES),
     }
+    page = st.navigation(sections)
+    st.sidebar.caption(f"Signed in as **{rater.name}**")
 else:
-    sections = {"Label": _pages(RATER_PAGES, default="rate.py")}
-
-page = st.navigation(sections)
-st.sidebar.caption(f"Signed in as **{rater.name}**")
+    # Raters get their three pages as a bar at the top: the sidebar's width goes to the
+    # answer and the rubric.
+    page = st.navigation(_pages(RATER_PAGES, default="rate.py"), position="top")
 page.run()

@@ -11,6 +11,9 @@ handled in one place.
 * The invite token lives in ``?t=``. It is re-written into ``st.query_params`` on
   every run because Streamlit drops query parameters when ``st.navigation``
   switches page; keeping it there means a reload resumes where the rater was.
+* Access is checked again by everything that writes for a rater: a widget's callback
+  runs *before* the page's script (and a fragment's rerun skips ``app.py``), so a
+  check at the top of the page alone would come too late (:func:`check_access`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from labeler.store import Rater, Store, resolve_db_path
 
 TOKEN_PARAM = "t"
 _TOKEN_STATE = "_judgelab_token"
+_REFUSED_STATE = "_judgelab_refused"
 
 
 @st.cache_resource(show_spinner=False)
@@ -41,7 +45,7 @@ def current_store() -> Store:
     try:
         return _store_for(db_path())
     except JudgelabError as exc:
-        st.error(str(exc))
+        show_error(exc)
         st.stop()
         raise  # unreachable: st.stop() raises; keeps type checkers honest
 
@@ -61,15 +65,34 @@ def current_token() -> str | None:
     return token or None
 
 
+def check_access() -> Rater:
+    """The rater the ``?t=`` token belongs to, checked now.
+
+    Raises:
+        AccessError: The token is missing, unknown or revoked.
+    """
+    return current_store().authenticate(current_token())
+
+
+def refuse(*, not_saved: bool) -> None:
+    """Remember a refused action, so the page says so when it shows "Access denied"."""
+    st.session_state[_REFUSED_STATE] = "Your last submit was not saved." if not_saved else ""
+
+
 def current_rater() -> Rater:
     """The rater the ``?t=`` token belongs to; stops the page with a message if none is valid."""
-    store = current_store()
     try:
-        return store.authenticate(current_token())
+        return check_access()
     except AccessError as exc:
-        st.error(f"Access denied: {exc}")
+        refused = st.session_state.pop(_REFUSED_STATE, "")
+        st.error(f"Access denied: {exc}" + (f"  \n{refused}" if refused else ""))
         st.stop()
         raise  # unreachable
+
+
+def show_error(exc: JudgelabError) -> None:
+    """An error as the app shows it: the problem, and the fix on its own line."""
+    st.error(str(exc).replace("\n", "  \n"))
 
 
 def require_admin() -> Rater:
@@ -83,9 +106,12 @@ def require_admin() -> Rater:
 
 __all__ = [
     "TOKEN_PARAM",
+    "check_access",
     "current_rater",
     "current_store",
     "current_token",
     "db_path",
+    "refuse",
     "require_admin",
+    "show_error",
 ]

@@ -46,9 +46,26 @@ def detect_self_identifying(
     spans: list[tuple[int, int]] = []
     for pattern in _AI_PHRASES:
         spans += [(m.start(), m.end()) for m in re.finditer(pattern, text, re.IGNORECASE)]
-    spans += [(m.start(), m.end()) for m in _name_pattern(extra_names).finditer(text)]
+    names = _name_pattern(extra_names)
+    spans += [(m.start(), m.end()) for m in names.finditer(text)]
+    # "created by <maker>": the phrase names the author as much as the name does.
+    by = re.compile(r"\b(?:created|developed|trained|built|made|designed|powered) by (?:the )?(?:team at )?"
+                    + names.pattern, re.IGNORECASE)
+    spans += [(m.start(), m.end()) for m in by.finditer(text)]
+    return merge_spans(text, spans)
+
+
+def merge_spans(text: str, spans: Iterable[Sequence[object]]) -> list[tuple[int, int, str]]:
+    """Overlapping or touching ``(start, end, ...)`` spans of ``text`` merged, with their text.
+
+    Examples:
+        >>> merge_spans("As an AI by OpenAI.", [(0, 8), (6, 11, "x"), (12, 18)])
+        [(0, 11, 'As an AI by'), (12, 18, 'OpenAI')]
+    """
     merged: list[list[int]] = []
-    for start, end in sorted(spans):
+    for start, end in sorted(_offsets(s, len(text)) for s in spans):
+        if end <= start:
+            continue
         if merged and start <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], end)
         else:
@@ -113,4 +130,4 @@ def inert_markdown(text: str) -> str:
     return text.replace("![", "!&#91;")
 
 
-__all__ = ["KNOWN_NAMES", "REDACTED", "detect_self_identifying", "inert_markdown", "mask"]
+__all__ = ["KNOWN_NAMES", "REDACTED", "detect_self_identifying", "inert_markdown", "mask", "merge_spans"]

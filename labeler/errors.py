@@ -1,7 +1,7 @@
 """Errors raised by judgelab's library code.
 
-The library raises these; the CLI turns them into one readable line and a
-non-zero exit, and the app shows them with ``st.error``.
+The library raises these; the CLI prints them (the problem, then the fix on its own
+line) with a non-zero exit, and the app shows them with ``st.error``.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ class InputError(JudgelabError):
             where.append(f"column {self.column!r}")
         text = (", ".join(where) + ": " if where else "") + self.problem
         if self.fix:
-            text += f" Fix: {self.fix}"
+            # On its own line: a fix run into the problem reads as part of it.
+            text += f"\nFix: {self.fix}"
         return text
 
 

@@ -199,11 +199,13 @@ def test_seed_residuals_and_gap_come_out_exactly(seed_report: CalibrationReport)
     assert section.gap is not None
     assert section.gap.estimate == pytest.approx(10, abs=1e-9)
     assert section.units == "percentage points"
-    # 100 tasks, each with one answer per family: the paired bootstrap resamples tasks.
+    # 100 tasks, each with one answer per family: the gap's variance is paired by task.
     assert section.gap.n == 100 and own.n == 100 and own.n_answers == 100
     assert section.gap.ci_low < 10 < section.gap.ci_high
-    assert "paired task-clustered" in section.gap.method
-    assert "raters resampled within answers" in section.gap.method
+    assert "100 paired task clusters" in section.gap.method and "t interval" in section.gap.method
+    # Two raters labelled every answer: the interval speaks for raters like them, and says so.
+    assert "raters like these (2 raters" in section.gap.method
+    assert section.gap.interval == "t(99), raters" and section.gap.unreliable is None
     assert report.judge_family == OWN and report.judge_format == "likert5"
 
 
@@ -218,7 +220,8 @@ def test_typed_residuals_keep_the_statistics_json_shape(seed_report: Calibration
     extra = gap.to_dict()["extra"]
     assert extra["residual[claude]"] == pytest.approx(8, abs=1e-9) and extra["other_families"] == [OTHER]
     assert list(extra)[-2:] == ["bound", "bound_reason"]
-    assert set(own.to_dict()["extra"]) == {"judge_mean", "human_mean", "n_answers", "weighted"}
+    assert set(own.to_dict()["extra"]) == {"judge_mean", "human_mean", "n_answers", "weighted", "interval",
+                                           "scope", "unreliable"}
     assert SelfPreferenceGap.from_estimate(gap.as_estimate()) == gap
     assert FamilyResidual.from_estimate(OWN, own.as_estimate()) == own
 
@@ -618,3 +621,41 @@ def test_isin_matches_pandas(dtype: Any) -> None:
     column = pd.Series(["a1", "b2", None, "c3", "a1"], dtype=dtype)
     for values in ({"a1", "c3"}, ["c3", "c3"], pd.Index(["b2", "zz"]), pd.Series(["a1"], dtype="str"), set()):
         np.testing.assert_array_equal(isin(column, values), column.isin(values).to_numpy(dtype=bool))
+
+
+# -- issue 15: the design's strata, which raters, reliability, the tie rule ------------------------
+
+
+def test_a_stratified_design_gives_a_stratified_t_interval_and_panel_is_an_option(tmp_path: Path) -> None:
+    built = build_store(tmp_path / "strata.duckdb", SMALL_CELLS, n_unlabelled=4)
+    # A paired design (both answers of a task in one stratum), two task strata by task parity.
+    ids = [f"{fam}-{i:03d}" for fam in SMALL_CELLS for i in range(20)]
+    odd = [int(i[-3:]) % 2 for i in ids]
+    items = pd.DataFrame({"answer_id": ids, "stratum": [f"s{o}" for o in odd], "inclusion_prob": 0.5,
+                          "weight": [4.0 if o else 2.0 for o in odd], "n_raters": 2})
+    built.store.save_design("d-strata", {}, {}, items)
+    raters = report_of(built)
+    gap = raters.residuals["pass"].gap
+    assert gap is not None and "20 paired task clusters in 2 strata" in gap.method
+    assert gap.interval.endswith("raters") and "raters like these" in gap.scope
+    # Tasks 0..19 in 2 strata of 10: a 20-task gap is trusted, each family's too.
+    assert gap.unreliable is None
+    panel = report_of(built, interval="panel")
+    assert panel.interval == "panel" and panel.residuals["pass"].gap is not None
+    assert panel.residuals["pass"].gap.scope == "this panel only"
+    assert "this panel only" in panel.human_rule_text()
+    assert all("jackknife" in k.result.kappa.method and "design-weighted" in k.result.kappa.method
+               for k in panel.kappas if k.scope == "all")
+    md = render_markdown(raters)
+    assert "| interval |" in md and "t(" in md
+    with pytest.raises(InputError, match="unknown interval"):
+        report_of(built, interval="everyone")
+
+
+def test_kappa_states_its_tie_rule_and_counts_the_ties(seed_report: CalibrationReport) -> None:
+    md = render_markdown(seed_report)
+    assert "a tie goes to the lower category" in md and "ties_to_lower" in md
+    assert "a tie goes to the lower category" in seed_report.human_rule_text()
+    row = next(k for k in seed_report.kappas if k.scope == "all" and k.what == "overall score")
+    # Two raters scoring 4 and 5 on every odd answer tie on the overall score: half the answers.
+    assert row.ties_to_lower == 100 and row.to_dict()["ties_to_lower"] == 100

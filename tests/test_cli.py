@@ -68,8 +68,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     bad = Path(__file__).parent / "bad_inputs" / "answers_duplicate_id.csv"
     code, _, err = run("import", "answers", str(bad), "--db", str(tmp_path / "x.duckdb"))
     assert code == 2
-    assert err.startswith("judgelab: error: ") and err.count("\n") == 1
-    assert "row 2" in err and "'answer_id'" in err and "Fix:" in err
+    assert err.startswith("judgelab: error: ") and err.count("\n") == 2
+    assert "row 2" in err and "'answer_id'" in err and err.splitlines()[1].startswith("Fix: ")
 
 
 def test_raters_add_list_revoke(tmp_path: Path) -> None:

@@ -116,3 +116,15 @@ def test_calibrate_on_the_demo_database_writes_all_three(tmp_path: Path) -> None
     assert out.read_text().startswith("> **SIMULATED LABELS")
     assert (tmp_path / "report.png").read_bytes().startswith(PNG_MAGIC)
     assert json.loads(out.with_suffix(".json").read_text()) == payload
+
+
+def test_every_summary_line_names_its_interval_and_kappa_its_tie_rule(simulated_db: Built, tmp_path: Path) -> None:
+    code, stdout, _ = run("calibrate", "--db", str(simulated_db.store.path), "--out", str(tmp_path / "r.md"),
+                          "--resamples", "100", "--interval", "panel")
+    assert code == 0
+    lines = stdout.splitlines()
+    assert any("intervals: this panel of raters only" in line for line in lines)
+    figures = [line for line in lines if line.startswith(("  residual", "  self-preference", "  kappa"))]
+    assert figures and all(("t(" in line and line.rstrip().endswith(("panel]", "panel]  (upper bound)")))
+                           or "UNRELIABLE" in line for line in figures)
+    assert any("a tie goes to the lower category" in line for line in lines if line.startswith("  kappa"))

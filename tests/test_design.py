@@ -319,8 +319,12 @@ def test_design_target_agrees_with_the_closed_form_in_one_stratum() -> None:
         rho=0.3,
     )
     assert d.target is not None
-    assert d.target.units_needed == pytest.approx(tasks, abs=1)
-    assert d.target.labels_needed == pytest.approx(2 * tasks, abs=2)
+    # The design plans for the report's t test on (tasks − 1) df, the closed form for a z test:
+    # ((t.975 + t.8) / (z.975 + z.8))² ≈ 1.0085 at 200 df, two tasks more.
+    df = d.target.units_needed - 1
+    ratio = ((sps.t.ppf(0.975, df) + sps.t.ppf(0.8, df)) / (sps.norm.ppf(0.975) + sps.norm.ppf(0.8))) ** 2
+    assert d.target.units_needed == pytest.approx(tasks * ratio, abs=1)
+    assert d.target.labels_needed == pytest.approx(2 * tasks * ratio, abs=2)
 
 
 def test_a_design_of_the_labels_a_target_needs_meets_the_target() -> None:
@@ -627,3 +631,29 @@ def test_pilot_labels_and_timing_feed_the_next_design(store: Store) -> None:
     assert timing.measured and timing.n == len(mine) and timing.median_seconds >= 0
     _, info = load_pool(store)
     assert info["n_pilot"] == len(mine)
+
+
+# -- issue 15: allocations that coincide, bin names ------------------------------------------------
+
+
+def test_without_a_pilot_the_allocations_coincide_and_the_design_says_so() -> None:
+    pool = simulate_pool(200, seed=1)
+    assumed = design_sample(pool, n=120, own_family="claude", rng=0)
+    note = next(n for n in assumed.notes if "draw the same sample" in n)
+    assert "'proportional'" in note and "'neyman'" in note and "without pilot labels" in note
+    # With a pilot the strata's residual sds differ and 'gap' is a different design from
+    # 'proportional' (neyman may still coincide: the gap's and the mean's optimum can agree).
+    piloted = design_sample(pool.assign(human_pass=pool["truth"]), n=120, own_family="claude", rng=0)
+    assert piloted.model.source.startswith("pilot")
+    assert not any("'proportional'" in n for n in piloted.notes)
+
+
+def test_score_bins_are_named_by_the_scores_they_hold() -> None:
+    # Quantile cuts on whole scores are (lo, hi]: a bin (3, 4] holds only 4 and is "score 4".
+    scores = np.repeat([1, 2, 3, 4, 5], [10, 10, 40, 30, 10]).astype(float)
+    pool = pd.DataFrame({"answer_id": [f"a{i}" for i in range(100)], "task_id": [f"t{i}" for i in range(100)],
+                         "family": "claude", "judge_score": scores})
+    bins = stratify_pool(pool, judge_bins=3)
+    held = bins.groupby("judge_bin")["judge_score"].agg(["min", "max"])
+    for name, (lo, hi) in held.iterrows():
+        assert name == (f"score {lo:g}" if lo == hi else f"score {lo:g}–{hi:g}")

@@ -13,12 +13,23 @@ Choices the report states rather than hides:
   judged more than once in that format counts with its first parsed judgement.
 * **Which human score.** Each rater's *current* label (edits supersede, flagged-unrateable
   labels are left out). Several raters of one answer are collapsed by the mean by default
-  (``human_rule``); the raters are resampled inside the bootstrap so their spread widens the
-  interval (:func:`calibration.stats.family_residuals`). Kappa needs one category per answer,
-  so there the raters' majority is used, ties going to the lower category. Under the rule
-  ``adjudicated`` an admin's adjudicated label, where an answer has one, replaces its raters'
-  labels in every human score (:meth:`CalibrationData.reference_labels`); the report says how
-  many answers were adjudicated. Agreement among raters (alpha) never counts an adjudicator.
+  (``human_rule``). Kappa needs one category per answer, so there the raters' majority is used,
+  ties going to the lower category (for pass verdicts: fail), and the report says so next to
+  kappa with the number of tied answers.
+* **Which raters the intervals speak for.** By default (``interval="raters"``) the residuals,
+  the gap and PPI speak for raters like these: their intervals add the spread of the raters'
+  persistent leniency, estimated from the labels (:mod:`calibration.stats._raters`), as if
+  another panel from the same population had labelled. ``interval="panel"`` speaks for this
+  panel only. Kappa always speaks for the panel. Every line names its interval method
+  (``t(df), raters``) and marks an interval unreliable below 15 tasks or 3 degrees of freedom.
+* **Intervals.** Design-based: the variance is linearised and estimated from task totals within
+  the design's strata (kappa: jackknifed over tasks, strata left out, which errs wide), and the
+  interval is t with the design's degrees of freedom (:mod:`calibration.stats._variance`); it
+  holds from 15 tasks up in the coverage suite (``bench/coverage.py``).
+* **Adjudication.** Under the rule ``adjudicated`` an admin's adjudicated label, where an answer
+  has one, replaces its raters' labels in every human score
+  (:meth:`CalibrationData.reference_labels`); the report says how many answers were adjudicated.
+  Agreement among raters (alpha) never counts an adjudicator.
 * **Design weights.** When the labelled answers came from a stored sample design
   (``design_items``), the analysis keeps the design's answers and every mean is a Hajek mean
   weighted by 1/inclusion probability; labelled answers outside the design are left out and

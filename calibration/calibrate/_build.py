@@ -29,7 +29,7 @@ from calibration.calibrate._model import (
     ResidualSection,
 )
 from calibration.calibrate._probes import probe_section
-from calibration.stats import Estimate, ProvenanceNote, ResidualScale, provenance_note
+from calibration.stats import Estimate, ProvenanceNote, RaterScope, ResidualScale, provenance_note
 from labeler.errors import InputError
 from labeler.store import Store
 
@@ -43,6 +43,7 @@ def calibrate(
     seed: int = 0,
     n_resamples: int = 2000,
     level: float = 0.95,
+    interval: RaterScope = "raters",
 ) -> CalibrationReport:
     """Load a judge run (and optionally a "before" run) and build its calibration report.
 
@@ -56,6 +57,8 @@ def calibrate(
         seed: Seed of every bootstrap (the same seed gives the same report).
         n_resamples: Bootstrap resamples per interval.
         level: Confidence level.
+        interval: ``"raters"`` (default) or ``"panel"``: which raters the residual, gap and PPI
+            intervals speak for.
 
     Returns:
         A :class:`CalibrationReport`.
@@ -66,7 +69,8 @@ def calibrate(
     data = load_calibration_data(store, run_id)
     before = load_calibration_data(store, compare_run) if compare_run is not None else None
     return build_report(
-        data, compare=before, human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level
+        data, compare=before, human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level,
+        interval=interval,
     )
 
 
@@ -78,6 +82,7 @@ def build_report(
     seed: int = 0,
     n_resamples: int = 2000,
     level: float = 0.95,
+    interval: RaterScope = "raters",
 ) -> CalibrationReport:
     """Compute every section of the calibration report from loaded data.
 
@@ -91,15 +96,18 @@ def build_report(
         seed: Seed of every bootstrap.
         n_resamples: Bootstrap resamples.
         level: Confidence level.
+        interval: ``"raters"`` or ``"panel"`` (see :func:`calibrate`).
 
     Returns:
         A :class:`CalibrationReport`.
     """
+    if interval not in ("raters", "panel"):
+        raise InputError(f"unknown interval {interval!r}", fix="use 'raters' or 'panel'.")
     if human_rule not in HUMAN_SCORE_RULES:
         raise InputError(f"unknown human rule {human_rule!r}", fix=f"use one of {', '.join(HUMAN_SCORE_RULES)}.")
     if not (isinstance(n_resamples, int) and n_resamples >= 10):
         raise InputError(f"resamples must be a whole number of at least 10; got {n_resamples!r}")
-    opts = ReportOptions(human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level)
+    opts = ReportOptions(human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level, interval=interval)
     analysis, design_note = analysis_set(data, opts)
     inputs = _Inputs(data, analysis, compare, opts)
     sections = _Sections()
@@ -137,6 +145,7 @@ def build_report(
         level=level,
         n_errors=data.n_errors,
         compare_run_id=None if compare is None else compare.run_id,
+        interval=interval,
     )
 
 

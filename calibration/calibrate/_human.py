@@ -29,13 +29,13 @@ from calibration.calibrate._model import (
 from calibration.stats import (
     Estimate,
     ResidualScale,
-    cluster_bootstrap,
-    cohen_kappa,
+    design_kappa,
+    design_mean,
+    design_ppi_mean,
     family_residuals,
     human_scores,
     krippendorff_alpha,
     level_for_scale,
-    ppi_mean,
     residuals_and_gap,
 )
 
@@ -46,22 +46,30 @@ def analysis_set(data: CalibrationData, opts: ReportOptions | None = None) -> tu
     """Original answers with a parsed judge score and a human score under the rule, weighted.
 
     Returns:
-        ``answer_id, task_id, family, value, pass, weight`` sorted by answer id, and the design
-        note when a stored design supplied the weights.
+        ``answer_id, task_id, family, value, pass, weight, stratum, cluster`` sorted by answer
+        id, and the design note when a stored design supplied the weights. ``stratum`` is the
+        design's stratum (``None`` without a design); ``cluster`` the sampling unit the
+        variance is estimated from: the task, unless the design sampled answers one by one and a
+        task's answers fall in different strata (then the answer).
     """
-    empty = pd.DataFrame(columns=["answer_id", "task_id", "family", "value", "pass", "weight"])
+    columns = ["answer_id", "task_id", "family", "value", "pass", "weight", "stratum", "cluster"]
+    empty = pd.DataFrame(columns=columns)
     if data.judge_format is None:
         return empty, None
     judged = first_judgement(data.pointwise, data.judge_format)
     labelled = set(data.reference_labels((opts or ReportOptions()).human_rule)["answer_id"])
     frame = judged[isin(judged["answer_id"], labelled)][["answer_id", "task_id", "family", "value", "pass"]]
-    frame = frame.assign(weight=1.0)
+    frame = frame.assign(weight=1.0, stratum=None, cluster=frame["task_id"].astype(str))
     note = None
     if data.design is not None and not frame.empty:
-        weights = data.design.set_index("answer_id")["weight"]
+        design = data.design.set_index("answer_id")
+        weights = design["weight"]
         inside = isin(frame["answer_id"], weights.index)
         if inside.any():
-            frame = frame[inside].assign(weight=lambda f: f["answer_id"].map(weights).astype(float))
+            frame = frame[inside].assign(weight=lambda f: f["answer_id"].map(weights).astype(float),
+                                         stratum=lambda f: f["answer_id"].map(design["stratum"]).astype(str))
+            if (frame.groupby("task_id")["stratum"].nunique() > 1).any():
+                frame = frame.assign(cluster=frame["answer_id"].astype(str))
             w = frame["weight"].to_numpy(dtype=float)
             note = DesignNote(
                 design_id=str(data.design_id),
@@ -115,20 +123,19 @@ def residual_section(
     common: dict[str, Any] = {
         "scale": scale,
         "weights": frame["weight"].to_numpy(dtype=float),
+        "strata": _strata(frame),
         "rater_level": hs.ratings,
         "answer_ids": frame["answer_id"].to_numpy(),
         "rule": opts.collapse,
-        "n_resamples": opts.n_resamples,
+        "interval": opts.interval,
         "level": opts.level,
-        "rng": opts.seed,
     }
     judge = frame[judge_col].to_numpy(dtype=float)
     fams = frame["family"].astype(str).to_numpy()
-    tasks = frame["task_id"].astype(str).to_numpy()
+    tasks = frame["cluster"].astype(str).to_numpy()
     reason = _no_gap_reason(data.judge_family, sorted(set(fams)))
     gap: SelfPreferenceGap | None = None
     if reason is None:
-        # One set of bootstrap replicates serves the families and the gap.
         estimates, gap_estimate = residuals_and_gap(
             judge, human, fams, tasks, own_family=str(data.judge_family), provenance=data.provenance, **common
         )
@@ -139,6 +146,13 @@ def residual_section(
     units = next(iter(families.values())).units
     section = ResidualSection(scale, units, families, gap, reason, len(frame))
     return section, [f"self-preference gap ({scale}): {reason}"] if reason else []
+
+
+def _strata(frame: pd.DataFrame) -> np.ndarray | None:
+    """The design strata of the analysed answers (``None``: no design, a simple random sample)."""
+    if frame["stratum"].isna().all():
+        return None
+    return frame["stratum"].astype(str).to_numpy()
 
 
 def _no_gap_reason(own: str | None, present: list[str]) -> str | None:
@@ -163,6 +177,7 @@ def kappa_rows(
     if analysis.empty:
         return [], [_NO_KAPPA]
     rows: list[KappaRow] = []
+    reasons: list[str] = []
     specs: list[tuple[str, str, str, list[Any], Literal["quadratic"] | None]] = [
         ("pass verdict", "pass", "pass", [0, 1], None)
     ]
@@ -181,17 +196,29 @@ def kappa_rows(
         judge = frame[judge_col].to_numpy(dtype=float).round().astype(int)
         human = major.reindex(frame["answer_id"]).to_numpy(dtype=float).round().astype(int)
         fam = frame["family"].astype(str).to_numpy()
-        tasks = frame["task_id"].astype(str).to_numpy()
+        tasks = frame["cluster"].astype(str).to_numpy()
+        w = frame["weight"].to_numpy(dtype=float)
+        tied = tied_majorities(ratings).reindex(frame["answer_id"]).fillna(False).to_numpy(dtype=bool)
         for scope in ["all", *sorted(set(fam))]:
             sel = np.ones(len(fam), bool) if scope == "all" else fam == scope
             if not sel.any():
                 continue
-            result = cohen_kappa(
-                judge[sel], human[sel], weights=weights, labels=cats, clusters=tasks[sel],
-                n_resamples=opts.n_resamples, level=opts.level, rng=opts.seed,
+            if not w[sel].sum() > 0:
+                reasons.append(f"kappa ({what}, {scope}): the design gives these answers zero total weight")
+                continue
+            result = design_kappa(
+                judge[sel], human[sel], weights=weights, labels=cats, sample_weight=w[sel], clusters=tasks[sel],
+                level=opts.level,
             )
-            rows.append(KappaRow(scope, what, result))
-    return rows, [] if rows else [_NO_KAPPA]
+            rows.append(KappaRow(scope, what, result, ties_to_lower=int(tied[sel].sum())))
+    return rows, reasons if rows else [*reasons, _NO_KAPPA]
+
+
+def tied_majorities(ratings: pd.DataFrame) -> pd.Series:
+    """Per answer: did its raters' most frequent category tie (so the lower one was taken)?"""
+    counts = ratings.groupby(["answer_id", "score"]).size()
+    top = counts.groupby(level="answer_id").transform("max")
+    return (counts == top).groupby(level="answer_id").sum() > 1
 
 
 def alphas(data: CalibrationData, opts: ReportOptions) -> tuple[dict[str, Estimate], list[str]]:
@@ -224,7 +251,13 @@ def alphas(data: CalibrationData, opts: ReportOptions) -> tuple[dict[str, Estima
 
 
 def ppi_rows(data: CalibrationData, analysis: pd.DataFrame, opts: ReportOptions) -> tuple[list[PPIRow], list[str]]:
-    """Per family, the prediction-powered pass rate beside the human-only one."""
+    """Per family, the prediction-powered pass rate beside the human-only one.
+
+    Both under the labels' design (:func:`calibration.stats.design_ppi_mean`,
+    :func:`calibration.stats.design_mean`): the judge's pass rate on every judged answer of the
+    family plus the (design-weighted) mean human correction on the labelled ones; λ is
+    power-tuned (PPI++) without design weights and 1 with them.
+    """
     if data.judge_format is None:
         return [], ["PPI: the run has no pointwise judgements of original answers"]
     judged = first_judgement(data.pointwise, data.judge_format)
@@ -235,93 +268,49 @@ def ppi_rows(data: CalibrationData, analysis: pd.DataFrame, opts: ReportOptions)
     ratings = _ratings(data, list(labelled["answer_id"]), "pass", opts)
     if ratings.empty:
         return [], ["PPI: no human pass verdicts"]
-    human = human_scores(ratings, rule=opts.collapse, score_col="score").scores
-    labelled = labelled[isin(labelled["answer_id"], human.index)]
+    hs = human_scores(ratings, rule=opts.collapse, score_col="score")
+    labelled = labelled[isin(labelled["answer_id"], hs.scores.index)]
     weighted = not np.allclose(labelled["weight"], 1.0) if len(labelled) else False
     rows: list[PPIRow] = []
     reasons: list[str] = []
-    # Answers outside the analysis (unlabelled, or labelled outside the design) are the pool.
     for fam in sorted(set(judged["family"].astype(str))):
-        lab = labelled[labelled["family"].astype(str) == fam]
-        pool = judged[(judged["family"].astype(str) == fam) & ~isin(judged["answer_id"], lab["answer_id"])]
+        lab = labelled[labelled["family"].astype(str) == fam].reset_index(drop=True)
+        pool = judged[judged["family"].astype(str) == fam]
+        n_unlabelled = int((~isin(pool["answer_id"], lab["answer_id"])).sum())
         if lab.empty:
             reasons.append(f"PPI ({fam}): no human labels on this family")
             continue
-        y = human.reindex(lab["answer_id"]).to_numpy(dtype=float)
-        f = lab["pass"].to_numpy(dtype=float)
-        fu = pool["pass"].to_numpy(dtype=float)
-        if fu.size == 0:
+        if n_unlabelled == 0:
             reasons.append(f"PPI ({fam}): every judged answer is labelled, so the judge adds nothing")
             continue
-        tl, tu = lab["task_id"].astype(str).to_numpy(), pool["task_id"].astype(str).to_numpy()
         if weighted and not lab["weight"].sum() > 0:
             reasons.append(f"PPI ({fam}): the design gives this family's labelled answers zero total weight")
             continue
-        if weighted:
-            est, classical = _weighted_ppi(y, f, fu, lab["weight"].to_numpy(dtype=float), tl, tu, opts)
-        else:
-            res = ppi_mean(y, f, fu, lam=None, level=opts.level, clusters=(tl, tu))
-            est = _percent(res)
-            x = res.extra
-            classical = Estimate(
-                100 * x["classical_estimate"], 100 * x["classical_ci_low"], 100 * x["classical_ci_high"],
-                res.n, "classical mean of the human labels, normal interval, task-cluster-robust SE",
-                "percent", opts.level,
-            )
-        rows.append(PPIRow(fam, est, classical, int(y.size), int(fu.size)))
+        y = hs.scores.reindex(lab["answer_id"]).to_numpy(dtype=float)
+        position = pd.Series(np.arange(len(lab)), index=lab["answer_id"])
+        rater_level = hs.ratings[isin(hs.ratings["answer"], lab["answer_id"])]
+        rater_level = rater_level.assign(answer=rater_level["answer"].map(position).to_numpy())
+        strata = _strata(lab)
+        common: dict[str, Any] = {"weights": lab["weight"].to_numpy(dtype=float), "strata": strata,
+                                  "rater_level": rater_level, "interval": opts.interval, "level": opts.level}
+        est = design_ppi_mean(
+            y, lab["pass"].to_numpy(dtype=float), pool["pass"].to_numpy(dtype=float),
+            clusters=(lab["cluster"].astype(str).to_numpy(), _pool_clusters(pool, lab)),
+            lam=1.0 if weighted else None, **common,
+        )
+        human_only = design_mean(y, clusters=lab["cluster"].astype(str).to_numpy(), **common)
+        rows.append(PPIRow(fam, _percent(est), _percent(human_only), int(y.size), n_unlabelled))
     return rows, reasons
 
 
+def _pool_clusters(pool: pd.DataFrame, lab: pd.DataFrame) -> np.ndarray:
+    """The pool answers' clusters, matching the labelled answers' (task, or answer when unpaired)."""
+    unpaired = bool((lab["cluster"].astype(str) != lab["task_id"].astype(str)).any())
+    return (pool["answer_id"] if unpaired else pool["task_id"]).astype(str).to_numpy()
+
+
 def _percent(est: Estimate) -> Estimate:
-    extra = {k: v for k, v in est.extra.items() if k in ("lam", "n_unlabeled", "effective_n", "reason")}
+    keep = ("lam", "n_pool", "effective_n", "reason", "se", "df", "interval", "scope", "unreliable")
+    extra = {k: (100 * v if k == "se" else v) for k, v in est.extra.items() if k in keep}
     return Estimate(100 * est.estimate, 100 * est.ci_low, 100 * est.ci_high, est.n, est.method,
                     "percent", est.level, extra)
-
-
-def _weighted_ppi(
-    y: np.ndarray, f: np.ndarray, fu: np.ndarray, w: np.ndarray, tl: np.ndarray, tu: np.ndarray, opts: ReportOptions
-) -> tuple[Estimate, Estimate]:
-    """PPI (λ = 1) under a stratified label sample.
-
-    The judge's pass rate on the whole pool plus the Hajek-weighted mean of (human − judge) on the
-    labels; task-clustered bootstrap.
-    """
-    n_l = y.size
-    values = np.r_[f, fu]
-    is_lab = np.r_[np.ones(n_l), np.zeros(fu.size)]
-    design_w = np.r_[w, np.zeros(fu.size)]
-    rect = np.r_[y - f, np.zeros(fu.size)]
-    human = np.r_[y, np.zeros(fu.size)]
-    tasks = np.r_[tl, tu]
-
-    def ppi_stat(v: np.ndarray, lab: np.ndarray, dw: np.ndarray, r: np.ndarray, *, weights: np.ndarray) -> np.ndarray:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            pool_mean = (weights @ v) / weights.sum(axis=1)
-            ww = weights * dw
-            return np.asarray(100 * (pool_mean + (ww @ r) / ww.sum(axis=1)))
-
-    def human_stat(h: np.ndarray, dw: np.ndarray, *, weights: np.ndarray) -> np.ndarray:
-        ww = weights * dw
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.asarray(100 * (ww @ h) / ww.sum(axis=1))
-
-    point = 100 * (values.mean() + (w @ (y - f)) / w.sum())
-    lo, hi, _ = cluster_bootstrap(ppi_stat, tasks, values, is_lab, design_w, rect,
-                                  n_resamples=opts.n_resamples, level=opts.level, rng=opts.seed)
-    h_point = 100 * (w @ y) / w.sum()
-    h_lo, h_hi, _ = cluster_bootstrap(human_stat, tasks, human, design_w,
-                                      n_resamples=opts.n_resamples, level=opts.level, rng=opts.seed)
-    n_tasks = int(np.unique(tasks).size)
-    method = (
-        "PPI mean (λ=1): judge pass rate on the whole pool + design-weighted (Hajek) mean of "
-        f"human − judge on the labels; task-clustered percentile bootstrap, {opts.n_resamples} resamples"
-    )
-    est = Estimate(float(point), lo, hi, n_l, method, "percent", opts.level,
-                   {"lam": 1.0, "n_unlabeled": int(fu.size), "n_tasks": n_tasks})
-    classical = Estimate(
-        float(h_point), h_lo, h_hi, n_l,
-        f"design-weighted (Hajek) mean of the human labels; task-clustered percentile bootstrap, "
-        f"{opts.n_resamples} resamples", "percent", opts.level,
-    )
-    return est, classical
-

@@ -27,6 +27,7 @@ from calibration.stats import (
     KappaResult,
     PositionStatistics,
     ProvenanceNote,
+    RaterScope,
     ResidualScale,
     RunComparison,
     SlotDecomposition,
@@ -53,12 +54,15 @@ class ReportOptions:
             shift when another section is added).
         n_resamples: Bootstrap resamples.
         level: Confidence level.
+        interval: Which raters the residual, gap and PPI intervals speak for: ``"raters"``
+            (raters like these; default) or ``"panel"`` (this panel only).
     """
 
     human_rule: HumanScoreRule = "mean"
     seed: int = 0
     n_resamples: int = 2000
     level: float = 0.95
+    interval: RaterScope = "raters"
 
     @property
     def collapse(self) -> HumanRule:
@@ -168,6 +172,9 @@ class FamilyResidual:
         human_mean: The humans' mean on the family, in the same units as ``judge_mean``.
         n_answers: The family's answers analysed.
         weighted: Whether the means are design-weighted (Hajek).
+        interval: Short name of the interval method (e.g. ``"t(28), raters"``).
+        scope: Which raters the interval speaks for, in words.
+        unreliable: Why the interval is not to be trusted (too few tasks or df), else ``None``.
     """
 
     family: str
@@ -182,6 +189,9 @@ class FamilyResidual:
     human_mean: float
     n_answers: int
     weighted: bool
+    interval: str = ""
+    scope: str = ""
+    unreliable: str | None = None
 
     @classmethod
     def from_estimate(cls, family: str, est: Estimate) -> FamilyResidual:
@@ -189,12 +199,13 @@ class FamilyResidual:
         x = est.extra
         return cls(family, est.estimate, est.ci_low, est.ci_high, est.n, est.method, est.units, est.level,
                    judge_mean=float(x["judge_mean"]), human_mean=float(x["human_mean"]),
-                   n_answers=int(x["n_answers"]), weighted=bool(x["weighted"]))
+                   n_answers=int(x["n_answers"]), weighted=bool(x["weighted"]), **_interval_fields(x))
 
     def as_estimate(self) -> Estimate:
         """The same figure as the statistics return it (an :class:`Estimate` with ``extra``)."""
         extra = {"judge_mean": self.judge_mean, "human_mean": self.human_mean, "n_answers": self.n_answers,
-                 "weighted": self.weighted}
+                 "weighted": self.weighted, "interval": self.interval, "scope": self.scope,
+                 "unreliable": self.unreliable}
         return Estimate(self.estimate, self.ci_low, self.ci_high, self.n, self.method, self.units, self.level,
                         extra)
 
@@ -223,6 +234,9 @@ class SelfPreferenceGap:
         bound: ``"upper"`` when the judge prompt's provenance makes the gap an upper bound on
             self-preference, else ``None``.
         bound_reason: Why (``None`` when provenance was not checked).
+        interval: Short name of the interval method (e.g. ``"t(28), raters"``).
+        scope: Which raters the interval speaks for, in words.
+        unreliable: Why the interval is not to be trusted (too few tasks or df), else ``None``.
     """
 
     estimate: float
@@ -239,6 +253,9 @@ class SelfPreferenceGap:
     residuals: Mapping[str, float]
     bound: Literal["upper"] | None = None
     bound_reason: str | None = None
+    interval: str = ""
+    scope: str = ""
+    unreliable: str | None = None
 
     @property
     def upper_bound(self) -> bool:
@@ -260,6 +277,7 @@ class SelfPreferenceGap:
             residuals={f: float(x[f"residual[{f}]"]) for f in families},
             bound="upper" if bound == "upper" else None,
             bound_reason=None if x.get("bound_reason") is None else str(x["bound_reason"]),
+            **_interval_fields(x),
         )
 
     def as_estimate(self) -> Estimate:
@@ -269,6 +287,7 @@ class SelfPreferenceGap:
             extra[f"judge_mean[{fam}]"] = self.judge_means[fam]
             extra[f"human_mean[{fam}]"] = self.human_means[fam]
             extra[f"residual[{fam}]"] = self.residuals[fam]
+        extra |= {"interval": self.interval, "scope": self.scope, "unreliable": self.unreliable}
         if self.bound_reason is not None:
             extra["bound"] = self.bound
             extra["bound_reason"] = self.bound_reason
@@ -278,6 +297,13 @@ class SelfPreferenceGap:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, shaped as :meth:`Estimate.to_dict` (the per-family figures under ``extra``)."""
         return self.as_estimate().to_dict()
+
+
+def _interval_fields(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The interval's short name, rater scope and reliability from a statistic's ``extra``."""
+    unreliable = extra.get("unreliable")
+    return {"interval": str(extra.get("interval", "")), "scope": str(extra.get("scope", "")),
+            "unreliable": None if unreliable is None else str(unreliable)}
 
 
 @dataclass(frozen=True)
@@ -326,11 +352,14 @@ class KappaRow:
         what: ``"pass verdict"`` or ``"overall score"``.
         result: The kappa, percent agreement and confusion matrix (rows: judge, columns:
             humans).
+        ties_to_lower: Answers whose raters tied on the most frequent category, so the lower
+            category (for pass verdicts: fail) stood for the humans.
     """
 
     scope: str
     what: str
     result: KappaResult
+    ties_to_lower: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; the confusion matrix as labels plus nested lists."""
@@ -340,6 +369,7 @@ class KappaRow:
             "what": self.what,
             "weights": self.result.weights or "unweighted",
             "kappa": self.result.kappa.to_dict(),
+            "ties_to_lower": self.ties_to_lower,
             "percent_agreement": self.result.percent_agreement.to_dict(),
             "confusion": {
                 "rows": "judge",
@@ -501,7 +531,8 @@ class FormatRow:
             "format and decoding rule": f"{self.format}; {self.decoding_rule}",
             "tie probability / D2": (
                 f"tie probability {num(d.tie_probability, 3)}, D2 {num(d.d2, 2)} effective levels "
-                f"({d.distinct_values} distinct values over {d.n} scored candidates)"
+                f"({d.distinct_values} distinct values over {d.n_scored} scored candidates, {d.n} of them "
+                "with a reference)"
             ),
             "comparative slot handling and bias": self.slot_handling,
             "verdict parse rate": (
@@ -584,6 +615,9 @@ class CalibrationReport:
         n_resamples: Bootstrap resamples.
         level: Confidence level of every interval.
         n_errors: Planned calls that failed with no reply (not scores).
+        compare_run_id: The "before" run of a rubric-change comparison, if any.
+        interval: Which raters the residual, gap and PPI intervals speak for (``"raters"`` or
+            ``"panel"``).
     """
 
     run_id: str
@@ -609,6 +643,7 @@ class CalibrationReport:
     level: float
     n_errors: int = 0
     compare_run_id: str | None = field(default=None)
+    interval: RaterScope = "raters"
 
     @property
     def simulated(self) -> bool:
@@ -626,12 +661,19 @@ class CalibrationReport:
             "adjudicated": f"an admin's adjudicated label where the answer has one ({answers} adjudicated), "
                            f"else {mean}",
         }[self.human_rule]
-        kappa = "the raters' majority category (ties to the lower)"
+        kappa = "the raters' majority category"
+        scope = (
+            "raters like these: the intervals of the residuals, the gap and PPI add the spread of "
+            "the raters' leniency, as if another panel from the same population had labelled"
+            if self.interval == "raters"
+            else "this panel only: the intervals treat the raters' leniencies as fixed"
+        )
         if self.human_rule == "adjudicated":
             kappa = f"the adjudicated category, else {kappa}"
         text = (
-            f"Human score per answer (rule `{self.human_rule}`): {rule}; raters are resampled within answers in "
-            f"the bootstrap, so their spread widens the intervals. Kappa uses {kappa}."
+            f"Human score per answer (rule `{self.human_rule}`): {rule}. Intervals speak for {scope}. Kappa uses "
+            f"{kappa}; a tie goes to the lower category (for pass verdicts an even split is a fail), which leans "
+            "kappa's human side towards fail."
         )
         if self.human_rule == "adjudicated":
             return text + " An adjudicator is never counted as a rater (alpha is among raters only)."
@@ -653,6 +695,7 @@ class CalibrationReport:
             "judge_format": self.judge_format,
             "human_rule": self.human_rule,
             "human_rule_text": self.human_rule_text(),
+            "interval": self.interval,
             "labels": self.labels.to_dict(),
             "design": None if self.design is None else self.design.to_dict(),
             "provenance": None if self.provenance is None else {

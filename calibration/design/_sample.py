@@ -208,6 +208,9 @@ def design_sample(
         min_per_stratum=min_per_stratum, notes=notes,
     )
     n_h = _allocate_units(st.table, a_h, n_units, min_per_stratum, notes)
+    coincide = _coinciding_allocations(st, allocation, n, min_per_stratum, n_h)
+    if coincide:
+        notes.append(_coincidence_note(coincide, allocation, plan_model, min_pilot))
     table = st.table.assign(n_units=n_h, inclusion_prob=n_h / st.table["N_units"])
     table["weight"] = np.where(n_h > 0, 1 / table["inclusion_prob"].where(n_h > 0, 1), np.nan)
 
@@ -338,6 +341,38 @@ def _units_to_draw(
     return a_h, int(min(max(n_units, 1), table["N_units"].sum()))
 
 
+def _coinciding_allocations(
+    st: Strata, allocation: Allocation, n: int, min_per_stratum: int, n_h: npt.NDArray[np.int64]
+) -> list[str]:
+    """The other allocations that would draw exactly the same units per stratum."""
+    same: list[str] = []
+    for other in ALLOCATIONS:
+        if other == allocation:
+            continue
+        a_o, units_o = _units_to_draw(st, other, n)
+        if units_o != int(n_h.sum()):
+            continue
+        minimum = min_per_stratum
+        while minimum > 0 and minimum * len(st.table) > units_o:
+            minimum -= 1
+        if np.array_equal(allocate(a_o, units_o, capacity=st.table["N_units"], minimum=minimum), n_h):
+            same.append(other)
+    return same
+
+
+def _coincidence_note(same: Sequence[str], allocation: Allocation, model: PlanningModel, min_pilot: int) -> str:
+    """Say plainly that the allocations offered are not alternatives here, and why."""
+    names = ", ".join(repr(a) for a in same)
+    if model.n_pilot == 0:
+        return (
+            f"the {names} allocation(s) draw the same sample as {allocation!r}: without pilot labels the "
+            f"planning model gives every judge-verdict stratum the same residual sd (disagreement "
+            f"{model.disagreement:.2f} assumed), so they are not real alternatives until a pilot of at "
+            f"least {min_pilot} labels per family and stratum tells the strata apart"
+        )
+    return f"the {names} allocation(s) draw the same sample as {allocation!r} on this pool"
+
+
 def _allocate_units(
     table: pd.DataFrame,
     a_h: npt.NDArray[np.float64],
@@ -459,10 +494,12 @@ def _precision(
 ) -> Precision:
     n_h = table["n_units"].to_numpy(float)
     sampled = n_h > 0
+    # The report's interval is t with (units − strata) degrees of freedom: quote the same.
+    q = t_quantile(int(n_h.sum()) - int(sampled.sum()))
 
     def hw(coef: npt.NDArray[np.float64]) -> float:
         v = float((coef[sampled] / n_h[sampled]).sum())
-        return Z95 * math.sqrt(v) * 100
+        return q * math.sqrt(v) * 100
 
     resid: dict[str, float] = {}
     others = [f for f in families if f != own]
@@ -479,11 +516,18 @@ def _precision(
     prevalence = float(frame["judge_pass"].mean()) if frame["judge_pass"].notna().any() else 0.5
     return Precision(
         residual_half_width=resid,
-        gap_half_width=Z95 * math.sqrt(gap_v) * 100 if len(families) > 1 else float("nan"),
+        gap_half_width=q * math.sqrt(gap_v) * 100 if len(families) > 1 else float("nan"),
         gap_se=math.sqrt(gap_v) * 100 if len(families) > 1 else float("nan"),
         kappa_se=kappa_se(n_overlap, kappa=model.kappa, prevalence=prevalence),
         n_overlap=n_overlap,
     )
+
+
+def t_quantile(df: float, p: float = 0.975) -> float:
+    """Student's t quantile (the normal one for infinite ``df``; at least 1 df)."""
+    if not math.isfinite(df):
+        return float(sps.norm.ppf(p))
+    return float(sps.t.ppf(p, max(df, 1)))
 
 
 def _target(
@@ -515,11 +559,24 @@ def _target(
         else float((a_h * m_h).sum() * (st.gap_coef[use] / a_h[use]).sum())
     )
     alpha, power = 0.05, 0.8
-    z = Z95 if target_half_width is not None else float(
-        sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
-    labels_f = v1 * (z * 100 / value) ** 2
-    labels = math.ceil(labels_f - 1e-9) if math.isfinite(labels_f) else -1
-    units = math.ceil(labels / (a_h * m_h).sum() * a_h.sum() - 1e-9) if labels > 0 else -1
+    per_unit = a_h.sum() / (a_h * m_h).sum()  # units per label under the allocation
+    n_strata = int((a_h > 0).sum())
+    labels, units = -1, -1
+    # The report tests with a t interval on (units − strata) df: start from the normal quantiles
+    # and redo with t's until the label count settles (two or three rounds).
+    df = math.inf
+    for _ in range(6):
+        q = t_quantile(df, 1 - alpha / 2)
+        if target_half_width is None:
+            q += t_quantile(df, power)
+        labels_f = v1 * (q * 100 / value) ** 2
+        if not math.isfinite(labels_f):
+            break
+        new = math.ceil(labels_f - 1e-9)
+        units = math.ceil(new * per_unit - 1e-9)
+        if new == labels:
+            break
+        labels, df = new, max(units - n_strata, 1)
     tcost = cost_of(
         max(labels, 0), overlap=overlap, minutes_per_label=cost.minutes_per_label,
         raters=cost.raters, hours_per_rater_per_day=cost.hours_per_rater_per_day,

@@ -103,12 +103,16 @@ def _judge_bin(pool: pd.DataFrame, bins: int) -> pd.Series:
         if len(cuts) < 2:
             label[score.notna()] = f"score {cuts[0]:g}"
             return label
-        # Cut points sit on observed scores; intervals are (lo, hi] except the first.
-        codes = np.searchsorted(cuts[1:-1], known.to_numpy(), side="left")
-        names = [
-            f"score ≤{cuts[1]:g}" if i == 0 else f"score {cuts[i]:g}–{cuts[i + 1]:g}"
-            for i in range(len(cuts) - 1)
-        ]
+        # Cut points sit on observed scores; intervals are (lo, hi] except the first. A bin is
+        # named by the scores it actually holds (a bin (3, 4] of whole scores holds only 4, so it
+        # is "score 4", not "score 3–4").
+        values = known.to_numpy()
+        codes = np.searchsorted(cuts[1:-1], values, side="left")
+        names = {}
+        for c in np.unique(codes):
+            inside = values[codes == c]
+            lo, hi = float(inside.min()), float(inside.max())
+            names[c] = f"score {lo:g}" if lo == hi else f"score {lo:g}–{hi:g}"
         label.loc[known.index] = np.asarray([names[c] for c in codes], dtype=object)
     return label
 

@@ -5,6 +5,7 @@ from calibration.stats._agreement import (
     KappaWeights,
     KrippendorffLevel,
     cohen_kappa,
+    design_kappa,
     krippendorff_alpha,
     level_for_scale,
     pairwise_kappas,
@@ -23,6 +24,7 @@ from calibration.stats._formats import (
     top1_agreement,
     top_tied_share,
 )
+from calibration.stats._humans import HumanRule, HumanScores, human_scores
 from calibration.stats._position import (
     SlotDecomposition,
     candidate_verdicts,
@@ -40,7 +42,7 @@ from calibration.stats._position_stats import (
     first_shown_advantage_by_pair,
     position_statistics,
 )
-from calibration.stats._ppi import classical_mean, ppi_mean
+from calibration.stats._ppi import classical_mean, design_mean, design_ppi_mean, ppi_mean
 from calibration.stats._probes import (
     THRESHOLDS,
     RunComparison,
@@ -52,22 +54,30 @@ from calibration.stats._probes import (
     truncation_gap,
     verdict,
 )
+from calibration.stats._provenance import ProvenanceNote, provenance_note
+from calibration.stats._raters import RaterScope, RaterSpread, rater_spread, rater_variance
 from calibration.stats._residuals import (
-    HumanRule,
-    HumanScores,
-    ProvenanceNote,
     ResidualScale,
     family_residuals,
-    human_scores,
-    provenance_note,
     residuals_and_gap,
     self_preference_gap,
 )
 from calibration.stats._result import Estimate
+from calibration.stats._variance import (
+    MIN_CLUSTERS,
+    ClusterDesign,
+    VarianceParts,
+    cluster_design,
+    design_variance,
+    reliability_note,
+    t_interval,
+)
 
 __all__ = [
     "ACCURACY_KEYS",
+    "MIN_CLUSTERS",
     "THRESHOLDS",
+    "ClusterDesign",
     "Estimate",
     "FormatDiagnostics",
     "HumanRule",
@@ -77,18 +87,26 @@ __all__ = [
     "KrippendorffLevel",
     "PositionStatistics",
     "ProvenanceNote",
+    "RaterScope",
+    "RaterSpread",
     "ResidualScale",
     "RngLike",
     "RunComparison",
     "SlotDecomposition",
     "Thresholds",
+    "VarianceParts",
     "candidate_verdicts",
     "classical_mean",
     "cluster_bootstrap",
+    "cluster_design",
     "clustered_rate",
     "cohen_kappa",
     "compare_runs",
     "consistency_rate",
+    "design_kappa",
+    "design_mean",
+    "design_ppi_mean",
+    "design_variance",
     "difference_of_proportions",
     "effective_levels",
     "family_residuals",
@@ -109,11 +127,15 @@ __all__ = [
     "proportion",
     "provenance_note",
     "rater_leniency",
+    "rater_spread",
+    "rater_variance",
+    "reliability_note",
     "residuals_and_gap",
     "self_preference_gap",
     "slot_decomposition",
     "somers_d",
     "swap_average",
+    "t_interval",
     "tau_a",
     "tau_b",
     "tie_probability",

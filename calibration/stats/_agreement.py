@@ -46,6 +46,14 @@ from calibration.stats._bootstrap import (
     weighted_mean,
 )
 from calibration.stats._result import Estimate
+from calibration.stats._variance import (
+    ClusterDesign,
+    VarianceParts,
+    cluster_design,
+    design_variance,
+    reliability_note,
+    t_interval,
+)
 
 KappaWeights = Literal["linear", "quadratic"] | None
 """Cohen's kappa weighting: ``None`` (exact agreement only), ``"linear"`` or ``"quadratic"``
@@ -66,6 +74,7 @@ _SCALE_LEVELS: dict[str, KrippendorffLevel] = {
     "tournament": "interval",
 }
 _NAN = float("nan")
+_Z_CLIP = 0.999  # kappa is clipped here before atanh, so a perfect resample stays finite
 
 
 # --------------------------------------------------------------------------------------------
@@ -199,6 +208,142 @@ def cohen_kappa(
         )
     frame = pd.DataFrame(cm, index=pd.Index(cats, name="a"), columns=pd.Index(cats, name="b"))
     return KappaResult(kappa, agreement, frame, tuple(cats), weights, reason)
+
+
+def design_kappa(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
+    weights: KappaWeights = None,
+    labels: npt.ArrayLike | None = None,
+    sample_weight: npt.ArrayLike | None = None,
+    clusters: npt.ArrayLike | None = None,
+    level: float = 0.95,
+) -> KappaResult:
+    """Cohen's kappa under a sample design, with a jackknife t interval.
+
+    The point value is ``sklearn.metrics.cohen_kappa_score(a, b, labels=labels,
+    weights=weights, sample_weight=sample_weight)``: with design weights (1/inclusion
+    probability) the confusion proportions, and so kappa, estimate the pool's even when the
+    sample was stratified by one rater's (the judge's) verdict. Kappa ``= 1 − O/E`` with ``O =
+    Σ v·p`` and ``E = Σ v·p_row·p_col`` (``v`` the disagreement weights) is not linear in the
+    data, and at 15 tasks its linearised variance runs small (91% coverage in the coverage
+    suite), so the variance is the delete-one-cluster jackknife's (Wolter 2007, §4.5):
+    ``(G − 1)/G · Σ_c (z_(c) − z̄)²`` with ``z = atanh(κ̂)`` and each ``κ̂_(c)`` from the confusion
+    matrix without cluster ``c``; the interval is ``tanh(z ± t_{G−1}·se)``, so it stays inside
+    (−1, 1) and leans the way kappa's sampling distribution does. The design's strata are not
+    used in the variance: when they are the judge's own verdicts (one of kappa's two raters) the
+    stratified jackknife covered 91-93% at 30 tasks in the coverage suite, the unstratified one
+    95-97%, erring wide (98-99%) at 15 tasks.
+
+    Args:
+        a: First rater's (the judge's) category per item.
+        b: Second rater's (the humans') category per item.
+        weights: ``None``, ``"linear"`` or ``"quadratic"``.
+        labels: Categories in order; default the sorted union of observed values.
+        sample_weight: Design weight per item (``None``: equal).
+        clusters: Sampling cluster (task) per item; ``None``: each item its own.
+        level: Confidence level.
+
+    Returns:
+        A :class:`KappaResult`; ``kappa.extra`` holds ``se``, ``df``, ``interval``,
+        ``unreliable`` and ``reason``. Degenerate case: zero expected disagreement gives a
+        ``nan`` kappa with the reason.
+
+    Raises:
+        ValueError: On bad options, unequal lengths, no items or values not in ``labels``.
+    """
+    func = "design_kappa"
+    check_choice(func, "weights", weights, _WEIGHTS)
+    check_level(func, level)
+    x, y, keep = _paired(func, a, b)
+    if x.size == 0:
+        raise ValueError(f"{func}: no items were rated by both raters")
+    cats = _categories(func, x, y, labels)
+    xi, yi = pd.Index(cats).get_indexer(x), pd.Index(cats).get_indexer(y)
+    if (xi < 0).any() or (yi < 0).any():
+        bad = np.r_[x[xi < 0], y[yi < 0]][:3].tolist()
+        raise ValueError(f"{func}: values {bad!r} are not in labels {list(cats)!r}")
+    w = np.ones(x.size) if sample_weight is None else np.asarray(sample_weight, dtype=float)[keep]
+    if w.shape != x.shape or not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
+        raise ValueError(f"{func}: sample_weight must be one non-negative weight per item, with a positive total")
+    k = len(cats)
+    counts = np.bincount(xi * k + yi, minlength=k * k).reshape(k, k)
+    p = np.bincount(xi * k + yi, weights=w, minlength=k * k).reshape(k, k) / w.sum()
+    v = _weight_matrix(k, weights)
+    row, col = p.sum(axis=1), p.sum(axis=0)
+    observed, expected = float((v * p).sum()), float((v * np.outer(row, col)).sum())
+    ids = np.arange(x.size) if clusters is None else np.asarray(clusters)[keep]
+    design = cluster_design(ids, func=func)
+    agree = float(np.trace(p))
+    psi_agree = w / w.sum() * ((xi == yi) - agree)
+    a_var, a_df, g, h = design_variance(psi_agree, design)
+    a_parts = VarianceParts(a_var, a_df, n_clusters=g, n_strata=h)
+    a_lo, a_hi = t_interval(agree, a_parts, level)
+    unit = "items" if clusters is None else "task clusters"
+    strata_text = f" in {h} strata" if h > 1 else ""
+    agreement = Estimate(agree, max(a_lo, 0.0), min(a_hi, 1.0), int(x.size),
+                         f"linearised variance over {g} {unit}{strata_text}, t interval with {a_df:.0f} df",
+                         "proportion", level, {"successes": int(np.trace(counts))})
+    reason: str | None = None
+    if expected <= 1e-12:
+        point, lo, hi, parts = _NAN, _NAN, _NAN, VarianceParts(_NAN, 0.0, n_clusters=g, n_strata=h)
+        used = sorted(set(x.tolist()) | set(y.tolist()))
+        reason = (f"expected disagreement is zero: both raters used only {used!r}, so chance agreement is "
+                  "total and kappa is undefined")
+    else:
+        # 1 − O/E is sklearn's cohen_kappa_score(..., sample_weight=w) (the tests check it).
+        point = 1.0 - observed / expected
+        # The jackknife runs on atanh(κ): kappa is bounded and skewed near its bounds at few
+        # tasks, and the interval is symmetric on that scale (as Fisher's z for a correlation).
+        var, df, g, h = _jackknife_kappa(xi * k + yi, w, design, v)
+        parts = VarianceParts(var, df, n_clusters=g, n_strata=h)
+        z_lo, z_hi = t_interval(float(np.arctanh(np.clip(point, -_Z_CLIP, _Z_CLIP))), parts, level)
+        lo, hi = float(np.tanh(z_lo)), float(np.tanh(z_hi))
+    weighted = sample_weight is not None and not np.allclose(w, w[0])
+    method = (
+        f"Cohen's kappa ({weights or 'unweighted'}{', design-weighted' if weighted else ''}; "
+        f"sklearn.metrics.cohen_kappa_score), jackknife of atanh(kappa) over {g} {unit}{strata_text}, "
+        f"t interval with {parts.df:.0f} df"
+    )
+    se = float(np.sqrt(parts.total)) if np.isfinite(parts.total) else _NAN
+    extra = {"n_dropped": int((~keep).sum()), "n_clusters": g, "reason": reason, "se": se, "df": parts.df,
+             "interval": f"t({parts.df:.0f}), panel", "unreliable": reliability_note(parts)}
+    kappa = Estimate(point, lo, hi, int(x.size), method, "kappa", level, extra)
+    frame = pd.DataFrame(counts, index=pd.Index(cats, name="a"), columns=pd.Index(cats, name="b"))
+    return KappaResult(kappa, agreement, frame, tuple(cats), weights, reason)
+
+
+def _jackknife_kappa(
+    cell: npt.NDArray[np.intp], w: npt.NDArray[np.float64], design: ClusterDesign, v: npt.NDArray[np.float64]
+) -> tuple[float, float, int, int]:
+    """Delete-one-cluster jackknife variance of atanh(kappa) (within strata, if the design has them).
+
+    Returns:
+        ``(variance, df, clusters, strata)``.
+    """
+    k2 = v.size
+    g_all = design.n_clusters
+    per_cluster = np.zeros((g_all, k2))
+    np.add.at(per_cluster, (design.cluster, cell), w)
+    left = (per_cluster.sum(axis=0)[None, :] - per_cluster).reshape(g_all, *v.shape)
+    reps = np.arctanh(np.clip(_kappa_from_confusion(left, v), -_Z_CLIP, _Z_CLIP))
+    strata = design.stratum_of_cluster
+    n_strata = int(strata.max()) + 1 if g_all else 0
+    n_h = np.bincount(strata, minlength=n_strata).astype(float)
+    g, h = g_all, int((n_h > 0).sum())
+    if g < 2 or not np.isfinite(reps).all():
+        return _NAN, 0.0, g, h
+    mean_h = np.bincount(strata, weights=reps, minlength=n_strata) / np.maximum(n_h, 1)
+    lonely = n_h[strata] < 2
+    factor = np.where(lonely, 0.0, (n_h[strata] - 1) / np.maximum(n_h[strata], 1))
+    v_h = np.bincount(strata, weights=factor * (reps - mean_h[strata]) ** 2, minlength=n_strata)
+    variance = float(v_h.sum())
+    usable = n_h >= 2
+    denom = float((v_h[usable] ** 2 / (n_h[usable] - 1)).sum())
+    df_max = float(max(g - h, 1))
+    df = min(df_max, variance**2 / denom) if denom > 0 else df_max
+    return variance, max(df, 1.0), g, h
 
 
 def _paired(func: str, a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, npt.NDArray[np.bool_]]:

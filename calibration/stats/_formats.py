@@ -466,6 +466,8 @@ class FormatDiagnostics:
             figure) over prompts where the reference is not constant; ``extra["pooled"]``.
         top1: Mean exact top-1 agreement under random tie-breaking, bootstrap CI over prompts.
         parse_rate: Share of all judge replies that parsed, Wilson interval.
+        n_scored: Candidates with a parsed score, with or without a reference (what
+            ``distinct_values``, D1, D2 and the tie probability are counted over).
     """
 
     format_name: str
@@ -481,6 +483,7 @@ class FormatDiagnostics:
     somers_d: Estimate
     top1: Estimate
     parse_rate: Estimate
+    n_scored: int = -1
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``nan`` becomes ``None``; estimates become nested dicts)."""
@@ -691,4 +694,5 @@ def format_diagnostics(
         ),
         top1=top1,
         parse_rate=parse_rate,
+        n_scored=k_parsed,
     )

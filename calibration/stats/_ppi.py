@@ -37,7 +37,9 @@ import numpy.typing as npt
 from scipy import stats
 
 from calibration.stats._bootstrap import check_level, finite_vector
+from calibration.stats._raters import RaterScope, rater_part
 from calibration.stats._result import Estimate
+from calibration.stats._variance import VarianceParts, cluster_design, design_variance, reliability_note, t_interval
 
 _NAN = float("nan")
 _PAPER = "arXiv:2311.01453"
@@ -225,3 +227,164 @@ def _ids(func: str, name: str, ids: npt.ArrayLike, n: int) -> np.ndarray:
     if arr.shape != (n,):
         raise ValueError(f"{func}: {name} must hold one cluster id per row ({n}); got {arr.shape}")
     return arr
+
+
+# --------------------------------------------------------------------------------------------
+# Under a sample design: Hajek means, stratified clusters, raters
+# --------------------------------------------------------------------------------------------
+
+
+def design_mean(
+    y: npt.ArrayLike,
+    *,
+    weights: npt.ArrayLike | None = None,
+    clusters: npt.ArrayLike | None = None,
+    strata: npt.ArrayLike | None = None,
+    rater_level: Any = None,
+    interval: RaterScope = "raters",
+    level: float = 0.95,
+    units: str = "proportion",
+) -> Estimate:
+    """Hajek mean ``Σ w·y / Σ w`` of human labels with a design-based t interval.
+
+    Args:
+        y: Human score per labelled answer (a pass fraction after averaging raters).
+        weights: Design weights (1/inclusion probability); ``None`` gives the plain mean.
+        clusters: Sampling cluster (task) per answer; ``None`` makes each answer its own.
+        strata: Design stratum per answer (clusters nested in strata), or ``None``.
+        rater_level: Per-rater labels (``answer`` = row position, ``rater``, ``score``) to
+            generalise over raters; see :mod:`calibration.stats._raters`.
+        interval: ``"raters"`` or ``"panel"``.
+        level: Confidence level.
+        units: Units label (values are not rescaled).
+
+    Returns:
+        An :class:`Estimate` with ``extra`` ``se``, ``df``, ``interval``, ``scope`` and
+        ``unreliable``. Degenerate case: one cluster gives a ``nan`` interval.
+
+    Raises:
+        ValueError: On no labels, missing values, bad weights or clusters spanning strata.
+    """
+    func = "design_mean"
+    check_level(func, level)
+    values = _vector(func, "y", y)
+    if values.size == 0:
+        raise ValueError(f"{func}: no labels")
+    w = _design_weights(func, weights, values.size)
+    total = w.sum()
+    mean = float(w @ values / total)
+    design = cluster_design(np.arange(values.size) if clusters is None else _ids(func, "clusters", clusters,
+                                                                                   values.size), strata, func=func)
+    psi = w * (values - mean) / total
+    var, df, g, h = design_variance(psi, design)
+    r_var, r_df, scope = rater_part(w / total, rater_level, values.size, interval)
+    parts = VarianceParts(var, df, r_var, r_df, g, h)
+    lo, hi = t_interval(mean, parts, level)
+    mean_kind = "design-weighted (Hajek) mean" if not np.allclose(w, w[0]) else "mean"
+    method = (f"{mean_kind} of the human labels; linearised variance over {g} task clusters"
+              f"{f' in {h} strata' if h > 1 else ''}, t interval with {parts.df:.1f} df; raters: {scope}")
+    return Estimate(mean, lo, hi, int(values.size), method, units, level, _fields(parts, scope))
+
+
+def design_ppi_mean(
+    y_labeled: npt.ArrayLike,
+    yhat_labeled: npt.ArrayLike,
+    yhat_pool: npt.ArrayLike,
+    *,
+    weights: npt.ArrayLike | None = None,
+    clusters: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+    strata: npt.ArrayLike | None = None,
+    lam: float | None = 1.0,
+    rater_level: Any = None,
+    interval: RaterScope = "raters",
+    level: float = 0.95,
+    units: str = "proportion",
+) -> Estimate:
+    """Prediction-powered mean under a sample design: ``λ·mean(f̃_pool) + Hajek mean(Y − λf)``.
+
+    The judge's verdicts on the **whole pool** (labelled answers included) give the first term;
+    the design-weighted mean of the humans' correction on the labelled sample the second. Unlike
+    :func:`ppi_mean` (labelled versus unlabelled answers) this stays unbiased when the labels
+    were drawn with unequal probabilities, e.g. stratified by the judge's verdict (a difference
+    estimator; Särndal, Swensson & Wretman 1992, §6.3).
+
+    Variance: the pool term's from the pool's task clusters, the correction's from the sample's
+    stratified clusters (and the raters, with ``interval="raters"``), and their covariance from
+    the tasks in both; t interval with Satterthwaite's df.
+
+    Args:
+        y_labeled: Human score per labelled answer.
+        yhat_labeled: Judge verdict per labelled answer.
+        yhat_pool: Judge verdict per pool answer (every judged answer, labelled ones included).
+        weights: Design weights of the labelled answers (``None``: equal).
+        clusters: ``(labelled task ids, pool task ids)``; ``None``: every answer its own task.
+        strata: Design stratum per labelled answer, or ``None``.
+        lam: The power-tuning factor: 1 for plain PPI, 0 for the human-only mean, ``None`` for
+            the variance-minimising value of the unweighted case (:func:`ppi_mean`), clipped to
+            [0, 1].
+        rater_level: Per-rater labels (``answer`` = labelled row position, ``rater``, ``score``).
+        interval: ``"raters"`` or ``"panel"``.
+        level: Confidence level.
+        units: Units label.
+
+    Returns:
+        An :class:`Estimate` (``n`` = labelled answers) with ``extra`` ``lam``, ``n_pool``,
+        ``se``, ``df``, ``interval``, ``scope`` and ``unreliable``.
+
+    Raises:
+        ValueError: On empty or mismatched inputs, missing values or bad options.
+    """
+    func = "design_ppi_mean"
+    check_level(func, level)
+    y = _vector(func, "y_labeled", y_labeled)
+    f = _vector(func, "yhat_labeled", yhat_labeled)
+    fp = _vector(func, "yhat_pool", yhat_pool)
+    if y.size == 0 or fp.size == 0 or f.shape != y.shape:
+        raise ValueError(f"{func}: need labelled answers with one judge verdict each and a non-empty pool")
+    w = _design_weights(func, weights, y.size)
+    lam_used = _tuned_lambda(y, f, fp)[0] if lam is None else float(lam)
+    rect = y - lam_used * f
+    total = w.sum()
+    rect_mean = float(w @ rect / total)
+    estimate = float(lam_used * fp.mean() + rect_mean)
+    ids_l, ids_p = (np.arange(y.size), np.arange(y.size, y.size + fp.size)) if clusters is None else (
+        _ids(func, "clusters[0]", clusters[0], y.size), _ids(func, "clusters[1]", clusters[1], fp.size))
+    psi_rect = w * (rect - rect_mean) / total
+    v_rect, df_rect, g, h = design_variance(psi_rect, cluster_design(ids_l, strata, func=func))
+    psi_pool = lam_used * (fp - fp.mean()) / fp.size
+    v_pool, _, _, _ = design_variance(psi_pool, cluster_design(ids_p, func=func))
+    v_pool = 0.0 if not np.isfinite(v_pool) else v_pool
+    # Covariance through the tasks that are in the sample and the pool.
+    all_ids, codes = np.unique(np.r_[ids_l.astype(str), ids_p.astype(str)], return_inverse=True)
+    z_rect = np.bincount(codes[: y.size], weights=psi_rect, minlength=all_ids.size)
+    z_pool = np.bincount(codes[y.size:], weights=psi_pool, minlength=all_ids.size)
+    cov = float((z_rect * z_pool).sum())
+    r_var, r_df, scope = rater_part(w / total, rater_level, y.size, interval)
+    design_var = max(v_rect + v_pool + 2 * cov, v_rect)
+    parts = VarianceParts(design_var, df_rect, r_var, r_df, g, h)
+    lo, hi = t_interval(estimate, parts, level)
+    weighted = not np.allclose(w, w[0])
+    name = f"PPI++ mean (power-tuned λ={lam_used:.2g}, {_PAPER})" if lam is None else f"PPI mean (λ={lam_used:.2g})"
+    method = (
+        f"{name}: judge pass rate on the whole pool + "
+        f"{'design-weighted (Hajek) ' if weighted else ''}mean of human − λ·judge on the labels; "
+        f"linearised variance over {g} labelled task clusters{f' in {h} strata' if h > 1 else ''} and the "
+        f"pool, t interval with {parts.df:.1f} df; raters: {scope}"
+    )
+    extra = {"lam": lam_used, "n_pool": int(fp.size), **_fields(parts, scope)}
+    return Estimate(estimate, lo, hi, int(y.size), method, units, level, extra)
+
+
+def _design_weights(func: str, weights: npt.ArrayLike | None, n: int) -> npt.NDArray[np.float64]:
+    if weights is None:
+        return np.ones(n)
+    w = _vector(func, "weights", weights)
+    if w.shape != (n,) or (w < 0).any() or not w.sum() > 0:
+        raise ValueError(f"{func}: weights must be {n} non-negative numbers with a positive sum")
+    return w
+
+
+def _fields(parts: VarianceParts, scope: str) -> dict[str, Any]:
+    short = f"t({parts.df:.0f}), {'raters' if scope.startswith('raters') else 'panel'}"
+    se = math.sqrt(parts.total) if math.isfinite(parts.total) else _NAN
+    return {"se": se, "df": parts.df, "interval": short, "scope": scope, "unreliable": reliability_note(parts)}

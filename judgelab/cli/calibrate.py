@@ -62,6 +62,9 @@ def _run_option(func: F) -> F:
 @click.option("--png", type=click.Path(dir_okay=False), default=None, help="Also write the charts as PNG.")
 @json_option
 @_human_rule_option
+@click.option("--interval", type=click.Choice(["raters", "panel"]), default="raters", show_default=True,
+              help="Which raters the residual, gap and PPI intervals speak for: raters like these (the "
+                   "spread of their leniency included) or this panel only.")
 @_seed_option
 @_resamples_option
 def calibrate_command(
@@ -72,6 +75,7 @@ def calibrate_command(
     png: str | None,
     as_json: bool,
     human_rule: str,
+    interval: str,
     seed: int,
     resamples: int,
 ) -> None:
@@ -84,7 +88,7 @@ def calibrate_command(
     """
     report = calibrate(
         Store(db), run_id, compare_run=compare_run, human_rule=human_rule,  # type: ignore[arg-type]
-        seed=seed, n_resamples=resamples,
+        seed=seed, n_resamples=resamples, interval=interval,  # type: ignore[arg-type]
     )
     json_path = Path(out).with_suffix(".json") if as_json else None
     written = write_report(report, out, png=png, json_path=json_path)
@@ -97,16 +101,22 @@ def calibrate_command(
     click.echo(f"Calibration report for judge run {report.run_id} ({report.judge_model}, family "
                f"{report.judge_family or 'not recorded'})")
     click.echo(f"  human score: rule {report.human_rule}; {report.labels.n_adjudicated} answer(s) adjudicated")
+    click.echo(f"  intervals: {_scope_line(report.interval)}")
     for scale, section in report.residuals.items():
         digits = 1 if scale == "pass" else 2
-        for fam, est in section.families.items():
-            click.echo(f"  residual [{scale}] {fam}: {estimate(est, digits)}")
-        if section.gap is not None:
-            bound = "  (upper bound)" if section.gap.upper_bound else ""
-            click.echo(f"  self-preference gap [{scale}]: {estimate(section.gap, digits)}{bound}")
+        for fam, r in section.families.items():
+            click.echo(f"  residual [{scale}] {fam}: {estimate(r, digits)} [{_how(r.interval, r.unreliable)}]")
+        g = section.gap
+        if g is not None:
+            bound = "  (upper bound)" if g.upper_bound else ""
+            click.echo(f"  self-preference gap [{scale}]: {estimate(g, digits)} [{_how(g.interval, g.unreliable)}]"
+                       f"{bound}")
     for k in report.kappas:
         if k.scope == "all":
-            click.echo(f"  kappa {k.what} ({k.result.weights or 'unweighted'}): {estimate(k.result.kappa, 3)}")
+            x = k.result.kappa.extra
+            click.echo(f"  kappa {k.what} ({k.result.weights or 'unweighted'}; humans' majority, a tie goes to the "
+                       f"lower category, {k.ties_to_lower} tied): {estimate(k.result.kappa, 3)} "
+                       f"[{_how(str(x.get('interval', '')), x.get('unreliable'))}]")
     if report.probes.comparison is not None:
         click.echo(f"  rubric change: {report.probes.comparison.verdict}")
     for note in report.notes:
@@ -114,6 +124,18 @@ def calibrate_command(
             click.echo(f"  note: {note}")
     for path in written:
         click.echo(f"wrote {path}")
+
+
+def _scope_line(interval: str) -> str:
+    if interval == "raters":
+        return ("residuals, gap and PPI speak for raters like these (another panel from the same population); "
+                "kappa for this panel; --interval panel for this panel only")
+    return "this panel of raters only (--interval raters to include the spread of raters' leniency)"
+
+
+def _how(short: str, unreliable: str | None) -> str:
+    """The interval method for a summary line, and the warning when it is not to be trusted."""
+    return f"{short}; UNRELIABLE: {unreliable}" if unreliable else short
 
 
 @click.command("formats")
@@ -155,7 +177,8 @@ def formats_command(
         d = row.diagnostics
         click.echo("")
         click.echo(f"{row.format} ({row.kind}; score: {row.score_rule})")
-        click.echo(f"  scored candidates {d.n} on {d.n_prompts} prompts; distinct values {d.distinct_values}; "
+        click.echo(f"  scored candidates {d.n_scored} ({d.n} with a reference, on {d.n_prompts} prompts); "
+                   f"distinct values {d.distinct_values}; "
                    f"D1 {num(d.d1)}; D2 {num(d.d2)}; tie probability {num(d.tie_probability, 3)}; "
                    f"top score tied on {pct(d.top_tied_share, 0)} of prompts")
         click.echo(f"  against {row.reference}:")

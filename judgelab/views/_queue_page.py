@@ -1,24 +1,36 @@
 """What the rater queue pages (Rate, Compare, Padding audit) share.
 
-The header (the last save's toast, the progress bar, the finished screen), the saved /
-error flash, skipping, and the Back / Skip-or-Forward / Submit row. Not a page itself:
-``app.py`` lists pages by name and this file is not one of them.
+The header (the last save's toast, the progress bar, the finished screen), and the one
+handler of the rating form's actions (:mod:`judgelab.views._form`): Back, Skip, Forward
+and Submit. Not a page itself: ``app.py`` lists pages by name and this file is not one.
 
-Blinding: nothing here keys a widget on anything but its label; navigation carries only
-the assignment id (a sequence number) of a queue position.
+Each page draws its item inside an ``st.fragment``, so a submit reruns the rating area
+only. The handler runs as the form's callback, which Streamlit calls *before* the
+fragment (or the page) runs again; so it checks the invite token itself, first, and a
+revoked rater's submit writes nothing (:func:`judgelab.session.check_access`).
+
+Blinding: navigation carries only the assignment id (a sequence number) of a queue
+position, and the form only the opaque item id.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import streamlit as st
 
+from judgelab.session import check_access, refuse
+from judgelab.views._form import Action, FormData, pending_action, rating_form
 from labeler.blinding import inert_markdown
-from labeler.errors import JudgelabError
+from labeler.errors import AccessError, JudgelabError
 from labeler.queue import KEYS, Kind, QueueItem, previous_index
 from labeler.store import Store
+
+#: What a write returns: the id of the rater's current label after it (the same id as
+#: before when nothing changed).
+Write = Callable[[Action], int]
 
 
 @dataclass(frozen=True)
@@ -32,7 +44,7 @@ class QueuePage:
         queue: The rater's items of this kind in queue order (not empty).
         at: Session key of the assignment the rater went back to (``None``: resume).
         flash: Session key of the message the next run toasts; ``flash + ":error"``
-            holds the error it shows above the buttons.
+            holds the refusal the form shows at its Submit button.
     """
 
     store: Store
@@ -42,12 +54,19 @@ class QueuePage:
     at: str
     flash: str
 
+    @property
+    def form_key(self) -> str:
+        """The rating form's widget key on this page."""
+        return f"{self.at}:form"
+
     def go_to(self, i: int | None) -> None:
         """Open queue position ``i`` (``None``: the resume position)."""
         st.session_state[self.at] = None if i is None else self.queue[i].assignment_id
 
-    def header(self, index: int | None, finished: str, *, back_help: str | None = None) -> int:
-        """Toast the last save and show progress.
+    def header(
+        self, index: int | None, finished: str, *, back_help: str | None = None, where: str = ""
+    ) -> int:
+        """Toast the last save and show progress (followed by ``where``: which item this is).
 
         On the finished screen (``index`` is ``None``) say ``finished``, offer Back to the last
         item, and stop the page.
@@ -56,9 +75,10 @@ class QueuePage:
             ``index``, when there is an item to show.
         """
         if self.flash in st.session_state:
-            st.toast(st.session_state.pop(self.flash), icon=":material/check:")
+            st.toast(st.session_state.pop(self.flash))
         done = sum(1 for item in self.queue if item.done)
-        st.progress(done / len(self.queue), text=f"**{done} of {len(self.queue)}** done")
+        at = f" · {where.format(position=self.queue[index].position)}" if where and index is not None else ""
+        st.progress(done / len(self.queue), text=f"**{done} of {len(self.queue)}** done{at}")
         if index is None:
             st.success(finished)
             st.button(
@@ -68,57 +88,60 @@ class QueuePage:
             st.stop()
         return index
 
-    def fail(self, message: str) -> None:
-        """Show ``message`` as an error above the buttons on the next run."""
-        st.session_state[self.flash + ":error"] = message
+    def form(self, index: int, data: FormData, write: Write, *, saved: str, changed: str) -> None:
+        """Draw the rating form for queue position ``index``; its actions go to :meth:`act`."""
+        error = st.session_state.pop(self.flash + ":error", "")
+        rev = int(st.session_state.get(self.flash + ":rev", 0))
+        filled = FormData(**{**data.__dict__, "error": error, "rev": rev})
+        rating_form(filled, key=self.form_key,
+                    on_action=partial(self.act, index, data.item, write, saved, changed))
 
-    def save(self, write: Callable[[], object], message: str) -> None:
-        """Run the store write ``write``.
+    def act(self, index: int, item_key: str, write: Write, saved: str, changed: str) -> None:
+        """Handle the form's action for queue position ``index`` (the form's callback).
 
-        On success toast ``message`` and go to the resume position, on a :class:`JudgelabError` show
-        it and stay.
+        The token is checked before anything else; an action drawn for another item (a
+        stale page) is ignored.
         """
-        try:
-            write()
-        except JudgelabError as exc:
-            self.fail(str(exc))
+        st.session_state[self.flash + ":rev"] = int(st.session_state.get(self.flash + ":rev", 0)) + 1
+        action = pending_action(self.form_key)
+        if action is None:
             return
+        try:
+            check_access()
+        except AccessError:
+            refuse(not_saved=action.do == "submit")
+            return
+        if action.item != item_key:
+            return
+        item = self.queue[index]
+        if action.do == "back":
+            self.go_to(previous_index(self.queue, index))
+        elif action.do == "forward":
+            self.go_to(index + 1 if index + 1 < len(self.queue) else None)
+        elif action.do == "skip":
+            self.store.skip_item(self.rater_id, item.assignment_id, self.kind)
+            st.session_state[self.at] = None
+        else:
+            self.save(item, action, write, saved=saved, changed=changed)
+
+    def save(self, item: QueueItem, action: Action, write: Write, *, saved: str, changed: str) -> None:
+        """Store the action's values; toast what happened and go on, or show the refusal and stay."""
+        try:
+            label_id = write(action)
+        except AccessError:  # revoked since the check above: the write refused it
+            refuse(not_saved=True)
+            return
+        except JudgelabError as exc:
+            st.session_state[self.flash + ":error"] = str(exc)
+            return
+        if item.done_id is None:
+            message = saved
+        elif label_id == item.done_id:
+            message = "Nothing changed: your label is kept as it was."
+        else:
+            message = changed
         st.session_state[self.flash] = message
         st.session_state[self.at] = None
-
-    def skip(self, assignment_id: int) -> None:
-        """Skip the item (it comes back at the end) and go to the resume position."""
-        self.store.skip_item(self.rater_id, assignment_id, self.kind)
-        st.session_state[self.at] = None
-
-    def buttons(self, index: int, *, editing: bool, submit: Callable[[], None]) -> None:
-        """The pending error, then the navigation buttons with their shortcuts.
-
-        Back, Skip (Forward when ``editing`` a done item) and Submit, with the
-        :data:`~labeler.queue.KEYS` shortcuts.
-        """
-        if self.flash + ":error" in st.session_state:
-            st.error(st.session_state.pop(self.flash + ":error"))
-        back_col, skip_col, submit_col = st.columns([1, 1, 2])
-        back_to = previous_index(self.queue, index)
-        back_col.button(
-            "Back", shortcut=KEYS["back"], on_click=self.go_to, args=(back_to,),
-            disabled=back_to is None, width="stretch",
-        )
-        if editing:
-            # Came back to a done item: move on without changing it.
-            skip_col.button(
-                "Forward", shortcut=KEYS["forward"], on_click=self.go_to,
-                args=(index + 1 if index + 1 < len(self.queue) else None,), width="stretch",
-            )
-        else:
-            skip_col.button(
-                "Skip", shortcut=KEYS["skip"], on_click=self.skip,
-                args=(self.queue[index].assignment_id,), width="stretch",
-            )
-        submit_col.button(
-            "Submit", type="primary", shortcut=KEYS["submit"], on_click=submit, width="stretch"
-        )
 
 
 def text_box(text: str) -> None:
@@ -134,7 +157,16 @@ def text_box(text: str) -> None:
 
 def side_by_side(left: tuple[str, str], right: tuple[str, str]) -> None:
     """Two texts side by side, each given as ``(heading, markdown)`` (see :func:`text_box`)."""
-    for col, (heading, text) in zip(st.columns(2, gap="large"), (left, right), strict=True):
+    for col, (heading, text) in zip(st.columns(2, gap="medium"), (left, right), strict=True):
         with col:
-            st.subheader(heading)
+            st.markdown(f"**{heading}**")
             text_box(text)
+
+
+def keys_help(choice: str, *, editing: bool) -> str:
+    """The shortcut line under the form."""
+    return (
+        f"Keys: {choice} · Ctrl+Enter submit · B back · "
+        + ("F forward" if editing else "S skip")
+        + " · Esc leaves a text box. Letters and digits type normally in a text box."
+    )

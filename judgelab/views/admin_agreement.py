@@ -87,9 +87,14 @@ if report.kappas.empty:
     st.caption("Needs two raters with labels.")
 else:
     st.caption(report.kappa_basis)
-    st.dataframe(_without_empty_reasons(report.kappas), hide_index=True,
-                 column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                for c in ("kappa", "ci_low", "ci_high", "percent_agreement")})
+    kappas = _without_empty_reasons(report.kappas)
+    # A share of items, shown as a percentage (20%, not 0.200).
+    kappas = kappas.assign(percent_agreement=100 * kappas["percent_agreement"])
+    st.dataframe(kappas, hide_index=True,
+                 column_config={**{c: st.column_config.NumberColumn(format="%.3f")
+                                   for c in ("kappa", "ci_low", "ci_high")},
+                                "percent_agreement": st.column_config.NumberColumn(
+                                    "agreement", format="%.0f%%")})
 
 st.subheader("Leniency")
 st.caption(

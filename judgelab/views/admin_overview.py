@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import streamlit as st
 
 from judgelab.admin import overview
 from judgelab.session import current_store, require_admin
+from labeler.timing import IDLE_CAP_SECONDS, rater_times
 
 require_admin()
 store = current_store()
@@ -34,21 +36,43 @@ hours_col.metric(
 )
 hours_col.caption("remaining items × median seconds per label")
 
+#: Human headers for the per-rater table, in order (other columns are left out).
+HEADERS = {
+    "rater": "Rater", "active": "Active", "assigned": "Assigned", "done": "Done",
+    "remaining": "Remaining", "share_done": "Share done", "done_score": "Rated",
+    "done_pair": "Compared", "done_audit": "Audited", "labels": "Labels",
+    "median_seconds": "Median active s", "share_above_cap": f"Over {IDLE_CAP_SECONDS} s",
+}
+
 st.subheader("Progress per rater")
 if view.per_rater.empty:
     st.caption("No rater has assignments yet.")
 else:
+    times = rater_times(store.label_seconds())
+    table = view.per_rater.merge(times, on="rater_id", how="left")
+    table = table[[c for c in HEADERS if c in table.columns]]
+    # A rater without timed labels has no median: a dash, not "None".
+    table["median_seconds"] = table["median_seconds"].map(lambda v: "—" if pd.isna(v) else f"{v:.0f}")
+    table["share_above_cap"] = table["share_above_cap"].map(lambda v: "—" if pd.isna(v) else f"{v:.0%}")
     st.dataframe(
-        view.per_rater.drop(columns=["rater_id"]),
+        table,
         hide_index=True,
+        width="stretch",
         column_config={
+            **{c: st.column_config.NumberColumn(h) for c, h in HEADERS.items()},
             "rater": st.column_config.TextColumn("Rater"),
-            "simulated": st.column_config.CheckboxColumn("Simulated"),
             "active": st.column_config.CheckboxColumn("Active"),
             "share_done": st.column_config.ProgressColumn(
-                "share done", format="percent", min_value=0.0, max_value=1.0
+                "Share done", format="percent", min_value=0.0, max_value=1.0
             ),
+            "median_seconds": st.column_config.TextColumn("Median active s"),
+            "share_above_cap": st.column_config.TextColumn(f"Over {IDLE_CAP_SECONDS} s"),
         },
+    )
+    st.caption(
+        "Active seconds: the time an item was on the rater's screen before the submit, without a "
+        f"hidden tab or idle stretches beyond {IDLE_CAP_SECONDS} s. \"Over {IDLE_CAP_SECONDS} s\" is the "
+        "share of a rater's timed labels that took longer than that."
     )
 
 st.subheader("Labels per answer")

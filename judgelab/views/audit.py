@@ -2,7 +2,8 @@
 
 The padding probe reads a judge's score gap between an answer and its padded rewrite
 as verbosity bias, which is valid only if the rewrite adds nothing. This page asks a
-person to confirm that, one original/rewrite pair at a time.
+person to confirm that, one original/rewrite pair at a time, with the shared
+browser-side rating form (:mod:`judgelab.views._form`) drawn in a fragment.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import math
 import streamlit as st
 
 from judgelab.session import current_rater, current_store
-from judgelab.views._queue_page import QueuePage, side_by_side, text_box
+from judgelab.views._form import Action, FormData, Option
+from judgelab.views._queue_page import QueuePage, keys_help, side_by_side, text_box
+from labeler.errors import InputError
 from labeler.store import AuditView
 
 AT = "audit_at"
@@ -22,68 +25,53 @@ QUESTION = (
     "could act on?"
 )
 
-rater = current_rater()
-store = current_store()
-
+current_rater()
 st.title("Padding audit")
 
-screen = store.screen(rater.rater_id, "audit", st.session_state.get(AT))
-queue, index = screen.queue, screen.index
-if not queue:
-    st.info("No padding audits are assigned to you.")
-    st.stop()
 
-page = QueuePage(store, rater.rater_id, "audit", queue, AT, FLASH)
-index = page.header(index, f"All {len(queue)} audits are done. Thank you!")
-
-item = queue[index]
-assert isinstance(screen.view, AuditView)
-view: AuditView = screen.view
-prefix = f"audit:{item.item_id}:{item.item_b_id}:{view.current_id or 'new'}:"
-K_ADDS, K_NOTE = prefix + "adds", prefix + "note"
-if K_ADDS not in st.session_state:
-    st.session_state[K_ADDS] = view.current_adds_content
-    st.session_state[K_NOTE] = view.current_note
-
-
-def pick(adds: bool) -> None:
-    """Remember the rater's yes/no answer."""
-    st.session_state[K_ADDS] = adds
-
-
-def submit() -> None:
-    """Store the audit, or say what is missing."""
-    if st.session_state[K_ADDS] is None:
-        page.fail("Answer yes or no first (keys Y / N).")
+@st.fragment
+def audit_area() -> None:
+    """The progress, the two texts and the form; a submit reruns only this."""
+    rater = current_rater()
+    store = current_store()
+    screen = store.screen(rater.rater_id, "audit", st.session_state.get(AT))
+    queue = screen.queue
+    if not queue:
+        st.info("No padding audits are assigned to you.")
         return
-    page.save(
-        lambda: store.add_audit(
-            rater.rater_id, item.assignment_id, bool(st.session_state[K_ADDS]),
-            note=st.session_state[K_NOTE],
-        ),
-        "Audit changed" if view.current_id else "Audit saved",
+    page = QueuePage(store, rater.rater_id, "audit", queue, AT, FLASH)
+    index = page.header(screen.index, f"All {len(queue)} audits are done. Thank you!",
+                        where=f"Audit {{position}} of {len(queue)}")
+    item = queue[index]
+    assert isinstance(screen.view, AuditView)
+    view: AuditView = screen.view
+    ratio = "—" if math.isinf(view.length_ratio) else f"{view.length_ratio:.2f}×"
+    st.caption(f"The rewrite is {ratio} the original's length in words.")
+    text_box(view.prompt)
+    side_by_side(("Original", view.original_text), ("Rewrite", view.rewrite_text))
+    st.subheader(QUESTION)
+
+    def write(action: Action) -> int:
+        if action.choice is None:
+            raise InputError("no answer is chosen", fix="answer yes or no first (keys Y / N).")
+        return store.add_audit(rater.rater_id, item.assignment_id, bool(action.choice),
+                               note=action.comment, seconds=action.seconds)
+
+    data = FormData(
+        item=f"{item.item_id}:{item.item_b_id}:{view.current_id or 'new'}",
+        title="Audit",
+        choice_label="Your answer",
+        options=[Option(value=True, label="Yes, it adds something", key="y"),
+                 Option(value=False, label="No, nothing new", key="n")],
+        choice=view.current_adds_content,
+        missing="Answer yes or no first (keys Y / N).",
+        comment_label="Note: what does it add? (optional)",
+        comment=view.current_note,
+        keys_help=keys_help("Y / N answer · C note", editing=view.current_id is not None),
+        editing=view.current_id is not None,
+        can_back=index > 0,
     )
+    page.form(index, data, write, saved="Audit saved", changed="Audit changed")
 
 
-st.caption(f"Audit {item.position} of {len(queue)}")
-text_box(view.prompt)
-ratio = "—" if math.isinf(view.length_ratio) else f"{view.length_ratio:.2f}×"
-st.metric("Length of the rewrite (words, against the original)", ratio)
-side_by_side(("Original", view.original_text), ("Rewrite", view.rewrite_text))
-
-st.subheader(QUESTION)
-yes_col, no_col = st.columns(2)
-yes_col.button(
-    "Yes, it adds something", key=prefix + "yes", shortcut="Y", on_click=pick, args=(True,),
-    type="primary" if st.session_state[K_ADDS] is True else "secondary", width="stretch",
-)
-no_col.button(
-    "No, nothing new", key=prefix + "no", shortcut="N", on_click=pick, args=(False,),
-    type="primary" if st.session_state[K_ADDS] is False else "secondary", width="stretch",
-)
-st.text_area("Note: what does it add? (optional)", key=K_NOTE, height=70)
-page.buttons(index, editing=bool(view.current_id), submit=submit)
-st.caption(
-    "Keys: **Y** / **N** answer · **Ctrl+Enter** submit · **S** skip · **B** back · "
-    "**F** forward after going back."
-)
+audit_area()

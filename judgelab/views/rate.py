@@ -1,44 +1,49 @@
 """Rate: one answer at a time against the rubric, blind, from the keyboard.
 
-Thin page: the queue, views and writes are :class:`~labeler.store.Store` methods and
-the form rules are :mod:`labeler.queue` functions; the header and the Back / Skip /
-Submit row are shared with the other queue pages (:mod:`judgelab.views._queue_page`).
-Widget keys carry the item's opaque ``item_id`` (never an answer id) and the id of the
-label being edited, so going back to an item starts from that label's values.
+Thin page: the queue, views and writes are :class:`~labeler.store.Store` methods; the
+rating form lives in the browser (:mod:`judgelab.views._form`: score keys need no round
+trip to the server) and its actions are handled by :mod:`judgelab.views._queue_page`.
+The item is drawn in a fragment, so a submit reruns the rating area only.
+
+At 1366x768 the answer scrolls in its own box on the left, and the form (overall score,
+criteria with their descriptions, the rubric's score levels, comment, flag and the
+buttons) fits beside it without scrolling the page.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from judgelab.session import current_rater, current_store
-from judgelab.views._queue_page import QueuePage, text_box
-from labeler.queue import choice_keys, criteria_after_overall, format_score, scale_choices
-from labeler.store import ScoreView
+from judgelab.session import current_rater, current_store, show_error
+from judgelab.views._form import Action, FormData, rubric_levels, score_options
+from judgelab.views._queue_page import QueuePage, keys_help, text_box
+from labeler.errors import JudgelabError
+from labeler.queue import choice_keys, scale_choices
+from labeler.store import ScoreView, Screen, Store
 
 AT = "rate_at"  # assignment the rater went back to (None: resume position)
 FLASH = "rate_flash"
+#: Height of the task-and-answer box: the page itself never needs to scroll at 1366x768.
+TEXT_HEIGHT = 560
 
-rater = current_rater()
-store = current_store()
-
+current_rater()
 st.title("Rate")
 
-screen = store.screen(rater.rater_id, "score", st.session_state.get(AT))
-# Pull mode (project setting claim_k): when nothing is left, hand this rater one more
-# answer that still needs raters, unless they went back to look at an earlier one.
-claim_k = store.setting("project", "claim_k") if screen.index is None else None
-if (
-    claim_k
-    and st.session_state.get(AT) is None
-    and store.claim_next(rater.rater_id, int(claim_k)) is not None
-):
-    screen = store.screen(rater.rater_id, "score", None)
-queue, index = screen.queue, screen.index
-if not queue:
+
+def _screen(store: Store, rater_id: int) -> Screen:
+    """The rater's screen; in pull mode (project setting ``claim_k``) one more answer when done."""
+    at = st.session_state.get(AT)
+    screen = store.screen(rater_id, "score", at)
+    claim_k = store.setting("project", "claim_k") if screen.index is None and at is None else None
+    if claim_k and store.claim_next(rater_id, int(claim_k)) is not None:
+        screen = store.screen(rater_id, "score", None)
+    return screen
+
+
+def _nothing_assigned(store: Store, rater_id: int) -> None:
     others = {
-        "Compare": store.progress(rater.rater_id, "pair"),
-        "Padding audit": store.progress(rater.rater_id, "audit"),
+        "Compare": store.progress(rater_id, "pair"),
+        "Padding audit": store.progress(rater_id, "audit"),
     }
     waiting = [f"**{page}** ({p.total - p.done} to do)" for page, p in others.items()
                if p.total > p.done]
@@ -47,146 +52,101 @@ if not queue:
         + (f" You have work on {' and '.join(waiting)}: pick it in the menu." if waiting else
            " Your admin will let you know when there is.")
     )
-    st.stop()
-
-page = QueuePage(store, rater.rater_id, "score", queue, AT, FLASH)
-index = page.header(
-    index, f"All {len(queue)} answers are rated. Thank you!",
-    back_help="Go to your last answer to change its label.",
-)
-
-item = queue[index]
-assert isinstance(screen.view, ScoreView)
-view: ScoreView = screen.view
-rubric = view.rubric
-prefix = f"rate:{item.item_id}:{view.current.label_id if view.current else 'new'}:"
-K_OVERALL, K_TOUCHED, K_COMMENT, K_FLAG, K_REASON = (
-    prefix + "overall", prefix + "touched", prefix + "comment", prefix + "flag", prefix + "reason"
-)
 
 
-def crit_key(criterion_id: str) -> str:
-    """The session-state key of one criterion's score."""
-    return f"{prefix}crit:{criterion_id}"
-
-
-# Start the form from the current label when the rater came back to edit it.
-if K_OVERALL not in st.session_state:
+def _form_data(view: ScoreView, index: int) -> FormData:
+    rubric = view.rubric
+    choices = scale_choices(rubric.scale)
+    keys = choice_keys(choices)
+    options = score_options(choices, keys)
     cur = view.current
-    st.session_state[K_OVERALL] = cur.overall if cur else None
-    st.session_state[K_TOUCHED] = set(cur.criteria) if cur else set()
-    st.session_state[K_COMMENT] = cur.comment if cur else ""
-    st.session_state[K_FLAG] = bool(cur and cur.flag_reason)
-    st.session_state[K_REASON] = (cur.flag_reason or "") if cur else ""
-    for c in rubric.criteria:
-        st.session_state[crit_key(c.criterion_id)] = cur.criteria.get(c.criterion_id) if cur else None
-
-
-def pick_overall(value: float) -> None:
-    """Set the overall score; untouched criteria follow it."""
-    st.session_state[K_OVERALL] = value
-    current = {c.criterion_id: st.session_state.get(crit_key(c.criterion_id)) for c in rubric.criteria}
-    for cid, score in criteria_after_overall(value, current, st.session_state[K_TOUCHED]).items():
-        st.session_state[crit_key(cid)] = score
-
-
-def touch(criterion_id: str) -> None:
-    """Mark a criterion as set by hand, so the overall score no longer moves it."""
-    st.session_state[K_TOUCHED] = {*st.session_state[K_TOUCHED], criterion_id}
-
-
-def submit() -> None:
-    """Store the label, or say what is missing."""
-    flagged = bool(st.session_state[K_FLAG])
-    criteria = {
-        c.criterion_id: st.session_state.get(crit_key(c.criterion_id)) for c in rubric.criteria
-    }
-    page.save(
-        lambda: store.add_label(
-            rater.rater_id,
-            item.assignment_id,
-            overall=st.session_state[K_OVERALL],
-            criteria={k: float(v) for k, v in criteria.items() if v is not None},
-            comment=st.session_state[K_COMMENT],
-            flag_reason=st.session_state[K_REASON] if flagged else None,
-        ),
-        "Label changed" if view.current else "Label saved",
+    _, levels = rubric_levels(rubric)
+    return FormData(
+        item=f"{view.item.item_id}:{cur.label_id if cur else 'new'}",
+        title="Rating",
+        choice_label="Overall score",
+        options=options,
+        choice=cur.overall if cur else None,
+        missing=f"Give an overall score first (keys {keys[0]}–{keys[-1]}), or flag the item.",
+        comment_label="Comment (optional)",
+        comment=cur.comment if cur else "",
+        keys_help=keys_help(f"{keys[0]}–{keys[-1]} overall (untouched criteria follow) · "
+                            "↓ then digits or ←/→ criteria · U flag · C comment", editing=cur is not None),
+        editing=cur is not None,
+        can_back=index > 0,
+        criteria=[(c.criterion_id, c.name, c.description, cur.criteria.get(c.criterion_id) if cur else None)
+                  for c in rubric.criteria],
+        criterion_options=score_options(choices, keys),
+        follow=True,
+        levels_title=f"{rubric.name}: score levels" if levels else "",
+        levels=levels,
+        pass_rule=f"{rubric.scale_text()} Pass rule: {rubric.pass_rule}",
+        verdict={"binary": rubric.scale == "binary", "threshold": _threshold(view)},
+        flag=True,
+        flagged=bool(cur and cur.flag_reason),
+        reason=(cur.flag_reason or "") if cur else "",
     )
 
 
-st.caption(
-    f"Answer {item.position} of {len(queue)}"
-    + (" · you rated this one; submitting again replaces your label" if view.current else "")
-    + (" · skipped before" if item.skipped else "")
-)
+def _threshold(view: ScoreView) -> float:
+    """The lowest overall score that passes (the form shows the verdict as the rater picks)."""
+    choices = scale_choices(view.rubric.scale)
+    passing = [c for c in choices if view.rubric.passes(c)]
+    return min(passing) if passing else max(choices) + 1
 
-left, right = st.columns([5, 4], gap="large")
-with left:
-    st.subheader("Task")
-    text_box(view.prompt)
-    st.subheader("Answer")
-    text_box(view.text)
-    if view.masked:
-        st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
-    with st.expander("Rubric", expanded=True):
-        st.markdown(f"**{rubric.name}** (v{rubric.version})")
-        if rubric.instructions:
-            st.markdown(rubric.instructions)
-        st.markdown("\n".join(f"- **{c.name}**: {c.description}" for c in rubric.criteria))
-        st.markdown(f"{rubric.scale_text()}  \nPass rule: {rubric.pass_rule}")
 
-choices = scale_choices(rubric.scale)
-keys = choice_keys(choices)
-with right:
-    st.subheader("Overall")
-    cols = st.columns(len(choices))
-    for col, value, key in zip(cols, choices, keys, strict=True):
-        col.button(
-            format_score(value),
-            key=f"{prefix}pick:{key}",
-            shortcut=key,
-            type="primary" if st.session_state[K_OVERALL] == value else "secondary",
-            on_click=pick_overall,
-            args=(value,),
-            width="stretch",
-        )
-    if rubric.scale == "numeric100":
-        typed = st.number_input(
-            "Or type a score", min_value=0, max_value=100, step=1, key=prefix + "typed",
-            value=None,
-        )
-        if typed is not None and typed != st.session_state[K_OVERALL]:
-            pick_overall(float(typed))
-    overall = st.session_state[K_OVERALL]
-    if overall is None:
-        st.markdown("Overall: *not given yet* · Pass: —")
-    else:
-        verdict = "**pass**" if rubric.passes(float(overall)) else "**fail**"
-        st.markdown(f"Overall: **{format_score(float(overall))}** · Pass: {verdict}")
-
-    st.subheader("Criteria")
-    for c in rubric.criteria:
-        if rubric.scale == "numeric100":
-            st.number_input(
-                c.name, min_value=0.0, max_value=100.0, step=1.0, key=crit_key(c.criterion_id),
-                help=c.description, on_change=touch, args=(c.criterion_id,),
-            )
+@st.fragment
+def rating_area() -> None:
+    """The progress, the item and the form; a submit reruns only this."""
+    rater = current_rater()  # a fragment's rerun skips app.py: check the token here too
+    store = current_store()
+    try:
+        screen = _screen(store, rater.rater_id)
+    except JudgelabError as exc:
+        if store.rubric() is None:
+            st.warning("There is no rubric to rate against yet, so there is nothing to rate. "
+                       "Please tell your admin: a rubric has to be added on the Data page first.")
         else:
-            st.segmented_control(
-                c.name, choices, format_func=format_score, key=crit_key(c.criterion_id),
-                help=c.description, on_change=touch, args=(c.criterion_id,),
-            )
+            show_error(exc)
+        return
+    queue = screen.queue
+    if not queue:
+        _nothing_assigned(store, rater.rater_id)
+        return
+    page = QueuePage(store, rater.rater_id, "score", queue, AT, FLASH)
+    view = screen.view
+    item = queue[screen.index] if screen.index is not None else None
+    where = f"Answer {{position}} of {len(queue)}" + (
+        " · you rated this one; a changed label replaces it" if isinstance(view, ScoreView) and view.current else ""
+    ) + (" · skipped before" if item is not None and item.skipped else "")
+    index = page.header(screen.index, f"All {len(queue)} answers are rated. Thank you!",
+                        back_help="Go to your last answer to change its label.", where=where)
+    item = queue[index]
+    assert isinstance(view, ScoreView)
+    left, right = st.columns([4, 5], gap="medium")
+    with left, st.container(height=TEXT_HEIGHT, border=False):
+        st.markdown("**Task**")
+        text_box(view.prompt)
+        st.markdown("**Answer**")
+        text_box(view.text)
+        if view.masked:
+            st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
+        intro, _ = rubric_levels(view.rubric)
+        if intro:
+            with st.expander(f"How to score ({view.rubric.name}, v{view.rubric.version})"):
+                st.markdown(intro)
 
-    st.text_area("Comment (optional)", key=K_COMMENT, height=80)
-    st.checkbox("Flag as unrateable", key=K_FLAG)
-    if st.session_state[K_FLAG]:
-        st.text_input("Why can it not be rated?", key=K_REASON)
+    def write(action: Action) -> int:
+        return store.add_label(
+            rater.rater_id, item.assignment_id,
+            overall=None if action.choice is None else float(action.choice),
+            criteria=action.criteria, comment=action.comment,
+            flag_reason=action.reason if action.flag else None, seconds=action.seconds,
+        )
 
-    page.buttons(index, editing=bool(view.current), submit=submit)
+    with right:
+        page.form(index, _form_data(view, index), write,
+                  saved="Label saved", changed="Label changed")
 
-    st.caption(
-        f"Keys: **{keys[0]}–{keys[-1]}** overall score (untouched criteria follow it) · "
-        "**Ctrl+Enter** submit · **S** skip · **B** back · **F** forward after going back · "
-        "**Tab** moves between fields. Letter and digit keys do nothing while you type "
-        "in a text box."
-    )
+
+rating_area()

@@ -10,9 +10,15 @@ Who gets which item is :mod:`labeler.store._assign` (the store's half) and
   text only, never answer ids, family, model, variant or parent. Every method that
   takes an ``assignment_id`` checks that it belongs to the rater asking, so a rater
   can never read or write another rater's labels.
-* **Time from the server.** Seconds on an item run from the first ``open`` event after
-  the rater's previous submit or skip of it to the moment the label is written, both
-  read from the database's clock. Opens are stored, so a restart loses nothing.
+* **Active time.** The app sends the seconds the item was on screen in the rater's
+  session, counting neither a hidden tab nor idle time beyond a cap
+  (:data:`labeler.timing.IDLE_CAP_SECONDS`). The store bounds them by the server's own
+  clock (from the first ``open`` event after the rater's previous submit or skip of it
+  to the write); a write without them (the CLI, scripts) records that server time.
+* **Revoked raters write nothing.** Every write checks, in the same transaction, that
+  the rater's link is not revoked.
+* **Unchanged is a no-op.** Resubmitting exactly the current label (or pair label, or
+  audit) writes nothing and returns the current row's id.
 """
 
 from __future__ import annotations
@@ -112,6 +118,15 @@ class _Context:
     rater_name: str
     current_id: int | None
     seconds: float | None
+
+    def timed(self, active: float | None) -> float | None:
+        """The seconds to store: the app's active seconds, never more than the server saw.
+
+        Without an ``open`` event the server saw nothing to bound them by: nothing is stored.
+        """
+        if active is None or active < 0 or self.seconds is None:
+            return self.seconds
+        return min(active, self.seconds)
 
 
 @dataclass(frozen=True)
@@ -251,21 +266,22 @@ class LabelMixin(AssignMixin):
         Only the first open since the rater last submitted or skipped this item is
         written, so reruns of the page do not move the start of the clock.
         """
-        table = _DONE_TABLE[kind][0]
         with self.connection() as con:
             self._own_assignment(con, rater_id, assignment_id, kind)
-            row = con.execute(
-                "SELECT count(*) FROM queue_events WHERE rater_id = $1 AND assignment_id = $2"
-                f" AND event = 'open' AND created_at > {self._since_sql(table)}",
-                [rater_id, assignment_id],
-            ).fetchone()
-            if row and int(row[0]) > 0:
-                return False
-            con.execute(
-                "INSERT INTO queue_events (rater_id, assignment_id, event) VALUES (?, ?, 'open')",
-                [rater_id, assignment_id],
-            )
-        return True
+            return self._record_open(con, rater_id, assignment_id, kind)
+
+    def _record_open(
+        self, con: duckdb.DuckDBPyConnection, rater_id: int, assignment_id: int, kind: Kind
+    ) -> bool:
+        """Write the ``open`` event unless one is there since the last submit or skip (one statement)."""
+        made = con.execute(
+            "INSERT INTO queue_events (rater_id, assignment_id, event) SELECT $1, $2, 'open'"
+            " WHERE NOT EXISTS (SELECT 1 FROM queue_events WHERE rater_id = $1 AND assignment_id = $2"
+            f" AND event = 'open' AND created_at > {self._since_sql(_DONE_TABLE[kind][0])})"
+            " RETURNING event_id",
+            [rater_id, assignment_id],
+        ).fetchall()
+        return bool(made)
 
     def skip_item(self, rater_id: int, assignment_id: int, kind: Kind = "score") -> None:
         """Skip an item: it comes back after every item not yet skipped."""
@@ -284,7 +300,7 @@ class LabelMixin(AssignMixin):
         row = con.execute(
             f"""
             SELECT s.rater_id, s.kind, s.answer_id, s.answer_b_id, s.rubric_id,
-                   s.rubric_version, r.name,
+                   s.rubric_version, r.name, r.revoked_at,
                    (SELECT max(d.{id_col}) FROM {table} d
                      WHERE d.rater_id = $1 AND d.assignment_id = $2
                        AND NOT EXISTS (SELECT 1 FROM {table} x WHERE x.supersedes = d.{id_col})),
@@ -298,15 +314,17 @@ class LabelMixin(AssignMixin):
             [int(rater_id), int(assignment_id)],
         ).fetchone()
         row = _own_row(row, rater_id, assignment_id, kind)
+        if row[7] is not None:
+            raise AccessError("this invite link was revoked. Ask your admin for a new one.")
         return _Context(
             answer_id=str(row[2]),
             answer_b_id=None if row[3] is None else str(row[3]),
             rubric_id=None if row[4] is None else str(row[4]),
             rubric_version=None if row[5] is None else int(row[5]),
             rater_name=str(row[6]),
-            current_id=None if row[7] is None else int(row[7]),
+            current_id=None if row[8] is None else int(row[8]),
             # Server clock, both ends; never negative even if the clock stepped back.
-            seconds=None if row[8] is None else max(float(row[8]), 0.0),
+            seconds=None if row[9] is None else max(float(row[9]), 0.0),
         )
 
     def _rubric_of(self, rubric_id: str | None, version: int | None) -> Rubric:
@@ -339,6 +357,7 @@ class LabelMixin(AssignMixin):
         criteria: Mapping[str, float] | None = None,
         comment: str = "",
         flag_reason: str | None = None,
+        seconds: float | None = None,
     ) -> int:
         """Append the rater's label of a score item; an existing label is superseded, not changed.
 
@@ -354,12 +373,15 @@ class LabelMixin(AssignMixin):
                 required unless the item is flagged.
             comment: Free text.
             flag_reason: Set to flag the item as unrateable (why, in words).
+            seconds: Active seconds on the item as the app counted them (bounded by
+                the server's clock); ``None`` records the server's time.
 
         Returns:
-            The new label's id.
+            The new label's id; the current label's id when nothing changed (then
+            nothing is written).
 
         Raises:
-            AccessError: The assignment is not this rater's.
+            AccessError: The assignment is not this rater's, or the rater is revoked.
             InputError: A score off the scale, unknown or missing criteria, or a flag
                 without a reason.
         """
@@ -373,6 +395,14 @@ class LabelMixin(AssignMixin):
             ctx = self._context(con, rater_id, assignment_id, "score")
             rubric = self._rubric_of(ctx.rubric_id, ctx.rubric_version)
             _check_scores(rubric, overall, scores, flagged=flag is not None)
+            if ctx.current_id is not None:
+                now = con.execute(
+                    "SELECT overall, criteria, comment, flag_reason FROM labels WHERE label_id = ?",
+                    [ctx.current_id],
+                ).fetchone()
+                given = (None if overall is None else float(overall), scores, comment, flag)
+                if now is not None and _same_label(now, given):
+                    return ctx.current_id
             made = con.execute(
                 "INSERT INTO labels (rater_id, rater_name, answer_id, rubric_id, rubric_version,"
                 " overall, passed, criteria, comment, flag_reason, seconds, supersedes, source,"
@@ -381,7 +411,7 @@ class LabelMixin(AssignMixin):
                 [
                     rater_id, ctx.rater_name, ctx.answer_id, rubric.rubric_id, rubric.version,
                     overall, None if overall is None else rubric.passes(float(overall)),
-                    json.dumps(scores, sort_keys=True), comment, flag, ctx.seconds,
+                    json.dumps(scores, sort_keys=True), comment, flag, ctx.timed(seconds),
                     ctx.current_id, assignment_id,
                 ],
             ).fetchone()
@@ -389,12 +419,15 @@ class LabelMixin(AssignMixin):
         return int(made[0])
 
     def add_pair_label(
-        self, rater_id: int, assignment_id: int, preference: int, *, comment: str = ""
+        self, rater_id: int, assignment_id: int, preference: int, *, comment: str = "",
+        seconds: float | None = None,
     ) -> int:
         """Append the rater's preference for a pair, from the LEFT answer's point of view.
 
         ``+2`` left much better, ``+1`` left better, ``0`` equal, ``-1`` right better,
-        ``-2`` right much better. The shown order is copied from the assignment.
+        ``-2`` right much better. The shown order is copied from the assignment. The same
+        preference and comment as the current pair label write nothing and return its id;
+        ``seconds`` as in :meth:`add_label`.
         """
         if preference not in (-2, -1, 0, 1, 2):
             raise InputError(
@@ -403,29 +436,44 @@ class LabelMixin(AssignMixin):
             )
         with self.connection() as con:
             ctx = self._context(con, rater_id, assignment_id, "pair")
+            if ctx.current_id is not None and con.execute(
+                "SELECT preference = ? AND comment = ? FROM pair_labels WHERE pair_label_id = ?",
+                [int(preference), comment, ctx.current_id],
+            ).fetchone() == (True,):
+                return ctx.current_id
             made = con.execute(
                 "INSERT INTO pair_labels (rater_id, rater_name, shown_left, shown_right,"
                 " preference, comment, seconds, supersedes, source, assignment_id)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'app', ?) RETURNING pair_label_id",
                 [rater_id, ctx.rater_name, ctx.answer_id, ctx.answer_b_id, int(preference),
-                 comment, ctx.seconds, ctx.current_id, assignment_id],
+                 comment, ctx.timed(seconds), ctx.current_id, assignment_id],
             ).fetchone()
         assert made is not None
         return int(made[0])
 
     def add_audit(
-        self, rater_id: int, assignment_id: int, adds_content: bool, *, note: str = ""
+        self, rater_id: int, assignment_id: int, adds_content: bool, *, note: str = "",
+        seconds: float | None = None,
     ) -> int:
-        """Append the rater's padding audit: does the rewrite add anything a reader could act on?"""
+        """Append the rater's padding audit: does the rewrite add anything a reader could act on?
+
+        The same answer and note as the current audit write nothing and return its id;
+        ``seconds`` as in :meth:`add_label`.
+        """
         with self.connection() as con:
             ctx = self._context(con, rater_id, assignment_id, "audit")
+            if ctx.current_id is not None and con.execute(
+                "SELECT adds_content = ? AND note = ? FROM padding_audits WHERE audit_id = ?",
+                [bool(adds_content), note, ctx.current_id],
+            ).fetchone() == (True,):
+                return ctx.current_id
             ratio = self._length_ratio(con, ctx.answer_id, ctx.answer_b_id or "")
             made = con.execute(
                 "INSERT INTO padding_audits (rater_id, original_id, rewrite_id, length_ratio,"
                 " adds_content, note, seconds, supersedes, assignment_id)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING audit_id",
                 [rater_id, ctx.answer_id, ctx.answer_b_id, ratio, bool(adds_content), note,
-                 ctx.seconds, ctx.current_id, assignment_id],
+                 ctx.timed(seconds), ctx.current_id, assignment_id],
             ).fetchone()
         assert made is not None
         return int(made[0])
@@ -580,7 +628,8 @@ class LabelMixin(AssignMixin):
             if index is None:
                 return Screen(queue, None, None)
             item = queue[index]
-            self.open_item(rater_id, item.assignment_id, kind)
+            # The queue holds only this rater's items of this kind: no ownership check again.
+            self._record_open(con, rater_id, item.assignment_id, kind)
             return Screen(queue, index, self._view(con, rater_id, item, _progress(queue)))
 
 
@@ -627,33 +676,51 @@ def _check_scores(
     """Refuse scores the rubric's scale does not allow (see :data:`labeler.scales.FORMAT_SPECS`)."""
     lo, hi = format_range(rubric.scale)
     whole = rubric.scale in ("binary", "likert5")
-    known = {c.criterion_id for c in rubric.criteria}
-    unknown = sorted(set(criteria) - known)
+    names = {c.criterion_id: c.name for c in rubric.criteria}
+    unknown = sorted(set(criteria) - set(names))
     if unknown:
         raise InputError(
-            f"unknown criteria {unknown} for rubric {rubric.rubric_id!r} v{rubric.version}",
-            fix=f"score only {sorted(known)}.",
+            f"{_listed(unknown)} {'is not a criterion' if len(unknown) == 1 else 'are not criteria'}"
+            f" of rubric {rubric.name!r} (v{rubric.version})",
+            fix=f"score only {_listed(list(names.values()))}.",
         )
     if not flagged:
         if overall is None:
             raise InputError(
                 "an overall score is required", fix="give one, or flag the item as unrateable."
             )
-        missing = sorted(known - set(criteria))
+        missing = [name for cid, name in names.items() if cid not in criteria]
         if missing:
             raise InputError(
-                f"criteria {missing} have no score", fix="score every criterion, or flag the item."
+                f"{_listed(missing)} {'has' if len(missing) == 1 else 'have'} no score",
+                fix="score every criterion, or flag the item as unrateable.",
             )
-    values = dict(criteria)
+    values = {names[c]: v for c, v in criteria.items()}
     if overall is not None:
         values["overall"] = float(overall)
     for name, value in values.items():
         if not (lo <= value <= hi) or (whole and value != int(value)) or math.isnan(value):
             raise InputError(
-                f"{name} score {value:g} is not on the {rubric.scale} scale",
+                f"the {name} score {value:g} is not on the {rubric.scale} scale",
                 column=name,
                 fix=rubric.scale_text(),
             )
+
+
+def _listed(names: Sequence[str]) -> str:
+    """Names as a sentence lists them: ``Tone``, ``Tone and Accuracy``, ``A, B and C``."""
+    quoted = [f"'{n}'" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _same_label(stored: tuple[Any, ...], given: tuple[Any, ...]) -> bool:
+    """Whether a stored ``(overall, criteria JSON, comment, flag_reason)`` row equals ``given``."""
+    overall, criteria, comment, flag = stored
+    return (
+        (None if overall is None else float(overall), {str(k): float(v) for k, v in json.loads(criteria).items()},
+         str(comment), None if flag is None else str(flag))
+        == given
+    )
 
 
 __all__ = [

@@ -1,4 +1,11 @@
-"""Rubrics, tasks, answers and pairs: what gets judged and labelled."""
+"""Rubrics, tasks, answers and pairs: what gets judged and labelled.
+
+:meth:`PoolMixin.add_pool` is the one way an answer's text enters the store (the
+importers, the demo, padded and other perturbed variants, the app's uploads all call
+it), and it finds the text's self-identifying spans itself
+(:func:`labeler.blinding.detect_self_identifying`, with the pool's own family and model
+names): no write path can store an answer raters would see unmasked.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from labeler.blinding import detect_self_identifying, merge_spans
 from labeler.errors import ConflictError
 from labeler.models import Answer, Criterion, Pair, Rubric, Task
 from labeler.store._bulk import drop_stored, insert_rows, staged
@@ -126,7 +134,10 @@ class PoolMixin(StoreCore):
         """Add tasks and answers in one transaction: all of them or none.
 
         An id already stored with the same content is skipped; with different
-        content it is a :class:`ConflictError` and nothing is written.
+        content it is a :class:`ConflictError` and nothing is written. Every new
+        answer's self-identifying spans are found here (its own ``self_id_spans`` are
+        kept too), looking for the family and model names of these answers and of
+        the stored pool as well.
         """
         # Everything that needs no database happens before the transaction opens, so the
         # file is held only for the set-based checks and the two bulk inserts.
@@ -144,9 +155,16 @@ class PoolMixin(StoreCore):
             [t.task_id, t.prompt, t.category, t.reference_answer, t.reference_author_kind, t.reference_author]
             for t in new_tasks
         ]
+        with self.connection() as con:
+            names = {a.family for a in new_answers} | {a.model for a in new_answers}
+            if new_answers:
+                names |= {str(n) for row in con.execute(
+                    "SELECT DISTINCT family, model FROM answers").fetchall() for n in row}
         answer_rows = [
             [a.answer_id, "i" + secrets.token_hex(8), a.task_id, a.family, a.model, a.variant,
-             a.parent_answer_id, a.text, a.n_words, len(a.text), json.dumps([list(s) for s in a.self_id_spans])]
+             a.parent_answer_id, a.text, a.n_words, len(a.text),
+             json.dumps([list(s) for s in merge_spans(
+                 a.text, [*a.self_id_spans, *detect_self_identifying(a.text, sorted(names))])])]
             for a in new_answers
         ]
         with self.connection() as con:

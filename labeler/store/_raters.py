@@ -42,7 +42,7 @@ class RaterMixin(StoreCore):
         """Create a rater and return it with its invite token (shown once, stored hashed)."""
         name = name.strip()
         if not name:
-            raise InputError("a rater needs a non-empty name", fix="pass a name, e.g. `alice`.")
+            raise InputError("a rater needs a non-empty name", fix="give a name, e.g. alice.")
         if role not in ("rater", "admin"):
             raise InputError(f"unknown role {role!r}", fix="use 'rater' or 'admin'.")
         token = secrets.token_urlsafe(32)
@@ -50,7 +50,8 @@ class RaterMixin(StoreCore):
             if con.execute("SELECT 1 FROM raters WHERE name = ?", [name]).fetchone():
                 raise InputError(
                     f"a rater named {name!r} already exists",
-                    fix="choose another name, or revoke and re-invite with `judgelab raters revoke`.",
+                    fix="choose another name; to give this rater a new link, reissue it"
+                    " (Raters page: New link, or `judgelab raters reissue NAME`).",
                 )
             row = con.execute(
                 "INSERT INTO raters (name, role, token_hash, simulated) VALUES (?, ?, ?, ?)"

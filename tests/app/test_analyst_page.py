@@ -108,3 +108,22 @@ def test_navigation_offers_calibration_to_admins_only(served: tuple[Built, dict[
     admin.switch_page("views/analyst.py").run()
     assert not admin.exception, admin.exception
     assert admin.title[0].value == "Calibration" and admin.metric
+
+
+def test_chart_rows_are_labelled_whole_and_never_share_a_line(db: tuple[Built, dict[str, str]]) -> None:
+    from calibration.calibrate import calibrate
+    from calibration.report import report_charts
+
+    built, _ = db
+    report = calibrate(built.store, n_resamples=200, seed=0)
+    charts = report_charts(report)
+    ppi = charts["ppi"].to_dict()
+    layer = ppi["layer"][-1]
+    assert layer["encoding"]["y"]["axis"]["labelLimit"] == 0  # "kappa pass verdict ...", not cut
+    assert "yOffset" not in layer["encoding"]  # each family and method on its own labelled row
+    assert ppi["height"] == {"step": 22}
+    rows = [r["label"] for r in ppi["datasets"][next(iter(ppi["datasets"]))]]
+    families = sorted({p.family for p in report.ppi})
+    assert rows == [f"{f} · {m}" for f in families for m in ("PPI", "human only")]
+    agreement = charts["agreement"].to_dict()
+    assert agreement["layer"][-1]["encoding"]["y"]["axis"]["labelLimit"] == 0

@@ -212,7 +212,7 @@ def test_scores_must_fit_the_rubric(assigned: tuple[Pool, int, int]) -> None:
         ({"overall": 6, "criteria": CRIT}, "not on the likert5 scale"),
         ({"overall": 3.5, "criteria": CRIT}, "not on the likert5 scale"),
         ({"overall": 3, "criteria": {"correct": 3}}, "have no score"),
-        ({"overall": 3, "criteria": {**CRIT, "speed": 3}}, "unknown criteria"),
+        ({"overall": 3, "criteria": {**CRIT, "speed": 3}}, "'speed' is not a criterion"),
         ({"overall": None, "criteria": CRIT}, "overall score is required"),
         ({"overall": None, "flag_reason": "  "}, "needs a reason"),
     ]:
@@ -335,11 +335,11 @@ def test_concurrent_edits_of_one_item_form_one_chain(assigned: tuple[Pool, int, 
     pool, alice, _ = assigned
     aid = pool.store.rater_queue(alice)[0].assignment_id
 
-    def edit() -> None:
-        for _ in range(3):
-            pool.store.add_label(alice, aid, overall=3, criteria=CRIT)
+    def edit(n: int) -> None:
+        for i in range(3):  # each edit changes the comment: an unchanged one would write nothing
+            pool.store.add_label(alice, aid, overall=3, criteria=CRIT, comment=f"edit {n}.{i}")
 
-    threads = [threading.Thread(target=edit) for _ in range(8)]
+    threads = [threading.Thread(target=edit, args=(n,)) for n in range(8)]
     for t in threads:
         t.start()
     for t in threads:

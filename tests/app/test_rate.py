@@ -6,11 +6,13 @@ that nothing the page produces unblinds.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from streamlit.components.v2.bidi_component.main import _make_trigger_id
 from streamlit.testing.v1 import AppTest
 
 from labeler.blinding import detect_self_identifying
@@ -58,6 +60,32 @@ def everything(at: AppTest) -> str:
     return "\n".join(parts)
 
 
+_NONCES = itertools.count()
+
+
+def form_data(at: AppTest) -> dict[str, Any]:
+    """The data the rating form was drawn with (what the browser receives)."""
+    (form,) = at.get("bidi_component")
+    return dict(json.loads(form.proto.json))
+
+
+def act(at: AppTest, do: str, *, item: str | None = None, choice: Any = None,
+        criteria: dict[str, float] | None = None, comment: str = "", flag: bool = False,
+        reason: str = "", seconds: float | None = 2.0) -> AppTest:
+    """What the browser sends when the rater presses Back, Skip, Forward or Submit."""
+    (form,) = at.get("bidi_component")
+    payload = {"do": do, "item": item or json.loads(form.proto.json)["item"], "choice": choice,
+               "criteria": criteria or {}, "comment": comment, "flag": flag, "reason": reason,
+               "seconds": seconds, "nonce": next(_NONCES)}
+    states = at._tree.get_widget_states()
+    trigger = states.widgets.add()
+    trigger.id = _make_trigger_id(form.proto.id, "events")
+    trigger.json_trigger_value = json.dumps([{"event": "action", "value": payload}])
+    at._run(states)
+    assert not at.exception, at.exception
+    return at
+
+
 def button(at: AppTest, label: str) -> Any:
     return next(b for b in at.button if b.label == label)
 
@@ -69,7 +97,13 @@ def click(at: AppTest, label: str) -> AppTest:
 
 
 def progress_text(at: AppTest) -> str:
-    return str(at.get("progress")[0].proto.text)
+    """The progress line's count (``**1 of 6** done``), without the item it is on."""
+    return str(at.get("progress")[0].proto.text).split(" · ")[0]
+
+
+def where(at: AppTest) -> str:
+    """Which item the progress line says is shown, and what it says about it."""
+    return " · ".join(str(at.get("progress")[0].proto.text).split(" · ")[1:])
 
 
 def assert_blind(at: AppTest, pool: Pool) -> None:
@@ -92,11 +126,11 @@ def test_unknown_and_revoked_tokens_are_denied(served: Pool) -> None:
     assert any("not valid" in e.value for e in at.error)
     _, token = served.store.add_rater("carol")
     served.store.assign_k(served.originals, 1, [served.store.authenticate(token).rater_id])
-    assert open_app(token).button  # works before the revoke
+    assert open_app(token).get("bidi_component")  # the rating form, before the revoke
     served.store.revoke_rater("carol")
     at = open_app(token)
     assert any("revoked" in e.value for e in at.error)
-    assert not at.button
+    assert not at.get("bidi_component") and not at.button
 
 
 def test_raters_get_rater_pages_and_admins_also_admin_pages(served: Pool) -> None:
@@ -124,25 +158,20 @@ def alice(served: Pool) -> tuple[int, str]:
     return rater.rater_id, token
 
 
-def criteria_values(at: AppTest) -> dict[str, Any]:
-    return {sc.label: sc.value for sc in at.segmented_control}
+ALL = {"correct": 4.0, "complete": 4.0, "tone": 4.0}
 
 
-def test_overall_score_defaults_untouched_criteria_and_submit_stores_the_label(
-    served: Pool, alice: tuple[int, str]
-) -> None:
+def test_the_form_shows_the_rubric_and_submit_stores_the_label(served: Pool, alice: tuple[int, str]) -> None:
     rater_id, token = alice
     at = open_app(token)
     total = len(served.originals)
     assert progress_text(at) == f"**0 of {total}** done"
-    click(at, "4")
-    assert criteria_values(at) == {"Correct": 4.0, "Complete": 4.0, "Tone": 4.0}
-    assert any("Pass: **pass**" in m.value for m in at.markdown)
-    next(sc for sc in at.segmented_control if sc.label == "Tone").set_value(2.0).run()
-    click(at, "5")  # Tone was set by hand, so it keeps its 2
-    assert criteria_values(at) == {"Correct": 5.0, "Complete": 5.0, "Tone": 2.0}
-    at.text_area[0].input("clear steps").run()
-    click(at, "Submit")
+    data = form_data(at)
+    assert [c["name"] for c in data["criteria"]] == ["Correct", "Complete", "Tone"]
+    assert next(c["description"] for c in data["criteria"]) == "Every factual claim and step is right."
+    assert [o["key"] for o in data["choice"]["options"]] == ["1", "2", "3", "4", "5"]
+    assert data["follow"] and data["flag"] is not None and not data["editing"]
+    act(at, "submit", choice=5, criteria={"correct": 5, "complete": 5, "tone": 2}, comment="clear steps")
     labels = served.store.rater_current_labels(rater_id)
     assert len(labels) == 1
     row = labels.iloc[0]
@@ -153,52 +182,101 @@ def test_overall_score_defaults_untouched_criteria_and_submit_stores_the_label(
     assert_blind(at, served)
 
 
-def test_back_edits_the_previous_label_and_the_edit_supersedes(
-    served: Pool, alice: tuple[int, str]
-) -> None:
+def test_back_shows_everything_given_and_an_edit_supersedes(served: Pool, alice: tuple[int, str]) -> None:
     rater_id, token = alice
     at = open_app(token)
-    click(at, "3")
-    click(at, "Submit")
+    act(at, "submit", choice=3, criteria={"correct": 3, "complete": 2, "tone": 3}, comment="step 2 wrong")
     first = served.store.rater_current_labels(rater_id).iloc[0]
-    click(at, "Back")
-    assert criteria_values(at) == {"Correct": 3.0, "Complete": 3.0, "Tone": 3.0}  # prefilled
-    assert button(at, "3").proto.type == "primary"
-    assert any("replaces your label" in c.value for c in at.caption)
-    click(at, "1")
-    click(at, "Submit")
+    act(at, "back")
+    data = form_data(at)
+    assert data["choice"]["value"] == 3 and data["comment"]["value"] == "step 2 wrong"
+    assert {c["id"]: c["value"] for c in data["criteria"]} == {"correct": 3, "complete": 2, "tone": 3}
+    assert data["editing"] and "replaces it" in where(at)
+    act(at, "submit", choice=1, criteria={"correct": 1, "complete": 1, "tone": 1}, comment="step 2 wrong")
     rows = served.store.query("SELECT label_id, overall, supersedes FROM labels ORDER BY label_id")
     assert rows["overall"].tolist() == [3.0, 1.0]
     assert int(rows["supersedes"].iloc[1]) == int(first["label_id"])
     assert served.store.rater_current_labels(rater_id)["overall"].tolist() == [1.0]
     assert progress_text(at) == f"**1 of {len(served.originals)}** done"  # still one item done
-    assert not any("replaces your label" in c.value for c in at.caption)  # back at the next one
+    assert "replaces it" not in where(at)  # back at the next one
 
 
-def test_skip_sends_the_item_to_the_end_and_submit_needs_a_score(
+def test_resubmitting_unchanged_writes_nothing_and_is_not_an_error(served: Pool, alice: tuple[int, str]) -> None:
+    rater_id, token = alice
+    at = open_app(token)
+    act(at, "submit", choice=4, criteria=ALL, comment="fine", flag=False)
+    act(at, "back")
+    data = form_data(at)
+    act(at, "submit", choice=data["choice"]["value"],
+        criteria={c["id"]: c["value"] for c in data["criteria"]}, comment=data["comment"]["value"])
+    assert len(served.store.query("SELECT 1 FROM labels WHERE rater_id = ?", [rater_id])) == 1
+    assert form_data(at)["error"] == "" and not at.error
+    assert any("Nothing changed" in t.value for t in at.toast)
+
+
+def test_skip_sends_the_item_to_the_end_and_the_server_refuses_a_missing_score(
     served: Pool, alice: tuple[int, str]
 ) -> None:
     rater_id, token = alice
     at = open_app(token)
     first = served.store.next_item(rater_id)
     assert first is not None
-    click(at, "Submit")
-    assert any("overall score is required" in e.value for e in at.error)
+    act(at, "submit", choice=None, criteria=ALL)  # the browser refuses this itself; so does the server
+    assert "overall score is required" in form_data(at)["error"]
     assert served.store.rater_current_labels(rater_id).empty
-    click(at, "Skip")
+    act(at, "skip")
     now = served.store.next_item(rater_id)
     assert now is not None and now.assignment_id != first.assignment_id
-    assert any(f"Answer {now.position} of" in c.value for c in at.caption)
+    assert where(at).startswith(f"Answer {now.position} of")
+
+
+def test_missing_criteria_are_named(served: Pool, alice: tuple[int, str]) -> None:
+    _, token = alice
+    at = open_app(token)
+    act(at, "submit", choice=4, criteria={"correct": 4})
+    error = form_data(at)["error"]
+    assert "'Complete' and 'Tone' have no score" in error and "[" not in error
+    assert "\nFix: " in error  # the fix on its own line
 
 
 def test_flag_as_unrateable_with_a_reason(served: Pool, alice: tuple[int, str]) -> None:
     rater_id, token = alice
     at = open_app(token)
-    at.checkbox[0].check().run()
-    at.text_input[0].input("answer is cut off").run()
-    click(at, "Submit")
+    act(at, "submit", choice=None, flag=True, reason="answer is cut off")
     row = served.store.rater_current_labels(rater_id).iloc[0]
     assert row["flag_reason"] == "answer is cut off"
+    act(at, "back")
+    data = form_data(at)
+    assert data["flag"]["value"] is True and data["flag"]["reason"] == "answer is cut off"
+
+
+def test_active_seconds_from_the_browser_are_stored_within_the_servers_time(
+    served: Pool, alice: tuple[int, str]
+) -> None:
+    rater_id, token = alice
+    at = open_app(token)
+    act(at, "submit", choice=4, criteria=ALL, seconds=0.0)
+    act(at, "submit", choice=4, criteria=ALL, seconds=3600.0)  # more than the server saw: capped
+    seconds = served.store.query("SELECT seconds FROM labels WHERE rater_id = ? ORDER BY label_id",
+                                 [rater_id])["seconds"].tolist()
+    assert seconds[0] == 0.0 and 0 < seconds[1] < 60
+
+
+def test_a_revoked_raters_submit_stores_nothing_and_says_so(served: Pool, alice: tuple[int, str]) -> None:
+    rater_id, token = alice
+    at = open_app(token)
+    served.store.revoke_rater("alice")
+    act(at, "submit", choice=4, criteria=ALL)
+    assert served.store.rater_current_labels(rater_id).empty
+    shown = " ".join(e.value for e in at.error)
+    assert "Access denied" in shown and "not saved" in shown
+
+
+def test_a_stale_form_is_ignored(served: Pool, alice: tuple[int, str]) -> None:
+    rater_id, token = alice
+    at = open_app(token)
+    act(at, "submit", choice=4, criteria=ALL, item="someone-else:new")
+    assert served.store.rater_current_labels(rater_id).empty
 
 
 def test_finished_queue_says_so_and_back_returns_to_the_last_item(served: Pool) -> None:
@@ -210,7 +288,7 @@ def test_finished_queue_says_so_and_back_returns_to_the_last_item(served: Pool) 
     at = open_app(token)
     assert any("All 2 answers are rated" in s.value for s in at.success)
     click(at, "Back")
-    assert any("Answer 2 of 2" in c.value for c in at.caption)
+    assert where(at) == "Answer 2 of 2 · you rated this one; a changed label replaces it"
 
 
 def test_script_answers_render_as_text_and_nothing_unblinds(served: Pool) -> None:
@@ -257,11 +335,9 @@ def test_compare_page_stores_the_preference_with_the_shown_order(served: Pool) -
     at = open_app(token, "pairwise.py")
     assert progress_text(at) == "**0 of 1** done"
     assert_blind(at, served)
-    click(at, "Submit")
-    assert any("Choose a preference" in e.value for e in at.error)
-    click(at, "A much better")
-    at.text_area[0].input("A gives the steps").run()
-    click(at, "Submit")
+    act(at, "submit", choice=None)
+    assert "choose a preference first" in form_data(at)["error"]
+    act(at, "submit", choice=2, comment="A gives the steps")
     stored = served.store.query("SELECT shown_left, shown_right, preference, comment"
                                 " FROM pair_labels").iloc[0]
     assigned = served.store.query("SELECT answer_id, answer_b_id FROM assignments"
@@ -270,6 +346,9 @@ def test_compare_page_stores_the_preference_with_the_shown_order(served: Pool) -
                                                              assigned["answer_b_id"])
     assert (stored["preference"], stored["comment"]) == (2, "A gives the steps")
     assert any("All 1 pairs are compared" in s.value for s in at.success)
+    click(at, "Back")
+    data = form_data(at)
+    assert data["choice"]["value"] == 2 and data["comment"]["value"] == "A gives the steps"
 
 
 def test_audit_page_stores_yes_no_and_a_note(served: Pool) -> None:
@@ -277,15 +356,15 @@ def test_audit_page_stores_yes_no_and_a_note(served: Pool) -> None:
     served.store.assign_audits(served.padded[:2], [rater.rater_id])
     at = open_app(token, "audit.py")
     assert any("fact, caveat, recommendation, example" in h.value for h in at.subheader)
-    assert any("×" in str(m.value) for m in at.metric)
+    assert any("×" in c.value for c in at.caption)
     assert_blind(at, served)
-    click(at, "Yes, it adds something")
-    at.text_area[0].input("adds a firmware tip").run()
-    click(at, "Submit")
+    act(at, "submit", choice=True, comment="adds a firmware tip")
     row = served.store.query("SELECT adds_content, note, length_ratio FROM padding_audits").iloc[0]
     assert bool(row["adds_content"]) is True and row["note"] == "adds a firmware tip"
     assert row["length_ratio"] > 1
     assert progress_text(at) == "**1 of 2** done"
+    act(at, "back")
+    assert form_data(at)["comment"]["value"] == "adds a firmware tip"
 
 
 def test_empty_queues_say_so(served: Pool) -> None:

@@ -17,41 +17,30 @@ another pool.
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
-import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from labeler.store import Store
 from tests.app.conftest import SCRIPT_TEXT, build_pool
-from tests.browser.test_e2e_rater import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    REPO,
-    _expect_text,
-    _free_port,
-    _open,
-    _wait,
-    playwright_api,
-)
+from tests.browser.conftest import LAPTOP, Demo, find_all, go, menu_titles, playwright_api, serve
+from tests.browser.conftest import expect_text as _expect_text
+from tests.browser.conftest import open_page as _open
+from tests.browser.conftest import wait_ready as _wait
 
 pytestmark = pytest.mark.browser
 
 #: The rater pages, as their menu links read, and what each says when everything is done.
 RATER_PAGES = {"Rate": "answers are rated", "Compare": "pairs are compared", "Padding audit": "audits are done"}
-#: Each rater page's choice key (score 4 / "A much better" / "yes, it adds"), and the button
-#: that turns primary when the choice registered; Ctrl+Enter then submits.
-CHOOSE = {"Rate": ("4", "4"), "Compare": ("1", "A much better"), "Padding audit": ("y", "Yes, it adds")}
+#: Each rater page's choice key (score 4 / "A much better" / "yes, it adds"); Ctrl+Enter then submits.
+CHOOSE = {"Rate": "4", "Compare": "1", "Padding audit": "y"}
 SCRIPT = "<script>alert(1)</script>"
 
 
@@ -65,31 +54,6 @@ class App:
     names: dict[str, str]
     secrets: list[str]
     bob_comment: str
-
-
-def _serve(db: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "judgelab" / "app.py"),
-         "--server.headless", "true", "--server.port", str(port),
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env={**os.environ, "JUDGELAB_DB": str(db)},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                if resp.read().decode() == "ok":
-                    return proc, url
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            pytest.fail(f"streamlit did not start:\n{out}")
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -117,23 +81,11 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
         store.add_pair_label(ids["bob"], item.assignment_id, -2, comment=comment)
     for item in store.rater_queue(ids["bob"], "audit"):
         store.add_audit(ids["bob"], item.assignment_id, True, note=comment)
-    proc, url = _serve(db)
+    server = serve(db)
     try:
-        yield App(url, store, {w: t for w, (_, t) in made.items()}, names, pool.secrets(), comment)
+        yield App(server.url, store, {w: t for w, (_, t) in made.items()}, names, pool.secrets(), comment)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+        server.stop()
 
 
 def _main_text(page: Any) -> str:
@@ -147,11 +99,7 @@ def _assert_blind(received: str, app: App, *, also: tuple[str, ...] = ()) -> Non
         assert not hits, f"{secret!r} reached a rater's browser: {json.dumps(context)}"
 
 
-def _go(page: Any, link: str) -> None:
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=link).click()
-    title = page.get_by_test_id("stMain").get_by_role("heading", name=link, exact=True)
-    playwright_api.expect(title).to_be_visible(timeout=60_000)
-    _wait(page)
+_go = go
 
 
 def _label_everything(page: Any, name: str) -> tuple[int, bool]:
@@ -162,13 +110,9 @@ def _label_everything(page: Any, name: str) -> tuple[int, bool]:
         saw_script = saw_script or SCRIPT in text
         if RATER_PAGES[name] in text:
             return done, saw_script
-        key, button = CHOOSE[name]
-        page.keyboard.press(key)
-        chosen = page.get_by_test_id("stMain").get_by_role("button", name=re.compile(f"^{re.escape(button)}"))
-        playwright_api.expect(chosen.first).to_have_attribute(
-            "data-testid", "stBaseButton-primary", timeout=60_000
-        )
-        _wait(page)
+        page.keyboard.press(CHOOSE[name])
+        chosen = page.get_by_role("radiogroup").first.get_by_role("radio", checked=True)
+        playwright_api.expect(chosen).to_have_count(1, timeout=10_000)
         page.keyboard.press("Control+Enter")
         found = re.search(r"(\d+) of (\d+) done", text)
         total = int(found.group(2)) if found else 0
@@ -179,8 +123,8 @@ def _label_everything(page: Any, name: str) -> tuple[int, bool]:
 def test_rater_pages_carry_no_pool_or_other_rater_data(app: App, browser: Any) -> None:
     page, rec = _open(browser, f"{app.url}/?t={app.tokens['alice']}")
     _expect_text(page, "Rate")
-    menu = page.get_by_test_id("stSidebarNav").inner_text()
-    assert all(name in menu for name in RATER_PAGES), menu
+    titles = menu_titles(page)
+    assert set(titles) == set(RATER_PAGES), titles
     scripts = {}
     for name in RATER_PAGES:
         _go(page, name)
@@ -248,11 +192,10 @@ def test_a_rater_cannot_reach_admin_or_analyst_pages_by_url(app: App, browser: A
         for token in (app.tokens["alice"], None):
             page, rec = _open(browser, f"{app.url}{path}" + (f"?t={token}" if token else ""))
             text = _main_text(page)
-            menu = page.get_by_test_id("stSidebarNav")
             if token is None:
                 assert "Access denied" in text, f"{path} without a token: {text[:200]!r}"
             else:
-                shown = menu.inner_text() if menu.count() else ""
+                shown = menu_titles(page)
                 assert not any(k in shown for k in paths), f"{path}: admin menu shown to a rater"
             _assert_blind(rec.received(page), app,
                           also=(app.names["bob"], app.names["carol"], app.bob_comment))
@@ -264,12 +207,14 @@ def test_a_revoked_token_stops_working(app: App, browser: Any) -> None:
     carol = store.authenticate(app.tokens["carol"]).rater_id
     page, _ = _open(browser, f"{app.url}/?t={app.tokens['carol']}")
     _expect_text(page, "0 of 2 done")
-    store.revoke_rater(app.names["carol"])
-    # The open session's next rerun (a submit) is refused and writes nothing...
     page.keyboard.press("4")
-    _expect_text(page, "Access denied")
+    _expect_text(page, "Overall: 4")
+    store.revoke_rater(app.names["carol"])
+    # The open page's next submit is refused before anything is written, and says so.
     page.keyboard.press("Control+Enter")
-    _wait(page)
+    _expect_text(page, "Access denied")
+    _expect_text(page, "not saved")
+    time.sleep(1.5)
     assert store.query("SELECT count(*) AS n FROM labels WHERE rater_id = ?", [carol])["n"].iloc[0] == 0
     # ...and so is a reload, on any page.
     page.reload()
@@ -279,6 +224,48 @@ def test_a_revoked_token_stops_working(app: App, browser: Any) -> None:
     page.close()
     page, _ = _open(browser, f"{app.url}/pairwise?t={app.tokens['carol']}")
     _expect_text(page, "Access denied")
+    page.close()
+
+
+#: Makers, model names and self-naming phrases: none may reach a rater's browser.
+SELF_NAMING = (
+    "OpenAI", "Anthropic", "ChatGPT", "Claude", "GPT", "Gemini", "DeepMind", "Llama", "Mistral",
+    "I'm Claude", "I am Claude", "created by", "developed by", "trained by", "as an AI",
+    "language model",
+)
+
+
+def test_demo_rater_walks_every_page_and_receives_nothing_that_names_a_model(
+    demo: Demo, browser: Any
+) -> None:
+    # The demo's own rater: the first padding audit is the rewrite that says "As a language
+    # model created by OpenAI" twice.
+    page, rec = _open(browser, f"{demo.url}/?t={demo.rater_token}", viewport=LAPTOP)
+    _expect_text(page, "Rate")
+    titles = menu_titles(page)
+    assert set(titles) == set(RATER_PAGES), titles
+    keys = {"Rate": "4", "Compare": "2", "Padding audit": "n"}
+    for name in titles:
+        _go(page, name)
+        for _ in range(3):
+            text = _main_text(page)
+            found = re.search(r"(\d+) of (\d+)\*{0,2} done", text)
+            assert found, text[:300]
+            done, total = int(found.group(1)), int(found.group(2))
+            page.keyboard.press(keys[name])
+            _wait(page)
+            page.keyboard.press("Control+Enter")
+            _expect_text(page, f"{done + 1} of {total} done")
+    received = rec.received(page).replace(demo.rater_token, "")
+    pool = demo.store.query("SELECT DISTINCT family, model, variant FROM answers")
+    # "original" names the left side of an audit on purpose; every other variant is a secret.
+    secrets_ = {str(v) for col in ("family", "model") for v in pool[col]} | (
+        {str(v) for v in pool["variant"]} - {"original"})
+    for secret in sorted(secrets_) + list(SELF_NAMING):
+        hits = find_all(secret, received)
+        assert not hits, f"{secret!r} reached the rater's browser: {json.dumps(hits)}"
+    assert rec.outside_requests() == [], rec.outside_requests()
+    assert "[redacted]" in received  # the walk did see masked text
     page.close()
 
 

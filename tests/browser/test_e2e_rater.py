@@ -14,13 +14,7 @@ download is possible here).
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,21 +26,13 @@ from labeler.importers import import_file
 from labeler.models import Answer, Task
 from labeler.store import Store
 from tests.app.conftest import build_pool
+from tests.browser.conftest import REPO, playwright_api, serve
+from tests.browser.conftest import expect_text as _expect_text
+from tests.browser.conftest import open_page as _open
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--disable-sync",
-]
 SCRIPT_TEXT = "Please try <script>alert(1)</script> and <b>x</b> before calling us again."
-READY = "[data-testid='stApp'][data-test-script-state='notRunning']"
-
-playwright_api = pytest.importorskip("playwright.sync_api")
-if not Path(CHROMIUM).exists():  # pragma: no cover - CI installs it
-    pytest.skip("Debian chromium is not installed", allow_module_level=True)
 
 
 @dataclass
@@ -59,12 +45,6 @@ class Served:
     rater_id: int
     answers: list[str]
     secrets: list[str] = field(default_factory=list)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _load_pool(path: Path) -> tuple[Store, list[str]]:
@@ -110,97 +90,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     store.assign_k(chosen, 1, [rater.rater_id], seed=3)
     pool = store.query("SELECT DISTINCT family, model, variant FROM answers")
     secrets = sorted({str(v) for col in pool.columns for v in pool[col]})
-    port = _free_port()
-    env = {**os.environ, "JUDGELAB_DB": str(db)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "judgelab" / "app.py"),
-         "--server.headless", "true", "--server.port", str(port),
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
+    server = serve(db)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                    if resp.read().decode() == "ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                pytest.fail(f"streamlit did not start:\n{out}")
-            time.sleep(0.2)
-        yield Served(url, store, token, rater.rater_id, chosen, secrets)
+        yield Served(server.url, store, token, rater.rater_id, chosen, secrets)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-@dataclass
-class Recorder:
-    """Everything a page received, and any dialogs it tried to open."""
-
-    frames: list[bytes] = field(default_factory=list)
-    responses: list[Any] = field(default_factory=list)
-    urls: list[str] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-
-    def attach(self, page: Any) -> None:
-        def on_ws(ws: Any) -> None:
-            self.urls.append(ws.url)
-            ws.on("framereceived", lambda payload: self.frames.append(
-                payload if isinstance(payload, bytes) else payload.encode()))
-
-        page.on("websocket", on_ws)
-        page.on("response", lambda resp: self.responses.append(resp))
-        page.on("request", lambda req: self.urls.append(req.url))
-        page.on("framenavigated", lambda frame: self.urls.append(frame.url))
-        def on_dialog(dialog: Any) -> None:
-            self.dialogs.append(dialog.message)
-            dialog.dismiss()
-
-        page.on("dialog", on_dialog)
-
-    def received(self, page: Any) -> str:
-        parts = [f.decode("utf-8", errors="replace") for f in self.frames]
-        for resp in self.responses:
-            # Streamlit's static JS/CSS/fonts are framework code shipped with the
-            # package, identical for every app: not data this app sent.
-            if "/static/" in resp.url or resp.request.resource_type in ("font", "image"):
-                continue
-            try:
-                parts.append(resp.body().decode("utf-8", errors="replace"))
-            except Exception:  # redirects and aborted requests have no body
-                continue
-        parts.append(page.content())
-        parts += self.urls
-        return "\n".join(parts)
-
-
-def _wait(page: Any) -> None:
-    page.wait_for_selector(READY, timeout=60_000)
-    playwright_api.expect(page.get_by_test_id("stSkeleton")).to_have_count(0)
-
-
-def _open(browser: Any, url: str) -> tuple[Any, Recorder]:
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    rec = Recorder()
-    rec.attach(page)
-    page.goto(url)
-    page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']",
-                           timeout=60_000)
-    _wait(page)
-    return page, rec
-
-
-def _expect_text(page: Any, text: str) -> None:
-    playwright_api.expect(page.get_by_text(text, exact=False).first).to_be_visible(timeout=60_000)
-    _wait(page)
+        server.stop()
 
 
 def _shown_task(page: Any, prompts: dict[str, str]) -> str:
@@ -209,14 +103,6 @@ def _shown_task(page: Any, prompts: dict[str, str]) -> str:
     found = [t for t, p in prompts.items() if p.strip().splitlines()[0] in main]
     assert len(found) == 1, found
     return found[0]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def test_no_token_is_denied(served: Served, browser: Any) -> None:

@@ -384,3 +384,9 @@ def test_format_diagnostics_degenerate_and_validation() -> None:
         format_diagnostics([1.0], [1.0], [0], level=95)
     with pytest.raises(ValueError, match="format_diagnostics: arguments must have the same length"):
         format_diagnostics([1.0, 2.0], [1.0], [0, 0])
+
+
+def test_scored_candidates_count_every_parsed_score_not_only_those_with_a_reference() -> None:
+    # No human labels yet: three distinct scores over six scored candidates, none compared.
+    d = format_diagnostics([1, 2, 3, 1, 2, 3], [np.nan] * 6, [0, 0, 0, 1, 1, 1], n_resamples=10, rng=0)
+    assert (d.distinct_values, d.n_scored, d.n) == (3, 6, 0)

@@ -130,3 +130,47 @@ def test_degenerate_too_few_labels_gives_nan_interval() -> None:
 def test_bad_input_raises(call, match: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# -- under a sample design ------------------------------------------------------------------------
+
+
+def test_design_ppi_mean_formula_without_a_design() -> None:
+    # λ = 1, no weights, each answer its own cluster: θ = mean(f over the pool) + mean(Y − f);
+    # variance = Var(f_pool)/N + Var(Y − f)/n + 2·Cov through the labelled answers (also in the
+    # pool), with the G/(G−1) factors; t interval on n − 1 df.
+    from scipy import stats as sps
+
+    from calibration.stats import design_ppi_mean
+
+    y, f, fu = _draw(np.random.default_rng(5), 150, 1000, 0.2)
+    pool = np.r_[f, fu]
+    ids_l, ids_p = np.arange(150), np.arange(pool.size)  # labelled answer i is pool answer i
+    est = design_ppi_mean(y, f, pool, clusters=(ids_l, ids_p))
+    rect = y - f
+    assert est.estimate == pytest.approx(pool.mean() + rect.mean(), abs=1e-12)
+    psi_r = (rect - rect.mean()) / 150
+    psi_p = (pool - pool.mean()) / pool.size
+    v = 150 / 149 * (psi_r**2).sum() + pool.size / (pool.size - 1) * (psi_p**2).sum() + 2 * (psi_r * psi_p[:150]).sum()
+    q = sps.t.ppf(0.975, 149)
+    assert est.ci_high - est.estimate == pytest.approx(q * math.sqrt(v), rel=1e-9)
+
+
+def test_design_ppi_is_unbiased_under_judge_stratified_labels_where_ppi_mean_is_not() -> None:
+    # Labels oversample answers the judge failed (inclusion 0.5 vs 0.1). Weighted PPI with the
+    # pool's judge mean recovers the human pass rate; labelled-vs-unlabelled PPI does not.
+    from calibration.stats import design_ppi_mean
+
+    rng = np.random.default_rng(6)
+    n_pop = 20_000
+    human = (rng.random(n_pop) < 0.6).astype(float)
+    judge = np.where(rng.random(n_pop) < 0.15, 1 - human, human)
+    pi = np.where(judge == 1, 0.02, 0.1)
+    design, plain = [], []
+    for _ in range(40):
+        s = rng.random(n_pop) < pi
+        design.append(design_ppi_mean(human[s], judge[s], judge, weights=1 / pi[s]).estimate)
+        plain.append(ppi_mean(human[s], judge[s], judge[~s], lam=1).estimate)
+    truth = human.mean()
+    assert abs(np.mean(design) - truth) < 0.01
+    assert abs(np.mean(plain) - truth) > 0.03

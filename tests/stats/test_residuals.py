@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 
-from calibration.stats._bootstrap import cluster_counts
-from calibration.stats._residuals import (
-    HumanScores,
-    _collapse,
-    _collapse_panels,
-    _prepare,
-    _residual_replicates,
-    family_residuals,
-    human_scores,
-    provenance_note,
-    residuals_and_gap,
-    self_preference_gap,
-)
+from calibration.stats import HumanScores, human_scores, provenance_note, rater_spread
+from calibration.stats._residuals import family_residuals, residuals_and_gap, self_preference_gap
+from calibration.stats._variance import cluster_design, design_variance
 
 
 def _exact_passes(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -48,7 +38,7 @@ def _seed_run(judge_own: int = 79, judge_other: int = 66, seed: int = 0) -> dict
 
 def test_seed_residuals_are_plus_8_and_minus_2_points() -> None:
     d = _seed_run()
-    res = family_residuals(d["judge"], d["human"], d["family"], d["task"], rng=0)
+    res = family_residuals(d["judge"], d["human"], d["family"], d["task"])
     assert set(res) == {"claude", "gpt"}
     assert math.isclose(res["claude"].estimate, 8.0, abs_tol=1e-9)
     assert math.isclose(res["gpt"].estimate, -2.0, abs_tol=1e-9)
@@ -57,12 +47,12 @@ def test_seed_residuals_are_plus_8_and_minus_2_points() -> None:
     assert res["claude"].extra["judge_mean"] == pytest.approx(79.0, abs=1e-9)
     assert res["claude"].extra["human_mean"] == pytest.approx(71.0, abs=1e-9)
     assert res["claude"].ci_low < 8.0 < res["claude"].ci_high
-    assert "task-clustered" in res["claude"].method
+    assert "100 task clusters" in res["claude"].method and "t interval" in res["claude"].method
 
 
 def test_seed_gap_is_10_points() -> None:
     d = _seed_run()
-    gap = self_preference_gap(d["judge"], d["human"], d["family"], d["task"], rng=0)
+    gap = self_preference_gap(d["judge"], d["human"], d["family"], d["task"])
     assert math.isclose(gap.estimate, 10.0, abs_tol=1e-9)
     assert gap.units == "percentage points"
     assert gap.n == 100
@@ -85,19 +75,24 @@ def test_judge_lenient_everywhere_has_no_gap() -> None:
         judge[fails] = 1.0
     family = np.array(["claude"] * n + ["gpt"] * n)
     task = np.r_[np.arange(n), np.arange(n)]
-    res = family_residuals(judge, human, family, task, rng=0)
+    res = family_residuals(judge, human, family, task)
     assert res["claude"].estimate == pytest.approx(8.0) and res["gpt"].estimate == pytest.approx(8.0)
-    gap = self_preference_gap(judge, human, family, task, rng=0)
+    gap = self_preference_gap(judge, human, family, task)
     assert gap.estimate == pytest.approx(0.0, abs=1e-9)
     assert gap.covers(0.0)
     assert gap.ci_low < 0 < gap.ci_high
 
 
-def test_int_seed_is_deterministic() -> None:
+def test_interval_is_the_t_interval_of_the_paired_task_totals() -> None:
+    # The gap's influence per task is (r_own,t − r̄_own − (r_other,t − r̄_other)) / n: its variance
+    # is the paired-difference variance / n, the interval t with n − 1 df.
     d = _seed_run()
-    a = self_preference_gap(d["judge"], d["human"], d["family"], d["task"], rng=11)
-    b = self_preference_gap(d["judge"], d["human"], d["family"], d["task"], rng=11)
-    assert (a.ci_low, a.ci_high) == (b.ci_low, b.ci_high)
+    gap = self_preference_gap(d["judge"], d["human"], d["family"], d["task"])
+    diff = 100 * ((d["judge"] - d["human"])[:100] - (d["judge"] - d["human"])[100:])
+    se = diff.std(ddof=1) / math.sqrt(100)
+    q = float(sps.t.ppf(0.975, 99))
+    assert gap.ci_low == pytest.approx(diff.mean() - q * se) and gap.ci_high == pytest.approx(diff.mean() + q * se)
+    assert gap.extra["df"] == pytest.approx(99) and gap.extra["se"] == pytest.approx(se)
 
 
 def test_more_than_two_families_uses_mean_of_others() -> None:
@@ -108,8 +103,8 @@ def test_more_than_two_families_uses_mean_of_others() -> None:
     task = np.tile(np.arange(n), 3)
     judge = rng.integers(0, 2, 3 * n).astype(float)
     human = rng.integers(0, 2, 3 * n).astype(float)
-    res = family_residuals(judge, human, family, task, rng=0)
-    gap = self_preference_gap(judge, human, family, task, own_family="gpt", rng=0)
+    res = family_residuals(judge, human, family, task)
+    gap = self_preference_gap(judge, human, family, task, own_family="gpt")
     expected = res["gpt"].estimate - (res["claude"].estimate + res["gemini"].estimate) / 2
     assert gap.estimate == pytest.approx(expected, abs=1e-9)
     assert gap.extra["other_families"] == ["claude", "gemini"]
@@ -121,11 +116,11 @@ def test_score_scale_reports_judge_scale_points() -> None:
     human = np.array([3, 4, 3, 4, 3, 3], dtype=float)
     family = ["claude", "claude", "claude", "gpt", "gpt", "gpt"]
     task = [1, 2, 3, 1, 2, 3]
-    res = family_residuals(judge, human, family, task, scale="score", n_resamples=200, rng=0)
+    res = family_residuals(judge, human, family, task, scale="score")
     assert res["claude"].estimate == pytest.approx(2 / 3)
     assert res["gpt"].estimate == pytest.approx(-1 / 3)
     assert res["gpt"].units == "judge scale points"
-    gap = self_preference_gap(judge, human, family, task, scale="score", n_resamples=200, rng=0)
+    gap = self_preference_gap(judge, human, family, task, scale="score")
     assert gap.estimate == pytest.approx(1.0)
 
 
@@ -136,7 +131,7 @@ def test_weights_give_hajek_means() -> None:
     judge = np.array([1, 0, 1, 1], dtype=float)
     human = np.array([0, 0, 1, 0], dtype=float)
     w = np.array([3.0, 1.0, 1.0, 1.0])
-    res = family_residuals(judge, human, ["a"] * 4, [1, 2, 3, 4], weights=w, rng=0)
+    res = family_residuals(judge, human, ["a"] * 4, [1, 2, 3, 4], weights=w)
     assert res["a"].estimate == pytest.approx(100 * (3 * 1 + 0 + 0 + 1) / 6)
     assert res["a"].extra["weighted"] is True
     assert res["a"].method.startswith("weighted (Hajek) mean")
@@ -162,8 +157,8 @@ def test_weighted_estimates_unbiased_under_judge_stratified_sampling() -> None:
     for _ in range(60):
         s = rng.random(n_pop) < pi
         args = (judge[s], human[s], family[s], task[s])
-        w_res = family_residuals(*args, weights=1 / pi[s], n_resamples=1, rng=0)
-        u_res = family_residuals(*args, n_resamples=1, rng=0)
+        w_res = family_residuals(*args, weights=1 / pi[s])
+        u_res = family_residuals(*args)
         weighted.append([w_res[f].estimate for f in ("claude", "gpt")])
         unweighted.append([u_res[f].estimate for f in ("claude", "gpt")])
     w_mean = np.mean(weighted, axis=0)
@@ -217,246 +212,158 @@ def test_human_scores_degenerate_empty() -> None:
     assert hs.scores.empty and hs.ratings.empty
 
 
-def _rater_data(n_tasks: int, n_raters: int, seed: int) -> dict:
+def _panel(n_tasks: int, n_raters: int, per_answer: int, leniency: float, seed: int) -> dict:
+    """Two families per task on a 1-5 scale; a panel of raters with persistent leniencies."""
     rng = np.random.default_rng(seed)
     n = 2 * n_tasks
-    ids = np.array([f"ans{i}" for i in range(n)])
-    labels = pd.DataFrame(
-        {
-            "answer_id": np.repeat(ids, n_raters),
-            "rater_id": np.tile(np.arange(n_raters), n),
-            "score": (rng.random(n * n_raters) < 0.6).astype(float),
-        }
-    )
+    quality = 3 + rng.normal(0, 0.8, n_tasks)[np.arange(n) % n_tasks] + rng.normal(0, 0.5, n)
+    lenient = rng.normal(0, leniency, n_raters)
+    raters = np.argsort(rng.random((n, n_raters)), axis=1)[:, :per_answer]
+    scores = np.clip(np.round(quality[:, None] + lenient[raters] + rng.normal(0, 0.5, raters.shape)), 1, 5)
+    labels = pd.DataFrame({"answer": np.repeat(np.arange(n), per_answer), "rater": raters.ravel(),
+                           "score": scores.ravel()})
     return {
-        "judge": (rng.random(n) < 0.7).astype(float),
+        "judge": np.clip(np.round(quality + 0.3 + rng.normal(0, 0.5, n)), 1, 5),
         "family": np.array(["claude"] * n_tasks + ["gpt"] * n_tasks),
         "task": np.r_[np.arange(n_tasks), np.arange(n_tasks)],
-        "ids": ids,
         "labels": labels,
     }
 
 
-def test_two_stage_with_one_rater_equals_one_stage() -> None:
-    d = _rater_data(50, 1, 4)
-    hs = human_scores(d["labels"])
-    human = hs.scores.loc[d["ids"]].to_numpy()
-    one = self_preference_gap(d["judge"], human, d["family"], d["task"], rng=7)
-    two = self_preference_gap(
-        d["judge"],
-        None,
-        d["family"],
-        d["task"],
-        rater_level=hs.ratings,
-        answer_ids=d["ids"],
-        rng=7,
-    )
-    assert (one.estimate, one.ci_low, one.ci_high) == (two.estimate, two.ci_low, two.ci_high)
-    assert "two-stage" in two.method
+def test_raters_interval_adds_the_panels_leniency_and_says_so() -> None:
+    d = _panel(60, 5, 1, 0.6, 1)
+    args = (d["judge"], None, d["family"], d["task"])
+    panel = family_residuals(*args, scale="score", rater_level=d["labels"], interval="panel")
+    raters = family_residuals(*args, scale="score", rater_level=d["labels"])
+    for fam in panel:
+        assert raters[fam].estimate == panel[fam].estimate
+        assert raters[fam].half_width > 1.2 * panel[fam].half_width
+        assert raters[fam].extra["scope"].startswith("raters like these (5 raters")
+        assert panel[fam].extra["scope"] == "this panel only"
+        assert raters[fam].extra["interval"].endswith("raters") and "raters like these" in raters[fam].method
 
 
-def test_two_stage_carries_rater_spread_into_interval() -> None:
-    # A constant judge leaves only the human side to vary, so the rater spread dominates.
-    d = _rater_data(80, 5, 5)
-    d["judge"] = np.ones_like(d["judge"])
-    hs = human_scores(d["labels"])
-    human = hs.scores.loc[d["ids"]].to_numpy()
-    one = self_preference_gap(d["judge"], human, d["family"], d["task"], rng=1)
-    two = self_preference_gap(
-        d["judge"],
-        human,
-        d["family"],
-        d["task"],
-        rater_level=hs.ratings,
-        answer_ids=d["ids"],
-        rng=1,
-    )
-    assert two.estimate == one.estimate
-    assert (two.ci_high - two.ci_low) > 1.15 * (one.ci_high - one.ci_low)
+def test_leniency_cancels_in_the_gap_of_a_fully_crossed_panel() -> None:
+    # Every rater labels every answer of both families: a rater's leniency moves both residuals
+    # alike, so the gap's rater share is zero and the two intervals coincide.
+    d = _panel(40, 4, 4, 0.6, 2)
+    args = (d["judge"], None, d["family"], d["task"])
+    panel = self_preference_gap(*args, scale="score", rater_level=d["labels"], interval="panel")
+    raters = self_preference_gap(*args, scale="score", rater_level=d["labels"])
+    assert raters.ci_low == pytest.approx(panel.ci_low) and raters.ci_high == pytest.approx(panel.ci_high)
+    fam = family_residuals(*args, scale="score", rater_level=d["labels"])["claude"]
+    fam_panel = family_residuals(*args, scale="score", rater_level=d["labels"], interval="panel")["claude"]
+    assert fam.half_width > fam_panel.half_width  # ... but not in each family's residual
 
 
-def test_two_stage_majority_rule_and_positional_answers() -> None:
-    d = _rater_data(30, 3, 6)
-    hs = human_scores(d["labels"], rule="majority")
-    pos = {a: i for i, a in enumerate(d["ids"])}
-    ratings = hs.ratings.assign(answer=hs.ratings["answer"].map(pos))
-    human = hs.scores.loc[d["ids"]].to_numpy()
-    res = family_residuals(
-        d["judge"],
-        human,
-        d["family"],
-        d["task"],
-        rater_level=ratings,
-        rule="majority",
-        n_resamples=300,
-        rng=0,
-    )
-    assert np.isfinite(res["gpt"].ci_low) and "rule='majority'" in res["gpt"].method
+def test_one_rater_cannot_generalise_and_says_so() -> None:
+    d = _panel(30, 1, 1, 0.0, 3)
+    res = family_residuals(d["judge"], None, d["family"], d["task"], scale="score", rater_level=d["labels"])
+    assert "one rater" in res["claude"].extra["scope"]
+    plain = family_residuals(d["judge"], None, d["family"], d["task"], scale="score", rater_level=d["labels"],
+                             interval="panel")
+    assert res["claude"].ci_low == plain["claude"].ci_low
+
+
+def test_rater_spread_within_answers_matches_least_squares() -> None:
+    # Brute force: the two-way fixed-effects fit by lstsq on dummy columns; the rater effects'
+    # spread minus their estimation noise s² tr(C⁺), over R − 1.
+    d = _panel(40, 5, 2, 0.5, 4)
+    lab = d["labels"]
+    spread = rater_spread(lab["answer"], lab["rater"], lab["score"])
+    n_ans, n_rat = lab["answer"].max() + 1, 5
+    x = np.zeros((len(lab), n_ans + n_rat - 1))
+    x[np.arange(len(lab)), lab["answer"]] = 1
+    for r in range(1, n_rat):
+        x[lab["rater"].to_numpy() == r, n_ans + r - 1] = 1
+    coef, *_ = np.linalg.lstsq(x, lab["score"].to_numpy(float), rcond=None)
+    beta = np.r_[0.0, coef[n_ans:]]
+    resid = lab["score"].to_numpy(float) - x @ coef
+    dfe = len(lab) - np.linalg.matrix_rank(x)
+    s2 = (resid**2).sum() / dfe
+    cov = s2 * np.linalg.pinv(x.T @ x)[n_ans:, n_ans:]
+    full = np.zeros((n_rat, n_rat))
+    full[1:, 1:] = cov
+    centre = np.eye(n_rat) - 1 / n_rat
+    noise = np.trace(centre @ full @ centre) / (n_rat - 1)
+    expected = ((beta - beta.mean()) ** 2).sum() / (n_rat - 1) - noise
+    assert spread.how == "within answers"
+    assert spread.variance == pytest.approx(max(expected, 0.0), rel=1e-9)
+
+
+def test_rater_spread_between_raters_is_the_one_way_anova() -> None:
+    d = _panel(60, 4, 1, 0.5, 5)
+    lab = d["labels"]
+    spread = rater_spread(lab["answer"], lab["rater"], lab["score"])
+    groups = [g.to_numpy(float) for _, g in lab.groupby("rater")["score"]]
+    n = np.array([g.size for g in groups])
+    grand = lab["score"].mean()
+    msb = sum(g.size * (g.mean() - grand) ** 2 for g in groups) / 3
+    msw = sum(((g - g.mean()) ** 2).sum() for g in groups) / (n.sum() - 4)
+    n0 = (n.sum() - (n**2).sum() / n.sum()) / 3
+    assert spread.how == "between raters"
+    assert spread.variance == pytest.approx(max((msb - msw) / n0, 0.0), rel=1e-9)
+
+
+def test_stratified_variance_is_the_textbook_stratified_mean_variance() -> None:
+    # Units sampled within strata, weight N_h / n_h: the Hajek mean is Σ W_h ȳ_h and its variance
+    # Σ W_h² s_h² / n_h (no finite-population correction), W_h = N_h / N.
+    rng = np.random.default_rng(6)
+    sizes, big = np.array([5, 8, 12]), np.array([100.0, 300.0, 600.0])
+    y = np.concatenate([rng.normal(h, 1 + h, n) for h, n in enumerate(sizes)])
+    stratum = np.repeat(np.arange(3), sizes)
+    w = (big / sizes)[stratum]
+    mean = (w @ y) / w.sum()
+    v, df, g, h = design_variance(w * (y - mean) / w.sum(), cluster_design(np.arange(y.size), stratum))
+    share = big / big.sum()
+    textbook = sum(share[k] ** 2 * y[stratum == k].var(ddof=1) / sizes[k] for k in range(3))
+    assert v == pytest.approx(textbook, rel=1e-9)
+    assert (g, h) == (25, 3) and 1 <= df <= 22
+
+
+def test_clusters_must_nest_in_strata() -> None:
+    with pytest.raises(ValueError, match="cluster 1 spans more than one stratum"):
+        family_residuals([1, 0, 1], [1, 1, 0], ["a", "a", "a"], [1, 1, 2], strata=["x", "y", "y"])
+
+
+def test_majority_rule_and_positional_answers() -> None:
+    d = _panel(30, 3, 3, 0.0, 6)
+    lab = d["labels"].assign(score=(d["labels"]["score"] >= 4).astype(float))
+    human = lab.groupby("answer")["score"].agg(lambda s: float(s.sum() > s.size / 2)).to_numpy()
+    judge = (d["judge"] >= 4).astype(float)
+    res = family_residuals(judge, human, d["family"], d["task"], rater_level=lab, rule="majority")
+    assert np.isfinite(res["gpt"].ci_low)
     with pytest.raises(ValueError, match="disagree with rater_level"):
-        family_residuals(d["judge"], human, d["family"], d["task"], rater_level=ratings, rule="mean")
+        family_residuals(judge, human, d["family"], d["task"], rater_level=lab, rule="mean")
 
 
 def test_rater_level_must_cover_every_answer() -> None:
-    d = _rater_data(10, 2, 7)
-    partial = human_scores(d["labels"]).ratings.iloc[2:]
+    d = _panel(10, 2, 2, 0.0, 7)
+    partial = d["labels"].iloc[2:]
     with pytest.raises(ValueError, match="1 answer\\(s\\) have no rows"):
-        family_residuals(d["judge"], None, d["family"], d["task"], rater_level=partial, answer_ids=d["ids"])
+        family_residuals(d["judge"], None, d["family"], d["task"], scale="score", rater_level=partial)
 
 
-# --- the vectorised bootstrap against brute force -------------------------------------------
-
-
-def _panel_data(n_tasks: int, seed: int) -> dict:
-    """Two answers per task, 1-4 raters each on a 1-5 scale, unequal design weights."""
-    rng = np.random.default_rng(seed)
-    n = 2 * n_tasks
-    rows = [(a, r, float(rng.integers(1, 6))) for a in range(n) for r in rng.choice(9, rng.integers(1, 5), False)]
-    return {
-        "judge": rng.integers(1, 6, n).astype(float),
-        "family": np.tile(["claude", "gpt"], n_tasks),
-        "task": np.repeat(np.arange(n_tasks), 2),
-        "weights": rng.uniform(0.5, 2.0, n),
-        "ratings": pd.DataFrame(rows, columns=["answer", "rater", "score"]),
-    }
-
-
-def _brute_two_stage(d: dict, rule: str, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Replicates the slow way: every drawn copy of an answer draws its raters anew."""
-    panels = d["ratings"].groupby("answer")["score"].apply(np.asarray)
-    fam = (d["family"] == "gpt").astype(int)
-    out = np.empty((2, counts.shape[0]))
-    for b, row in enumerate(counts):
-        num, den = np.zeros(2), np.zeros(2)
-        for a, task in enumerate(d["task"]):
-            for _ in range(row[task]):
-                drawn = panels[a][rng.integers(0, panels[a].size, panels[a].size)]
-                values, freq = np.unique(drawn, return_counts=True)
-                human = drawn.mean() if rule == "mean" else values[np.argmax(freq)]  # ties: lowest
-                num[fam[a]] += d["weights"][a] * (d["judge"][a] - human)
-                den[fam[a]] += d["weights"][a]
-        out[:, b] = num / den
-    return out
-
-
-@pytest.mark.parametrize("rule", ["mean", "majority"])
-def test_two_stage_replicates_match_brute_force_in_distribution(rule: str) -> None:
-    # Same task draws, independent rater draws: the replicate distributions must agree.
-    d = _panel_data(25, 11)
-    prep = _prepare(
-        "t", d["judge"], None, d["family"], d["task"], "score", d["weights"], d["ratings"], None, rule, 0.95, 10
-    )
-    n_resamples = 3000
-    fast = _residual_replicates(prep, n_resamples, np.random.default_rng(1))
-    counts = cluster_counts(25, n_resamples, np.random.default_rng(1))
-    slow = _brute_two_stage(d, rule, counts, np.random.default_rng(2))
-    fast_gap, slow_gap = fast[0] - fast[1], slow[0] - slow[1]
-    assert abs(fast_gap.mean() - slow_gap.mean()) < 0.01 * slow_gap.std()  # shared task draws
-    assert fast_gap.std() == pytest.approx(slow_gap.std(), rel=0.04)
-    for k in range(2):
-        assert fast[k].std() == pytest.approx(slow[k].std(), rel=0.04)
-
-
-def _panel_moments(scores: np.ndarray, rule: str) -> tuple[float, float]:
-    """Exact mean and variance of one copy's collapsed score, over all m^m rater draws."""
-    m = scores.size
-    values = []
-    for picks in itertools.product(range(m), repeat=m):
-        drawn = scores[list(picks)]
-        levels, freq = np.unique(drawn, return_counts=True)
-        values.append(drawn.mean() if rule == "mean" else levels[np.argmax(freq)])
-    return float(np.mean(values)), float(np.var(values))
-
-
-@pytest.mark.parametrize("rule", ["mean", "majority"])
-def test_copy_sums_have_the_exact_two_stage_moments(rule: str) -> None:
-    # Given the task draws, every copy of an answer draws its raters independently, so the
-    # copies' summed scores have mean sum(c*w*mu) and variance sum(c*w²*sigma²) per family. One
-    # draw shared by an answer's copies would give sum(c²*w²*sigma²) (about twice as much), no
-    # rater resampling zero.
-    d = _panel_data(25, 11)
-    prep = _prepare(
-        "t", d["judge"], None, d["family"], d["task"], "score", d["weights"], d["ratings"], None, rule, 0.95, 10
-    )
-    assert prep.raters is not None
-    panels = prep.raters.panels(
-        np.flatnonzero(prep.raters.varying()), prep.task_codes, prep.fam_codes, prep.weights
-    )
-    assert sorted(p.scores.shape[1] for p in panels) == [2, 3, 4]
-    counts = cluster_counts(25, 4000, np.random.default_rng(1))
-    gen = np.random.default_rng(2)
-    sums = np.zeros((4000, 2))
-    mean = np.zeros((4000, 2))
-    var = np.zeros((4000, 2))
-    for p in panels:
-        sums += p.copy_sums(counts, 2, gen)
-        mu, sigma2 = np.array([_panel_moments(row, rule) for row in p.scores]).T
-        onehot = np.eye(2)[p.fam]
-        copies = counts[:, p.task]
-        mean += (copies * p.weight * mu) @ onehot
-        var += (copies * p.weight**2 * sigma2) @ onehot
-    z = (sums - mean) / np.sqrt(var)
-    assert np.abs(z.mean(axis=0)).max() < 0.06
-    np.testing.assert_allclose(z.std(axis=0), 1.0, atol=0.05)
-
-
-def test_one_stage_replicates_are_weighted_means_of_the_drawn_tasks() -> None:
-    d = _panel_data(20, 12)
-    human = d["ratings"].groupby("answer")["score"].mean().to_numpy()
-    prep = _prepare(
-        "t", d["judge"], human, d["family"], d["task"], "score", d["weights"], None, None, "mean", 0.95, 10
-    )
-    reps = _residual_replicates(prep, 200, np.random.default_rng(3))
-    rows = cluster_counts(20, 200, np.random.default_rng(3))[:, d["task"]] * d["weights"]
-    for k, fam in enumerate(["claude", "gpt"]):
-        w = rows * (d["family"] == fam)
-        np.testing.assert_allclose(reps[k], w @ (d["judge"] - human) / w.sum(axis=1), rtol=0, atol=1e-12)
-
-
-def test_agreeing_raters_leave_the_one_stage_interval_unchanged() -> None:
-    # Raters who agree give the same score however they are resampled: no extra draws.
-    d = _rater_data(40, 3, 9)
-    d["labels"]["score"] = np.repeat(d["judge"], 3)[::-1].copy()
-    hs = human_scores(d["labels"])
-    human = hs.scores.loc[d["ids"]].to_numpy()
-    one = family_residuals(d["judge"], human, d["family"], d["task"], rng=5)
-    two = family_residuals(
-        d["judge"], None, d["family"], d["task"], rater_level=hs.ratings, answer_ids=d["ids"], rng=5
-    )
-    for fam in one:
-        assert (one[fam].estimate, one[fam].ci_low, one[fam].ci_high) == (
-            two[fam].estimate, two[fam].ci_low, two[fam].ci_high
-        )
-
-
-@pytest.mark.parametrize("rule", ["mean", "majority"])
-def test_residuals_and_gap_equal_the_two_functions(rule: str) -> None:
-    d = _panel_data(30, 13)
-    common: dict[str, Any] = {
-        "scale": "score", "weights": d["weights"], "rater_level": d["ratings"], "rule": rule,
-        "n_resamples": 400, "rng": 8,
-    }
-    families, gap = residuals_and_gap(d["judge"], None, d["family"], d["task"], own_family="claude", **common)
-    assert families == family_residuals(d["judge"], None, d["family"], d["task"], **common)
-    assert gap == self_preference_gap(d["judge"], None, d["family"], d["task"], own_family="claude", **common)
+@pytest.mark.parametrize("interval", ["raters", "panel"])
+def test_residuals_and_gap_equal_the_two_functions(interval: str) -> None:
+    d = _panel(30, 4, 2, 0.4, 8)
+    w = np.random.default_rng(8).uniform(0.5, 2.0, d["judge"].size)
+    common: dict[str, Any] = {"scale": "score", "weights": w, "rater_level": d["labels"], "interval": interval}
+    args = (d["judge"], None, d["family"], d["task"])
+    families, gap = residuals_and_gap(*args, own_family="claude", **common)
+    assert families == family_residuals(*args, **common)
+    assert gap == self_preference_gap(*args, own_family="claude", **common)
     with pytest.raises(ValueError, match="residuals_and_gap: own_family 'mistral' has no answers"):
-        residuals_and_gap(d["judge"], None, d["family"], d["task"], own_family="mistral", **common)
-
-
-@pytest.mark.parametrize("m", [1, 2, 3, 5])
-@pytest.mark.parametrize("rule", ["mean", "majority"])
-def test_panel_collapse_equals_grouped_collapse(m: int, rule: str) -> None:
-    panels = np.random.default_rng(m).integers(0, 4, (2000, m)).astype(float)
-    grouped = _collapse(panels.reshape(1, -1), np.arange(0, panels.size, m), rule, np.unique(panels))[0]
-    np.testing.assert_array_equal(_collapse_panels(panels, rule), grouped)
+        residuals_and_gap(*args, own_family="mistral", **common)
 
 
 # --- degenerate cases and validation ---------------------------------------------------------
 
 
 def test_degenerate_single_task_gives_nan_interval() -> None:
-    res = family_residuals([1, 0], [0, 0], ["claude", "gpt"], ["t", "t"], rng=0)
+    res = family_residuals([1, 0], [0, 0], ["claude", "gpt"], ["t", "t"])
     assert res["claude"].estimate == 100.0 and math.isnan(res["claude"].ci_low)
-    gap = self_preference_gap([1, 0], [0, 0], ["claude", "gpt"], ["t", "t"], rng=0)
+    gap = self_preference_gap([1, 0], [0, 0], ["claude", "gpt"], ["t", "t"])
     assert gap.estimate == 100.0 and math.isnan(gap.ci_low) and math.isnan(gap.ci_high)
 
 
@@ -527,8 +434,6 @@ def test_provenance_bad_kind_and_gap_field() -> None:
         d["human"],
         d["family"],
         d["task"],
-        n_resamples=50,
-        rng=0,
         provenance=[("rubric", "model", "claude-sonnet")],
     )
     assert gap.extra["bound"] == "upper" and "rubric" in gap.extra["bound_reason"]
@@ -559,7 +464,7 @@ def test_gap_interval_coverage_is_nominal() -> None:
         human = (rng.random(2 * n_tasks) < base + u).astype(float)
         flip = rng.random(2 * n_tasks) < np.where(human == 1, q1, q0)
         judge = np.where(flip, 1 - human, human)
-        gap = self_preference_gap(judge, human, family, task, n_resamples=500, rng=rng)
+        gap = self_preference_gap(judge, human, family, task)
         hits += gap.covers(truth)
     coverage = hits / reps
     print(f"coverage of the 95% gap interval: {coverage:.3f}")

@@ -1,0 +1,349 @@
+"""The rater page in a real browser: key -> feedback, submit -> next item, first load, server CPU.
+
+Run: ``python bench/browser_roundtrip.py`` (about two minutes; needs Debian's ``chromium`` and
+the ``dev`` extra's Playwright). ``--submits`` sets how many labels are submitted (at least 50).
+
+What is measured, in Chromium at 1366x768 through Playwright, on a pool of the bundled answers
+served with the command line ``judgelab serve`` uses:
+
+* **key -> feedback**: from the ``keydown`` of a score key to the page showing the chosen
+  score (``Overall: 4``), timed inside the page (``performance.now()``), and how many
+  websocket messages the browser sent to the server in between (0 = no server round trip);
+* **submit -> next item**: from the ``keydown`` of Ctrl+Enter to the next item's position
+  (``Answer 7 of 80``) being on the page;
+* **first load**: from navigation start to the first item's position being on the page;
+* **server CPU per submit**: user + system time of the Streamlit server process, read from
+  ``/proc/<pid>/stat``, over each submit (Ctrl+Enter until the page is idle again), and over
+  each score key likewise.
+
+The baseline, in the same run on the same machine, is a plain form app: one Flask page per
+item with the same fields, the score keys handled by a few lines of JavaScript, and a POST
+that writes the label to SQLite and redirects to the next item. Flask is installed into this
+environment with pip when it is missing (it is not a judgelab dependency); ``--no-baseline``
+skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._measure import REPO, machine, percentiles
+
+CHROMIUM = "/usr/bin/chromium"
+VIEWPORT = {"width": 1366, "height": 768}
+READY = "[data-testid='stApp'][data-test-script-state='notRunning']"
+TICK = os.sysconf("SC_CLK_TCK")
+
+#: Runs in every document before its own scripts: arms a timer on the next keydown and
+#: records when a target text first appears (shadow roots included). State lives in
+#: sessionStorage so it survives the baseline's page loads; times are absolute
+#: (timeOrigin + now) so they compare across documents.
+WATCH_JS = r"""
+(() => {
+  const now = () => performance.timeOrigin + performance.now();
+  const get = () => JSON.parse(sessionStorage.getItem('bench') || '{}');
+  const put = (s) => sessionStorage.setItem('bench', JSON.stringify(s));
+  // The first document starts the first-load clock at navigation start.
+  if (!sessionStorage.getItem('bench')) put({target: __FIRST__, t0: performance.timeOrigin, t1: null});
+  window.__benchArm = (target) => put({target, t0: null, t1: null, armed: true});
+  window.__benchRead = () => get();
+  window.addEventListener('keydown', () => {
+    const s = get();
+    if (s.armed) { s.t0 = now(); s.armed = false; put(s); }
+  }, true);
+  const text = () => {
+    let out = document.body ? document.body.textContent : '';
+    for (const el of document.querySelectorAll('*')) {
+      if (el.shadowRoot) out += el.shadowRoot.textContent;
+    }
+    return out;
+  };
+  const tick = () => {
+    const s = get();
+    if (s.target && s.t1 === null && s.t0 !== null && text().includes(s.target)) {
+      s.t1 = now(); put(s);
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})();
+"""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+@dataclass
+class Figures:
+    """One app's measurements."""
+
+    name: str
+    first_load_ms: float = float("nan")
+    key_ms: list[float] = field(default_factory=list)
+    key_frames: list[int] = field(default_factory=list)
+    submit_ms: list[float] = field(default_factory=list)
+    key_cpu_ms: list[float] = field(default_factory=list)
+    submit_cpu_ms: list[float] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        k50, k95 = percentiles(self.key_ms)
+        s50, s95 = percentiles(self.submit_ms)
+        frames = sum(self.key_frames) / max(len(self.key_frames), 1)
+        kc = sum(self.key_cpu_ms) / max(len(self.key_cpu_ms), 1)
+        sc = sum(self.submit_cpu_ms) / max(len(self.submit_cpu_ms), 1)
+        return [
+            f"{self.name}",
+            f"  first load                {self.first_load_ms:7.0f} ms",
+            f"  key -> feedback     p50 {k50:7.0f} ms  p95 {k95:7.0f} ms  "
+            f"({frames:.1f} messages to the server per key; server CPU {kc:.0f} ms per key)",
+            f"  submit -> next item p50 {s50:7.0f} ms  p95 {s95:7.0f} ms  "
+            f"(server CPU {sc:.0f} ms per submit, {len(self.submit_ms)} submits)",
+        ]
+
+
+# -- the two apps ---------------------------------------------------------------------------
+
+
+def build_pool(db: Path, n: int) -> str:
+    """The bundled rubric and answers, one rater with ``n`` of them assigned; returns the token."""
+    from labeler.importers import import_file
+    from labeler.store import Store
+
+    store = Store(db)
+    import_file(store, "rubric", REPO / "data" / "rubric.toml")
+    import_file(store, "answers", REPO / "data" / "answers.jsonl")
+    rater, token = store.add_rater("bench-rater")
+    answers = store.answers(variant="original")["answer_id"].tolist()[:n]
+    store.assign_k(answers, 1, [rater.rater_id], seed=0)
+    return token
+
+
+def start(command: list[str], url: str, env: dict[str, str], cwd: Path, health: str) -> subprocess.Popen[bytes]:
+    """Start a server and wait until ``url + health`` answers."""
+    import urllib.request
+
+    proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + health, timeout=2):
+                return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise SystemExit(f"server exited: {command}") from None
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit(f"server did not start: {command}")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# -- measuring ----------------------------------------------------------------------------------
+
+
+def timed(page: Any, target: str, action: Callable[[], None], idle: Callable[[], None],
+          pid: int, sent: list[int]) -> tuple[float, int, float]:
+    """``(ms from keydown to target shown, messages sent, server CPU ms)`` of one ``action``."""
+    page.evaluate("t => window.__benchArm(t)", target)
+    before_cpu, before_sent = cpu_seconds(pid), len(sent)
+    action()
+    page.wait_for_function("t => { const s = window.__benchRead(); return s.t1 !== null && s.target === t; }",
+                           arg=target, timeout=60_000, polling=50)
+    idle()
+    state = page.evaluate("() => window.__benchRead()")
+    return (float(state["t1"]) - float(state["t0"]), len(sent) - before_sent,
+            1000 * (cpu_seconds(pid) - before_cpu))
+
+
+def drive(browser: Any, fig: Figures, url: str, pid: int, n: int, total: int,
+          idle: Callable[[Any], None]) -> None:
+    """Label ``n`` items with the keyboard: a score key, then Ctrl+Enter, timing both."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.add_init_script(WATCH_JS.replace("__FIRST__", json.dumps(f"Answer 1 of {total}")))
+    sent: list[int] = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda _: sent.append(1)))
+    page.goto(url)
+    page.wait_for_function("() => window.__benchRead().t1 !== null", timeout=90_000, polling=50)
+    first = page.evaluate("() => window.__benchRead()")
+    fig.first_load_ms = float(first["t1"]) - float(first["t0"])
+    idle(page)
+    time.sleep(0.5)
+    for i in range(1, n + 1):
+        score = 4 if i % 2 else 3
+        ms, frames, cpu = timed(page, f"Overall: {score}", lambda s=score: page.keyboard.press(str(s)),
+                                lambda: idle(page), pid, sent)
+        fig.key_ms.append(ms)
+        fig.key_frames.append(frames)
+        fig.key_cpu_ms.append(cpu)
+        ms, _, cpu = timed(page, f"Answer {i + 1} of {total}", lambda: page.keyboard.press("Control+Enter"),
+                           lambda: idle(page), pid, sent)
+        fig.submit_ms.append(ms)
+        fig.submit_cpu_ms.append(cpu)
+    page.close()
+
+
+def streamlit_idle(page: Any) -> None:
+    page.wait_for_selector(READY, timeout=60_000)
+
+
+def measure_judgelab(browser: Any, work: Path, n: int) -> Figures:
+    from judgelab.cli.serve import streamlit_command
+
+    db = work / "bench.duckdb"
+    total = n + 5
+    token = build_pool(db, total)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start(streamlit_command(db, port, "127.0.0.1"), url,
+                 {**os.environ, "JUDGELAB_DB": str(db)}, work, "/_stcore/health")
+    try:
+        fig = Figures("judgelab (Streamlit)")
+        drive(browser, fig, f"{url}/?t={token}", proc.pid, n, total, streamlit_idle)
+        return fig
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+FLASK_APP = r'''
+import json, sqlite3, sys
+from flask import Flask, redirect, request
+from markupsafe import escape
+
+items = json.load(open(sys.argv[1]))
+criteria = json.load(open(sys.argv[2]))
+db = sqlite3.connect(sys.argv[3], check_same_thread=False)
+db.execute("CREATE TABLE IF NOT EXISTS labels (item INTEGER, overall INTEGER, criteria TEXT, comment TEXT)")
+app = Flask(__name__)
+JS = """
+document.addEventListener('keydown', (e) => {
+  const typing = e.target.tagName === 'TEXTAREA';
+  if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); document.forms[0].submit(); return; }
+  if (typing || !/^[1-5]$/.test(e.key)) return;
+  document.querySelector('input[name=overall][value="' + e.key + '"]').checked = true;
+  for (const c of document.querySelectorAll('.crit')) c.querySelector('input[value="' + e.key + '"]').checked = true;
+  document.getElementById('shown').textContent = 'Overall: ' + e.key;
+});
+"""
+
+def radios(name):
+    return " ".join(f'<label><input type=radio name="{name}" value={v}>{v}</label>' for v in range(1, 6))
+
+@app.get("/health")
+def health():
+    return "ok"
+
+@app.get("/item/<int:i>")
+def item(i):
+    if i >= len(items):
+        return "All done."
+    prompt, text = items[i]
+    crits = "".join(f'<div class=crit><b>{escape(c)}</b> {radios("c_" + c)}</div>' for c in criteria)
+    return (f"<!doctype html><title>rate</title><p>Answer {i + 1} of {len(items)}</p>"
+            f"<h3>Task</h3><p>{escape(prompt)}</p><h3>Answer</h3><p>{escape(text)}</p>"
+            f'<form method=post action="/item/{i}"><div>{radios("overall")}</div>{crits}'
+            f'<p id=shown>Overall: not given yet</p><textarea name=comment></textarea>'
+            f"<button>Submit</button></form><script>{JS}</script>")
+
+@app.post("/item/<int:i>")
+def submit(i):
+    form = request.form
+    db.execute("INSERT INTO labels VALUES (?, ?, ?, ?)",
+               [i, int(form["overall"]), json.dumps({c: form.get("c_" + c) for c in criteria}),
+                form.get("comment", "")])
+    db.commit()
+    return redirect(f"/item/{i + 1}", code=303)
+
+app.run(host="127.0.0.1", port=int(sys.argv[4]), threaded=True)
+'''
+
+
+def flask_python() -> str | None:
+    """A Python with Flask: this one, after ``pip install flask`` if needed; ``None`` if that fails."""
+    try:
+        import flask  # noqa: F401
+    except ImportError:
+        print("  installing flask for the baseline (not a judgelab dependency)...")
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flask"], capture_output=True)
+        if done.returncode != 0:
+            return None
+    return sys.executable
+
+
+def measure_flask(browser: Any, work: Path, n: int) -> Figures | None:
+    python = flask_python()
+    if python is None:
+        print("  flask could not be installed: baseline skipped")
+        return None
+    from labeler.store import Store
+
+    store = Store(work / "bench.duckdb")
+    rows = store.query("SELECT t.prompt, a.text FROM answers a JOIN tasks t USING (task_id)"
+                       " WHERE a.variant = 'original' ORDER BY a.answer_id LIMIT ?", [n + 5])
+    rubric = store.rubric()
+    assert rubric is not None
+    (work / "items.json").write_text(json.dumps(rows.values.tolist()))
+    (work / "criteria.json").write_text(json.dumps([c.criterion_id for c in rubric.criteria]))
+    (work / "flask_app.py").write_text(FLASK_APP)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start([python, str(work / "flask_app.py"), str(work / "items.json"), str(work / "criteria.json"),
+                  str(work / "flask.sqlite"), str(port)], url, dict(os.environ), work, "/health")
+    try:
+        fig = Figures("baseline: plain Flask form app")
+        drive(browser, fig, f"{url}/item/0", proc.pid, n, len(rows),
+              lambda page: page.wait_for_load_state("load"))
+        return fig
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--submits", type=int, default=60)
+    parser.add_argument("--no-baseline", action="store_true", help="skip the Flask baseline")
+    args = parser.parse_args()
+    if args.submits < 50:
+        parser.error("--submits must be at least 50")
+    from playwright.sync_api import sync_playwright
+
+    print(f"rater page in Chromium {VIEWPORT['width']}x{VIEWPORT['height']} · {args.submits} submits")
+    print(f"  {machine()}")
+    with tempfile.TemporaryDirectory(prefix="judgelab-browser-bench-") as tmp, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        work = Path(tmp)
+        figures = [measure_judgelab(browser, work, args.submits)]
+        if not args.no_baseline:
+            base = measure_flask(browser, work, args.submits)
+            if base is not None:
+                figures.append(base)
+        browser.close()
+    for fig in figures:
+        print("\n".join(fig.lines()))
+
+
+if __name__ == "__main__":
+    main()

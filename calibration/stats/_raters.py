@@ -1,0 +1,218 @@
+"""How much a different panel of raters would move an estimate: the raters' variance component.
+
+Raters are *crossed* with answers: the same few people label answers of every task. A rater who
+is persistently lenient moves every answer they label, so the panel's mean leniency is one
+shared error in every human mean, which resampling tasks cannot see. To say something about
+"judge minus human" rather than "judge minus these five people", the interval adds the
+variance of that shared error over panels drawn from the same population of raters::
+
+    V_raters = σ²_rater · Σ_r π_r²
+
+where ``σ²_rater`` is the variance of the raters' leniencies (their main effects) and ``π_r``
+is rater ``r``'s share of the estimate: the sum over their labels of ``∂θ̂/∂y`` (for a
+family's residual, ``−w_a / (m_a Σ w)`` per label). Leniency cancels where every rater labels
+both families alike (the self-preference gap of a fully crossed panel), and ``π`` says so.
+
+Resampling tasks already carries the spread *within* answers (a rater's noise on one answer is
+independent across tasks), so nothing else is added: resampling raters inside answers as well,
+the former two-stage bootstrap, counted that spread twice (Davison & Hinkley 1997, §3.8).
+
+``σ²_rater`` is estimated from the labels (:func:`rater_spread`):
+
+* **within answers** (when every rater shares answers with others and the raters are connected
+  through them): least squares with a fixed effect per answer and per rater, so each answer's
+  quality cancels; ``σ̂² = (Σ (β̂_r − β̄)² − s² tr C⁺) / (R − 1)`` removes the estimation noise of
+  the ``β̂`` (``C`` the reduced normal matrix of the rater effects, ``s²`` the residual variance);
+* **between raters** otherwise (one label per answer): the one-way random-effects ANOVA of labels
+  by rater, ``σ̂² = (MS_between − MS_within) / n₀``, which needs answers dealt to raters at random.
+
+Either way ``σ̂²`` rests on ``R − 1`` degrees of freedom at most (Satterthwaite's for the
+difference of mean squares), so five raters give a wide rater component; with one rater it is not
+estimable and the interval can only speak for that rater.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import sparse
+
+__all__ = ["RATER_SCOPES", "RaterScope", "RaterSpread", "rater_part", "rater_spread", "rater_variance"]
+
+RaterScope = Literal["raters", "panel"]
+"""Which raters an interval speaks for.
+
+``"raters"`` (default): raters like these, drawn from the same population; the interval adds the
+raters' variance component (:mod:`calibration.stats._raters`). ``"panel"``: this panel only;
+the interval resamples tasks and treats the raters' leniencies as fixed.
+"""
+
+RATER_SCOPES: tuple[RaterScope, ...] = ("raters", "panel")
+
+_NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class RaterSpread:
+    """The variance of raters' leniencies (main effects), estimated from their labels.
+
+    Attributes:
+        variance: ``σ̂²_rater`` in squared score units (clipped at 0; ``nan`` with one rater).
+        df: Its Satterthwaite degrees of freedom (at most ``n_raters − 1``).
+        n_raters: Raters with labels.
+        how: ``"within answers"``, ``"between raters"`` or ``"one rater"``.
+    """
+
+    variance: float
+    df: float
+    n_raters: int
+    how: Literal["within answers", "between raters", "one rater"]
+
+
+def rater_spread(answer: npt.ArrayLike, rater: npt.ArrayLike, score: npt.ArrayLike) -> RaterSpread:
+    """Estimate the variance of raters' leniencies from a long label table.
+
+    Args:
+        answer: Answer id of each label.
+        rater: Rater id of each label.
+        score: The label (0/1 pass verdict or a score).
+
+    Returns:
+        A :class:`RaterSpread` (module docstring for the two estimators). Degenerate case: one
+        rater gives ``variance = nan`` and ``how = "one rater"``.
+
+    Raises:
+        ValueError: On unequal lengths or missing scores.
+
+    Examples:
+        >>> # Two raters on the same four answers; rater b is always one point higher.
+        >>> s = rater_spread([1, 2, 3, 4] * 2, ["a"] * 4 + ["b"] * 4, [1, 2, 4, 5, 2, 3, 5, 6])
+        >>> s.how, round(s.variance, 6), s.n_raters
+        ('within answers', 0.5, 2)
+    """
+    ans = np.unique(np.asarray(answer), return_inverse=True)[1].ravel()
+    rat = np.unique(np.asarray(rater), return_inverse=True)[1].ravel()
+    y = np.asarray(score, dtype=float)
+    if not (ans.shape == rat.shape == y.shape):
+        raise ValueError("rater_spread: answer, rater and score must have one entry per label")
+    if not np.isfinite(y).all():
+        raise ValueError("rater_spread: scores must not be missing")
+    n_raters = int(rat.max()) + 1 if rat.size else 0
+    if n_raters < 2:
+        return RaterSpread(_NAN, _NAN, n_raters, "one rater")
+    within = _within_answers(ans, rat, y, n_raters)
+    return within if within is not None else _between_raters(rat, y, n_raters)
+
+
+def rater_variance(gradient: npt.ArrayLike, rater: npt.ArrayLike, spread: RaterSpread) -> float:
+    """``σ̂²_rater · Σ_r π_r²``: the variance a different panel would add to the estimate.
+
+    Args:
+        gradient: ``∂θ̂/∂y_k`` per label (how much the estimate moves per point of that label).
+        rater: Rater id of each label.
+        spread: :func:`rater_spread` of the same labels.
+
+    Returns:
+        The variance (``nan`` when ``spread`` is not estimable).
+    """
+    codes = np.unique(np.asarray(rater), return_inverse=True)[1].ravel()
+    share = np.bincount(codes, weights=np.asarray(gradient, dtype=float))
+    return float(spread.variance * (share**2).sum())
+
+
+def _within_answers(
+    ans: npt.NDArray[np.intp], rat: npt.NDArray[np.intp], y: npt.NDArray[np.float64], n_raters: int
+) -> RaterSpread | None:
+    """Fixed answer and rater effects, when the answers shared by raters connect them all."""
+    n_answers = int(ans.max()) + 1
+    m = np.bincount(ans, minlength=n_answers)
+    shared = m[ans] >= 2
+    if not shared.any() or np.unique(rat[shared]).size < n_raters:
+        return None
+    a, r, v = ans[shared], rat[shared], y[shared]
+    # C = diag(labels per rater) − Σ_a 1_a 1_aᵀ / m_a, the reduced normal matrix of rater effects.
+    inc = sparse.csr_array((np.ones(a.size), (a, r)), shape=(n_answers, n_raters))
+    scaled = sparse.csr_array((1.0 / m[a], (a, r)), shape=(n_answers, n_raters))
+    c = np.diag(np.bincount(r, minlength=n_raters).astype(float)) - (scaled.T @ inc).toarray()
+    # The raters are connected through shared answers iff C has rank R - 1 (one null vector).
+    eig = np.linalg.eigvalsh(c)
+    if (eig > 1e-9 * max(eig.max(), 1.0)).sum() != n_raters - 1:
+        return None
+    n_used = int(np.unique(a).size)
+    dfe = a.size - n_used - (n_raters - 1)
+    if dfe < 1:
+        return None
+    answer_mean = np.bincount(a, weights=v, minlength=n_answers) / np.maximum(m, 1)
+    q = np.bincount(r, weights=v - answer_mean[a], minlength=n_raters)
+    # C is a Laplacian with null vector 1 (connected): C⁺ = (C + 11ᵀ/R)⁻¹ − 11ᵀ/R exactly, where
+    # a numerical pinv can keep the rounding-size null eigenvalue and blow up.
+    ones = np.full((n_raters, n_raters), 1.0 / n_raters)
+    c_plus = np.linalg.inv(c + ones) - ones
+    beta = c_plus @ q
+    # Residuals of the two-way fit, within answers.
+    beta_answer = np.bincount(a, weights=beta[r], minlength=n_answers) / np.maximum(m, 1)
+    resid = v - answer_mean[a] - beta[r] + beta_answer[a]
+    s2 = float((resid**2).sum() / dfe)
+    gross = float(((beta - beta.mean()) ** 2).sum() / (n_raters - 1))
+    noise = s2 * float(np.trace(c_plus)) / (n_raters - 1)
+    return RaterSpread(max(gross - noise, 0.0), _difference_df(gross, noise, n_raters - 1, dfe), n_raters,
+                       "within answers")
+
+
+def _between_raters(rat: npt.NDArray[np.intp], y: npt.NDArray[np.float64], n_raters: int) -> RaterSpread:
+    """One-way random-effects ANOVA of labels by rater (answers dealt to raters at random)."""
+    n_r = np.bincount(rat, minlength=n_raters).astype(float)
+    total = float(y.size)
+    means = np.bincount(rat, weights=y, minlength=n_raters) / np.maximum(n_r, 1)
+    msb = float((n_r * (means - y.mean()) ** 2).sum() / (n_raters - 1))
+    dfw = total - n_raters
+    msw = float(((y - means[rat]) ** 2).sum() / dfw) if dfw > 0 else 0.0
+    n0 = (total - float((n_r**2).sum()) / total) / (n_raters - 1)
+    variance = max((msb - msw) / n0, 0.0) if n0 > 0 else 0.0
+    return RaterSpread(variance, _difference_df(msb, msw, n_raters - 1, max(dfw, 1.0)), n_raters,
+                       "between raters")
+
+
+def _difference_df(gross: float, noise: float, df_gross: float, df_noise: float) -> float:
+    """Satterthwaite's df of ``gross − noise`` (two independent mean squares), at most ``df_gross``."""
+    if not gross > noise:
+        return float(df_gross)
+    denom = gross**2 / df_gross + noise**2 / df_noise
+    return float(min(df_gross, (gross - noise) ** 2 / denom)) if denom > 0 else float(df_gross)
+
+
+def rater_part(
+    gradient: npt.ArrayLike, rater_level: object, n: int, scope: RaterScope
+) -> tuple[float, float, str]:
+    """The raters' variance of an estimate over ``n`` answers, its df and the scope in words.
+
+    Args:
+        gradient: ``∂θ̂/∂h_a`` per answer: how the estimate moves with the answer's human score
+            (a label moves its answer's mean-rule score by ``1/m_a``).
+        rater_level: ``None`` or a DataFrame with ``answer`` (row position ``0..n−1``),
+            ``rater`` and ``score``.
+        n: Answers.
+        scope: ``"raters"`` or ``"panel"``.
+
+    Returns:
+        ``(variance, df, scope in words)``; the variance is 0 when the interval speaks for the
+        panel only (asked for, no per-rater labels, or one rater).
+    """
+    if scope == "panel":
+        return 0.0, _NAN, "this panel only"
+    if not isinstance(rater_level, pd.DataFrame) or not {"answer", "rater", "score"} <= set(rater_level.columns):
+        return 0.0, _NAN, "this panel only (no per-rater labels to generalise from)"
+    rows = rater_level["answer"].to_numpy().astype(np.intp)
+    if rows.size == 0 or rows.min() < 0 or rows.max() >= n:
+        raise ValueError(f"rater_level['answer'] must be row positions 0..{n - 1}")
+    spread = rater_spread(rows, rater_level["rater"].to_numpy().astype(str), rater_level["score"].to_numpy(float))
+    if not np.isfinite(spread.variance):
+        return 0.0, _NAN, "this panel only (one rater: their leniency cannot be told from the judge's)"
+    per_answer = np.bincount(rows, minlength=n)
+    g = np.asarray(gradient, dtype=float)[rows] / per_answer[rows]
+    variance = rater_variance(g, rater_level["rater"].to_numpy().astype(str), spread)
+    return variance, spread.df, f"raters like these ({spread.n_raters} raters, leniency spread estimated {spread.how})"

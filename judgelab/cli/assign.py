@@ -1,0 +1,65 @@
+"""``judgelab assign``: give each selected answer to exactly k raters (the Assignments page's first form)."""
+
+from __future__ import annotations
+
+import click
+
+from judgelab.admin import active_raters, assign_each_to_k, select_answers, task_order
+from judgelab.cli._util import db_option
+from labeler.errors import InputError
+from labeler.store import Store
+
+
+def _rubric(value: str | None) -> tuple[str, int] | None:
+    if value is None:
+        return None
+    rubric_id, _, version = value.rpartition(":")
+    if not rubric_id or not version.isdigit():
+        raise InputError(f"--rubric {value!r} is not ID:VERSION", fix="e.g. --rubric support-reply:1.")
+    return rubric_id, int(version)
+
+
+def _tasks(value: str | None) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    first, sep, last = value.partition(":")
+    if not sep or not first or not last:
+        raise InputError(f"--tasks {value!r} is not FIRST:LAST", fix="e.g. --tasks T001:T020.")
+    return first, last
+
+
+@click.command()
+@click.option("--k", "k", type=int, default=1, show_default=True, help="Raters per answer.")
+@click.option("--rater", "raters", multiple=True,
+              help="A rater to choose from (repeat it); default: every active rater who is not an admin.")
+@click.option("--category", "categories", multiple=True, help="Only answers to tasks of this category (repeat it).")
+@click.option("--variant", "variants", multiple=True, default=("original",), show_default=True,
+              help="Only answers of this variant (repeat it).")
+@click.option("--family", "families", multiple=True, help="Only answers of this family (repeat it).")
+@click.option("--tasks", "task_range", default=None, help="Only tasks FIRST:LAST (inclusive, natural order).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Makes the choice and queue orders reproducible.")
+@click.option("--rubric", default=None, help="ID:VERSION to label against [default: the newest rubric].")
+@db_option
+def assign(
+    k: int, raters: tuple[str, ...], categories: tuple[str, ...], variants: tuple[str, ...],
+    families: tuple[str, ...], task_range: str | None, seed: int, rubric: str | None, db: str | None,
+) -> None:
+    """Give each selected answer to exactly K raters (running it again adds only what is missing)."""
+    store = Store(db)
+    pool = active_raters(store)
+    if raters:
+        unknown = sorted(set(raters) - set(pool["name"]))
+        if unknown:
+            raise InputError(f"no active rater named {', '.join(map(repr, unknown))}",
+                             fix="see `judgelab raters list`.")
+        pool = pool[pool["name"].isin(raters)]
+    if pool.empty:
+        raise InputError("there are no active raters to assign to", fix="invite one with `judgelab raters add NAME`.")
+    chosen = select_answers(store.answer_catalog(), categories=categories, variants=variants,
+                            families=families, task_range=_tasks(task_range), tasks_in_order=task_order(store))
+    summary = assign_each_to_k(store, chosen["answer_id"].tolist(), k, pool["rater_id"].tolist(),
+                               seed=seed, rubric=_rubric(rubric))
+    click.echo(f"{len(chosen)} answers to {k} of {len(pool)} raters each: {summary}")
+
+
+COMMANDS: list[click.Command] = [assign]

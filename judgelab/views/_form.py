@@ -1,0 +1,274 @@
+"""The rating form of the queue pages: a browser-side form with one message per action.
+
+Score keys, criteria, the comment and the flag change the form in the rater's browser
+(``_form.js``) without asking the server anything; Back, Skip, Forward and Submit send
+one :class:`Action` with the form's values and the item's active seconds. The pages
+(Rate, Compare, Padding audit) build the form's data here and handle its actions in
+:mod:`judgelab.views._queue_page`.
+
+What the browser receives is the rater's own item and label and the rubric: never an
+answer id, family, model or variant (the item key is the opaque item id and the id of
+the rater's own label).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import streamlit as st
+
+from labeler.models import Rubric
+from labeler.queue import format_score
+from labeler.timing import IDLE_CAP_SECONDS
+
+_HERE = Path(__file__).resolve().parent
+
+_CSS = """
+:host { display: block; font-family: var(--st-font); color: var(--st-text-color); font-size: 14px; }
+.jl-form { display: grid; grid-template-columns: minmax(0, 1.05fr) minmax(0, 1fr); gap: 0 18px; }
+.jl-form.narrow { grid-template-columns: minmax(0, 1fr); }
+.jl-heading { font-weight: 600; margin: 2px 0 4px; font-size: 14px; }
+.jl-options { display: flex; gap: 4px; border-radius: 8px; outline: none; padding: 1px; }
+.jl-options:focus-visible, .jl-options:focus { box-shadow: 0 0 0 2px var(--st-primary-color); }
+.jl-options button {
+  flex: 1 1 0; min-width: 0; padding: 1px 4px; border: 1px solid var(--st-border-color);
+  border-radius: 6px; background: var(--st-background-color); color: var(--st-text-color);
+  font: inherit; cursor: pointer; line-height: 1.3;
+}
+.jl-options.wide button { padding: 5px 4px; font-weight: 600; }
+.jl-options button.on { background: var(--st-primary-color); border-color: var(--st-primary-color); color: #fff; }
+.jl-options button:hover { border-color: var(--st-primary-color); }
+.jl-verdict { margin-left: 12px; font-weight: 400; }
+.jl-choice { margin-bottom: 8px; }
+.jl-crit { margin: 0 0 5px; }
+.jl-crit-name { font-weight: 600; font-size: 13px; }
+.jl-crit-desc { font-size: 12px; line-height: 1.3; opacity: 0.8; margin: 0 0 2px; }
+.jl-levels { margin: 0 0 4px; padding-left: 0; list-style: none; font-size: 12px; line-height: 1.3; }
+.jl-levels li { margin: 0 0 3px; }
+.jl-level { display: inline-block; min-width: 1.2em; font-weight: 700; }
+.jl-rule { font-size: 12px; margin: 0 0 6px; opacity: 0.85; }
+.jl-text label { display: block; font-size: 13px; margin: 4px 0 2px; }
+.jl-text textarea, .jl-text input {
+  width: 100%; box-sizing: border-box; font: inherit; padding: 4px 6px; resize: vertical;
+  border: 1px solid var(--st-border-color); border-radius: 6px; background: var(--st-background-color);
+  color: var(--st-text-color);
+}
+.jl-flag { display: block; margin: 6px 0 2px; font-size: 13px; cursor: pointer; }
+.jl-buttons { display: flex; gap: 6px; margin-top: 8px; }
+.jl-buttons button {
+  flex: 1 1 auto; white-space: nowrap; padding: 6px 8px; font: inherit; border-radius: 8px; cursor: pointer;
+  border: 1px solid var(--st-border-color); background: var(--st-background-color); color: var(--st-text-color);
+}
+.jl-buttons button.primary { flex: 2 1 auto; background: var(--st-primary-color); color: #fff;
+  border-color: var(--st-primary-color); font-weight: 600; }
+.jl-buttons button:disabled { opacity: 0.45; cursor: default; }
+kbd { font: 11px monospace; opacity: 0.7; margin-left: 5px; }
+.jl-flag kbd { margin-left: 2px; }
+.jl-message { min-height: 1.3em; margin: 4px 0 0; font-size: 13px; }
+.jl-message.error { color: var(--st-red-color, #b3261e); font-weight: 600; }
+.jl-keys { font-size: 11.5px; opacity: 0.7; margin: 2px 0 0; }
+"""
+
+_FORM = st.components.v2.component(
+    "judgelab_rating_form",
+    html='<div class="jl-mount"></div>',
+    css=_CSS,
+    js=(_HERE / "_form.js").read_text(encoding="utf-8"),
+)
+
+Do = Literal["submit", "back", "skip", "forward"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One choice of a choice group: its stored value, its text and its key."""
+
+    value: float | int | bool
+    label: str
+    key: str
+
+
+@dataclass(frozen=True)
+class FormData:
+    """What the browser needs to draw the form for one item.
+
+    Attributes:
+        item: Opaque key of the item and the rater's current label of it; a new key
+            starts a fresh form.
+        title: The form's accessible name.
+        choice_label: The main choice's heading (``Overall score``, the question).
+        options: The main choice's options.
+        choice: The current choice (``None``: not given).
+        missing: What a refused submit says when the main choice is missing.
+        comment_label: The comment box's label.
+        comment: The current comment.
+        keys_help: The line listing the shortcuts.
+        editing: The rater came back to a done item (Forward instead of Skip).
+        can_back: Whether there is an item to go back to.
+        criteria: ``(criterion_id, name, description, current score)`` per criterion.
+        criterion_options: The options of every criterion.
+        follow: Untouched criteria take the overall score.
+        levels_title: Heading of the score levels.
+        levels: ``(level, definition)`` pairs, shown as a list.
+        pass_rule: The rubric's pass rule in words.
+        verdict: ``{"binary": ..., "threshold": ...}`` to show the pass verdict, or ``None``.
+        flag: Offer "flag as unrateable" (score items).
+        flagged: Whether the current label flags the item.
+        reason: The current flag reason.
+        error: A refusal from the server to show at the Submit button.
+        rev: Changes with every answer of the server, so the form always redraws.
+    """
+
+    item: str
+    title: str
+    choice_label: str
+    options: Sequence[Option]
+    choice: float | int | bool | None
+    missing: str
+    comment_label: str
+    comment: str
+    keys_help: str
+    editing: bool
+    can_back: bool
+    criteria: Sequence[tuple[str, str, str, float | None]] = ()
+    criterion_options: Sequence[Option] = ()
+    follow: bool = False
+    levels_title: str = "Score levels"
+    levels: Sequence[tuple[str, str]] = ()
+    pass_rule: str = ""
+    verdict: Mapping[str, Any] | None = None
+    flag: bool = False
+    flagged: bool = False
+    reason: str = ""
+    error: str = ""
+    rev: int = 0
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON the browser side reads."""
+        def options(opts: Sequence[Option]) -> list[dict[str, Any]]:
+            return [{"value": o.value, "label": o.label, "key": o.key.lower()} for o in opts]
+
+        return {
+            "item": self.item, "title": self.title, "rev": self.rev,
+            "choice": {"label": self.choice_label, "options": options(self.options),
+                       "value": self.choice, "missing": self.missing},
+            "criteria": [{"id": c, "name": n, "description": d, "value": v}
+                         for c, n, d, v in self.criteria],
+            "criterion_options": options(self.criterion_options),
+            "follow": self.follow, "levels_title": self.levels_title,
+            "levels": [list(x) for x in self.levels], "pass_rule": self.pass_rule,
+            "verdict": dict(self.verdict) if self.verdict is not None else None,
+            "comment": {"label": self.comment_label, "value": self.comment},
+            "flag": {"label": "Flag as unrateable", "reason_label": "Why can it not be rated?",
+                     "value": self.flagged, "reason": self.reason} if self.flag else None,
+            "keys_help": self.keys_help, "editing": self.editing, "can_back": self.can_back,
+            "error": self.error, "idle_cap": IDLE_CAP_SECONDS,
+        }
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the rater asked for: a button or shortcut, with the form's values.
+
+    Attributes:
+        do: ``submit``, ``back``, ``skip`` or ``forward``.
+        item: The item key the form was drawn for (an action on a stale form is ignored).
+        choice: The main choice (overall score, preference, yes/no), or ``None``.
+        criteria: Criterion id -> score (criteria without a score left out).
+        comment: The comment or note.
+        flag: Whether "flag as unrateable" is ticked.
+        reason: The flag's reason.
+        seconds: Active seconds on the item in this session, as the browser counted them.
+    """
+
+    do: Do
+    item: str
+    choice: Any = None
+    criteria: dict[str, float] = field(default_factory=dict)
+    comment: str = ""
+    flag: bool = False
+    reason: str = ""
+    seconds: float | None = None
+
+    @classmethod
+    def parse(cls, raw: object) -> Action | None:
+        """The action in a trigger payload; ``None`` for anything malformed."""
+        if not isinstance(raw, Mapping) or raw.get("do") not in ("submit", "back", "skip", "forward"):
+            return None
+        crit = raw.get("criteria") or {}
+        seconds = raw.get("seconds")
+        return cls(
+            do=raw["do"],
+            item=str(raw.get("item", "")),
+            choice=raw.get("choice"),
+            criteria={str(k): float(v) for k, v in crit.items() if isinstance(v, (int, float))}
+            if isinstance(crit, Mapping) else {},
+            comment=str(raw.get("comment") or ""),
+            flag=bool(raw.get("flag")),
+            reason=str(raw.get("reason") or ""),
+            seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
+        )
+
+
+def rating_form(data: FormData, *, key: str, on_action: Callable[[], None]) -> None:
+    """Draw the form; ``on_action`` runs (before the next script run) when the rater acts.
+
+    ``on_action`` reads the action with :func:`pending_action` under the same ``key``.
+    """
+    _FORM(key=key, data=data.payload(), on_action_change=on_action, height="content")
+
+
+def pending_action(key: str) -> Action | None:
+    """The action the form under ``key`` just sent (inside ``on_action``), if any."""
+    state = st.session_state.get(key)
+    raw = state.get("action") if isinstance(state, Mapping) else getattr(state, "action", None)
+    return Action.parse(raw)
+
+
+def level_definitions(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """Split rubric instructions into the text before the score levels and the levels.
+
+    A level is written ``5: what a 5 means`` inside the instructions; two or more of
+    them make a list (highest first, as written). Text without levels comes back whole.
+
+    Examples:
+        >>> intro, levels = level_definitions("Read it. 5: all of it. 4: most. 1: none.")
+        >>> intro, levels
+        ('Read it.', [('5', 'all of it.'), ('4', 'most.'), ('1', 'none.')])
+        >>> level_definitions("No levels: here.")
+        ('No levels: here.', [])
+    """
+    marks = list(re.finditer(r"(?:^|(?<=\s))(\d{1,3}):\s+", text))
+    if len(marks) < 2:
+        return text.strip(), []
+    levels = []
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        levels.append((m.group(1), text[m.end():end].strip()))
+    return text[: marks[0].start()].strip(), levels
+
+
+def score_options(choices: Sequence[float], keys: Sequence[str]) -> list[Option]:
+    """The options of a score scale, each with its shortcut key."""
+    return [Option(value=float(v), label=format_score(v), key=k) for v, k in zip(choices, keys, strict=True)]
+
+
+def rubric_levels(rubric: Rubric) -> tuple[str, list[tuple[str, str]]]:
+    """The rubric's instructions without the levels, and the levels (see :func:`level_definitions`)."""
+    return level_definitions(rubric.instructions or "")
+
+
+__all__ = [
+    "Action",
+    "FormData",
+    "Option",
+    "level_definitions",
+    "pending_action",
+    "rating_form",
+    "rubric_levels",
+    "score_options",
+]
