@@ -41,6 +41,13 @@ from calibration.probes._workflow import (
     spec_biases,
 )
 from calibration.probes.format_study import FormatRow
+from calibration.probes.position import (
+    RunPosition,
+    choose_position_run,
+    position_replies,
+    run_position,
+    statistics_of_replies,
+)
 
 __all__ = [
     "BIASES",
@@ -59,10 +66,12 @@ __all__ = [
     "ProbeRunResult",
     "ProbeSetup",
     "RewriteSpend",
+    "RunPosition",
     "Variants",
     "aestimate_probes",
     "analyse_evidence",
     "arun_probes",
+    "choose_position_run",
     "dataset_label",
     "estimate_probes",
     "judge_kind_of",
@@ -71,10 +80,13 @@ __all__ = [
     "padded_texts",
     "parse_biases",
     "plan_probes",
+    "position_replies",
     "read_evidence",
     "reference_tasks",
+    "run_position",
     "run_probes",
     "setup_probes",
     "simulate_evidence",
     "spec_biases",
+    "statistics_of_replies",
 ]

@@ -42,6 +42,13 @@ from calibration.stats._position import (
     slot_decomposition,
     swap_average,
 )
+from calibration.stats._position_stats import (
+    ACCURACY_KEYS,
+    PositionStatistics,
+    clustered_rate,
+    first_shown_advantage_by_pair,
+    position_statistics,
+)
 from calibration.stats._ppi import classical_mean, design_mean, design_ppi_mean, ppi_mean
 from calibration.stats._probes import (
     THRESHOLDS,
@@ -74,6 +81,7 @@ from calibration.stats._variance import (
 )
 
 __all__ = [
+    "ACCURACY_KEYS",
     "ADJUSTMENTS",
     "ADJUSTMENT_NAMES",
     "MIN_CLUSTERS",
@@ -87,6 +95,7 @@ __all__ = [
     "KappaResult",
     "KappaWeights",
     "KrippendorffLevel",
+    "PositionStatistics",
     "ProvenanceNote",
     "RaterScope",
     "RaterSpread",
@@ -101,6 +110,7 @@ __all__ = [
     "classical_mean",
     "cluster_bootstrap",
     "cluster_design",
+    "clustered_rate",
     "cohen_kappa",
     "compare_runs",
     "consistency_rate",
@@ -112,6 +122,7 @@ __all__ = [
     "effective_levels",
     "family_residuals",
     "first_shown_advantage",
+    "first_shown_advantage_by_pair",
     "first_shown_advantage_from_verdicts",
     "format_diagnostics",
     "human_scores",
@@ -123,6 +134,7 @@ __all__ = [
     "pairwise_kappas",
     "pairwise_lift",
     "pointwise_gap",
+    "position_statistics",
     "ppi_mean",
     "proportion",
     "provenance_note",

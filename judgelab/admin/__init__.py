@@ -38,7 +38,9 @@ from judgelab.admin._common import (
     display_name,
 )
 from judgelab.admin._data import (
+    EXPORT_KINDS,
     Download,
+    export_data,
     export_labels,
     frame_bytes,
     import_upload,
@@ -80,6 +82,7 @@ from judgelab.admin._review import (
 __all__ = [
     "DEFAULT_BASE_URL",
     "EXPORT_FORMATS",
+    "EXPORT_KINDS",
     "EXPORT_MIME",
     "Adjudication",
     "AgreementReport",
@@ -101,6 +104,7 @@ __all__ = [
     "base_url",
     "display_name",
     "draft_design",
+    "export_data",
     "export_labels",
     "family_pairs",
     "frame_bytes",
