@@ -5,7 +5,14 @@ run against it unchanged (``base_url=mock.base_url``):
 
 - ``POST /v1/messages``: a proper Message (id, content, model, stop_reason, usage with cache
   creation and cache read tokens). A ``cache_control`` breakpoint caches the prompt prefix up to
-  it: the first request with that prefix reports cache creation tokens, later ones cache reads.
+  it when the prefix reaches the model's minimum cacheable length (from the price table, as the
+  real API): the first request with that prefix reports cache creation tokens, later ones cache
+  reads; a shorter prefix is silently not cached.
+- Rate limits (:class:`RateLimit`): a requests-per-minute and a tokens-per-minute budget,
+  enforced as token buckets that refill continuously and hold ``burst_s`` seconds' worth (the
+  real API also enforces its per-minute limits over shorter intervals). A request over budget
+  gets a 429 ``rate_limit_error`` with ``retry-after``; every reply carries the
+  ``anthropic-ratelimit-requests-*`` and ``-tokens-*`` headers (limit, remaining, reset).
 - ``POST /v1/messages/count_tokens``.
 - Message Batches: create, retrieve (``in_progress`` until ``batch_delay`` has passed, then
   ``ended`` with a ``results_url`` pointing back at this server), results as JSONL, list,
@@ -28,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import random
 import re
 import threading
@@ -50,6 +58,7 @@ __all__ = [
     "FaultKind",
     "FaultPlan",
     "MockAnthropic",
+    "RateLimit",
     "ReceivedRequest",
     "Responder",
     "mock_api_command",
@@ -119,6 +128,107 @@ class FaultPlan:
         return self.kinds[rng.randrange(len(self.kinds))]
 
 
+@dataclass(frozen=True)
+class RateLimit:
+    """The organisation limits the mock enforces on ``POST /v1/messages``.
+
+    Attributes:
+        rpm: Requests per minute (``None``: no request limit).
+        tpm: Tokens per minute, prompt and completion together (``None``: no token limit).
+            A request is admitted when the budget covers its prompt; its completion is charged
+            when it is written.
+        burst_s: Seconds' worth of each limit a full bucket holds (1 s: at 3,000 rpm, at most
+            50 requests at once, as the real API enforces a per-minute limit over shorter
+            intervals too).
+    """
+
+    rpm: float | None = None
+    tpm: float | None = None
+    burst_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        """Refuse non-positive limits."""
+        for name in ("rpm", "tpm"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise InputError(f"RateLimit: {name}={value!r} must be > 0 (or None for no limit)")
+        if self.burst_s <= 0:
+            raise InputError(f"RateLimit: burst_s={self.burst_s!r} must be > 0")
+
+
+class _Bucket:
+    """One continuously refilling budget (requests or tokens)."""
+
+    def __init__(self, per_minute: float, burst_s: float) -> None:
+        self.limit = per_minute
+        self.rate = per_minute / 60.0
+        self.cap = max(self.rate * burst_s, 1.0)
+        self.level = self.cap
+        self.at = time.monotonic()
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.cap, self.level + self.rate * (now - self.at))
+        self.at = now
+
+    def short(self, cost: float) -> float:
+        """Seconds until ``cost`` fits (0 when it fits now); a cost above the cap fits a full bucket."""
+        need = min(cost, self.cap)
+        return 0.0 if self.level >= need else (need - self.level) / self.rate
+
+    def headers(self, name: str, now: float) -> dict[str, str]:
+        full_in = max(self.cap - self.level, 0.0) / self.rate
+        reset = datetime.now(UTC) + timedelta(seconds=full_in)
+        return {
+            f"anthropic-ratelimit-{name}-limit": f"{self.limit:g}",
+            f"anthropic-ratelimit-{name}-remaining": str(max(math.floor(self.level), 0)),
+            f"anthropic-ratelimit-{name}-reset": reset.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        }
+
+
+class _Limiter:
+    """The mock's rate limits: admission at arrival, completion tokens charged after."""
+
+    def __init__(self, limit: RateLimit) -> None:
+        self.requests = _Bucket(limit.rpm, limit.burst_s) if limit.rpm else None
+        self.tokens = _Bucket(limit.tpm, limit.burst_s) if limit.tpm else None
+        self.lock = threading.Lock()
+
+    def admit(self, prompt_tokens: int) -> tuple[float, dict[str, str]]:
+        """``(0, headers)`` when admitted (and charged), else ``(seconds to wait, headers)``."""
+        with self.lock:
+            now = time.monotonic()
+            wait = 0.0
+            for bucket, cost in ((self.requests, 1.0), (self.tokens, float(prompt_tokens))):
+                if bucket is not None:
+                    bucket.refill(now)
+                    wait = max(wait, bucket.short(cost))
+            if wait == 0.0:
+                if self.requests is not None:
+                    self.requests.level -= 1.0
+                if self.tokens is not None:
+                    self.tokens.level -= prompt_tokens
+            return wait, self._headers(now)
+
+    def charge(self, output_tokens: int) -> dict[str, str]:
+        """Charge a completion; the headers as they stand after it."""
+        with self.lock:
+            now = time.monotonic()
+            if self.tokens is not None:
+                self.tokens.refill(now)
+                self.tokens.level -= output_tokens
+            if self.requests is not None:
+                self.requests.refill(now)
+            return self._headers(now)
+
+    def _headers(self, now: float) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if self.requests is not None:
+            out.update(self.requests.headers("requests", now))
+        if self.tokens is not None:
+            out.update(self.tokens.headers("tokens", now))
+        return out
+
+
 @dataclass
 class _Batch:
     id: str
@@ -176,7 +286,10 @@ class MockAnthropic:
         faults: The :class:`FaultPlan` (default: none).
         batch_delay: Seconds a batch stays ``in_progress``.
         min_cache_tokens: A cache breakpoint below this many prefix tokens is silently ignored,
-            as the real API does below a model's minimum (0 = always cache).
+            as the real API does below a model's minimum. ``None`` (default): the model's
+            minimum from the price table (:meth:`calibration.pricing.PriceTable.cache_applies`;
+            a model the table has no minimum for caches any size); ``0``: always cache.
+        rate_limit: The requests- and tokens-per-minute limits to enforce (default: none).
         host: Interface to bind.
         port: Port to bind (0 = any free port).
         max_received: How many requests :attr:`received` keeps (a long dry run must not grow
@@ -184,8 +297,9 @@ class MockAnthropic:
 
     Attributes:
         counters: Requests per route (``"POST /v1/messages"``), faults injected
-            (``"fault:429"``...), replies (``"reply:ok"``, ``"reply:max_tokens"``), and cache
-            events (``"cache:write"``, ``"cache:read"``).
+            (``"fault:429"``...), rate-limit refusals (``"ratelimit:429"``), replies
+            (``"reply:ok"``, ``"reply:max_tokens"``), and cache events (``"cache:write"``,
+            ``"cache:read"``).
         received: The last ``max_received`` requests received, in arrival order.
     """
 
@@ -196,7 +310,8 @@ class MockAnthropic:
         latency: float = 0.0,
         faults: FaultPlan | None = None,
         batch_delay: float = 0.2,
-        min_cache_tokens: int = 0,
+        min_cache_tokens: int | None = None,
+        rate_limit: RateLimit | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         max_received: int = 10_000,
@@ -211,6 +326,8 @@ class MockAnthropic:
         self.faults = faults or FaultPlan()
         self.batch_delay = batch_delay
         self.min_cache_tokens = min_cache_tokens
+        self.rate_limit = rate_limit or RateLimit()
+        self._limiter = _Limiter(self.rate_limit)
         self.counters: Counter[str] = Counter()
         self.received: deque[ReceivedRequest] = deque(maxlen=max_received)
         self._host = host
@@ -317,7 +434,7 @@ class MockAnthropic:
 
     def _route(self, method: str, path: str, raw: bytes, body: Any) -> tuple[int, dict[str, str], bytes]:
         if method == "POST" and path == "/v1/messages":
-            return self._json(self._messages_endpoint(raw, body))
+            return self._messages_endpoint(raw, body)
         if method == "POST" and path == "/v1/messages/count_tokens":
             self._fault("count_tokens", raw)
             _validate(body, need_max_tokens=False)
@@ -368,10 +485,25 @@ class MockAnthropic:
             raise _ApiError(504, "timeout_error", "held past the client's timeout")
         return kind  # "malformed": answered below with a non-verdict reply
 
-    def _messages_endpoint(self, raw: bytes, body: Any) -> dict[str, Any]:
+    def _messages_endpoint(self, raw: bytes, body: Any) -> tuple[int, dict[str, str], bytes]:
+        # The limits are checked on arrival, before any work, as the real API does.
+        limited = self._limiter.requests is not None or self._limiter.tokens is not None
+        if limited:
+            wait, headers = self._limiter.admit(_prompt_tokens(body) if isinstance(body, Mapping) else 0)
+            if wait > 0:
+                self._bump("ratelimit:429")
+                raise _ApiError(
+                    429, "rate_limit_error",
+                    "This request would exceed your organization's rate limit. Slow down.",
+                    {**headers, "retry-after": f"{max(wait, 0.001):.3f}"},
+                )
         self._sleep(self.latency)
         fault = self._fault("messages", raw)
-        return self._message(body, malformed=fault == "malformed")
+        message = self._message(body, malformed=fault == "malformed")
+        status, headers, payload = self._json(message)
+        if limited:
+            headers.update(self._limiter.charge(int(message["usage"]["output_tokens"])))
+        return status, headers, payload
 
     def _message(self, body: Any, *, malformed: bool = False) -> dict[str, Any]:
         _validate(body, need_max_tokens=True)
@@ -419,7 +551,7 @@ class MockAnthropic:
             prefix_tokens = sum(approx_tokens(t) for t in prefix)
             cc = segments[last][1] or {}
             ttl = str(cc.get("ttl", "5m"))
-            if prefix_tokens >= max(self.min_cache_tokens, 1):
+            if prefix_tokens >= max(self._min_cache_tokens(str(body.get("model", ""))), 1):
                 key = hashlib.sha256(json.dumps([body.get("model"), prefix]).encode()).hexdigest()
                 with self._lock:
                     hit = key in self._cache
@@ -440,6 +572,13 @@ class MockAnthropic:
                 "ephemeral_1h_input_tokens": write if ttl == "1h" else 0,
             },
         }
+
+    def _min_cache_tokens(self, model: str) -> int:
+        if self.min_cache_tokens is not None:
+            return self.min_cache_tokens
+        from calibration.pricing import load_prices
+
+        return load_prices().min_cache_tokens(model) or 0
 
     # ------------------------------------------------------------------ batches
 
@@ -670,6 +809,15 @@ class _Handler(BaseHTTPRequestHandler):
 @click.option("--fake-formatting", default=0.0, type=float, help="Fake judge: markdown lift.")
 @click.option("--fake-leniency", default=0.0, type=float, help="Fake judge: Likert points added.")
 @click.option("--fake-noise", default=0.0, type=float, help="Fake judge: noise SD in Likert points.")
+@click.option("--rpm", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Enforce this many requests per minute on /v1/messages (429 + retry-after).")
+@click.option("--tpm", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Enforce this many tokens (prompt + completion) per minute.")
+@click.option("--burst-seconds", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds' worth of each limit that may be spent at once.")
+@click.option("--min-cache-tokens", default=None, type=click.IntRange(min=0),
+              help="Cache a prompt prefix only from this many tokens [default: the model's minimum "
+              "from the price table].")
 @click.option("--duration", default=0.0, type=float, help="Stop after this many seconds (0 = until Ctrl-C).")
 @click.option("--judge-spec", default=None, type=click.Path(dir_okay=False),
               help="Fake judge: read requests written from this judge spec and answer in its verdict format.")
@@ -687,6 +835,10 @@ def mock_api_command(
     fake_formatting: float,
     fake_leniency: float,
     fake_noise: float,
+    rpm: float | None,
+    tpm: float | None,
+    burst_seconds: float,
+    min_cache_tokens: int | None,
     duration: float,
     judge_spec: str | None,
 ) -> None:
@@ -709,10 +861,14 @@ def mock_api_command(
     )
     plan = FaultPlan(rate=fault_rate, kinds=kinds, retry_after=retry_after, seed=seed)  # type: ignore[arg-type]
     mock = MockAnthropic(
-        responder=judge.respond, latency=latency, faults=plan, batch_delay=batch_delay, host=host, port=port
+        responder=judge.respond, latency=latency, faults=plan, batch_delay=batch_delay, host=host, port=port,
+        min_cache_tokens=min_cache_tokens, rate_limit=RateLimit(rpm=rpm, tpm=tpm, burst_s=burst_seconds),
     )
     with mock:
-        click.echo(f"Mock Anthropic API on {mock.base_url} ({judge!r}; fault rate {fault_rate:g})")
+        limits = "".join(
+            f"; {name} {value:g}/min" for name, value in (("requests", rpm), ("tokens", tpm)) if value
+        )
+        click.echo(f"Mock Anthropic API on {mock.base_url} ({judge!r}; fault rate {fault_rate:g}{limits})")
         click.echo(f"  export ANTHROPIC_BASE_URL={mock.base_url} ANTHROPIC_API_KEY=mock")
         try:
             if duration > 0:

@@ -8,6 +8,12 @@ Token kinds follow the Messages API usage block: ``input_tokens`` (uncached prom
 ``cache_creation_input_tokens`` (prompt written to the cache; 5-minute or 1-hour TTL),
 ``cache_read_input_tokens`` (prompt read from the cache) and ``output_tokens``. Message
 Batches bill every kind at ``batch_discount`` (half) of the list price.
+
+The API caches a prompt prefix only when it reaches the model's minimum cacheable length
+(``min_cache_tokens`` in the table, 512 to 4,096 tokens); below it a ``cache_control``
+breakpoint is silently ignored and every prompt token is billed as uncached.
+:meth:`PriceTable.cache_applies` is the one rule the judge (where to put the breakpoint), the
+estimate (how to price) and the mock server (what to cache) share.
 """
 
 from __future__ import annotations
@@ -149,6 +155,7 @@ class ModelPrice:
         long_prompt: Rates for every token of a request whose prompt exceeds
             ``threshold_tokens``, if the model has such a tier.
         threshold_tokens: The long-prompt threshold.
+        min_cache_tokens: The model's minimum cacheable prompt length (``None``: unknown).
     """
 
     input: float
@@ -158,6 +165,7 @@ class ModelPrice:
     cache_read: float
     long_prompt: ModelPrice | None = None
     threshold_tokens: int | None = None
+    min_cache_tokens: int | None = None
 
     def cost(self, usage: TokenUsage, *, discount: float = 1.0) -> float:
         """Dollars for ``usage`` at these rates times ``discount``."""
@@ -201,6 +209,24 @@ class PriceTable:
             return self.models.get(head)
         return None
 
+    def min_cache_tokens(self, model: str) -> int | None:
+        """The model's minimum cacheable prompt length; ``None`` when the table does not say."""
+        rates = self.price(model)
+        return None if rates is None else rates.min_cache_tokens
+
+    def cache_applies(self, model: str, prefix_tokens: int) -> bool | None:
+        """Whether a cached prefix of ``prefix_tokens`` tokens is really cached on ``model``.
+
+        ``None`` when the table has no minimum for the model (unknown: the API may or may not
+        cache it).
+
+        >>> table = load_prices()
+        >>> table.cache_applies("claude-sonnet-4-6", 294), table.cache_applies("claude-opus-4-8", 1500)
+        (False, True)
+        """
+        minimum = self.min_cache_tokens(model)
+        return None if minimum is None else prefix_tokens >= minimum
+
     def cost(self, model: str, usage: TokenUsage | Any, *, batch: bool = False) -> float | None:
         """Dollars for ``usage`` on ``model``; ``None`` if the model is not in the table."""
         rates = self.price(model)
@@ -236,7 +262,12 @@ def _rates(table: Mapping[str, Any], where: str, file: str) -> ModelPrice:
         if not isinstance(threshold, int) or threshold <= 0:
             raise InputError(f"{where}.long_prompt needs threshold_tokens > 0", file=file)
         long_prompt = _rates(lp, f"{where}.long_prompt", file)
-    return ModelPrice(**values, long_prompt=long_prompt, threshold_tokens=threshold)
+    minimum = table.get("min_cache_tokens")
+    if minimum is not None and (isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 0):
+        raise InputError(f"{where}.min_cache_tokens must be a whole number >= 0, got {minimum!r}", file=file)
+    return ModelPrice(
+        **values, long_prompt=long_prompt, threshold_tokens=threshold, min_cache_tokens=minimum
+    )
 
 
 @functools.cache
@@ -356,7 +387,8 @@ def estimate(
         cached_prefix_tokens: Tokens of the prompt-cached prefix per call (the rubric system
             block): written once, then read by the other ``calls - 1`` calls. ``0`` prices
             every prompt token as uncached. The API skips caching silently below a model's
-            minimum prefix length, so treat a cached estimate as a lower bound.
+            minimum prefix length (:meth:`PriceTable.cache_applies`): pass the prefix only
+            when it reaches it.
         batch: Price at the Message Batches rate.
         prices: A loaded table (default: :func:`load_prices`).
 
@@ -384,24 +416,29 @@ def estimate_calls(
     *,
     output_tokens: int = 150,
     batch: bool = False,
-    cache: bool = True,
+    cache: bool | None = None,
     prices: PriceTable | None = None,
 ) -> CostEstimate:
     """Preview the cost of a list of :class:`~calibration.judges.JudgeCall` objects.
 
-    Tokens are :func:`approx_tokens` of the system and user text. With ``cache``, the first
-    call per distinct system block writes it to the cache and later calls read it.
+    Tokens are :func:`approx_tokens` of the system and user text. When the system block is
+    prompt-cached, the first call per distinct system block writes it to the cache and later
+    calls read it.
 
     Args:
         calls: The calls (all for one model).
         output_tokens: Completion tokens expected per call.
         batch: Price at the Message Batches rate.
-        cache: Assume the system block is prompt-cached.
+        cache: ``None`` (default): cache a system block only when it reaches the model's
+            minimum cacheable length (:meth:`PriceTable.cache_applies`; an unknown minimum
+            counts as not cached); ``True``: assume every system block is cached; ``False``:
+            none is.
         prices: A loaded table (default: :func:`load_prices`).
 
     Raises:
         InputError: If the calls name more than one model.
     """
+    table = prices if prices is not None else load_prices()
     seen: set[str] = set()
     usage = TokenUsage()
     models: set[str] = set()
@@ -410,7 +447,8 @@ def estimate_calls(
         n += 1
         models.add(call.model)
         system, user = approx_tokens(call.system), approx_tokens(call.user)
-        if not cache:
+        cached = cache if cache is not None else bool(table.cache_applies(call.model, system))
+        if not cached:
             usage += TokenUsage(input_tokens=system + user, output_tokens=output_tokens)
         elif call.system in seen:
             usage += TokenUsage(
@@ -424,10 +462,9 @@ def estimate_calls(
     if len(models) > 1:
         raise InputError(f"estimate_calls: calls name several models: {sorted(models)}")
     model = models.pop() if models else ""
-    table = prices if prices is not None else load_prices()
     usd = table.cost(model, usage, batch=batch) if model else 0.0
     method = f"~4 characters per token, {output_tokens} output tokens per call" + (
-        ", system block prompt-cached" if cache else ""
+        ", system block prompt-cached" if usage.cache_write_tokens or usage.cache_read_tokens else ""
     )
     return CostEstimate(model, n, usage, usd, batch, method)
 
@@ -451,10 +488,19 @@ class PlanEstimate:
         cost_usd: The calls at list price (``None`` when unpriced).
         cost_usd_batch: The calls as a Message Batch (``None`` when unpriced).
         batch: Whether the run would use Message Batches.
+        prompt_cache: Whether the rubric block is prompt-cached: ``"applies"`` (it reaches the
+            model's minimum cacheable length: written once, then read), ``"below minimum"``
+            (every prompt token priced as uncached, as the API bills it), ``"unknown
+            minimum"`` (the table has none for the model: priced as uncached, an upper bound)
+            or ``"no calls"``.
+        cache_prefix_tokens: Tokens of the longest rubric (system) block, the cached prefix.
+        cache_min_tokens: The model's minimum cacheable prompt length (``None``: unknown).
         padding_rewrites: Model rewrites the padded variants need (0 when padding offline).
         padding_input_tokens: Prompt tokens of the rewrites.
         padding_output_tokens: Completion tokens of the rewrites.
-        padding_cost_usd: The rewrites at list price (``None`` when unpriced).
+        padding_cost_usd: The rewrites at the price the run would pay: list price, or the
+            batch price with ``batch`` (rewrites go through the batch too); ``None`` when
+            unpriced.
         spent: Money the estimate itself spent: always 0.
     """
 
@@ -472,6 +518,9 @@ class PlanEstimate:
     cost_usd: float | None
     cost_usd_batch: float | None
     batch: bool
+    prompt_cache: str
+    cache_prefix_tokens: int
+    cache_min_tokens: int | None
     padding_rewrites: int
     padding_input_tokens: int
     padding_output_tokens: int
@@ -505,9 +554,11 @@ def estimate_plan(
 ) -> PlanEstimate:
     """Price a plan's judge calls and its padding rewrites.
 
-    Prompt tokens are :func:`approx_tokens` counts with the rubric block prompt-cached
-    (:func:`estimate_calls`). When the API counted the prompt (``exact_prompt_tokens``), its
-    total replaces the approximation and the cached/uncached split is scaled to it.
+    Prompt tokens are :func:`approx_tokens` counts. The rubric block is priced as prompt-cached
+    only when it reaches the model's minimum cacheable length (:meth:`PriceTable.cache_applies`),
+    as the judge then marks it and the API then caches it; otherwise every prompt token is
+    uncached (:func:`estimate_calls`). When the API counted the prompt (``exact_prompt_tokens``),
+    its total replaces the approximation and the cached/uncached split is scaled to it.
 
     Args:
         requests: The plan's distinct requests by cache key.
@@ -519,7 +570,8 @@ def estimate_plan(
         padded_texts: One offline-padded text per model rewrite the run would need; a rewrite
             reads its original (about half the padded length) plus :data:`~calibration.
             perturb.PAD_INSTRUCTION` and writes about the padded length.
-        batch: Whether the run would use Message Batches (the batch price is always shown).
+        batch: Whether the run would use Message Batches (the batch price is always shown;
+            the padding rewrites are priced at it, as they go through the batch too).
         prices: A loaded table (default: :func:`load_prices`).
 
     Returns:
@@ -530,7 +582,15 @@ def estimate_plan(
     """
     table = prices if prices is not None else load_prices()
     todo = [call for key, call in requests.items() if key not in cached]
-    priced = estimate_calls(todo, output_tokens=output_tokens, cache=True, prices=table)
+    priced = estimate_calls(todo, output_tokens=output_tokens, prices=table)
+    prefix = max((approx_tokens(call.system) for call in todo), default=0)
+    applies = table.cache_applies(model, prefix)
+    prompt_cache = (
+        "no calls" if not todo
+        else "unknown minimum" if applies is None
+        else "applies" if applies
+        else "below minimum"
+    )
     usage = priced.usage
     method = APPROX_METHOD
     if exact_prompt_tokens is not None:
@@ -544,7 +604,9 @@ def estimate_plan(
         input_tokens=sum(instruction + approx_tokens(t) // 2 for t in padded),
         output_tokens=sum(approx_tokens(t) for t in padded),
     )
-    pad_usd = table.cost(model, pad_usage) if known and padded else (0.0 if known else None)
+    pad_usd = (
+        table.cost(model, pad_usage, batch=batch) if known and padded else (0.0 if known else None)
+    )
     return PlanEstimate(
         model=model,
         model_priced=known,
@@ -562,6 +624,9 @@ def estimate_plan(
         cost_usd=table.cost(model, usage) if known else None,
         cost_usd_batch=table.cost(model, usage, batch=True) if known else None,
         batch=batch,
+        prompt_cache=prompt_cache,
+        cache_prefix_tokens=prefix,
+        cache_min_tokens=table.min_cache_tokens(model),
         padding_rewrites=len(padded),
         padding_input_tokens=pad_usage.input_tokens,
         padding_output_tokens=pad_usage.output_tokens,

@@ -21,6 +21,7 @@ import altair as alt
 import pandas as pd
 
 from calibration.numbers import HasInterval, ci, interval, num
+from calibration.probes.position import statistics_lines
 from calibration.stats import Estimate
 
 if TYPE_CHECKING:
@@ -482,6 +483,11 @@ def _probe_markdown(report: CalibrationReport) -> list[str]:
                   "regressed out." + (f" {p.length_controlled.method}." if p.length_controlled else "")
                   + " Rows are per probe arm; a decoration's lift over its placebo arm (decorated minus "
                   "baseline) is on the report card (`judgelab report`).", ""]
+    if probes.statistics is not None:
+        lines += ["### Position statistics of the run (`judgelab position`)", "",
+                  *[f"- {line}" for line in statistics_lines(probes.statistics)],
+                  "", "Every pairwise judgement of the run; a pair with an unparsed reply in either order is "
+                  "inconsistent; intervals are clustered by pair.", ""]
     return lines
 
 

@@ -2,8 +2,11 @@
 
 The card follows judge-probe's: one row per bias with the raw reading and (with ``mitigate``)
 the reading after swap-averaging, a 95% interval for each, and a PASS/WARN/FAIL verdict per bias
-("FAIL → PASS" when swap-averaging changes it). Under the table: what Raw and After mean, the
-thresholds, the swap consistency rate and the parse-failure count. judgelab adds the pointwise
+("FAIL → PASS" when swap-averaging changes it). The verdicts are adjusted for the number of rows
+tested (Holm by default, stated on the card, with each reading's p-value) and the placebo arm's
+lift is printed as the empirical false-alarm check (:mod:`calibration.probes._errors`). Under the
+table: what Raw and After mean, the thresholds, the swap consistency rate and the parse-failure
+count. judgelab adds the pointwise
 gaps in the judge's own units with lengths and the length ratio, the padding-audit result, the
 byline caveat, the slot decomposition and the format study.
 
@@ -191,6 +194,72 @@ def _formats_section(analysis: Analysis) -> list[str]:
         "where a selector must break the tie at random. Agreement with humans (tau_a, Somers' D, "
         "top-1) needs human labels: `judgelab formats`.",
     ]
+    if any(f.format in ("anchored", "tournament") for f in analysis.formats):
+        lines.append(
+            "- anchored and tournament score answers from pairwise verdicts: anchored, each "
+            "answer against its task's first answer (shown as Response A, itself included); "
+            "tournament, every within-task pair once in listing order. Their scores are win "
+            "probabilities (0..1); their parse rate counts comparisons, the other figures answers."
+        )
+    return lines
+
+
+_READING_NAMES = {"raw": "raw", "after": "after swap-avg", "pointwise": "pointwise gap"}
+
+
+def _p(value: float) -> str:
+    if math.isnan(value):
+        return MISSING
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _error_section(analysis: Analysis) -> list[str]:
+    """How the card controls its error rate: the adjustment, each reading's p, the placebo."""
+    control = analysis.error_control
+    if control is None or (not control.tests and control.placebo is None):
+        return []
+    lines = ["", "## Error rate: many rows, one false-alarm rate", ""]
+    if control.tests:
+        if control.method == "none":
+            lines.append(
+                f"Each of the {control.family_size} readings below is read at 95% on its own "
+                "(no adjustment): with this many rows, a judge with no bias at all fails some row "
+                "far more often than 5% of the time."
+            )
+        else:
+            lines.append(
+                f"Verdicts are adjusted for the {control.family_size} readings tested together "
+                f"({control.method_name}, α = {control.alpha:g}): a FAIL needs the size rule "
+                f"and an adjusted p-value below {control.alpha:g}"
+                + (", so a judge with no bias shows a FAIL on at most 5% of cards"
+                   if control.method == "holm" else "")
+                + ". A FAIL that does not survive reads WARN. Truncation is a sensitivity "
+                "check with its own rule, outside the family."
+            )
+        lines += [
+            "",
+            "| Row | Reading | p | Adjusted p | Verdict alone | Verdict |",
+            "|---|---|---:|---:|---|---|",
+        ]
+        for t in control.tests:
+            lines.append(
+                f"| {t.bias} | {_READING_NAMES[t.reading]} | {_p(t.p_value)} | {_p(t.p_adjusted)} | "
+                f"{t.verdict} | {t.adjusted} |"
+            )
+        lines.append("")
+        lines.append(
+            "- p: two-sided p-value of \"no bias\", read off the reading's 95% interval (normal "
+            "approximation on the side of zero)."
+        )
+    if control.placebo is not None:
+        placebo = control.placebo
+        lines.append(
+            f"- **Placebo arm** (the target answer unchanged, both orders): "
+            f"{_short(placebo)} ({_interval(placebo)}), {control.placebo_verdict or 'WARN'} under "
+            "the decoration rule. This is the empirical false-alarm check: the lift noise alone "
+            "produces on this data with this judge; a decoration row is only news when it stands "
+            "clear of it."
+        )
     return lines
 
 
@@ -256,6 +325,7 @@ def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = 
     lines += [f"- {n}" for n in notes]
     if analysis.result("byline") is not None:
         lines.append(f"- **{NOT_SELF_PREFERENCE}**")
+    lines += _error_section(analysis)
     lines += _pointwise_section(analysis)
     lines += _formats_section(analysis)
     if results:
@@ -290,6 +360,7 @@ def card_json(analysis: Analysis, *, mitigate: bool, source: str | None = None) 
         "mitigate": mitigate,
         "rows": rows,
         "thresholds": {k: vars(v) for k, v in THRESHOLDS.items()},
+        "error_control": None if analysis.error_control is None else analysis.error_control.to_dict(),
         "analysis": analysis.to_dict(),
     }
 

@@ -11,12 +11,16 @@ the project database and to a JSONL evidence file as it arrives:
   inside one plan are made once.
 * **Resume.** A run has a ``run_id`` and the hash of its plan. Running the same plan again
   continues the newest unfinished run of that plan (or the run named by ``resume``) and
-  re-issues none of the calls that already have a reply. Results are written in small
-  batches, each one transaction, at least every ``flush_interval`` seconds, so a killed run
-  loses at most the calls in flight and the last fraction of a second of replies.
+  re-issues none of the calls that already have a reply.
+* **Never paid twice.** Every result is appended to a write-ahead journal
+  (:mod:`calibration.journal`) the moment it arrives, before it waits for its database batch
+  (one transaction at least every ``flush_interval`` seconds). A killed run's journal is
+  replayed by the next run on the database before it decides what to send, so a killed run
+  re-sends at most the calls that were in flight when it died.
 * **Failures.** A :class:`~labeler.errors.JudgeError` (the back-end gave up after its
-  retries) is recorded as a failed call with its reason: never dropped, never a score. The
-  run stays unfinished, so running it again retries exactly the failed calls.
+  retries, an undecodable reply included) is recorded as a failed call with its reason: never
+  dropped, never a score. The run goes on; it stays unfinished, so running it again retries
+  exactly the failed calls.
 * **Batches.** With ``batch=True`` every uncached call is submitted as one Message Batch
   through the judge's batch methods, polled and collected; the records are the same.
 
@@ -53,6 +57,7 @@ from rich.progress import (
 from rich.text import Text
 
 from calibration.formats import build_call, passed_for
+from calibration.journal import Journal, recover
 from calibration.judges._base import Failure, Format, Judge, JudgeCall, Judgement, Kind
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
@@ -71,6 +76,7 @@ __all__ = [
     "evidence_status",
     "judge_identity",
     "plan_hash",
+    "record_for",
     "run_plan",
     "write_evidence",
 ]
@@ -348,6 +354,11 @@ def _record(
     )
 
 
+def record_for(run_id: str, call: PlannedCall, judgement: Judgement) -> JudgementRecord:
+    """The database row a judge's reply to ``call`` becomes (for simulations without a run)."""
+    return _record(run_id, call, judgement.cache_key, judgement=judgement)
+
+
 def evidence_row(
     record: Mapping[str, Any], *, model: str | None, judge_family: str | None
 ) -> dict[str, Any]:
@@ -432,6 +443,31 @@ def _int_or_none(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _reorder_evidence(path: Path, order: Mapping[str, int]) -> bool:
+    """Put a fresh run's appended evidence file in plan order, without the database.
+
+    Only when the file holds exactly one row per planned call (a first execution whose every
+    result was appended as it was written); otherwise ``False`` and the caller rewrites it from
+    the database (:func:`write_evidence`). Rows are kept byte for byte.
+    """
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if len(lines) != len(order):
+        return False
+    keyed = []
+    for line in lines:
+        call_id = json.loads(line).get("call_id")
+        if call_id not in order:
+            return False
+        keyed.append((order[call_id], line))
+    keyed.sort()
+    if len({seq for seq, _ in keyed}) != len(keyed):
+        return False
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for _, line in keyed), encoding="utf-8")
+    tmp.replace(path)
+    return True
+
+
 def write_evidence(store: Store, run_id: str, path: str | os.PathLike[str]) -> int:
     """(Re)write a run's evidence file from the database, atomically; returns the row count.
 
@@ -501,7 +537,9 @@ def _progress(enabled: bool) -> Progress:
 class _Sink:
     """Buffers results and writes them in small batches (one transaction each).
 
-    Also appends each batch to the evidence file, so the file grows as the run does.
+    Each result is written ahead to the journal as it is put (before it is buffered), and its
+    journal entry is marked done when its batch commits. Each batch is also appended to the
+    evidence file, so the file grows as the run does.
     """
 
     def __init__(
@@ -514,8 +552,10 @@ class _Sink:
         flush_interval: float,
         flush_size: int,
         on_write: Callable[[Sequence[JudgementRecord]], None],
+        journal: Journal | None = None,
     ) -> None:
         self.store = store
+        self.journal = journal
         self.evidence = evidence
         self.model = model
         self.judge_family = judge_family
@@ -523,11 +563,16 @@ class _Sink:
         self.flush_size = flush_size
         self.on_write = on_write
         self.buffer: list[JudgementRecord] = []
+        self.seqs: list[int] = []
         self.first_buffered = 0.0
         self.written = 0
         self._inflight: set[asyncio.Future[None]] = set()
 
     async def put(self, records: Iterable[JudgementRecord]) -> None:
+        records = list(records)
+        if self.journal is not None:
+            # Durable first: from here on a kill cannot make anyone pay for these again.
+            self.seqs += self.journal.append(records)
         for record in records:
             if not self.buffer:
                 self.first_buffered = time.monotonic()
@@ -541,8 +586,9 @@ class _Sink:
         if not self.buffer:
             return
         batch, self.buffer = self.buffer, []
+        seqs, self.seqs = self.seqs, []
         # DuckDB calls block; run them off the event loop so in-flight requests keep moving.
-        write = asyncio.ensure_future(asyncio.to_thread(self._write, batch))
+        write = asyncio.ensure_future(asyncio.to_thread(self._write, batch, seqs))
         self._inflight.add(write)
         write.add_done_callback(self._inflight.discard)
         # Shielded: cancelling the caller (the ticker, at the end of a run) does not stop the
@@ -554,8 +600,15 @@ class _Sink:
         while self._inflight:
             await asyncio.gather(*list(self._inflight))
 
-    def _write(self, batch: list[JudgementRecord]) -> None:
+    def close_journal(self) -> None:
+        """Release the journal (deleted when every entry reached the database)."""
+        if self.journal is not None:
+            self.journal.close()
+
+    def _write(self, batch: list[JudgementRecord], seqs: list[int]) -> None:
         self.store.add_judgements(batch)
+        if self.journal is not None:
+            self.journal.done(seqs)
         if self.evidence is not None:
             with self.evidence.open("a", encoding="utf-8") as fh:
                 for record in batch:
@@ -668,6 +721,9 @@ async def arun_plan(
     evidence_path = Path(evidence) if evidence is not None else None
     # Set-up reads and writes share one unit of work (one open of the file, not four).
     with store.connection():
+        # Results a killed execution had received but not yet committed go in first, so
+        # that nothing it paid for is asked again.
+        recover(store)
         rid, resumed = _resolve_run(store, phash, resume, run_id)
         store.start_judge_run(
             rid,
@@ -708,6 +764,7 @@ async def arun_plan(
         flush_interval=flush_interval,
         flush_size=flush_size,
         on_write=on_write,
+        journal=Journal.open(store, rid),
     )
     with bar:
         ticker = asyncio.create_task(sink.ticker())
@@ -723,14 +780,19 @@ async def arun_plan(
             ticker.cancel()
             # Whatever finished is written even when the run is failing or cancelled, and a
             # write the cancelled ticker started is waited for before the run is counted.
-            await sink.flush()
-            await sink.drain()
+            try:
+                await sink.flush()
+                await sink.drain()
+            finally:
+                sink.close_journal()
     with store.connection():
         counts = store.run_counts(rid)
         finished = counts["answered_or_failed"] - counts["errors"] >= len(plan)
         if finished:
             store.finish_judge_run(rid)
-        if evidence_path is not None:
+        if evidence_path is not None and not (
+            not resumed and _reorder_evidence(evidence_path, {c.call_id: i for i, c in enumerate(plan)})
+        ):
             write_evidence(store, rid, evidence_path)
         samples: tuple[str, ...] = ()
         if counts["errors"]:

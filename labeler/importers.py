@@ -1,309 +1,97 @@
-"""Validated importers: rubric (TOML), answers, pairs, labels and judgements (CSV, JSONL, Parquet).
+"""Validated importers for every kind of file judgelab reads (:data:`IMPORT_KINDS`).
 
-Every importer reads the whole file, validates every row, and only then writes, in
-one transaction: an import is all-or-nothing. The first problem found raises an
-:class:`~labeler.errors.InputError` naming the file, the row (1-based, header not
-counted), the column, and the fix. Importing the same file twice changes nothing;
-a different text under an existing id is a :class:`~labeler.errors.ConflictError`.
+A rubric is TOML; the other kinds are CSV, JSONL or Parquet with the columns of
+:data:`labeler.schemas.SCHEMAS` (the README's "File schemas" tables). Every importer reads the
+whole file, validates every row, and only then writes, in one transaction: an import is
+all-or-nothing. The first problem found raises an :class:`~labeler.errors.InputError` naming the
+file, the row (1-based, header not counted), the column, and the fix. A column the schema does
+not know is such an error too (nothing is dropped silently), unless it is named in
+``ignore_columns``. Importing the same file twice changes nothing; a different text under an
+existing id is a :class:`~labeler.errors.ConflictError`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import math
-import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from labeler._judge import NO_VERDICT, parse_judgements, parse_verdicts
+from labeler._people import parse_audits, parse_labels, parse_pair_labels
+from labeler._rows import (
+    ID_PATTERN,
+    MAX_FIELD_CHARS,
+    MAX_ID_CHARS,
+    TABLE_SUFFIXES,
+    Checker,
+    Rows,
+    decode,
+    neutralise,
+    read_rows,
+    restore,
+)
 from labeler.blinding import detect_self_identifying
 from labeler.errors import InputError
-from labeler.models import (
-    Answer,
-    Criterion,
-    ImportedJudgement,
-    ImportedLabel,
-    ImportedPairLabel,
-    Pair,
-    Rubric,
-    Task,
-)
-from labeler.scales import FORMATS, SCALES, format_range
+from labeler.models import Answer, Criterion, Pair, Rubric, Task
+from labeler.scales import SCALES, format_range
+from labeler.schemas import DATA_KINDS, SCHEMAS, DataKind, unknown_columns
 from labeler.store import ImportSummary, Store
 
-ImportKind = Literal["rubric", "answers", "pairs", "labels", "judgements"]
-IMPORT_KINDS: tuple[ImportKind, ...] = ("rubric", "answers", "pairs", "labels", "judgements")
-TABLE_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".parquet")
+__all__ = [
+    "IMPORT_KINDS",
+    "MAX_FIELD_CHARS",
+    "MAX_ID_CHARS",
+    "NO_VERDICT",
+    "TABLE_SUFFIXES",
+    "ImportKind",
+    "Rows",
+    "import_file",
+    "neutralise",
+    "parse_answers",
+    "parse_audits",
+    "parse_judgements",
+    "parse_labels",
+    "parse_pair_labels",
+    "parse_pairs",
+    "parse_rubric",
+    "parse_verdicts",
+    "read_rows",
+    "restore",
+]
 
-#: Longest value accepted in one field. Longer is almost always a broken export.
-MAX_FIELD_CHARS = 100_000
-MAX_ID_CHARS = 200
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:~/-]*$")
-# A cell a spreadsheet would run as a formula (CSV injection, OWASP). Plain prose that
-# starts with "-" (a bullet) is fine; "=..." or "+SUM(" / "@cmd|" is not.
-_FORMULA = re.compile(r"^(?:=|[+\-@]\s*[A-Za-z_][A-Za-z0-9_.]*\s*[(!|]|@|\t|\r)")
+ImportKind = DataKind
+IMPORT_KINDS: tuple[ImportKind, ...] = DATA_KINDS
+
+_RUBRIC_KEYS = {
+    "": ("id", "version", "name", "scale", "pass_threshold", "pass_rule", "instructions", "author", "criteria"),
+    "author.": ("kind", "name"),
+    "criteria[].": ("id", "name", "description"),
+}
 
 
-@dataclass(frozen=True)
-class Rows:
-    """The rows of a tabular file, each a dict of column -> raw value."""
-
-    file: str
-    columns: tuple[str, ...]
-    rows: list[dict[str, Any]]
-
-
-# -- reading files ------------------------------------------------------------------------
-
-
-def _decode(path: Path, data: bytes) -> str:
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+def _check_rubric_keys(doc: dict[str, Any], file: str, ignore: set[str]) -> None:
+    """Refuse keys the rubric schema does not know (or drop those named in ``ignore``)."""
+    tables: list[tuple[str, dict[str, Any]]] = [("", doc)]
+    if isinstance(doc.get("author"), dict):
+        tables.append(("author.", doc["author"]))
+    tables += [("criteria[].", c) for c in doc.get("criteria", []) if isinstance(c, dict)]
+    unknown: list[str] = []
+    for where, table in tables:
+        for key in list(table):
+            full = where + key
+            if full in ignore:
+                del table[key]
+            elif key not in _RUBRIC_KEYS[where] and full not in unknown:
+                unknown.append(full)
+    if unknown:
+        known = [w + k for w, keys in _RUBRIC_KEYS.items() for k in keys]
         raise InputError(
-            f"the file is not valid UTF-8 (byte {exc.start} on line {line})",
-            file=str(path),
-            fix="save the file as UTF-8 (in a spreadsheet: 'CSV UTF-8').",
-        ) from None
-
-
-def read_rows(path: str | Path) -> Rows:
-    """Read a CSV, JSONL or Parquet file into rows, with clear errors for broken files."""
-    path = Path(path)
-    name = str(path)
-    if not path.is_file():
-        raise InputError("no such file", file=name, fix="check the path.")
-    suffix = path.suffix.lower()
-    if suffix not in TABLE_SUFFIXES:
-        raise InputError(
-            f"unsupported file type {suffix or '(none)'!r}",
-            file=name,
-            fix="use .csv, .jsonl or .parquet.",
+            f"unknown key(s) {unknown}; a rubric has {known}", file=file, column=unknown[0],
+            fix="rename them (names are case-sensitive), or pass --ignore-columns "
+            f"{','.join(unknown)} to import the rubric without them.",
         )
-    data = path.read_bytes()
-    if not data.strip():
-        raise InputError("the file is empty", file=name, fix="export the data again.")
-    if suffix == ".csv":
-        columns, rows = _read_csv(path, data)
-    elif suffix in (".jsonl", ".ndjson"):
-        columns, rows = _read_jsonl(path, data)
-    else:
-        columns, rows = _read_parquet(path)
-    if not rows:
-        raise InputError("has a header but no data rows", file=name, fix="add rows or pick another file.")
-    return Rows(file=name, columns=tuple(columns), rows=rows)
-
-
-def _read_csv(path: Path, data: bytes) -> tuple[list[str], list[dict[str, Any]]]:
-    """Header and rows of a CSV file (blank lines skipped; a short or long row is an error)."""
-    name = str(path)
-    text = _decode(path, data)
-    csv.field_size_limit(MAX_FIELD_CHARS * 4)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    rows: list[dict[str, Any]] = []
-    try:
-        header = next(reader)
-        columns = [h.strip() for h in header]
-        dupes = sorted({c for c in columns if columns.count(c) > 1})
-        if dupes:
-            raise InputError(
-                f"duplicate column name(s) {dupes}", file=name, fix="rename or drop them."
-            )
-        for i, record in enumerate(reader, start=1):
-            if not any(cell.strip() for cell in record):
-                continue
-            if len(record) != len(columns):
-                raise InputError(
-                    f"has {len(record)} fields but the header has {len(columns)}",
-                    file=name,
-                    row=i,
-                    fix="quote fields that contain commas or line breaks.",
-                )
-            rows.append(dict(zip(columns, record, strict=True)))
-    except csv.Error as exc:
-        raise InputError(
-            f"is not valid CSV: {exc}", file=name, row=max(reader.line_num - 1, 1),
-            fix="check quoting; fields with commas, quotes or line breaks must be quoted.",
-        ) from None
-    return columns, rows
-
-
-def _read_jsonl(path: Path, data: bytes) -> tuple[list[str], list[dict[str, Any]]]:
-    """Columns (every key seen, in order of first appearance) and rows of a JSON-lines file."""
-    name = str(path)
-    text = _decode(path, data)
-    rows: list[dict[str, Any]] = []
-    seen: dict[str, None] = {}
-    row_no = 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        row_no += 1
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"is not valid JSON: {exc.msg} at character {exc.colno}",
-                file=name, row=row_no, fix="each line must be one JSON object.",
-            ) from None
-        if not isinstance(obj, dict):
-            raise InputError(
-                f"is a JSON {type(obj).__name__}, not an object",
-                file=name, row=row_no, fix="each line must be one JSON object {...}.",
-            )
-        for key in obj:
-            seen.setdefault(str(key))
-        rows.append({str(k): v for k, v in obj.items()})
-    return list(seen), rows
-
-
-def _read_parquet(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
-    """Columns and rows of a Parquet file."""
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-        raise InputError(
-            f"is not a readable Parquet file ({exc})", file=str(path), fix="export it again."
-        ) from None
-    return list(table.column_names), table.to_pylist()
-
-
-# -- field checks ---------------------------------------------------------------------------
-
-
-class _Checker:
-    """Field accessors that raise an InputError pointing at the row and column."""
-
-    def __init__(self, rows: Rows) -> None:
-        self.rows = rows
-
-    def require_columns(self, *required: str, one_of: tuple[str, ...] = ()) -> None:
-        missing = [c for c in required if c not in self.rows.columns]
-        if missing:
-            raise InputError(
-                f"missing required column(s) {missing}; found {list(self.rows.columns)}",
-                file=self.rows.file,
-                fix=f"add the column(s) {', '.join(missing)} (names are case-sensitive).",
-            )
-        if one_of and not any(c in self.rows.columns for c in one_of):
-            raise InputError(
-                f"needs at least one of the columns {list(one_of)}",
-                file=self.rows.file, fix="add one of them.",
-            )
-
-    def _raw(self, row: int, col: str) -> Any:
-        value = self.rows.rows[row - 1].get(col)
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return None
-        return value
-
-    def text(self, row: int, col: str, *, required: bool = True, is_id: bool = False) -> str | None:
-        value = self._raw(row, col)
-        if isinstance(value, str | int) and not isinstance(value, bool):
-            value = str(value)
-        elif value is not None:
-            raise InputError(
-                f"expected text, got {type(value).__name__} {value!r}",
-                file=self.rows.file, row=row, column=col, fix="store this field as a string.",
-            )
-        if value is None or not value.strip():
-            if required:
-                raise InputError(
-                    "is empty", file=self.rows.file, row=row, column=col, fix="fill it in."
-                )
-            return None
-        if len(value) > MAX_FIELD_CHARS:
-            raise InputError(
-                f"is {len(value):,} characters long (limit {MAX_FIELD_CHARS:,})",
-                file=self.rows.file, row=row, column=col,
-                fix="check the export; a field this long is usually several rows run together.",
-            )
-        if _FORMULA.match(value):
-            raise InputError(
-                f"starts like a spreadsheet formula ({value[:20]!r}); refusing it (CSV injection)",
-                file=self.rows.file, row=row, column=col,
-                fix="remove the leading '=', '+', '-' or '@', or prefix the cell with a space.",
-            )
-        if is_id:
-            value = value.strip()
-            if len(value) > MAX_ID_CHARS or not _ID.match(value):
-                raise InputError(
-                    f"{value[:40]!r} is not a valid id",
-                    file=self.rows.file, row=row, column=col,
-                    fix="ids are letters, digits and _ . : ~ / - (no spaces), at most 200 characters.",
-                )
-        return value
-
-    def number(
-        self, row: int, col: str, *, lo: float | None = None, hi: float | None = None,
-        required: bool = True, integer: bool = False,
-    ) -> float | None:
-        value = self._raw(row, col)
-        if isinstance(value, str):
-            value = value.strip() or None
-        if value is None:
-            if required:
-                raise InputError("is empty", file=self.rows.file, row=row, column=col, fix="give a number.")
-            return None
-        try:
-            if isinstance(value, bool):
-                raise ValueError
-            number = float(value)
-        except (TypeError, ValueError):
-            raise InputError(
-                f"{value!r} is not a number", file=self.rows.file, row=row, column=col,
-                fix="give a plain number such as 4 or 72.5.",
-            ) from None
-        if not math.isfinite(number) or (integer and number != int(number)):
-            raise InputError(
-                f"{value!r} is not {'a whole' if integer else 'a finite'} number",
-                file=self.rows.file, row=row, column=col, fix="give a valid number.",
-            )
-        if (lo is not None and number < lo) or (hi is not None and number > hi):
-            raise InputError(
-                f"{number:g} is outside the allowed range {lo:g} to {hi:g}",
-                file=self.rows.file, row=row, column=col, fix="use the rubric's scale.",
-            )
-        return number
-
-    def boolean(self, row: int, col: str, *, required: bool = False) -> bool | None:
-        value = self._raw(row, col)
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int | float) and value in (0, 1):
-            return bool(value)
-        text = str(value).strip().lower() if value is not None else ""
-        if text in ("true", "1", "yes", "pass", "passed", "y", "t"):
-            return True
-        if text in ("false", "0", "no", "fail", "failed", "n", "f"):
-            return False
-        if not text and not required:
-            return None
-        raise InputError(
-            f"{value!r} is not a yes/no value", file=self.rows.file, row=row, column=col,
-            fix="use true/false, yes/no, pass/fail or 1/0.",
-        )
-
-    def unique(self, col: str, values: list[str | None]) -> None:
-        first: dict[str, int] = {}
-        for i, v in enumerate(values, start=1):
-            if v is None:
-                continue
-            if v in first:
-                raise InputError(
-                    f"duplicate id {v!r} (first seen in row {first[v]})",
-                    file=self.rows.file, row=i, column=col, fix="ids must be unique within a file.",
-                )
-            first[v] = i
 
 
 def _author(value: str | None, *, file: str, row: int, column: str) -> tuple[str | None, str | None]:
@@ -319,19 +107,25 @@ def _author(value: str | None, *, file: str, row: int, column: str) -> tuple[str
     return kind, who.strip()
 
 
-# -- the five importers -----------------------------------------------------------------------
+# -- rubric, answers and pairs ---------------------------------------------------------------
 
 
-def parse_rubric(path: str | Path) -> Rubric:
-    """Read and validate a rubric TOML file."""
+def parse_rubric(path: str | Path, *, ignore: Collection[str] = ()) -> Rubric:
+    """Read and validate a rubric TOML file; a key the schema does not know is an error.
+
+    Args:
+        path: The TOML file.
+        ignore: Keys to leave out instead (``author.x`` and ``criteria[].x`` for nested ones).
+    """
     path = Path(path)
     name = str(path)
     if not path.is_file():
         raise InputError("no such file", file=name, fix="check the path.")
     try:
-        doc = tomllib.loads(_decode(path, path.read_bytes()))
+        doc = tomllib.loads(decode(path, path.read_bytes()))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"is not valid TOML: {exc}", file=name, fix="fix the TOML syntax.") from None
+    _check_rubric_keys(doc, name, set(ignore))
     toml = _Toml(name)
     rubric_id = toml.need(doc, "id", str)
     version = toml.need(doc, "version", int)
@@ -414,7 +208,7 @@ def _criteria(toml: _Toml, criteria_raw: list[Any]) -> tuple[Criterion, ...]:
         if not isinstance(c, dict):
             raise InputError("each criterion must be a table", file=name, row=i, column="criteria")
         cid = toml.need(c, "id", str, f"criteria[{i}].")
-        if not _ID.match(cid) or cid in seen:
+        if not ID_PATTERN.match(cid) or cid in seen:
             raise InputError(
                 f"criterion id {cid!r} is invalid or repeated", file=name, row=i, column="criteria.id",
                 fix="give each criterion a unique id of letters, digits and underscores.",
@@ -432,7 +226,7 @@ def _criteria(toml: _Toml, criteria_raw: list[Any]) -> tuple[Criterion, ...]:
 
 def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset()) -> tuple[list[Task], list[Answer]]:  # type: ignore[assignment]
     """Tasks and answers from rows with task_id, prompt, answer_id, family, model, text."""
-    ck = _Checker(rows)
+    ck = Checker(rows)
     ck.require_columns("task_id", "prompt", "answer_id", "family", "model", "text")
     tasks: dict[str, Task] = {}
     task_row: dict[str, int] = {}
@@ -497,7 +291,7 @@ def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset()) -> tu
 
 def parse_pairs(rows: Rows) -> list[Pair]:
     """Pairs in the judge-probe format: prompt, answer_a, answer_b, optional id and gold."""
-    ck = _Checker(rows)
+    ck = Checker(rows)
     ck.require_columns("prompt", "answer_a", "answer_b")
     pairs = []
     for i in range(1, len(rows.rows) + 1):
@@ -521,126 +315,73 @@ def parse_pairs(rows: Rows) -> list[Pair]:
     return pairs
 
 
-def parse_labels(rows: Rows, *, rubric: Rubric | None) -> list[ImportedLabel] | list[ImportedPairLabel]:
-    """Human labels: answer_id, rater, score and/or pass (or answer_a, answer_b, preference for pairs)."""
-    ck = _Checker(rows)
-    if "answer_a" in rows.columns or "preference" in rows.columns:
-        ck.require_columns("answer_a", "answer_b", "rater", "preference")
-        pair_labels = []
-        for i in range(1, len(rows.rows) + 1):
-            pref = ck.number(i, "preference", lo=-2, hi=2, integer=True)
-            pair_labels.append(
-                ImportedPairLabel(
-                    rater=str(ck.text(i, "rater", is_id=True)),
-                    shown_left=str(ck.text(i, "answer_a", is_id=True)),
-                    shown_right=str(ck.text(i, "answer_b", is_id=True)),
-                    preference=int(pref or 0),
-                )
-            )
-        return pair_labels
-    ck.require_columns("answer_id", "rater", one_of=("score", "pass"))
-    lo, hi = format_range(rubric.scale) if rubric else (None, None)
-    crit_cols = [c for c in rows.columns if c.startswith("criterion:")]
-    labels = []
-    seen: dict[tuple[str, str], int] = {}
-    for i in range(1, len(rows.rows) + 1):
-        answer_id = str(ck.text(i, "answer_id", is_id=True))
-        rater = str(ck.text(i, "rater", is_id=True))
-        if (rater, answer_id) in seen:
-            raise InputError(
-                f"rater {rater!r} labels answer {answer_id!r} twice (first in row {seen[(rater, answer_id)]})",
-                file=rows.file, row=i, column="answer_id", fix="keep one label per rater and answer.",
-            )
-        seen[(rater, answer_id)] = i
-        score = ck.number(i, "score", lo=lo, hi=hi, required=False)
-        passed = ck.boolean(i, "pass")
-        if score is None and passed is None:
-            raise InputError(
-                "has neither a score nor a pass verdict", file=rows.file, row=i, column="score",
-                fix="fill in score or pass.",
-            )
-        if passed is None and score is not None and rubric is not None:
-            passed = rubric.passes(score)
-        criteria = {}
-        for col in crit_cols:
-            value = ck.number(i, col, lo=lo, hi=hi, required=False)
-            if value is not None:
-                criteria[col.removeprefix("criterion:")] = value
-        comment = ck.text(i, "comment", required=False)
-        labels.append(ImportedLabel(answer_id, rater, score, passed, criteria, comment or ""))
-    return labels
 
 
-def parse_judgements(rows: Rows, *, rubric: Rubric | None) -> list[ImportedJudgement]:
-    """Judge scores: answer_id, judge_model, format, score and/or pass (answer_b_id + order for pairs)."""
-    ck = _Checker(rows)
-    ck.require_columns("answer_id", "judge_model", "format", one_of=("score", "pass"))
-    out = []
-    for i in range(1, len(rows.rows) + 1):
-        fmt = str(ck.text(i, "format"))
-        if fmt not in FORMATS:
-            raise InputError(
-                f"unknown format {fmt!r}", file=rows.file, row=i, column="format",
-                fix=f"use one of {list(FORMATS)}.",
-            )
-        lo, hi = format_range(fmt)
-        b_id = ck.text(i, "answer_b_id", required=False, is_id=True)
-        order = ck.text(i, "order", required=False)
-        if order is not None and order not in ("AB", "BA"):
-            raise InputError(
-                f"order {order!r} is not AB or BA", file=rows.file, row=i, column="order",
-                fix="write AB when answer_id was shown first, BA otherwise.",
-            )
-        score = ck.number(i, "score", lo=lo, hi=hi, required=False)
-        passed = ck.boolean(i, "pass")
-        if score is None and passed is None:
-            raise InputError(
-                "has neither a score nor a pass verdict", file=rows.file, row=i, column="score",
-                fix="fill in score or pass.",
-            )
-        if passed is None and score is not None and rubric is not None and fmt == rubric.scale:
-            passed = rubric.passes(score)
-        out.append(
-            ImportedJudgement(
-                answer_id=str(ck.text(i, "answer_id", is_id=True)),
-                judge_model=str(ck.text(i, "judge_model", is_id=True)),
-                value=score,
-                passed=passed,
-                format=fmt,
-                answer_b_id=b_id,
-                order_shown=order,
-                judge_family=ck.text(i, "judge_family", required=False, is_id=True),
-                raw=ck.text(i, "raw", required=False),
-            )
+# -- one entry point ------------------------------------------------------------------------------
+
+# Pairwise human preferences used to come in as `import labels`; a labels file with their columns
+# still does.
+_PAIR_LABEL_MARKS = ("answer_a", "preference")
+
+
+def _checked_rows(kind: DataKind, path: str | Path, ignore: set[str]) -> tuple[DataKind, Rows]:
+    """The file's rows with ``ignore`` left out, after refusing any column ``kind`` does not know."""
+    rows = read_rows(path)
+    absent = sorted(ignore - set(rows.columns))
+    if absent:
+        raise InputError(
+            f"--ignore-columns names {absent}, which the file does not have; it has {list(rows.columns)}",
+            file=rows.file, fix="list only the file's own columns (names are case-sensitive).",
         )
-    return out
+    rows = rows.without(ignore)
+    if kind == "labels" and any(c in rows.columns for c in _PAIR_LABEL_MARKS):
+        kind = "pair_labels"
+    unknown = unknown_columns(kind, rows.columns)
+    if unknown:
+        schema = SCHEMAS[kind]
+        known = list(schema.names) + ([f"{schema.prefix}<id>"] if schema.prefix else [])
+        raise InputError(
+            f"unknown column(s) {unknown}; {kind} files have {known}",
+            file=rows.file, column=unknown[0],
+            fix="rename them to the schema's names (see the README's file schemas; names are case-sensitive), "
+            f"or pass --ignore-columns {','.join(unknown)} to import the file without them.",
+        )
+    return kind, rows
 
 
-def import_file(store: Store, kind: ImportKind, path: str | Path) -> ImportSummary:
-    """Validate ``path`` as ``kind`` and import it all-or-nothing."""
+def import_file(
+    store: Store, kind: ImportKind, path: str | Path, *, ignore_columns: Collection[str] = ()
+) -> ImportSummary:
+    """Validate ``path`` as ``kind`` and import it all-or-nothing.
+
+    Args:
+        store: The project store.
+        kind: One of :data:`IMPORT_KINDS`.
+        path: The file.
+        ignore_columns: Columns (rubric: keys) of the file to leave out; any other column the
+            kind's schema does not know is an error.
+
+    Raises:
+        InputError: An unknown kind, or anything in the file that cannot be imported as it is.
+        ConflictError: The file would change data already stored.
+    """
     name = str(path)
-    if kind == "rubric":
-        return store.add_rubric(parse_rubric(path), source_file=name)
+    ignore = {c.strip() for c in ignore_columns if c.strip()}
     if kind not in IMPORT_KINDS:
         raise InputError(f"unknown import kind {kind!r}", fix=f"use one of {list(IMPORT_KINDS)}.")
-    rows = read_rows(path)
-    handlers: dict[str, Callable[[], ImportSummary]] = {
-        "answers": lambda: store.add_pool(
-            *parse_answers(rows, known_answer_ids=store.answer_ids()), source_file=name
-        ),
-        "pairs": lambda: store.add_pairs(parse_pairs(rows), source_file=name),
-        "judgements": lambda: store.add_imported_judgements(
-            parse_judgements(rows, rubric=store.rubric()), source_file=name
-        ),
-    }
+    if kind == "rubric":
+        return store.add_rubric(parse_rubric(path, ignore=ignore), source_file=name)
+    kind, rows = _checked_rows(kind, path, ignore)
+    if kind == "answers":
+        return store.add_pool(*parse_answers(rows, known_answer_ids=store.answer_ids()), source_file=name)
+    if kind == "pairs":
+        return store.add_pairs(parse_pairs(rows), source_file=name)
     if kind == "labels":
-        rubric = store.rubric()
-        labels = parse_labels(rows, rubric=rubric)
-        if labels and isinstance(labels[0], ImportedPairLabel):
-            return store.add_imported_pair_labels(labels, source_file=name)  # type: ignore[arg-type]
-        return store.add_imported_labels(
-            labels,  # type: ignore[arg-type]
-            source_file=name,
-            rubric=(rubric.rubric_id, rubric.version) if rubric else None,
-        )
-    return handlers[kind]()
+        return store.add_imported_labels(parse_labels(rows, rubric_of=store.rubric), source_file=name)
+    if kind == "pair_labels":
+        return store.add_imported_pair_labels(parse_pair_labels(rows), source_file=name)
+    if kind == "audits":
+        return store.add_imported_audits(parse_audits(rows), source_file=name)
+    if kind == "judgements":
+        return store.add_imported_judgements(parse_judgements(rows, rubric=store.rubric()), source_file=name)
+    return store.add_imported_judgements(parse_verdicts(rows, pairs=store.pair_ids()), source_file=name)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from datetime import datetime
+from typing import Any, Literal
 
 from labeler.scales import Scale, format_range
 
@@ -116,9 +118,30 @@ class Pair:
     gold: str | None = None
 
 
+Source = Literal["import", "simulated", "adjudicated"]
+"""Where an imported human record came from: an outside file, :mod:`labeler.simulate`, or an
+admin's adjudication (labels only) exported from another database."""
+
+
 @dataclass(frozen=True)
 class ImportedLabel:
-    """A human label collected elsewhere."""
+    """A human label collected elsewhere.
+
+    Attributes:
+        answer_id: The answer labelled.
+        rater: The rater's name.
+        overall: The overall score (``None`` for a flagged label, or a pass-only one).
+        passed: The pass verdict.
+        criteria: A score per criterion id.
+        comment: The rater's comment.
+        flag_reason: Why the rater flagged the item unrateable, when they did.
+        seconds: Seconds the rater spent on it.
+        created_at: When it was given (``None``: now).
+        rubric: ``(rubric id, version)`` it was given under (``None``: the import's rubric).
+        source: ``"simulated"`` for a simulated rater's label (``None``: the import's source).
+        ref: Its id within the file, for ``supersedes`` to name.
+        supersedes: The ``ref`` of the earlier label (same rater, answer, rubric) it replaces.
+    """
 
     answer_id: str
     rater: str
@@ -126,21 +149,86 @@ class ImportedLabel:
     passed: bool | None
     criteria: dict[str, float] = field(default_factory=dict)
     comment: str = ""
+    flag_reason: str | None = None
+    seconds: float | None = None
+    created_at: datetime | None = None
+    rubric: tuple[str, int] | None = None
+    source: Source | None = None
+    ref: int | None = None
+    supersedes: int | None = None
 
 
 @dataclass(frozen=True)
 class ImportedPairLabel:
-    """A human pairwise preference collected elsewhere (+2 left much better .. -2)."""
+    """A human pairwise preference collected elsewhere (+2 left much better .. -2).
+
+    ``comment`` to ``supersedes`` mean what they mean for :class:`ImportedLabel`.
+    """
 
     rater: str
     shown_left: str
     shown_right: str
     preference: int
+    comment: str = ""
+    seconds: float | None = None
+    created_at: datetime | None = None
+    source: Source | None = None
+    ref: int | None = None
+    supersedes: int | None = None
+
+
+@dataclass(frozen=True)
+class ImportedAudit:
+    """A padding audit collected elsewhere: does the rewrite add content to the original?
+
+    ``seconds`` to ``supersedes`` mean what they mean for :class:`ImportedLabel`.
+    """
+
+    rater: str
+    original_id: str
+    rewrite_id: str
+    adds_content: bool
+    note: str = ""
+    seconds: float | None = None
+    created_at: datetime | None = None
+    ref: int | None = None
+    supersedes: int | None = None
 
 
 @dataclass(frozen=True)
 class ImportedJudgement:
-    """A judge score collected elsewhere."""
+    """A judge reply collected elsewhere, in the store's orientation.
+
+    For a pairwise judgement ``answer_id`` is the answer shown FIRST (slot A) and ``value`` is
+    slot-coded (+ favours the first-shown answer), as the probe runner writes them;
+    ``order_shown`` is ``"AB"`` when the answer the verdict is about (the target) was shown
+    first and ``"BA"`` when it was shown second. The importers turn a file's orientation (score
+    from ``answer_id``'s point of view, ``order`` saying which was first) into this one.
+
+    Attributes:
+        answer_id: The answer scored (pairwise: shown first).
+        judge_model: The judge model.
+        value: The parsed score or verdict; ``None`` when the reply did not parse or the call failed.
+        passed: The pass verdict of a pointwise score.
+        format: The scoring format.
+        answer_b_id: Pairwise: the answer shown second.
+        order_shown: Pairwise: ``"AB"`` or ``"BA"`` (see above).
+        judge_family: The judge's own model family.
+        raw: The reply, verbatim.
+        run_id: The run to file it under (``None``: ``import:<judge_model>``).
+        call_id: The planned call within the run.
+        probe: The probe.
+        arm: The probe arm.
+        trial: The trial.
+        parse_error: Why the reply did not parse.
+        error: Why the call failed with no reply.
+        meta: Design facts (JSON-serialisable).
+        input_tokens: Prompt tokens billed.
+        output_tokens: Completion tokens billed.
+        cost_usd: Money spent.
+        latency_s: Seconds the call took.
+        task_id: The task (or pair) judged (``None``: the answer's task, or its pair).
+    """
 
     answer_id: str
     judge_model: str
@@ -151,3 +239,40 @@ class ImportedJudgement:
     order_shown: str | None = None
     judge_family: str | None = None
     raw: str | None = None
+    run_id: str | None = None
+    call_id: str | None = None
+    probe: str | None = None
+    arm: str | None = None
+    trial: int | None = None
+    parse_error: str | None = None
+    error: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    task_id: str | None = None
+
+    @property
+    def default_run(self) -> str:
+        """The run an import files this judgement under."""
+        return self.run_id or f"import:{self.judge_model}"
+
+
+def pair_of(answer_id: str, pairs: Collection[str]) -> str | None:
+    """The pair a probe answer id such as ``P1:a`` or ``P1:b~padded`` was built from, among ``pairs``.
+
+    The judge probes and ``judgelab import verdicts`` name a pair's answers ``<pair_id>:a`` and
+    ``<pair_id>:b`` (variants ``<pair_id>:a~<variant>``).
+
+    >>> pair_of("P1:b~padded", {"P1"}), pair_of("P1:c", {"P1"}), pair_of("x:a:b", {"x:a"})
+    ('P1', None, 'x:a')
+    """
+    for side in (":a", ":b"):
+        start = answer_id.find(side)
+        while start > 0:
+            rest = answer_id[start + 2:]
+            if (not rest or rest.startswith("~")) and answer_id[:start] in pairs:
+                return answer_id[:start]
+            start = answer_id.find(side, start + 1)
+    return None

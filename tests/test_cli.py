@@ -59,8 +59,9 @@ def test_labels_export_round_trip(tmp_path: Path) -> None:
     assert run("export", "labels", "--out", str(tmp_path / "out.csv"), "--db", db)[0] == 0
     back = pd.read_csv(tmp_path / "out.csv")
     assert list(back["rater"]) == ["ann", "ann"]
-    assert list(back["overall"]) == [4, 2]
-    assert list(back["passed"]) == [True, False]
+    # The export writes the columns the importer reads (issue 13: it used to say overall/passed).
+    assert list(back["score"]) == [4, 2]
+    assert list(back["pass"]) == [True, False]
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -84,10 +84,11 @@ def test_formats_json(simulated_db: Built) -> None:
     assert formats["likert5"]["diagnostics"]["distinct_values"] == 4
 
 
-def test_errors_are_one_line_and_exit_2(simulated_db: Built, tmp_path: Path) -> None:
+def test_errors_are_one_problem_line_and_one_fix_line_and_exit_2(simulated_db: Built, tmp_path: Path) -> None:
     code, _, err = run("calibrate", "--db", str(simulated_db.store.path), "--judge-run", "nope",
                        "--out", str(tmp_path / "r.md"))
-    assert code == 2 and err.startswith("judgelab: error: no judge run 'nope'") and err.count("\n") == 1
+    assert code == 2 and err.startswith("judgelab: error: no judge run 'nope'") and err.count("\n") == 2
+    assert err.splitlines()[1].startswith("Fix: ")
     code, _, err = run("calibrate", "--db", str(tmp_path / "empty.duckdb"), "--out", str(tmp_path / "r.md"))
     assert code == 2 and "no judge run with pointwise judgements" in err
     code, _, err = run("formats", "--db", str(simulated_db.store.path), "--reference", "vibes")

@@ -98,6 +98,15 @@ CASES = [
     ("rubric_duplicate_criterion.toml", "rubric", "invalid or repeated", 2, "criteria.id"),
     ("rubric_bad_author_kind.toml", "rubric", "is not 'human' or 'model'", None, "author.kind"),
     ("rubric_conflict.toml", "rubric", "already stored with different content", None, None),
+    # Issue 13: nothing dropped silently, history and verdicts checked.
+    ("labels_unknown_column.csv", "labels", "unknown column(s) ['passed']", None, "passed"),
+    ("labels_bad_supersedes.csv", "labels", "supersedes 5, which is not the label_id", 2, "supersedes"),
+    ("labels_unknown_criterion.csv", "labels", "'zzz' is not a criterion", 1, "criterion:zzz"),
+    ("pair_labels_bad_preference.csv", "pair_labels", "outside the allowed range -2 to 2", 1, "preference"),
+    ("audits_unknown_answer.csv", "audits", "not in the database: 'NOPE'", None, "original_id"),
+    ("judgements_pairwise_without_b.csv", "judgements", "answer_b_id is empty", 1, "answer_b_id"),
+    ("verdicts_unknown_pair.csv", "verdicts", "pair 'P1' is not in the database", 1, "pair_id"),
+    ("rubric_unknown_key.toml", "rubric", "unknown key(s) ['langauge']", None, "langauge"),
 ]
 
 

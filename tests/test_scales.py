@@ -109,9 +109,10 @@ def _import(store: Store, tmp_path: Path, fmt: str) -> None:
         labels += [f"{a},r1,{rubric_high if pref > 0 else rubric_low:g}",
                    f"{b},r1,{rubric_low if pref > 0 else rubric_high:g}"]
         if spec.kind == "pairwise":
-            # Both orders: the same preference read from slot A (AB), then from slot B (BA).
-            for x, y, order, v in ((a, b, "AB", pref), (b, a, "BA", -pref)):
-                judged.append(f"{x},{y},{order},{JUDGE},{fmt},{formats.parse(fmt, _reply(fmt, v)).value:g}")
+            # Both orders: the same preference for `a`, with `a` shown first (AB), then second (BA).
+            # A file states a verdict about answer_id whichever was shown first (issue 13).
+            for order in ("AB", "BA"):
+                judged.append(f"{a},{b},{order},{JUDGE},{fmt},{formats.parse(fmt, _reply(fmt, pref)).value:g}")
         else:
             high, low = (formats.parse(fmt, _reply(fmt, v)).value for v in spec.range[::-1])
             judged += [f"{a},,,{JUDGE},{fmt},{high if pref > 0 else low:g}",

@@ -53,6 +53,8 @@ class CalibrationData:
         provenance: ``(artifact, author_kind, author)`` records of the judge prompt.
         label_summary: Counts of the labels, simulated ones included.
         n_errors: Planned calls of the run that failed with no reply (not scores).
+        pair_gold: Every stored pair's gold winner (``a``, ``b``, ``tie`` or ``None``), for the
+            position statistics' accuracy.
         adjudicated: The current adjudicated label of each adjudicated answer, in the columns
             of ``labels`` (``rater_id`` is the admin's, ``source`` is ``adjudicated``).
         active: The active design the labels came from, when its plan used this run and it has a
@@ -71,6 +73,7 @@ class CalibrationData:
     provenance: tuple[tuple[str, str, str], ...]
     label_summary: LabelSummary
     n_errors: int
+    pair_gold: Mapping[str, str | None] = field(default_factory=dict)
     adjudicated: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_LABEL_COLUMNS))
     active: ActiveData | None = None
 
@@ -113,12 +116,12 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         InputError: No such run, no run with pointwise judgements, or no rubric.
     """
     if run_id is None:
-        run_id = store.latest_scored_run()
+        run_id = store.latest_scored_run() or _latest_judged_run(store)
         if run_id is None:
             raise InputError(
-                "no judge run with pointwise judgements in the database",
+                "no judge run with pointwise judgements in the database (nor any with pairwise ones)",
                 fix="run a probe (`judgelab probe ...`) or import judgements "
-                "(`judgelab import judgements FILE`) first.",
+                "(`judgelab import judgements FILE`, or verdicts) first.",
             )
     run = store.run_info(run_id)
     if run is None:
@@ -130,6 +133,10 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
     rubric = store.rubric(run.get("rubric_id"), _opt_int(run.get("rubric_version")))
     if rubric is None and run.get("rubric_id") is not None:
         rubric = store.rubric()
+    if rubric is None and store.run_rows(run_id, "pointwise").empty:
+        # A run of pairwise judgements alone (imported verdicts) is read without a rubric: the
+        # sections that need one (human residuals, kappa) have no pointwise scores to read anyway.
+        rubric = NO_RUBRIC
     if rubric is None:
         raise InputError(
             "no rubric in the database to read judge and human scores against",
@@ -195,6 +202,7 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         design_id, design = _choose_design(items, set(labels["answer_id"]))
     records = _provenance_records(store, run, rubric, point, labels)
     return CalibrationData(
+        pair_gold=store.pair_gold(),
         run=run,
         rubric=rubric,
         judge_format=judge_format,
@@ -210,6 +218,20 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         adjudicated=adjudicated,
         active=active,
     )
+
+
+NO_RUBRIC = Rubric(
+    rubric_id="none", version=1, name="no rubric in the database (a run of pairwise judgements only)",
+    scale="likert5", pass_rule="none", criteria=(), author_kind="human", author="nobody",
+)
+"""What a report of a pairwise-only run names as its rubric when the database holds none."""
+
+
+def _latest_judged_run(store: Store) -> str | None:
+    """The newest run with any judgements (pairwise ones, when no run has pointwise ones)."""
+    runs = store.calibration_runs()
+    judged = runs[(runs["n_pointwise"] + runs["n_pairwise"]) > 0]
+    return None if judged.empty else str(judged["run_id"].iloc[0])
 
 
 def _adjudicated(store: Store, rubric: Rubric) -> pd.DataFrame:

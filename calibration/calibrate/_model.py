@@ -25,6 +25,7 @@ from calibration.stats import (
     FormatDiagnostics,
     HumanRule,
     KappaResult,
+    PositionStatistics,
     ProvenanceNote,
     RaterScope,
     ResidualScale,
@@ -578,6 +579,8 @@ class ProbeSection:
         comparison_run: The "before" run.
         comparison_reason: Why there is no comparison although one was asked for.
         position: Order-swapped pairwise results.
+        statistics: The position statistics of all the run's pairwise judgements, as
+            ``judgelab position`` prints them (``None`` when it has none).
     """
 
     gaps: tuple[VariantGap, ...] = ()
@@ -585,6 +588,7 @@ class ProbeSection:
     comparison_run: str | None = None
     comparison_reason: str | None = None
     position: tuple[PositionResult, ...] = ()
+    statistics: PositionStatistics | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -594,6 +598,7 @@ class ProbeSection:
                 "before_run": self.comparison_run, **self.comparison.to_dict()},
             "comparison_reason": self.comparison_reason,
             "position": [p.to_dict() for p in self.position],
+            "position_statistics": None if self.statistics is None else self.statistics.to_json(),
         }
 
 

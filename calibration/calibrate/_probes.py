@@ -17,13 +17,14 @@ from threadpoolctl import threadpool_limits
 
 from calibration.calibrate._load import CalibrationData, isna
 from calibration.calibrate._model import PositionResult, ProbeSection, ReportOptions, VariantGap
+from calibration.probes.position import position_replies, statistics_of_replies
 from calibration.stats import (
     THRESHOLDS,
     Estimate,
     RunComparison,
     candidate_verdicts,
     compare_runs,
-    first_shown_advantage_from_verdicts,
+    first_shown_advantage_by_pair,
     length_controlled_win_rate,
     pairwise_lift,
     pointwise_gap,
@@ -92,7 +93,9 @@ def probe_section(data: CalibrationData, compare: CalibrationData | None, opts: 
     reason = None
     if compare is not None:
         comparison, reason = _compare(compare, gaps, data, opts)
-    return ProbeSection(gaps, comparison, None if compare is None else compare.run_id, reason, position)
+    replies = position_replies(data.pairwise, data.pair_gold)
+    statistics = statistics_of_replies(replies, level=opts.level) if len(replies) else None
+    return ProbeSection(gaps, comparison, None if compare is None else compare.run_id, reason, position, statistics)
 
 
 def _compare(
@@ -169,8 +172,10 @@ def position_results(data: CalibrationData, opts: ReportOptions) -> list[Positio
                 "len_diff": _len_diff(grp, x, y),
             })
         frame = pd.DataFrame(items)
-        slot_values = rows.loc[rows["status"] == "parsed", "value"].to_numpy(dtype=float)
-        first = first_shown_advantage_from_verdicts(np.sign(slot_values), level=opts.level)
+        parsed_rows = rows[rows["status"] == "parsed"]
+        # Clustered by pair: the two orders of one pair are not independent.
+        first = first_shown_advantage_by_pair(np.sign(parsed_rows["value"].to_numpy(dtype=float)),
+                                              parsed_rows["key"].astype(str).to_numpy(), level=opts.level)
         x_of = {k: _x_of_pair(k[0], k[1], g, data.judge_family)[0] for k, g in rows.groupby("key", sort=True)}
         parsed = rows[rows["status"] == "parsed"]
         in_a = np.array([x_of[k] == a for k, a in zip(parsed["key"], parsed["answer_id"], strict=True)])

@@ -2,12 +2,21 @@
 
 One thin wrapper, no retry loop of its own: the SDK retries 408/409/429/5xx (529 included) and
 connection errors with exponential backoff, honouring ``retry-after``, up to ``max_retries``.
-A call that still fails raises :class:`JudgeCallError` (a
-:class:`~labeler.errors.JudgeError`) carrying the number of attempts; it is never turned into a
-score or an empty reply. A reply that arrives but does not parse is a recorded parse failure
-(:func:`calibration.formats.parse`), like every other back-end's.
+The judge's middleware (:mod:`calibration.judges._transport`), which the SDK runs inside that
+loop once per attempt, adds two things: a 200 whose body cannot be decoded (cut short, empty,
+not JSON, not a Message) is retried within the same budget, and every attempt waits for a
+permit from a rate governor that reads the ``anthropic-ratelimit-*`` headers, paces to the
+stated limits and adapts concurrency (AIMD on 429/529). A call that still fails raises
+:class:`JudgeCallError` (a :class:`~labeler.errors.JudgeError`) carrying the number of attempts
+and the reason; it is never turned into a score or an empty reply. A reply that arrives but
+does not parse as a verdict is a recorded parse failure (:func:`calibration.formats.parse`),
+like every other back-end's.
 
-SDK 1.x facts this module relies on (checked against the installed 1.17 source):
+The rubric (system) block carries the ``cache_control`` breakpoint only when it reaches the
+model's minimum cacheable prompt length (:meth:`calibration.pricing.PriceTable.cache_applies`):
+below it the API would ignore the breakpoint, and the estimate prices it the same way.
+
+SDK facts this module relies on (checked against the installed 2.15 source):
 
 - ``temperature`` is not a ``messages.create`` argument any more; it goes in ``extra_body``
   (and, in a batch request, in the params dict). Models from Opus 4.7, Sonnet 5 and Haiku 5.5
@@ -15,6 +24,8 @@ SDK 1.x facts this module relies on (checked against the installed 1.17 source):
   omits ``temperature`` for them and records ``temperature: None`` in the call's params.
 - ``messages.with_raw_response.create`` exposes ``retries_taken``; a failed request carries the
   ``x-stainless-retry-count`` header of its last attempt.
+- Client middleware runs inside the retry loop, once per attempt; raising an
+  ``anthropic.RetryableError`` from it retries the attempt within ``max_retries``.
 - ``messages.batches.results(id)`` GETs the batch, then its ``results_url``.
 
 The API key comes from the caller (the app passes its Streamlit secret) or ``ANTHROPIC_API_KEY``.
@@ -39,6 +50,7 @@ import anthropic
 
 from calibration import formats, pricing
 from calibration.judges._base import Format, JudgeCall, Judgement, Kind
+from calibration.judges._transport import GovernorMiddleware, RateGovernor, UndecodableReply
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
 
@@ -99,6 +111,18 @@ def _attempts_of(exc: anthropic.APIError) -> int:
 
 
 def _call_error(model: str, what: str, exc: anthropic.APIError) -> JudgeCallError:
+    if isinstance(exc, UndecodableReply):
+        # A reply arrived every time but none could be decoded: a transient fault like a 5xx,
+        # and retried like one until the budget ran out.
+        return JudgeCallError(
+            f"{model}: {what} failed after {exc.attempts} attempt(s): undecodable reply "
+            f"(HTTP {exc.status_code}): {exc.reason}. Retries are exhausted; raise max_retries "
+            "or check what sits between you and the API (a proxy cutting replies short).",
+            model=model,
+            attempts=exc.attempts,
+            status_code=exc.status_code,
+            error_type="undecodable_reply",
+        )
     attempts = _attempts_of(exc)
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
@@ -218,14 +242,15 @@ class AnthropicJudge:
         self.max_tokens = max_tokens if max_tokens is not None else (8192 if rejects else 1024)
         if self.max_tokens < 1:
             raise InputError(f"AnthropicJudge: max_tokens must be >= 1, got {self.max_tokens!r}")
-        # One client and semaphore per event loop: connection pools and semaphores are
-        # loop-bound, the app runs each action in a fresh loop, and Streamlit sessions are
-        # threads that may each run a loop at the same time.
+        # One client, semaphore and rate governor per event loop: connection pools, semaphores
+        # and the governor's waiters are loop-bound, the app runs each action in a fresh loop,
+        # and Streamlit sessions are threads that may each run a loop at the same time.
         self._per_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[anthropic.AsyncAnthropic, asyncio.Semaphore]
+            asyncio.AbstractEventLoop, tuple[anthropic.AsyncAnthropic, asyncio.Semaphore, RateGovernor]
         ] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._batches: dict[str, dict[str, JudgeCall]] = {}
+        self._caches: dict[tuple[str, str], bool] = {}
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
@@ -238,14 +263,24 @@ class AnthropicJudge:
 
     @property
     def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client for the running event loop (call it inside ``async`` code)."""
+        """The SDK client for the running event loop (call it inside ``async`` code).
+
+        Its Messages requests (judging and padding) go through the judge's middleware: decode
+        checks and the rate governor.
+        """
         return self._resources()[0]
 
-    def _resources(self) -> tuple[anthropic.AsyncAnthropic, asyncio.Semaphore]:
+    @property
+    def governor(self) -> RateGovernor:
+        """The rate governor of the running event loop (its ``stats`` say what it saw)."""
+        return self._resources()[2]
+
+    def _resources(self) -> tuple[anthropic.AsyncAnthropic, asyncio.Semaphore, RateGovernor]:
         loop = asyncio.get_running_loop()
         with self._lock:
             found = self._per_loop.get(loop)
             if found is None:
+                governor = RateGovernor(self.max_concurrency)
                 # Our own http_client: the SDK's default wrapper schedules its own close on
                 # whatever loop is running when it is garbage-collected, which fails noisily
                 # once the loop that owned its connections has closed.
@@ -255,8 +290,9 @@ class AnthropicJudge:
                     max_retries=self.max_retries,
                     timeout=self.timeout,
                     http_client=anthropic.DefaultAsyncHttpxClient(),
+                    middleware=[GovernorMiddleware(lambda: governor)],
                 )
-                found = (client, asyncio.Semaphore(self.max_concurrency))
+                found = (client, asyncio.Semaphore(self.max_concurrency), governor)
                 self._per_loop[loop] = found
             return found
 
@@ -280,19 +316,41 @@ class AnthropicJudge:
         """The :class:`JudgeCall` this judge makes (see :func:`calibration.formats.build_call`)."""
         return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec)
 
-    def request(self, call: JudgeCall, *, ttl: Literal["5m", "1h"] | None = None) -> dict[str, Any]:
-        """The Messages API body for ``call``: the rubric system block carries the cache breakpoint.
+    def caches_prefix(self, call: JudgeCall) -> bool:
+        """Whether ``call``'s rubric block is long enough for the API to cache it.
 
-        ``temperature`` is included here (for batch params); :meth:`run` moves it to
-        ``extra_body`` because ``messages.create`` no longer takes it.
+        True when it reaches the model's minimum cacheable prompt length (approximate tokens),
+        and when the price table does not know the minimum (a breakpoint the API ignores
+        costs nothing).
         """
-        cache_control: dict[str, str] = {"type": "ephemeral"}
-        if ttl is not None:
-            cache_control["ttl"] = ttl
+        key = (call.model, call.system)
+        known = self._caches.get(key)
+        if known is None:
+            table = self._prices if self._prices is not None else pricing.load_prices()
+            known = table.cache_applies(call.model, pricing.approx_tokens(call.system)) is not False
+            # One answer per rubric block and model (a run sends the same block every time).
+            if len(self._caches) > 256:
+                self._caches.clear()
+            self._caches[key] = known
+        return known
+
+    def request(self, call: JudgeCall, *, ttl: Literal["5m", "1h"] | None = None) -> dict[str, Any]:
+        """The Messages API body for ``call``.
+
+        The rubric system block carries the cache breakpoint when it is long enough to be
+        cached (:meth:`caches_prefix`). ``temperature`` is included here (for batch params);
+        :meth:`run` moves it to ``extra_body`` because ``messages.create`` no longer takes it.
+        """
+        system: dict[str, Any] = {"type": "text", "text": call.system}
+        if self.caches_prefix(call):
+            cache_control: dict[str, str] = {"type": "ephemeral"}
+            if ttl is not None:
+                cache_control["ttl"] = ttl
+            system["cache_control"] = cache_control
         body: dict[str, Any] = {
             "model": call.model,
             "max_tokens": int(call.params.get("max_tokens", self.max_tokens)),
-            "system": [{"type": "text", "text": call.system, "cache_control": cache_control}],
+            "system": [system],
             "messages": [{"role": "user", "content": call.user}],
         }
         temperature = call.params.get("temperature", self.temperature)
@@ -328,7 +386,7 @@ class AnthropicJudge:
         body = self.request(call)
         temperature = body.pop("temperature", None)
         extra_body = {"temperature": temperature} if temperature is not None else None
-        client, semaphore = self._resources()
+        client, semaphore, _ = self._resources()
         async with semaphore:
             start = time.perf_counter()
             try:
@@ -382,7 +440,7 @@ class AnthropicJudge:
             JudgeCallError: If the request failed after retries.
         """
         body = self.request(call)
-        client, semaphore = self._resources()
+        client, semaphore, _ = self._resources()
         async with semaphore:
             try:
                 counted = await client.messages.count_tokens(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -61,9 +62,13 @@ class JudgeCall:
     user: str
     params: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def cache_key(self) -> str:
-        """sha256 of the model, prompt and parameters: identical calls share it."""
+        """sha256 of the model, prompt and parameters: identical calls share it.
+
+        Computed once per call (a frozen call's content does not change; the runner and the
+        judges ask for it several times per request).
+        """
         payload = json.dumps(
             [self.kind, self.format, self.model, self.system, self.user, self.params],
             sort_keys=True,

@@ -20,6 +20,7 @@ from calibration.probes._base import (
 )
 from calibration.probes._evidence import Analysis, analyse_evidence, read_evidence
 from calibration.probes._plan import BIASES, DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
+from calibration.probes._simulate import CARD_PROBES, simulate_evidence
 from calibration.probes._workflow import (
     PadMode,
     PoolSource,
@@ -40,9 +41,17 @@ from calibration.probes._workflow import (
     spec_biases,
 )
 from calibration.probes.format_study import FormatRow
+from calibration.probes.position import (
+    RunPosition,
+    choose_position_run,
+    position_replies,
+    run_position,
+    statistics_of_replies,
+)
 
 __all__ = [
     "BIASES",
+    "CARD_PROBES",
     "DEFAULT_BIASES",
     "POOL_BIASES",
     "Analysis",
@@ -57,10 +66,12 @@ __all__ = [
     "ProbeRunResult",
     "ProbeSetup",
     "RewriteSpend",
+    "RunPosition",
     "Variants",
     "aestimate_probes",
     "analyse_evidence",
     "arun_probes",
+    "choose_position_run",
     "dataset_label",
     "estimate_probes",
     "judge_kind_of",
@@ -69,9 +80,13 @@ __all__ = [
     "padded_texts",
     "parse_biases",
     "plan_probes",
+    "position_replies",
     "read_evidence",
     "reference_tasks",
+    "run_position",
     "run_probes",
     "setup_probes",
+    "simulate_evidence",
     "spec_biases",
+    "statistics_of_replies",
 ]

@@ -12,8 +12,10 @@ import pandas as pd
 
 from calibration.probes import byline, decoration, format_study, length, position
 from calibration.probes._base import BiasResult
+from calibration.probes._errors import ErrorControl, control_errors
 from calibration.probes._plan import BIASES
 from calibration.probes.format_study import FormatRow
+from calibration.stats import Adjustment
 from labeler.errors import InputError
 
 # -- reading evidence -------------------------------------------------------------------------
@@ -75,6 +77,8 @@ class Analysis:
         n_pool: Pool answers scored by pointwise probes.
         judge_specs: The judge specs the evidence was judged under, one line each (name, file
             hash, settings); empty for judgelab's built-in prompt.
+        error_control: How the verdicts were adjusted for the number of rows tested, with the
+            placebo arm's false-alarm check (:mod:`calibration.probes._errors`).
     """
 
     results: list[BiasResult]
@@ -90,6 +94,7 @@ class Analysis:
     n_pairs: int = 0
     n_pool: int = 0
     judge_specs: tuple[str, ...] = ()
+    error_control: ErrorControl | None = None
 
     def result(self, bias: str) -> BiasResult | None:
         """The result of one probe, if it ran."""
@@ -111,15 +116,23 @@ class Analysis:
             "n_pairs": self.n_pairs,
             "n_pool": self.n_pool,
             "judge_specs": list(self.judge_specs),
+            "error_control": None if self.error_control is None else self.error_control.to_dict(),
         }
 
 
-def analyse_evidence(rows: pd.DataFrame, *, audits: dict[str, Any] | None = None) -> Analysis:
+def analyse_evidence(
+    rows: pd.DataFrame, *, audits: dict[str, Any] | None = None, adjust: Adjustment = "holm"
+) -> Analysis:
     """Turn evidence rows into the report card's estimates (no judge calls).
+
+    Each probe reads its rows on its own; the verdicts are then adjusted for the number of rows
+    tested (:func:`~calibration.probes._errors.control_errors`).
 
     Args:
         rows: Evidence rows (:func:`read_evidence`).
         audits: Padding-audit result for the padded rewrites in the evidence, if known.
+        adjust: ``"holm"`` (default: at most a 5% chance of any false FAIL), ``"bh"``
+            (Benjamini-Hochberg) or ``"none"`` (each row at 95% on its own).
     """
     results: list[BiasResult] = []
     formats: list[FormatRow] = []
@@ -137,8 +150,10 @@ def analyse_evidence(rows: pd.DataFrame, *, audits: dict[str, Any] | None = None
             results.append(byline.analyse(sub))
         else:
             formats = format_study.analyse(sub)
+    results, control = control_errors(results, rows, method=adjust)
     status = rows["status"]
-    pairwise = rows[rows["kind"] == "pairwise"]
+    # The format study's comparative formats are pairwise calls too, on pool answers, not pairs.
+    pairwise = rows[(rows["kind"] == "pairwise") & (rows["bias"] != "format")]
     pointwise = rows[rows["kind"] == "pointwise"]
     cost = pd.to_numeric(rows["cost_usd"], errors="coerce").sum() if "cost_usd" in rows else 0.0
     pool_ids = pointwise["answer_id"]
@@ -159,6 +174,7 @@ def analyse_evidence(rows: pd.DataFrame, *, audits: dict[str, Any] | None = None
         n_pairs=int(pairwise["trial"].nunique()) if not pairwise.empty else 0,
         n_pool=int(pool_ids.nunique()),
         judge_specs=_distinct(rows, "judge_spec"),
+        error_control=control,
     )
 
 

@@ -31,10 +31,12 @@ from calibration.datasets import (
 from calibration.judges import AnthropicJudge, FakeJudge, Judge, JudgeCall
 from calibration.probes._base import PadModel, ProbeContext, ProbePlan, RewriteSpend, Variants
 from calibration.probes._plan import DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
+from calibration.probes.format_study import COMPARATIVE
 from calibration.runner import RunSummary, arun_plan, build_request, cache_key_for
 from calibration.spec import JudgeSpec, with_references
 from labeler.errors import InputError
 from labeler.models import Pair, Rubric
+from labeler.scales import POINTWISE_FORMATS, Format
 from labeler.store import Store
 
 PadMode = Literal["llm", "offline"]
@@ -106,9 +108,32 @@ def dataset_label(dataset: str) -> str:
     return "sample" if dataset == SAMPLE else Path(dataset).name
 
 
+def parse_formats(text: str | Sequence[str] | None) -> tuple[Format, ...] | None:
+    """Validate a ``--formats`` value for the format study (comma-separated or a list).
+
+    ``None`` (or empty) keeps the default. Pointwise formats and the comparative ``anchored``
+    and ``tournament`` are accepted.
+
+    >>> parse_formats("likert5, anchored,tournament")
+    ('likert5', 'anchored', 'tournament')
+
+    Raises:
+        InputError: On an unknown format or ``pairwise5`` (the probes' own comparative format).
+    """
+    if text is None:
+        return None
+    names = [n.strip().lower() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
+    allowed = (*POINTWISE_FORMATS, *COMPARATIVE)
+    bad = [n for n in names if n not in allowed]
+    if bad:
+        raise InputError(f"the format study cannot run format {bad[0]!r}",
+                         fix=f"pick from {', '.join(allowed)} (comma-separated).")
+    return tuple(dict.fromkeys(names)) or None  # type: ignore[arg-type]  # checked above
+
+
 def _context(
     setup: ProbeSetup, variants: Variants, judge_family: str | None, other: str,
-    spec: JudgeSpec | None = None,
+    spec: JudgeSpec | None = None, formats: tuple[Format, ...] | None = None,
 ) -> ProbeContext:
     ctx = ProbeContext(
         pairs=setup.pairs,
@@ -128,6 +153,8 @@ def _context(
         if pointwise:
             ctx.pointwise_format = "likert5" if "likert5" in pointwise else pointwise[0]
         ctx.formats = pointwise
+    if formats is not None:
+        ctx.formats = formats
     return ctx
 
 
@@ -208,11 +235,13 @@ class ProbeRunResult:
 
 
 def _pad_model(
-    judge: Judge, pad: PadMode | None, pad_model: str | None, *, needed: bool, concurrency: int
+    judge: Judge, pad: PadMode | None, pad_model: str | None, *, needed: bool, concurrency: int,
+    batch: bool = False, poll_interval: float = 30.0,
 ) -> PadModel | None:
     """The model that writes padded variants: the judge's own client, unless padding offline.
 
-    ``None`` (offline padding) also when the plan pads nothing (``needed`` is false).
+    ``None`` (offline padding) also when the plan pads nothing (``needed`` is false). With
+    ``batch`` the rewrites go out as one Message Batch, at the batch price.
     """
     if not isinstance(judge, AnthropicJudge):
         if pad == "llm":
@@ -225,8 +254,8 @@ def _pad_model(
     name = pad_model or judge.model
     return PadModel(
         client=judge.client, model=name,
-        price=lambda i, o: table.cost(name, pricing.TokenUsage(i, o)),
-        concurrency=concurrency,
+        price=lambda i, o: table.cost(name, pricing.TokenUsage(i, o), batch=batch),
+        concurrency=concurrency, batch=batch, poll_interval=poll_interval,
     )
 
 
@@ -249,6 +278,7 @@ async def arun_probes(
     progress: bool | None = None,
     poll_interval: float = 30.0,
     params: Mapping[str, Any] | None = None,
+    formats: str | Sequence[str] | None = None,
 ) -> ProbeRunResult:
     """Run the chosen probes with ``judge``: every pair in both orders, every result recorded.
 
@@ -275,10 +305,12 @@ async def arun_probes(
         pad_model: The model that pads (default: the judge's model).
         resume: Continue this run id.
         concurrency: Calls (and rewrites) in flight at once.
-        batch: Submit the calls as one Message Batch.
+        batch: Submit the calls as one Message Batch, and the padding rewrites as another.
         progress: Show a progress bar (default: when stderr is a terminal).
         poll_interval: Seconds between Message Batch status checks.
         params: The command's options, stored with the run (``pad`` is added).
+        formats: The format study's formats (:func:`parse_formats`; default: the pointwise
+            three, or the judge spec's).
 
     Returns:
         The run's :class:`ProbeRunResult`.
@@ -292,10 +324,12 @@ async def arun_probes(
     setup = setup_probes(store, dataset, n, seed=seed, biases=spec_biases(spec, chosen))
     judge = _with_references(judge, spec, store, setup.pairs)
     padder = _pad_model(
-        judge, pad, pad_model, needed="verbosity" in chosen, concurrency=concurrency
+        judge, pad, pad_model, needed="verbosity" in chosen, concurrency=concurrency,
+        batch=batch, poll_interval=poll_interval,
     )
     variants = Variants.for_pool(store, setup.pool, pad_model=padder)
-    ctx = _context(setup, variants, judge.family, other or other_family(store, judge.family), spec)
+    ctx = _context(setup, variants, judge.family, other or other_family(store, judge.family), spec,
+                   parse_formats(formats))
     spend = RewriteSpend()
     if padder is not None:
         # First pass: only collect the texts to pad; the rewrites are made once, together.
@@ -390,6 +424,7 @@ async def aestimate_probes(
     count_tokens: bool = False,
     output_tokens: int = pricing.OUTPUT_TOKENS,
     batch: bool = False,
+    formats: str | Sequence[str] | None = None,
 ) -> ProbeEstimate:
     """Preview the calls, tokens and cost :func:`arun_probes` would spend. Spends nothing.
 
@@ -409,17 +444,19 @@ async def aestimate_probes(
         count_tokens: Ask the API's token counter (Anthropic judge only) instead of
             approximating ~4 characters per token.
         output_tokens: Completion tokens assumed per judge reply.
-        batch: Whether the run would use Message Batches.
+        batch: Whether the run would use Message Batches (the padding rewrites too).
+        formats: The format study's formats, as for :func:`arun_probes`.
 
     Raises:
-        InputError: On a bad ``biases`` or dataset.
+        InputError: On a bad ``biases``, dataset or format.
     """
     chosen = parse_biases(biases)
     spec = judge_spec(judge)
     setup = setup_probes(store, dataset, n, seed=seed, biases=spec_biases(spec, chosen))
     judge = _with_references(judge, spec, store, setup.pairs)
     other = other_family(store, judge.family)
-    ctx = _context(setup, Variants.for_pool(store, setup.pool), judge.family, other, spec)
+    ctx = _context(setup, Variants.for_pool(store, setup.pool), judge.family, other, spec,
+                   parse_formats(formats))
     plan = plan_probes(ctx, chosen)
     requests: dict[str, JudgeCall] = {}
     for planned in plan.calls:

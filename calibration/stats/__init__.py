@@ -25,6 +25,13 @@ from calibration.stats._formats import (
     top_tied_share,
 )
 from calibration.stats._humans import HumanRule, HumanScores, human_scores
+from calibration.stats._multiple import (
+    ADJUSTMENT_NAMES,
+    ADJUSTMENTS,
+    Adjustment,
+    adjust_p_values,
+    p_value_from_interval,
+)
 from calibration.stats._position import (
     SlotDecomposition,
     candidate_verdicts,
@@ -34,6 +41,13 @@ from calibration.stats._position import (
     length_controlled_win_rate,
     slot_decomposition,
     swap_average,
+)
+from calibration.stats._position_stats import (
+    ACCURACY_KEYS,
+    PositionStatistics,
+    clustered_rate,
+    first_shown_advantage_by_pair,
+    position_statistics,
 )
 from calibration.stats._ppi import classical_mean, design_mean, design_ppi_mean, ppi_mean
 from calibration.stats._probes import (
@@ -67,8 +81,12 @@ from calibration.stats._variance import (
 )
 
 __all__ = [
+    "ACCURACY_KEYS",
+    "ADJUSTMENTS",
+    "ADJUSTMENT_NAMES",
     "MIN_CLUSTERS",
     "THRESHOLDS",
+    "Adjustment",
     "ClusterDesign",
     "Estimate",
     "FormatDiagnostics",
@@ -77,6 +95,7 @@ __all__ = [
     "KappaResult",
     "KappaWeights",
     "KrippendorffLevel",
+    "PositionStatistics",
     "ProvenanceNote",
     "RaterScope",
     "RaterSpread",
@@ -86,10 +105,12 @@ __all__ = [
     "SlotDecomposition",
     "Thresholds",
     "VarianceParts",
+    "adjust_p_values",
     "candidate_verdicts",
     "classical_mean",
     "cluster_bootstrap",
     "cluster_design",
+    "clustered_rate",
     "cohen_kappa",
     "compare_runs",
     "consistency_rate",
@@ -101,6 +122,7 @@ __all__ = [
     "effective_levels",
     "family_residuals",
     "first_shown_advantage",
+    "first_shown_advantage_by_pair",
     "first_shown_advantage_from_verdicts",
     "format_diagnostics",
     "human_scores",
@@ -108,9 +130,11 @@ __all__ = [
     "length_controlled_win_rate",
     "level_for_scale",
     "lift_difference",
+    "p_value_from_interval",
     "pairwise_kappas",
     "pairwise_lift",
     "pointwise_gap",
+    "position_statistics",
     "ppi_mean",
     "proportion",
     "provenance_note",

@@ -45,7 +45,9 @@ from judgelab.admin._common import (
     display_name,
 )
 from judgelab.admin._data import (
+    EXPORT_KINDS,
     Download,
+    export_data,
     export_labels,
     frame_bytes,
     import_upload,
@@ -87,6 +89,7 @@ from judgelab.admin._review import (
 __all__ = [
     "DEFAULT_BASE_URL",
     "EXPORT_FORMATS",
+    "EXPORT_KINDS",
     "EXPORT_MIME",
     "ActiveView",
     "Adjudication",
@@ -113,6 +116,7 @@ __all__ = [
     "display_name",
     "draft_active_batch",
     "draft_design",
+    "export_data",
     "export_labels",
     "family_pairs",
     "frame_bytes",

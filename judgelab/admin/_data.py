@@ -3,27 +3,26 @@
 
 from __future__ import annotations
 
-import io
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from judgelab.admin._common import EXPORT_MIME, ExportFormat
 from labeler.errors import InputError
+from labeler.exports import export_table, table_bytes
 from labeler.importers import IMPORT_KINDS, ImportKind, import_file
+from labeler.schemas import DATA_KINDS, DataKind
 from labeler.store import MASK_KEY, ImportSummary, Store
-
-if TYPE_CHECKING:
-    pass
-
 
 # -- data ----------------------------------------------------------------------------
 
 
-def import_upload(store: Store, kind: ImportKind, filename: str, data: bytes) -> ImportSummary:
+def import_upload(
+    store: Store, kind: ImportKind, filename: str, data: bytes, *, ignore_columns: Collection[str] = ()
+) -> ImportSummary:
     """Import an uploaded file through the same validated importer as ``judgelab import``.
 
     The bytes are written to a temporary file that keeps the upload's name (the
@@ -42,7 +41,7 @@ def import_upload(store: Store, kind: ImportKind, filename: str, data: bytes) ->
         path = Path(folder) / shown
         path.write_bytes(data)
         try:
-            return import_file(store, kind, path)
+            return import_file(store, kind, path, ignore_columns=ignore_columns)
         except InputError as exc:
             if exc.file is None or Path(str(exc.file)).name != shown:
                 raise
@@ -155,6 +154,9 @@ def set_masking(store: Store, scope: str, on: bool) -> None:
 
 # -- export --------------------------------------------------------------------------
 
+#: What the Data page exports: every kind ``judgelab export`` writes as a table.
+EXPORT_KINDS: tuple[DataKind, ...] = tuple(k for k in DATA_KINDS if k != "rubric")
+
 
 @dataclass(frozen=True)
 class Download:
@@ -166,35 +168,25 @@ class Download:
 
 
 def frame_bytes(frame: pd.DataFrame, fmt: ExportFormat) -> bytes:
-    """``frame`` as CSV, JSON lines or Parquet bytes."""
-    if fmt == "csv":
-        return _neutralise_formulas(frame).to_csv(index=False).encode("utf-8")
-    if fmt == "jsonl":
-        text = frame.to_json(orient="records", lines=True, date_format="iso")
-        return (text or "").encode("utf-8")
-    if fmt == "parquet":
-        buffer = io.BytesIO()
-        frame.to_parquet(buffer, index=False)
-        return buffer.getvalue()
-    raise InputError(f"unknown export format {fmt!r}", fix="use csv, jsonl or parquet.")
+    """``frame`` as CSV, JSON lines or Parquet bytes.
+
+    CSV cells that a spreadsheet would run as a formula get a leading ``'`` that
+    ``judgelab import`` removes again (:func:`labeler.exports.table_bytes`).
+    """
+    return table_bytes(frame, fmt)
 
 
-def _neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
-    # A comment or rater name starting "=", "+" or "@" would run as a formula when the
-    # CSV is opened in a spreadsheet (CSV injection); a leading quote stops that.
-    # `judgelab export` writes through frame_bytes too.
-    safe = frame.copy()
-    for column in safe.columns:
-        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
-            safe[column] = safe[column].map(
-                lambda v: "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "@") else v
-            )
-    return safe
+def export_data(store: Store, kind: DataKind, fmt: ExportFormat) -> Download:
+    """One kind's rows in the file schema ``judgelab import`` reads, as a download.
+
+    Raises:
+        InputError: An unknown kind or format.
+    """
+    if kind not in EXPORT_KINDS:
+        raise InputError(f"unknown export {kind!r}", fix=f"use one of {', '.join(EXPORT_KINDS)}.")
+    return Download(frame_bytes(export_table(store, kind), fmt), f"{kind}.{fmt}", EXPORT_MIME[fmt])
 
 
 def export_labels(store: Store, fmt: ExportFormat) -> Download:
     """Every label row (with ``current`` marking the unsuperseded ones) as a download."""
-    frame = store.export_frame("labels")
-    return Download(frame_bytes(frame, fmt), f"labels.{fmt}", EXPORT_MIME[fmt])
-
-
+    return export_data(store, "labels", fmt)

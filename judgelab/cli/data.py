@@ -1,4 +1,8 @@
-"""``judgelab init``, ``import`` and ``export``: the project database and files in and out."""
+"""``judgelab init``, ``import`` and ``export``: the project database and files in and out.
+
+Every kind is one file schema (the README's "File schemas"): ``export K`` writes exactly what
+``import K`` reads.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,12 @@ from pathlib import Path
 
 import click
 
-from judgelab.admin import frame_bytes
 from judgelab.cli._util import db_option
 from labeler.errors import InputError
+from labeler.exports import EXPORT_FORMATS, export_table, rubric_toml, table_bytes
 from labeler.importers import IMPORT_KINDS, import_file
+from labeler.schemas import DATA_KINDS
 from labeler.store import Store
-
-EXPORT_FORMATS = ("csv", "jsonl", "parquet")
-
 
 
 @click.command()
@@ -28,34 +30,47 @@ def init(db: str | None) -> None:
 @click.command("import")
 @click.argument("kind", type=click.Choice(IMPORT_KINDS))
 @click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--ignore-columns", default="", metavar="A,B",
+              help="Columns of the file to leave out (e.g. from another tool); any other unknown column is an error.")
 @db_option
-def import_(kind: str, file: str, db: str | None) -> None:
-    """Import a rubric (TOML), answers, pairs, labels or judgements (CSV, JSONL, Parquet).
+def import_(kind: str, file: str, ignore_columns: str, db: str | None) -> None:
+    """Import a rubric (TOML), or answers, pairs, labels, pair_labels, audits, judgements or verdicts.
 
+    Tables are CSV, JSONL or Parquet with the columns of the README's file schemas.
     All-or-nothing: the first problem names the file, row and column, and nothing
     is written. Importing the same file twice changes nothing.
     """
-    summary = import_file(Store(db), kind, file)  # type: ignore[arg-type]  # click.Choice checked it
+    ignore = [c for c in ignore_columns.split(",") if c.strip()]
+    summary = import_file(Store(db), kind, file, ignore_columns=ignore)  # type: ignore[arg-type]  # a Choice
     click.echo(f"{file}: {summary}")
 
 
 @click.command()
-@click.argument("kind", type=click.Choice(["labels", "pair_labels", "judgements", "answers"]))
-@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default=None,
+@click.argument("kind", type=click.Choice(DATA_KINDS))
+@click.option("--format", "fmt", type=click.Choice([*EXPORT_FORMATS, "toml"]), default=None,
               help="Output format [default: from the --out suffix].")
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="File to write.")
 @db_option
 def export(kind: str, fmt: str | None, out: str, db: str | None) -> None:
-    """Export labels, pairwise labels, judgements or answers."""
+    """Export one kind in the file schema ``judgelab import`` reads (the rubric as TOML)."""
     path = Path(out)
     fmt = fmt or path.suffix.lower().lstrip(".")
-    if fmt not in EXPORT_FORMATS:
-        raise InputError(f"cannot tell the format of {out!r}", fix="pass --format csv|jsonl|parquet.")
-    frame = Store(db).export_frame(kind)  # type: ignore[arg-type]  # click.Choice checked it
+    store = Store(db)
+    if kind == "rubric":
+        rubric = store.rubric()
+        if rubric is None:
+            raise InputError("there is no rubric in the database", fix="import one with `judgelab import rubric FILE`.")
+        if fmt != "toml":
+            raise InputError("a rubric is exported as TOML", fix="pass --out FILE.toml.")
+        data, n = rubric_toml(rubric).encode("utf-8"), 1
+    else:
+        if fmt not in EXPORT_FORMATS:
+            raise InputError(f"cannot tell the format of {out!r}", fix="pass --format csv|jsonl|parquet.")
+        frame = export_table(store, kind)  # type: ignore[arg-type]  # click.Choice checked it
+        data, n = table_bytes(frame, fmt), len(frame)  # type: ignore[arg-type]  # checked above
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(frame_bytes(frame, fmt))  # type: ignore[arg-type]  # checked above
-    click.echo(f"wrote {len(frame)} {kind} rows to {out}")
-
+    path.write_bytes(data)
+    click.echo(f"wrote {n} {kind} rows to {out}")
 
 
 COMMANDS: list[click.Command] = [init, import_, export]

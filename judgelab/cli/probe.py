@@ -38,6 +38,7 @@ from calibration.probes import (
 )
 from calibration.report_card import card_json, render_markdown, render_png
 from calibration.spec import JudgeSpec, load_spec
+from calibration.stats import ADJUSTMENTS, Adjustment
 from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.errors import InputError
 from labeler.store import Store, resolve_db_path
@@ -78,7 +79,7 @@ def _fake_judge(opts: dict[str, Any], spec: JudgeSpec | None = None) -> FakeJudg
 
 def _anthropic_judge(
     model: str, base_url: str | None, concurrency: int = 8, max_retries: int = 6,
-    spec: JudgeSpec | None = None,
+    spec: JudgeSpec | None = None, timeout: float = 60.0,
 ) -> AnthropicJudge:
     """The real judge. The key comes from ``ANTHROPIC_API_KEY``.
 
@@ -93,7 +94,7 @@ def _anthropic_judge(
     key = os.environ.get("ANTHROPIC_API_KEY") or _NO_KEY
     return AnthropicJudge(
         model, api_key=key, base_url=base_url, max_concurrency=concurrency, max_retries=max_retries,
-        **_spec_settings(spec),
+        timeout=timeout, **_spec_settings(spec),
     )
 
 
@@ -146,6 +147,12 @@ def _dataset_options(func: Any) -> Any:
     )(func)
     func = click.option("--seed", type=int, default=0, show_default=True,
                         help="Seed for the choice of pairs and the fake judge.")(func)
+    func = click.option(
+        "--formats", default=None,
+        help="Formats the format study (--biases format) runs, comma-separated: binary, likert5, "
+        "numeric100, anchored, tournament [default: the three pointwise ones, or the judge "
+        "spec's].",
+    )(func)
     return func
 
 
@@ -164,8 +171,9 @@ def _dataset_options(func: Any) -> Any:
 @db_option
 @json_option
 def estimate_command(
-    dataset: str, n: int, biases: str, seed: int, model: str, judge_kind: str, batch: bool,
-    base_url: str | None, output_tokens: int, judge_spec: str | None, db: str | None, as_json: bool,
+    dataset: str, n: int, biases: str, seed: int, formats: str | None, model: str, judge_kind: str,
+    batch: bool, base_url: str | None, output_tokens: int, judge_spec: str | None, db: str | None,
+    as_json: bool,
 ) -> None:
     """Preview a probe's calls, tokens and cost at list and batch price. Spends nothing.
 
@@ -188,6 +196,7 @@ def estimate_command(
     estimate = estimate_probes(
         judge, store, dataset=dataset, n=n, biases=biases, seed=seed,
         count_tokens=_have_api(base_url), output_tokens=output_tokens, batch=batch,
+        formats=formats,
     )
     if as_json:
         echo_json(estimate.to_dict())
@@ -213,6 +222,7 @@ def _estimate_text(e: ProbeEstimate) -> str:
         f"  tokens: {c.prompt_tokens:,} prompt + {c.output_tokens:,} output "
         f"({c.output_tokens_per_call} per reply assumed)",
         f"  token count: {c.token_method}",
+        _cache_line(c),
     ]
     if not c.model_priced:
         lines.append(
@@ -228,10 +238,26 @@ def _estimate_text(e: ProbeEstimate) -> str:
         lines.append(
             f"  padding: {c.padding_rewrites} model rewrites, ~{c.padding_input_tokens:,}"
             f" + {c.padding_output_tokens:,} tokens, {_money(c.padding_cost_usd)}"
-            " (rewrites already stored are reused)"
+            + (" through the batch (50% off)" if c.batch else " at list price")
+            + " (rewrites already stored are reused)"
         )
     lines.append("  nothing was spent.")
     return "\n".join(lines)
+
+
+def _cache_line(c: pricing.PlanEstimate) -> str:
+    """Whether the rubric block is prompt-cached, and so how it was priced."""
+    block = f"the {c.cache_prefix_tokens:,}-token rubric block"
+    minimum = f"{c.model}'s {c.cache_min_tokens:,}-token minimum" if c.cache_min_tokens is not None else ""
+    if c.prompt_cache == "applies":
+        return f"  prompt cache: applies ({block} reaches {minimum}): written once, then read"
+    if c.prompt_cache == "below minimum":
+        return (f"  prompt cache: does not apply ({block} is below {minimum}; the API would "
+                "ignore the breakpoint): every prompt token priced as uncached")
+    if c.prompt_cache == "unknown minimum":
+        return (f"  prompt cache: unknown ({c.model} has no minimum cacheable length in the price "
+                "table): priced as uncached, an upper bound")
+    return "  prompt cache: no calls to make"
 
 
 # -- probe ---------------------------------------------------------------------------------------
@@ -271,7 +297,10 @@ def _estimate_text(e: ProbeEstimate) -> str:
 @click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
               help="Calls in flight at once.")
 @click.option("--max-retries", type=click.IntRange(min=0), default=6, show_default=True,
-              help="Retries per request on 429/529/5xx/timeouts (backoff honours retry-after).")
+              help="Retries per request on 429/529/5xx/timeouts and undecodable replies "
+              "(backoff honours retry-after).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="Seconds per HTTP attempt before it is abandoned and retried.")
 @click.option("--poll-interval", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
               help="Seconds between Message Batch status checks (--batch).")
 @click.option("--base-url", default=None, help="Anthropic-compatible API URL (e.g. a local mock).")
@@ -294,14 +323,14 @@ def probe_command(**opts: Any) -> None:
     judge = (
         _fake_judge(opts, spec) if opts["judge_kind"] == "fake"
         else _anthropic_judge(opts["model"], opts["base_url"], opts["concurrency"],
-                              opts["max_retries"], spec)
+                              opts["max_retries"], spec, opts["timeout"])
     )
     # The options are stored with the run, for the record (not the ones that only steer this
     # execution).
     params = {
         k: v for k, v in opts.items()
         if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval",
-                     "max_retries")
+                     "max_retries", "timeout")
     }
     try:
         result = run_probes(
@@ -310,6 +339,7 @@ def probe_command(**opts: Any) -> None:
             other=opts["other_family"], pad=opts["pad_mode"], pad_model=opts["pad_model"],
             resume=opts["resume"], concurrency=opts["concurrency"], batch=opts["batch"],
             progress=opts["progress"], poll_interval=opts["poll_interval"], params=params,
+            formats=opts["formats"],
         )
     except KeyboardInterrupt:
         # Every reply that arrived is already in the database: nothing is lost or re-spent.
@@ -332,9 +362,9 @@ def probe_command(**opts: Any) -> None:
         if summary.finished:
             click.echo(f"next: judgelab report {opts['out']} --mitigate --out report_card.md "
                        "--png report_card.png")
-    if not summary.finished:
-        # Failed calls are recorded and reported; a non-zero exit tells scripts to re-run.
-        sys.exit(1)
+    # A run whose calls failed after their retries still ends normally (exit 0): the failures
+    # are recorded with their reasons and counted in the summary ("errors"), the evidence holds
+    # every answered call, and running the same command again retries only the failed ones.
 
 
 # -- report --------------------------------------------------------------------------------------
@@ -347,20 +377,25 @@ def probe_command(**opts: Any) -> None:
               help="Write the markdown card here [default: print it].")
 @click.option("--png", "png", default=None, type=click.Path(dir_okay=False),
               help="Also save the card as a PNG chart.")
+@click.option("--adjust", type=click.Choice(list(ADJUSTMENTS)), default="holm", show_default=True,
+              help="How verdicts are adjusted for the number of rows tested: holm (at most a 5% "
+              "chance of any false FAIL), bh (Benjamini-Hochberg) or none.")
 @db_option
 @json_option
 def report_command(
-    results: str, mitigate: bool, out: str | None, png: str | None, db: str | None, as_json: bool
+    results: str, mitigate: bool, out: str | None, png: str | None, adjust: Adjustment,
+    db: str | None, as_json: bool,
 ) -> None:
     """Render the report card from an evidence file. Never calls the judge.
 
     One row per bias: the raw reading, with --mitigate the reading after swap-averaging, a 95%
-    interval each, and PASS/WARN/FAIL. When the project database exists, the raters' padding
+    interval each, and PASS/WARN/FAIL, adjusted for the number of rows tested (--adjust), with
+    the placebo arm's lift as the empirical false-alarm check. When the project database exists, the raters' padding
     audits of the padded variants are reported too.
     """
     rows = read_evidence(results)
     audits = _audits(db, rows)
-    analysis = analyse_evidence(rows, audits=audits)
+    analysis = analyse_evidence(rows, audits=audits, adjust=adjust)
     names = rows["dataset"].dropna().unique().tolist() if "dataset" in rows else []
     source = ", ".join(map(str, names)) if names else Path(results).name
     markdown = render_markdown(analysis, mitigate=mitigate, source=source)

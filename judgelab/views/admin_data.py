@@ -1,7 +1,8 @@
 """Admin page: the data in and out.
 
-Upload files through the validated importers, rubric versions, self-identifying text
-and whether raters see it, label exports.
+Upload files through the validated importers (with columns to ignore), rubric versions,
+self-identifying text and whether raters see it, and exports of every kind in the schema the
+importers read.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import streamlit as st
 
 from judgelab.admin import (
     EXPORT_FORMATS,
+    EXPORT_KINDS,
     EXPORT_MIME,
     ExportFormat,
-    export_labels,
+    export_data,
     import_upload,
     masking_state,
     masking_table,
@@ -25,6 +27,7 @@ from judgelab.admin import (
 from judgelab.session import current_store, require_admin
 from labeler.errors import JudgelabError
 from labeler.importers import IMPORT_KINDS
+from labeler.schemas import DataKind
 
 # An action's outcome is kept for exactly one rerun, so tables are redrawn with the change.
 FLASH = "admin_data_flash"
@@ -46,21 +49,25 @@ def _done(message: str) -> None:
 
 st.subheader("Upload")
 st.caption(
-    "Rubrics are TOML; answers, pairs, labels and judgements are CSV, JSONL or Parquet. "
-    "Every row is checked first: a file with any problem imports nothing."
+    "Rubrics are TOML; answers, pairs, labels, pair labels, audits, judgements and verdicts are "
+    "CSV, JSONL or Parquet with the columns of the README's file schemas. Every row is checked "
+    "first: a file with any problem imports nothing, and a column judgelab does not know is an "
+    "error unless you list it to ignore."
 )
 with st.form("upload", clear_on_submit=False):
     kind = st.selectbox("What the file holds", IMPORT_KINDS, key="upload_kind")
     upload = st.file_uploader(
         "File", type=["toml", "csv", "jsonl", "ndjson", "parquet"], key="upload_file"
     )
+    ignore = st.text_input("Columns to ignore (comma-separated)", key="upload_ignore")
     submitted = st.form_submit_button("Import", key="upload_submit")
 if submitted:
     if upload is None:
         st.warning("Choose a file first.")
     else:
         try:
-            summary = import_upload(store, kind, upload.name, upload.getvalue())
+            summary = import_upload(store, kind, upload.name, upload.getvalue(),
+                                    ignore_columns=[c for c in str(ignore).split(",") if c.strip()])
         except JudgelabError as exc:
             st.error(str(exc))
         else:
@@ -98,20 +105,26 @@ if save_col.button("Save", key="mask_save"):
     else:
         _done(f"Self-identifying spans are now {choice} for raters ({scope}).")
 
-st.subheader("Export labels")
-st.caption("Every label row; `current` marks the ones no later edit supersedes.")
+st.subheader("Export")
+st.caption(
+    "Each kind in the file schema `judgelab import` reads (see the README's file schemas), so a "
+    "download re-imports as it is. Labels, preferences and audits carry their edit history "
+    "(`supersedes`; `current` marks the rows no later edit supersedes). In CSV a cell that starts "
+    "like a spreadsheet formula gets a leading ' that the importer removes again."
+)
+export_kind = st.selectbox("What to export", EXPORT_KINDS, index=EXPORT_KINDS.index("labels"), key="export_kind")
 
 
-def _export(fmt: ExportFormat) -> bytes:
-    return export_labels(store, fmt).data
+def _export(kind: DataKind, fmt: ExportFormat) -> bytes:
+    return export_data(store, kind, fmt).data
 
 
 for column, fmt in zip(st.columns(len(EXPORT_FORMATS)), EXPORT_FORMATS, strict=True):
     column.download_button(
-        f"labels.{fmt}",
-        # Built only when clicked: the page does not export every label on every rerun.
-        data=functools.partial(_export, fmt),
-        file_name=f"labels.{fmt}",
+        f"{export_kind}.{fmt}",
+        # Built only when clicked: the page does not export every row on every rerun.
+        data=functools.partial(_export, export_kind, fmt),
+        file_name=f"{export_kind}.{fmt}",
         mime=EXPORT_MIME[fmt],
         key=f"export_{fmt}",
         on_click="ignore",

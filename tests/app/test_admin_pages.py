@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from judgelab import admin
 from labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
 from labeler.store import Store
 
@@ -242,6 +243,16 @@ def test_data_offers_label_exports(tokens: dict[str, str], db: Store) -> None:
     at = open_page("admin_data.py", tokens["admin"])
     labels = sorted(b.label for b in at.get("download_button"))
     assert labels == ["labels.csv", "labels.jsonl", "labels.parquet"]
+
+
+def test_data_exports_every_kind_and_imports_with_ignored_columns(tokens: dict[str, str], db: Store) -> None:
+    seed(db)
+    at = open_page("admin_data.py", tokens["admin"])
+    assert list(at.selectbox(key="export_kind").options) == list(admin.EXPORT_KINDS)
+    at.selectbox(key="export_kind").set_value("audits").run()
+    assert not at.exception, at.exception
+    assert sorted(b.label for b in at.get("download_button")) == ["audits.csv", "audits.jsonl", "audits.parquet"]
+    assert at.text_input(key="upload_ignore") is not None
 
 
 # -- agreement ----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import pytest
@@ -110,23 +111,33 @@ def test_score_and_compare_parse(rubric: Rubric, task: str, answer: str, weak_an
         assert j.cost_usd is not None and j.cost_usd > 0 and j.output_tokens > 0
 
 
+def _long(rubric: Rubric) -> Rubric:
+    """``rubric`` with instructions long enough (> 2,048 tokens) to be prompt-cached."""
+    return replace(rubric, instructions=rubric.instructions + " Read every step with care." * 400)
+
+
 def test_request_shape_temperature_and_cache_control(rubric: Rubric, task: str, answer: str) -> None:
     async def run(judge: AnthropicJudge) -> Judgement:
+        await judge.score(task, answer, _long(rubric))
         return await judge.score(task, answer, rubric)
 
     with MockAnthropic() as mock:
         _go(_judge(mock), run)
         _go(_judge(mock, "claude-opus-5"), run)
-        old, new = _bodies(mock)
-    # temperature travels in the body via extra_body; the rubric block carries the breakpoint.
+        old_long, old, _, new = _bodies(mock)
+    # temperature travels in the body via extra_body; a rubric block long enough to be cached
+    # carries the breakpoint, a short one (below the model's minimum) does not.
     assert old["temperature"] == 0.0
-    assert old["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert old_long["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in old["system"][0]
     assert old["system"][0]["text"] == formats.system_text(rubric)
     # A model that rejects sampling params gets none (the mock would answer 400 otherwise).
     assert "temperature" not in new and new["max_tokens"] == 8192
 
 
 def test_second_call_reads_the_prompt_cache(rubric: Rubric, task: str, answer: str, weak_answer: str) -> None:
+    rubric = _long(rubric)
+
     async def run(judge: AnthropicJudge) -> list[Judgement]:
         return [await judge.score(task, a, rubric) for a in (answer, weak_answer)]
 
@@ -239,6 +250,8 @@ def test_non_retryable_error_is_one_attempt(rubric: Rubric, task: str, answer: s
 
 
 def test_batch_submit_poll_collect(rubric: Rubric, task: str, answer: str) -> None:
+    rubric = _long(rubric)  # long enough to carry a cache breakpoint
+
     async def run(judge: AnthropicJudge) -> tuple[str, Any, Any, dict[str, Judgement]]:
         calls = [judge.build("pointwise", "likert5", rubric, f"{task} #{i}", [answer]) for i in range(4)]
         batch_id = await judge.submit_batch([*calls, calls[0]])  # the duplicate is sent once

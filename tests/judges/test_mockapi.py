@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from calibration import formats
-from calibration.mockapi import MALFORMED_REPLY, FaultPlan, MockAnthropic, mock_api_command
+from calibration.mockapi import MALFORMED_REPLY, FaultPlan, MockAnthropic, RateLimit, mock_api_command
 from labeler.errors import InputError
 from labeler.models import Rubric
 
@@ -78,7 +78,8 @@ def test_prompt_cache_write_then_read() -> None:
         async with _client(mock) as client:
             return [await _create(client, f"question {i}") for i in range(3)]
 
-    with MockAnthropic() as mock:
+    # min_cache_tokens=0: cache this short prefix (the model's own minimum is tested below).
+    with MockAnthropic(min_cache_tokens=0) as mock:
         first, second, _ = (m.usage for m in asyncio.run(run(mock)))
         assert mock.count("cache:write") == 1 and mock.count("cache:read") == 2
     assert first.cache_creation_input_tokens > 0 and first.cache_read_input_tokens == 0
@@ -101,9 +102,45 @@ def test_no_breakpoint_or_below_minimum_means_no_cache() -> None:
         assert usage.cache_read_input_tokens == 0 and usage.cache_creation_input_tokens == 0
 
 
+def test_the_models_minimum_cacheable_length_applies_by_default() -> None:
+    # The default follows the price table, as the real API: claude-sonnet-4-6 caches a prefix
+    # only from 2,048 tokens. SYSTEM (~270 tokens) is not cached; ten times longer it is.
+    long_system = [{"type": "text", "text": SYSTEM * 10, "cache_control": {"type": "ephemeral"}}]
+
+    async def run(mock: MockAnthropic, **kwargs: Any) -> list[Any]:
+        async with _client(mock) as client:
+            return [(await _create(client, "q", **kwargs)).usage for _ in range(2)]
+
+    with MockAnthropic() as mock:
+        short = asyncio.run(run(mock))
+        long = asyncio.run(run(mock, system=long_system))
+    assert all(u.cache_read_input_tokens == 0 and u.cache_creation_input_tokens == 0 for u in short)
+    assert long[0].cache_creation_input_tokens > 2048 and long[1].cache_read_input_tokens > 2048
+
+
+def test_rate_limits_send_headers_and_refuse_over_budget_with_retry_after() -> None:
+    # 120 requests per minute, one second's worth at once: two requests, then a 429.
+    with MockAnthropic(rate_limit=RateLimit(rpm=120, tpm=60_000)) as mock:
+        replies = [_raw(mock, "/v1/messages", MESSAGE) for _ in range(3)]
+        refused = mock.count("ratelimit:429")
+        time.sleep(0.6)
+        again = _raw(mock, "/v1/messages", MESSAGE)
+    (s1, h1, _), (s2, h2, _), (s3, h3, body3) = replies
+    assert (s1, s2, s3, again[0], refused) == (200, 200, 429, 200, 1)
+    low = [{k.lower(): v for k, v in h.items()} for h in (h1, h2, h3)]
+    assert low[0]["anthropic-ratelimit-requests-limit"] == "120"
+    assert [h["anthropic-ratelimit-requests-remaining"] for h in low] == ["1", "0", "0"]
+    assert low[0]["anthropic-ratelimit-tokens-limit"] == "60000"
+    assert int(low[0]["anthropic-ratelimit-tokens-remaining"]) < 1000
+    assert low[0]["anthropic-ratelimit-requests-reset"].endswith("Z")
+    assert 0 < float(low[2]["retry-after"]) <= 0.5 and body3["error"]["type"] == "rate_limit_error"
+    with pytest.raises(InputError, match="rpm"):
+        RateLimit(rpm=0)
+
+
 def test_one_hour_ttl_is_reported_separately() -> None:
     system = [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
-    with MockAnthropic() as mock:
+    with MockAnthropic(min_cache_tokens=0) as mock:
         usage = asyncio.run(_create_once(mock, system=system)).usage
     assert usage.cache_creation is not None
     assert usage.cache_creation.ephemeral_1h_input_tokens == usage.cache_creation_input_tokens > 0

@@ -74,7 +74,8 @@ def test_estimate_with_cached_prefix() -> None:
 
 def test_estimate_calls_groups_cache_writes_by_system_block(rubric: Rubric, task: str, answer: str) -> None:
     calls = [formats.build_call("pointwise", "likert5", "claude-haiku-4-5", rubric, task, answer)] * 3
-    est = pricing.estimate_calls(calls, output_tokens=50)
+    # cache=True: assume the block is cached whatever its length (the grouping is the subject).
+    est = pricing.estimate_calls(calls, output_tokens=50, cache=True)
     system = pricing.approx_tokens(calls[0].system)
     assert est.calls == 3
     assert est.usage.cache_write_tokens == system and est.usage.cache_read_tokens == 2 * system
@@ -124,9 +125,10 @@ def test_missing_price_file(tmp_path: Path) -> None:
         pricing.load_prices(tmp_path / "nope.toml")
 
 
-def _call(user: str, *, model: str = "claude-sonnet-4-5") -> JudgeCall:
-    # system: 400 characters = 100 approximate tokens; user: 80 characters = 20.
-    return JudgeCall("pointwise", "likert5", model, "s" * 400, user)
+def _call(user: str, *, model: str = "claude-sonnet-4-5", system: int = 4400) -> JudgeCall:
+    # system: 4,400 characters = 1,100 approximate tokens, above claude-sonnet-4-5's 1,024-token
+    # minimum cacheable length; user: 80 characters = 20.
+    return JudgeCall("pointwise", "likert5", model, "s" * system, user)
 
 
 def test_estimate_plan_prices_only_the_uncached_requests() -> None:
@@ -135,11 +137,12 @@ def test_estimate_plan_prices_only_the_uncached_requests() -> None:
         requests, model="claude-sonnet-4-5", planned_calls=5, cached={"c"}, output_tokens=150
     )
     assert (est.planned_calls, est.distinct_requests, est.already_cached, est.calls) == (5, 3, 1, 2)
-    # Two calls: users 2*20 uncached, the system block written once (100) and read once (100),
-    # 2*150 output. claude-sonnet-4-5: 40*3 + 100*3.75 + 100*0.30 + 300*15 = 5025 / 1e6.
-    assert est.prompt_tokens == 240 and est.output_tokens == 300
-    assert est.cost_usd == pytest.approx(0.005025)
-    assert est.cost_usd_batch == pytest.approx(0.005025 / 2)
+    # Two calls: users 2*20 uncached, the system block written once (1100) and read once (1100),
+    # 2*150 output. claude-sonnet-4-5: 40*3 + 1100*3.75 + 1100*0.30 + 300*15 = 9075 / 1e6.
+    assert est.prompt_tokens == 2240 and est.output_tokens == 300
+    assert est.cost_usd == pytest.approx(0.009075)
+    assert est.cost_usd_batch == pytest.approx(0.009075 / 2)
+    assert (est.prompt_cache, est.cache_prefix_tokens, est.cache_min_tokens) == ("applies", 1100, 1024)
     assert est.token_method == pricing.APPROX_METHOD and est.model_priced
     assert est.padding_rewrites == 0 and est.padding_cost_usd == 0.0 and est.spent == 0.0
 
@@ -147,12 +150,61 @@ def test_estimate_plan_prices_only_the_uncached_requests() -> None:
 def test_estimate_plan_scales_the_split_to_an_exact_count() -> None:
     requests = {k: _call(k * 80) for k in ("a", "b")}
     est = pricing.estimate_plan(
-        requests, model="claude-sonnet-4-5", planned_calls=2, exact_prompt_tokens=480
+        requests, model="claude-sonnet-4-5", planned_calls=2, exact_prompt_tokens=4480
     )
     # The API counted twice the approximation: every prompt kind doubles, output does not.
-    # 80*3 + 200*3.75 + 200*0.30 + 300*15 = 5550 / 1e6.
-    assert est.prompt_tokens == 480 and est.token_method == pricing.EXACT_METHOD
-    assert est.cost_usd == pytest.approx(0.00555)
+    # 80*3 + 2200*3.75 + 2200*0.30 + 300*15 = 13650 / 1e6.
+    assert est.prompt_tokens == 4480 and est.token_method == pricing.EXACT_METHOD
+    assert est.cost_usd == pytest.approx(0.01365)
+
+
+def test_estimate_plan_prices_no_cache_below_the_models_minimum() -> None:
+    # A 100-token rubric block is below claude-sonnet-4-5's 1,024-token minimum: the API would
+    # ignore the breakpoint, so every prompt token is priced as uncached.
+    requests = {k: _call(k * 80, system=400) for k in ("a", "b")}
+    est = pricing.estimate_plan(requests, model="claude-sonnet-4-5", planned_calls=2)
+    # 2 * (100 + 20) * 3 + 300 * 15 = 5220 / 1e6.
+    assert est.cost_usd == pytest.approx(0.00522)
+    assert (est.prompt_cache, est.cache_prefix_tokens, est.cache_min_tokens) == ("below minimum", 100, 1024)
+    table = pricing.load_prices()
+    assert table.cache_applies("claude-sonnet-4-5", 100) is False
+    assert table.cache_applies("claude-sonnet-4-5", 1024) is True
+    assert table.cache_applies("my-own-model", 10**6) is None
+
+
+def test_every_claude_model_states_its_minimum_cacheable_length() -> None:
+    table = pricing.load_prices()
+    claude = [m for m in table.models if m.startswith("claude-")]
+    assert claude and all(table.min_cache_tokens(m) in (512, 1024, 2048, 4096) for m in claude)
+    # A dated snapshot id finds its model's minimum too.
+    assert table.min_cache_tokens("claude-opus-4-6-20260101") == 4096
+
+
+def test_unknown_minimum_prices_as_uncached(tmp_path: Path) -> None:
+    mine = tmp_path / "prices.toml"
+    mine.write_text(
+        '[models."my-judge"]\ninput = 1\noutput = 0\ncache_write = 1\ncache_write_1h = 1\n'
+        "cache_read = 0.1\n"
+    )
+    table = pricing.load_prices(mine)
+    requests = {k: _call(k * 80, model="my-judge") for k in ("a", "b")}
+    est = pricing.estimate_plan(requests, model="my-judge", planned_calls=2, prices=table)
+    assert est.prompt_cache == "unknown minimum" and est.cache_min_tokens is None
+    assert est.cost_usd == pytest.approx(2 * 1120 / 1e6)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(mine.read_text() + "min_cache_tokens = -1\n")
+    with pytest.raises(InputError, match="min_cache_tokens"):
+        pricing.load_prices(bad)
+
+
+def test_padding_through_the_batch_is_priced_at_the_batch_rate() -> None:
+    padded = ["p" * 400]
+    listed = pricing.estimate_plan({}, model="claude-sonnet-4-5", planned_calls=0, padded_texts=padded)
+    batched = pricing.estimate_plan(
+        {}, model="claude-sonnet-4-5", planned_calls=0, padded_texts=padded, batch=True
+    )
+    assert listed.padding_cost_usd is not None and batched.padding_cost_usd is not None
+    assert batched.padding_cost_usd == pytest.approx(listed.padding_cost_usd / 2)
 
 
 def test_estimate_plan_prices_padding_rewrites() -> None:

@@ -12,8 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +31,8 @@ from calibration.mockapi import FAULT_KINDS, MALFORMED_REPLY, FaultPlan, MockAnt
 from calibration.probes import ProbeContext, Variants, plan_probes
 from calibration.runner import PlannedCall, RunSummary, arun_plan
 from labeler.store import Store
+from tests.reliability.conftest import REPO
+from tests.reliability.fault_proxy import FAULTS, FORWARDED, read_log
 
 MODEL = "claude-sonnet-4-6"
 MAX_RETRIES = 6
@@ -167,3 +177,201 @@ def test_exhausted_retries_are_recorded_bounded_and_resumed(tmp_path: Path) -> N
     history = store.query("SELECT count(*) AS n FROM judgements WHERE run_id = ?", [first.run_id])
     # The failure rows stay as history; one new row per failed call, nothing else.
     assert int(history["n"].iloc[0]) == len(plan) + first.errors
+
+
+# -- through a fault-injecting proxy, as a user would type it ----------------------------------
+#
+# Three programs, as in the field: `judgelab mock-api` (the upstream that answers and bills),
+# the fault proxy (tests/reliability/fault_proxy.py, its own program), and `judgelab probe`
+# pointed at the proxy (run through the CLI's own entry point in this process, to spare a
+# second import of the SDK). The ledgers: the plan (what was asked), the proxy's attempt log
+# (what was sent, faulted and forwarded) and the upstream's own request counter (what was
+# billed).
+
+PROBE_ARGS = ["--n", "34", "--biases", "position,formatting,byline", "--seed", "0"]
+
+
+class _Program:
+    """A child program whose first stdout line names the URL it serves."""
+
+    def __init__(self, args: list[str], *, cwd: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(
+            [sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        found = re.search(r"http://[\d.]+:\d+", line)
+        if not found:
+            self.proc.kill()
+            raise RuntimeError(f"{args[:3]} did not start: {line!r}")
+        self.url = found.group(0)
+
+    def stop(self) -> str:
+        """Interrupt it and return what it printed afterwards."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = self.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+        return out
+
+
+def _mock_api(tmp: Path, *extra: str) -> _Program:
+    return _Program(["-m", "judgelab", "mock-api", "--port", "0", *extra], cwd=tmp)
+
+
+def _proxy(tmp: Path, upstream: str, log: Path, *extra: str) -> _Program:
+    return _Program(
+        ["-m", "tests.reliability.fault_proxy", "--upstream", upstream, "--log", str(log), *extra],
+        cwd=REPO,
+    )
+
+
+def _upstream_posts(stopped_output: str) -> int:
+    """``POST /v1/messages`` from the counters `judgelab mock-api` prints when stopped."""
+    found = re.search(r"POST /v1/messages=(\d+)", stopped_output)
+    assert found, stopped_output
+    return int(found.group(1))
+
+
+def _probe(base_url: str, db: Path, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    """``judgelab probe ... --json`` through the CLI entry point: (exit code, its JSON)."""
+    from click.testing import CliRunner
+
+    from judgelab.cli import main
+
+    result = CliRunner().invoke(
+        main,
+        ["probe", "--base-url", base_url, "--db", str(db), "--out", str(out), "--json",
+         *PROBE_ARGS, *extra],
+        env={"ANTHROPIC_API_KEY": "sk-ant-test-proxy"},
+    )
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, json.loads(result.output)["run"]
+
+
+def _verdicts(path: Path) -> dict[str, tuple[str, Any]]:
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    return {r["call_id"]: (r["status"], r["verdict"] if r["kind"] == "pairwise" else r["score"]) for r in rows}
+
+
+@pytest.mark.slow
+def test_one_invocation_through_a_faulty_proxy_finishes_with_a_clean_runs_verdicts(tmp_path: Path) -> None:
+    api = _mock_api(tmp_path)
+    log = tmp_path / "attempts.jsonl"
+    # 20% of attempts fail, all six faults; a stall holds the reply past the 2 s client timeout.
+    proxy = _proxy(tmp_path, api.url, log, "--rate", "0.2", "--seed", "7", "--hang", "3",
+                   "--retry-after", "0.05")
+    try:
+        code, run = _probe(proxy.url, tmp_path / "faulty.duckdb", tmp_path / "faulty.jsonl",
+                           "--timeout", "2", "--max-retries", "6", "--concurrency", "16")
+        # The reference: the same command straight against the healthy upstream.
+        clean_code, clean = _probe(api.url, tmp_path / "clean.duckdb", tmp_path / "clean.jsonl")
+    finally:
+        proxy.stop()
+        posts = _upstream_posts(api.stop())
+    assert code == clean_code == 0
+    distinct = clean["issued"]
+    upstream = posts - distinct  # the clean run sent each distinct request once, unfaulted
+    attempts = [a for a in read_log(log) if a["path"] == "/v1/messages"]
+    faults = Counter(a["fault"] for a in attempts if a["fault"])
+    for kind in FAULTS:
+        assert faults[kind] > 0, f"no {kind} fault was injected; change the seed"
+    faulted = sum(faults.values())
+
+    # Finished in one go, nothing failed, and every verdict is the clean run's.
+    assert run["finished"] and run["errors"] == 0 and run["planned"] == clean["planned"]
+    assert run["issued"] == distinct
+    assert _verdicts(tmp_path / "faulty.jsonl") == _verdicts(tmp_path / "clean.jsonl")
+    # Billing: each distinct request once, plus at most one retry per faulted attempt; exactly
+    # that many, in fact: the faults that reached the upstream before the reply was lost.
+    forwarded_faults = sum(1 for a in attempts if a["fault"] in FORWARDED)
+    assert upstream <= distinct + faulted
+    assert upstream == distinct + forwarded_faults
+    assert len(attempts) == distinct + faulted  # every fault retried once, nothing else
+    print(
+        f"\n{run['planned']} planned calls, {distinct} distinct requests; through 20% faults "
+        f"({', '.join(f'{k} {faults[k]}' for k in FAULTS)}): {len(attempts)} attempts, "
+        f"{upstream} upstream requests = distinct + {upstream - distinct} "
+        f"(bound: distinct + {faulted} faulted attempts); one invocation, exit 0, "
+        "verdicts identical to the clean run"
+    )
+
+
+# -- killed at random moments: answered calls are never paid for twice ---------------------------
+
+KILL_SEEDS = (1, 2, 3)
+CONCURRENCY = 16
+
+
+def _start_probe(tmp: Path, base_url: str, db: Path, out: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ANTHROPIC_API_KEY": "sk-ant-test-kill"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "judgelab", "probe", "--base-url", base_url, "--db", str(db),
+         "--out", str(out), "--json", "--concurrency", str(CONCURRENCY), *PROBE_ARGS],
+        cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_re_sends_at_most_the_calls_in_flight(tmp_path: Path) -> None:
+    # 200 ms per reply, as the issue measured: a run of ~200 distinct calls at concurrency 16
+    # takes a few seconds, and each seed kills it at a different moment.
+    api = _mock_api(tmp_path, "--latency", "0.2")
+    report = []
+    try:
+        for seed in KILL_SEEDS:
+            report.append(_kill_and_rerun(tmp_path / f"seed{seed}", api.url, seed))
+    finally:
+        api.stop()
+    print("\nSIGKILL at concurrency 16 -> " + "; ".join(report))
+
+
+def _kill_and_rerun(work: Path, upstream: str, seed: int) -> str:
+    rng = random.Random(seed)
+    work.mkdir()
+    log = work / "attempts.jsonl"
+    proxy = _proxy(work, upstream, log, "--rate", "0")
+    db, out = work / "kill.duckdb", work / "kill.jsonl"
+    try:
+        child = _start_probe(work, proxy.url, db, out)
+        # Kill after a random number of delivered replies plus a random fraction of a round
+        # trip, while calls are in flight.
+        target = rng.randint(10, 180)
+        deadline = time.monotonic() + 180
+        while sum(1 for a in read_log(log) if a["t_done"]) < target:
+            assert child.poll() is None, "the run ended before it was killed"
+            assert time.monotonic() < deadline, "the run never got going"
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.2))
+        child.send_signal(signal.SIGKILL)
+        killed_at = time.time()
+        child.wait(timeout=10)
+        code, run = _probe(proxy.url, db, out, "--concurrency", str(CONCURRENCY))
+    finally:
+        proxy.stop()
+    assert code == 0 and run["resumed"] and run["finished"] and run["errors"] == 0
+    # Billed attempts: the upstream answered them (a request the killed process was still
+    # writing arrives cut short and is refused, never billed).
+    attempts = [a for a in read_log(log) if a["path"] == "/v1/messages" and a["status"] == 200]
+    sent = Counter(a["body"] for a in attempts)
+    first_done: dict[str, float | None] = {}
+    for a in attempts:
+        first_done.setdefault(a["body"], a["t_done"])
+    resent = [b for b, n in sent.items() if n > 1]
+    assert max(sent.values()) <= 2
+    # Re-sent: only calls in flight when the process died. Never more than the concurrency,
+    # and none whose reply had been delivered well before the kill (the old quarter-second
+    # write buffer lost up to 0.27 s of delivered replies).
+    assert len(resent) <= CONCURRENCY, (seed, len(resent))
+    late = [b for b in resent if (first_done[b] or killed_at) < killed_at - 0.5]
+    assert not late, f"seed {seed}: replies delivered before the kill were paid for again"
+    delivered = len([b for b in resent if (first_done[b] or killed_at + 1) <= killed_at])
+    return (
+        f"seed {seed}: killed after {target}+ replies; {len(attempts)} upstream requests for "
+        f"{len(sent)} distinct calls, {len(resent)} re-sent ({delivered} of them delivered by the "
+        "upstream but not yet read by the client when it died)"
+    )
