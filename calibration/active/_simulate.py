@@ -122,7 +122,7 @@ def pool_model(agreement: float, *, own_bias: float = 0.15) -> PoolModel:
     Examples:
         >>> m = pool_model(0.85)
         >>> round(m.noise, 2), round(m.truths()["gap (pass)"], 1)
-        (1.39, 5.0)
+        (0.53, 6.0)
     """
     top = _agreement(1e-6, own_bias)
     if not 0.5 < agreement < top:

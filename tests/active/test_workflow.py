@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -93,7 +94,7 @@ def test_the_batch_keeps_every_queue_guarantee(store: Store) -> None:
     # Spread: a rater never gets two answers of one task back to back.
     for _, queue in rows.sort_values("queue_pos").groupby("rater_id"):
         tasks = queue["task_id"].tolist()
-        assert all(a != b for a, b in zip(tasks, tasks[1:], strict=False))
+        assert all(a != b for a, b in itertools.pairwise(tasks))
     assert "boss" not in set(rows["rater"])
 
 
