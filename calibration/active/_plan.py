@@ -7,7 +7,7 @@ over the project database, and :mod:`calibration.active._simulate` over simulate
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +24,7 @@ __all__ = [
     "ActivePool",
     "BatchPlan",
     "labels_still_needed",
+    "next_batch_variance",
     "plan_batch",
     "planned_labels",
     "planning_critical",
@@ -271,6 +272,33 @@ def planned_labels(
     return math.ceil(hi)
 
 
+def next_batch_variance(
+    pool: ActivePool,
+    *,
+    human_pass: npt.ArrayLike,
+    own_family: str | None,
+    floor: float = DEFAULT_FLOOR,
+    disagreement: float = 0.2,
+    prior_labels: float = 5.0,
+) -> Callable[[float], float]:
+    """The design variance (pp²) the model expects of a new batch of ``n`` labels, as a function of ``n``.
+
+    The predictions are made once, from the labels so far (:func:`predict_humans`); each ``n``
+    only re-scales the probabilities (:func:`sampling_probabilities`).
+    """
+    h = np.asarray(human_pass, dtype=float)
+    pred = predict_humans(pool.judge_pass, pool.family, judge_score=pool.judge_score, flipped=pool.flipped,
+                          human_pass=h, disagreement=disagreement, prior_labels=prior_labels)
+    u = task_uncertainty(pred.pred_pass, pool.gap_coefficients(own_family) * _PP, pool.unit, n_tasks=pool.n_units)
+    known = pool.known_units(h)
+    m = pool.answers_per_unit()
+
+    def variance(n: float) -> float:
+        return _expected_variance(sampling_probabilities(u, n, cost=m, floor=floor, fixed=known), known, u)
+
+    return variance
+
+
 def labels_still_needed(
     stats: LookStatistics,
     *,
@@ -280,13 +308,19 @@ def labels_still_needed(
     level: float = 0.95,
     spending: Spending = "obf",
     margin: float = DEFAULT_MARGIN,
+    next_variance: Callable[[float], float] | None = None,
+    weight_total: float | None = None,
 ) -> float:
     """Labels the current rate says are still needed to meet the target at the next look.
 
-    At the last look the design variance times the labels so far is the *rate* (variance per
-    label). ``n`` more labels would give the variance ``rate / (labels + n) + pool + raters`` at
-    the next look, whose critical value follows from the plan and the looks so far
-    (:func:`calibration.active.spending_boundaries`): the answer is the smallest ``n`` whose
+    Without ``next_variance``, the design variance times the labels so far is the *rate*
+    (variance per label), and ``n`` more labels would give ``rate / (labels + n) + pool + raters``
+    at the next look. With it (the model's variance of a new batch of ``n`` labels, planned from
+    the labels so far, :func:`next_batch_variance`), the next look's design variance is the
+    batches' combination, ``(Σ w_b² V̂_b + n² V(n)) / (W + n)²``, so a first batch drawn before
+    the predictions had learnt anything does not set the pace of the rest. Either way the next
+    look's critical value follows from the plan and the looks so far
+    (:func:`calibration.active.spending_boundaries`), and the answer is the smallest ``n`` whose
     next-look half-width is at most ``aim·H``.
 
     Args:
@@ -297,6 +331,9 @@ def labels_still_needed(
         level: ``1 − alpha`` of the plan.
         spending: The spending function.
         margin: See :data:`calibration.active.DEFAULT_MARGIN`.
+        next_variance: ``V(n)``, see above.
+        weight_total: ``W``: the batches' weights so far (their expected labels), with
+            ``next_variance``.
 
     Returns:
         0 when the last look met the target; ``inf`` when ``capacity`` labels would not.
@@ -311,8 +348,13 @@ def labels_still_needed(
     rate = float(stats.design[-1]) * labels
     fixed = float(stats.population[-1] + stats.raters[-1])
 
+    past = float(stats.design[-1]) * (weight_total or labels) ** 2
+
     def half_width(extra: float) -> float:
-        var = rate / (labels + extra) + fixed
+        if next_variance is None or weight_total is None:
+            var = rate / (labels + extra) + fixed
+        else:
+            var = (past + extra**2 * next_variance(extra)) / (weight_total + extra) ** 2 + fixed
         nxt = spending_boundaries(np.r_[info, 1.0 / var], max_information=max_info, alpha=1 - level,
                                   spending=spending)
         return float(nxt.critical[-1] * math.sqrt(var))

@@ -40,6 +40,7 @@ from calibration.active._plan import (
     ActivePool,
     BatchPlan,
     labels_still_needed,
+    next_batch_variance,
     plan_batch,
     planned_labels,
     stack_draws,
@@ -218,7 +219,7 @@ def run_active(
     target_half_width: float,
     rng: RngLike = None,
     batch_size: int | None = None,
-    looks_planned: int = 2,
+    looks_planned: int = 4,
     aim: float = 0.95,
     min_batch: int = 10,
     floor: float = DEFAULT_FLOOR,
@@ -278,8 +279,10 @@ def run_active(
         left = capacity - int(stats.labels[-1])
         if left <= 0 or pool.known_units(h).all():
             break
+        future = next_batch_variance(pool, human_pass=h, **plan_kw)
         needed = labels_still_needed(stats, target_half_width=target_half_width, capacity=left, aim=aim, level=level,
-                                     spending=spending, margin=margin)
+                                     spending=spending, margin=margin, next_variance=future,
+                                     weight_total=float(draws.weight.sum()))
         size = float(min(left, max(min_batch, needed)))
     score_stats = look_statistics(draws, hs, coef, scale="score")
     score_rci = repeated_intervals(score_stats.estimate, score_stats.variance, target_half_width=target_half_width,

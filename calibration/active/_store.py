@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,6 +26,7 @@ from calibration.active._plan import (
     ActivePool,
     BatchPlan,
     labels_still_needed,
+    next_batch_variance,
     plan_batch,
     planned_labels,
 )
@@ -59,7 +61,7 @@ ActiveState = Literal["labelling", "ready", "reached", "budget spent", "plan spe
 target is reached; the budget, the plan's error rate or the pool's answers are used up."""
 
 #: The first batch is the plan's expected need over this many looks.
-LOOKS_PLANNED = 2
+LOOKS_PLANNED = 4
 #: Later batches aim at this share of the target, leaving room for the rate's noise.
 AIM = 0.95
 #: The smallest batch worth a look.
@@ -502,7 +504,11 @@ def active_status(
     if data is None:
         return _before_first_look(base, batches)
     figures = active_figures(store, data, scale="pass", interval=interval)
-    return _judge_state(base, figures, batches, data.looks, human, flagged, pool)
+    future = next_batch_variance(pool, human_pass=np.where(flagged, 0.5, human), own_family=params["own_family"],
+                                 floor=params["floor"], disagreement=params["disagreement"],
+                                 prior_labels=params["prior_labels"])
+    return _judge_state(base, figures, batches, data.looks, (human, flagged, pool),
+                        (future, float(data.draws.weight.sum())))
 
 
 def _batch_progress(batches: pd.DataFrame, draws: pd.DataFrame, pool: ActivePool, human: np.ndarray,
@@ -544,8 +550,10 @@ def _before_first_look(base: dict[str, Any], batches: pd.DataFrame) -> ActiveSta
 
 
 def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataFrame, n_looks: int,
-                 human: np.ndarray, flagged: np.ndarray, pool: ActivePool) -> ActiveStatus:
+                 labels: tuple[np.ndarray, np.ndarray, ActivePool],
+                 projection: tuple[Callable[[float], float], float]) -> ActiveStatus:
     params = base["params"]
+    human, flagged, pool = labels
     target = float(params["target_half_width"])
     looks = figures.looks
     collected = int(looks["labels"].iloc[-1])
@@ -554,6 +562,7 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
     capacity = _capacity(pool, np.where(flagged, 0.5, human), params, collected)
     common = {"target_half_width": target, "level": params["level"], "spending": params["spending"],
               "margin": params["margin"]}
+    common |= {"next_variance": projection[0], "weight_total": projection[1]}
     needed = labels_still_needed(figures.statistics, capacity=math.inf, **common)
     needed_next = labels_still_needed(figures.statistics, capacity=max(capacity, 0), aim=AIM, **common)
     what = "gap" if figures.gap is not None else f"{next(iter(figures.families))} residual"
