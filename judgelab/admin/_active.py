@@ -145,7 +145,7 @@ def active_chart(status: ActiveStatus) -> alt.VConcatChart | None:
     points = base.mark_point(filled=True, size=80, color="#222").encode(y="estimate:Q", tooltip=tips)
     zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#888", strokeDash=[4, 4]).encode(y="y:Q")
     top = alt.layer(zero, bars, points).properties(
-        title="The gap's repeated 95% interval after each labelled batch", width="container", height=220)
+        title="The gap's repeated 95% interval after each labelled batch", width=560, height=220)
     line = base.mark_line(point=True, color="#444").encode(
         y=alt.Y("half_width:Q", title="half-width (pp)", scale=alt.Scale(zero=True)), tooltip=tips)
     goal = alt.Chart(pd.DataFrame({"y": [target], "label": [f"target ±{target:g} pp"]}))
@@ -153,5 +153,5 @@ def active_chart(status: ActiveStatus) -> alt.VConcatChart | None:
     goal_text = goal.mark_text(align="left", dx=4, dy=-6, color="#2a9d55").encode(
         y="y:Q", text="label:N", x=alt.value(0))
     bottom = alt.layer(line, goal_rule, goal_text).properties(
-        title="Half-width against the target", width="container", height=160)
+        title="Half-width against the target", width=560, height=160)
     return alt.vconcat(top, bottom)

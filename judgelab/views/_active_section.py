@@ -30,7 +30,7 @@ def overview_section(store: Store) -> None:
     labels_col.metric("Labels collected", f"{status.labels_collected}")
     labels_col.caption(f"in {status.n_batches} batch(es) of design {status.design_id}")
     if view.stop:
-        st.success(view.message, icon="✅")
+        st.success(view.message)
     elif view.done:
         st.warning(view.message)
     else:
@@ -67,7 +67,10 @@ def assignments_section(store: Store, rater_names: list[str], default_raters: li
         (st.success if view.stop else st.info)(view.message)
     with st.form("active"):
         a1, a2, a3, a4 = st.columns(4)
-        target = a1.number_input("Target half-width (pp)", min_value=0.5, value=10.0, step=0.5,
+        # An open design keeps its target: the field shows it, and only a new design takes another.
+        going = view is not None and not view.done
+        target = a1.number_input("Target half-width (pp)", min_value=0.5,
+                                 value=view.status.target_half_width if going and view else 15.0, step=0.5,
                                  key="active_target")
         budget = a2.number_input("Budget (person-hours, 0 = none)", min_value=0.0, value=0.0, step=1.0,
                                  key="active_budget")
@@ -79,9 +82,10 @@ def assignments_section(store: Store, rater_names: list[str], default_raters: li
         drawn = st.form_submit_button(label, key="active_draw")
     if drawn:
         try:
+            start = bool(new) or not going
             st.session_state[ACTIVE_DRAFT] = draft_active_batch(
-                store, target_half_width=float(target), budget_hours=float(budget) or None, overlap=float(overlap),
-                new=bool(new) or (view is not None and view.done), seed=int(seed),
+                store, target_half_width=float(target) if start else None, budget_hours=float(budget) or None,
+                overlap=float(overlap), new=start, seed=int(seed),
             )
         except JudgelabError as exc:
             st.session_state.pop(ACTIVE_DRAFT, None)
