@@ -219,6 +219,7 @@ def run_active(
     target_half_width: float,
     rng: RngLike = None,
     batch_size: int | None = None,
+    first_batch: int | None = None,
     looks_planned: int = 4,
     aim: float = 0.95,
     min_batch: int = 10,
@@ -251,7 +252,7 @@ def run_active(
                              **plan_kw)
     capacity = pool.answer_id.size if max_labels is None else min(max_labels, pool.answer_id.size)
     default = batch_size or max(min_batch, math.ceil((planned or capacity) / looks_planned))
-    size = float(min(default, capacity))
+    size = float(min(default if first_batch is None else first_batch, capacity))
     coef = estimand_coefficients(pool.family, own_family=own)
     plans: list[BatchPlan] = []
     drawn: list[npt.NDArray[np.bool_]] = []
