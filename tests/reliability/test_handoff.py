@@ -26,7 +26,7 @@ import pytest
 
 from labeler.store import Store
 from labeler.store._core import release_all
-from tests.reliability._worker import label_one
+from tests.reliability._worker import Ack, label_one
 from tests.reliability.conftest import REPO, add_raters, build_pool
 
 #: A Store process that labels one item for the rater whose token is argv[2], then keeps the
@@ -46,9 +46,12 @@ with store.connection() as con:
     con.execute(f"SET GLOBAL debug_checkpoint_scan_sleep_ms = {int(sys.argv[3])}")
 print("acked", ack.label_id, ack.assignment_id, flush=True)
 sys.stdin.readline()
+closed = []
+give_turn = core._Shared.give_turn
+core._Shared.give_turn = lambda self: (closed.append(time.monotonic()), give_turn(self))
 began = time.monotonic()
 store.release()
-print("closed", began, time.monotonic(), flush=True)
+print("closed", began, closed[0], flush=True)  # when close() had returned, before the turn went
 """
 
 
@@ -95,7 +98,7 @@ def test_no_open_starts_while_the_holder_is_still_closing(
         monkeypatch.setattr(duckdb, "connect", recorded)
         marker = db.with_name(db.name + ".wait")
         before = marker.stat().st_mtime_ns if marker.exists() else 0
-        acks = []
+        acks: list[Ack | None] = []
         opener = threading.Thread(target=lambda: acks.append(label_one(Store(db), token_2)))
         opener.start()
         _wait_marker_moves(db, before)  # this process now waits for the file
@@ -110,8 +113,10 @@ def test_no_open_starts_while_the_holder_is_still_closing(
     assert float(ended) - float(began) >= 0.05  # the close did take that long (50 ms a table)
     during = [t for t in opens if t < float(ended)]
     assert not during, f"{len(during)} opens started before the holder had closed the file"
+    opened = acks[0]
+    assert opened is not None
     labels = Store(db).query("SELECT label_id, assignment_id FROM labels ORDER BY label_id")
-    assert [int(held_id), acks[0].label_id] == labels["label_id"].astype(int).tolist()
+    assert [int(held_id), opened.label_id] == labels["label_id"].astype(int).tolist()
     assert int(held_assignment) in set(labels["assignment_id"].astype(int))
 
 
@@ -180,8 +185,9 @@ def test_an_open_racing_the_holders_close_keeps_every_acknowledged_label(tmp_pat
         # Let go as soon as the opener is in the race: inside DuckDB's open with its lock call
         # held (it read the headers while the holder had the file), or waiting for its turn.
         lines: list[str] = []
-        assert opener.stderr is not None
-        threading.Thread(target=lambda: lines.extend(iter(opener.stderr.readline, "")), daemon=True).start()
+        stderr = opener.stderr
+        assert stderr is not None
+        threading.Thread(target=lambda: lines.extend(iter(stderr.readline, "")), daemon=True).start()
         deadline = time.monotonic() + 60
         while "lock call held\n" not in lines:
             if (marker.stat().st_mtime_ns if marker.exists() else 0) != before:
