@@ -24,8 +24,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labeler.store import Store
-from labeler.store._core import release_all
+from labeler.store import Store, release_all
 from tests.reliability._worker import Ack, label_one
 from tests.reliability.conftest import REPO, add_raters, build_pool
 
@@ -70,10 +69,10 @@ def _two_rater_pool(tmp_path: Path) -> tuple[Path, str, str]:
     return pool.path, token_1, token_2
 
 
-def _holder(db: Path, token: str, *, close_ms: int, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def _holder(db: Path, token: str, *, close_ms: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", _HOLDER, str(db), token, str(close_ms)],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
