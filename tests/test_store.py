@@ -209,6 +209,26 @@ def test_an_idle_process_releases_the_file(tmp_path: Path) -> None:
     assert done.stdout.strip() == "v"
 
 
+def test_the_turn_lock_is_held_exactly_while_the_file_is_open(tmp_path: Path) -> None:
+    """A process holds ``<db>.lock`` while it has the file open and lets it go once it has closed it.
+
+    Another process opens only with that lock, so no open starts while a holder is still closing
+    (``tests/reliability/test_handoff.py`` shows what such an open lost on DuckDB 2).
+    """
+    fcntl = pytest.importorskip("fcntl")
+    db = tmp_path / "turn.duckdb"
+    store = Store(db)
+    fd = os.open(db.with_name(db.name + ".lock"), os.O_RDWR)
+    try:
+        with store.connection(), pytest.raises(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        store.release()
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: nothing here has the file open
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 def test_a_process_killed_right_after_creating_the_database_leaves_one_that_opens(tmp_path: Path) -> None:
     """The migrations reach the database file, not only the write-ahead log.
 

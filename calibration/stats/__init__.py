@@ -3,14 +3,12 @@
 from calibration.stats._agreement import (
     KappaResult,
     KappaWeights,
-    KrippendorffLevel,
     cohen_kappa,
     design_kappa,
-    krippendorff_alpha,
-    level_for_scale,
     pairwise_kappas,
     rater_leniency,
 )
+from calibration.stats._alpha import KrippendorffLevel, krippendorff_alpha, level_for_scale
 from calibration.stats._binomial import difference_of_proportions, proportion, wilson_interval
 from calibration.stats._bootstrap import RngLike, cluster_bootstrap, weighted_mean
 from calibration.stats._formats import (

@@ -16,7 +16,6 @@ cache and resume state) and to the JSONL evidence file. ``report`` reads only th
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,6 @@ import click
 
 from calibration import pricing
 from calibration.datasets import SAMPLE
-from calibration.judges import DEFAULT_MODEL as JUDGE_DEFAULT_MODEL
 from calibration.judges import AnthropicJudge, FakeJudge, Judge
 from calibration.mockapi import mock_api_command
 from calibration.probes import (
@@ -37,22 +35,21 @@ from calibration.probes import (
     run_probes,
 )
 from calibration.report_card import card_json, render_markdown, render_png
-from calibration.spec import JudgeSpec, load_spec
+from calibration.spec import JudgeSpec
 from calibration.stats import ADJUSTMENTS, Adjustment
+from judgelab.cli._judge import (
+    DEFAULT_MODEL,
+    FAKE_FAMILY,
+    anthropic_judge,
+    api_key,
+    default_fake_judge,
+    have_api,
+    judge_spec_option,
+    resolve_judge_spec,
+    spec_settings,
+)
 from judgelab.cli._util import db_option, echo_json, json_option
-from labeler.errors import InputError
 from labeler.store import Store, resolve_db_path
-
-DEFAULT_MODEL = JUDGE_DEFAULT_MODEL
-"""The judge model when ``--model`` is not given: the Anthropic judge's default (a current Sonnet
-that still accepts ``temperature=0``, so verdicts are reproducible)."""
-
-_NO_KEY = "judgelab-no-key"
-# A stand-in key for an AnthropicJudge that only builds requests (estimates) or talks to a
-# local --base-url server; a real endpoint would answer it with 401.
-
-FAKE_FAMILY = "claude"
-"""The fake judge's own family (so the byline probe has an own family to respond to)."""
 
 OUTPUT_TOKENS = pricing.OUTPUT_TOKENS
 """Completion tokens a judge reply is assumed to take in an estimate (a short reason and the
@@ -75,57 +72,6 @@ def _fake_judge(opts: dict[str, Any], spec: JudgeSpec | None = None) -> FakeJudg
         family=(spec.family if spec is not None else None) or opts["fake_family"],
         spec=spec,
     )
-
-
-def _anthropic_judge(
-    model: str, base_url: str | None, concurrency: int = 8, max_retries: int = 6,
-    spec: JudgeSpec | None = None, timeout: float = 60.0,
-) -> AnthropicJudge:
-    """The real judge. The key comes from ``ANTHROPIC_API_KEY``.
-
-    With only a ``--base-url`` (a local mock server) a stand-in key is sent. A judge ``spec``
-    gives the prompt, the verdict rules and the family, temperature and reply budget.
-    """
-    if not _have_api(base_url):
-        raise InputError(
-            "the anthropic judge needs ANTHROPIC_API_KEY in the environment (or --base-url)",
-            fix="export ANTHROPIC_API_KEY=..., or try the built-in fake: --judge fake.",
-        )
-    key = os.environ.get("ANTHROPIC_API_KEY") or _NO_KEY
-    return AnthropicJudge(
-        model, api_key=key, base_url=base_url, max_concurrency=concurrency, max_retries=max_retries,
-        timeout=timeout, **_spec_settings(spec),
-    )
-
-
-def _spec_settings(spec: JudgeSpec | None) -> dict[str, Any]:
-    """The Anthropic judge's settings a judge spec sets (only those it names)."""
-    if spec is None:
-        return {}
-    named = {"temperature": spec.temperature, "max_tokens": spec.max_tokens, "family": spec.family}
-    return {"spec": spec, **{k: v for k, v in named.items() if v is not None}}
-
-
-def _judge_spec(path: str | None, model: str) -> tuple[JudgeSpec | None, str]:
-    """The ``--judge-spec`` file loaded, and the model: ``--model`` when given, else the spec's."""
-    if path is None:
-        return None, model
-    spec = load_spec(path)
-    source = click.get_current_context().get_parameter_source("model")
-    given = source is not None and source is not click.core.ParameterSource.DEFAULT
-    return spec, model if given or spec.model is None else spec.model
-
-
-def _spec_option(func: Any) -> Any:
-    return click.option(
-        "--judge-spec", "judge_spec", default=None, type=click.Path(dir_okay=False),
-        help="A judge spec (TOML: the team's prompt, examples, references, verdict format; see "
-        "data/judge_spec.toml) to run instead of judgelab's built-in prompt.",
-    )(func)
-
-
-def _have_api(base_url: str | None) -> bool:
-    return bool(base_url or os.environ.get("ANTHROPIC_API_KEY"))
 
 
 # -- shared options ----------------------------------------------------------------------------
@@ -167,7 +113,7 @@ def _dataset_options(func: Any) -> Any:
 @click.option("--base-url", default=None, help="Anthropic-compatible API URL (for token counts).")
 @click.option("--output-tokens", type=click.IntRange(min=1), default=OUTPUT_TOKENS,
               show_default=True, help="Completion tokens assumed per judge reply.")
-@_spec_option
+@judge_spec_option
 @db_option
 @json_option
 def estimate_command(
@@ -184,18 +130,17 @@ def estimate_command(
     """
     path = resolve_db_path(db)
     store = Store(path) if path.exists() else None
-    spec, model = _judge_spec(judge_spec, model)
+    spec, model = resolve_judge_spec(judge_spec, model)
     judge: Judge
     if judge_kind == "fake":
-        judge = FakeJudge(seed=seed, family=(spec.family if spec else None) or FAKE_FAMILY, spec=spec)
+        judge = default_fake_judge(seed, spec)
     else:
         # Builds exactly the requests `probe` would send (same params, same cache keys); with
         # no key it is never asked to send anything.
-        key = os.environ.get("ANTHROPIC_API_KEY") or _NO_KEY
-        judge = AnthropicJudge(model, api_key=key, base_url=base_url, **_spec_settings(spec))
+        judge = AnthropicJudge(model, api_key=api_key(), base_url=base_url, **spec_settings(spec))
     estimate = estimate_probes(
         judge, store, dataset=dataset, n=n, biases=biases, seed=seed,
-        count_tokens=_have_api(base_url), output_tokens=output_tokens, batch=batch,
+        count_tokens=have_api(base_url), output_tokens=output_tokens, batch=batch,
         formats=formats,
     )
     if as_json:
@@ -308,7 +253,7 @@ def _cache_line(c: pricing.PlanEstimate) -> str:
               help="Continue this interrupted run (a re-run of the same command does it too).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar [default: when stderr is a terminal].")
-@_spec_option
+@judge_spec_option
 @db_option
 @json_option
 def probe_command(**opts: Any) -> None:
@@ -319,11 +264,11 @@ def probe_command(**opts: Any) -> None:
     run continues where it stopped (same command, or --resume RUN_ID).
     """
     store = Store(opts["db"])
-    spec, opts["model"] = _judge_spec(opts["judge_spec"], opts["model"])
+    spec, opts["model"] = resolve_judge_spec(opts["judge_spec"], opts["model"])
     judge = (
         _fake_judge(opts, spec) if opts["judge_kind"] == "fake"
-        else _anthropic_judge(opts["model"], opts["base_url"], opts["concurrency"],
-                              opts["max_retries"], spec, opts["timeout"])
+        else anthropic_judge(opts["model"], opts["base_url"], opts["concurrency"],
+                             opts["max_retries"], spec, opts["timeout"])
     )
     # The options are stored with the run, for the record (not the ones that only steer this
     # execution).

@@ -19,10 +19,16 @@ from typing import Any
 
 import click
 
-from calibration.judges import FakeJudge, Judge
+from calibration.judges import Judge
 from calibration.scoring import score_answers
+from judgelab.cli._judge import (
+    DEFAULT_MODEL,
+    anthropic_judge,
+    default_fake_judge,
+    judge_spec_option,
+    resolve_judge_spec,
+)
 from judgelab.cli._util import db_option, echo_json, json_option
-from judgelab.cli.probe import DEFAULT_MODEL, FAKE_FAMILY, _anthropic_judge, _judge_spec, _spec_option
 from labeler.store import Store
 
 
@@ -31,7 +37,7 @@ from labeler.store import Store
               show_default=True, help="'anthropic' (needs ANTHROPIC_API_KEY or --base-url) or the built-in fake.")
 @click.option("--model", default=DEFAULT_MODEL, show_default=True,
               help="Judge model [default with --judge-spec: the spec's].")
-@_spec_option
+@judge_spec_option
 @click.option("--all", "every", is_flag=True, help="Score every answer in the pool (the default).")
 @click.option("--design", default=None, metavar="ID", help="Score the answers of this stored sample design.")
 @click.option("--labelled", is_flag=True, help="Score the answers that have human labels.")
@@ -61,12 +67,12 @@ def score_command(**opts: Any) -> None:
     if opts["every"] + (opts["design"] is not None) + opts["labelled"] > 1:
         raise click.UsageError("choose one answer set: --all, --design ID or --labelled")
     store = Store(opts["db"])
-    spec, opts["model"] = _judge_spec(opts["judge_spec"], opts["model"])
+    spec, opts["model"] = resolve_judge_spec(opts["judge_spec"], opts["model"])
     judge: Judge
     if opts["judge_kind"] == "fake":
-        judge = FakeJudge(seed=opts["seed"], family=(spec.family if spec else None) or FAKE_FAMILY, spec=spec)
+        judge = default_fake_judge(opts["seed"], spec)
     else:
-        judge = _anthropic_judge(opts["model"], opts["base_url"], opts["concurrency"], opts["max_retries"], spec)
+        judge = anthropic_judge(opts["model"], opts["base_url"], opts["concurrency"], opts["max_retries"], spec)
     params = {k: v for k, v in opts.items()
               if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval", "max_retries")}
     try:

@@ -18,6 +18,18 @@ file at the same time. The rules that make this work:
   after each unit: once it has held the file for :data:`HOLD_QUANTUM` seconds it
   releases it and pauses :data:`HANDOFF_PAUSE` seconds before opening again, so two
   busy processes take turns in slices instead of one starving the other;
+* a process opens the file only while it holds the *turn lock*, an exclusive
+  ``flock`` on a file next to it (``<db>.lock``), and lets the lock go only after its
+  connection is closed. DuckDB 2 reads the database's headers *before* it takes its own
+  lock on the file and does not read them again once it has it: a process whose open
+  starts while another one is closing the file (checkpointing it and deleting the
+  write-ahead log) gets the lock a moment later but works on the file as it was before
+  that checkpoint. The holder's last commits then vanish, their ids are issued again, and
+  the opener's own checkpoint makes the loss permanent (DuckDB 1.5 read the headers under
+  its lock). With the turn lock no open starts before the previous holder has closed
+  (``tests/reliability/test_handoff.py``). The kernel drops the lock with the process, so
+  a crash leaves nothing to clean up. Programs that open the file without a
+  :class:`~labeler.store.Store` are outside this protocol;
 * a caller that cannot get the file for ``lock_timeout`` seconds sees a
   :class:`~labeler.errors.StoreError`.
 
@@ -39,6 +51,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: DuckDB's own lock is all there is
+    fcntl = None  # type: ignore[assignment]
 
 import duckdb
 import pandas as pd
@@ -97,8 +114,12 @@ class _Shared:
     """What one process knows about one database file; every field is guarded by ``lock``."""
 
     wait_marker: Path
+    #: The turn lock's file; held (``flock``) from before the file is opened until it is closed.
+    turn_file: Path
     lock: threading.RLock = field(default_factory=threading.RLock)
     con: duckdb.DuckDBPyConnection | None = None
+    #: The descriptor holding the turn lock, while this process has (or is opening) the file.
+    turn: int | None = None
     opened_at: float = 0.0
     last_used: float = 0.0
     #: The wait marker's mtime when the file was opened; a newer one means someone waits.
@@ -125,14 +146,54 @@ class _Shared:
         return (now - self.opened_at >= HOLD_QUANTUM or idle >= 0.02) and self.waiter()
 
     def release(self, *, handoff: bool = False) -> None:
-        """Close the connection (the caller holds ``lock``)."""
+        """Close the connection, then give up the turn (the caller holds ``lock``)."""
         if self.con is None:
+            self.give_turn()
             return
         con, self.con = self.con, None
-        with suppress(duckdb.Error):  # closing a connection that already failed has nothing to save
-            con.close()
+        try:
+            with suppress(duckdb.Error):  # closing a connection that already failed has nothing to save
+                con.close()
+        finally:
+            # Only now: close() checkpoints and deletes the write-ahead log, and an open that
+            # starts before it has returned can read the file as it was before (module docstring).
+            self.give_turn()
         if handoff:
             self.resume_at = time.monotonic() + HANDOFF_PAUSE
+
+    def take_turn(self) -> bool:
+        """Try once to take the turn lock; whether this process now holds it.
+
+        A folder where the lock file can be neither created nor opened holds no writable
+        database (DuckDB could not write its write-ahead log there either), so the open goes
+        ahead on DuckDB's own lock alone.
+        """
+        if self.turn is not None or fcntl is None:
+            return True
+        try:
+            fd = os.open(self.turn_file, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            try:
+                fd = os.open(self.turn_file, os.O_RDONLY)
+            except OSError:
+                return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self.turn = fd
+        return True
+
+    def give_turn(self) -> None:
+        """Let the turn lock go (unlocked first: a forked child may share the descriptor)."""
+        fd, self.turn = self.turn, None
+        if fd is None:
+            return
+        with suppress(OSError):
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 _shared: dict[str, _Shared] = {}
@@ -151,7 +212,7 @@ def _shared_for(path: Path) -> _Shared:
     with _shared_guard:
         state = _shared.get(key)
         if state is None:
-            state = _shared[key] = _Shared(path.with_name(path.name + ".wait"))
+            state = _shared[key] = _Shared(path.with_name(path.name + ".wait"), path.with_name(path.name + ".lock"))
         return state
 
 
@@ -217,21 +278,11 @@ class StoreCore:
         pause = state.resume_at - time.monotonic()
         if pause > 0:
             time.sleep(pause)  # let the process we handed the file to take it
-        deadline = time.monotonic() + self.lock_timeout
-        while True:
-            try:
-                con = duckdb.connect(self._key)
-                break
-            except duckdb.IOException as exc:
-                # Another process holds the file: say we wait, so it hands it over soon.
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                    raise StoreError(
-                        f"could not open {self.path}: {exc}. Another process may be holding it "
-                        f"for longer than {self.lock_timeout:g} s; retry, or stop that process."
-                    ) from exc
-                with suppress(OSError):  # a read-only folder: the holder still lets go when idle
-                    state.wait_marker.touch()
-                time.sleep(_RETRY_DELAY * (0.5 + random.random()))
+        try:
+            con = self._connect_in_turn(time.monotonic() + self.lock_timeout)
+        except BaseException:
+            state.give_turn()
+            raise
         state.con = con
         state.opened_at = time.monotonic()
         state.marker_seen = _mtime(state.wait_marker)
@@ -239,6 +290,32 @@ class StoreCore:
             state.reaper = threading.Thread(target=_reap, args=(state,), name="judgelab-store-reaper", daemon=True)
             state.reaper.start()
         return con
+
+    def _connect_in_turn(self, deadline: float) -> duckdb.DuckDBPyConnection:
+        """Take the turn lock, then connect; wait for both until ``deadline``."""
+        state = self._state
+        while True:
+            busy: Exception | None = None
+            if state.take_turn():
+                try:
+                    return duckdb.connect(self._key)
+                except duckdb.IOException as exc:
+                    # A program outside the protocol holds the file (a raw duckdb.connect).
+                    if "lock" not in str(exc).lower():
+                        raise self._timed_out(exc) from exc
+                    busy = exc
+            if time.monotonic() > deadline:
+                raise self._timed_out(busy or "another process holds it") from busy
+            # Another process has the file: say we wait, so it hands it over soon.
+            with suppress(OSError):  # a read-only folder: the holder still lets go when idle
+                state.wait_marker.touch()
+            time.sleep(_RETRY_DELAY * (0.5 + random.random()))
+
+    def _timed_out(self, why: object) -> StoreError:
+        return StoreError(
+            f"could not open {self.path}: {why}. Another process may be holding it "
+            f"for longer than {self.lock_timeout:g} s; retry, or stop that process."
+        )
 
     def release(self) -> None:
         """Close this process's connection to the file now (it reopens on the next unit).

@@ -210,9 +210,14 @@ def find_all(needle: str, haystack: str) -> list[str]:
     return [haystack[max(0, i - 60): i + 60] for i in hits[:3]]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """One Chromium for the whole session (each test opens its own pages)."""
+    """One Chromium for the browser tests (each test opens its own pages).
+
+    Package scope, not session: Playwright's sync API keeps an asyncio loop running in the
+    main thread while it is open, and every later test that calls ``asyncio.run`` (the judge
+    runner, the SDK tests) would fail with "cannot be called from a running event loop".
+    """
     with playwright_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
@@ -259,9 +264,9 @@ class Demo:
         return rater.rater_id, token
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
-    """A fresh ``judgelab demo`` database (built by the command itself), served for the session."""
+    """A fresh ``judgelab demo`` database (built by the command itself), served for the browser tests."""
     import sys
 
     from labeler.store import Store

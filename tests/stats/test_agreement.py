@@ -13,17 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.stats._agreement import (
-    KappaResult,
+from calibration.stats._agreement import KappaResult, cohen_kappa, pairwise_kappas, rater_leniency
+from calibration.stats._alpha import (
     KrippendorffLevel,
     _alpha_degenerate,
     _alpha_from_coincidences,
     _cluster_coincidences,
-    cohen_kappa,
     krippendorff_alpha,
     level_for_scale,
-    pairwise_kappas,
-    rater_leniency,
 )
 from calibration.stats._bootstrap import cluster_bootstrap, cluster_counts, encode_clusters
 

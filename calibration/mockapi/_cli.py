@@ -1,0 +1,107 @@
+"""``judgelab mock-api``: serve :class:`~calibration.mockapi.MockAnthropic` from the command line, for dry runs."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from calibration.mockapi._faults import FAULT_KINDS, FaultPlan, RateLimit
+from calibration.mockapi._server import MockAnthropic
+
+__all__ = ["mock_api_command"]
+
+
+@click.command("mock-api")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
+@click.option("--port", default=8787, show_default=True, type=int, help="Port (0 = any free port).")
+@click.option("--latency", default=0.0, show_default=True, type=float, help="Seconds per /v1/messages reply.")
+@click.option(
+    "--fault-rate", default=0.0, show_default=True, type=click.FloatRange(0, 1), help="Share of failed attempts."
+)
+@click.option(
+    "--faults",
+    "fault_kinds",
+    default=",".join(FAULT_KINDS),
+    show_default=True,
+    help="Comma-separated fault kinds to draw from.",
+)
+@click.option("--retry-after", default=1.0, show_default=True, type=float, help="Seconds in retry-after headers.")
+@click.option("--batch-delay", default=5.0, show_default=True, type=float, help="Seconds a batch stays in progress.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seeds the fake judge and the faults.")
+@click.option("--fake-position", default=0.0, type=float, help="Fake judge: first-shown win-rate lift.")
+@click.option("--fake-verbosity", default=0.0, type=float, help="Fake judge: longer-answer lift.")
+@click.option("--fake-formatting", default=0.0, type=float, help="Fake judge: markdown lift.")
+@click.option("--fake-leniency", default=0.0, type=float, help="Fake judge: Likert points added.")
+@click.option("--fake-noise", default=0.0, type=float, help="Fake judge: noise SD in Likert points.")
+@click.option("--rpm", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Enforce this many requests per minute on /v1/messages (429 + retry-after).")
+@click.option("--tpm", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Enforce this many tokens (prompt + completion) per minute.")
+@click.option("--burst-seconds", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds' worth of each limit that may be spent at once.")
+@click.option("--min-cache-tokens", default=None, type=click.IntRange(min=0),
+              help="Cache a prompt prefix only from this many tokens [default: the model's minimum "
+              "from the price table].")
+@click.option("--duration", default=0.0, type=float, help="Stop after this many seconds (0 = until Ctrl-C).")
+@click.option("--judge-spec", default=None, type=click.Path(dir_okay=False),
+              help="Fake judge: read requests written from this judge spec and answer in its verdict format.")
+def mock_api_command(
+    host: str,
+    port: int,
+    latency: float,
+    fault_rate: float,
+    fault_kinds: str,
+    retry_after: float,
+    batch_delay: float,
+    seed: int,
+    fake_position: float,
+    fake_verbosity: float,
+    fake_formatting: float,
+    fake_leniency: float,
+    fake_noise: float,
+    rpm: float | None,
+    tpm: float | None,
+    burst_seconds: float,
+    min_cache_tokens: int | None,
+    duration: float,
+    judge_spec: str | None,
+) -> None:
+    """Serve a local Anthropic-compatible API backed by the fake judge, for dry runs.
+
+    Point a run at it with ANTHROPIC_BASE_URL=http://HOST:PORT and any ANTHROPIC_API_KEY.
+    """
+    from calibration.judges._fake import FakeJudge
+    from calibration.spec import load_spec
+
+    kinds = tuple(k.strip() for k in fault_kinds.split(",") if k.strip())
+    judge = FakeJudge(
+        seed=seed,
+        position=fake_position,
+        verbosity=fake_verbosity,
+        formatting=fake_formatting,
+        leniency=fake_leniency,
+        noise=fake_noise,
+        spec=None if judge_spec is None else load_spec(judge_spec),
+    )
+    plan = FaultPlan(rate=fault_rate, kinds=kinds, retry_after=retry_after, seed=seed)  # type: ignore[arg-type]
+    mock = MockAnthropic(
+        responder=judge.respond, latency=latency, faults=plan, batch_delay=batch_delay, host=host, port=port,
+        min_cache_tokens=min_cache_tokens, rate_limit=RateLimit(rpm=rpm, tpm=tpm, burst_s=burst_seconds),
+    )
+    with mock:
+        limits = "".join(
+            f"; {name} {value:g}/min" for name, value in (("requests", rpm), ("tokens", tpm)) if value
+        )
+        click.echo(f"Mock Anthropic API on {mock.base_url} ({judge!r}; fault rate {fault_rate:g}{limits})")
+        click.echo(f"  export ANTHROPIC_BASE_URL={mock.base_url} ANTHROPIC_API_KEY=mock")
+        try:
+            if duration > 0:
+                time.sleep(duration)
+            else:
+                while True:
+                    time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    summary = ", ".join(f"{k}={v}" for k, v in sorted(mock.counters.items())) or "no requests"
+    click.echo(f"Stopped. {summary}")

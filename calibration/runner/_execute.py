@@ -1,0 +1,125 @@
+"""One execution of a run: serve the cache hits, then make each distinct request once.
+
+Calls run concurrently under a bound (``concurrency``), or as one Message Batch
+(:mod:`calibration.runner._batch`). Identical requests inside one plan are made once; the
+calls that share a request reuse its reply as cache hits, or its failure.
+
+Retries and rate limits are not handled here: they are the judge's (the SDK retries each
+request, and :class:`calibration.judges._transport.RateGovernor` paces them). A
+:class:`~labeler.errors.JudgeError` reaching this module means the judge gave up on the
+request; it is recorded as a failed call, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from calibration.judges._base import Failure, Judge, Judgement
+from calibration.runner._batch import run_batch
+from calibration.runner._plan import PlannedCall
+from calibration.runner._sink import Ledger
+from labeler.errors import JudgeError
+from labeler.models import Rubric
+
+__all__ = ["Execution"]
+
+
+@dataclass
+class Execution:
+    """One execution of a run: the judge, the run's rubric, and the :class:`Ledger` it books to."""
+
+    judge: Judge
+    rubric: Rubric
+    ledger: Ledger
+
+    async def run(
+        self,
+        pending: list[PlannedCall],
+        hits: Mapping[str, Mapping[str, Any]],
+        *,
+        concurrency: int,
+        batch: bool,
+        poll_interval: float,
+    ) -> None:
+        """Record ``hits`` (cached replies by key), then call for the rest."""
+        if not pending:
+            return
+        ledger = self.ledger
+        keys = ledger.keys
+        store = ledger.sink.store
+        await ledger.sink.put(
+            ledger.record(c, cached=hits[keys[c.call_id]])
+            for c in pending
+            if keys[c.call_id] in hits
+        )
+        leaders: dict[str, PlannedCall] = {}
+        followers: list[PlannedCall] = []
+        for call in pending:
+            key = keys[call.call_id]
+            if key in hits:
+                continue
+            if key in leaders:
+                followers.append(call)
+            else:
+                leaders[key] = call
+        if batch:
+            await run_batch(
+                self.judge, self.rubric, ledger, list(leaders.values()), poll_interval=poll_interval
+            )
+        else:
+            await self.run_concurrent(list(leaders.values()), concurrency=concurrency)
+        if not followers:
+            return
+        # Identical requests were made once; the rest reuse that reply as cache hits.
+        await ledger.sink.flush()
+        hits = await asyncio.to_thread(store.cached_replies, [keys[c.call_id] for c in followers])
+        records = []
+        for call in followers:
+            key = keys[call.call_id]
+            if key in hits:
+                records.append(ledger.record(call, cached=hits[key]))
+            else:
+                failed = ledger.failures.get(key, Failure("api_error", "no reply"))
+                reason = f"identical call {leaders[key].call_id} failed: {failed.reason}"
+                records.append(ledger.record(call, failure=Failure(failed.kind, reason)))
+        await ledger.sink.put(records)
+
+    async def call(self, call: PlannedCall) -> Judgement:
+        """Ask the judge for ``call`` (its own rubric, else the run's)."""
+        rubric = call.rubric or self.rubric
+        if call.kind == "pairwise":
+            assert call.answer_b is not None  # checked by check_plan
+            return await self.judge.compare(
+                call.prompt, call.answer, call.answer_b, rubric, call.format
+            )
+        return await self.judge.score(call.prompt, call.answer, rubric, call.format)
+
+    async def run_concurrent(self, calls: list[PlannedCall], *, concurrency: int) -> None:
+        """Make the calls, at most ``concurrency`` in flight; each result is put as it arrives."""
+        ledger = self.ledger
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(call: PlannedCall) -> None:
+            async with gate:
+                ledger.tally.issued += 1
+                try:
+                    judgement = await self.call(call)
+                except JudgeError as exc:
+                    failure = Failure("api_error", str(exc))
+                    ledger.failures[ledger.keys[call.call_id]] = failure
+                    record = ledger.record(call, failure=failure)
+                else:
+                    record = ledger.record(call, judgement=judgement)
+            await ledger.sink.put([record])
+
+        tasks = [asyncio.create_task(one(call)) for call in calls]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise

@@ -1,0 +1,149 @@
+"""What a run is asked to do: the :class:`PlannedCall` list, each call's request and their hashes.
+
+A call's cache key is the hash of the exact request the judge would send for it (plus the
+judge's hidden settings, if it has any); a plan's hash covers every call id and key, so any
+change of content makes a different plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from calibration.formats import build_call
+from calibration.judges._base import Format, Judge, JudgeCall, Kind
+from labeler.models import Rubric
+
+__all__ = [
+    "Order",
+    "PlannedCall",
+    "build_request",
+    "cache_key_for",
+    "check_plan",
+    "judge_identity",
+    "plan_hash",
+]
+
+Order = Literal["AB", "BA"]
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """One judge call a probe wants made, with the design facts needed to analyse it.
+
+    Attributes:
+        call_id: Stable id of the call within its plan (same options -> same ids).
+        kind: ``"pointwise"`` (score ``answer``) or ``"pairwise"`` (``answer`` shown first,
+            ``answer_b`` second).
+        format: The scoring format.
+        prompt: The task the answers respond to.
+        answer: The answer scored, or the answer shown first (slot A).
+        answer_b: The answer shown second (slot B); ``None`` for pointwise calls.
+        probe: The probe (bias) the call belongs to.
+        arm: The probe arm (``"baseline"``, ``"decorated"``, ``"original"``, ``"padded"``...).
+        trial: Trial number within the probe (calls of one trial are compared together).
+        order: ``"AB"`` or ``"BA"``: which presentation order of the trial's two answers.
+        task_id: The task or pair the call judges.
+        answer_id: Id of ``answer``.
+        answer_b_id: Id of ``answer_b``.
+        meta: Further design facts for the evidence row (JSON-serialisable), e.g.
+            ``target_slot``: the shown slot holding the answer the probe varies.
+        rubric: The rubric for this call; ``None`` uses the run's rubric.
+    """
+
+    call_id: str
+    kind: Kind
+    format: Format
+    prompt: str
+    answer: str
+    answer_b: str | None = None
+    probe: str = ""
+    arm: str = ""
+    trial: int = 0
+    order: Order | None = None
+    task_id: str | None = None
+    answer_id: str | None = None
+    answer_b_id: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    rubric: Rubric | None = None
+
+    def design_meta(self) -> dict[str, Any]:
+        """``meta`` plus the lengths of the answers shown (characters and words)."""
+        out = dict(self.meta)
+        out.setdefault("len_a", len(self.answer))
+        out.setdefault("words_a", len(self.answer.split()))
+        if self.answer_b is not None:
+            out.setdefault("len_b", len(self.answer_b))
+            out.setdefault("words_b", len(self.answer_b.split()))
+        return out
+
+
+# -- requests and their keys ------------------------------------------------------------
+
+def judge_identity(judge: Judge) -> str:
+    """What, besides the request, decides a judge's reply.
+
+    A real model is identified by its model id, which is already in the request. A judge
+    with hidden settings (the fake judge's bias knobs and seed) exposes them as
+    ``cache_identity``; they are folded into the cache key so that two differently
+    configured fake judges never share cached replies.
+    """
+    identity = getattr(judge, "cache_identity", None)
+    if callable(identity):
+        identity = identity()
+    return "" if identity is None else str(identity)
+
+
+def build_request(judge: Judge, rubric: Rubric, call: PlannedCall) -> JudgeCall:
+    """The exact request ``judge`` would send for ``call`` (for its cache key and for batches).
+
+    A judge that builds its own requests (a ``build(kind, fmt, rubric, prompt, answers)``
+    method, as the fake and Anthropic judges have) is asked; otherwise the request is
+    :func:`calibration.formats.build_call` with the judge's ``params``.
+    """
+    answers = [call.answer] if call.answer_b is None else [call.answer, call.answer_b]
+    chosen = call.rubric or rubric
+    builder = getattr(judge, "build", None)
+    if callable(builder):
+        built = builder(call.kind, call.format, chosen, call.prompt, answers)
+        if isinstance(built, JudgeCall):
+            return built
+    return build_call(
+        call.kind,
+        call.format,
+        judge.model,
+        chosen,
+        call.prompt,
+        answers,
+        dict(getattr(judge, "params", None) or {}),
+    )
+
+
+def cache_key_for(judge: Judge, rubric: Rubric, call: PlannedCall) -> str:
+    """The content hash the cache is keyed on: the request's hash plus the judge's identity."""
+    base = build_request(judge, rubric, call).cache_key
+    identity = judge_identity(judge)
+    if not identity:
+        return base
+    return hashlib.sha256(f"{base}\n{identity}".encode()).hexdigest()
+
+
+def plan_hash(plan: Sequence[PlannedCall], keys: Mapping[str, str]) -> str:
+    """Hash of a plan: its call ids and the cache key of each (so any change of content shows)."""
+    digest = hashlib.sha256()
+    for call in plan:
+        digest.update(f"{call.call_id}\t{keys[call.call_id]}\n".encode())
+    return digest.hexdigest()
+
+
+def check_plan(plan: Sequence[PlannedCall]) -> None:
+    """Refuse a plan with a repeated call id or a pairwise call without its second answer."""
+    seen: set[str] = set()
+    for call in plan:
+        if call.call_id in seen:
+            raise ValueError(f"run_plan: call_id {call.call_id!r} appears twice in the plan")
+        seen.add(call.call_id)
+        if call.kind == "pairwise" and call.answer_b is None:
+            raise ValueError(f"run_plan: pairwise call {call.call_id!r} has no answer_b")

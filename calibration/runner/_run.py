@@ -1,0 +1,223 @@
+"""Run a plan: open or resume the run, execute it, write the evidence, sum it up.
+
+:func:`arun_plan` is the entry point (:func:`run_plan` its synchronous twin); the package
+docstring (:mod:`calibration.runner`) says what a run guarantees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from calibration.journal import Journal, recover
+from calibration.judges._base import Judge
+from calibration.runner._batch import check_batch_judge
+from calibration.runner._execute import Execution
+from calibration.runner._plan import PlannedCall, cache_key_for, check_plan, plan_hash
+from calibration.runner._records import reorder_evidence, write_evidence
+from calibration.runner._sink import Ledger, Sink
+from calibration.runner._summary import RunSummary, Tally, progress_bar
+from labeler.errors import InputError
+from labeler.models import Rubric
+from labeler.store import JudgementRecord, Store
+
+__all__ = ["arun_plan", "run_plan"]
+
+
+def _new_run_id(phash: str) -> str:
+    # Time for the reader, plan prefix for grouping, random tail so two runs of one plan
+    # started in the same second never share an id.
+    return f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{phash[:6]}-{secrets.token_hex(3)}"
+
+
+def _resolve_run(
+    store: Store, phash: str, resume: str | None, new_run_id: str | None
+) -> tuple[str, bool]:
+    """Which run to write to: the one named, the newest unfinished run of this plan, or new."""
+    if resume is not None:
+        run = store.judge_run(resume)
+        if run is None:
+            raise InputError(
+                f"there is no judge run {resume!r} in {store.path}",
+                fix="check the run id printed by the interrupted command, and pass the same --db.",
+            )
+        if run.get("plan_hash") != phash:
+            raise InputError(
+                f"run {resume!r} was made with a different plan (other dataset, options, "
+                "judge or rubric), so resuming it would mix two experiments",
+                fix="re-run with exactly the options of the interrupted run, or drop --resume "
+                "to start a new run.",
+            )
+        return resume, True
+    if new_run_id is None:
+        unfinished = store.unfinished_runs(phash)
+        if not unfinished.empty:
+            return str(unfinished.iloc[0]["run_id"]), True
+    return new_run_id or _new_run_id(phash), False
+
+
+async def arun_plan(
+    plan: Sequence[PlannedCall],
+    judge: Judge,
+    store: Store,
+    *,
+    rubric: Rubric,
+    judge_kind: str,
+    evidence: str | os.PathLike[str] | None = None,
+    run_id: str | None = None,
+    resume: str | None = None,
+    concurrency: int = 16,
+    batch: bool = False,
+    progress: bool | None = None,
+    params: Mapping[str, Any] | None = None,
+    flush_interval: float = 0.25,
+    flush_size: int = 64,
+    poll_interval: float = 30.0,
+) -> RunSummary:
+    """Execute ``plan`` with ``judge``, recording every result; see :mod:`calibration.runner`.
+
+    Args:
+        plan: The calls to make (ids unique).
+        judge: The judge back-end.
+        store: The project database (cache, resume state and results).
+        rubric: The rubric the judge is given (the text raters see).
+        judge_kind: ``"anthropic"``, ``"fake"``... (recorded with the run).
+        evidence: JSONL evidence file to write (rewritten from the database at the end).
+        run_id: Id for a new run (default: generated). A run of the same plan that did not
+            finish is continued instead unless ``run_id`` is given.
+        resume: Continue this run; it must have been made with the same plan.
+        concurrency: Most calls in flight at once.
+        batch: Submit the uncached calls as one Message Batch (the judge must support it).
+        progress: Show a progress bar (default: only when stderr is a terminal).
+        params: The command's options, stored with the run.
+        flush_interval: Longest time a finished result waits before it is written.
+        flush_size: Results written per transaction at most.
+        poll_interval: Seconds between batch status polls.
+
+    Returns:
+        The :class:`RunSummary`.
+
+    Raises:
+        InputError: ``resume`` names no run, or a run made with a different plan.
+        ValueError: Duplicate call ids, ``concurrency < 1``, or ``batch`` with a judge that
+            has no batch methods.
+    """
+    check_plan(plan)
+    if concurrency < 1:
+        raise ValueError(f"run_plan: concurrency must be at least 1; got {concurrency!r}")
+    if batch:
+        check_batch_judge(judge)
+    started = time.monotonic()
+    keys = {call.call_id: cache_key_for(judge, rubric, call) for call in plan}
+    phash = plan_hash(plan, keys)
+    evidence_path = Path(evidence) if evidence is not None else None
+    # Set-up reads and writes share one unit of work (one open of the file, not four).
+    with store.connection():
+        # Results a killed execution had received but not yet committed go in first, so
+        # that nothing it paid for is asked again.
+        recover(store)
+        rid, resumed = _resolve_run(store, phash, resume, run_id)
+        store.start_judge_run(
+            rid,
+            judge_kind=judge_kind,
+            model=judge.model,
+            family=judge.family,
+            rubric_id=rubric.rubric_id,
+            rubric_version=rubric.version,
+            params=dict(params or {}),
+            plan_hash=phash,
+            n_planned=len(plan),
+            evidence_path=None if evidence_path is None else str(evidence_path),
+        )
+        answered = store.answered_calls(rid)
+        pending = [call for call in plan if call.call_id not in answered]
+        hits = store.cached_replies({keys[c.call_id] for c in pending})
+
+    tally = Tally()
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = progress_bar(show)
+    task_id = bar.add_task(
+        "judging", total=len(plan), completed=len(plan) - len(pending), spend=0.0, unpriced=0
+    )
+
+    def on_write(records: Sequence[JudgementRecord]) -> None:
+        tally.add(records)
+        bar.update(task_id, advance=len(records), spend=tally.cost_usd, unpriced=tally.unpriced)
+
+    if evidence_path is not None:
+        evidence_path.parent.mkdir(parents=True, exist_ok=True)
+        if not resumed:
+            evidence_path.write_text("", encoding="utf-8")
+    sink = Sink(
+        store,
+        evidence_path,
+        model=judge.model,
+        judge_family=judge.family,
+        flush_interval=flush_interval,
+        flush_size=flush_size,
+        on_write=on_write,
+        journal=Journal.open(store, rid),
+    )
+    with bar:
+        ticker = asyncio.create_task(sink.ticker())
+        try:
+            ledger = Ledger(rid, sink, tally, keys, {call.call_id: i for i, call in enumerate(plan)})
+            execution = Execution(judge, rubric, ledger)
+            await execution.run(
+                pending, hits, concurrency=concurrency, batch=batch, poll_interval=poll_interval
+            )
+        finally:
+            ticker.cancel()
+            # Whatever finished is written even when the run is failing or cancelled, and a
+            # write the cancelled ticker started is waited for before the run is counted.
+            try:
+                await sink.flush()
+                await sink.drain()
+            finally:
+                sink.close_journal()
+    with store.connection():
+        counts = store.run_counts(rid)
+        finished = counts["answered_or_failed"] - counts["errors"] >= len(plan)
+        if finished:
+            store.finish_judge_run(rid)
+        if evidence_path is not None and not (
+            not resumed and reorder_evidence(evidence_path, {c.call_id: i for i, c in enumerate(plan)})
+        ):
+            write_evidence(store, rid, evidence_path)
+        samples: tuple[str, ...] = ()
+        if counts["errors"]:
+            frame = store.run_judgements(rid)
+            failed = frame[frame["status"] == "error"]
+            samples = tuple(
+                f"{row.call_id}: {row.error}" for row in failed.head(5).itertuples(index=False)
+            )
+    return RunSummary(
+        run_id=rid,
+        planned=len(plan),
+        answered_before=len(plan) - len(pending),
+        issued=tally.issued,
+        parsed=int(counts["parsed"]),
+        parse_failures=int(counts["parse_failures"]),
+        errors=int(counts["errors"]),
+        cached=int(counts["cached"]),
+        cost_usd=tally.cost_usd,
+        input_tokens=tally.input_tokens,
+        output_tokens=tally.output_tokens,
+        elapsed_s=time.monotonic() - started,
+        resumed=resumed,
+        finished=finished,
+        evidence_path=None if evidence_path is None else str(evidence_path),
+        error_samples=samples,
+    )
+
+
+def run_plan(plan: Sequence[PlannedCall], judge: Judge, store: Store, **kwargs: Any) -> RunSummary:
+    """Synchronous :func:`arun_plan` (same arguments)."""
+    return asyncio.run(arun_plan(plan, judge, store, **kwargs))

@@ -1,0 +1,109 @@
+"""Building the judge a command runs: the ``--judge-spec`` option, the Anthropic and fake judges.
+
+Shared by the verbs that call a judge (``estimate``, ``probe``, ``score``), so that the same
+options make the same judge, and so the same requests and cache keys, whichever verb runs it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from calibration.judges import DEFAULT_MODEL as JUDGE_DEFAULT_MODEL
+from calibration.judges import AnthropicJudge, FakeJudge
+from calibration.spec import JudgeSpec, load_spec
+from labeler.errors import InputError
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "FAKE_FAMILY",
+    "anthropic_judge",
+    "api_key",
+    "default_fake_judge",
+    "have_api",
+    "judge_spec_option",
+    "resolve_judge_spec",
+    "spec_settings",
+]
+
+DEFAULT_MODEL = JUDGE_DEFAULT_MODEL
+"""The judge model when ``--model`` is not given: the Anthropic judge's default (a current Sonnet
+that still accepts ``temperature=0``, so verdicts are reproducible)."""
+
+_NO_KEY = "judgelab-no-key"
+# A stand-in key for an AnthropicJudge that only builds requests (estimates) or talks to a
+# local --base-url server; a real endpoint would answer it with 401.
+
+FAKE_FAMILY = "claude"
+"""The fake judge's own family (so the byline probe has an own family to respond to)."""
+
+
+def api_key() -> str:
+    """``ANTHROPIC_API_KEY``, else a stand-in key (for request building or a local ``--base-url``)."""
+    return os.environ.get("ANTHROPIC_API_KEY") or _NO_KEY
+
+
+def have_api(base_url: str | None) -> bool:
+    """Whether a judge could reach an API: a ``--base-url`` or ``ANTHROPIC_API_KEY`` is set."""
+    return bool(base_url or os.environ.get("ANTHROPIC_API_KEY"))
+
+
+def anthropic_judge(
+    model: str, base_url: str | None, concurrency: int = 8, max_retries: int = 6,
+    spec: JudgeSpec | None = None, timeout: float = 60.0,
+) -> AnthropicJudge:
+    """The real judge. The key comes from ``ANTHROPIC_API_KEY``.
+
+    With only a ``--base-url`` (a local mock server) a stand-in key is sent. A judge ``spec``
+    gives the prompt, the verdict rules and the family, temperature and reply budget.
+
+    Raises:
+        InputError: Neither ``ANTHROPIC_API_KEY`` nor ``base_url`` is set.
+    """
+    if not have_api(base_url):
+        raise InputError(
+            "the anthropic judge needs ANTHROPIC_API_KEY in the environment (or --base-url)",
+            fix="export ANTHROPIC_API_KEY=..., or try the built-in fake: --judge fake.",
+        )
+    return AnthropicJudge(
+        model, api_key=api_key(), base_url=base_url, max_concurrency=concurrency, max_retries=max_retries,
+        timeout=timeout, **spec_settings(spec),
+    )
+
+
+def default_fake_judge(seed: int, spec: JudgeSpec | None = None) -> FakeJudge:
+    """The built-in fake judge without injected biases: the spec's family, else :data:`FAKE_FAMILY`."""
+    return FakeJudge(seed=seed, family=(spec.family if spec else None) or FAKE_FAMILY, spec=spec)
+
+
+def spec_settings(spec: JudgeSpec | None) -> dict[str, Any]:
+    """The Anthropic judge's settings a judge spec sets (only those it names)."""
+    if spec is None:
+        return {}
+    named = {"temperature": spec.temperature, "max_tokens": spec.max_tokens, "family": spec.family}
+    return {"spec": spec, **{k: v for k, v in named.items() if v is not None}}
+
+
+def resolve_judge_spec(path: str | None, model: str) -> tuple[JudgeSpec | None, str]:
+    """The ``--judge-spec`` file loaded, and the model: ``--model`` when given, else the spec's.
+
+    Reads the current click context to tell a ``--model`` given on the command line from its
+    default, so call it from inside a command.
+    """
+    if path is None:
+        return None, model
+    spec = load_spec(path)
+    source = click.get_current_context().get_parameter_source("model")
+    given = source is not None and source is not click.core.ParameterSource.DEFAULT
+    return spec, model if given or spec.model is None else spec.model
+
+
+def judge_spec_option(func: Any) -> Any:
+    """``--judge-spec PATH``: run the team's judge spec instead of judgelab's built-in prompt."""
+    return click.option(
+        "--judge-spec", "judge_spec", default=None, type=click.Path(dir_okay=False),
+        help="A judge spec (TOML: the team's prompt, examples, references, verdict format; see "
+        "data/judge_spec.toml) to run instead of judgelab's built-in prompt.",
+    )(func)
