@@ -14,6 +14,16 @@ a **repeated confidence interval** of a stated alpha-spending plan
 (:mod:`calibration.active._spending`): valid at every look at once, so the team may look after
 every batch and stop at the first one whose interval meets the target.
 
+What it buys depends on how much the judge's score says about where humans disagree
+(``bench/active_economy.py``, 200 simulated pools per cell, target ±5 pp, 4,000 tasks): at 85%
+agreement the active design with its stopping rule used 0.92x the labels a simple random sample
+needs at its best fixed size on a 1-5 judge and 0.83x on a 0-100 judge (0.80x and 0.73x of a
+random sample under the same stopping rule), covering 94.5-97.5%; today's stratified design at
+its best fixed size used 0.83-0.85x but has no stopping rule. At 70% agreement the judge says
+little (0.99-1.05x); at 95% a first batch planned from the default disagreement of 0.2 is larger
+than needed (1.30x on 1-5, 0.97x on 0-100). Simple random samples looked at every 20 labels
+covered only 74-77% at 95% agreement; the active design's final interval covered 94.5-98%.
+
 The modules:
 
 * ``_model``: predicted human labels (:func:`predict_humans`), the uncertainty a label would

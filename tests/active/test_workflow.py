@@ -134,9 +134,11 @@ def test_batches_wait_for_labels_then_learn_from_them_and_stop_at_the_target(sto
     assert gap is not None and gap.interval.startswith("repeated CI")
     assert gap.estimate == pytest.approx(status.figures.gap.estimate)
     store.release()
-    result = CliRunner().invoke(main, ["calibrate", "--db", str(store.path)])
+    out = store.path.parent / "report.md"
+    result = CliRunner().invoke(main, ["calibrate", "--db", str(store.path), "--out", str(out)])
     assert result.exit_code == 0, result.stderr
     assert "active AIPW" in result.stdout and "repeated 95% confidence intervals" in result.stdout
+    assert "active AIPW" in out.read_text()
 
 
 def test_simulated_raters_get_no_active_batch(store: Store) -> None:
