@@ -136,27 +136,27 @@ def test_sigkill_mid_import_leaves_whole_batches_only(tmp_path: Path) -> None:
 def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(tmp_path: Path) -> None:
     # The real thing: `streamlit run judgelab/app.py`, a rater in chromium submitting from the
     # keyboard, and the server killed with SIGKILL right after a submit key press.
-    browser_tests = pytest.importorskip("tests.browser.test_blinding_access")
-    e2e = pytest.importorskip("tests.browser.test_e2e_rater")
+    bt = pytest.importorskip("tests.browser.conftest")
     pool = build_pool(tmp_path / "app.duckdb", n_tasks=10, per_task=2)
     store = pool.store
     (rater, token), = add_raters(store, 1)
     store.assign_k(pool.answer_ids, 1, [rater.rater_id], seed=4)
     total = len(pool.answer_ids)
     acknowledged = random.Random(8).randint(3, 6)
-    with e2e.playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=e2e.CHROMIUM, args=e2e.CHROMIUM_ARGS)
+    with bt.playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=bt.CHROMIUM, args=bt.CHROMIUM_ARGS)
         try:
-            proc, url = browser_tests._serve(pool.path)
+            server = bt.serve(pool.path)
+            proc = server.proc
             try:
-                page, _ = e2e._open(browser, f"{url}/?t={token}")
+                page, _ = bt.open_page(browser, f"{server.url}/?t={token}")
                 for n in range(1, acknowledged + 2):
                     page.keyboard.press("4")
-                    e2e._expect_text(page, "Overall: 4")
+                    bt.expect_text(page, "Overall: 4")
                     page.keyboard.press("Control+Enter")
                     if n <= acknowledged:
                         # What the rater sees is the acknowledgement: the count moved on.
-                        e2e._expect_text(page, f"{n} of {total} done")
+                        bt.expect_text(page, f"{n} of {total} done")
                 proc.send_signal(signal.SIGKILL)  # while the last submit is in flight
                 proc.wait(30)
                 assert proc.returncode == -signal.SIGKILL
@@ -173,18 +173,17 @@ def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(tmp_pa
             assert stored["assignment_id"].is_unique
 
             # A restarted server resumes where the database says the rater is.
-            proc, url = browser_tests._serve(pool.path)
+            server = bt.serve(pool.path)
             try:
-                page, _ = e2e._open(browser, f"{url}/?t={token}")
-                e2e._expect_text(page, f"{len(stored)} of {total} done")
+                page, _ = bt.open_page(browser, f"{server.url}/?t={token}")
+                bt.expect_text(page, f"{len(stored)} of {total} done")
                 page.keyboard.press("4")
-                e2e._expect_text(page, "Overall: 4")
+                bt.expect_text(page, "Overall: 4")
                 page.keyboard.press("Control+Enter")
-                e2e._expect_text(page, f"{len(stored) + 1} of {total} done")
+                bt.expect_text(page, f"{len(stored) + 1} of {total} done")
                 page.close()
             finally:
-                proc.terminate()
-                proc.wait(30)
+                server.stop()
         finally:
             browser.close()
 
