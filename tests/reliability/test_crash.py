@@ -151,6 +151,9 @@ def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(tmp_pa
             try:
                 page, _ = bt.open_page(browser, f"{server.url}/?t={token}")
                 for n in range(1, acknowledged + 2):
+                    # The form listens for keys once its component has mounted, a moment
+                    # after the script has finished: wait for its status line.
+                    bt.expect_text(page, "Overall: not given yet")
                     page.keyboard.press("4")
                     bt.expect_text(page, "Overall: 4")
                     page.keyboard.press("Control+Enter")
@@ -177,6 +180,7 @@ def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(tmp_pa
             try:
                 page, _ = bt.open_page(browser, f"{server.url}/?t={token}")
                 bt.expect_text(page, f"{len(stored)} of {total} done")
+                bt.expect_text(page, "Overall: not given yet")
                 page.keyboard.press("4")
                 bt.expect_text(page, "Overall: 4")
                 page.keyboard.press("Control+Enter")
