@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -23,11 +24,23 @@ _AI_PHRASES = (
 )
 
 
-def _name_pattern(extra_names: Iterable[str]) -> re.Pattern[str]:
+@functools.lru_cache(maxsize=64)
+def _patterns(extra_names: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The names pattern and the "created by <name>" pattern for one set of extra names.
+
+    Compiled once per set: an import checks every answer against the same names.
+    """
     names = [*KNOWN_NAMES, *(re.escape(n) for n in extra_names if n and len(n) >= 3)]
     # Longest first so "GPT-5" wins over "GPT".
     names.sort(key=len, reverse=True)
-    return re.compile(r"(?<![\w-])(?:" + "|".join(names) + r")(?![\w])", re.IGNORECASE)
+    by_names = re.compile(r"(?<![\w-])(?:" + "|".join(names) + r")(?![\w])", re.IGNORECASE)
+    # "created by <maker>": the phrase names the author as much as the name does.
+    by = re.compile(r"\b(?:created|developed|trained|built|made|designed|powered) by (?:the )?(?:team at )?"
+                    + by_names.pattern, re.IGNORECASE)
+    return by_names, by
+
+
+_PHRASES = tuple(re.compile(p, re.IGNORECASE) for p in _AI_PHRASES)
 
 
 def detect_self_identifying(
@@ -42,15 +55,16 @@ def detect_self_identifying(
 
     Returns:
         Sorted, non-overlapping ``(start, end, matched_text)`` spans; empty when none.
+
+    Examples:
+        >>> detect_self_identifying("As an AI developed by OpenAI, I can help.")
+        [(0, 28, 'As an AI developed by OpenAI')]
     """
     spans: list[tuple[int, int]] = []
-    for pattern in _AI_PHRASES:
-        spans += [(m.start(), m.end()) for m in re.finditer(pattern, text, re.IGNORECASE)]
-    names = _name_pattern(extra_names)
+    for pattern in _PHRASES:
+        spans += [(m.start(), m.end()) for m in pattern.finditer(text)]
+    names, by = _patterns(tuple(sorted(set(extra_names))))
     spans += [(m.start(), m.end()) for m in names.finditer(text)]
-    # "created by <maker>": the phrase names the author as much as the name does.
-    by = re.compile(r"\b(?:created|developed|trained|built|made|designed|powered) by (?:the )?(?:team at )?"
-                    + names.pattern, re.IGNORECASE)
     spans += [(m.start(), m.end()) for m in by.finditer(text)]
     return merge_spans(text, spans)
 

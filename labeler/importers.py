@@ -32,7 +32,6 @@ from labeler._rows import (
     read_rows,
     restore,
 )
-from labeler.blinding import detect_self_identifying
 from labeler.errors import InputError
 from labeler.models import Answer, Criterion, Pair, Rubric, Task
 from labeler.scales import SCALES, format_range
@@ -280,12 +279,8 @@ def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset()) -> tu
                 f"parent answer {parent!r} of {answer_id!r} is neither in this file nor in the database",
                 file=rows.file, row=i, column="parent_answer_id", fix="import the parent answer first.",
             )
-    # Self-identifying spans, looking for the pool's own family and model names as well.
-    names = {a.family for a in answers} | {a.model for a in answers}
-    answers = [
-        Answer(**{**a.__dict__, "self_id_spans": tuple(detect_self_identifying(a.text, names))})
-        for a in answers
-    ]
+    # Self-identifying spans are found by Store.add_pool, the one path every answer text takes
+    # into the store (with this file's and the stored pool's family and model names).
     return list(tasks.values()), answers
 
 
