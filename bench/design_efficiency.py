@@ -21,7 +21,10 @@ strata where there is a design):
 For each it prints the mean **reported** 95% half-width of the gap at several label counts, the
 labels each needs to match simple random sampling's reported half-width at ``--n`` (a straight
 line through log half-width against log labels), the design's predicted half-width next to its
-mean reported one, and the realised power of a design planned for ``--min-gap`` at 80% power.
+mean reported one, and the realised power of a design planned for ``--min-gap`` at 80% power;
+then the same for the pilot plan averaged over 40 fresh pilots, because one pilot of 100 tasks
+is itself a sample: it can over- or under-state the spread, and a plan is only as calibrated as
+its pilots are on average.
 """
 
 from __future__ import annotations
@@ -173,6 +176,7 @@ def main() -> None:
     print()
     for name, (frame, model) in plans.items():
         _power(name, frame, pool, model, gap, reps)
+    _power_over_pilots(pool, gap, pilots=10 if args.quick else 40, reps=reps // 2)
     print(f"'covers pool truth' is over 95% by the finite-population share (the intervals are for the "
           f"judge, not this pool; no correction is applied). {time.perf_counter() - started:.0f} s")
 
@@ -189,6 +193,30 @@ def _power(name: str, frame: pd.DataFrame, pool: pd.DataFrame, model: PlanningMo
     se = math.sqrt(power * (1 - power) / len(est))
     print(f"Power, {name}: planned 0.80 for a {gap:.2f} pp gap -> {plan.target.labels_needed} labels; realised "
           f"{power:.3f} (Monte Carlo se {se:.3f}) over {len(est)} draws.")
+
+
+def _power_over_pilots(pool: pd.DataFrame, gap: float, *, pilots: int, reps: int) -> None:
+    """The pilot plan's power over many pilots: one pilot is itself a sample and can mislead."""
+    realised, ratios, labels = [], [], []
+    for k in range(pilots):
+        tasks = np.random.default_rng([2, k]).choice(pool["task_id"].unique(), 100, replace=False)
+        frame = pool.assign(human_pass=np.where(pool["task_id"].isin(tasks), pool["truth"], np.nan))
+        model = planning_model(stratify_pool(frame))
+        plan = design_sample(frame, n=100, allocation="gap", strata=["judge_bin"], own_family="own", overlap=0.0,
+                             model=model, min_gap=gap, rng=k)
+        assert plan.target is not None
+        d = design_sample(frame, n=plan.target.labels_needed, allocation="gap", strata=["judge_bin"],
+                          own_family="own", overlap=0.0, model=model, rng=k)
+        est = design_reported(d, pool, reps)
+        realised.append(float(np.mean([not e.covers(0.0) for e in est])))
+        ratios.append(float(np.mean([e.half_width for e in est])) / d.precision.gap_half_width)
+        labels.append(plan.target.labels_needed)
+    power = float(np.mean(realised))
+    se = float(np.std(realised, ddof=1) / math.sqrt(pilots))
+    print(f"Power over {pilots} pilots of 100 tasks each, planned 0.80 for a {gap:.2f} pp gap: realised "
+          f"{power:.3f} on average (se {se:.3f}; {min(realised):.2f}-{max(realised):.2f} by pilot), labels planned "
+          f"{int(np.median(labels))} (median; {min(labels)}-{max(labels)}), reported/predicted half-width "
+          f"{np.mean(ratios):.3f} on average ({min(ratios):.2f}-{max(ratios):.2f}); {reps} draws per pilot.")
 
 
 if __name__ == "__main__":
