@@ -488,19 +488,14 @@ def active_status(
     Returns:
         The :class:`ActiveStatus`, or ``None`` when there is no active design.
     """
-    if design_id is None:
-        opened = _open_design(store)
-        if opened is None:
-            return None
-        design_id = opened[0]
-    params, batches, draws = store.active_design(design_id)
-    pool = _stored_pool(draws, params["paired"])
-    human, _, flagged = _labels(store, pool)
-    batches = _batch_progress(batches, draws, pool, human, flagged)
-    base: dict[str, Any] = {"design_id": design_id, "params": params, "batches": batches,
+    stored = _read(store, design_id)
+    if stored is None:
+        return None
+    params, pool, human, flagged, batches = stored.params, stored.pool, stored.human, stored.flagged, stored.progress
+    base: dict[str, Any] = {"design_id": stored.design_id, "params": params, "batches": batches,
                             "minutes_per_label": float(params["minutes_per_label"]),
                             "pool_answers": int(pool.answer_id.size), "excluded": int(flagged.sum())}
-    data = load_active(store, design_id)
+    data = _labelled(stored)
     if data is None:
         return _before_first_look(base, batches)
     figures = active_figures(store, data, scale="pass", interval=interval)
@@ -633,6 +628,26 @@ def load_active(store: Store, design_id: str | None = None) -> ActiveData | None
     A batch counts when every answer it drew is labelled (or flagged unrateable), and so do the
     batches before it.
     """
+    stored = _read(store, design_id)
+    return None if stored is None else _labelled(stored)
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """An active design as stored, with its pool's labels and each batch's progress (read once)."""
+
+    design_id: str
+    params: dict[str, Any]
+    batches: pd.DataFrame
+    draws: pd.DataFrame
+    pool: ActivePool
+    human: np.ndarray
+    flagged: np.ndarray
+    progress: pd.DataFrame
+
+
+def _read(store: Store, design_id: str | None) -> _Stored | None:
+    """The newest (or the given) active design and the labels so far; ``None`` without one."""
     if design_id is None:
         opened = _open_design(store)
         if opened is None:
@@ -641,15 +656,23 @@ def load_active(store: Store, design_id: str | None = None) -> ActiveData | None
     params, batches, draws = store.active_design(design_id)
     pool = _stored_pool(draws, params["paired"])
     human, _, flagged = _labels(store, pool)
-    done = _batch_progress(batches, draws, pool, human, flagged)["complete"].to_numpy(dtype=bool)
+    return _Stored(design_id=design_id, params=params, batches=batches, draws=draws, pool=pool, human=human,
+                   flagged=flagged, progress=_batch_progress(batches, draws, pool, human, flagged))
+
+
+def _labelled(stored: _Stored) -> ActiveData | None:
+    """The labelled batches of ``stored`` (every batch up to the first incomplete one)."""
+    done = stored.progress["complete"].to_numpy(dtype=bool)
     looks = int(np.argmin(done)) if not done.all() else len(done)
     if looks == 0:
         return None
-    keep = ~draws["answer_id"].isin(set(pool.answer_id[flagged].tolist())).to_numpy()
+    draws, batches = stored.draws, stored.batches
+    keep = ~draws["answer_id"].isin(set(stored.pool.answer_id[stored.flagged].tolist())).to_numpy()
     frame = draws[keep & (draws["batch"] <= looks).to_numpy()]
     weights = batches[batches["batch"] <= looks][["batch", "weight"]]
-    return ActiveData(design_id=design_id, params=params, draws=ActiveDraws.from_frame(frame, weights),
-                      batches=len(batches), excluded=int(flagged.sum()))
+    return ActiveData(design_id=stored.design_id, params=stored.params,
+                      draws=ActiveDraws.from_frame(frame, weights), batches=len(batches),
+                      excluded=int(stored.flagged.sum()))
 
 
 def active_figures(
