@@ -101,3 +101,18 @@ def test_demo_builds_a_database_with_links(tmp_path: Path) -> None:
     assert len(judged) == 140 and judged["parse_error"].isna().all()
     code, _, err = run("demo", "--no-serve", "--db", str(db))
     assert code == 2 and "already exists" in err
+
+
+def test_a_reading_verb_refuses_a_database_that_does_not_exist(tmp_path: Path) -> None:
+    # A mistyped --db (or a forgotten one) used to open a new, empty database: `export` then
+    # wrote an empty file and `calibrate` reported nothing, as if the project had no labels.
+    missing = tmp_path / "typo.duckdb"
+    for args in (["export", "labels", "--out", str(tmp_path / "l.csv")], ["position"], ["raters", "list"]):
+        result = CliRunner().invoke(main, [*args, "--db", str(missing)])
+        assert result.exit_code == 2, (args, result.output)
+        assert f"there is no project database at {missing}" in result.stderr
+        assert "judgelab init" in result.stderr
+        assert not missing.exists() and not (tmp_path / "l.csv").exists()
+    # Verbs that start a project still create it.
+    assert CliRunner().invoke(main, ["init", "--db", str(missing)]).exit_code == 0
+    assert CliRunner().invoke(main, ["raters", "list", "--db", str(missing)]).exit_code == 0

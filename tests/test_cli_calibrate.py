@@ -89,6 +89,7 @@ def test_errors_are_one_problem_line_and_one_fix_line_and_exit_2(simulated_db: B
                        "--out", str(tmp_path / "r.md"))
     assert code == 2 and err.startswith("judgelab: error: no judge run 'nope'") and err.count("\n") == 2
     assert err.splitlines()[1].startswith("Fix: ")
+    assert run("init", "--db", str(tmp_path / "empty.duckdb"))[0] == 0  # a project with no judge run yet
     code, _, err = run("calibrate", "--db", str(tmp_path / "empty.duckdb"), "--out", str(tmp_path / "r.md"))
     assert code == 2 and "no judge run with pointwise judgements" in err
     code, _, err = run("formats", "--db", str(simulated_db.store.path), "--reference", "vibes")

@@ -93,6 +93,7 @@ def test_design_errors_are_one_line_and_exit_2(db: str) -> None:
 
 
 def test_design_on_an_empty_database_says_what_to_do(tmp_path: Path) -> None:
+    Store(tmp_path / "empty.duckdb").release()  # a project with no answers yet
     code, _, err = run("--db", str(tmp_path / "empty.duckdb"), "--n", "10")
     assert code == 2
     assert "no answers" in err and "judgelab import answers" in err

@@ -148,6 +148,7 @@ def test_probe_and_estimate_take_a_judge_spec(tmp_path: Path) -> None:
 
 def test_score_refuses_two_answer_sets_and_a_bad_spec(tmp_path: Path) -> None:
     db = str(tmp_path / "p.duckdb")
+    Store(db).release()
     both = CliRunner().invoke(main, ["score", "--judge", "fake", "--all", "--labelled", "--db", db])
     assert both.exit_code == 2 and "choose one answer set" in both.output
     bad = CliRunner().invoke(main, ["score", "--judge", "fake", "--judge-spec",

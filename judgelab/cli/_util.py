@@ -9,18 +9,43 @@ from typing import Any, TypeVar
 
 import click
 
-from labeler.errors import JudgelabError
+from labeler.errors import InputError, JudgelabError
+from labeler.store import resolve_db_path
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def db_option(func: F) -> F:
-    """``--db PATH``: the project database (else ``$JUDGELAB_DB``, else ``./judgelab.duckdb``)."""
+    """``--db PATH`` for a verb that reads a project: the database must exist already.
+
+    Without this check a mistyped path (or a forgotten ``--db``) would open a new, empty
+    database and the verb would report nothing, or export an empty file, as if that were so.
+    """
+    return _db_option(func, must_exist=True)
+
+
+def new_db_option(func: F) -> F:
+    """``--db PATH`` for a verb that may start a project (init, import, probe, ...): created if absent."""
+    return _db_option(func, must_exist=False)
+
+
+def _db_option(func: F, *, must_exist: bool) -> F:
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        path = resolve_db_path(value)
+        if must_exist and not path.exists():
+            raise InputError(
+                f"there is no project database at {path}",
+                fix="pass --db FILE (or set JUDGELAB_DB) to the project's database, or start one with "
+                    "`judgelab init` (or `judgelab demo`).",
+            )
+        return value
+
     return click.option(
         "--db",
         "db",
         type=click.Path(dir_okay=False),
         default=None,
+        callback=check,
         help="Project database file [default: $JUDGELAB_DB or ./judgelab.duckdb].",
     )(func)
 

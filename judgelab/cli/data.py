@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from judgelab.cli._util import db_option
+from judgelab.cli._util import db_option, new_db_option
 from labeler.errors import InputError
 from labeler.exports import EXPORT_FORMATS, export_table, rubric_toml, table_bytes
 from labeler.importers import IMPORT_KINDS, import_file
@@ -19,7 +19,7 @@ from labeler.store import Store
 
 
 @click.command()
-@db_option
+@new_db_option
 def init(db: str | None) -> None:
     """Create the project database (or bring an existing one up to date)."""
     store = Store(db)
@@ -32,7 +32,7 @@ def init(db: str | None) -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--ignore-columns", default="", metavar="A,B",
               help="Columns of the file to leave out (e.g. from another tool); any other unknown column is an error.")
-@db_option
+@new_db_option
 def import_(kind: str, file: str, ignore_columns: str, db: str | None) -> None:
     """Import a rubric (TOML), or answers, pairs, labels, pair_labels, audits, judgements or verdicts.
 

@@ -48,7 +48,7 @@ from judgelab.cli._judge import (
     resolve_judge_spec,
     spec_settings,
 )
-from judgelab.cli._util import db_option, echo_json, json_option
+from judgelab.cli._util import echo_json, json_option, new_db_option
 from labeler.store import Store, resolve_db_path
 
 OUTPUT_TOKENS = pricing.OUTPUT_TOKENS
@@ -114,7 +114,7 @@ def _dataset_options(func: Any) -> Any:
 @click.option("--output-tokens", type=click.IntRange(min=1), default=OUTPUT_TOKENS,
               show_default=True, help="Completion tokens assumed per judge reply.")
 @judge_spec_option
-@db_option
+@new_db_option
 @json_option
 def estimate_command(
     dataset: str, n: int, biases: str, seed: int, formats: str | None, model: str, judge_kind: str,
@@ -254,7 +254,7 @@ def _cache_line(c: pricing.PlanEstimate) -> str:
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar [default: when stderr is a terminal].")
 @judge_spec_option
-@db_option
+@new_db_option
 @json_option
 def probe_command(**opts: Any) -> None:
     """Run the probes: judge each pair in both orders across the chosen biases.
@@ -325,7 +325,7 @@ def probe_command(**opts: Any) -> None:
 @click.option("--adjust", type=click.Choice(list(ADJUSTMENTS)), default="holm", show_default=True,
               help="How verdicts are adjusted for the number of rows tested: holm (at most a 5% "
               "chance of any false FAIL), bh (Benjamini-Hochberg) or none.")
-@db_option
+@new_db_option
 @json_option
 def report_command(
     results: str, mitigate: bool, out: str | None, png: str | None, adjust: Adjustment,

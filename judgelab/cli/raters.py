@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from judgelab.admin import invite_link
-from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option
+from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option, new_db_option
 from labeler.store import Store
 
 
@@ -18,7 +18,7 @@ def raters() -> None:
 @click.argument("name")
 @click.option("--admin", is_flag=True, help="Give this person the admin pages.")
 @click.option("--base-url", default=None, help="App address for the link [default: $JUDGELAB_BASE_URL].")
-@db_option
+@new_db_option
 def raters_add(name: str, admin: bool, base_url: str | None, db: str | None) -> None:
     """Invite a rater and print their link (shown once; only a hash is stored)."""
     rater, token = Store(db).add_rater(name, role="admin" if admin else "rater")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from judgelab.cli._util import db_option
+from judgelab.cli._util import db_option, new_db_option
 from labeler.errors import InputError
 from labeler.store import Store, release_all, resolve_db_path
 
@@ -109,7 +109,7 @@ def serve(port: int | None, address: str, db: str | None) -> None:
 @click.option("--port", type=int, default=None, help=_PORT_HELP)
 @click.option("--address", default="localhost", show_default=True)
 @click.option("--no-serve", is_flag=True, help="Build the demo database and print the links only.")
-@db_option
+@new_db_option
 def demo(port: int | None, address: str, no_serve: bool, db: str | None) -> None:
     """Build a fresh demo database from the bundled data and start the app on it.
 
