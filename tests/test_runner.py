@@ -393,7 +393,7 @@ def test_arun_plan_inside_an_event_loop(store: Store) -> None:
 
 # -- a killed run resumes without re-spending -------------------------------------------------
 
-_CHILD = textwrap.dedent(
+CHILD_SCRIPT = textwrap.dedent(
     """
     import asyncio, sys
     sys.path.insert(0, {tests!r})
@@ -419,16 +419,18 @@ _CHILD = textwrap.dedent(
 
     judge = Logged(sys.argv[2], int(sys.argv[3]))
     run_plan(plan_of(20), judge, Store(sys.argv[1]), rubric=RUBRIC, judge_kind="test",
-             evidence=sys.argv[4], concurrency=4, progress=False, flush_interval=0.05)
+             concurrency=4, progress=False, {run_kwargs})
     """
 )
+#: The killed run's writing: evidence as it goes, small database batches.
+_BATCHED = "evidence=sys.argv[4], flush_interval=0.05"
 
 
 @pytest.mark.slow
 def test_killed_run_resumes_without_respending(tmp_path: Path) -> None:
     db, log, out = tmp_path / "kill.duckdb", tmp_path / "calls.log", tmp_path / "e.jsonl"
     script = tmp_path / "child.py"
-    script.write_text(_CHILD.format(tests=str(REPO / "tests")))
+    script.write_text(CHILD_SCRIPT.format(tests=str(REPO / "tests"), run_kwargs=_BATCHED))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen(
         [sys.executable, str(script), str(db), str(log), "25", str(out)], env=env, cwd=tmp_path

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -19,41 +18,17 @@ import pytest
 
 from calibration.journal import journal_dir
 from labeler.store import Store
-from tests.test_runner import REPO, CountingJudge, plan_of, run
+from tests.test_runner import CHILD_SCRIPT, REPO, CountingJudge, plan_of, run
 
-_CHILD = textwrap.dedent(
-    """
-    import asyncio, sys
-    sys.path.insert(0, {tests!r})
-    from test_runner import CountingJudge, RUBRIC, plan_of
-    from calibration.runner import run_plan
-    from labeler.store import Store
-
-    class Logged(CountingJudge):
-        def __init__(self, log, stop_after):
-            super().__init__(seed=5, delay=0.005)
-            self.log, self.stop_after, self.started = log, stop_after, 0
-
-        async def _track(self, *texts):
-            self.started += 1
-            if self.started > self.stop_after:
-                await asyncio.sleep(3600)
-            await super()._track(*texts)
-            with open(self.log, "a") as fh:
-                fh.write("\\t".join(texts).replace("\\n", " ") + "\\n")
-
-    judge = Logged(sys.argv[2], int(sys.argv[3]))
-    run_plan(plan_of(20), judge, Store(sys.argv[1]), rubric=RUBRIC, judge_kind="test",
-             concurrency=4, progress=False, flush_interval=3600, flush_size=10**6)
-    """
-)
+#: The killed run holds every result in its database buffer: only the journal has them.
+_UNFLUSHED = "flush_interval=3600, flush_size=10**6"
 
 
 @pytest.mark.slow
 def test_replies_in_the_journal_only_are_not_paid_for_again(tmp_path: Path) -> None:
     db, log = tmp_path / "kill.duckdb", tmp_path / "calls.log"
     script = tmp_path / "child.py"
-    script.write_text(_CHILD.format(tests=str(REPO / "tests")))
+    script.write_text(CHILD_SCRIPT.format(tests=str(REPO / "tests"), run_kwargs=_UNFLUSHED))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen([sys.executable, str(script), str(db), str(log), "25"], env=env, cwd=tmp_path)
     try:
