@@ -36,7 +36,9 @@ The plan, in order:
    calendar days.
 
 The pool stands for the answers the judge will see in use, so no finite-population correction
-is applied anywhere: the intervals are for the judge's behaviour, not for this particular pool.
+is applied anywhere: the intervals are for the judge's behaviour, not for this particular pool
+(and the report's variance adds the part that comes from the strata's shares being measured on
+this pool, :mod:`calibration.stats._variance`).
 
 The modules, in the order of the plan:
 

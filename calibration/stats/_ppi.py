@@ -273,8 +273,8 @@ def design_mean(
     w = _design_weights(func, weights, values.size)
     total = w.sum()
     mean = float(w @ values / total)
-    design = cluster_design(np.arange(values.size) if clusters is None else _ids(func, "clusters", clusters,
-                                                                                   values.size), strata, func=func)
+    ids = np.arange(values.size) if clusters is None else _ids(func, "clusters", clusters, values.size)
+    design = cluster_design(ids, strata, weights=None if weights is None else w, func=func)
     psi = w * (values - mean) / total
     var, df, g, h = design_variance(psi, design)
     r_var, r_df, scope = rater_part(w / total, rater_level, values.size, interval)
@@ -350,7 +350,8 @@ def design_ppi_mean(
     ids_l, ids_p = (np.arange(y.size), np.arange(y.size, y.size + fp.size)) if clusters is None else (
         _ids(func, "clusters[0]", clusters[0], y.size), _ids(func, "clusters[1]", clusters[1], fp.size))
     psi_rect = w * (rect - rect_mean) / total
-    v_rect, df_rect, g, h = design_variance(psi_rect, cluster_design(ids_l, strata, func=func))
+    v_rect, df_rect, g, h = design_variance(
+        psi_rect, cluster_design(ids_l, strata, weights=None if weights is None else w, func=func))
     psi_pool = lam_used * (fp - fp.mean()) / fp.size
     v_pool, _, _, _ = design_variance(psi_pool, cluster_design(ids_p, func=func))
     v_pool = 0.0 if not np.isfinite(v_pool) else v_pool

@@ -482,7 +482,7 @@ def _prepare(
         weights=w,
         fam_codes=fam_codes.astype(np.intp),
         families=[str(f) for f in families],
-        design=cluster_design(tsk, strata, func=func),
+        design=cluster_design(tsk, strata, weights=None if weights is None else w, func=func),
         ratings=ratings,
         spread=spread,
         scale=scale,

@@ -321,6 +321,55 @@ def test_stratified_variance_is_the_textbook_stratified_mean_variance() -> None:
     assert (g, h) == (25, 3) and 1 <= df <= 22
 
 
+def test_with_weights_the_pool_shares_add_the_two_phase_between_strata_term() -> None:
+    # Double sampling for stratification (Cochran 1977, §12.2): the pool is a sample of the
+    # population, so its stratum shares vary too; the within-stratum part of that is already in
+    # the with-replacement term, the between-strata part is Σ_h W_h (ȳ_h − ȳ)² / N.
+    rng = np.random.default_rng(6)
+    sizes, big = np.array([5, 8, 12]), np.array([100.0, 300.0, 600.0])
+    y = np.concatenate([rng.normal(h, 1 + h, n) for h, n in enumerate(sizes)])
+    stratum = np.repeat(np.arange(3), sizes)
+    w = (big / sizes)[stratum]
+    mean = (w @ y) / w.sum()
+    psi = w * (y - mean) / w.sum()
+    plain, _, _, _ = design_variance(psi, cluster_design(np.arange(y.size), stratum))
+    v, _, _, _ = design_variance(psi, cluster_design(np.arange(y.size), stratum, weights=w))
+    share = big / big.sum()
+    between = sum(share[k] * (y[stratum == k].mean() - mean) ** 2 for k in range(3)) / big.sum()
+    assert v == pytest.approx(plain + between, rel=1e-9)
+    # One stratum: the Hajek mean's influence values sum to zero, so nothing is added.
+    one, _, _, _ = design_variance(psi, cluster_design(np.arange(y.size), np.zeros(y.size), weights=w))
+    none, _, _, _ = design_variance(psi, cluster_design(np.arange(y.size)))
+    assert one == pytest.approx(none, rel=1e-12)
+
+
+def test_stratified_variance_matches_the_spread_over_fresh_pools() -> None:
+    # Checked against what it claims to estimate: a population -> a pool of 400 -> 25 drawn from
+    # each of two strata whose means differ. Over fresh pools the estimate's variance around the
+    # population mean is what the interval must cover; without the pool's term the estimated
+    # variance falls short of it by about 30% here.
+    rng = np.random.default_rng(7)
+    n_pool, n_h, reps = 400, 50, 4000
+    estimates, with_pool, without = np.empty(reps), np.empty(reps), np.empty(reps)
+    for r in range(reps):
+        high = rng.random(n_pool) < 0.3
+        y_pool = rng.normal(np.where(high, 3.0, 0.0), 1.0)
+        picks = [rng.choice(np.flatnonzero(high == s), n_h, replace=False) for s in (False, True)]
+        rows = np.concatenate(picks)
+        stratum = np.repeat([0, 1], n_h)
+        w = np.repeat([(~high).sum() / n_h, high.sum() / n_h], n_h)
+        y = y_pool[rows]
+        est = (w @ y) / w.sum()
+        psi = w * (y - est) / w.sum()
+        estimates[r] = est
+        with_pool[r] = design_variance(psi, cluster_design(np.arange(2 * n_h), stratum, weights=w))[0]
+        without[r] = design_variance(psi, cluster_design(np.arange(2 * n_h), stratum))[0]
+    truth = 0.3 * 3.0
+    actual = float(np.mean((estimates - truth) ** 2))
+    assert with_pool.mean() / actual == pytest.approx(1.0, abs=0.06)
+    assert without.mean() / actual < 0.8
+
+
 def test_clusters_must_nest_in_strata() -> None:
     with pytest.raises(ValueError, match="cluster 1 spans more than one stratum"):
         family_residuals([1, 0, 1], [1, 1, 0], ["a", "a", "a"], [1, 1, 2], strata=["x", "y", "y"])
