@@ -547,11 +547,15 @@ class LabelMixin(AssignMixin):
         self, con: duckdb.DuckDBPyConnection, rater_id: int, item: QueueItem, progress: Progress
     ) -> ScoreView | PairView | AuditView:
         """The blinded content of one queue item (the rater's own, checked)."""
-        ctx = self._context(con, rater_id, item.assignment_id, item.kind)
+        # What the item shows, not what a write needs (:meth:`_context`: current label and
+        # time on item, two correlated subqueries): a render costs one indexed lookup.
+        answer_id, answer_b_id, rubric_id, rubric_version = self._own_assignment(
+            con, rater_id, item.assignment_id, item.kind
+        )
         if item.kind == "score":
-            rubric = self._rubric_of(ctx.rubric_id, ctx.rubric_version)
+            rubric = self._rubric_of(rubric_id, rubric_version)
             prompt, text, n_masked = self._shown_text(
-                con, ctx.answer_id, self.mask_self_id(rubric.rubric_id)
+                con, answer_id, self.mask_self_id(rubric.rubric_id)
             )
             current = None
             row = _done_row(
@@ -568,8 +572,8 @@ class LabelMixin(AssignMixin):
                 )
             return ScoreView(item, progress, prompt, text, rubric, current, n_masked)
         masking = self.mask_self_id()
-        prompt, first, _ = self._shown_text(con, ctx.answer_id, masking)
-        _, second, _ = self._shown_text(con, ctx.answer_b_id or "", masking)
+        prompt, first, _ = self._shown_text(con, answer_id, masking)
+        _, second, _ = self._shown_text(con, answer_b_id or "", masking)
         if item.kind == "pair":
             pref: int | None = None
             comment = ""
@@ -579,7 +583,7 @@ class LabelMixin(AssignMixin):
             if row is not None:
                 pref, comment = int(row[0]), str(row[1])
             return PairView(item, progress, prompt, first, second, pref, comment, item.done_id)
-        ratio = self._length_ratio(con, ctx.answer_id, ctx.answer_b_id or "")
+        ratio = self._length_ratio(con, answer_id, answer_b_id or "")
         adds: bool | None = None
         note = ""
         row = _done_row(con, item, "SELECT adds_content, note FROM padding_audits WHERE audit_id = ?")
