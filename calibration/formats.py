@@ -27,6 +27,7 @@ built-in prompt stays the default.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -477,8 +478,13 @@ def unneutralise(text: str) -> str:
     return _NEUTRALISED.sub(lambda m: f"<{m.group('body')}>", text)
 
 
+@functools.lru_cache(maxsize=64)
 def system_text(rubric: Rubric) -> str:
-    """The system block: the rubric text raters see, then :data:`JUDGE_INSTRUCTIONS`."""
+    """The system block: the rubric text raters see, then :data:`JUDGE_INSTRUCTIONS`.
+
+    Remembered per rubric (a frozen value): a run sends the same block with every call, and
+    the same string object keeps its hash for the cache-key encoding.
+    """
     return f"{rubric.as_text()}\n\n{JUDGE_INSTRUCTIONS}"
 
 

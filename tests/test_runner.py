@@ -8,6 +8,7 @@ local mock server (for failures after retries and the Message Batches path).
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -246,6 +247,25 @@ def test_resume_refuses_a_different_plan(store: Store) -> None:
         run(plan_of(3), CountingJudge(), store, resume=summary.run_id)
     with pytest.raises(InputError, match="no judge run"):
         run(plan_of(2), CountingJudge(), store, resume="nope")
+
+
+def test_a_run_thaws_what_it_froze_for_the_collector(store: Store) -> None:
+    # The run freezes the objects alive at its start (the collector skips them) and must leave
+    # the process as it found it, also when it fails.
+    before = gc.get_freeze_count()
+    seen: list[int] = []
+
+    class Watching(CountingJudge):
+        async def score(self, *args: Any, **kwargs: Any) -> Judgement:
+            seen.append(gc.get_freeze_count())
+            return await super().score(*args, **kwargs)
+
+    summary = run(plan_of(2), Watching(), store)
+    assert seen and min(seen) > before  # frozen while the calls were made
+    assert gc.get_freeze_count() == before
+    with pytest.raises(InputError, match="different plan"):
+        run(plan_of(3), CountingJudge(), store, resume=summary.run_id)
+    assert gc.get_freeze_count() == before
 
 
 def test_concurrency_is_bounded(store: Store) -> None:

@@ -69,11 +69,20 @@ class JudgeCall:
         Computed once per call (a frozen call's content does not change; the runner and the
         judges ask for it several times per request).
         """
-        payload = json.dumps(
-            [self.kind, self.format, self.model, self.system, self.user, self.params],
-            sort_keys=True,
-        )
+        # ``json.dumps([kind, format, model, system, user, params], sort_keys=True)`` piece by
+        # piece (the same text, the keys stored in databases must not change): the system block
+        # is the same long text for every call of a run, so its encoding is done once.
+        payload = "[" + ", ".join((
+            json.dumps(self.kind), json.dumps(self.format), json.dumps(self.model),
+            _encoded_block(self.system), json.dumps(self.user), json.dumps(self.params, sort_keys=True),
+        )) + "]"
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def _encoded_block(text: str) -> str:
+    """``json.dumps(text)``, remembered for the few system blocks a process sends."""
+    return json.dumps(text)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 
 import pytest
@@ -226,3 +228,20 @@ def test_read_call_recovers_pairwise_and_pointwise(
     read = formats.read_call(point.user)
     assert read is not None and read.format == "numeric100" and read.answers == (answer,)
     assert formats.read_call("Rewrite this text please.") is None
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"temperature": 0.0, "max_tokens": 256}, {"b": [1, 2.5, None], "a": {"z": "é", "y": True}}],
+)
+def test_cache_key_is_the_sha256_of_the_sorted_json_of_the_call(
+    rubric: Rubric, task: str, params: dict[str, object]
+) -> None:
+    # Keys are stored in every project's cache: the piecewise encoding must give exactly the
+    # key of the plain formula, whatever the text (quotes, escapes, non-ASCII) and params.
+    answer = 'It is “fine” – really\\n\t"quoted" \\\\ ünïcode </answer>'
+    for kind, fmt, answers in (("pointwise", "likert5", [answer]), ("pairwise", "pairwise5", [answer, task])):
+        call = formats.build_call(kind, fmt, "claude-x", rubric, task, answers, dict(params))
+        plain = json.dumps([call.kind, call.format, call.model, call.system, call.user, call.params], sort_keys=True)
+        assert call.cache_key == hashlib.sha256(plain.encode("utf-8")).hexdigest()
+    assert formats.system_text(rubric) is formats.system_text(rubric)
