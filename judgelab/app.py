@@ -16,7 +16,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.navigation.page import Page
 
-from judgelab.session import current_rater
+from judgelab.session import current_rater, settle_heap
 
 #: (file, title, icon) in menu order.
 RATER_PAGES = (
@@ -69,3 +69,4 @@ else:
     # answer and the rubric.
     page = st.navigation(_pages(RATER_PAGES, default="rate.py"), position="top")
 page.run()
+settle_heap()

@@ -170,7 +170,7 @@ def cluster_design(
     rows = np.bincount(cluster, minlength=n_clusters)
     w_cluster = np.bincount(cluster, weights=w, minlength=n_clusters) / np.maximum(rows, 1)
     pool = np.bincount(of_cluster, weights=w_cluster, minlength=int(of_cluster.max()) + 1 if n_clusters else 0)
-    return ClusterDesign(cluster, of_cluster, pool)
+    return ClusterDesign(cluster, of_cluster, pool.astype(float))
 
 
 def design_variance(psi: npt.ArrayLike, design: ClusterDesign) -> tuple[float, float, int, int]:

@@ -386,3 +386,23 @@ def test_pull_mode_claims_work_when_the_queue_is_empty(served: Pool) -> None:
     at = open_app(token)
     assert progress_text(at) == "**0 of 1** done"
     assert len(served.store.rater_queue(rater.rater_id)) == 1
+
+
+def test_the_server_freezes_its_startup_heap_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # After the first page, what is alive (libraries, the runtime) is frozen for the cyclic
+    # collector, once per process: later pages' objects stay collectable.
+    import gc
+
+    from judgelab import session
+
+    monkeypatch.setattr(session, "_settled", False)
+    gc.unfreeze()
+    try:
+        session.settle_heap()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        later = [[i] for i in range(1000)]  # noqa: F841 - objects made after the first page
+        session.settle_heap()
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
