@@ -39,6 +39,7 @@ from calibration.active._plan import (
     DEFAULT_FLOOR,
     ActivePool,
     BatchPlan,
+    expected_population_variance,
     labels_still_needed,
     next_batch_variance,
     plan_batch,
@@ -277,13 +278,20 @@ def run_active(
         if rci.half_width[-1] <= target_half_width:
             stopped = True
             break
+        if rci.tau[-1] >= 1:
+            # The plan's alpha is spent: no later look has an interval, so more labels cannot meet
+            # the target. The store stops here too ("plan spent"); labelling on would draw the
+            # whole pool (labels_still_needed is infinite) for an interval nobody may read.
+            break
         left = capacity - int(stats.labels[-1])
         if left <= 0 or pool.known_units(h).all():
             break
         future = next_batch_variance(pool, human_pass=h, **plan_kw)
+        population = expected_population_variance(pool, human_pass=h, own_family=own, disagreement=disagreement,
+                                                  prior_labels=prior_labels)
         needed = labels_still_needed(stats, target_half_width=target_half_width, capacity=left, aim=aim, level=level,
                                      spending=spending, margin=margin, next_variance=future,
-                                     weight_total=float(draws.weight.sum()))
+                                     weight_total=float(draws.weight.sum()), population=population)
         size = float(min(left, max(min_batch, needed)))
     score_stats = look_statistics(draws, hs, coef, scale="score")
     score_rci = repeated_intervals(score_stats.estimate, score_stats.variance, target_half_width=target_half_width,

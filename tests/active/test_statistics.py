@@ -13,7 +13,9 @@ import pytest
 from calibration.active import (
     ActivePool,
     BatchPlan,
+    LookStatistics,
     estimand_coefficients,
+    labels_still_needed,
     look_statistics,
     plan_batch,
     pool_model,
@@ -255,3 +257,37 @@ def test_stopping_at_the_first_look_that_meets_the_target_covers_93_to_97_percen
     # alpha before the target (2.75%: the report then gives the last valid interval).
     assert score_hits / reps >= 0.92
     assert stopped / reps >= 0.95
+
+
+def test_a_run_whose_plan_is_spent_stops_there_instead_of_labelling_the_pool() -> None:
+    # margin 1 and aim 1 leave no room: in this seeded run the look that spends the plan's alpha
+    # misses the target. No later look can have an interval, so the run stops there (as the store's
+    # "plan spent" state does) rather than label the rest of the pool.
+    sim = simulate_pool(pool_model(0.85), 800, rng=np.random.default_rng([7, 2]))
+    run = run_active(sim, target_half_width=10.0, rng=np.random.default_rng([8, 2]), margin=1.0, aim=1.0)
+    assert not run.stopped
+    assert np.isfinite(run.looks["critical"].iloc[-1])
+    assert run.labels < 0.25 * sim.pool.answer_id.size
+
+
+def test_a_noisy_pool_variance_estimate_does_not_ask_for_the_whole_pool() -> None:
+    # After a first batch of 137 labels the look's pool-variance estimate can be ten times the
+    # model's (6 pp² against 0.6, seen in bench/active_economy.py): projected as fixed, no number of
+    # labels meets the target. With the model's value the next batch is a batch.
+    stats = LookStatistics(
+        estimate=np.array([2.5]), variance=np.array([26.9 + 6.0]), design=np.array([26.9]),
+        population=np.array([6.0]), raters=np.array([0.0]), raters_df=math.nan, labels=np.array([137]),
+        tasks_drawn=np.array([137]), scope="this panel only",
+    )
+
+    def future(n: float) -> float:
+        return 2880.0 / max(n, 1.0)  # the model's design variance of a new batch of n labels
+
+    common = {"target_half_width": 5.0, "capacity": 7863.0, "aim": 0.95, "next_variance": future,
+              "weight_total": 135.0}
+    assert labels_still_needed(stats, **common) == math.inf
+    needed = labels_still_needed(stats, population=0.6, **common)
+    assert 300 < needed < 1500
+    # The model's value only stands in when the estimate rules the target out.
+    low = dataclasses.replace(stats, population=np.array([0.5]), variance=np.array([27.4]))
+    assert labels_still_needed(low, population=0.6, **common) == labels_still_needed(low, **common)
