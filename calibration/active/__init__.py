@@ -52,6 +52,7 @@ from calibration.active._estimate import (
     active_residuals_and_gap,
     estimand_coefficients,
     look_statistics,
+    rare_event_variance,
     repeated_intervals,
 )
 from calibration.active._model import HumanPrediction, predict_humans, sampling_probabilities, task_uncertainty
@@ -117,6 +118,7 @@ __all__ = [
     "planning_critical",
     "pool_model",
     "predict_humans",
+    "rare_event_variance",
     "repeated_intervals",
     "run_active",
     "sampling_probabilities",

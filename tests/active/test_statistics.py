@@ -20,6 +20,7 @@ from calibration.active import (
     plan_batch,
     pool_model,
     predict_humans,
+    rare_event_variance,
     repeated_intervals,
     run_active,
     sampling_probabilities,
@@ -291,3 +292,18 @@ def test_a_noisy_pool_variance_estimate_does_not_ask_for_the_whole_pool() -> Non
     # The model's value only stands in when the estimate rules the target out.
     low = dataclasses.replace(stats, population=np.array([0.5]), variance=np.array([27.4]))
     assert labels_still_needed(low, population=0.6, **common) == labels_still_needed(low, **common)
+
+
+def test_the_rule_of_three_floor_keeps_a_sample_without_disagreements_from_stopping() -> None:
+    # Four looks of a sample that has seen no disagreement yet at the first two: its variance
+    # estimate is 0, and without a floor the first look's interval meets any target.
+    tasks = np.array([15, 30, 45, 60])
+    variance = np.array([0.0, 0.0, 40.0, 30.0])
+    bare = repeated_intervals(np.zeros(4), variance, target_half_width=5.0)
+    assert bare.half_width[0] == pytest.approx(0.0, abs=1e-100)
+    floor = rare_event_variance(tasks)
+    guarded = repeated_intervals(np.zeros(4), variance, target_half_width=5.0, min_variance=floor)
+    assert (guarded.half_width[:2] > 5.0).all()
+    # Where the estimate is above the floor, the floor changes nothing but the plan's information.
+    assert floor[2:].max() < variance[2:].min()
+    assert np.allclose(floor, 3 * 100.0**2 / tasks**2)
