@@ -237,7 +237,9 @@ def run_active(
     Each batch is planned from the labels so far (:func:`plan_batch`), drawn, and its labels
     revealed; the first batch is the plan's expected need over ``looks_planned``, later ones
     what the current rate says the next look needs to meet ``aim`` times the target
-    (:func:`labels_still_needed`; at least ``min_batch``), within ``max_labels``.
+    (:func:`labels_still_needed`; at least ``min_batch``), within ``max_labels``. A run ends at
+    the first look that meets the target, or at one that spends the plan's alpha without meeting
+    it (no later look would have an interval: the store's "plan spent"), or when the labels run out.
 
     Returns:
         The :class:`ActiveRun`.
