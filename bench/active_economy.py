@@ -25,6 +25,9 @@ covered the true gap:
   the target: what a team without a stopping rule does (the promise breaks);
 * **SRS, same rule**: the same sample, with the active design's repeated intervals
   (:func:`calibration.active.repeated_intervals`) looked at every 10% of the fixed n;
+* **SRS, rule + floor**: the same, with a floor under each look's variance: the variance if 3
+  of its tasks disagreed (:func:`calibration.active.rare_event_variance`, the rule of three), so a
+  sample that has seen no disagreement yet cannot stop;
 * **stratified fixed n / peeking**: today's design (:func:`calibration.design.design_sample`,
   ``gap`` allocation, paired by task, judge-verdict strata, planned without a pilot), nested as it
   grows, read with its weights and strata;
@@ -52,7 +55,14 @@ from scipy import special
 # Run from a checkout without installing: the repository root holds the packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.active import SimulatedPool, pool_model, repeated_intervals, run_active, simulate_pool
+from calibration.active import (
+    SimulatedPool,
+    pool_model,
+    rare_event_variance,
+    repeated_intervals,
+    run_active,
+    simulate_pool,
+)
 from calibration.design import PlanningModel, allocate, design_sample
 from calibration.stats import self_preference_gap
 
@@ -185,6 +195,18 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
         labels.append(looks["labels"].iloc[k])
         cover.append(bool(rci.ci_low[k] <= truth <= rci.ci_high[k]))
     rows.append({**label, "strategy": "SRS, same rule", **summarise(labels, cover)})
+    # The same, with the rule-of-three floor under each look's variance.
+    labels, cover = [], []
+    for c in srs:
+        looks = c.iloc[max(step, 15) - 1::step]
+        rci = repeated_intervals(looks["estimate"], looks["var"], target_half_width=target,
+                                 min_variance=rare_event_variance(looks["tasks"]))
+        ok = np.flatnonzero(rci.half_width <= target)
+        finite = np.flatnonzero(np.isfinite(rci.critical))
+        k = int(ok[0]) if ok.size else int(finite[-1])
+        labels.append(looks["labels"].iloc[k])
+        cover.append(bool(rci.ci_low[k] <= truth <= rci.ci_high[k]))
+    rows.append({**label, "strategy": "SRS, rule + floor", **summarise(labels, cover)})
     # Stratified: fixed n (mean half-width meets the target) and peeking along the grid.
     s_half = np.vstack([s["half"].to_numpy() for s in strat])
     met = np.flatnonzero(s_half.mean(axis=0) <= target)

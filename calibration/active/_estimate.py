@@ -64,6 +64,7 @@ __all__ = [
     "active_residuals_and_gap",
     "estimand_coefficients",
     "look_statistics",
+    "rare_event_variance",
     "repeated_intervals",
 ]
 
@@ -413,6 +414,7 @@ def repeated_intervals(
     spending: Spending = "obf",
     margin: float = DEFAULT_MARGIN,
     critical: npt.ArrayLike | None = None,
+    min_variance: npt.ArrayLike = 0.0,
 ) -> RepeatedIntervals:
     """Repeated confidence intervals ``θ̂_k ± c_k·se_k`` of the looks so far.
 
@@ -424,13 +426,18 @@ def repeated_intervals(
         spending: The spending function.
         margin: See :data:`DEFAULT_MARGIN`.
         critical: The looks' critical values, when another figure's plan sets them.
+        min_variance: A floor under each look's variance (a number, or one per look; see
+            :func:`rare_event_variance`). A sample that has seen no disagreement yet estimates a
+            variance near zero, and its interval would meet any target at the first look: a
+            simple random sample looked at every 10% under this plan covered 75-78% at 95%
+            agreement in ``bench/active_economy.py``.
 
     Returns:
         The intervals. A look after the plan's alpha is spent may spend nothing: its critical
         value and half-width are infinite, and the interval to report stays the last finite one.
     """
     est = np.asarray(estimate, dtype=float)
-    var = np.maximum(np.asarray(variance, dtype=float), 1e-300)
+    var = np.maximum(np.maximum(np.asarray(variance, dtype=float), np.asarray(min_variance, dtype=float)), 1e-300)
     z = float(special.ndtri(0.5 + level / 2))
     max_info = (margin * z / target_half_width) ** 2
     if critical is None:
@@ -442,6 +449,28 @@ def repeated_intervals(
         spent = np.full(crit.size, _NAN)
     half = crit * np.sqrt(var)
     return RepeatedIntervals(crit, est - half, est + half, half, tau, spent, max_info)
+
+
+def rare_event_variance(n: npt.ArrayLike, *, events: float = 3.0, scale: float = 100.0) -> npt.NDArray[np.float64]:
+    """The variance of a mean of ``n`` terms if ``events`` of them were ``±scale`` and the rest 0.
+
+    A floor for a look's variance (``min_variance`` of :func:`repeated_intervals`): with no
+    disagreement among ``n`` labelled units the data cannot tell a rate of 0 from one of ``3/n``
+    (the "rule of three", the 95% upper bound after ``n`` clean trials; Hanley & Lippman-Hand
+    1983, JAMA 249:1743-1745), so the interval should not be narrower than that rate allows. It
+    falls as ``1/n²``, so it only binds while disagreements are rarer than ``events`` in ``n``.
+
+    Args:
+        n: Units (e.g. tasks) in the sample at each look.
+        events: Pseudo-disagreements (3: the rule of three).
+        scale: Size of one (100: a residual of one verdict in percentage points).
+
+    Examples:
+        >>> rare_event_variance([15, 150]).round(2).tolist()
+        [133.33, 1.33]
+    """
+    size = np.maximum(np.asarray(n, dtype=float), 1.0)
+    return np.asarray(events * scale**2 / size**2, dtype=float)
 
 
 @dataclass(frozen=True)

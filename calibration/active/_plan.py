@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_FLOOR",
     "ActivePool",
     "BatchPlan",
+    "expected_population_variance",
     "labels_still_needed",
     "next_batch_variance",
     "plan_batch",
@@ -217,6 +218,29 @@ def plan_batch(
     )
 
 
+def expected_population_variance(
+    pool: ActivePool,
+    *,
+    human_pass: npt.ArrayLike,
+    own_family: str | None,
+    disagreement: float = 0.2,
+    prior_labels: float = 5.0,
+) -> float:
+    """The pool's variance around the judge's behaviour, ``σ²/T`` (pp²), that the model expects.
+
+    The look's own estimate of it (:func:`calibration.active.look_statistics`) rests on the
+    labels so far and is noisy early: one rare answer drawn with a small probability can put it at
+    ten times its value after a first batch. :func:`labels_still_needed` treats this part as
+    fixed, so projecting from such an estimate says no number of labels can meet the target and
+    the next batch would label the whole pool; the model's value (predictions from the same
+    labels, :func:`predict_humans`) moves smoothly with them.
+    """
+    h = np.asarray(human_pass, dtype=float)
+    pred = predict_humans(pool.judge_pass, pool.family, judge_score=pool.judge_score, flipped=pool.flipped,
+                          human_pass=h, disagreement=disagreement, prior_labels=prior_labels)
+    return _population_variance(pool, pred, pool.gap_coefficients(own_family) * _PP)
+
+
 def _population_variance(pool: ActivePool, pred: HumanPrediction, coef: npt.NDArray[np.float64]) -> float:
     """Model-expected ``σ²/T`` of the gap: the variance of a task's total over tasks, over ``T``."""
     p = pred.pred_pass
@@ -312,6 +336,7 @@ def labels_still_needed(
     margin: float = DEFAULT_MARGIN,
     next_variance: Callable[[float], float] | None = None,
     weight_total: float | None = None,
+    population: float | None = None,
 ) -> float:
     """Labels the current rate says are still needed to meet the target at the next look.
 
@@ -336,6 +361,10 @@ def labels_still_needed(
         next_variance: ``V(n)``, see above.
         weight_total: ``W``: the batches' weights so far (their expected labels), with
             ``next_variance``.
+        population: The model's pool variance (:func:`expected_population_variance`), used
+            instead of the last look's estimate only when that estimate alone rules the target
+            out: it can be ten times too high after a small first batch, and the projection
+            treats this part as fixed, so it would ask for the whole pool.
 
     Returns:
         0 when the last look met the target; ``inf`` when ``capacity`` labels would not.
@@ -363,7 +392,13 @@ def labels_still_needed(
 
     goal = aim * target_half_width
     most = capacity if math.isfinite(capacity) else 100 * labels
-    if most < 1 or half_width(most) > goal:
+    if most < 1:
+        return math.inf
+    if half_width(most) > goal and population is not None and population < stats.population[-1]:
+        # The estimated pool variance alone rules the target out; it is noisy early, so the
+        # model's value decides whether more labels can still meet it (a batch, not the pool).
+        fixed = float(population + stats.raters[-1])
+    if half_width(most) > goal:
         return math.inf
     lo, hi = 0.0, float(most)
     while hi - lo > 0.5:

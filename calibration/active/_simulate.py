@@ -39,6 +39,7 @@ from calibration.active._plan import (
     DEFAULT_FLOOR,
     ActivePool,
     BatchPlan,
+    expected_population_variance,
     labels_still_needed,
     next_batch_variance,
     plan_batch,
@@ -236,7 +237,9 @@ def run_active(
     Each batch is planned from the labels so far (:func:`plan_batch`), drawn, and its labels
     revealed; the first batch is the plan's expected need over ``looks_planned``, later ones
     what the current rate says the next look needs to meet ``aim`` times the target
-    (:func:`labels_still_needed`; at least ``min_batch``), within ``max_labels``.
+    (:func:`labels_still_needed`; at least ``min_batch``), within ``max_labels``. A run ends at
+    the first look that meets the target, or at one that spends the plan's alpha without meeting
+    it (no later look would have an interval: the store's "plan spent"), or when the labels run out.
 
     Returns:
         The :class:`ActiveRun`.
@@ -277,13 +280,20 @@ def run_active(
         if rci.half_width[-1] <= target_half_width:
             stopped = True
             break
+        if rci.tau[-1] >= 1:
+            # The plan's alpha is spent: no later look has an interval, so more labels cannot meet
+            # the target. The store stops here too ("plan spent"); labelling on would draw the
+            # whole pool (labels_still_needed is infinite) for an interval nobody may read.
+            break
         left = capacity - int(stats.labels[-1])
         if left <= 0 or pool.known_units(h).all():
             break
         future = next_batch_variance(pool, human_pass=h, **plan_kw)
+        population = expected_population_variance(pool, human_pass=h, own_family=own, disagreement=disagreement,
+                                                  prior_labels=prior_labels)
         needed = labels_still_needed(stats, target_half_width=target_half_width, capacity=left, aim=aim, level=level,
                                      spending=spending, margin=margin, next_variance=future,
-                                     weight_total=float(draws.weight.sum()))
+                                     weight_total=float(draws.weight.sum()), population=population)
         size = float(min(left, max(min_batch, needed)))
     score_stats = look_statistics(draws, hs, coef, scale="score")
     score_rci = repeated_intervals(score_stats.estimate, score_stats.variance, target_half_width=target_half_width,

@@ -22,7 +22,8 @@ last looks' critical values are 2.0-2.1, so the target is met a little below ``�
 0.96 for the default margin 1.05, ``c* = 2.06``). The margin leaves room for the look that
 exhausts ``alpha`` (``τ ≥ 1``) to meet the target too; when many looks crowd the end it may not
 (the batch sizes of :func:`calibration.active.labels_still_needed` avoid that; it happened in
-about 1 run in 200 in ``bench/active_economy.py``). A look after the plan's ``alpha`` is spent
+1-2 runs in 200 at 85% agreement in ``bench/active_economy.py``, which then stop there: the
+store calls it "plan spent"). A look after the plan's ``alpha`` is spent
 may spend nothing: its critical value is infinite, and the interval to report is the last
 finite one.
 

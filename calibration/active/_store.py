@@ -25,6 +25,7 @@ from calibration.active._plan import (
     DEFAULT_FLOOR,
     ActivePool,
     BatchPlan,
+    expected_population_variance,
     labels_still_needed,
     next_batch_variance,
     plan_batch,
@@ -499,11 +500,13 @@ def active_status(
     if data is None:
         return _before_first_look(base, batches)
     figures = active_figures(store, data, scale="pass", interval=interval)
-    future = next_batch_variance(pool, human_pass=np.where(flagged, 0.5, human), own_family=params["own_family"],
-                                 floor=params["floor"], disagreement=params["disagreement"],
-                                 prior_labels=params["prior_labels"])
+    known = np.where(flagged, 0.5, human)
+    model = {"own_family": params["own_family"], "disagreement": params["disagreement"],
+             "prior_labels": params["prior_labels"]}
+    future = next_batch_variance(pool, human_pass=known, floor=params["floor"], **model)
+    population = expected_population_variance(pool, human_pass=known, **model)
     return _judge_state(base, figures, batches, data.looks, (human, flagged, pool),
-                        (future, float(data.draws.weight.sum())))
+                        (future, float(data.draws.weight.sum()), population))
 
 
 def _batch_progress(batches: pd.DataFrame, draws: pd.DataFrame, pool: ActivePool, human: np.ndarray,
@@ -546,7 +549,7 @@ def _before_first_look(base: dict[str, Any], batches: pd.DataFrame) -> ActiveSta
 
 def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataFrame, n_looks: int,
                  labels: tuple[np.ndarray, np.ndarray, ActivePool],
-                 projection: tuple[Callable[[float], float], float]) -> ActiveStatus:
+                 projection: tuple[Callable[[float], float], float, float]) -> ActiveStatus:
     params = base["params"]
     human, flagged, pool = labels
     target = float(params["target_half_width"])
@@ -557,7 +560,7 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
     capacity = _capacity(pool, np.where(flagged, 0.5, human), params, collected)
     common = {"target_half_width": target, "level": params["level"], "spending": params["spending"],
               "margin": params["margin"]}
-    common |= {"next_variance": projection[0], "weight_total": projection[1]}
+    common |= {"next_variance": projection[0], "weight_total": projection[1], "population": projection[2]}
     needed = labels_still_needed(figures.statistics, capacity=math.inf, **common)
     needed_next = labels_still_needed(figures.statistics, capacity=max(capacity, 0), aim=AIM, **common)
     what = "gap" if figures.gap is not None else f"{next(iter(figures.families))} residual"
