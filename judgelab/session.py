@@ -98,9 +98,10 @@ def settle_heap() -> None:
     """After the first page a process serves, freeze what is alive for the cyclic collector.
 
     By then the server holds Streamlit, pandas, DuckDB and the pages' modules: objects that
-    live as long as the process, yet every full collection walked all of them, a 50-230 ms
-    stall of whichever submit was running (``bench/browser_roundtrip.py``'s slowest submits).
-    Frozen (:func:`gc.freeze`), the collector skips them; reference counting still frees them.
+    live as long as the process, yet every full collection walked all of them, stalling
+    whichever submit was running (23-65 ms each, measured with ``gc.callbacks`` during
+    ``bench/browser_roundtrip.py``; none after the freeze). Frozen (:func:`gc.freeze`), the
+    collector skips them; reference counting still frees them.
     """
     global _settled
     if not _settled:
