@@ -18,8 +18,9 @@ import pytest
 
 from calibration.judges import AnthropicJudge, JudgeCallError, Judgement
 from calibration.judges._transport import RateGovernor, RateLimits, request_tokens
-from calibration.mockapi import MockAnthropic, RateLimit
+from calibration.mockapi import MockAnthropic
 from labeler.models import Rubric
+from tests.programs import counter, mock_api
 from tests.reliability.fault_proxy import Handler, Proxy, _Server, read_log
 
 
@@ -208,14 +209,21 @@ def test_cut_replies_among_good_ones_cost_one_retry_each(
 
 
 def test_concurrency_64_against_an_enforced_limit_neither_storms_nor_fails(
-    rubric: Rubric, task: str, answer: str
+    rubric: Rubric, task: str, answer: str, tmp_path: Path
 ) -> None:
     # 3,000 requests a minute (50 per second, at most 50 at once) and 64 calls allowed in
-    # flight: the governor reads the limit from the first replies and paces to it.
+    # flight: the governor reads the limit from the first replies and paces to it. The server
+    # is `judgelab mock-api` in its own process, as an API is: an in-process mock shares the
+    # interpreter lock with the client, and under a loaded suite it answered in bunches that
+    # its own bucket then refused (3 of 150 once in CI).
     n = 150
-    with MockAnthropic(latency=0.05, rate_limit=RateLimit(rpm=3000)) as mock:
-        judge = AnthropicJudge(api_key="test", base_url=mock.base_url, max_concurrency=64)
+    api = mock_api(tmp_path, "--latency", "0.05", "--rpm", "3000")
+    try:
+        judge = AnthropicJudge(api_key="test", base_url=api.url, max_concurrency=64)
         results = _score_all(judge, rubric, task, answer, n)
-        refused = mock.count("ratelimit:429")
+    finally:
+        stopped = api.stop()
+    refused = counter(stopped, "ratelimit:429")
+    assert counter(stopped, "POST /v1/messages") == n + refused
     assert all(isinstance(j, Judgement) and j.parsed for j in results)
     assert refused <= 0.01 * n, f"{refused} requests refused for the rate limit"

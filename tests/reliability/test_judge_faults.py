@@ -31,6 +31,7 @@ from calibration.mockapi import FAULT_KINDS, MALFORMED_REPLY, FaultPlan, MockAnt
 from calibration.probes import ProbeContext, Variants, plan_probes
 from calibration.runner import PlannedCall, RunSummary, arun_plan
 from labeler.store import Store
+from tests.programs import Program, mock_api
 from tests.reliability.conftest import REPO
 from tests.reliability.fault_proxy import FAULTS, FORWARDED, read_log
 
@@ -191,40 +192,12 @@ def test_exhausted_retries_are_recorded_bounded_and_resumed(tmp_path: Path) -> N
 PROBE_ARGS = ["--n", "34", "--biases", "position,formatting,byline", "--seed", "0"]
 
 
-class _Program:
-    """A child program whose first stdout line names the URL it serves."""
-
-    def __init__(self, args: list[str], *, cwd: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(
-            [sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        found = re.search(r"http://[\d.]+:\d+", line)
-        if not found:
-            self.proc.kill()
-            raise RuntimeError(f"{args[:3]} did not start: {line!r}")
-        self.url = found.group(0)
-
-    def stop(self) -> str:
-        """Interrupt it and return what it printed afterwards."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = self.proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, _ = self.proc.communicate()
-        return out
+def _mock_api(tmp: Path, *extra: str) -> Program:
+    return mock_api(tmp, *extra)
 
 
-def _mock_api(tmp: Path, *extra: str) -> _Program:
-    return _Program(["-m", "judgelab", "mock-api", "--port", "0", *extra], cwd=tmp)
-
-
-def _proxy(tmp: Path, upstream: str, log: Path, *extra: str) -> _Program:
-    return _Program(
+def _proxy(tmp: Path, upstream: str, log: Path, *extra: str) -> Program:
+    return Program(
         ["-m", "tests.reliability.fault_proxy", "--upstream", upstream, "--log", str(log), *extra],
         cwd=REPO,
     )
