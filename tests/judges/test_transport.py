@@ -214,8 +214,9 @@ def test_concurrency_64_against_an_enforced_limit_neither_storms_nor_fails(
     # 3,000 requests a minute (50 per second, at most 50 at once) and 64 calls allowed in
     # flight: the governor reads the limit from the first replies and paces to it. The server
     # is `judgelab mock-api` in its own process, as an API is: an in-process mock shares the
-    # interpreter lock with the client, and under a loaded suite it answered in bunches that
-    # its own bucket then refused (3 of 150 once in CI).
+    # interpreter lock with the client, so a busy client can bunch the mock's own handling of
+    # requests against its bucket (the in-process version refused 3 of 150 once in a loaded CI
+    # run; the bench, with the mock in its own process, 0 of 1,564).
     n = 150
     api = mock_api(tmp_path, "--latency", "0.05", "--rpm", "3000")
     try:
