@@ -403,6 +403,8 @@ def test_the_server_freezes_its_startup_heap_once(monkeypatch: pytest.MonkeyPatc
         assert frozen > 0
         later = [[i] for i in range(1000)]  # noqa: F841 - objects made after the first page
         session.settle_heap()
-        assert gc.get_freeze_count() == frozen
+        # Nothing more is frozen (reference counting may free frozen objects meanwhile, so the
+        # count can only have fallen).
+        assert gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
