@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pytest
 from scipy import stats as sps
@@ -305,15 +306,23 @@ def test_rater_spread_between_raters_is_the_one_way_anova() -> None:
     assert spread.variance == pytest.approx(max((msb - msw) / n0, 0.0), rel=1e-9)
 
 
+_SIZES, _POOL = np.array([5, 8, 12]), np.array([100.0, 300.0, 600.0])
+
+
+def _stratified_sample() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.intp], npt.NDArray[np.float64], float]:
+    """``(y, stratum, weight, Hajek mean)``: 5, 8 and 12 units drawn from strata of 100, 300, 600."""
+    rng = np.random.default_rng(6)
+    y = np.concatenate([rng.normal(h, 1 + h, n) for h, n in enumerate(_SIZES)])
+    stratum = np.repeat(np.arange(3), _SIZES)
+    w = (_POOL / _SIZES)[stratum]
+    return y, stratum, w, float((w @ y) / w.sum())
+
+
 def test_stratified_variance_is_the_textbook_stratified_mean_variance() -> None:
     # Units sampled within strata, weight N_h / n_h: the Hajek mean is Σ W_h ȳ_h and its variance
     # Σ W_h² s_h² / n_h (no finite-population correction), W_h = N_h / N.
-    rng = np.random.default_rng(6)
-    sizes, big = np.array([5, 8, 12]), np.array([100.0, 300.0, 600.0])
-    y = np.concatenate([rng.normal(h, 1 + h, n) for h, n in enumerate(sizes)])
-    stratum = np.repeat(np.arange(3), sizes)
-    w = (big / sizes)[stratum]
-    mean = (w @ y) / w.sum()
+    y, stratum, w, mean = _stratified_sample()
+    sizes, big = _SIZES, _POOL
     v, df, g, h = design_variance(w * (y - mean) / w.sum(), cluster_design(np.arange(y.size), stratum))
     share = big / big.sum()
     textbook = sum(share[k] ** 2 * y[stratum == k].var(ddof=1) / sizes[k] for k in range(3))
@@ -325,12 +334,8 @@ def test_with_weights_the_pool_shares_add_the_two_phase_between_strata_term() ->
     # Double sampling for stratification (Cochran 1977, §12.2): the pool is a sample of the
     # population, so its stratum shares vary too; the within-stratum part of that is already in
     # the with-replacement term, the between-strata part is Σ_h W_h (ȳ_h − ȳ)² / N.
-    rng = np.random.default_rng(6)
-    sizes, big = np.array([5, 8, 12]), np.array([100.0, 300.0, 600.0])
-    y = np.concatenate([rng.normal(h, 1 + h, n) for h, n in enumerate(sizes)])
-    stratum = np.repeat(np.arange(3), sizes)
-    w = (big / sizes)[stratum]
-    mean = (w @ y) / w.sum()
+    y, stratum, w, mean = _stratified_sample()
+    big = _POOL
     psi = w * (y - mean) / w.sum()
     plain, _, _, _ = design_variance(psi, cluster_design(np.arange(y.size), stratum))
     v, _, _, _ = design_variance(psi, cluster_design(np.arange(y.size), stratum, weights=w))
