@@ -69,6 +69,14 @@ _DECREASE_GAP = 0.5
 _RESERVE_SECONDS = 0.25
 _RESERVE_SHARE = 0.25
 _RESERVE_REQUESTS = 1.0
+# While attempts are in flight, at most this many go out after the latest reply. A provider
+# that stalls (a busy server, a network hiccup) stops answering but its bucket keeps refilling
+# up to its size and wastes the rest; the client, pacing by its own clock, would keep sending,
+# and when the provider resumes it counts the whole backlog at once against a bucket that
+# refilled only to its size: a 1.2 s stall at 50 requests/s had 8 of 300 refused. Holding new
+# attempts once this many have gone unanswered bounds that backlog, and costs nothing while
+# replies flow (then about one attempt goes out per reply).
+_UNANSWERED = 8
 
 
 class UndecodableReply(anthropic.RetryableError, anthropic.APIError):
@@ -299,6 +307,8 @@ class GovernorStats:
         decreases: Times the window was halved.
         waited_s: Total seconds attempts waited for pacing or a ``retry-after`` pause.
         window_min: Smallest window reached.
+        held: Times an attempt waited for a reply because :data:`_UNANSWERED` attempts had
+            gone out since the latest one.
     """
 
     attempts: int = 0
@@ -307,6 +317,7 @@ class GovernorStats:
     decreases: int = 0
     waited_s: float = 0.0
     window_min: float = math.inf
+    held: int = 0
 
 
 @dataclass(frozen=True)
@@ -321,7 +332,7 @@ class Permit:
 class RateGovernor:
     """Paces attempts to the provider's stated limits and adapts how many run at once.
 
-    Three controls, each from a different signal:
+    Four controls, each from a different signal:
 
     * **Window (AIMD).** At most ``floor(window)`` attempts are in flight, never more than
       ``ceiling`` (the configured concurrency). It starts small and, like TCP's slow start,
@@ -336,6 +347,10 @@ class RateGovernor:
       client has sent since the request it answers (see :class:`_Bucket`).
     * **Pause.** A 429 with ``retry-after`` stops every new attempt for that long (the limit is
       the organisation's, so every attempt would meet it).
+    * **Replies clock the sending.** While attempts are in flight, at most
+      :data:`_UNANSWERED` go out after the latest reply; the next waits for a reply. A provider
+      that stalls then receives a bounded backlog when it resumes, not every attempt the pacing
+      allowed meanwhile, which its bucket, full and wasting its refill, would refuse.
 
     Args:
         ceiling: Most attempts in flight (the configured concurrency).
@@ -357,6 +372,7 @@ class RateGovernor:
     _slow_start: bool = field(init=False, default=True)
     _replies: int = field(init=False, default=0)
     _next: int = field(init=False, default=0)
+    _unanswered: int = field(init=False, default=0)
     _inflight: dict[int, Permit] = field(init=False, default_factory=dict)
     _waiters: collections.deque[asyncio.Future[None]] = field(init=False, default_factory=collections.deque)
 
@@ -393,6 +409,7 @@ class RateGovernor:
         self.requests.take(1.0)
         self.tokens.take(permit.tokens)
         self.in_flight += 1
+        self._unanswered += 1
         self.stats.attempts += 1
         return permit
 
@@ -405,6 +422,7 @@ class RateGovernor:
         """
         now = self.clock()
         self._inflight.pop(permit.seq, None)
+        self._unanswered = 0
         if limits.requests_limit or limits.tokens_limit:
             later = [p for seq, p in self._inflight.items() if seq > permit.seq]
             for bucket, limit, remaining, reset_s, after in (
@@ -449,7 +467,9 @@ class RateGovernor:
         """Wait for a place in the window and for the pacing, then take a permit."""
         started = self.clock()
         while True:
-            if self.in_flight >= max(int(self.window), 1):
+            held = self.in_flight > 0 and self._unanswered >= _UNANSWERED
+            if held or self.in_flight >= max(int(self.window), 1):
+                self.stats.held += held
                 waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 self._waiters.append(waiter)
                 try:
