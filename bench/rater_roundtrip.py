@@ -4,11 +4,14 @@ Run: ``python bench/rater_roundtrip.py`` (about three minutes once the database 
 it the first time takes about five more and is kept in ``--workdir`` for later runs).
 
 A round trip is what the server does between a rater pressing Submit and the next answer
-being ready to draw, calling what ``judgelab/app.py`` and ``judgelab/views/rate.py`` call in
-their order: :meth:`~labeler.store.Store.add_label` (the submit callback), then the rerun:
-:meth:`~labeler.store.Store.authenticate` twice (the entry point and the page each check the
-``?t=`` token) and :meth:`~labeler.store.Store.screen` (queue, item, open event and blinded
-view in one unit of work). Streamlit's own rendering and the network are not included.
+being ready to draw, calling what ``judgelab/views/rate.py`` calls in its order: the submit
+callback checks the ``?t=`` token (:meth:`~labeler.store.Store.authenticate`, once per script
+run) and stores the label (:meth:`~labeler.store.Store.add_label`), then the fragment's rerun
+reads the screen (:meth:`~labeler.store.Store.screen`: queue, item and blinded view in one
+unit of work). The item's open event (:meth:`~labeler.store.Store.open_item`) is written after
+the item is drawn, so it is outside the timed round trip (it still takes its turn at the
+store, which the figures with 50 raters include). Streamlit's own rendering and the network
+are not included.
 
 The pool: 100,000 answers to 50,000 tasks, each assigned to one of 50 raters (2,000 each)
 with :meth:`~labeler.store.Store.assign_k`. Two figures, each from a fresh child process:
@@ -64,14 +67,12 @@ def build(path: Path, *, answers: int, raters: int) -> None:
     store.assign_k([a.answer_id for a in pool], 1, ids, seed=1)
 
 
-def render(store: Store, token: str) -> tuple[Rater, QueueItem]:
-    """One run of the app for a rater: who (entry point, then page), and the screen."""
-    rater = store.authenticate(token)
-    store.authenticate(token)
-    screen = store.screen(rater.rater_id, "score", None)
+def render(store: Store, rater: Rater) -> QueueItem:
+    """The fragment's rerun for a rater: the screen (the open event follows the drawing)."""
+    screen = store.screen(rater.rater_id, "score", None, record_open=False)
     if screen.index is None:
         raise SystemExit(f"{rater.name} has nothing left to label; delete --workdir to rebuild")
-    return rater, screen.queue[screen.index]
+    return screen.queue[screen.index]
 
 
 def round_trips(store: Store, token: str, n: int, out: list[float], *, think: float = 0.0) -> None:
@@ -79,16 +80,20 @@ def round_trips(store: Store, token: str, n: int, out: list[float], *, think: fl
 
     ``think``: mean seconds of reading before each submit (exponential; 0 submits at once).
     """
-    rater, item = render(store, token)
+    rater = store.authenticate(token)
+    item = render(store, rater)
+    store.open_item(rater.rater_id, item.assignment_id)
     pace = random.Random(token)
     for _ in range(n):
         if think:
             time.sleep(pace.expovariate(1 / think))
         start = time.perf_counter()
+        rater = store.authenticate(token)
         store.add_label(rater.rater_id, item.assignment_id, overall=4,
                         criteria={"correct": 4, "complete": 4})
-        rater, item = render(store, token)
+        item = render(store, rater)
         out.append(time.perf_counter() - start)
+        store.open_item(rater.rater_id, item.assignment_id)
 
 
 def measure(db: str, tokens: list[str], per_rater: int, think: float) -> dict[str, float]:
