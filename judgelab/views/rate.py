@@ -31,16 +31,12 @@ st.title("Rate")
 
 
 def _screen(store: Store, rater_id: int) -> Screen:
-    """The rater's screen; in pull mode (project setting ``claim_k``) one more answer when done.
-
-    The item's open event (the start of the server's clock) is written once it is drawn
-    (end of :func:`rating_area`): its commit does not delay the next item.
-    """
+    """The rater's screen; in pull mode (project setting ``claim_k``) one more answer when done."""
     at = st.session_state.get(AT)
-    screen = store.screen(rater_id, "score", at, record_open=False)
+    screen = store.screen(rater_id, "score", at)
     claim_k = store.setting("project", "claim_k") if screen.index is None and at is None else None
     if claim_k and store.claim_next(rater_id, int(claim_k)) is not None:
-        screen = store.screen(rater_id, "score", None, record_open=False)
+        screen = store.screen(rater_id, "score", None)
     return screen
 
 
@@ -151,7 +147,6 @@ def rating_area() -> None:
     with right:
         page.form(index, _form_data(view, index), write,
                   saved="Label saved", changed="Label changed")
-    store.open_item(rater.rater_id, item.assignment_id, "score")
 
 
 rating_area()

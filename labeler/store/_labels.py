@@ -674,18 +674,12 @@ class LabelMixin(AssignMixin):
         assert isinstance(view, AuditView)
         return view
 
-    def screen(
-        self, rater_id: int, kind: Kind = "score", at: int | None = None, *, record_open: bool = True
-    ) -> Screen:
+    def screen(self, rater_id: int, kind: Kind = "score", at: int | None = None) -> Screen:
         """Everything one render of a rating page needs, in one unit of work.
 
         Reads the queue, picks the item (assignment ``at`` when the rater went back to
         it, else the resume position), records that it is open (for the timing), and
         loads its blinded view.
-
-        With ``record_open=False`` nothing is written: the caller records the open
-        itself (:meth:`open_item`), e.g. once the item is drawn, so that the write (and
-        its commit) does not stand between the rater and the next item.
         """
         with self.connection() as con:
             queue, sources = self._queue(con, rater_id, kind)
@@ -693,9 +687,8 @@ class LabelMixin(AssignMixin):
             if index is None:
                 return Screen(queue, None, None)
             item = queue[index]
-            if record_open:
-                # The queue holds only this rater's items of this kind: no ownership check again.
-                self._record_open(con, rater_id, item.assignment_id, kind)
+            # The queue holds only this rater's items of this kind: no ownership check again.
+            self._record_open(con, rater_id, item.assignment_id, kind)
             return Screen(queue, index, self._view(con, rater_id, item, _progress(queue), sources[index]))
 
 
