@@ -7,11 +7,8 @@ A round trip is what the server does between a rater pressing Submit and the nex
 being ready to draw, calling what ``judgelab/views/rate.py`` calls in its order: the submit
 callback checks the ``?t=`` token (:meth:`~labeler.store.Store.authenticate`, once per script
 run) and stores the label (:meth:`~labeler.store.Store.add_label`), then the fragment's rerun
-reads the screen (:meth:`~labeler.store.Store.screen`: queue, item and blinded view in one
-unit of work). The item's open event (:meth:`~labeler.store.Store.open_item`) is written after
-the item is drawn, so it is outside the timed round trip (it still takes its turn at the
-store, which the figures with 50 raters include). Streamlit's own rendering and the network
-are not included.
+reads the screen (:meth:`~labeler.store.Store.screen`: queue, item, open event and blinded
+view in one unit of work). Streamlit's own rendering and the network are not included.
 
 The pool: 100,000 answers to 50,000 tasks, each assigned to one of 50 raters (2,000 each)
 with :meth:`~labeler.store.Store.assign_k`. Two figures, each from a fresh child process:
@@ -68,8 +65,8 @@ def build(path: Path, *, answers: int, raters: int) -> None:
 
 
 def render(store: Store, rater: Rater) -> QueueItem:
-    """The fragment's rerun for a rater: the screen (the open event follows the drawing)."""
-    screen = store.screen(rater.rater_id, "score", None, record_open=False)
+    """The fragment's rerun for a rater: the screen (its token was checked by the callback)."""
+    screen = store.screen(rater.rater_id, "score", None)
     if screen.index is None:
         raise SystemExit(f"{rater.name} has nothing left to label; delete --workdir to rebuild")
     return screen.queue[screen.index]
@@ -82,7 +79,6 @@ def round_trips(store: Store, token: str, n: int, out: list[float], *, think: fl
     """
     rater = store.authenticate(token)
     item = render(store, rater)
-    store.open_item(rater.rater_id, item.assignment_id)
     pace = random.Random(token)
     for _ in range(n):
         if think:
@@ -93,7 +89,6 @@ def round_trips(store: Store, token: str, n: int, out: list[float], *, think: fl
                         criteria={"correct": 4, "complete": 4})
         item = render(store, rater)
         out.append(time.perf_counter() - start)
-        store.open_item(rater.rater_id, item.assignment_id)
 
 
 def measure(db: str, tokens: list[str], per_rater: int, think: float) -> dict[str, float]:
