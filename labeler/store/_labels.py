@@ -171,10 +171,10 @@ class LabelMixin(AssignMixin):
 
     def _queue(
         self, con: duckdb.DuckDBPyConnection, rater_id: int, kind: Kind
-    ) -> tuple[list[QueueItem], list[_Source]]:
-        """The rater's queue (:meth:`rater_queue`) and, item by item, what its content is.
+    ) -> tuple[list[QueueItem], list[tuple[Any, ...]]]:
+        """The rater's queue (:meth:`rater_queue`) and its rows, item by item (see :func:`_source`).
 
-        The sources stay on the server: a page gets the :class:`~labeler.queue.QueueItem` only.
+        The rows stay on the server: a page gets the :class:`~labeler.queue.QueueItem` only.
         """
         if kind not in KINDS:
             raise InputError(f"unknown queue kind {kind!r}", fix=f"use one of {KINDS}.")
@@ -220,7 +220,7 @@ class LabelMixin(AssignMixin):
             for pos, (assignment_id, answer_id, answer_b_id, done_id, flagged, skips, last_skip, _, _)
             in enumerate(rows, start=1)
         ]
-        return queue, [_Source(r[1], r[2], r[7], r[8]) for r in rows]
+        return queue, rows
 
     def _item_ids(self, con: duckdb.DuckDBPyConnection, answer_ids: Sequence[str]) -> dict[str, str]:
         """The opaque item id of each answer, cached per store.
@@ -650,10 +650,10 @@ class LabelMixin(AssignMixin):
         self, rater_id: int, assignment_id: int, kind: Kind
     ) -> ScoreView | PairView | AuditView:
         with self.connection() as con:
-            queue, sources = self._queue(con, rater_id, kind)
-            for item, source in zip(queue, sources, strict=True):
+            queue, rows = self._queue(con, rater_id, kind)
+            for item, row in zip(queue, rows, strict=True):
                 if item.assignment_id == assignment_id:
-                    return self._view(con, rater_id, item, _progress(queue), source)
+                    return self._view(con, rater_id, item, _progress(queue), _source(row))
         raise AccessError("that item is not in your queue.")
 
     def score_view(self, rater_id: int, assignment_id: int) -> ScoreView:
@@ -682,14 +682,20 @@ class LabelMixin(AssignMixin):
         loads its blinded view.
         """
         with self.connection() as con:
-            queue, sources = self._queue(con, rater_id, kind)
+            queue, rows = self._queue(con, rater_id, kind)
             index = shown_index(queue, at)
             if index is None:
                 return Screen(queue, None, None)
             item = queue[index]
             # The queue holds only this rater's items of this kind: no ownership check again.
             self._record_open(con, rater_id, item.assignment_id, kind)
-            return Screen(queue, index, self._view(con, rater_id, item, _progress(queue), sources[index]))
+            return Screen(queue, index, self._view(con, rater_id, item, _progress(queue), _source(rows[index])))
+
+
+def _source(row: tuple[Any, ...]) -> _Source:
+    """What a row of :meth:`LabelMixin._queue` shows (built for the shown item only)."""
+    return _Source(str(row[1]), None if row[2] is None else str(row[2]),
+                   None if row[7] is None else str(row[7]), None if row[8] is None else int(row[8]))
 
 
 def _masking(rubric_value: object, project_value: object) -> bool:
