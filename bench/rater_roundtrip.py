@@ -4,10 +4,10 @@ Run: ``python bench/rater_roundtrip.py`` (about three minutes once the database 
 it the first time takes about five more and is kept in ``--workdir`` for later runs).
 
 A round trip is what the server does between a rater pressing Submit and the next answer
-being ready to draw, calling what ``judgelab/app.py`` and ``judgelab/views/rate.py`` call in
-their order: :meth:`~labeler.store.Store.add_label` (the submit callback), then the rerun:
-:meth:`~labeler.store.Store.authenticate` twice (the entry point and the page each check the
-``?t=`` token) and :meth:`~labeler.store.Store.screen` (queue, item, open event and blinded
+being ready to draw, calling what ``judgelab/views/rate.py`` calls in its order: the submit
+callback checks the ``?t=`` token (:meth:`~labeler.store.Store.authenticate`, once per script
+run) and stores the label (:meth:`~labeler.store.Store.add_label`), then the fragment's rerun
+reads the screen (:meth:`~labeler.store.Store.screen`: queue, item, open event and blinded
 view in one unit of work). Streamlit's own rendering and the network are not included.
 
 The pool: 100,000 answers to 50,000 tasks, each assigned to one of 50 raters (2,000 each)
@@ -64,14 +64,12 @@ def build(path: Path, *, answers: int, raters: int) -> None:
     store.assign_k([a.answer_id for a in pool], 1, ids, seed=1)
 
 
-def render(store: Store, token: str) -> tuple[Rater, QueueItem]:
-    """One run of the app for a rater: who (entry point, then page), and the screen."""
-    rater = store.authenticate(token)
-    store.authenticate(token)
+def render(store: Store, rater: Rater) -> QueueItem:
+    """The fragment's rerun for a rater: the screen (its token was checked by the callback)."""
     screen = store.screen(rater.rater_id, "score", None)
     if screen.index is None:
         raise SystemExit(f"{rater.name} has nothing left to label; delete --workdir to rebuild")
-    return rater, screen.queue[screen.index]
+    return screen.queue[screen.index]
 
 
 def round_trips(store: Store, token: str, n: int, out: list[float], *, think: float = 0.0) -> None:
@@ -79,15 +77,17 @@ def round_trips(store: Store, token: str, n: int, out: list[float], *, think: fl
 
     ``think``: mean seconds of reading before each submit (exponential; 0 submits at once).
     """
-    rater, item = render(store, token)
+    rater = store.authenticate(token)
+    item = render(store, rater)
     pace = random.Random(token)
     for _ in range(n):
         if think:
             time.sleep(pace.expovariate(1 / think))
         start = time.perf_counter()
+        rater = store.authenticate(token)
         store.add_label(rater.rater_id, item.assignment_id, overall=4,
                         criteria={"correct": 4, "complete": 4})
-        rater, item = render(store, token)
+        item = render(store, rater)
         out.append(time.perf_counter() - start)
 
 

@@ -14,6 +14,8 @@ handled in one place.
 * Access is checked again by everything that writes for a rater: a widget's callback
   runs *before* the page's script (and a fragment's rerun skips ``app.py``), so a
   check at the top of the page alone would come too late (:func:`check_access`).
+  Within one script run the token is checked once: the entry point, the page and a
+  fragment (or a callback, then the fragment it reruns) share that run's answer.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import gc
 import os
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from labeler.errors import AccessError, JudgelabError
 from labeler.store import Rater, Store, resolve_db_path
@@ -29,6 +32,7 @@ from labeler.store import Rater, Store, resolve_db_path
 TOKEN_PARAM = "t"
 _TOKEN_STATE = "_judgelab_token"
 _REFUSED_STATE = "_judgelab_refused"
+_CHECKED_STATE = "_judgelab_checked"
 
 
 @st.cache_resource(show_spinner=False)
@@ -66,13 +70,39 @@ def current_token() -> str | None:
     return token or None
 
 
+def _this_run() -> object | None:
+    """An object that exists for the current script run only (``None`` outside one).
+
+    Streamlit gives each run (a fragment's rerun too) fresh element cursors, before the
+    run's callbacks; holding a reference to them keeps a remembered run from matching a
+    later one.
+    """
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return None if ctx is None else ctx.cursors
+
+
 def check_access() -> Rater:
     """The rater the ``?t=`` token belongs to, checked now.
+
+    The answer is remembered for the rest of this script run (:func:`current_rater`).
 
     Raises:
         AccessError: The token is missing, unknown or revoked.
     """
-    return current_store().authenticate(current_token())
+    st.session_state.pop(_CHECKED_STATE, None)
+    token = current_token()
+    rater = current_store().authenticate(token)
+    st.session_state[_CHECKED_STATE] = (_this_run(), token, rater)
+    return rater
+
+
+def _checked_this_run() -> Rater | None:
+    """The rater :func:`check_access` found earlier in this script run for the same token."""
+    memo = st.session_state.get(_CHECKED_STATE)
+    run = _this_run()
+    if run is None or not isinstance(memo, tuple) or memo[0] is not run:
+        return None
+    return memo[2] if memo[1] == current_token() else None
 
 
 def refuse(*, not_saved: bool) -> None:
@@ -81,7 +111,14 @@ def refuse(*, not_saved: bool) -> None:
 
 
 def current_rater() -> Rater:
-    """The rater the ``?t=`` token belongs to; stops the page with a message if none is valid."""
+    """The rater the ``?t=`` token belongs to; stops the page with a message if none is valid.
+
+    Checked once per script run: a second call in the same run (the page after the entry
+    point, a fragment after the callback that checked) returns the first call's rater.
+    """
+    checked = _checked_this_run()
+    if checked is not None:
+        return checked
     try:
         return check_access()
     except AccessError as exc:

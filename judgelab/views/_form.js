@@ -78,6 +78,9 @@ class RatingForm {
   update(data, send) {
     this.send = send;
     if (this.data && this.data.item === data.item && this.data.rev === data.rev) return;
+    const early = this.early || [];
+    const moved = !this.data || this.data.item !== data.item;
+    this.early = [];
     this.data = data;
     let draft = drafts.get(data.item);
     if (!draft) {
@@ -101,6 +104,14 @@ class RatingForm {
     this.busy = false;
     this.render();
     this.say(data.error || "", !!data.error);
+    // Score keys pressed while the next item was on its way are its score; when the
+    // server kept the rater on the same item (a refusal), they are dropped.
+    if (moved && !data.error) {
+      for (const k of early) {
+        const option = data.choice.options.find((o) => o.key === k);
+        if (option) this.pick(option.value);
+      }
+    }
   }
 
   // -- drawing ------------------------------------------------------------------------------
@@ -293,6 +304,10 @@ class RatingForm {
     const inside = path.includes(this.shadow);
     if (!inside && target && target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
     const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+    if (this.busy && this.data.choice.options.some((o) => o.key === k)) {
+      // Sent, and the answer is not here yet: a score key is kept for the item that comes.
+      return this.consume(e, () => this.early.push(k));
+    }
     const crit = path.find((n) => n.getAttribute && n.getAttribute("data-criterion"));
     if (this.criterionKey(e, k, crit)) return;
     const option = this.data.choice.options.find((o) => o.key === k);
@@ -371,8 +386,9 @@ class RatingForm {
     }
     if (what === "back" && !this.data.can_back) return;
     this.busy = true;
+    this.early = [];
     // The server answers with the next item; should the answer never come, let the rater retry.
-    setTimeout(() => { this.busy = false; }, 8000);
+    setTimeout(() => { this.busy = false; this.early = []; }, 8000);
     const v = this.values;
     this.say(what === "submit" ? "Saving…" : "", false);
     this.send({

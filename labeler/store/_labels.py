@@ -27,7 +27,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import pandas as pd
@@ -129,6 +129,15 @@ class _Context:
         return min(active, self.seconds)
 
 
+class _Source(NamedTuple):
+    """What a queue item shows: its answer(s) and rubric (server side only; never handed to a page)."""
+
+    answer_id: str
+    answer_b_id: str | None
+    rubric_id: str | None
+    rubric_version: int | None
+
+
 @dataclass(frozen=True)
 class Screen:
     """One render of a rating page: the rater's queue, where they are, and what to show.
@@ -157,37 +166,46 @@ class LabelMixin(AssignMixin):
 
     def rater_queue(self, rater_id: int, kind: Kind = "score") -> list[QueueItem]:
         """The rater's assignments of one kind in queue order, with what is done or skipped."""
+        with self.connection() as con:
+            return self._queue(con, rater_id, kind)[0]
+
+    def _queue(
+        self, con: duckdb.DuckDBPyConnection, rater_id: int, kind: Kind
+    ) -> tuple[list[QueueItem], list[tuple[Any, ...]]]:
+        """The rater's queue (:meth:`rater_queue`) and its rows, item by item (see :func:`_source`).
+
+        The rows stay on the server: a page gets the :class:`~labeler.queue.QueueItem` only.
+        """
         if kind not in KINDS:
             raise InputError(f"unknown queue kind {kind!r}", fix=f"use one of {KINDS}.")
         table, id_col = _DONE_TABLE[kind]
         flagged = "d.flag_reason IS NOT NULL" if kind == "score" else "false"
-        with self.connection() as con:
-            rows = con.execute(
-                f"""
-                WITH cur AS (
-                    SELECT d.assignment_id, max(d.{id_col}) AS done_id,
-                           bool_or({flagged}) AS flagged
-                    FROM {table} d
-                    WHERE d.rater_id = $1 AND d.assignment_id IS NOT NULL
-                      AND NOT EXISTS (SELECT 1 FROM {table} s WHERE s.supersedes = d.{id_col})
-                    GROUP BY d.assignment_id),
-                sk AS (
-                    SELECT assignment_id, count(*) AS skips, max(event_id) AS last_skip
-                    FROM queue_events WHERE rater_id = $1 AND event = 'skip'
-                    GROUP BY assignment_id)
-                SELECT s.assignment_id, s.answer_id, s.answer_b_id, cur.done_id,
-                       coalesce(cur.flagged, false) AS flagged, coalesce(sk.skips, 0) AS skips,
-                       sk.last_skip
-                FROM assignments s
-                LEFT JOIN cur ON cur.assignment_id = s.assignment_id
-                LEFT JOIN sk ON sk.assignment_id = s.assignment_id
-                WHERE s.rater_id = $1 AND s.kind = $2
-                ORDER BY s.queue_pos, s.assignment_id
-                """,
-                [rater_id, kind],
-                ).fetchall()
-            items = self._item_ids(con, [r[1] for r in rows] + [r[2] for r in rows if r[2] is not None])
-        return [
+        rows = con.execute(
+            f"""
+            WITH cur AS (
+                SELECT d.assignment_id, max(d.{id_col}) AS done_id,
+                       bool_or({flagged}) AS flagged
+                FROM {table} d
+                WHERE d.rater_id = $1 AND d.assignment_id IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM {table} s WHERE s.supersedes = d.{id_col})
+                GROUP BY d.assignment_id),
+            sk AS (
+                SELECT assignment_id, count(*) AS skips, max(event_id) AS last_skip
+                FROM queue_events WHERE rater_id = $1 AND event = 'skip'
+                GROUP BY assignment_id)
+            SELECT s.assignment_id, s.answer_id, s.answer_b_id, cur.done_id,
+                   coalesce(cur.flagged, false) AS flagged, coalesce(sk.skips, 0) AS skips,
+                   sk.last_skip, s.rubric_id, s.rubric_version
+            FROM assignments s
+            LEFT JOIN cur ON cur.assignment_id = s.assignment_id
+            LEFT JOIN sk ON sk.assignment_id = s.assignment_id
+            WHERE s.rater_id = $1 AND s.kind = $2
+            ORDER BY s.queue_pos, s.assignment_id
+            """,
+            [rater_id, kind],
+        ).fetchall()
+        items = self._item_ids(con, [r[1] for r in rows] + [r[2] for r in rows if r[2] is not None])
+        queue = [
             QueueItem(
                 assignment_id=int(assignment_id),
                 kind=kind,
@@ -199,9 +217,10 @@ class LabelMixin(AssignMixin):
                 last_skip_order=None if last_skip is None else int(last_skip),
                 flagged=bool(flagged),
             )
-            for pos, (assignment_id, answer_id, answer_b_id, done_id, flagged, skips, last_skip)
+            for pos, (assignment_id, answer_id, answer_b_id, done_id, flagged, skips, last_skip, _, _)
             in enumerate(rows, start=1)
         ]
+        return queue, rows
 
     def _item_ids(self, con: duckdb.DuckDBPyConnection, answer_ids: Sequence[str]) -> dict[str, str]:
         """The opaque item id of each answer, cached per store.
@@ -234,15 +253,15 @@ class LabelMixin(AssignMixin):
 
     def _own_assignment(
         self, con: duckdb.DuckDBPyConnection, rater_id: int, assignment_id: int, kind: Kind
-    ) -> tuple[str, str | None, str | None, int | None]:
-        """``(answer_id, answer_b_id, rubric_id, rubric_version)``; refuses other raters' items."""
+    ) -> _Source:
+        """What the assignment shows; refuses other raters' items."""
         row = con.execute(
             "SELECT rater_id, kind, answer_id, answer_b_id, rubric_id, rubric_version"
             " FROM assignments WHERE assignment_id = ?",
             [int(assignment_id)],
         ).fetchone()
         row = _own_row(row, rater_id, assignment_id, kind)
-        return (
+        return _Source(
             str(row[2]),
             None if row[3] is None else str(row[3]),
             None if row[4] is None else str(row[4]),
@@ -295,36 +314,52 @@ class LabelMixin(AssignMixin):
     def _context(
         self, con: duckdb.DuckDBPyConnection, rater_id: int, assignment_id: int, kind: Kind
     ) -> _Context:
-        """Everything a write needs about an assignment, in one query; refuses other raters'."""
+        """Everything a write needs about an assignment; refuses other raters' and revoked raters.
+
+        Plain indexed reads, the rest in Python: the assignment with its rater, then the
+        rater's rows and queue events of this assignment (and, only when there are rows,
+        which of them are superseded). The same figures as one query with correlated
+        subqueries cost about twice as long.
+        """
         table, id_col = _DONE_TABLE[kind]
         row = con.execute(
-            f"""
-            SELECT s.rater_id, s.kind, s.answer_id, s.answer_b_id, s.rubric_id,
-                   s.rubric_version, r.name, r.revoked_at,
-                   (SELECT max(d.{id_col}) FROM {table} d
-                     WHERE d.rater_id = $1 AND d.assignment_id = $2
-                       AND NOT EXISTS (SELECT 1 FROM {table} x WHERE x.supersedes = d.{id_col})),
-                   (SELECT epoch(current_timestamp::TIMESTAMP) - epoch(min(e.created_at))
-                     FROM queue_events e
-                     WHERE e.rater_id = $1 AND e.assignment_id = $2 AND e.event = 'open'
-                       AND e.created_at > {self._since_sql(table)})
-            FROM assignments s JOIN raters r ON r.rater_id = s.rater_id
-            WHERE s.assignment_id = $2
-            """,
-            [int(rater_id), int(assignment_id)],
+            "SELECT s.rater_id, s.kind, s.answer_id, s.answer_b_id, s.rubric_id, s.rubric_version,"
+            " r.name, r.revoked_at, current_timestamp::TIMESTAMP"
+            " FROM assignments s JOIN raters r ON r.rater_id = s.rater_id WHERE s.assignment_id = $1",
+            [int(assignment_id)],
         ).fetchone()
         row = _own_row(row, rater_id, assignment_id, kind)
         if row[7] is not None:
             raise AccessError("this invite link was revoked. Ask your admin for a new one.")
+        history = con.execute(
+            f"SELECT 'done', {id_col}, created_at FROM {table} WHERE rater_id = $1 AND assignment_id = $2"
+            " UNION ALL SELECT event, event_id, created_at FROM queue_events"
+            " WHERE rater_id = $1 AND assignment_id = $2",
+            [int(rater_id), int(assignment_id)],
+        ).fetchall()
+        done = [int(i) for event, i, _ in history if event == "done"]
+        current_id = None
+        if done:
+            superseded = {
+                int(r[0]) for r in con.execute(
+                    f"SELECT supersedes FROM {table} WHERE supersedes IN ({', '.join(map(str, done))})"
+                ).fetchall()
+            }
+            current_id = max((i for i in done if i not in superseded), default=None)
+        # The clock restarts at the latest submit or skip; it runs from the first open after that.
+        since = max((at for event, _, at in history if event in ("done", "skip")), default=None)
+        opened = min(
+            (at for event, _, at in history if event == "open" and (since is None or at > since)), default=None
+        )
         return _Context(
             answer_id=str(row[2]),
             answer_b_id=None if row[3] is None else str(row[3]),
             rubric_id=None if row[4] is None else str(row[4]),
             rubric_version=None if row[5] is None else int(row[5]),
             rater_name=str(row[6]),
-            current_id=None if row[8] is None else int(row[8]),
+            current_id=current_id,
             # Server clock, both ends; never negative even if the clock stepped back.
-            seconds=None if row[9] is None else max(float(row[9]), 0.0),
+            seconds=None if opened is None else max((row[8] - opened).total_seconds(), 0.0),
         )
 
     def _rubric_of(self, rubric_id: str | None, version: int | None) -> Rubric:
@@ -524,10 +559,7 @@ class LabelMixin(AssignMixin):
                     [MASK_KEY, scopes],
                 ).fetchall()
             )
-        value = found.get(scopes[-1], found.get("project"))
-        if value is None:
-            return MASK_DEFAULT
-        return str(value).strip().lower() == "true"
+        return _masking(found.get(scopes[-1]), found.get("project"))
 
     def _shown_text(
         self, con: duckdb.DuckDBPyConnection, answer_id: str, masking: bool
@@ -543,20 +575,43 @@ class LabelMixin(AssignMixin):
         spans = json.loads(row[2] or "[]") if masking else []
         return str(row[0]), mask(str(row[1]), spans), len(spans)
 
+    def _scored_text(
+        self, con: duckdb.DuckDBPyConnection, answer_id: str, rubric_id: str
+    ) -> tuple[str, str, int]:
+        """:meth:`_shown_text` of a score item, masked as :meth:`mask_self_id` says for ``rubric_id``.
+
+        One query: the answer, its task's prompt and both scopes' masking setting.
+        """
+        row = con.execute(
+            "SELECT t.prompt, a.text, a.self_id_spans,"
+            " (SELECT value FROM settings WHERE key = $2 AND scope = $3),"
+            " (SELECT value FROM settings WHERE key = $2 AND scope = 'project')"
+            " FROM answers a JOIN tasks t USING (task_id) WHERE a.answer_id = $1",
+            [answer_id, MASK_KEY, f"rubric:{rubric_id}"],
+        ).fetchone()
+        if row is None:
+            raise InputError(f"answer {answer_id!r} is missing from the database")
+        spans = json.loads(row[2] or "[]") if _masking(row[3], row[4]) else []
+        return str(row[0]), mask(str(row[1]), spans), len(spans)
+
     def _view(
-        self, con: duckdb.DuckDBPyConnection, rater_id: int, item: QueueItem, progress: Progress
+        self, con: duckdb.DuckDBPyConnection, rater_id: int, item: QueueItem, progress: Progress,
+        source: _Source | None = None,
     ) -> ScoreView | PairView | AuditView:
-        """The blinded content of one queue item (the rater's own, checked)."""
+        """The blinded content of one queue item (the rater's own, checked).
+
+        ``source``: the item's row of the rater's queue as :meth:`_queue` read it in this
+        unit of work (it holds only the rater's own items); without it, the assignment is
+        looked up and its owner checked.
+        """
         # What the item shows, not what a write needs (:meth:`_context`: current label and
         # time on item, two correlated subqueries): a render costs one indexed lookup.
-        answer_id, answer_b_id, rubric_id, rubric_version = self._own_assignment(
-            con, rater_id, item.assignment_id, item.kind
-        )
+        if source is None:
+            source = self._own_assignment(con, rater_id, item.assignment_id, item.kind)
+        answer_id, answer_b_id, rubric_id, rubric_version = source
         if item.kind == "score":
             rubric = self._rubric_of(rubric_id, rubric_version)
-            prompt, text, n_masked = self._shown_text(
-                con, answer_id, self.mask_self_id(rubric.rubric_id)
-            )
+            prompt, text, n_masked = self._scored_text(con, answer_id, rubric.rubric_id)
             current = None
             row = _done_row(
                 con, item,
@@ -595,10 +650,10 @@ class LabelMixin(AssignMixin):
         self, rater_id: int, assignment_id: int, kind: Kind
     ) -> ScoreView | PairView | AuditView:
         with self.connection() as con:
-            queue = self.rater_queue(rater_id, kind)
-            for item in queue:
+            queue, rows = self._queue(con, rater_id, kind)
+            for item, row in zip(queue, rows, strict=True):
                 if item.assignment_id == assignment_id:
-                    return self._view(con, rater_id, item, _progress(queue))
+                    return self._view(con, rater_id, item, _progress(queue), _source(row))
         raise AccessError("that item is not in your queue.")
 
     def score_view(self, rater_id: int, assignment_id: int) -> ScoreView:
@@ -627,14 +682,28 @@ class LabelMixin(AssignMixin):
         loads its blinded view.
         """
         with self.connection() as con:
-            queue = self.rater_queue(rater_id, kind)
+            queue, rows = self._queue(con, rater_id, kind)
             index = shown_index(queue, at)
             if index is None:
                 return Screen(queue, None, None)
             item = queue[index]
             # The queue holds only this rater's items of this kind: no ownership check again.
             self._record_open(con, rater_id, item.assignment_id, kind)
-            return Screen(queue, index, self._view(con, rater_id, item, _progress(queue)))
+            return Screen(queue, index, self._view(con, rater_id, item, _progress(queue), _source(rows[index])))
+
+
+def _source(row: tuple[Any, ...]) -> _Source:
+    """What a row of :meth:`LabelMixin._queue` shows (built for the shown item only)."""
+    return _Source(str(row[1]), None if row[2] is None else str(row[2]),
+                   None if row[7] is None else str(row[7]), None if row[8] is None else int(row[8]))
+
+
+def _masking(rubric_value: object, project_value: object) -> bool:
+    """Whether to mask, from the ``mask_self_id`` setting of the rubric's scope and the project's."""
+    value = project_value if rubric_value is None else rubric_value
+    if value is None:
+        return MASK_DEFAULT
+    return str(value).strip().lower() == "true"
 
 
 def _own_row(

@@ -7,7 +7,8 @@ mix clicks and shortcuts, go back and forward, edit and reload, at 1366x768 and 
   Compare comment and the audit note), in one session and after a reload, and
   resubmitting unchanged stores nothing new and says nothing is wrong;
 * Ctrl+Enter submits whatever has focus (a clicked criterion included); plain keys type
-  normally inside the comment box;
+  normally inside the comment box; a score key pressed right after Ctrl+Enter, before the
+  next item is there, is the next item's score;
 * everything works from the keyboard (the flag and the criteria too), the Submit button,
   the criteria, their descriptions and the rubric's score levels are on screen at
   1366x768 without scrolling, and a refused submit says why next to the Submit button;
@@ -180,6 +181,22 @@ def test_ctrl_enter_submits_whatever_has_focus(demo: Demo, browser: Any) -> None
     expect_text(page, "All 2 answers are rated")
     rows = labels_of(demo, rater_id)
     assert rows["comment"].tolist() == ["", "1 b s f u 5"] and rows["overall"].tolist() == [4, 3]
+    assert_local_only(rec)
+    page.close()
+
+
+def test_a_score_key_pressed_while_the_next_item_loads_is_its_score(demo: Demo, browser: Any) -> None:
+    rater_id, token = demo.new_rater("quick-quinn", score=2)
+    page, rec = open_page(browser, f"{demo.url}/?t={token}", viewport=DESKTOP)
+    expect_text(page, "Answer 1 of 2")
+    page.keyboard.press("4")
+    page.keyboard.press("Control+Enter")
+    page.keyboard.press("3")  # at once: the server has not answered with the next item yet
+    expect_text(page, "Answer 2 of 2")
+    expect(group(page, "Overall score").get_by_role("radio", checked=True)).to_have_text("3")
+    page.keyboard.press("Control+Enter")
+    expect_text(page, "All 2 answers are rated")
+    assert labels_of(demo, rater_id)["overall"].tolist() == [4, 3]
     assert_local_only(rec)
     page.close()
 
