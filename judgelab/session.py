@@ -75,10 +75,11 @@ def _this_run() -> object | None:
 
     Streamlit gives each run (a fragment's rerun too) fresh element cursors, before the
     run's callbacks; holding a reference to them keeps a remembered run from matching a
-    later one.
+    later one. A Streamlit without them (the attribute is not public API) gets ``None``: every
+    call then checks the token again, which is slower, never less safe.
     """
     ctx = get_script_run_ctx(suppress_warning=True)
-    return None if ctx is None else ctx.cursors
+    return None if ctx is None else getattr(ctx, "cursors", None)
 
 
 def check_access() -> Rater:
