@@ -69,7 +69,8 @@ _DECREASE_GAP = 0.5
 _RESERVE_SECONDS = 0.25
 _RESERVE_SHARE = 0.25
 _RESERVE_REQUESTS = 1.0
-# While attempts are in flight, at most this many go out after the latest reply. A provider
+# While attempts are in flight, at most this many go out after the latest reply (plus one per
+# reply that arrived with it). A provider
 # that stalls (a busy server, a network hiccup) stops answering but its bucket keeps refilling
 # up to its size and wastes the rest; the client, pacing by its own clock, would keep sending,
 # and when the provider resumes it counts the whole backlog at once against a bucket that
@@ -348,7 +349,8 @@ class RateGovernor:
     * **Pause.** A 429 with ``retry-after`` stops every new attempt for that long (the limit is
       the organisation's, so every attempt would meet it).
     * **Replies clock the sending.** While attempts are in flight, at most
-      :data:`_UNANSWERED` go out after the latest reply; the next waits for a reply. A provider
+      :data:`_UNANSWERED` go out after the latest reply (one more per reply that arrived with
+      it); the next waits for a reply. A provider
       that stalls then receives a bounded backlog when it resumes, not every attempt the pacing
       allowed meanwhile, which its bucket, full and wasting its refill, would refuse.
 
@@ -422,7 +424,9 @@ class RateGovernor:
         """
         now = self.clock()
         self._inflight.pop(permit.seq, None)
-        self._unanswered = 0
+        # A reply restarts the count, and replies that arrive together (one event-loop turn
+        # often handles several) each make room for one more attempt: the provider is alive.
+        self._unanswered = min(self._unanswered, 0) - 1
         if limits.requests_limit or limits.tokens_limit:
             later = [p for seq, p in self._inflight.items() if seq > permit.seq]
             for bucket, limit, remaining, reset_s, after in (

@@ -129,15 +129,26 @@ def test_attempts_wait_for_a_reply_once_a_few_have_gone_unanswered() -> None:
         gov = RateGovernor(64, clock=Clock())
         gov.observe(gov.grant(10), 200, _limits(3000, limit=600_000))  # the window opens to 64
         gov.release()
-        sent = [await gov.acquire(10) for _ in range(_UNANSWERED)]
+        # After one reply, _UNANSWERED attempts go out, and one more for that reply itself.
+        sent = [await asyncio.wait_for(gov.acquire(10), 1.0) for _ in range(_UNANSWERED + 1)]
         blocked = asyncio.ensure_future(gov.acquire(10))
         await asyncio.sleep(0.01)
         assert not blocked.done() and gov.stats.held == 1
         gov.observe(sent[0], 200, _limits(3000, limit=600_000))  # a reply: sending resumes
         gov.release()
         await asyncio.wait_for(blocked, 1.0)
+        # Replies that arrive together each make room for one more.
+        for permit in sent[1:3]:
+            gov.observe(permit, 200, _limits(3000, limit=600_000))
+            gov.release()
+        more = [await asyncio.wait_for(gov.acquire(10), 1.0) for _ in range(_UNANSWERED + 2)]
+        assert gov.stats.held == 1
+        late = asyncio.ensure_future(gov.acquire(10))
+        await asyncio.sleep(0.01)
+        assert not late.done() and gov.stats.held == 2
+        late.cancel()
         # With nothing in flight nothing is awaited, however many went out before.
-        for permit in sent[1:]:
+        for permit in [*sent[3:], *more]:
             gov.observe(permit, None, RateLimits())
             gov.release()
         gov.observe(blocked.result(), None, RateLimits())
