@@ -562,32 +562,19 @@ class LabelMixin(AssignMixin):
         return _masking(found.get(scopes[-1]), found.get("project"))
 
     def _shown_text(
-        self, con: duckdb.DuckDBPyConnection, answer_id: str, masking: bool
+        self, con: duckdb.DuckDBPyConnection, answer_id: str, rubric_id: str | None
     ) -> tuple[str, str, int]:
-        """``(task prompt, answer text as raters see it, number of masked spans)``."""
-        row = con.execute(
-            "SELECT t.prompt, a.text, a.self_id_spans FROM answers a JOIN tasks t USING (task_id)"
-            " WHERE a.answer_id = ?",
-            [answer_id],
-        ).fetchone()
-        if row is None:
-            raise InputError(f"answer {answer_id!r} is missing from the database")
-        spans = json.loads(row[2] or "[]") if masking else []
-        return str(row[0]), mask(str(row[1]), spans), len(spans)
+        """``(task prompt, answer text as raters see it, number of masked spans)``.
 
-    def _scored_text(
-        self, con: duckdb.DuckDBPyConnection, answer_id: str, rubric_id: str
-    ) -> tuple[str, str, int]:
-        """:meth:`_shown_text` of a score item, masked as :meth:`mask_self_id` says for ``rubric_id``.
-
-        One query: the answer, its task's prompt and both scopes' masking setting.
+        Masked as :meth:`mask_self_id` says for ``rubric_id``, in one query: the answer, its
+        task's prompt and both scopes' masking setting.
         """
         row = con.execute(
             "SELECT t.prompt, a.text, a.self_id_spans,"
             " (SELECT value FROM settings WHERE key = $2 AND scope = $3),"
             " (SELECT value FROM settings WHERE key = $2 AND scope = 'project')"
             " FROM answers a JOIN tasks t USING (task_id) WHERE a.answer_id = $1",
-            [answer_id, MASK_KEY, f"rubric:{rubric_id}"],
+            [answer_id, MASK_KEY, None if rubric_id is None else f"rubric:{rubric_id}"],
         ).fetchone()
         if row is None:
             raise InputError(f"answer {answer_id!r} is missing from the database")
@@ -605,13 +592,13 @@ class LabelMixin(AssignMixin):
         looked up and its owner checked.
         """
         # What the item shows, not what a write needs (:meth:`_context`: current label and
-        # time on item, two correlated subqueries): a render costs one indexed lookup.
+        # time on item): a render reads the assignment once, or not at all given its source.
         if source is None:
             source = self._own_assignment(con, rater_id, item.assignment_id, item.kind)
         answer_id, answer_b_id, rubric_id, rubric_version = source
         if item.kind == "score":
             rubric = self._rubric_of(rubric_id, rubric_version)
-            prompt, text, n_masked = self._scored_text(con, answer_id, rubric.rubric_id)
+            prompt, text, n_masked = self._shown_text(con, answer_id, rubric.rubric_id)
             current = None
             row = _done_row(
                 con, item,
@@ -626,9 +613,9 @@ class LabelMixin(AssignMixin):
                     flag_reason=None if row[3] is None else str(row[3]),
                 )
             return ScoreView(item, progress, prompt, text, rubric, current, n_masked)
-        masking = self.mask_self_id()
-        prompt, first, _ = self._shown_text(con, answer_id, masking)
-        _, second, _ = self._shown_text(con, answer_b_id or "", masking)
+        # Pairs and audits follow the project's setting (they have no rubric of their own).
+        prompt, first, _ = self._shown_text(con, answer_id, None)
+        _, second, _ = self._shown_text(con, answer_b_id or "", None)
         if item.kind == "pair":
             pref: int | None = None
             comment = ""
