@@ -73,13 +73,19 @@ def current_token() -> str | None:
 def _this_run() -> object | None:
     """An object that exists for the current script run only (``None`` outside one).
 
-    Streamlit gives each run (a fragment's rerun too) fresh element cursors, before the
-    run's callbacks; holding a reference to them keeps a remembered run from matching a
-    later one. A Streamlit without them (the attribute is not public API) gets ``None``: every
-    call then checks the token again, which is slower, never less safe.
+    Streamlit makes a new parallel-fragment coordinator for each run (a fragment's rerun
+    too), before the run's callbacks; holding a reference to it keeps a remembered run
+    from matching a later one. Not the run's element cursors: a fragment's rerun swaps
+    those for a copy after its callbacks, so its callback's check was never reused. A
+    Streamlit without the coordinator (it is not public API) falls back to the cursors
+    (full runs still reuse the check), and without both to ``None``: every call then
+    checks the token again, which is slower, never less safe.
     """
     ctx = get_script_run_ctx(suppress_warning=True)
-    return None if ctx is None else getattr(ctx, "cursors", None)
+    if ctx is None:
+        return None
+    run = getattr(ctx, "parallel_coordinator", None)
+    return run if run is not None else getattr(ctx, "cursors", None)
 
 
 def check_access() -> Rater:

@@ -82,12 +82,20 @@ def wait_healthy(proc: subprocess.Popen[bytes], url: str, *, timeout: float = 90
         time.sleep(0.2)
 
 
-def serve(db: Path, *, cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Server:
-    """Serve ``db`` with the command line ``judgelab serve`` uses, on a free port."""
+def serve(db: Path, *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
+          launcher: Path | None = None) -> Server:
+    """Serve ``db`` with the command line ``judgelab serve`` uses, on a free port.
+
+    ``launcher``: a script that takes ``streamlit``'s arguments and runs it (instead of
+    ``python -m streamlit``), such as ``_traced_server.py``.
+    """
     from judgelab.cli.serve import streamlit_command
 
     port = free_port()
     command = streamlit_command(db, port, "127.0.0.1")
+    if launcher is not None:
+        assert command[1:3] == ["-m", "streamlit"], command
+        command = [command[0], str(launcher), *command[3:]]
     proc = subprocess.Popen(
         command, cwd=cwd or db.parent,
         env={**os.environ, "JUDGELAB_DB": str(db), **(env or {})},

@@ -35,6 +35,7 @@ from tests.browser.conftest import (
     go,
     open_page,
     playwright_api,
+    serve,
     wait_ready,
 )
 
@@ -199,6 +200,34 @@ def test_a_score_key_pressed_while_the_next_item_loads_is_its_score(demo: Demo, 
     assert labels_of(demo, rater_id)["overall"].tolist() == [4, 3]
     assert_local_only(rec)
     page.close()
+
+
+def test_each_submit_checks_the_token_once_before_it_writes(demo: Demo, browser: Any, tmp_path: Path) -> None:
+    # A second server on the demo's file, with the store's token checks and label writes
+    # logged in the order it ran them (the submit's callback and the fragment rerun it
+    # causes are one script run: they share one check, and it comes before the write).
+    trace = tmp_path / "trace.log"
+    server = serve(demo.db, launcher=Path(__file__).with_name("_traced_server.py"),
+                   env={"JUDGELAB_TRACE": str(trace)})
+    try:
+        rater_id, token = demo.new_rater("once-olga", score=3)
+        page, rec = open_page(browser, f"{server.url}/?t={token}", viewport=DESKTOP)
+        expect_text(page, "Answer 1 of 3")
+        loaded = trace.read_text().split()
+        assert loaded and set(loaded) == {"check"}, loaded
+        for position in (2, 3):
+            page.keyboard.press("4")
+            page.keyboard.press("Control+Enter")
+            expect_text(page, f"Answer {position} of 3")
+        page.keyboard.press("4")
+        page.keyboard.press("Control+Enter")
+        expect_text(page, "All 3 answers are rated")
+        assert trace.read_text().split()[len(loaded):] == ["check", "write"] * 3
+        assert labels_of(demo, rater_id)["overall"].tolist() == [4, 4, 4]
+        assert_local_only(rec)
+        page.close()
+    finally:
+        server.stop()
 
 
 def _inside(box: dict[str, float], viewport: dict[str, int]) -> bool:
