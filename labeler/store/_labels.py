@@ -179,31 +179,36 @@ class LabelMixin(AssignMixin):
         if kind not in KINDS:
             raise InputError(f"unknown queue kind {kind!r}", fix=f"use one of {KINDS}.")
         table, id_col = _DONE_TABLE[kind]
-        flagged = "d.flag_reason IS NOT NULL" if kind == "score" else "false"
-        rows = con.execute(
-            f"""
-            WITH cur AS (
-                SELECT d.assignment_id, max(d.{id_col}) AS done_id,
-                       bool_or({flagged}) AS flagged
-                FROM {table} d
-                WHERE d.rater_id = $1 AND d.assignment_id IS NOT NULL
-                  AND NOT EXISTS (SELECT 1 FROM {table} s WHERE s.supersedes = d.{id_col})
-                GROUP BY d.assignment_id),
-            sk AS (
-                SELECT assignment_id, count(*) AS skips, max(event_id) AS last_skip
-                FROM queue_events WHERE rater_id = $1 AND event = 'skip'
-                GROUP BY assignment_id)
-            SELECT s.assignment_id, s.answer_id, s.answer_b_id, cur.done_id,
-                   coalesce(cur.flagged, false) AS flagged, coalesce(sk.skips, 0) AS skips,
-                   sk.last_skip, s.rubric_id, s.rubric_version
-            FROM assignments s
-            LEFT JOIN cur ON cur.assignment_id = s.assignment_id
-            LEFT JOIN sk ON sk.assignment_id = s.assignment_id
-            WHERE s.rater_id = $1 AND s.kind = $2
-            ORDER BY s.queue_pos, s.assignment_id
-            """,
-            [rater_id, kind],
-        ).fetchall()
+        # Three plain reads merged in Python: one query with the grouping joins cost about
+        # twice as long, most of a screen's store time.
+        flag_sql = "d.flag_reason IS NOT NULL" if kind == "score" else "false"
+        current: dict[int, tuple[int, bool]] = {}  # assignment -> (current id, flagged)
+        for a, done_id, is_flagged in con.execute(
+            f"SELECT d.assignment_id, d.{id_col}, {flag_sql} FROM {table} d"
+            " WHERE d.rater_id = $1 AND d.assignment_id IS NOT NULL"
+            f" AND NOT EXISTS (SELECT 1 FROM {table} s WHERE s.supersedes = d.{id_col})",
+            [rater_id],
+        ).fetchall():
+            best, any_flag = current.get(a, (done_id, False))
+            current[a] = (max(best, done_id), any_flag or bool(is_flagged))
+        skip_counts: dict[int, tuple[int, int]] = {}  # assignment -> (skips, latest skip's id)
+        for a, event_id in con.execute(
+            "SELECT assignment_id, event_id FROM queue_events WHERE rater_id = $1 AND event = 'skip'",
+            [rater_id],
+        ).fetchall():
+            count, last = skip_counts.get(a, (0, event_id))
+            skip_counts[a] = (count + 1, max(last, event_id))
+        rows = []
+        for _, a, answer_id, answer_b_id, rubric_id, rubric_version in sorted(
+            con.execute(
+                "SELECT queue_pos, assignment_id, answer_id, answer_b_id, rubric_id, rubric_version"
+                " FROM assignments WHERE rater_id = $1 AND kind = $2",
+                [rater_id, kind],
+            ).fetchall()
+        ):
+            done_id, is_flagged = current.get(a, (None, False))
+            count, last = skip_counts.get(a, (0, None))
+            rows.append((a, answer_id, answer_b_id, done_id, is_flagged, count, last, rubric_id, rubric_version))
         items = self._item_ids(con, [r[1] for r in rows] + [r[2] for r in rows if r[2] is not None])
         queue = [
             QueueItem(
