@@ -390,7 +390,7 @@ class RatingForm {
     // The server answers with the next item; should the answer never come, let the rater retry.
     setTimeout(() => { this.busy = false; this.early = []; }, 8000);
     const v = this.values;
-    this.say(what === "submit" ? "Saving…" : "", false);
+    const sent = (this.sent = (this.sent || 0) + 1);
     this.send({
       do: what,
       item: this.data.item,
@@ -402,6 +402,11 @@ class RatingForm {
       seconds: this.clock ? this.clock.seconds() : null,
       nonce: Math.random(),
     });
+    // "Saving…" only after Streamlit's send (its own zero-delay timer, queued first): a page
+    // changed before the send is laid out and painted before the message leaves.
+    setTimeout(() => {
+      if (this.busy && this.sent === sent) this.say(what === "submit" ? "Saving…" : "", false);
+    }, 0);
   }
 }
 
