@@ -103,7 +103,7 @@ class RatingForm {
     this.clock.resume();
     this.busy = false;
     this.render();
-    this.say(data.error || "", !!data.error);
+    this.say(data.error || data.notice || "", !!data.error);
     // Score keys pressed while the next item was on its way are its score; when the
     // server kept the rater on the same item (a refusal), they are dropped.
     if (moved && !data.error) {

@@ -120,6 +120,7 @@ class FormData:
         flagged: Whether the current label flags the item.
         reason: The current flag reason.
         error: A refusal from the server to show at the Submit button.
+        notice: What the last action did (``Label saved``), shown at the Submit button.
         rev: Changes with every answer of the server, so the form always redraws.
     """
 
@@ -145,6 +146,7 @@ class FormData:
     flagged: bool = False
     reason: str = ""
     error: str = ""
+    notice: str = ""
     rev: int = 0
 
     def payload(self) -> dict[str, Any]:
@@ -166,7 +168,7 @@ class FormData:
             "flag": {"label": "Flag as unrateable", "reason_label": "Why can it not be rated?",
                      "value": self.flagged, "reason": self.reason} if self.flag else None,
             "keys_help": self.keys_help, "editing": self.editing, "can_back": self.can_back,
-            "error": self.error, "idle_cap": IDLE_CAP_SECONDS,
+            "error": self.error, "notice": self.notice, "idle_cap": IDLE_CAP_SECONDS,
         }
 
 

@@ -1,6 +1,7 @@
 """What the rater queue pages (Rate, Compare, Padding audit) share.
 
-The header (the last save's toast, the progress bar, the finished screen), and the one
+The header (the progress bar, the finished screen), the last save's message (at the form's
+Submit button, where the rater is looking; a toast on the finished screen), and the one
 handler of the rating form's actions (:mod:`judgelab.views._form`): Back, Skip, Forward
 and Submit. Not a page itself: ``app.py`` lists pages by name and this file is not one.
 
@@ -43,7 +44,8 @@ class QueuePage:
         kind: ``"score"``, ``"pair"`` or ``"audit"``.
         queue: The rater's items of this kind in queue order (not empty).
         at: Session key of the assignment the rater went back to (``None``: resume).
-        flash: Session key of the message the next run toasts; ``flash + ":error"``
+        flash: Session key of the message the next run shows at the Submit button (or toasts
+            on the finished screen); ``flash + ":error"``
             holds the refusal the form shows at its Submit button.
     """
 
@@ -66,15 +68,16 @@ class QueuePage:
     def header(
         self, index: int | None, finished: str, *, back_help: str | None = None, where: str = ""
     ) -> int:
-        """Toast the last save and show progress (followed by ``where``: which item this is).
+        """Show progress (followed by ``where``: which item this is).
 
-        On the finished screen (``index`` is ``None``) say ``finished``, offer Back to the last
-        item, and stop the page.
+        On the finished screen (``index`` is ``None``) toast the last save, say ``finished``,
+        offer Back to the last item, and stop the page. With an item, the form says what the
+        last save did (:meth:`form`): one element fewer for the browser to draw per submit.
 
         Returns:
             ``index``, when there is an item to show.
         """
-        if self.flash in st.session_state:
+        if index is None and self.flash in st.session_state:
             st.toast(st.session_state.pop(self.flash))
         done = sum(1 for item in self.queue if item.done)
         at = f" · {where.format(position=self.queue[index].position)}" if where and index is not None else ""
@@ -91,8 +94,9 @@ class QueuePage:
     def form(self, index: int, data: FormData, write: Write, *, saved: str, changed: str) -> None:
         """Draw the rating form for queue position ``index``; its actions go to :meth:`act`."""
         error = st.session_state.pop(self.flash + ":error", "")
+        notice = st.session_state.pop(self.flash, "")
         rev = int(st.session_state.get(self.flash + ":rev", 0))
-        filled = FormData(**{**data.__dict__, "error": error, "rev": rev})
+        filled = FormData(**{**data.__dict__, "error": error, "notice": notice, "rev": rev})
         rating_form(filled, key=self.form_key,
                     on_action=partial(self.act, index, data.item, write, saved, changed))
 
@@ -125,7 +129,7 @@ class QueuePage:
             self.save(item, action, write, saved=saved, changed=changed)
 
     def save(self, item: QueueItem, action: Action, write: Write, *, saved: str, changed: str) -> None:
-        """Store the action's values; toast what happened and go on, or show the refusal and stay."""
+        """Store the action's values; say what happened and go on, or show the refusal and stay."""
         try:
             label_id = write(action)
         except AccessError:  # revoked since the check above: the write refused it
@@ -144,23 +148,23 @@ class QueuePage:
         st.session_state[self.at] = None
 
 
-def text_box(text: str) -> None:
-    """A task's or an answer's text in a bordered box, rendered inert.
+def text_box(text: str, *, heading: str = "") -> None:
+    """A task's or an answer's text in a bordered box, under ``heading``, rendered inert.
 
     Markdown renders, HTML never runs (``unsafe_allow_html=False`` shows tags as text) and
     images show as text (:func:`~labeler.blinding.inert_markdown`), so the browser fetches
-    nothing an answer names.
+    nothing an answer names. The heading is the box's first line, in the same element: a
+    submit redraws every element of the item, and each one costs the browser a render.
     """
     with st.container(border=True):
-        st.markdown(inert_markdown(text), unsafe_allow_html=False)
+        st.markdown((f"**{heading}**\n\n" if heading else "") + inert_markdown(text), unsafe_allow_html=False)
 
 
 def side_by_side(left: tuple[str, str], right: tuple[str, str]) -> None:
     """Two texts side by side, each given as ``(heading, markdown)`` (see :func:`text_box`)."""
     for col, (heading, text) in zip(st.columns(2, gap="medium"), (left, right), strict=True):
         with col:
-            st.markdown(f"**{heading}**")
-            text_box(text)
+            text_box(text, heading=heading)
 
 
 def keys_help(choice: str, *, editing: bool) -> str:

@@ -125,10 +125,8 @@ def rating_area() -> None:
     assert isinstance(view, ScoreView)
     left, right = st.columns([4, 5], gap="medium")
     with left, st.container(height=TEXT_HEIGHT, border=False):
-        st.markdown("**Task**")
-        text_box(view.prompt)
-        st.markdown("**Answer**")
-        text_box(view.text)
+        text_box(view.prompt, heading="Task")
+        text_box(view.text, heading="Answer")
         if view.masked:
             st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
         intro, _ = rubric_levels(view.rubric)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,11 @@ def progress_text(at: AppTest) -> str:
 def where(at: AppTest) -> str:
     """Which item the progress line says is shown, and what it says about it."""
     return " · ".join(str(at.get("progress")[0].proto.text).split(" · ")[1:])
+
+
+def shown_texts(at: AppTest) -> list[str]:
+    """The texts of the page's boxes (the task, the answer), each without its bold heading line."""
+    return [re.sub(r"\A\*\*[^*\n]+\*\*\n\n", "", str(m.value)) for m in at.markdown]
 
 
 def assert_blind(at: AppTest, pool: Pool) -> None:
@@ -211,7 +217,7 @@ def test_resubmitting_unchanged_writes_nothing_and_is_not_an_error(served: Pool,
         criteria={c["id"]: c["value"] for c in data["criteria"]}, comment=data["comment"]["value"])
     assert len(served.store.query("SELECT 1 FROM labels WHERE rater_id = ?", [rater_id])) == 1
     assert form_data(at)["error"] == "" and not at.error
-    assert any("Nothing changed" in t.value for t in at.toast)
+    assert "Nothing changed" in form_data(at)["notice"]
 
 
 def test_skip_sends_the_item_to_the_end_and_the_server_refuses_a_missing_score(
@@ -296,8 +302,9 @@ def test_script_answers_render_as_text_and_nothing_unblinds(served: Pool) -> Non
     script_answer = f"{FAMILIES[0]}-{served.tasks[0]}"
     served.store.assign_k([script_answer], 1, [rater.rater_id])
     at = open_app(token)
-    shown = [m for m in at.markdown if m.value == SCRIPT_TEXT]
+    shown = [m for m, text in zip(at.markdown, shown_texts(at), strict=True) if text == SCRIPT_TEXT]
     assert len(shown) == 1
+    assert shown[0].value == f"**Answer**\n\n{SCRIPT_TEXT}"
     assert shown[0].proto.allow_html is False  # the browser shows tags as text
     assert_blind(at, served)
 
@@ -307,7 +314,7 @@ def test_images_in_answers_show_as_text_and_are_never_fetched(served: Pool) -> N
     served.store.add_pool([], [Answer("with-image", served.tasks[1], FAMILIES[0], "m", text)])
     rater, token = served.store.add_rater("ida")
     served.store.assign_k(["with-image"], 1, [rater.rater_id])
-    shown = [m.value for m in open_app(token).markdown if "tracker.example" in m.value]
+    shown = [text for text in shown_texts(open_app(token)) if "tracker.example" in text]
     # The image's bracket is a character reference: markdown shows "![diagram](...)" as text.
     assert shown == ["Reset it as shown: !&#91;diagram](https://tracker.example/pixel.png?rater=1) then retry."]
 
@@ -319,10 +326,10 @@ def test_self_identifying_text_is_masked_for_raters(served: Pool) -> None:
     rater, token = served.store.add_rater("fay")
     served.store.assign_k(["zorblax-selfid"], 1, [rater.rater_id])
     at = open_app(token)
-    assert any(m.value.startswith("[redacted]") for m in at.markdown)
+    assert any(text.startswith("[redacted]") for text in shown_texts(at))
     assert "Zorblax" not in everything(at)
     served.store.set_setting("project", "mask_self_id", "false")
-    assert any(m.value == text for m in open_app(token).markdown)
+    assert text in shown_texts(open_app(token))
 
 
 # -- compare and audit ------------------------------------------------------------------------

@@ -98,6 +98,7 @@ def test_going_back_and_forth_and_reloading_loses_nothing(demo: Demo, browser: A
     page.keyboard.type("first: step 2 is wrong")
     page.keyboard.press("Control+Enter")
     expect_text(page, "Answer 2 of 4")
+    expect(page.locator(".jl-message")).to_have_text("Label saved")  # at the Submit button
     # 2: flagged, with a reason.
     page.keyboard.press("3")
     page.get_by_label("Flag as unrateable").check()
@@ -135,6 +136,7 @@ def test_going_back_and_forth_and_reloading_loses_nothing(demo: Demo, browser: A
     # Resubmitting unchanged is a no-op: no error, no new row.
     page.keyboard.press("Control+Enter")
     expect_text(page, "Answer 4 of 4")
+    expect(page.locator(".jl-message")).to_contain_text("Nothing changed")
     assert len(labels_of(demo, rater_id)) == 3
     assert "no score" not in page.content()
 
