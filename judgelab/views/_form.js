@@ -152,6 +152,14 @@ class RatingForm {
     }
     side.appendChild(this.buttons());
     side.appendChild(el("p", { cls: "jl-keys", text: d.keys_help }));
+    if (d.guide) {
+      // The rubric's instructions, folded; redraws keep it open or closed as the rater left it.
+      const guide = el("details", { cls: "jl-guide" }, el("summary", { text: d.guide.title }),
+        el("p", { text: d.guide.text }));
+      guide.open = !!this.guideOpen;
+      guide.addEventListener("toggle", () => { this.guideOpen = guide.open; });
+      side.appendChild(guide);
+    }
     form.append(main, side);
     this.root.appendChild(form);
   }

@@ -71,6 +71,9 @@ kbd { font: 11px monospace; opacity: 0.7; margin-left: 5px; }
 .jl-message { min-height: 1.3em; margin: 4px 0 0; font-size: 13px; }
 .jl-message.error { color: var(--st-red-color, #b3261e); font-weight: 600; }
 .jl-keys { font-size: 11.5px; opacity: 0.7; margin: 2px 0 0; }
+.jl-guide { font-size: 12.5px; margin: 4px 0 0; }
+.jl-guide summary { cursor: pointer; font-weight: 600; }
+.jl-guide p { white-space: pre-wrap; margin: 4px 0 0; line-height: 1.35; }
 """
 
 _FORM = st.components.v2.component(
@@ -116,6 +119,9 @@ class FormData:
         levels: ``(level, definition)`` pairs, shown as a list.
         pass_rule: The rubric's pass rule in words.
         verdict: ``{"binary": ..., "threshold": ...}`` to show the pass verdict, or ``None``.
+        guide_title: The folded instructions' summary line (``How to score (...)``).
+        guide: The rubric's instructions before its score levels, shown as text under the
+            buttons, folded ("" shows none).
         flag: Offer "flag as unrateable" (score items).
         flagged: Whether the current label flags the item.
         reason: The current flag reason.
@@ -142,6 +148,8 @@ class FormData:
     levels: Sequence[tuple[str, str]] = ()
     pass_rule: str = ""
     verdict: Mapping[str, Any] | None = None
+    guide_title: str = ""
+    guide: str = ""
     flag: bool = False
     flagged: bool = False
     reason: str = ""
@@ -164,6 +172,7 @@ class FormData:
             "follow": self.follow, "levels_title": self.levels_title,
             "levels": [list(x) for x in self.levels], "pass_rule": self.pass_rule,
             "verdict": dict(self.verdict) if self.verdict is not None else None,
+            "guide": {"title": self.guide_title, "text": self.guide} if self.guide else None,
             "comment": {"label": self.comment_label, "value": self.comment},
             "flag": {"label": "Flag as unrateable", "reason_label": "Why can it not be rated?",
                      "value": self.flagged, "reason": self.reason} if self.flag else None,

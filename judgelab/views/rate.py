@@ -60,7 +60,7 @@ def _form_data(view: ScoreView, index: int) -> FormData:
     keys = choice_keys(choices)
     options = score_options(choices, keys)
     cur = view.current
-    _, levels = rubric_levels(rubric)
+    intro, levels = rubric_levels(rubric)
     return FormData(
         item=f"{view.item.item_id}:{cur.label_id if cur else 'new'}",
         title="Rating",
@@ -82,6 +82,8 @@ def _form_data(view: ScoreView, index: int) -> FormData:
         levels=levels,
         pass_rule=f"{rubric.scale_text()} Pass rule: {rubric.pass_rule}",
         verdict={"binary": rubric.scale == "binary", "threshold": _threshold(view)},
+        guide_title=f"How to score ({rubric.name}, v{rubric.version})",
+        guide=intro,
         flag=True,
         flagged=bool(cur and cur.flag_reason),
         reason=(cur.flag_reason or "") if cur else "",
@@ -129,10 +131,6 @@ def rating_area() -> None:
         text_box(view.text, heading="Answer")
         if view.masked:
             st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
-        intro, _ = rubric_levels(view.rubric)
-        if intro:
-            with st.expander(f"How to score ({view.rubric.name}, v{view.rubric.version})"):
-                st.markdown(intro)
 
     def write(action: Action) -> int:
         return store.add_label(

@@ -297,6 +297,13 @@ def test_finished_queue_says_so_and_back_returns_to_the_last_item(served: Pool) 
     assert where(at) == "Answer 2 of 2 · you rated this one; a changed label replaces it"
 
 
+def test_the_rubric_instructions_come_with_the_form(served: Pool, alice: tuple[int, str]) -> None:
+    _, token = alice
+    guide = form_data(open_app(token))["guide"]
+    assert guide["title"].startswith("How to score")
+    assert guide["text"] == served.store.rubric().instructions
+
+
 def test_script_answers_render_as_text_and_nothing_unblinds(served: Pool) -> None:
     rater, token = served.store.add_rater("eve")
     script_answer = f"{FAMILIES[0]}-{served.tasks[0]}"

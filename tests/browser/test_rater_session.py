@@ -258,6 +258,13 @@ def test_keyboard_first_with_everything_on_screen_at_1366x768(demo: Demo, browse
     expect(levels).to_have_count(5)
     for i in range(5):
         assert _inside(levels.nth(i).bounding_box(), LAPTOP), levels.nth(i).inner_text()
+    # The rubric's instructions, folded under the buttons; opened, they stay open while scoring.
+    guide = page.locator("details.jl-guide")
+    guide.locator("summary").click()
+    page.keyboard.press("3")
+    expect(guide).to_have_attribute("open", "")
+    expect(guide).to_contain_text("Read the customer's ticket first")
+    guide.locator("summary").click()
 
     # Everything from the keyboard: overall, two criteria, the flag and its reason, submit.
     page.keyboard.press("4")
