@@ -119,6 +119,9 @@ class RatingForm {
   render() {
     const d = this.data;
     const v = this.values;
+    // The guide's toggle event comes a task later than the click: read it off the page.
+    const shown = this.root.querySelector("details.jl-guide");
+    if (shown) this.guideOpen = shown.open;
     this.root.replaceChildren();
     const wide = (d.criteria || []).length > 0;
     const form = el("div", { cls: wide ? "jl-form" : "jl-form narrow", role: "form", "aria-label": d.title });
@@ -157,7 +160,6 @@ class RatingForm {
       const guide = el("details", { cls: "jl-guide" }, el("summary", { text: d.guide.title }),
         el("p", { text: d.guide.text }));
       guide.open = !!this.guideOpen;
-      guide.addEventListener("toggle", () => { this.guideOpen = guide.open; });
       side.appendChild(guide);
     }
     form.append(main, side);

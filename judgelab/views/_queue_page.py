@@ -148,16 +148,24 @@ class QueuePage:
         st.session_state[self.at] = None
 
 
-def text_box(text: str, *, heading: str = "") -> None:
-    """A task's or an answer's text in a bordered box, under ``heading``, rendered inert.
+def inert_text(text: str, *, heading: str = "", rule: bool = False) -> None:
+    """A task's or an answer's text under a bold ``heading`` (after a rule), rendered inert.
 
     Markdown renders, HTML never runs (``unsafe_allow_html=False`` shows tags as text) and
     images show as text (:func:`~labeler.blinding.inert_markdown`), so the browser fetches
-    nothing an answer names. The heading is the box's first line, in the same element: a
+    nothing an answer names. The heading is the text's first line, in the same element: a
     submit redraws every element of the item, and each one costs the browser a render.
+    Each text is its own element, so markup one leaves open (a code fence) cannot swallow
+    the next.
     """
+    lead = ("---\n\n" if rule else "") + (f"**{heading}**\n\n" if heading else "")
+    st.markdown(lead + inert_markdown(text), unsafe_allow_html=False)
+
+
+def text_box(text: str, *, heading: str = "") -> None:
+    """:func:`inert_text` in a bordered box."""
     with st.container(border=True):
-        st.markdown((f"**{heading}**\n\n" if heading else "") + inert_markdown(text), unsafe_allow_html=False)
+        inert_text(text, heading=heading)
 
 
 def side_by_side(left: tuple[str, str], right: tuple[str, str]) -> None:

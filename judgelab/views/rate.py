@@ -5,7 +5,7 @@ rating form lives in the browser (:mod:`judgelab.views._form`: score keys need n
 trip to the server) and its actions are handled by :mod:`judgelab.views._queue_page`.
 The item is drawn in a fragment, so a submit reruns the rating area only.
 
-At 1366x768 the answer scrolls in its own box on the left, and the form (overall score,
+At 1366x768 the task and the answer scroll in one box on the left, and the form (overall score,
 criteria with their descriptions, the rubric's score levels, comment, flag and the
 buttons) fits beside it without scrolling the page.
 """
@@ -16,7 +16,7 @@ import streamlit as st
 
 from judgelab.session import current_rater, current_store, show_error
 from judgelab.views._form import Action, FormData, rubric_levels, score_options
-from judgelab.views._queue_page import QueuePage, keys_help, text_box
+from judgelab.views._queue_page import QueuePage, inert_text, keys_help
 from labeler.errors import JudgelabError
 from labeler.queue import choice_keys, scale_choices
 from labeler.store import ScoreView, Screen, Store
@@ -126,9 +126,9 @@ def rating_area() -> None:
     item = queue[index]
     assert isinstance(view, ScoreView)
     left, right = st.columns([4, 5], gap="medium")
-    with left, st.container(height=TEXT_HEIGHT, border=False):
-        text_box(view.prompt, heading="Task")
-        text_box(view.text, heading="Answer")
+    with left, st.container(height=TEXT_HEIGHT, border=True):
+        inert_text(view.prompt, heading="Task")
+        inert_text(view.text, heading="Answer", rule=True)
         if view.masked:
             st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
 

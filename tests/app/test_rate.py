@@ -109,7 +109,7 @@ def where(at: AppTest) -> str:
 
 def shown_texts(at: AppTest) -> list[str]:
     """The texts of the page's boxes (the task, the answer), each without its bold heading line."""
-    return [re.sub(r"\A\*\*[^*\n]+\*\*\n\n", "", str(m.value)) for m in at.markdown]
+    return [re.sub(r"\A(---\n\n)?\*\*[^*\n]+\*\*\n\n", "", str(m.value)) for m in at.markdown]
 
 
 def assert_blind(at: AppTest, pool: Pool) -> None:
@@ -311,7 +311,7 @@ def test_script_answers_render_as_text_and_nothing_unblinds(served: Pool) -> Non
     at = open_app(token)
     shown = [m for m, text in zip(at.markdown, shown_texts(at), strict=True) if text == SCRIPT_TEXT]
     assert len(shown) == 1
-    assert shown[0].value == f"**Answer**\n\n{SCRIPT_TEXT}"
+    assert shown[0].value == f"---\n\n**Answer**\n\n{SCRIPT_TEXT}"
     assert shown[0].proto.allow_html is False  # the browser shows tags as text
     assert_blind(at, served)
 
