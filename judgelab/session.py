@@ -35,9 +35,17 @@ _REFUSED_STATE = "_judgelab_refused"
 _CHECKED_STATE = "_judgelab_checked"
 
 
+#: Seconds the app server keeps the database open without a unit of work. Raters take
+#: minutes per answer, and reopening the file after the store's default second of idle
+#: added about 25 ms to each submit of a rater working alone (1 ms on an open file); any
+#: judgelab process that asks for the file (the CLI, another server) still gets it within
+#: about 0.05 s.
+APP_IDLE_RELEASE = 300.0
+
+
 @st.cache_resource(show_spinner=False)
 def _store_for(path: str) -> Store:
-    return Store(path)
+    return Store(path, idle_release=APP_IDLE_RELEASE)
 
 
 def db_path() -> str:

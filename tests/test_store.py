@@ -209,6 +209,30 @@ def test_an_idle_process_releases_the_file(tmp_path: Path) -> None:
     assert done.stdout.strip() == "v"
 
 
+def test_a_store_asked_to_hold_keeps_the_file_when_idle_yet_hands_it_to_a_judgelab_process(
+    tmp_path: Path,
+) -> None:
+    """The app server's store (``idle_release`` of minutes) keeps its connection through a pause.
+
+    A rater's submit after a pause then pays no reopen, and a CLI command in another process
+    still gets the file at once through the wait marker.
+    """
+    db = tmp_path / "hold.duckdb"
+    store = Store(db, idle_release=300.0)
+    store.set_setting("project", "k", "v")
+    con = store._state.con
+    time.sleep(1.5)  # longer than the default idle release, and the reaper checks every 0.05 s
+    assert store._state.con is con and con is not None  # still open: no reopen on the next unit
+    assert store.setting("project", "k") == "v" and store._state.con is con
+    writer = "import sys\nfrom labeler.store import Store\nStore(sys.argv[1]).set_setting('project', 'k', 'cli')\n"
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", writer, str(db)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - began < 15  # the handoff, not the five minutes
+    assert store.setting("project", "k") == "cli"
+    release_all()
+
+
 def test_the_turn_lock_is_held_exactly_while_the_file_is_open(tmp_path: Path) -> None:
     """A process holds ``<db>.lock`` while it has the file open and lets it go once it has closed it.
 

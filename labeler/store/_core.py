@@ -12,7 +12,8 @@ file at the same time. The rules that make this work:
 * the connection stays open between units, because opening the file costs 15-25 ms
   (measured in ``bench/store_open.py``) against 1-5 ms for a typical unit. It is
   released (closed, so the file lock is free) when the process has not used it for
-  :data:`IDLE_RELEASE` seconds, and handed over when another process is waiting;
+  :data:`IDLE_RELEASE` seconds (the app server asks for five minutes: a rater's submit
+  after a pause should not pay the open), and handed over when another process is waiting;
 * a process that finds the file locked touches a *wait marker* next to it
   (``<db>.wait``) and retries every few milliseconds. The holder checks the marker
   after each unit: once it has held the file for :data:`HOLD_QUANTUM` seconds it
@@ -127,6 +128,9 @@ class _Shared:
     #: Do not reopen before this time (a handoff to a waiting process is in progress).
     resume_at: float = 0.0
     reaper: threading.Thread | None = None
+    #: Seconds without a unit of work after which the file is let go (:data:`IDLE_RELEASE`,
+    #: or longer for a process that asked to keep it: see :class:`StoreCore`).
+    idle_release: float = IDLE_RELEASE
 
     def waiter(self) -> bool:
         """Whether another process has asked for the file since it was opened."""
@@ -135,12 +139,12 @@ class _Shared:
     def due(self) -> bool:
         """Whether to let the file go now.
 
-        Idle for :data:`IDLE_RELEASE`, or another process waits and this one has had its turn (held
-        :data:`HOLD_QUANTUM`) or paused.
+        Idle for ``idle_release`` seconds, or another process waits and this one has had its turn
+        (held :data:`HOLD_QUANTUM`) or paused.
         """
         now = time.monotonic()
         idle = now - self.last_used
-        if idle >= IDLE_RELEASE:
+        if idle >= self.idle_release:
             return True
         # The cheap tests first: the marker's stat is only needed once a turn is over.
         return (now - self.opened_at >= HOLD_QUANTUM or idle >= 0.02) and self.waiter()
@@ -259,12 +263,26 @@ class StoreCore:
     """Opens the database per unit of work; see the module docstring for why."""
 
     def __init__(
-        self, path: str | os.PathLike[str] | None = None, *, lock_timeout: float = 30.0
+        self, path: str | os.PathLike[str] | None = None, *, lock_timeout: float = 30.0,
+        idle_release: float = IDLE_RELEASE,
     ) -> None:
+        """Open the store on ``path`` (``$JUDGELAB_DB``, else ``./judgelab.duckdb``).
+
+        Args:
+            path: The database file; created and migrated if needed.
+            lock_timeout: Seconds a unit of work waits for the file before it fails.
+            idle_release: Seconds without a unit of work after which this process lets the
+                file go for programs outside the protocol. Any judgelab process that asks
+                gets it within about 0.05 s either way (the wait marker). The app server
+                holds longer, so a rater's submit after a pause does not pay a reopen; the
+                longest any store of the process asked for applies.
+        """
         self.path = resolve_db_path(path)
         self.lock_timeout = lock_timeout
         self._key = str(self.path)
         self._state = _shared_for(self.path)
+        with self._state.lock:
+            self._state.idle_release = max(self._state.idle_release, idle_release)
         if self._key not in _migrated:
             self.migrate()
 
