@@ -1,7 +1,10 @@
 """The rater page in a real browser: key -> feedback, submit -> next item, first load, server CPU.
 
 Run: ``python bench/browser_roundtrip.py`` (about two minutes; needs Debian's ``chromium`` and
-the ``dev`` extra's Playwright). ``--submits`` sets how many labels are submitted (at least 50).
+the ``dev`` extra's Playwright). ``--submits`` sets how many labels are submitted (at least 50);
+``--rounds N`` measures both apps N times, interleaved (who goes first alternates), and pools
+the submits: a p95 of 60 submits is about their third-largest time, so one run's p95 moves by
+several milliseconds from run to run.
 
 What is measured, in Chromium at 1366x768 through Playwright, on a pool of the bundled answers
 served with the command line ``judgelab serve`` uses:
@@ -34,10 +37,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
 
 from bench._measure import REPO, machine, percentiles
 
@@ -207,12 +213,12 @@ def streamlit_idle(page: Any) -> None:
     page.wait_for_selector(READY, timeout=60_000)
 
 
-def measure_judgelab(browser: Any, work: Path, n: int) -> Figures:
+def measure_judgelab(browser: Any, work: Path, n: int, token: str) -> Figures:
+    """Label ``n`` items in the app served on ``work``'s pool (built by :func:`build_pool`)."""
     from judgelab.cli.serve import streamlit_command
 
     db = work / "bench.duckdb"
     total = n + 5
-    token = build_pool(db, total)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = start(streamlit_command(db, port, "127.0.0.1"), url,
@@ -320,29 +326,58 @@ def measure_flask(browser: Any, work: Path, n: int) -> Figures | None:
         proc.wait(timeout=15)
 
 
+def pooled(rounds: list[Figures]) -> Figures:
+    """One app's rounds as one set of measurements (first load: the median round's)."""
+    out = Figures(rounds[0].name)
+    out.first_load_ms = float(np.median([f.first_load_ms for f in rounds]))
+    for f in rounds:
+        out.key_ms += f.key_ms
+        out.key_frames += f.key_frames
+        out.submit_ms += f.submit_ms
+        out.key_cpu_ms += f.key_cpu_ms
+        out.submit_cpu_ms += f.submit_cpu_ms
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--submits", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure both apps this many times, interleaved (the first app alternates)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the Flask baseline")
     args = parser.parse_args()
     if args.submits < 50:
         parser.error("--submits must be at least 50")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     from playwright.sync_api import sync_playwright
 
-    print(f"rater page in Chromium {VIEWPORT['width']}x{VIEWPORT['height']} · {args.submits} submits")
+    print(f"rater page in Chromium {VIEWPORT['width']}x{VIEWPORT['height']} · {args.submits} submits"
+          + (f" · {args.rounds} interleaved rounds" if args.rounds > 1 else ""))
     print(f"  {machine()}")
+    apps: dict[str, list[Figures]] = {}
     with tempfile.TemporaryDirectory(prefix="judgelab-browser-bench-") as tmp, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM,
                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        work = Path(tmp)
-        figures = [measure_judgelab(browser, work, args.submits)]
-        if not args.no_baseline:
-            base = measure_flask(browser, work, args.submits)
-            if base is not None:
-                figures.append(base)
+        for r in range(args.rounds):
+            work = Path(tmp) / f"round{r + 1}"
+            work.mkdir()
+            token = build_pool(work / "bench.duckdb", args.submits + 5)
+            runs: list[Callable[[], Figures | None]] = [
+                partial(measure_judgelab, browser, work, args.submits, token)]
+            if not args.no_baseline:
+                runs.append(partial(measure_flask, browser, work, args.submits))
+            for run in runs[::-1] if r % 2 else runs:  # who goes first alternates
+                fig = run()
+                if fig is not None:
+                    apps.setdefault(fig.name, []).append(fig)
+            if args.rounds > 1:
+                print(f"  round {r + 1}: " + " · ".join(
+                    "{} p50 {:.0f} / p95 {:.0f} ms".format(figs[-1].name.split()[0], *percentiles(figs[-1].submit_ms))
+                    for figs in apps.values()))
         browser.close()
-    for fig in figures:
-        print("\n".join(fig.lines()))
+    for figs in apps.values():
+        print("\n".join(pooled(figs).lines()))
 
 
 if __name__ == "__main__":
