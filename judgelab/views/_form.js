@@ -110,6 +110,8 @@ class RatingForm {
       for (const k of early) {
         const option = data.choice.options.find((o) => o.key === k);
         if (option) this.pick(option.value);
+        const go = this.navigation(k);
+        if (go) { this.act(go); break; }  // the next answer brings the next item; later keys wait for it
       }
     }
   }
@@ -314,16 +316,17 @@ class RatingForm {
     const inside = path.includes(this.shadow);
     if (!inside && target && target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
     const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
-    if (this.busy && this.data.choice.options.some((o) => o.key === k)) {
-      // Sent, and the answer is not here yet: a score key is kept for the item that comes.
+    if (this.busy && (this.data.choice.options.some((o) => o.key === k) || ["b", "s", "f"].includes(k))) {
+      // Sent, and the answer is not here yet: a score key is kept for the item that comes,
+      // and so is Back, Skip or Forward (B at once after a submit goes back to that item).
       return this.consume(e, () => this.early.push(k));
     }
     const crit = path.find((n) => n.getAttribute && n.getAttribute("data-criterion"));
     if (this.criterionKey(e, k, crit)) return;
     const option = this.data.choice.options.find((o) => o.key === k);
     if (option) return this.consume(e, () => this.pick(option.value));
-    const nav = { b: "back", s: this.data.editing ? null : "skip", f: this.data.editing ? "forward" : null };
-    if (nav[k]) return this.consume(e, () => this.act(nav[k]));
+    const go = this.navigation(k);
+    if (go) return this.consume(e, () => this.act(go));
     if (k === "u" && this.data.flag) return this.consume(e, () => this.setFlag(!this.values.flag, true));
     if (k === "c") return this.consume(e, () => this.root.querySelector(".jl-comment").focus());
     if ((k === "ArrowDown" || k === "ArrowUp") && (this.data.criteria || []).length) {
@@ -333,6 +336,12 @@ class RatingForm {
       });
     }
     if (k === "Escape" && this.shadow.activeElement) this.shadow.activeElement.blur();
+  }
+
+  /** The action a navigation key asks for on this item (Skip on new items, Forward on done ones). */
+  navigation(k) {
+    const nav = { b: "back", s: this.data.editing ? null : "skip", f: this.data.editing ? "forward" : null };
+    return nav[k] || null;
   }
 
   criterionKey(e, k, crit) {

@@ -204,6 +204,26 @@ def test_a_score_key_pressed_while_the_next_item_loads_is_its_score(demo: Demo, 
     page.close()
 
 
+def test_b_pressed_while_the_next_item_loads_goes_back_to_the_item_just_sent(demo: Demo, browser: Any) -> None:
+    rater_id, token = demo.new_rater("back-at-once-bo", score=3)
+    page, rec = open_page(browser, f"{demo.url}/?t={token}", viewport=DESKTOP)
+    expect_text(page, "Answer 1 of 3")
+    page.keyboard.press("4")
+    page.keyboard.press("Control+Enter")
+    page.keyboard.press("b")  # at once: the next item has not come yet
+    expect_text(page, "Answer 1 of 3 · you rated this one")
+    expect(group(page, "Overall score").get_by_role("radio", checked=True)).to_have_text("4")
+    page.keyboard.press("f")
+    expect_text(page, "Answer 2 of 3")
+    page.keyboard.press("3")
+    page.keyboard.press("Control+Enter")
+    page.keyboard.press("s")  # at once again: Skip on the item that comes
+    expect_text(page, "Answer 3 of 3 · skipped before")  # the item that came was skipped (and is the only one left)
+    assert labels_of(demo, rater_id)["overall"].tolist() == [4, 3]
+    assert_local_only(rec)
+    page.close()
+
+
 def test_each_submit_checks_the_token_once_before_it_writes(demo: Demo, browser: Any, tmp_path: Path) -> None:
     # A second server on the demo's file, with the store's token checks and label writes
     # logged in the order it ran them (the submit's callback and the fragment rerun it
