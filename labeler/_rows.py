@@ -103,7 +103,11 @@ def decode(path: Path, data: bytes) -> str:
 
 
 def read_rows(path: str | Path) -> Rows:
-    """Read a CSV, JSONL or Parquet file into rows, with clear errors for broken files."""
+    """Read a CSV, JSONL or Parquet file into rows, with clear errors for broken files.
+
+    A table with no rows (a header only, an empty JSON-lines file, a Parquet file of no rows) is
+    read as no rows: that is what an export of an empty kind writes.
+    """
     path = Path(path)
     name = str(path)
     if not path.is_file():
@@ -116,8 +120,13 @@ def read_rows(path: str | Path) -> Rows:
             fix="use .csv, .jsonl or .parquet.",
         )
     data = path.read_bytes()
+    if suffix in (".jsonl", ".ndjson") and not data.strip():
+        return Rows(name, (), [])  # how a JSON-lines writer (judgelab's export too) writes no rows
     if not data.strip():
-        raise InputError("the file is empty", file=name, fix="export the data again.")
+        raise InputError(
+            "the file is empty (not even a header row)", file=name,
+            fix="check that it was saved or downloaded completely; a table with no rows still has its header.",
+        )
     quoted: set[tuple[int, str]] = set()
     if suffix == ".csv":
         columns, rows = _read_csv(path, data, quoted)
@@ -125,8 +134,6 @@ def read_rows(path: str | Path) -> Rows:
         columns, rows = _read_jsonl(path, data)
     else:
         columns, rows = _read_parquet(path)
-    if not rows:
-        raise InputError("has a header but no data rows", file=name, fix="add rows or pick another file.")
     return Rows(name, tuple(columns), rows, suffix == ".csv", frozenset(quoted))
 
 

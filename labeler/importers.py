@@ -367,6 +367,8 @@ def import_file(
     if kind == "rubric":
         return store.add_rubric(parse_rubric(path, ignore=ignore), source_file=name)
     kind, rows = _checked_rows(kind, path, ignore)
+    if not rows.rows:
+        return ImportSummary(added={}, unchanged={})  # an export of an empty kind: nothing to import
     if kind == "answers":
         return store.add_pool(*parse_answers(rows, known_answer_ids=store.answer_ids()), source_file=name)
     if kind == "pairs":
