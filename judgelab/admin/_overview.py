@@ -32,8 +32,11 @@ class Overview:
             assigned or labelled.
         median_seconds: Median seconds per label (``nan`` when no label has a time).
         seconds_basis: Which labels the median rests on, in words.
-        person_hours_left: Remaining items x median seconds / 3600 (``nan`` when the
-            median is unknown and items remain).
+        minutes_per_label: The minutes per label hours left are planned with, as the design
+            planner plans (:func:`labeler.timing.label_time`: people's median once enough
+            labels are timed, never below the floor; the default before that).
+        minutes_source: Where ``minutes_per_label`` comes from, in words.
+        person_hours_left: Remaining items x ``minutes_per_label`` / 60.
     """
 
     per_rater: pd.DataFrame
@@ -42,6 +45,8 @@ class Overview:
     labels_per_answer: pd.DataFrame
     median_seconds: float
     seconds_basis: str
+    minutes_per_label: float
+    minutes_source: str
     person_hours_left: float
 
     @property
@@ -86,17 +91,19 @@ def overview(store: Store) -> Overview:
         else pd.DataFrame({"labels": pd.Series(dtype="int64"), "answers": pd.Series(dtype="int64")})
     )
 
-    median, basis = median_seconds(store.label_seconds())
-    remaining = assigned - done
-    # Nothing left is zero hours even before anyone has a timed label.
-    hours = 0.0 if remaining == 0 else remaining * median / 3600
+    # The planner's figure, not the raw median: a few hurried labels (a median of 0 s) would
+    # promise the remaining work in no time.
+    time = label_time(store.label_seconds())
+    hours = (assigned - done) * time.minutes / 60
     return Overview(
         per_rater=per_rater,
         assigned=assigned,
         done=done,
         labels_per_answer=dist,
-        median_seconds=median,
-        seconds_basis=basis,
+        median_seconds=time.median_seconds,
+        seconds_basis=time.basis,
+        minutes_per_label=time.minutes,
+        minutes_source=time.source,
         person_hours_left=hours,
     )
 

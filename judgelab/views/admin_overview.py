@@ -31,11 +31,8 @@ secs_col.metric(
     "—" if math.isnan(view.median_seconds) else f"{view.median_seconds:.0f} s",
 )
 secs_col.caption(view.seconds_basis)
-hours_col.metric(
-    "Person-hours left",
-    "—" if math.isnan(view.person_hours_left) else f"{view.person_hours_left:.1f} h",
-)
-hours_col.caption("remaining items × median seconds per label")
+hours_col.metric("Person-hours left", f"{view.person_hours_left:.1f} h")
+hours_col.caption(f"remaining items × {view.minutes_per_label:g} min per label ({view.minutes_source})")
 
 overview_section(store)
 

@@ -16,6 +16,7 @@ from judgelab import admin
 from labeler.errors import AccessError, InputError
 from labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
 from labeler.store import MASK_DEFAULT, MASK_KEY, Store
+from labeler.timing import DEFAULT_MINUTES_PER_LABEL, FLOOR_MINUTES_PER_LABEL
 
 RUBRIC_TOML = """\
 id = "support"
@@ -270,6 +271,23 @@ def test_median_seconds_prefers_people_over_simulated_raters() -> None:
     assert math.isnan(median) and basis == "no timed labels yet"
 
 
+def test_hours_left_never_rest_on_hurried_seconds(store: Store) -> None:
+    # Seen on the demo: six labels clicked through in about a second each gave a median of
+    # 0 s and "0.0 h" left for 25 items. Hours left are planned as the design planner plans.
+    store.add_rubric(Rubric("bin", 1, "Binary", "binary", "accept", (Criterion("c", "C", "d"),)))
+    store.add_pool([Task(f"t{i}", f"prompt {i}") for i in range(8)],
+                   [Answer(f"a{i}", f"t{i}", "fam", "model", f"text {i}") for i in range(8)])
+    store.add_imported_labels([ImportedLabel(f"a{i}", "ann", 1, True, {"c": 1}, seconds=0.4 + i / 10)
+                               for i in range(6)])
+    cy, _ = store.add_rater("cy")
+    admin.assign_each_to_k(store, [f"a{i}" for i in range(8)], 1, [cy.rater_id])
+    view = admin.overview(store)
+    assert view.median_seconds < 1
+    assert view.minutes_per_label == FLOOR_MINUTES_PER_LABEL
+    assert view.minutes_source.endswith(f"at least the floor of {FLOOR_MINUTES_PER_LABEL:g} min")
+    assert view.person_hours_left == pytest.approx(8 * FLOOR_MINUTES_PER_LABEL / 60)
+
+
 def test_overview_counts_labels_per_answer(store: Store) -> None:
     binary_store(store)
     store.add_imported_labels([ImportedLabel("a1", "cy", 1, True)])
@@ -408,12 +426,15 @@ def test_overview_progress_follows_real_assignments_and_labels(store: Store) -> 
                     strict=True))
     assert dist == expected and sum(dist.values()) == 6
     # Time: every opened-then-labelled item carries server-clock seconds (edits too);
-    # hours left = 9 remaining x median / 3600.
+    # hours left = 9 remaining x the planner's minutes per label: four timed labels are too few
+    # to plan with (five are needed), so the default stands, and says so.
     seconds = store.export_frame("labels")["seconds"].dropna()
     assert len(seconds) == 4
     assert view.median_seconds == pytest.approx(float(seconds.median()))
-    assert view.person_hours_left == pytest.approx(9 * view.median_seconds / 3600)
     assert view.seconds_basis == "4 timed labels by people"
+    assert view.minutes_per_label == DEFAULT_MINUTES_PER_LABEL
+    assert view.minutes_source == "assumed (4 timed labels by people; 5 needed)"
+    assert view.person_hours_left == pytest.approx(9 * DEFAULT_MINUTES_PER_LABEL / 60)
 
 
 def test_raters_from_imports_have_no_link_until_one_is_issued(store: Store) -> None:
