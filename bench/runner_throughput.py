@@ -189,7 +189,7 @@ def _stop_server(proc: subprocess.Popen[str]) -> dict[str, int]:
     """Stop the server; its counters (``POST /v1/messages``, ``ratelimit:429``...)."""
     import signal
 
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGTERM)  # a bench run with `&` ignores SIGINT
     out, _ = proc.communicate(timeout=30)
     return {k.strip(): int(v) for k, v in re.findall(r"([\w:/ ]+?)=(\d+)", out.split("Stopped.", 1)[-1])}
 

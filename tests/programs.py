@@ -36,9 +36,13 @@ class Program:
         self.url = found.group(0)
 
     def stop(self) -> str:
-        """Interrupt it and return what it printed afterwards."""
+        """Stop it with SIGTERM and return what it printed afterwards.
+
+        Not SIGINT: a test run started in the background by a shell without job control (``cmd &``
+        in a script, as some CI runners do) ignores SIGINT, and so do its children.
+        """
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(signal.SIGTERM)
         try:
             out, _ = self.proc.communicate(timeout=20)
         except subprocess.TimeoutExpired:

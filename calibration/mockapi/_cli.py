@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import time
+from types import FrameType
 
 import click
 
@@ -95,6 +97,9 @@ def mock_api_command(
         )
         click.echo(f"Mock Anthropic API on {mock.base_url} ({judge!r}; fault rate {fault_rate:g}{limits})")
         click.echo(f"  export ANTHROPIC_BASE_URL={mock.base_url} ANTHROPIC_API_KEY=mock")
+        # `kill` (SIGTERM) stops it as Ctrl+C does, counters printed: a server started with `&` in a
+        # script ignores SIGINT, and a service manager stops with SIGTERM.
+        signal.signal(signal.SIGTERM, _interrupt)
         try:
             if duration > 0:
                 time.sleep(duration)
@@ -105,3 +110,8 @@ def mock_api_command(
             pass
     summary = ", ".join(f"{k}={v}" for k, v in sorted(mock.counters.items())) or "no requests"
     click.echo(f"Stopped. {summary}")
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """Raise :class:`KeyboardInterrupt`, as Ctrl+C does."""
+    raise KeyboardInterrupt

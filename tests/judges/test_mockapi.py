@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -17,6 +23,7 @@ from calibration import formats
 from calibration.mockapi import MALFORMED_REPLY, FaultPlan, MockAnthropic, RateLimit, mock_api_command
 from labeler.errors import InputError
 from labeler.models import Rubric
+from tests.programs import REPO
 
 SYSTEM = "You grade support replies. " * 40
 
@@ -339,3 +346,25 @@ def test_mock_api_command_serves_and_reports() -> None:
     assert "Mock Anthropic API on http://127.0.0.1:" in result.output
     assert "position=0.3" in result.output
     assert "Stopped." in result.output
+
+
+def test_mock_api_started_in_the_background_stops_on_sigterm_with_its_counters(tmp_path: Path) -> None:
+    # `judgelab mock-api ... &` in a script (the README's dry run) starts with SIGINT ignored, as
+    # every background job of a shell without job control does: Ctrl+C cannot reach it, and
+    # `kill` (SIGTERM) used to end it without its counters.
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "judgelab", "mock-api", "--port", "0"], cwd=tmp_path, stdout=subprocess.PIPE,
+        text=True, env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}, preexec_fn=ignore_sigint,
+    )
+    try:
+        assert proc.stdout is not None
+        assert re.search(r"http://[\d.]+:\d+", proc.stdout.readline())
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    assert "Stopped. no requests" in out
