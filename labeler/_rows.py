@@ -120,9 +120,9 @@ def read_rows(path: str | Path) -> Rows:
             fix="use .csv, .jsonl or .parquet.",
         )
     data = path.read_bytes()
-    if suffix in (".jsonl", ".ndjson") and not data.strip():
-        return Rows(name, (), [])  # how a JSON-lines writer (judgelab's export too) writes no rows
     if not data.strip():
+        if suffix in (".jsonl", ".ndjson"):
+            return Rows(name, (), [])  # how a JSON-lines writer (judgelab's export too) writes no rows
         raise InputError(
             "the file is empty (not even a header row)", file=name,
             fix="check that it was saved or downloaded completely; a table with no rows still has its header.",
