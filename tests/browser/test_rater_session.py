@@ -188,13 +188,18 @@ def test_ctrl_enter_submits_whatever_has_focus(demo: Demo, browser: Any) -> None
     page.close()
 
 
+def submit_then_press(page: Any, score: str, key: str) -> None:
+    """Score, Ctrl+Enter, then ``key`` at once: before the server has answered with the next item."""
+    page.keyboard.press(score)
+    page.keyboard.press("Control+Enter")
+    page.keyboard.press(key)
+
+
 def test_a_score_key_pressed_while_the_next_item_loads_is_its_score(demo: Demo, browser: Any) -> None:
     rater_id, token = demo.new_rater("quick-quinn", score=2)
     page, rec = open_page(browser, f"{demo.url}/?t={token}", viewport=DESKTOP)
     expect_text(page, "Answer 1 of 2")
-    page.keyboard.press("4")
-    page.keyboard.press("Control+Enter")
-    page.keyboard.press("3")  # at once: the server has not answered with the next item yet
+    submit_then_press(page, "4", "3")
     expect_text(page, "Answer 2 of 2")
     expect(group(page, "Overall score").get_by_role("radio", checked=True)).to_have_text("3")
     page.keyboard.press("Control+Enter")
@@ -208,16 +213,12 @@ def test_b_pressed_while_the_next_item_loads_goes_back_to_the_item_just_sent(dem
     rater_id, token = demo.new_rater("back-at-once-bo", score=3)
     page, rec = open_page(browser, f"{demo.url}/?t={token}", viewport=DESKTOP)
     expect_text(page, "Answer 1 of 3")
-    page.keyboard.press("4")
-    page.keyboard.press("Control+Enter")
-    page.keyboard.press("b")  # at once: the next item has not come yet
+    submit_then_press(page, "4", "b")
     expect_text(page, "Answer 1 of 3 · you rated this one")
     expect(group(page, "Overall score").get_by_role("radio", checked=True)).to_have_text("4")
     page.keyboard.press("f")
     expect_text(page, "Answer 2 of 3")
-    page.keyboard.press("3")
-    page.keyboard.press("Control+Enter")
-    page.keyboard.press("s")  # at once again: Skip on the item that comes
+    submit_then_press(page, "3", "s")  # Skip on the item that comes
     expect_text(page, "Answer 3 of 3 · skipped before")  # the item that came was skipped (and is the only one left)
     assert labels_of(demo, rater_id)["overall"].tolist() == [4, 3]
     assert_local_only(rec)
