@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import special
 
@@ -56,11 +57,13 @@ from scipy import special
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from calibration.active import (
+    PoolModel,
     SimulatedPool,
     pool_model,
     rare_event_variance,
     repeated_intervals,
     run_active,
+    sampling_probabilities,
     simulate_pool,
 )
 from calibration.design import PlanningModel, allocate, design_sample
@@ -132,6 +135,68 @@ def stratified_curve(sim: SimulatedPool, gen: np.random.Generator, grid: list[in
         rows.append({"labels": int(keep.sum()), "estimate": est.estimate, "half": est.half_width,
                      "low": est.ci_low, "high": est.ci_high})
     return pd.DataFrame(rows)
+
+
+def ideal_design(model: PoolModel, scale: str, *, tasks: int, target: float, floor: float,
+                 check: bool = False) -> dict[str, float]:
+    """Labels an ideal one-batch active design would need: the bound no stopping rule can beat.
+
+    The ideal knows each answer's true chance that a person passes it given what the design can
+    see (the judge's score and the answer's family; estimated on a pool of 400,000 tasks) and
+    labels once, with the Neyman probabilities ``π ∝ √(p(1 − p))`` (and the floor), no looks and
+    no alpha spent. Its gap variance at ``n`` labels is the Poisson-sampling design variance
+    ``Σ c² (1 − π)/π · 100² p(1 − p)`` plus the pool's own ``Var(d)/T`` (``d``: a task's
+    own-minus-other residual, in pp); the labels are the smallest ``n`` with
+    ``1.96 · √variance ≤ target`` (``endless pool``: without the pool's part). ``floor=0`` is the
+    bound itself for any design-unbiased estimate that sees only what the judge said; ``check``
+    compares the formula with the spread of the estimate over 400 fresh pools, one draw each.
+    """
+    big = simulate_pool(model, 400_000, np.random.default_rng(2), judge_scale=scale)  # type: ignore[arg-type]
+    cells, code = np.unique(np.char.add(big.pool.family, np.char.mod("%g", big.pool.judge_score)), return_inverse=True)
+    chance = np.bincount(code, weights=big.human_pass) / np.bincount(code)
+    e = 100 * (big.pool.judge_pass - big.human_pass)
+    d = np.bincount(big.pool.task, weights=np.where(big.pool.family == "own", e, -e))
+    pool_var = float(d.var()) / tasks
+    sim = simulate_pool(model, tasks, np.random.default_rng(3), judge_scale=scale)  # type: ignore[arg-type]
+
+    def chance_of(s: SimulatedPool) -> npt.NDArray[np.float64]:
+        seen = np.char.add(s.pool.family, np.char.mod("%g", s.pool.judge_score))
+        return np.asarray(chance[np.searchsorted(cells, seen)])
+
+    p = chance_of(sim)
+    v = 100**2 * p * (1 - p) / tasks**2
+    allowed = (target / 1.96) ** 2 - pool_var
+
+    def design_var(n: float) -> float:
+        pi = sampling_probabilities(np.sqrt(v), n, floor=max(floor, 1e-9))
+        return float(((1 - pi) / pi * v).sum())
+
+    def smallest(budget: float) -> float:
+        lo, hi = 1.0, float(v.size)
+        for _ in range(50):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if design_var(mid) <= budget else (mid, hi)
+        return hi
+
+    hi = smallest(allowed)
+    # With an endless pool (its own variance gone), at the same design variance per label.
+    out = {"labels": hi, "endless pool": smallest((target / 1.96) ** 2), "pool share": pool_var / (target / 1.96) ** 2}
+    if check:
+        truth = model.truths()["gap (pass)"]
+        gen = np.random.default_rng(4)
+        errors = []
+        for _ in range(400):
+            s = simulate_pool(model, tasks, gen, judge_scale=scale)  # type: ignore[arg-type]
+            q = chance_of(s)
+            pi = sampling_probabilities(np.sqrt(100**2 * q * (1 - q)), hi, floor=max(floor, 1e-9))
+            xi = gen.random(pi.size) < pi
+            c = np.where(s.pool.family == "own", 1.0, -1.0) / tasks
+            e_hat = 100 * (s.pool.judge_pass - q)
+            e_true = 100 * (s.pool.judge_pass - s.human_pass)
+            errors.append(float((c * (e_hat + xi / pi * (e_true - e_hat))).sum()) - truth)
+        out["check sd"] = float(np.std(errors))
+        out["formula sd"] = math.sqrt(design_var(hi) + pool_var)
+    return out
 
 
 def summarise(labels: list[float], covered: list[bool]) -> dict[str, Any]:
@@ -231,8 +296,20 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
     if scale == "likert5":
         rows[-1]["score-gap coverage %"] = round(100 * float(np.mean(
             [r.score_gap[1] <= score_truth <= r.score_gap[2] for r in active])), 1)
+    # The bound: an ideal one-batch design that knows each answer's chance of passing.
+    for floor, name in ((0.0, "ideal, no floor (bound)"), (args.floor, "ideal, floor")):
+        ideal = ideal_design(model, scale, tasks=args.tasks, target=target, floor=floor, check=floor > 0)
+        rows.append({**label, "strategy": name, "labels": round(ideal["labels"])})
+        if floor == 0:
+            rows.append({**label, "strategy": "ideal, no floor, endless pool", "labels": round(ideal["endless pool"])})
+        if floor > 0:
+            print(f"  ideal design check: sd of its estimate over 400 pools {ideal['check sd']:.2f} pp, formula "
+                  f"{ideal['formula sd']:.2f} pp; the pool's own variance is {ideal['pool share']:.0%} of the "
+                  "target's", file=sys.stderr)
+    same_rule = next(r["labels"] for r in rows if r["strategy"] == "SRS, rule + floor")
     for row in rows:
         row["x SRS fixed"] = round(row["labels"] / fixed_labels, 2)
+        row["x SRS rule"] = round(row["labels"] / same_rule, 2)
     return rows
 
 

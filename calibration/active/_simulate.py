@@ -275,8 +275,6 @@ def run_active(
         rows.append({"look": len(plans), "labels": int(stats.labels[-1]), "estimate": stats.estimate[-1],
                      "half_width": rci.half_width[-1], "ci_low": rci.ci_low[-1], "ci_high": rci.ci_high[-1],
                      "critical": rci.critical[-1], "batch_size": size})
-        if not math.isfinite(rci.critical[-1]):
-            break  # the plan's alpha is spent: no later look has an interval
         if rci.half_width[-1] <= target_half_width:
             stopped = True
             break

@@ -570,7 +570,9 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
         state = "reached"
         message = (f"Target reached: {now}, within the target of ±{target:g} pp. The team may stop labelling; "
                    "this interval stays valid however often it was looked at.")
-    elif not math.isfinite(float(looks["critical"].iloc[-1])) or float(looks["tau"].iloc[-1]) >= 1:
+    elif float(looks["tau"].iloc[-1]) >= 1:
+        # Only a look at the plan's full information has spent its alpha; one with no interval
+        # before that (it added no information) leaves the rest for the next look.
         state = "plan spent"
         message = (f"The plan's error rate is spent and the target of ±{target:g} pp was not met: {now}. Stop here; "
                    "a new design would start a new plan.")

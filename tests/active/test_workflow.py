@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -139,6 +140,22 @@ def test_batches_wait_for_labels_then_learn_from_them_and_stop_at_the_target(sto
     assert result.exit_code == 0, result.stderr
     assert "active AIPW" in result.stdout and "repeated 95% confidence intervals" in result.stdout
     assert "active AIPW" in out.read_text()
+
+
+def test_a_small_first_batch_is_a_first_look_not_a_spent_plan(store: Store, truth: pd.Series) -> None:
+    # Ten labels against a ±6 pp target are a few percent of the plan's information: the
+    # O'Brien-Fleming-type plan spends ~1e-30 of its alpha there. That used to round to nothing
+    # (1 − α/2 == 1.0), the look got no interval, and the Overview said the plan was spent.
+    first = draw_active_batch(store, target_half_width=6.0, batch_size=10, seed=3)
+    apply_active_batch(store, first, 4)
+    label_everything(store, truth)
+    status = active_status(store)
+    assert status is not None and status.state == "ready", status.message
+    tau, critical = float(status.looks["tau"].iloc[-1]), float(status.looks["critical"].iloc[-1])
+    assert tau < 0.07 and math.isfinite(critical) and critical > 5
+    assert "Draw the next batch" in status.message
+    nxt = draw_active_batch(store, seed=3)
+    assert nxt.n_new > 0
 
 
 def test_simulated_raters_get_no_active_batch(store: Store) -> None:
