@@ -46,6 +46,7 @@ from calibration.active._plan import (
     planned_labels,
     stack_draws,
 )
+from calibration.active._plan import batch_size as next_batch_size
 from calibration.active._spending import Spending
 from calibration.stats._bootstrap import RngLike, as_rng
 from calibration.stats._coverage import _expected_score
@@ -220,10 +221,7 @@ def run_active(
     target_half_width: float,
     rng: RngLike = None,
     batch_size: int | None = None,
-    first_batch: int | None = None,
-    looks_planned: int = 4,
     aim: float = 0.95,
-    min_batch: int = 10,
     floor: float = DEFAULT_FLOOR,
     disagreement: float = 0.2,
     prior_labels: float = 5.0,
@@ -235,9 +233,9 @@ def run_active(
     """Label ``sim`` in batches until the gap's repeated interval meets the target.
 
     Each batch is planned from the labels so far (:func:`plan_batch`), drawn, and its labels
-    revealed; the first batch is the plan's expected need over ``looks_planned``, later ones
-    what the current rate says the next look needs to meet ``aim`` times the target
-    (:func:`labels_still_needed`; at least ``min_batch``), within ``max_labels``. A run ends at
+    revealed; batches are sized as the store sizes them (:func:`batch_size`: a pilot, then what
+    the current rate says the next look needs to meet ``aim`` times the target, at most doubling
+    the labels so far), or ``batch_size`` each, within ``max_labels``. A run ends at
     the first look that meets the target, or at one that spends the plan's alpha without meeting
     it (no later look would have an interval: the store's "plan spent"), or when the labels run out.
 
@@ -254,8 +252,7 @@ def run_active(
     planned = planned_labels(pool, target_half_width=target_half_width, human_pass=h, level=level, margin=margin,
                              **plan_kw)
     capacity = pool.answer_id.size if max_labels is None else min(max_labels, pool.answer_id.size)
-    default = batch_size or max(min_batch, math.ceil((planned or capacity) / looks_planned))
-    size = float(min(default if first_batch is None else first_batch, capacity))
+    size = float(min(batch_size or next_batch_size(0, needed=planned, left=capacity), capacity))
     coef = estimand_coefficients(pool.family, own_family=own)
     plans: list[BatchPlan] = []
     drawn: list[npt.NDArray[np.bool_]] = []
@@ -292,7 +289,7 @@ def run_active(
         needed = labels_still_needed(stats, target_half_width=target_half_width, capacity=left, aim=aim, level=level,
                                      spending=spending, margin=margin, next_variance=future,
                                      weight_total=float(draws.weight.sum()), population=population)
-        size = float(min(left, max(min_batch, needed)))
+        size = float(min(batch_size or next_batch_size(int(stats.labels[-1]), needed=needed, left=left), left))
     score_stats = look_statistics(draws, hs, coef, scale="score")
     score_rci = repeated_intervals(score_stats.estimate, score_stats.variance, target_half_width=target_half_width,
                                    level=level, critical=rci.critical)

@@ -23,6 +23,7 @@ import pandas as pd
 from calibration.active._estimate import DEFAULT_MARGIN, ActiveDraws, ActiveFigures, active_residuals_and_gap
 from calibration.active._plan import (
     DEFAULT_FLOOR,
+    GROWTH,
     ActivePool,
     BatchPlan,
     expected_population_variance,
@@ -31,6 +32,7 @@ from calibration.active._plan import (
     plan_batch,
     planned_labels,
 )
+from calibration.active._plan import batch_size as next_batch_size
 from calibration.active._spending import SPENDINGS, Spending
 from calibration.design._assign import assign_items
 from calibration.design._model import planning_model
@@ -61,12 +63,8 @@ ActiveState = Literal["labelling", "ready", "reached", "budget spent", "plan spe
 """Where an active design stands: a batch is being labelled; the next batch may be drawn; the
 target is reached; the budget, the plan's error rate or the pool's answers are used up."""
 
-#: The first batch is the plan's expected need over this many looks.
-LOOKS_PLANNED = 4
 #: Later batches aim at this share of the target, leaving room for the rate's noise.
 AIM = 0.95
-#: The smallest batch worth a look.
-MIN_BATCH = 10
 
 
 @dataclass(frozen=True)
@@ -201,8 +199,9 @@ def draw_active_batch(
         target_half_width: The 95% half-width of the gap (pass verdicts, percentage points) at
             which the team may stop.
         budget_hours: Person-hours at most (overlap included); ``None``: no limit but the pool.
-        batch_size: Labels per batch at most; ``None``: the first batch is half the plan's
-            expected need, later ones what the current rate says the next look needs.
+        batch_size: Labels per batch at most; ``None``: a pilot first, then what the current
+            rate says the next look needs, growing step by step
+            (:func:`calibration.active.batch_size`).
         run_id: The judge run whose verdicts and scores the plan uses (newest by default).
         variant: Answer variant of the pool.
         paired: Sample whole tasks (every family's answer) instead of single answers.
@@ -275,7 +274,7 @@ def _first_batch(store: Store, *, target_half_width: float, budget_hours: float 
         notes.append(f"even labelling the whole pool is not expected to reach ±{target_half_width:g} pp: "
                      "the judge's behaviour beyond this pool is that uncertain")
     capacity = _capacity(pool, human, params)
-    size = batch_size or max(MIN_BATCH, math.ceil((planned or capacity) / LOOKS_PLANNED))
+    size = batch_size or next_batch_size(0, needed=planned, left=capacity)
     existing = len(store.active_designs())
     digest = hashlib.sha256(json.dumps([params, pool.answer_id.tolist(), existing], default=str).encode())
     design_id = "a" + digest.hexdigest()[:11]
@@ -300,13 +299,16 @@ def _next_batch(store: Store, status: ActiveStatus, *, batch_size: int | None, s
     labels = _labels(store, pool)
     capacity = _capacity(pool, labels[0], params, status.labels_collected)
     needed = status.labels_needed_next
-    size = needed if math.isfinite(needed) else capacity
-    size = max(MIN_BATCH, int(size))
+    size = next_batch_size(status.labels_collected, needed=needed, left=capacity)
+    notes: tuple[str, ...] = ()
+    if size < needed:
+        what = "all of it" if size >= capacity else f"{size}, at most {GROWTH:g}x the labels so far"
+        reach = "does not reach the target within what is left" if not math.isfinite(needed) else \
+            f"asks for {int(needed)} more labels"
+        notes = (f"the current rate {reach}: this batch takes {what}",)
     cap = batch_size or params.get("batch_size")
-    if cap:
-        size = min(size, int(cap))
-    notes = () if math.isfinite(needed) else ("the current rate does not reach the target within what is left: "
-                                              "this batch takes all of it",)
+    if cap and int(cap) < size:
+        size, notes = int(cap), ()
     return _draw(store, status.design_id, status.n_batches + 1, params, pool, labels, min(size, capacity),
                  status.labels_collected, seed, notes)
 
