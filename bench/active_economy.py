@@ -33,8 +33,14 @@ covered the true gap:
   grows, read with its weights and strata;
 * **active + rule**: :func:`calibration.active.run_active`: batches drawn with probabilities that
   grow with the judge's doubt, the AIPW estimate, the repeated interval of the O'Brien-Fleming-type
-  spending plan, stopping at the first look that meets the target.
+  spending plan, stopping at the first look that meets the target;
+* **ideal**: the bound (:func:`ideal_design`): one batch with the Neyman probabilities from each
+  answer's true chance of passing given the judge's score and family, no looks, at the size whose
+  95% half-width meets the target; without a floor, with the active design's floor, and with an
+  endless pool (without the pool's own variance).
 
+The ``x SRS fixed`` column divides by the SRS fixed n, ``x SRS rule`` by SRS read with the same
+rule and floor (what a team that must also stop validly would use without the active design).
 Coverage is of the interval at the labels given (for the rules: where they stopped); its Monte
 Carlo standard error at 200 redraws is about 1.5 points.
 """

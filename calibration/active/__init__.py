@@ -15,19 +15,19 @@ a **repeated confidence interval** of a stated alpha-spending plan
 every batch and stop at the first one whose interval meets the target.
 
 What it buys depends on how much the judge's score says about where humans disagree
-(``bench/active_economy.py``, 200 simulated pools per cell, target ±5 pp, 4,000 tasks): at 85%
-agreement the active design with its stopping rule used 0.87x the labels a simple random sample
-needs at its best fixed size on a 1-5 judge and 0.75x on a 0-100 judge (0.77x and 0.65x of a
-random sample under the same stopping rule), covering 94.5% and 97.5%; today's stratified design
-at its best fixed size used 0.83-0.85x but has no stopping rule. Fed the true chance that a human
-passes each answer from the first batch on, the same procedure used about 0.81x and 0.67x: the
-predictions cost 7-10%, and the rest of the distance to one Neyman-optimal sample of known size
-(0.63x and 0.50x, no floor) is the floor, the pool's own variance and the looks of the stopping
-rule. At 70% agreement the judge says little (0.99-1.03x); at 95% a first batch planned from the
-default disagreement of 0.2 is larger than needed (1.30x on 1-5, 0.97x on 0-100). Simple random
-samples looked at every 20 labels covered only 74.5-77% at 95% agreement, and 75.5-78% under the
-repeated intervals, 94.5-96% with the rule-of-three floor under each look's variance
-(:func:`rare_event_variance`); the active design's final interval covered 94.5-98%.
+(``bench/active_economy.py``, 200 simulated pools per cell, target ±5 pp, 4,000 tasks). At 85%
+agreement the active design with its stopping rule used 0.83x the labels a simple random sample
+needs at its best fixed size on a 1-5 judge and 0.75x on a 0-100 judge (0.73x and 0.65x of a
+random sample under the same stopping rule); at 95%, 0.97x and 0.60x; at 70%, 0.95x. Its final
+interval covered 95-97%. Today's stratified design at its best fixed size used 0.75-0.95x but has
+no stopping rule. The bound is one Neyman-optimal batch that knows each answer's chance of
+passing given the judge's score: 0.63x and 0.52x at 85% agreement (no design reading only the
+judge's score reaches 0.6x there on a 1-5 judge); the rest of the distance is the pilot drawn
+before anything is learnt, the floor and stopping at a look. Batches start with a pilot and at
+most double (:func:`batch_size`): a first batch sized from the default disagreement rate of 0.2
+used 1.30x and 0.97x at 95% agreement. Simple random samples looked at every 20 labels covered
+only 74.5-77% at 95% agreement, and 75.5-78% under the repeated intervals, 94.5-96% with the
+rule-of-three floor under each look's variance (:func:`rare_event_variance`).
 
 The modules:
 
@@ -39,9 +39,10 @@ The modules:
   (:func:`look_statistics`), the intervals (:func:`repeated_intervals`, with an optional floor
   under the variance, :func:`rare_event_variance`) and the report's figures
   (:func:`active_residuals_and_gap`);
-* ``_plan``: the pool (:class:`ActivePool`), each batch's plan (:func:`plan_batch`), the labels a
-  target needs (:func:`planned_labels`, :func:`labels_still_needed`, projected with
-  :func:`next_batch_variance` and :func:`expected_population_variance`);
+* ``_plan``: the pool (:class:`ActivePool`), each batch's plan (:func:`plan_batch`) and size
+  (:func:`batch_size`), the labels a target needs (:func:`planned_labels`,
+  :func:`labels_still_needed`, projected with :func:`next_batch_variance` and
+  :func:`expected_population_variance`);
 * ``_simulate``: simulated pools with a known truth and the whole procedure run on them
   (:func:`run_active`), for the tests and ``bench/active_economy.py``;
 * ``_store``: the only part that touches the project database: start a design, draw the next
