@@ -48,6 +48,7 @@ Carlo standard error at 200 redraws is about 1.5 points.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import time
@@ -143,6 +144,26 @@ def stratified_curve(sim: SimulatedPool, gen: np.random.Generator, grid: list[in
     return pd.DataFrame(rows)
 
 
+def _cell(sim: SimulatedPool) -> npt.NDArray[np.str_]:
+    """What the design sees of each answer: its family and the judge's score."""
+    return np.asarray(np.char.add(sim.pool.family, np.char.mod("%g", sim.pool.judge_score)))
+
+
+@functools.cache
+def _population(model: PoolModel, scale: str) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.float64], float]:
+    """Per cell (:func:`_cell`) the chance that a person passes the answer, and ``Var(d)`` of a task.
+
+    Estimated once per model and scale on 400,000 tasks: the ideal design with and without a
+    floor share them.
+    """
+    big = simulate_pool(model, 400_000, np.random.default_rng(2), judge_scale=scale)  # type: ignore[arg-type]
+    cells, code = np.unique(_cell(big), return_inverse=True)
+    chance = np.bincount(code, weights=big.human_pass) / np.bincount(code)
+    e = 100 * (big.pool.judge_pass - big.human_pass)
+    d = np.bincount(big.pool.task, weights=np.where(big.pool.family == "own", e, -e))
+    return cells, chance, float(d.var())
+
+
 def ideal_design(model: PoolModel, scale: str, *, tasks: int, target: float, floor: float,
                  check: bool = False) -> dict[str, float]:
     """Labels an ideal one-batch active design would need: the bound no stopping rule can beat.
@@ -157,17 +178,12 @@ def ideal_design(model: PoolModel, scale: str, *, tasks: int, target: float, flo
     bound itself for any design-unbiased estimate that sees only what the judge said; ``check``
     compares the formula with the spread of the estimate over 400 fresh pools, one draw each.
     """
-    big = simulate_pool(model, 400_000, np.random.default_rng(2), judge_scale=scale)  # type: ignore[arg-type]
-    cells, code = np.unique(np.char.add(big.pool.family, np.char.mod("%g", big.pool.judge_score)), return_inverse=True)
-    chance = np.bincount(code, weights=big.human_pass) / np.bincount(code)
-    e = 100 * (big.pool.judge_pass - big.human_pass)
-    d = np.bincount(big.pool.task, weights=np.where(big.pool.family == "own", e, -e))
-    pool_var = float(d.var()) / tasks
+    cells, chance, var_d = _population(model, scale)
+    pool_var = var_d / tasks
     sim = simulate_pool(model, tasks, np.random.default_rng(3), judge_scale=scale)  # type: ignore[arg-type]
 
     def chance_of(s: SimulatedPool) -> npt.NDArray[np.float64]:
-        seen = np.char.add(s.pool.family, np.char.mod("%g", s.pool.judge_score))
-        return np.asarray(chance[np.searchsorted(cells, seen)])
+        return np.asarray(chance[np.searchsorted(cells, _cell(s))])
 
     p = chance_of(sim)
     v = 100**2 * p * (1 - p) / tasks**2

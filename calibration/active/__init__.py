@@ -24,7 +24,7 @@ no stopping rule. The bound is one Neyman-optimal batch that knows each answer's
 passing given the judge's score: 0.63x and 0.52x at 85% agreement (no design reading only the
 judge's score reaches 0.6x there on a 1-5 judge); the rest of the distance is the pilot drawn
 before anything is learnt, the floor and stopping at a look. Batches start with a pilot and at
-most double (:func:`batch_size`): a first batch sized from the default disagreement rate of 0.2
+most double (:func:`next_batch_size`): a first batch sized from the default disagreement rate of 0.2
 used 1.30x and 0.97x at 95% agreement. Simple random samples looked at every 20 labels covered
 only 74.5-77% at 95% agreement, and 75.5-78% under the repeated intervals, 94.5-96% with the
 rule-of-three floor under each look's variance (:func:`rare_event_variance`).
@@ -40,7 +40,7 @@ The modules:
   under the variance, :func:`rare_event_variance`) and the report's figures
   (:func:`active_residuals_and_gap`);
 * ``_plan``: the pool (:class:`ActivePool`), each batch's plan (:func:`plan_batch`) and size
-  (:func:`batch_size`), the labels a target needs (:func:`planned_labels`,
+  (:func:`next_batch_size`), the labels a target needs (:func:`planned_labels`,
   :func:`labels_still_needed`, projected with :func:`next_batch_variance` and
   :func:`expected_population_variance`);
 * ``_simulate``: simulated pools with a known truth and the whole procedure run on them
@@ -68,9 +68,9 @@ from calibration.active._plan import (
     DEFAULT_FLOOR,
     ActivePool,
     BatchPlan,
-    batch_size,
     expected_population_variance,
     labels_still_needed,
+    next_batch_size,
     next_batch_variance,
     plan_batch,
     planned_labels,
@@ -115,13 +115,13 @@ __all__ = [
     "active_residuals_and_gap",
     "active_status",
     "apply_active_batch",
-    "batch_size",
     "draw_active_batch",
     "estimand_coefficients",
     "expected_population_variance",
     "labels_still_needed",
     "load_active",
     "look_statistics",
+    "next_batch_size",
     "next_batch_variance",
     "plan_batch",
     "planned_labels",

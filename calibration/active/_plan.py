@@ -27,9 +27,9 @@ __all__ = [
     "PILOT_LABELS",
     "ActivePool",
     "BatchPlan",
-    "batch_size",
     "expected_population_variance",
     "labels_still_needed",
+    "next_batch_size",
     "next_batch_variance",
     "plan_batch",
     "planned_labels",
@@ -43,7 +43,7 @@ DEFAULT_FLOOR = 0.2
 #: The first batch is the plan's expected need over this many looks ...
 LOOKS_PLANNED = 4
 #: ... and at most a pilot of this many labels: the plan rests on a prior rate of disagreement
-#: until labels arrive, and a good judge needs far fewer than it expects (see :func:`batch_size`).
+#: until labels arrive, and a good judge needs far fewer than it expects (see :func:`next_batch_size`).
 PILOT_LABELS = 40
 #: A later batch adds at most this many times the labels collected so far.
 GROWTH = 2.0
@@ -421,7 +421,7 @@ def labels_still_needed(
     return float(math.ceil(hi))
 
 
-def batch_size(collected: int, *, needed: float | None, left: int) -> int:
+def next_batch_size(collected: int, *, needed: float | None, left: int) -> int:
     """Labels the next batch draws.
 
     The first batch (nothing collected yet) is a pilot: the plan's expected need ``needed`` over
@@ -444,9 +444,9 @@ def batch_size(collected: int, *, needed: float | None, left: int) -> int:
         At least :data:`MIN_BATCH` (unless fewer are left), at most ``left``.
 
     Examples:
-        >>> batch_size(0, needed=600, left=5000), batch_size(40, needed=600, left=5000)
+        >>> next_batch_size(0, needed=600, left=5000), next_batch_size(40, needed=600, left=5000)
         (40, 80)
-        >>> batch_size(120, needed=35, left=5000), batch_size(120, needed=math.inf, left=100)
+        >>> next_batch_size(120, needed=35, left=5000), next_batch_size(120, needed=math.inf, left=100)
         (35, 100)
     """
     size: float

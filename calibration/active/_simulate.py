@@ -41,12 +41,12 @@ from calibration.active._plan import (
     BatchPlan,
     expected_population_variance,
     labels_still_needed,
+    next_batch_size,
     next_batch_variance,
     plan_batch,
     planned_labels,
     stack_draws,
 )
-from calibration.active._plan import batch_size as next_batch_size
 from calibration.active._spending import Spending
 from calibration.stats._bootstrap import RngLike, as_rng
 from calibration.stats._coverage import _expected_score
@@ -233,7 +233,7 @@ def run_active(
     """Label ``sim`` in batches until the gap's repeated interval meets the target.
 
     Each batch is planned from the labels so far (:func:`plan_batch`), drawn, and its labels
-    revealed; batches are sized as the store sizes them (:func:`batch_size`: a pilot, then what
+    revealed; batches are sized as the store sizes them (:func:`next_batch_size`: a pilot, then what
     the current rate says the next look needs to meet ``aim`` times the target, at most doubling
     the labels so far), or ``batch_size`` each, within ``max_labels``. A run ends at
     the first look that meets the target, or at one that spends the plan's alpha without meeting

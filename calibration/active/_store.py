@@ -28,11 +28,11 @@ from calibration.active._plan import (
     BatchPlan,
     expected_population_variance,
     labels_still_needed,
+    next_batch_size,
     next_batch_variance,
     plan_batch,
     planned_labels,
 )
-from calibration.active._plan import batch_size as next_batch_size
 from calibration.active._spending import SPENDINGS, Spending
 from calibration.design._assign import assign_items
 from calibration.design._model import planning_model
@@ -201,7 +201,7 @@ def draw_active_batch(
         budget_hours: Person-hours at most (overlap included); ``None``: no limit but the pool.
         batch_size: Labels per batch at most; ``None``: a pilot first, then what the current
             rate says the next look needs, growing step by step
-            (:func:`calibration.active.batch_size`).
+            (:func:`calibration.active.next_batch_size`).
         run_id: The judge run whose verdicts and scores the plan uses (newest by default).
         variant: Answer variant of the pool.
         paired: Sample whole tasks (every family's answer) instead of single answers.
