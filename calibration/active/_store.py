@@ -302,7 +302,7 @@ def _next_batch(store: Store, status: ActiveStatus, *, batch_size: int | None, s
     size = next_batch_size(status.labels_collected, needed=needed, left=capacity)
     notes: tuple[str, ...] = ()
     if size < needed:
-        what = "all of it" if size >= capacity else f"{size}, at most {GROWTH:g}x the labels so far"
+        what = "all of it" if size >= capacity else f"{size} expected labels, at most {GROWTH:g}x the labels so far"
         reach = "does not reach the target within what is left" if not math.isfinite(needed) else \
             f"asks for {int(needed)} more labels"
         notes = (f"the current rate {reach}: this batch takes {what}",)
