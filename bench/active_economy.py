@@ -64,6 +64,7 @@ from scipy import special
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from calibration.active import (
+    LLMBAR_REREADING,
     PoolModel,
     SimulatedPool,
     pool_model,
@@ -145,18 +146,21 @@ def stratified_curve(sim: SimulatedPool, gen: np.random.Generator, grid: list[in
 
 
 def _cell(sim: SimulatedPool) -> npt.NDArray[np.str_]:
-    """What the design sees of each answer: its family and the judge's score."""
-    return np.asarray(np.char.add(sim.pool.family, np.char.mod("%g", sim.pool.judge_score)))
+    """What the design sees of each answer: its family, the judge's score and whether it flipped."""
+    seen = np.char.add(sim.pool.family, np.char.mod("%g", sim.pool.judge_score))
+    return np.asarray(np.where(sim.pool.flipped, np.char.add(seen, "f"), seen))
 
 
 @functools.cache
-def _population(model: PoolModel, scale: str) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.float64], float]:
+def _population(model: PoolModel, scale: str,
+                rereading: float) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.float64], float]:
     """Per cell (:func:`_cell`) the chance that a person passes the answer, and ``Var(d)`` of a task.
 
-    Estimated once per model and scale on 400,000 tasks: the ideal design with and without a
-    floor share them.
+    Estimated once per model, scale and judge on 400,000 tasks: the ideal design with and without
+    a floor share them.
     """
-    big = simulate_pool(model, 400_000, np.random.default_rng(2), judge_scale=scale)  # type: ignore[arg-type]
+    big = simulate_pool(model, 400_000, np.random.default_rng(2), judge_scale=scale,  # type: ignore[arg-type]
+                        rereading=rereading)
     cells, code = np.unique(_cell(big), return_inverse=True)
     chance = np.bincount(code, weights=big.human_pass) / np.bincount(code)
     e = 100 * (big.pool.judge_pass - big.human_pass)
@@ -165,11 +169,12 @@ def _population(model: PoolModel, scale: str) -> tuple[npt.NDArray[np.str_], npt
 
 
 def ideal_design(model: PoolModel, scale: str, *, tasks: int, target: float, floor: float,
-                 check: bool = False) -> dict[str, float]:
+                 check: bool = False, rereading: float = 0.0) -> dict[str, float]:
     """Labels an ideal one-batch active design would need: the bound no stopping rule can beat.
 
     The ideal knows each answer's true chance that a person passes it given what the design can
-    see (the judge's score and the answer's family; estimated on a pool of 400,000 tasks) and
+    see (the judge's score, the answer's family and, for a judge that reads twice (``rereading``),
+    whether its two verdicts differ; estimated on a pool of 400,000 tasks) and
     labels once, with the Neyman probabilities ``π ∝ √(p(1 − p))`` (and the floor), no looks and
     no alpha spent. Its gap variance at ``n`` labels is the Poisson-sampling design variance
     ``Σ c² (1 − π)/π · 100² p(1 − p)`` plus the pool's own ``Var(d)/T`` (``d``: a task's
@@ -178,9 +183,10 @@ def ideal_design(model: PoolModel, scale: str, *, tasks: int, target: float, flo
     bound itself for any design-unbiased estimate that sees only what the judge said; ``check``
     compares the formula with the spread of the estimate over 400 fresh pools, one draw each.
     """
-    cells, chance, var_d = _population(model, scale)
+    cells, chance, var_d = _population(model, scale, rereading)
     pool_var = var_d / tasks
-    sim = simulate_pool(model, tasks, np.random.default_rng(3), judge_scale=scale)  # type: ignore[arg-type]
+    sim = simulate_pool(model, tasks, np.random.default_rng(3), judge_scale=scale,  # type: ignore[arg-type]
+                        rereading=rereading)
 
     def chance_of(s: SimulatedPool) -> npt.NDArray[np.float64]:
         return np.asarray(chance[np.searchsorted(cells, _cell(s))])
@@ -208,7 +214,7 @@ def ideal_design(model: PoolModel, scale: str, *, tasks: int, target: float, flo
         gen = np.random.default_rng(4)
         errors = []
         for _ in range(400):
-            s = simulate_pool(model, tasks, gen, judge_scale=scale)  # type: ignore[arg-type]
+            s = simulate_pool(model, tasks, gen, judge_scale=scale, rereading=rereading)  # type: ignore[arg-type]
             q = chance_of(s)
             pi = sampling_probabilities(np.sqrt(100**2 * q * (1 - q)), hi, floor=max(floor, 1e-9))
             xi = gen.random(pi.size) < pi
@@ -219,6 +225,35 @@ def ideal_design(model: PoolModel, scale: str, *, tasks: int, target: float, flo
         out["check sd"] = float(np.std(errors))
         out["formula sd"] = math.sqrt(design_var(hi) + pool_var)
     return out
+
+
+def flip_profiles(tasks: int = 100_000) -> pd.DataFrame:
+    """How often a judge disagrees with itself, and how many of its errors sit there.
+
+    LLMBar's judges on its Natural set (two orders of each pair, against the gold label; the
+    verdicts in ``tests/data/llmbar``) next to the simulated 1-5 judge with
+    ``rereading=LLMBAR_REREADING`` against the noiseless verdict (quality of 3.5 or more): the
+    check that the flipping judge of the table below flips like judges people use.
+    """
+    rows = []
+    data = Path(__file__).resolve().parent.parent / "tests" / "data" / "llmbar"
+    gold = pd.read_csv(data / "pairs_Natural.csv").set_index("id")["gold"].str.lower()
+    verdicts = pd.read_csv(data / "verdicts_Natural.csv")
+    for judge, got in verdicts.groupby("judge_model"):
+        wide = got.pivot_table(index="pair_id", columns="shown_first", values="winner", aggfunc="first")
+        right = wide[["a", "b"]].eq(gold.reindex(wide.index), axis=0).to_numpy()
+        flip = (wide["a"] != wide["b"]).to_numpy()[:, None]
+        rows.append({"judge": f"LLMBar Natural, {judge}", "pairs or answers": len(wide),
+                     "right %": 100 * right.mean(), "flips %": 100 * flip.mean(),
+                     "errors on flips %": 100 * (~right & flip).sum() / max((~right).sum(), 1)})
+    for agreement in AGREEMENTS:
+        sim = simulate_pool(pool_model(agreement), tasks, np.random.default_rng(5), rereading=LLMBAR_REREADING)
+        wrong = sim.pool.judge_pass != (sim.quality >= 3.5)
+        flip = sim.pool.flipped
+        rows.append({"judge": f"simulated, {agreement:.0%} agreement with people", "pairs or answers": flip.size,
+                     "right %": 100 * (1 - wrong.mean()), "flips %": 100 * flip.mean(),
+                     "errors on flips %": 100 * (wrong & flip).sum() / wrong.sum()})
+    return pd.DataFrame(rows).round(1)
 
 
 def summarise(labels: list[float], covered: list[bool]) -> dict[str, Any]:
@@ -240,7 +275,7 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
     srs_need = 2 * (z * sd / target) ** 2
     max_tasks = min(args.tasks, math.ceil(1.6 * srs_need / 2))
     grid = sorted({int(2 * round(x / 2)) for x in np.linspace(0.3 * srs_need, 1.6 * srs_need, 27)})
-    srs, strat, active = [], [], []
+    srs, strat, active, flipping = [], [], [], []
     for rep in range(args.reps):
         gen = np.random.default_rng([args.seed, int(agreement * 100), rep, scale == "numeric100"])
         sim = simulate_pool(model, args.tasks, gen, judge_scale=scale)  # type: ignore[arg-type]
@@ -251,6 +286,11 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
         strat.append(stratified_curve(sim, gen, grid))
         run = run_active(sim, target_half_width=target, rng=gen, floor=args.floor)
         active.append(run)
+        # The same judge reading every answer twice (its own stream, so the rows above keep theirs).
+        other = np.random.default_rng([args.seed, int(agreement * 100), rep, scale == "numeric100", 1])
+        twice = simulate_pool(model, args.tasks, other, judge_scale=scale,  # type: ignore[arg-type]
+                              rereading=LLMBAR_REREADING)
+        flipping.append(run_active(twice, target_half_width=target, rng=other, floor=args.floor))
     rows = []
     label = {"agreement": f"{agreement:.0%}", "judge": scale, "true gap pp": round(truth, 2)}
     # SRS fixed n: the smallest size whose mean half-width meets the target.
@@ -318,6 +358,11 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
     if scale == "likert5":
         rows[-1]["score-gap coverage %"] = round(100 * float(np.mean(
             [r.score_gap[1] <= score_truth <= r.score_gap[2] for r in active])), 1)
+    finals = [r.final() for r in flipping]
+    rows.append({**label, "strategy": "active + rule, judge flips",
+                 **summarise([r.labels for r in flipping], [f["ci_low"] <= truth <= f["ci_high"] for f in finals]),
+                 "looks": round(float(np.mean([len(r.looks) for r in flipping])), 2),
+                 "met target %": round(100 * float(np.mean([r.stopped for r in flipping])), 1)})
     # The bound: an ideal one-batch design that knows each answer's chance of passing.
     for floor, name in ((0.0, "ideal, no floor (bound)"), (args.floor, "ideal, floor")):
         ideal = ideal_design(model, scale, tasks=args.tasks, target=target, floor=floor, check=floor > 0)
@@ -328,6 +373,8 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
             print(f"  ideal design check: sd of its estimate over 400 pools {ideal['check sd']:.2f} pp, formula "
                   f"{ideal['formula sd']:.2f} pp; the pool's own variance is {ideal['pool share']:.0%} of the "
                   "target's", file=sys.stderr)
+    ideal = ideal_design(model, scale, tasks=args.tasks, target=target, floor=0.0, rereading=LLMBAR_REREADING)
+    rows.append({**label, "strategy": "ideal, judge flips (bound)", "labels": round(ideal["labels"])})
     same_rule = next(r["labels"] for r in rows if r["strategy"] == "SRS, rule + floor")
     for row in rows:
         row["x SRS fixed"] = round(row["labels"] / fixed_labels, 2)
@@ -357,6 +404,9 @@ def main() -> None:
             print(f"  {scale}, {agreement:.0%} agreement: {time.perf_counter() - cell:.0f} s", file=sys.stderr)
     table = pd.DataFrame(rows)
     with pd.option_context("display.width", 220, "display.max_columns", 20):
+        print("A judge that disagrees with itself (the flipping judge of the table: rereading "
+              f"{LLMBAR_REREADING:g}):\n")
+        print(flip_profiles().to_string(index=False), end="\n\n")
         print(f"Target: the gap's 95% half-width at most ±{args.target:g} pp (pass verdicts). Pools of {args.tasks} "
               f"tasks x 2 families, {args.reps} redraws per cell; active floor {args.floor:g}.\n")
         print(table.astype(object).where(table.notna(), "").to_string(index=False))

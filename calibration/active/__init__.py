@@ -77,7 +77,15 @@ from calibration.active._plan import (
     planning_critical,
     stack_draws,
 )
-from calibration.active._simulate import ActiveRun, PoolModel, SimulatedPool, pool_model, run_active, simulate_pool
+from calibration.active._simulate import (
+    LLMBAR_REREADING,
+    ActiveRun,
+    PoolModel,
+    SimulatedPool,
+    pool_model,
+    run_active,
+    simulate_pool,
+)
 from calibration.active._spending import SPENDINGS, Boundaries, Spending, spend, spending_boundaries
 from calibration.active._store import (
     ActiveBatch,
@@ -94,6 +102,7 @@ from calibration.active._store import (
 __all__ = [
     "DEFAULT_FLOOR",
     "DEFAULT_MARGIN",
+    "LLMBAR_REREADING",
     "SPENDINGS",
     "ActiveBatch",
     "ActiveData",

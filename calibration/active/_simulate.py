@@ -51,13 +51,22 @@ from calibration.active._spending import Spending
 from calibration.stats._bootstrap import RngLike, as_rng
 from calibration.stats._coverage import _expected_score
 
-__all__ = ["ActiveRun", "PoolModel", "SimulatedPool", "pool_model", "run_active", "simulate_pool"]
+__all__ = ["LLMBAR_REREADING", "ActiveRun", "PoolModel", "SimulatedPool", "pool_model", "run_active", "simulate_pool"]
 
 _SD_TASK, _SD_ANSWER = 0.6, 0.7
 _SD_JUDGE_TASK, _SD_JUDGE, _SD_HUMAN = 0.4, 0.5, 0.6
 _MU = (3.3, 3.1)
 _PASS = 3.5
 FAMILIES = ("own", "other")
+#: ``rereading`` of :func:`simulate_pool` whose judge disagrees with itself as LLMBar's judges do
+#: (Zeng et al., ICLR 2024; their two-order verdicts in ``tests/data/llmbar``): a second reading
+#: draws all of the judge's noise afresh. Scored against the noiseless verdict (LLMBar's gold), the
+#: judge at 85% agreement with people is right on 88.7% of answers, flips on 15% and has 66% of
+#: its errors on them (PaLM 2 on LLMBar Natural: 84.7% right, flips on 20.4% of pairs, 67% of its
+#: errors on them); at 95% it is right on 95.6%, flips on 3.5%, 40% of its errors on them (GPT-4:
+#: 95.5%, 5.0%, 56%). Less would flip less than any of those judges (``bench/active_economy.py``
+#: prints both).
+LLMBAR_REREADING = 1.0
 
 
 @dataclass(frozen=True)
@@ -136,11 +145,20 @@ def pool_model(agreement: float, *, own_bias: float = 0.15) -> PoolModel:
 
 @dataclass(frozen=True)
 class SimulatedPool:
-    """A pool and the human labels it would get (hidden until drawn)."""
+    """A pool and the human labels it would get (hidden until drawn).
+
+    Attributes:
+        pool: What the design sees.
+        human_pass: A person's pass verdict (0/1) per answer.
+        human_score: That person's score (1-5).
+        quality: The answer's true quality ``q`` (a person without noise passes it from 3.5): the
+            gold label that published judge benchmarks such as LLMBar score judges against.
+    """
 
     pool: ActivePool
     human_pass: npt.NDArray[np.float64]
     human_score: npt.NDArray[np.float64]
+    quality: npt.NDArray[np.float64]
 
     def frame(self) -> pd.DataFrame:
         """One row per answer, as :func:`calibration.design.design_sample` takes a pool."""
@@ -159,25 +177,46 @@ def simulate_pool(
     *,
     paired: bool = False,
     judge_scale: Literal["likert5", "numeric100"] = "likert5",
+    rereading: float = 0.0,
 ) -> SimulatedPool:
     """Draw a pool of ``n_tasks`` tasks, one answer per family each (sampled by answer, or by task).
 
     On the ``numeric100`` judge scale the judge's and the humans' scores are not comparable, so
     ``judge_score`` is the judge's 0-100 score and the score residual is not simulated.
+
+    ``rereading`` is the share of the judge's noise variance that a second reading of the answer
+    (the other order or format, as judgelab's probes ask) draws afresh: the answer is ``flipped``
+    when the two readings' pass verdicts differ. The first reading, which gives the score, keeps
+    its distribution, so the agreement and the truths do not change. 0 (the default): a judge
+    that never disagrees with itself, and the same draws as before the option existed.
+    :data:`LLMBAR_REREADING` is the share that comes closest to the judges of LLMBar.
+
+    Examples:
+        >>> sim = simulate_pool(pool_model(0.85), 20000, 1, rereading=LLMBAR_REREADING)
+        >>> round(float(sim.pool.flipped.mean()), 2), round(float((sim.pool.judge_pass == sim.human_pass).mean()), 2)
+        (0.15, 0.85)
     """
+    if not 0 <= rereading <= 1:
+        raise ValueError(f"simulate_pool: rereading must be in [0, 1]; got {rereading}")
     gen = as_rng(rng)
     task = np.repeat(np.arange(n_tasks), 2)
     fam = np.tile([0, 1], n_tasks)
     s = model.noise
     q = np.asarray(_MU)[fam] + gen.normal(0, _SD_TASK, n_tasks)[task] + gen.normal(0, _SD_ANSWER, task.size)
     bias = np.where(fam == 0, model.own_bias, 0.0)
-    reading = q + bias + s * (gen.normal(0, _SD_JUDGE_TASK, n_tasks)[task] + gen.normal(0, _SD_JUDGE, task.size))
-    if judge_scale == "numeric100":
-        judge = np.clip(np.round(25 * (reading - 1)), 0, 100)
-        passed = judge >= 63  # 25 · (3.5 − 1) = 62.5: the same threshold as 4 on the 1-5 scale
-    else:
-        judge = np.clip(np.round(reading), 1, 5)
-        passed = judge >= 4
+
+    def judge_noise() -> npt.NDArray[np.float64]:
+        return np.asarray(gen.normal(0, _SD_JUDGE_TASK, n_tasks)[task] + gen.normal(0, _SD_JUDGE, task.size))
+
+    noise = judge_noise()
+    readings = [q + bias + s * noise]
+    if rereading > 0:
+        # Each reading's noise has today's task-shared and per-answer parts, so the pairing of a
+        # task's answers (and simple random sampling of tasks) is as before.
+        stable = math.sqrt(1 - rereading) * noise
+        readings = [q + bias + s * (stable + math.sqrt(rereading) * judge_noise()) for _ in range(2)]
+    judge, passed = _judge_scores(readings[0], judge_scale)
+    flipped = passed != _judge_scores(readings[-1], judge_scale)[1]
     human = np.clip(np.round(q + s * gen.normal(0, _SD_HUMAN, task.size)), 1, 5)
     width = len(str(n_tasks))
     ids = np.array([f"t{t:0{width}d}-{FAMILIES[f]}" for t, f in zip(task, fam, strict=True)])
@@ -185,9 +224,20 @@ def simulate_pool(
         answer_id=ids, unit=task.astype(np.intp) if paired else np.arange(task.size, dtype=np.intp),
         task=task.astype(np.intp), task_id=np.array([f"t{t:0{width}d}" for t in range(n_tasks)]),
         family=np.asarray(FAMILIES)[fam], judge_pass=passed.astype(float), judge_score=judge,
-        flipped=np.zeros(task.size, bool),
+        flipped=flipped,
     )
-    return SimulatedPool(pool=pool, human_pass=(human >= 4).astype(float), human_score=human)
+    return SimulatedPool(pool=pool, human_pass=(human >= 4).astype(float), human_score=human, quality=q)
+
+
+def _judge_scores(
+    reading: npt.NDArray[np.float64], scale: Literal["likert5", "numeric100"]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """The judge's score of a reading on its scale, and its pass verdict."""
+    if scale == "numeric100":
+        judge = np.clip(np.round(25 * (reading - 1)), 0, 100)
+        return judge, judge >= 63  # 25 · (3.5 − 1) = 62.5: the same threshold as 4 on the 1-5 scale
+    judge = np.clip(np.round(reading), 1, 5)
+    return judge, judge >= 4
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from calibration.active import (
+    LLMBAR_REREADING,
     ActivePool,
     BatchPlan,
     LookStatistics,
@@ -280,6 +281,43 @@ def test_a_judge_that_knows_where_people_disagree_saves_most_of_the_labels() -> 
         covered.append(run.final()["ci_low"] <= truth <= run.final()["ci_high"])
     assert np.mean(labels) < 0.75 * srs, (np.mean(labels), srs)
     assert np.mean(covered) >= 0.85  # 20 runs: a coarse check; the test above measures coverage
+
+
+def test_a_judge_that_contradicts_itself_shows_the_design_where_to_label() -> None:
+    # A 1-5 judge at 85% agreement that flips like LLMBar's judges (a second order or format
+    # draws its noise afresh): 15% of the answers flip, and half of its disagreements with people
+    # sit on them. The same pools with the flips hidden are the design without that signal; over
+    # these 20 pools it needs 15% more labels (an ideal design: 547 against 464, the bench).
+    model = pool_model(0.85)
+    truth = model.truths()["gap (pass)"]
+    seen, hidden, covered = [], [], []
+    for rep in range(20):
+        sim = simulate_pool(model, 4000, rng=np.random.default_rng([41, rep]), rereading=LLMBAR_REREADING)
+        assert 0.13 < sim.pool.flipped.mean() < 0.17
+        blind = dataclasses.replace(sim, pool=dataclasses.replace(sim.pool, flipped=np.zeros_like(sim.pool.flipped)))
+        run = run_active(sim, target_half_width=5.0, rng=np.random.default_rng([42, rep]))
+        seen.append(run.labels)
+        hidden.append(run_active(blind, target_half_width=5.0, rng=np.random.default_rng([42, rep])).labels)
+        covered.append(run.final()["ci_low"] <= truth <= run.final()["ci_high"])
+    assert np.mean(seen) < 0.9 * np.mean(hidden), (np.mean(seen), np.mean(hidden))
+    assert np.mean(covered) >= 0.85
+
+
+def test_a_second_reading_keeps_the_judge_and_the_draws() -> None:
+    # rereading only adds the flips: the first reading's distribution is the same (the agreement
+    # and the truths hold), and the default draws no second reading at all.
+    model = pool_model(0.85)
+    steady = simulate_pool(model, 30_000, rng=np.random.default_rng(3))
+    again = simulate_pool(model, 30_000, rng=np.random.default_rng(3), rereading=0.0)
+    assert not steady.pool.flipped.any()
+    assert np.array_equal(steady.pool.judge_score, again.pool.judge_score)
+    assert np.array_equal(steady.human_pass, again.human_pass)
+    flipping = simulate_pool(model, 30_000, rng=np.random.default_rng(4), rereading=0.5)
+    agreement = float((flipping.pool.judge_pass == flipping.human_pass).mean())
+    assert abs(agreement - 0.85) < 4 * math.sqrt(0.85 * 0.15 / 60_000)
+    assert 0.08 < flipping.pool.flipped.mean() < 0.13
+    with pytest.raises(ValueError, match="rereading"):
+        simulate_pool(model, 10, rereading=1.5)
 
 
 def test_a_run_whose_plan_is_spent_stops_there_instead_of_labelling_the_pool() -> None:
