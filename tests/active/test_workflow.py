@@ -17,7 +17,7 @@ from calibration.active import active_status, apply_active_batch, draw_active_ba
 from calibration.calibrate import calibrate
 from judgelab.cli import main
 from labeler.errors import InputError
-from labeler.store import Store
+from labeler.store import JudgementRecord, Store
 from tests.test_design import _fill, simulate_pool
 
 
@@ -59,6 +59,41 @@ def label_everything(store: Store, truth: pd.Series) -> int:
         score = 5.0 if truth[r.answer_id] else 2.0
         store.add_label(int(r.rater_id), int(r.assignment_id), overall=score, criteria={"helpful": score})
     return len(rows)
+
+
+def test_the_judges_own_disagreements_mark_answers_and_raise_their_chance(store: Store) -> None:
+    # The judge's model read some answers again: in another format (a pass turned fail) and in
+    # pairs shown both ways round. An answer flips when its plain verdicts differ or a pair it is
+    # in changes winner with the order; a probe's altered presentation and another model's runs
+    # do not count.
+    sure = store.query("SELECT answer_id FROM judgements WHERE run_id = 'run1' AND probe IS NULL"
+                       " AND value = 5 ORDER BY answer_id")["answer_id"].tolist()
+    a1, a2, a3, a4, a5, a6 = sure[:6]
+    store.start_judge_run("run2", judge_kind="fake", model="claude-x", family="claude",
+                          rubric_id="support", rubric_version=1)
+    store.start_judge_run("run3", judge_kind="fake", model="gpt-x", family="gpt",
+                          rubric_id="support", rubric_version=1)
+
+    def pair(call: str, first: str, second: str, value: float) -> JudgementRecord:
+        return JudgementRecord(run_id="run2", call_id=call, cache_key=call, kind="pairwise", format="pairwise",
+                               answer_id=first, answer_b_id=second, value=value)
+
+    store.add_judgements([
+        JudgementRecord(run_id="run2", call_id="f1", cache_key="f1", kind="pointwise", format="numeric100",
+                        answer_id=a1, value=40.0, passed=False),
+        pair("p1", a2, a3, 1.0), pair("p2", a3, a2, 1.0),  # the first shown wins both times: a flip
+        pair("p3", a4, a5, 1.0), pair("p4", a5, a4, -1.0),  # a4 wins both ways round
+        JudgementRecord(run_id="run3", call_id="g1", cache_key="g1", kind="pointwise", format="likert5",
+                        answer_id=a6, value=2.0, passed=False),
+    ])
+    assert store.judge_flips("run1")["answer_id"].tolist() == sorted([a1, a2, a3])
+    batch = draw_active_batch(store, target_half_width=12.0, overlap=0.0, seed=1, run_id="run1")
+    apply_active_batch(store, batch, 4)
+    draws = store.active_design(batch.design_id)[2].set_index("answer_id")
+    assert draws.index[draws["flipped"]].sort_values().tolist() == sorted([a1, a2, a3])
+    # Same score and verdict: the flipped answers are likelier to be labelled than the steady ones.
+    steady = draws.loc[[a4, a5, a6], "inclusion_prob"]
+    assert draws.loc[[a1, a2, a3], "inclusion_prob"].min() > steady.max()
 
 
 def test_a_batch_stores_its_probabilities_with_the_floor_and_the_batch_size(store: Store) -> None:
