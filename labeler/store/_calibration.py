@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, rubric_match
+from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement, rubric_match
 from labeler.store._review import CURRENT_ADJUDICATION_RULE
 
 # The newest row per planned call of one run; rows without a call id each stand alone.
@@ -83,12 +83,18 @@ class CalibrationMixin(StoreCore):
         )
 
     def latest_scored_run(self) -> str | None:
-        """The newest run with at least one pointwise judgement, or ``None``."""
+        """The newest run that scored answers as they are, else the newest with any pointwise judgement.
+
+        A probe run that scored altered answers or other formats (padding, the format study)
+        comes after the run that scored the pool, but the report is of the pool's scores.
+        """
+        plain, params = plain_judgement(alias="j")
         with self.connection() as con:
             row = con.execute(
-                "SELECT r.run_id FROM judge_runs r WHERE EXISTS ("
-                " SELECT 1 FROM judgements j WHERE j.run_id = r.run_id AND j.kind = 'pointwise')"
-                " ORDER BY r.created_at DESC, r.run_id DESC LIMIT 1"
+                "SELECT r.run_id FROM judge_runs r JOIN judgements j ON j.run_id = r.run_id"
+                " WHERE j.kind = 'pointwise' GROUP BY r.run_id, r.created_at"
+                f" ORDER BY bool_or({plain}) DESC, r.created_at DESC, r.run_id DESC LIMIT 1",
+                params,
             ).fetchone()
         return None if row is None else str(row[0])
 

@@ -110,6 +110,28 @@ def resolve_db_path(path: str | os.PathLike[str] | None = None) -> Path:
     return Path(chosen).expanduser().resolve()
 
 
+# Arms of a probe that present the answer as it is: their scores are the judge's plain score.
+_PLAIN_ARMS = ("original", "control", "baseline", "none")
+# Runs that score the pool as it is, one arm per format: `judgelab score`
+# (calibration.scoring.SCORE_PROBE).
+_SCORING_PROBES = ("score",)
+# Probes whose every arm shows the answer as it is, in another scoring format (the format study,
+# calibration.probes.format_study): another reading of the answer, not its plain score.
+_READING_PROBES = ("format",)
+
+
+def plain_judgement(*, readings: bool = False, alias: str = "") -> tuple[str, list[str]]:
+    """SQL predicate (and its parameters) of a judgement of the answer as it is.
+
+    ``readings`` also admits the format study's: other readings of the answer, not its score.
+    """
+    a = f"{alias}." if alias else ""
+    probes = _SCORING_PROBES + (_READING_PROBES if readings else ())
+    arms, names = ", ".join("?" for _ in _PLAIN_ARMS), ", ".join("?" for _ in probes)
+    return (f"({a}probe IS NULL OR {a}arm IS NULL OR {a}arm IN ({arms}) OR {a}probe IN ({names}))",
+            [*_PLAIN_ARMS, *probes])
+
+
 @dataclass
 class _Shared:
     """What one process knows about one database file; every field is guarded by ``lock``."""

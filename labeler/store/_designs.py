@@ -21,10 +21,7 @@ import pandas as pd
 
 from labeler.errors import ConflictError, InputError
 from labeler.store._bulk import registered
-from labeler.store._core import CURRENT_LABEL_RULE, StoreCore
-
-# Arms of a probe that present the answer as it is: their scores are the judge's plain score.
-_PLAIN_ARMS = ("original", "control", "baseline", "none")
+from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement
 
 
 class DesignMixin(StoreCore):
@@ -36,22 +33,28 @@ class DesignMixin(StoreCore):
         """A judge run's id, model, family and rubric.
 
         Args:
-            run_id: The run; ``None`` takes the newest run that has parsed pointwise scores.
+            run_id: The run; ``None`` takes the newest run that has a parsed pointwise score of
+                an answer as it is (see :meth:`judge_scores`).
 
         Returns:
             ``{"run_id", "model", "family", "rubric_id", "rubric_version"}``, or ``None`` when
-            ``run_id`` is ``None`` and no run has pointwise scores.
+            ``run_id`` is ``None`` and no run has such scores.
 
         Raises:
             InputError: If ``run_id`` names no stored run.
         """
         with self.connection() as con:
             if run_id is None:
+                # A probe run that scored altered answers (padded, other formats) is not the
+                # judge's score of the pool: the newest run with a plain score is.
+                plain, params = plain_judgement(alias="j")
                 row = con.execute(
                     "SELECT r.run_id, r.model, r.family, r.rubric_id, r.rubric_version"
                     " FROM judge_runs r WHERE EXISTS (SELECT 1 FROM judgements j"
-                    "  WHERE j.run_id = r.run_id AND j.kind = 'pointwise' AND j.value IS NOT NULL)"
-                    " ORDER BY r.created_at DESC, r.run_id DESC LIMIT 1"
+                    "  WHERE j.run_id = r.run_id AND j.kind = 'pointwise' AND j.value IS NOT NULL"
+                    f"  AND j.answer_id IS NOT NULL AND {plain})"
+                    " ORDER BY r.created_at DESC, r.run_id DESC LIMIT 1",
+                    params,
                 ).fetchone()
                 if row is None:
                     return None
@@ -76,8 +79,10 @@ class DesignMixin(StoreCore):
         """The latest parsed pointwise score per answer in one judge run.
 
         Scores made inside a probe count only from an arm that shows the answer as it is
-        (``original``, ``control``, ``baseline``, ``none``) or has no arm: a padded or
-        bylined presentation is not the judge's score of the answer.
+        (``original``, ``control``, ``baseline``, ``none``) or has no arm, and from a scoring
+        run (``judgelab score``): a padded or bylined presentation is not the judge's score of
+        the answer. A run scored in several formats gives its scores in one: the rubric's own
+        scale, else ``binary``, else the commonest (as the calibration report reads them).
 
         Args:
             run_id: The run; ``None`` takes the newest run with pointwise scores.
@@ -91,16 +96,21 @@ class DesignMixin(StoreCore):
                 {"answer_id": pd.Series(dtype=str), "value": pd.Series(dtype=float),
                  "passed": pd.Series(dtype="boolean"), "run_id": pd.Series(dtype=str)}
             )
-        marks = ", ".join("?" for _ in _PLAIN_ARMS)
+        plain, params = plain_judgement()
         return self.query(
-            "SELECT answer_id, value, passed, run_id FROM ("
+            "WITH plain AS (SELECT * FROM judgements WHERE run_id = ? AND kind = 'pointwise'"
+            f"  AND value IS NOT NULL AND answer_id IS NOT NULL AND {plain}),"
+            # One format for the whole run, so scores on different scales never mix.
+            " fmt AS (SELECT format FROM plain GROUP BY format ORDER BY"
+            "  coalesce(format = (SELECT scale FROM rubrics WHERE rubric_id = ? AND version = ?), false) DESC,"
+            "  (format = 'binary') DESC, count(*) DESC, format LIMIT 1)"
+            " SELECT answer_id, value, passed, run_id FROM ("
             " SELECT answer_id, value, passed, run_id, row_number() OVER ("
             "   PARTITION BY answer_id ORDER BY (probe IS NULL) DESC, created_at DESC,"
             "   judgement_id DESC) AS k"
-            " FROM judgements WHERE run_id = ? AND kind = 'pointwise' AND value IS NOT NULL"
-            f"  AND answer_id IS NOT NULL AND (probe IS NULL OR arm IS NULL OR arm IN ({marks}))"
+            " FROM plain WHERE format = (SELECT format FROM fmt)"
             ") WHERE k = 1 ORDER BY answer_id",
-            [info["run_id"], *_PLAIN_ARMS],
+            [info["run_id"], *params, info["rubric_id"], info["rubric_version"]],
         )
 
     def human_verdicts(self) -> pd.DataFrame:
@@ -380,9 +390,10 @@ class DesignMixin(StoreCore):
     def judge_flips(self, run_id: str | None = None) -> pd.DataFrame:
         """Answers on which the judge disagreed with itself, by the runs of the run's model.
 
-        An answer *flips* when its plain pointwise pass verdicts differ (between formats or
-        repeats), or when a pairwise comparison it is in picks a different winner once the two
-        answers swap places (only comparisons of two answers shown as they are).
+        An answer *flips* when its pointwise pass verdicts differ (its plain score's and the
+        format study's in other formats, or repeats), or when a pairwise comparison it is in
+        picks a different winner once the two answers swap places. Only readings of the answer
+        as it is count: a probe arm that alters it (padded, decorated) does not.
 
         Args:
             run_id: The judge run whose model counts; ``None`` takes the newest run with scores.
@@ -394,8 +405,7 @@ class DesignMixin(StoreCore):
         info = self.judge_run_info(run_id)
         if info is None:
             return pd.DataFrame({"answer_id": pd.Series(dtype=str), "flipped": pd.Series(dtype=bool)})
-        marks = ", ".join("?" for _ in _PLAIN_ARMS)
-        plain = f"(j.probe IS NULL OR j.arm IS NULL OR j.arm IN ({marks}))"
+        plain, params = plain_judgement(readings=True, alias="j")
         return self.query(
             "WITH same AS (SELECT run_id FROM judge_runs"
             "  WHERE model = (SELECT model FROM judge_runs WHERE run_id = ?)),"
@@ -410,7 +420,7 @@ class DesignMixin(StoreCore):
             " SELECT DISTINCT answer_id, true AS flipped FROM ("
             "  SELECT answer_id FROM point UNION ALL SELECT a FROM flips UNION ALL SELECT b FROM flips)"
             " ORDER BY answer_id",
-            [info["run_id"], *_PLAIN_ARMS, *_PLAIN_ARMS],
+            [info["run_id"], *params, *params],
         )
 
     def answer_labels(self) -> pd.DataFrame:

@@ -15,6 +15,8 @@ from click.testing import CliRunner
 
 from calibration.active import active_status, apply_active_batch, draw_active_batch
 from calibration.calibrate import calibrate
+from calibration.judges import FakeJudge
+from calibration.probes import run_probes
 from judgelab.cli import main
 from labeler.errors import InputError
 from labeler.store import JudgementRecord, Store
@@ -96,8 +98,33 @@ def test_the_judges_own_disagreements_mark_answers_and_raise_their_chance(store:
     assert draws.loc[[a1, a2, a3], "inclusion_prob"].min() > steady.max()
 
 
+def test_the_format_study_is_a_second_reading_of_the_pool(store: Store, tmp_path: Path) -> None:
+    # What a team runs: the judge's model scores the pool answers again in the format study
+    # (`judgelab probe --biases format`). An answer whose pass verdict changes with the format
+    # flips; the active design sees it. Brute force: every plain or format-study verdict per answer.
+    judge = FakeJudge(seed=0, model="claude-x", family="claude", noise=0.6)
+    result = run_probes(judge, store, n=300, biases="format", formats="binary,likert5",
+                        evidence=tmp_path / "f.jsonl", progress=False)
+    assert result.summary.finished
+    verdicts = store.query(
+        "SELECT j.answer_id, j.passed FROM judgements j JOIN judge_runs r USING (run_id)"
+        " WHERE r.model = 'claude-x' AND j.kind = 'pointwise' AND j.passed IS NOT NULL"
+        " AND (j.probe IS NULL OR j.probe = 'format')")
+    assert (verdicts["answer_id"].value_counts() >= 3).sum() > 100  # the pool's answers, read again
+    changed = verdicts.groupby("answer_id")["passed"].nunique()
+    expected = sorted(changed.index[changed > 1])
+    assert len(expected) > 10
+    assert store.judge_flips("run1")["answer_id"].tolist() == expected
+    batch = draw_active_batch(store, target_half_width=12.0, overlap=0.0, seed=1, run_id="run1")
+    assert f"the judge disagreed with itself on {len(expected)} of 600 answers" in batch.notes[0]
+    apply_active_batch(store, batch, 4)
+    draws = store.active_design(batch.design_id)[2]
+    assert sorted(draws.loc[draws["flipped"], "answer_id"]) == expected
+
+
 def test_a_batch_stores_its_probabilities_with_the_floor_and_the_batch_size(store: Store) -> None:
     batch = draw_active_batch(store, target_half_width=12.0, overlap=0.2, seed=1)
+    assert any("a format study (`judgelab probe --biases format`)" in n for n in batch.notes)  # no flips
     apply_active_batch(store, batch, 4)
     params, batches, draws = store.active_design(batch.design_id)
     assert params["target_half_width"] == 12.0 and list(batches["batch"]) == [1]
@@ -233,3 +260,41 @@ def test_cli_draws_applies_reports_and_refuses_while_labelling(store: Store, tru
         assert payload["batch"]["batch"] == 2
     code, out, err = run("--db", db, "--active", "--n", "5")
     assert code == 2 and "--active takes" in err
+
+
+def test_the_pool_scored_with_judgelab_score_plans_designs_and_a_probe_run_does_not(store: Store) -> None:
+    # What a team does: score the pool (`judgelab score`, two formats), run the format study, then
+    # plan. The scoring run's calls sit in probe 'score' with the format as the arm: they are the
+    # judge's plain scores, read in the rubric's scale. The format study came last but altered
+    # nothing it scored; it must not become the run designs and the report default to.
+    db = str(store.path)
+    store.release()
+    cli = CliRunner()
+    scored = cli.invoke(main, ["score", "--db", db, "--judge", "fake", "--model", "claude-x",
+                               "--formats", "likert5,numeric100"])
+    assert scored.exit_code == 0, scored.stderr
+    run_id = Store(db).latest_scored_run()
+    probed = cli.invoke(main, ["probe", "--db", db, "--judge", "fake", "--model", "claude-x", "--biases", "format",
+                               "--formats", "binary,likert5", "--n", "50", "--out", str(store.path.parent / "f.jsonl")])
+    assert probed.exit_code == 0, probed.stderr
+    again = Store(db)
+    assert again.latest_scored_run() == run_id and again.judge_run_info()["run_id"] == run_id  # type: ignore[index]
+    scores = again.judge_scores()
+    assert len(scores) == 600 and set(scores["run_id"]) == {run_id}
+    assert scores["value"].between(1, 5).all()  # likert5, not the 0-100 scores of the same run
+    again.release()
+    code, out, err = run("--db", db, "--n", "40")
+    assert code == 0 and "(600 answers scored)" in out, err
+    code, out, err = run("--db", db, "--active", "--target-half-width", "12")
+    assert code == 0 and "Next batch 1" in out, err
+    # The fake judge has no noise: the format study's verdicts agree with the scoring run's.
+    assert "the judge never disagreed with itself on these answers" in out
+
+
+def test_the_store_names_the_scoring_run_and_the_format_study_as_the_runner_does() -> None:
+    # labeler cannot import calibration; the two names it reads judgements by must stay in step.
+    from calibration.probes.format_study import NAME
+    from calibration.scoring import SCORE_PROBE
+    from labeler.store._core import _READING_PROBES, _SCORING_PROBES
+
+    assert _SCORING_PROBES == (SCORE_PROBE,) and _READING_PROBES == (NAME,)
