@@ -34,10 +34,16 @@ covered the true gap:
 * **active + rule**: :func:`calibration.active.run_active`: batches drawn with probabilities that
   grow with the judge's doubt, the AIPW estimate, the repeated interval of the O'Brien-Fleming-type
   spending plan, stopping at the first look that meets the target;
+* **active + rule, judge flips**: the same on pools whose judge reads every answer twice
+  (``rereading=LLMBAR_REREADING``: a second order or format draws its noise afresh) and the
+  design sees where the two verdicts differ; the first reading is the same judge, so the
+  strategies above are its baselines too. :func:`flip_profiles` prints first how often this judge
+  flips and how many of its errors sit there, next to LLMBar's judges (their published two-order
+  verdicts in ``tests/data/llmbar``);
 * **ideal**: the bound (:func:`ideal_design`): one batch with the Neyman probabilities from each
   answer's true chance of passing given the judge's score and family, no looks, at the size whose
-  95% half-width meets the target; without a floor, with the active design's floor, and with an
-  endless pool (without the pool's own variance).
+  95% half-width meets the target; without a floor, with the active design's floor, with an
+  endless pool (without the pool's own variance), and for the flipping judge (its flips seen).
 
 The ``x SRS fixed`` column divides by the SRS fixed n, ``x SRS rule`` by SRS read with the same
 rule and floor (what a team that must also stop validly would use without the active design).

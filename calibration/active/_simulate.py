@@ -61,10 +61,10 @@ FAMILIES = ("own", "other")
 #: ``rereading`` of :func:`simulate_pool` whose judge disagrees with itself as LLMBar's judges do
 #: (Zeng et al., ICLR 2024; their two-order verdicts in ``tests/data/llmbar``): a second reading
 #: draws all of the judge's noise afresh. Scored against the noiseless verdict (LLMBar's gold), the
-#: judge at 85% agreement with people is right on 88.7% of answers, flips on 15% and has 66% of
+#: judge at 85% agreement with people is right on 88.6% of answers, flips on 15.2% and has 67% of
 #: its errors on them (PaLM 2 on LLMBar Natural: 84.7% right, flips on 20.4% of pairs, 67% of its
-#: errors on them); at 95% it is right on 95.6%, flips on 3.5%, 40% of its errors on them (GPT-4:
-#: 95.5%, 5.0%, 56%). Less would flip less than any of those judges (``bench/active_economy.py``
+#: errors on them); at 95% it is right on 95.5%, flips on 3.6%, 40% of its errors on them (GPT-4:
+#: 95.5%, 5.0%, 56%). Any smaller share flips less than those judges (``bench/active_economy.py``
 #: prints both).
 LLMBAR_REREADING = 1.0
 
