@@ -138,7 +138,10 @@ def predict_humans(
     seen_c = np.bincount(codes[seen], weights=differs[seen], minlength=size)
     expected_c = np.bincount(codes[seen], weights=q0[seen], minlength=size)
     mean_q0 = np.bincount(codes, weights=q0, minlength=size) / np.maximum(np.bincount(codes, minlength=size), 1)
-    ratio = (seen_c + prior_labels * mean_q0) / (expected_c + prior_labels * mean_q0)
+    # A stratum so far from the threshold that its prior rounds to 0 and that has no label yet
+    # has nothing to scale (0/0): it keeps its prior, and the clip below gives it the smallest rate.
+    expected_all = expected_c + prior_labels * mean_q0
+    ratio = np.divide(seen_c + prior_labels * mean_q0, expected_all, out=np.ones(size), where=expected_all > 0)
     q = np.clip(q0 * ratio[codes], 1e-4, 0.95)
     p = j * (1 - q) + (1 - j) * q
     both = np.isfinite(hs) & np.isfinite(score)

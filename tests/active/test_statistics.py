@@ -116,6 +116,30 @@ def test_predictions_average_to_the_planning_rate_and_learn_the_strata() -> None
     assert learned.disagreement[family == "b"].mean() < 0.05
 
 
+
+def test_a_stratum_whose_prior_rounds_to_zero_keeps_a_small_rate() -> None:
+    # A 0-100 judge whose pilot disagreed only next to the threshold: the prior's sd refits to
+    # about one point, and answers scored 0 (62.5 points away) get a prior of exactly 0. Their
+    # stratum has no label, so its correction was 0/0: nan probabilities, and the next draw
+    # failed with "size and uncertainties must be non-negative" (seen in bench/active_economy.py
+    # on a judge that flips, 95% agreement).
+    score = np.r_[np.zeros(300), np.tile(np.arange(0, 101), 10)].astype(float)
+    judge = (score >= 63).astype(float)
+    family = np.where(np.arange(score.size) % 2, "own", "other")
+    human = np.full(score.size, np.nan)
+    near = np.flatnonzero((score >= 60) & (score <= 66))[:30]
+    human[near] = judge[near]
+    human[near[:4]] = 1 - judge[near[:4]]
+    pred = predict_humans(judge, family, judge_score=score, human_pass=human)
+    assert pred.prior_sd < 2
+    assert np.isfinite(pred.disagreement).all() and pred.disagreement[score == 0].max() == pytest.approx(1e-4)
+    pool = ActivePool.from_frame(pd.DataFrame({
+        "answer_id": [f"a{i}" for i in range(score.size)], "task_id": [f"t{i}" for i in range(score.size)],
+        "family": family, "judge_pass": judge, "judge_score": score}))
+    plan = plan_batch(pool, size=100, human_pass=human, own_family="own")
+    assert np.isfinite(plan.prob).all() and plan.prob[score == 0].min() >= plan.floor - 1e-12
+
+
 # -- the estimator, exactly ----------------------------------------------------------------------
 
 
