@@ -27,7 +27,10 @@ before anything is learnt, the floor and stopping at a look. Batches start with 
 most double (:func:`next_batch_size`): a first batch sized from the default disagreement rate of 0.2
 used 1.30x and 0.97x at 95% agreement. Simple random samples looked at every 20 labels covered
 only 74.5-77% at 95% agreement, and 75.5-78% under the repeated intervals, 94.5-96% with the
-rule-of-three floor under each look's variance (:func:`rare_event_variance`).
+rule-of-three floor under each look's variance (:func:`rare_event_variance`). A judge that
+disagrees with itself as LLMBar's judges do (:data:`LLMBAR_REREADING`) shows the design where to
+label: at 85% agreement 0.76x (1-5) and 0.68x (0-100), 9-10% fewer labels than the same judge
+read once; its bound falls to 0.53x and 0.47x.
 
 The modules:
 
