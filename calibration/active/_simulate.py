@@ -215,8 +215,8 @@ def simulate_pool(
         # task's answers (and simple random sampling of tasks) is as before.
         stable = math.sqrt(1 - rereading) * noise
         readings = [q + bias + s * (stable + math.sqrt(rereading) * judge_noise()) for _ in range(2)]
-    judge, passed = _judge_scores(readings[0], judge_scale)
-    flipped = passed != _judge_scores(readings[-1], judge_scale)[1]
+    judge, passed = _score_reading(readings[0], judge_scale)
+    flipped = passed != _score_reading(readings[1], judge_scale)[1] if rereading > 0 else np.zeros(task.size, bool)
     human = np.clip(np.round(q + s * gen.normal(0, _SD_HUMAN, task.size)), 1, 5)
     width = len(str(n_tasks))
     ids = np.array([f"t{t:0{width}d}-{FAMILIES[f]}" for t, f in zip(task, fam, strict=True)])
@@ -229,7 +229,7 @@ def simulate_pool(
     return SimulatedPool(pool=pool, human_pass=(human >= 4).astype(float), human_score=human, quality=q)
 
 
-def _judge_scores(
+def _score_reading(
     reading: npt.NDArray[np.float64], scale: Literal["likert5", "numeric100"]
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     """The judge's score of a reading on its scale, and its pass verdict."""

@@ -274,10 +274,12 @@ def _first_batch(store: Store, *, target_half_width: float, budget_hours: float 
         notes.append(f"even labelling the whole pool is not expected to reach ±{target_half_width:g} pp: "
                      "the judge's behaviour beyond this pool is that uncertain")
     flips = int(pool.flipped.sum())
-    notes.append(f"the judge disagreed with itself on {flips} of {pool.flipped.size} answers (formats or orders): "
-                 "they start as doubtful" if flips else
-                 "the judge never disagreed with itself on these answers: a format study "
-                 "(`judgelab probe --biases format`) reads them again, and the design labels first where it does")
+    if flips:
+        notes.append(f"the judge disagreed with itself on {flips} of {pool.flipped.size} answers "
+                     "(formats or orders): they start as doubtful")
+    else:
+        notes.append("the judge never disagreed with itself on these answers: a format study "
+                     "(`judgelab probe --biases format`) reads them again, and the design labels first where it does")
     capacity = _capacity(pool, human, params)
     size = batch_size or next_batch_size(0, needed=planned, left=capacity)
     existing = len(store.active_designs())
