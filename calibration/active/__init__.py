@@ -49,7 +49,8 @@ The modules:
 * ``_simulate``: simulated pools with a known truth and the whole procedure run on them
   (:func:`run_active`), for the tests and ``bench/active_economy.py``;
 * ``_store``: the only part that touches the project database: start a design, draw the next
-  batch, read where it stands (:func:`active_status`).
+  batch, give a batch's answers to new raters when theirs were revoked
+  (:func:`reassign_active_batch`), read where it stands (:func:`active_status`).
 
 Every module but ``_store`` is pure; randomness is injected through ``rng``.
 """
@@ -100,6 +101,7 @@ from calibration.active._store import (
     apply_active_batch,
     draw_active_batch,
     load_active,
+    reassign_active_batch,
 )
 
 __all__ = [
@@ -141,6 +143,7 @@ __all__ = [
     "pool_model",
     "predict_humans",
     "rare_event_variance",
+    "reassign_active_batch",
     "repeated_intervals",
     "run_active",
     "sampling_probabilities",

@@ -65,6 +65,8 @@ target is reached; the budget, the plan's error rate or the pool's answers are u
 
 #: Later batches aim at this share of the target, leaving room for the rate's noise.
 AIM = 0.95
+#: How to give a batch's stranded answers (their raters were revoked) to others.
+STRANDED_FIX = "`judgelab design --active --apply`, or Reassign on the Assignments page"
 
 
 @dataclass(frozen=True)
@@ -364,15 +366,14 @@ def _draw(
 
 
 def _assigned_answers(store: Store, answer_ids: np.ndarray) -> set[str]:
-    """Of these answers, those with an unanswered score assignment (someone will label them)."""
+    """Of these answers, those waiting in an active rater's queue (someone will label them).
+
+    A revoked rater's unanswered assignment does not count: nobody will answer it.
+    """
     if answer_ids.size == 0:
         return set()
-    frame = store.labels_per_answer()
-    if frame.empty:
-        return set()
-    frame = frame[frame["answer_id"].isin(set(answer_ids.tolist()))]
-    waiting = frame[(frame["assigned"] > 0) & (frame["labelled"] == 0)]
-    return {str(a) for a in waiting["answer_id"]}
+    holders = store.score_holders(answer_ids.tolist())
+    return {str(a) for a in holders.loc[holders["active"] & ~holders["done"], "answer_id"]}
 
 
 def apply_active_batch(
@@ -400,15 +401,7 @@ def apply_active_batch(
         if rubric is None:
             newest = store.rubric()
             rubric = None if newest is None else (newest.rubric_id, newest.version)
-        ids = store.design_raters(raters)
-        simulated = store.raters().set_index("rater_id")["simulated"]
-        fake = [int(i) for i in ids if bool(simulated.get(i, False))]
-        if fake:
-            raise InputError(
-                f"{len(fake)} of the chosen raters are simulated: they never label in the app, so the batch "
-                "would never be complete",
-                fix="give active batches to people (e.g. --raters alice,bob).",
-            )
+        ids = _people(store, raters)
         if batch.batch == 1:
             store.save_active_design(batch.design_id, batch.params)
         params = {"active": batch.design_id, "batch": batch.batch, "kind": "active batch"}
@@ -422,6 +415,76 @@ def apply_active_batch(
         store.add_design_assignments(batch.draw_id, plan, rubric=rubric)
         names = store.raters().set_index("rater_id")["name"]
     return plan.assign(rater=plan["rater_id"].map(names))
+
+
+def reassign_active_batch(
+    store: Store,
+    raters: int | list[str],
+    *,
+    rng: int = 0,
+    spread: int = DEFAULT_GAP,
+    rubric: tuple[str, int] | None = None,
+) -> pd.DataFrame:
+    """Give the open batch's stranded answers to active raters.
+
+    An answer is stranded when the batch drew it, it has no label and no active rater holds it:
+    its rater was revoked before labelling it, so the batch could never complete. Each goes to
+    as many raters as the batch planned for it (two for the overlap), with the guarantees of
+    :func:`apply_active_batch` (whole tasks to one rater, families dealt evenly, queues spread and
+    blind), in one transaction; the revoked raters' assignments stay, unanswered, and no longer
+    count. The answers keep their probabilities: who labels an answer does not change the draw.
+
+    Returns:
+        The assignments created, with ``rater`` names (none when nothing is stranded).
+
+    Raises:
+        InputError: No active design, or unknown, revoked, simulated or too few raters.
+    """
+    with store.connection():
+        stored = _read(store, None)
+        if stored is None:
+            raise InputError("there is no active design to reassign",
+                             fix="start one with `judgelab design --active --target-half-width H --apply`.")
+        open_batches = stored.progress[~stored.progress["complete"] & (stored.progress["stranded"] > 0)]
+        if open_batches.empty:
+            return pd.DataFrame(columns=["rater_id", "answer_id", "task_id", "family", "queue_pos", "is_overlap",
+                                         "rater"])
+        batch = int(open_batches["batch"].iloc[0])
+        draw_id = str(open_batches["draw_id"].iloc[0])
+        d = stored.draws
+        handled = stored.pool.answer_id[np.isfinite(stored.human) | stored.flagged]
+        rows = d[(d["batch"] == batch) & d["drawn"] & ~d["known"] & ~d["answer_id"].isin(set(handled.tolist()))]
+        waiting = _assigned_answers(store, rows["answer_id"].to_numpy())
+        rows = rows[~rows["answer_id"].isin(waiting)]
+        planned = store.design_items(draw_id).set_index("answer_id")["n_raters"]
+        n_raters = rows["answer_id"].map(planned).fillna(1).astype(int).to_numpy()
+        items = pd.DataFrame({"answer_id": rows["answer_id"].to_numpy(), "task_id": rows["task_id"].to_numpy(),
+                              "family": rows["family"].to_numpy(), "n_raters": n_raters, "is_overlap": n_raters > 1})
+        ids = _people(store, raters)
+        if rubric is None:
+            newest = store.rubric()
+            rubric = None if newest is None else (newest.rubric_id, newest.version)
+        tails = store.queue_tails(ids, depth=spread)
+        exclude = store.assigned_answers(ids, list(items["answer_id"]))
+        plan = assign_items(items, ids, rng=np.random.default_rng([rng, batch]), spread=spread, tails=tails,
+                            exclude=exclude)
+        store.add_reassignments(draw_id, plan, rubric=rubric)
+        names = store.raters().set_index("rater_id")["name"]
+    return plan.assign(rater=plan["rater_id"].map(names))
+
+
+def _people(store: Store, raters: int | list[str]) -> list[int]:
+    """The chosen raters' ids; refuses simulated raters, who never label in the app."""
+    ids = store.design_raters(raters)
+    simulated = store.raters().set_index("rater_id")["simulated"]
+    fake = [int(i) for i in ids if bool(simulated.get(i, False))]
+    if fake:
+        raise InputError(
+            f"{len(fake)} of the chosen raters are simulated: they never label in the app, so the batch "
+            "would never be complete",
+            fix="give active batches to people (e.g. --raters alice,bob).",
+        )
+    return ids
 
 
 # -- where a design stands ---------------------------------------------------------------------------------------
@@ -518,22 +581,28 @@ def active_status(
                         (future, float(data.draws.weight.sum()), population))
 
 
-def _batch_progress(batches: pd.DataFrame, draws: pd.DataFrame, pool: ActivePool, human: np.ndarray,
-                    flagged: np.ndarray) -> pd.DataFrame:
+def _batch_progress(batches: pd.DataFrame, draws: pd.DataFrame, pool: ActivePool, handled: np.ndarray,
+                    waiting: set[str]) -> pd.DataFrame:
     """Per batch: answers drawn to label (``new_labels``), of those labelled so far, and whether complete.
 
     Complete means every drawn answer has a label (or is flagged unrateable by its raters) and
-    every assignment of the batch is answered (an overlap's second label included).
+    every live assignment of the batch is answered (an overlap's second label included; a revoked
+    rater's unanswered one is not live). ``stranded`` counts the drawn answers without a label
+    that no active rater holds (their raters were revoked): the batch cannot complete until they
+    are given to others (:func:`reassign_active_batch`).
     """
     out = batches[["batch", "draw_id", "expected_labels", "assigned", "done", "created_at"]].copy()
-    labelled = set(pool.answer_id[np.isfinite(human) | flagged].tolist())
-    new, have = [], []
+    labelled = set(pool.answer_id[handled].tolist())
+    new, have, stranded = [], [], []
     for b in out["batch"]:
         rows = draws[(draws["batch"] == b) & draws["drawn"] & ~draws["known"]]
         new.append(len(rows))
-        have.append(int(rows["answer_id"].isin(labelled).sum()))
+        is_labelled = rows["answer_id"].isin(labelled)
+        have.append(int(is_labelled.sum()))
+        stranded.append(int((~is_labelled & ~rows["answer_id"].isin(waiting)).sum()))
     out["new_labels"] = new
     out["labelled"] = have
+    out["stranded"] = stranded
     out["complete"] = (out["labelled"] >= out["new_labels"]).to_numpy() & (out["done"] >= out["assigned"]).to_numpy()
     return out
 
@@ -546,11 +615,22 @@ def _progress(row: Any) -> str:
     return text
 
 
+def _interval_waits(row: Any) -> str:
+    """What the batch waits for: its labels, or first its answers stranded by revoked raters."""
+    stranded = int(row["stranded"])
+    if not stranded:
+        return "the interval updates when it is complete."
+    return (f"{stranded} of its answers are in no active rater's queue (their raters were revoked): give them to "
+            f"others ({STRANDED_FIX}), or the interval never updates.")
+
+
 def _before_first_look(base: dict[str, Any], batches: pd.DataFrame) -> ActiveStatus:
     params = base["params"]
     row = batches.iloc[0]
     planned = params.get("planned_labels")
     message = f"Batch 1: {_progress(row)}. The gap's interval appears when the batch is complete."
+    if int(row["stranded"]):
+        message = f"Batch 1: {_progress(row)}; {_interval_waits(row)}"
     return ActiveStatus(**base, looks=pd.DataFrame(), figures=None, state="labelling", message=message,
                         labels_collected=0, labels_needed=float(planned) if planned else math.nan,
                         labels_needed_next=math.nan)
@@ -588,8 +668,8 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
     elif n_looks < len(batches):
         state = "labelling"
         row = batches.iloc[n_looks]
-        message = (f"Not yet: {now}, target ±{target:g} pp. Batch {int(row['batch'])}: {_progress(row)}; the "
-                   "interval updates when it is complete.")
+        message = (f"Not yet: {now}, target ±{target:g} pp. Batch {int(row['batch'])}: {_progress(row)}; "
+                   f"{_interval_waits(row)}")
     elif capacity <= 0:
         state = "budget spent" if params.get("budget_labels") is not None and (~np.isfinite(human)).any() \
             else "pool labelled"
@@ -670,8 +750,10 @@ def _read(store: Store, design_id: str | None) -> _Stored | None:
     params, batches, draws = store.active_design(design_id)
     pool = _stored_pool(draws, params["paired"])
     human, _, flagged = _labels(store, pool)
+    handled = np.isfinite(human) | flagged
+    waiting = _assigned_answers(store, pool.answer_id[~handled])
     return _Stored(design_id=design_id, params=params, batches=batches, draws=draws, pool=pool, human=human,
-                   flagged=flagged, progress=_batch_progress(batches, draws, pool, human, flagged))
+                   flagged=flagged, progress=_batch_progress(batches, draws, pool, handled, waiting))
 
 
 def _labelled(stored: _Stored) -> ActiveData | None:

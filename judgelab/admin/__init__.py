@@ -18,6 +18,7 @@ from judgelab.admin._active import (
     active_view,
     apply_active_draft,
     draft_active_batch,
+    reassign_stranded,
 )
 from judgelab.admin._agreement import (
     AgreementReport,
@@ -131,6 +132,7 @@ __all__ = [
     "natural_key",
     "overview",
     "rater_table",
+    "reassign_stranded",
     "reissue_link",
     "reliability_matrix",
     "review_board",

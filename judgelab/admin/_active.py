@@ -20,7 +20,8 @@ from labeler.store import Store
 if TYPE_CHECKING:
     from calibration.active import ActiveBatch, ActiveStatus
 
-__all__ = ["ActiveView", "active_chart", "active_view", "apply_active_draft", "draft_active_batch"]
+__all__ = ["ActiveView", "active_chart", "active_view", "apply_active_draft", "draft_active_batch",
+           "reassign_stranded"]
 
 
 def draft_active_batch(
@@ -63,6 +64,20 @@ def apply_active_draft(
     return apply_active_batch(store, batch, list(rater_names), rng=seed)
 
 
+def reassign_stranded(store: Store, rater_names: Sequence[str], *, seed: int = 0) -> pd.DataFrame:
+    """Give the open batch's answers whose raters were revoked to the named raters.
+
+    Raises:
+        InputError: No raters chosen, or the raters are refused (see
+            :func:`calibration.active.reassign_active_batch`).
+    """
+    from calibration.active import reassign_active_batch
+
+    if not rater_names:
+        raise InputError("no raters chosen", fix="choose the raters who will label the stranded answers.")
+    return reassign_active_batch(store, list(rater_names), rng=seed)
+
+
 @dataclass(frozen=True)
 class ActiveView:
     """What the Overview shows about the open active design.
@@ -89,6 +104,13 @@ class ActiveView:
     def message(self) -> str:
         """What to do, in plain words."""
         return self.status.message
+
+    @property
+    def stranded(self) -> int:
+        """Answers of the batch being labelled that no active rater holds (their raters were revoked)."""
+        if self.status.state != "labelling":
+            return 0
+        return int(self.status.batches["stranded"].sum())
 
 
 def active_view(store: Store) -> ActiveView | None:

@@ -19,6 +19,7 @@ from calibration.active import (
     active_status,
     apply_active_batch,
     draw_active_batch,
+    reassign_active_batch,
 )
 from calibration.design import (
     ALLOCATIONS,
@@ -204,6 +205,7 @@ def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str
     status = active_status(store)
     batch = None
     applied = None
+    reassigned = None
     finished = status is not None and status.state not in ("labelling", "ready")
     if status is None or options["new"] or status.state == "ready" or (finished and options["target_half_width"]):
         batch = draw_active_batch(store, **options)
@@ -211,6 +213,11 @@ def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str
             who: int | list[str] = rater_arg if rater_arg is not None else max(n_raters, 1)
             applied = apply_active_batch(store, batch, who, rng=options["seed"])
             status = active_status(store)
+    elif do_apply and status is not None and status.state == "labelling" and status.batches["stranded"].any():
+        # The batch's answers whose raters were revoked go to active raters; its draw stays.
+        who = rater_arg if rater_arg is not None else max(n_raters, 1)
+        reassigned = reassign_active_batch(store, who, rng=options["seed"])
+        status = active_status(store)
     elif do_apply:
         assert status is not None
         fix = ("finish labelling the batch first." if status.state == "labelling"
@@ -221,10 +228,15 @@ def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str
             "status": None if status is None else _status_payload(status),
             "batch": None if batch is None else {**batch.summary(), "design_id": batch.design_id,
                                                  "applied": None if applied is None else len(applied)},
+            "reassigned": None if reassigned is None else len(reassigned),
         })
         return
     if status is not None:
         _print_status(status)
+    if reassigned is not None:
+        per = reassigned.groupby("rater").size()
+        click.echo(f"Reassigned: {len(reassigned)} assignments of answers whose raters were revoked, to "
+                   f"{len(per)} raters ({', '.join(f'{r} {n}' for r, n in per.items())})")
     if batch is not None:
         _print_batch(batch, applied)
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from judgelab.admin import active_chart, active_view, apply_active_draft, draft_active_batch
+from judgelab.admin import active_chart, active_view, apply_active_draft, draft_active_batch, reassign_stranded
 from labeler.errors import JudgelabError
 from labeler.store import Store
 
 #: The drawn batch waits here between "Draw" and "Apply" (admin session only).
 ACTIVE_DRAFT = "admin_active_draft"
+#: What the last action did, shown once after the page reruns with the new state.
+ACTIVE_DONE = "admin_active_done"
 
 
 def overview_section(store: Store) -> None:
@@ -62,6 +64,9 @@ def assignments_section(store: Store, rater_names: list[str], default_raters: li
         "batch's probabilities are recomputed from the labels so far; the Overview shows the interval and "
         "says when the team may stop."
     )
+    done = st.session_state.pop(ACTIVE_DONE, None)
+    if done:
+        st.success(done)
     view = active_view(store)
     if view is not None:
         (st.success if view.stop else st.info)(view.message)
@@ -80,6 +85,8 @@ def assignments_section(store: Store, rater_names: list[str], default_raters: li
         new = st.checkbox("Start a new design (even if one is open)", key="active_new")
         label = "Draw the next batch" if view is not None and not view.done else "Start: draw batch 1"
         drawn = st.form_submit_button(label, key="active_draw")
+    if view is not None and view.stranded:
+        _reassign_button(store, view.stranded, list(who), int(seed))
     if drawn:
         try:
             start = bool(new) or not going
@@ -109,3 +116,20 @@ def assignments_section(store: Store, rater_names: list[str], default_raters: li
         else:
             st.session_state.pop(ACTIVE_DRAFT, None)
             st.success(f"{len(made)} assignments made for batch {draft.batch} of design {draft.design_id}.")
+
+
+def _reassign_button(store: Store, stranded: int, who: list[str], seed: int) -> None:
+    """Give the batch's answers whose raters were revoked to the chosen raters."""
+    if not st.button(f"Reassign: give the {stranded} stranded answer(s) to the chosen raters", key="active_reassign"):
+        return
+    try:
+        made = reassign_stranded(store, who, seed=seed)
+    except JudgelabError as exc:
+        st.error(str(exc))
+        return
+    per = made.groupby("rater").size()
+    st.session_state[ACTIVE_DONE] = (
+        f"{len(made)} assignments made for the stranded answers "
+        f"({', '.join(f'{r}: {n}' for r, n in per.items())}); the batch's draw is unchanged."
+    )
+    st.rerun()

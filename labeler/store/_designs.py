@@ -17,11 +17,23 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import duckdb
 import pandas as pd
 
 from labeler.errors import ConflictError, InputError
 from labeler.store._bulk import registered
 from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement
+
+# Each score assignment, with whether it is answered (a label of the rater's on the answer: the
+# app's rows name their assignment, imported ones match on rater and answer) and whether it is
+# live: answered, or held by a rater who may still answer it (not revoked).
+_HOLDERS = (
+    "SELECT *, done OR active AS live FROM ("
+    " SELECT s.assignment_id, s.answer_id, s.rater_id, r.name AS rater, s.design_id, r.revoked_at IS NULL AS active,"
+    " EXISTS (SELECT 1 FROM labels l WHERE l.assignment_id = s.assignment_id OR (l.assignment_id IS NULL"
+    "   AND l.rater_id = s.rater_id AND l.answer_id = s.answer_id AND l.source <> 'adjudicated')) AS done"
+    " FROM assignments s JOIN raters r USING (rater_id) WHERE s.kind = 'score')"
+)
 
 
 class DesignMixin(StoreCore):
@@ -346,11 +358,6 @@ class DesignMixin(StoreCore):
         Raises:
             InputError: If the design is not stored or was applied already.
         """
-        rows = plan[["rater_id", "answer_id", "queue_pos", "is_overlap"]].copy()
-        rows["rater_id"] = rows["rater_id"].astype("int64")
-        rows["queue_pos"] = rows["queue_pos"].astype("int64")
-        rows["is_overlap"] = rows["is_overlap"].astype(bool)
-        rubric_id, rubric_version = rubric if rubric is not None else (None, None)
         with self.connection() as con:
             state = con.execute(
                 "SELECT applied_at FROM designs WHERE design_id = ?", [design_id]
@@ -361,19 +368,48 @@ class DesignMixin(StoreCore):
             if state[0] is not None:
                 raise InputError(f"design {design_id} was applied already",
                                  fix="draw a new design to add more assignments.")
-            with registered(con, "_plan", rows):
-                con.execute(
-                    "INSERT INTO assignments (rater_id, kind, answer_id, queue_pos, rubric_id,"
-                    " rubric_version, design_id, is_overlap)"
-                    " SELECT rater_id, 'score', answer_id, queue_pos, ?, ?, ?, is_overlap"
-                    " FROM _plan ORDER BY rater_id, queue_pos",
-                    [rubric_id, rubric_version, design_id],
-                )
+            _insert_plan(con, design_id, plan, rubric)
             con.execute(
                 "UPDATE designs SET applied_at = current_timestamp WHERE design_id = ?",
                 [design_id],
             )
-        return len(rows)
+        return len(plan)
+
+    def add_reassignments(self, design_id: str, plan: pd.DataFrame, *, rubric: tuple[str, int] | None = None) -> int:
+        """Add ``score`` assignments to an applied design: answers whose raters were revoked, given to others.
+
+        Args:
+            design_id: An applied design.
+            plan: As :meth:`add_design_assignments`.
+            rubric: As :meth:`add_design_assignments`.
+
+        Returns:
+            Assignments inserted.
+
+        Raises:
+            InputError: If the design is not stored or not applied yet.
+        """
+        with self.connection() as con:
+            state = con.execute("SELECT applied_at FROM designs WHERE design_id = ?", [design_id]).fetchone()
+            if state is None or state[0] is None:
+                raise InputError(f"design {design_id!r} is not applied: nothing to reassign",
+                                 fix="apply the design first.")
+            _insert_plan(con, design_id, plan, rubric)
+        return len(plan)
+
+    def score_holders(self, answer_ids: Sequence[str]) -> pd.DataFrame:
+        """Every ``score`` assignment of these answers, with who holds it and whether it is done.
+
+        Returns:
+            ``assignment_id``, ``answer_id``, ``rater_id``, ``rater``, ``design_id``, ``active``
+            (the rater is not revoked), ``done`` (the rater labelled or flagged the answer) and
+            ``live`` (done, or the rater may still do it).
+        """
+        frame = pd.DataFrame({"answer_id": pd.Series(list(answer_ids), dtype=str)})
+        with self.connection() as con, registered(con, "_wanted", frame):
+            return con.execute(
+                f"SELECT h.* FROM ({_HOLDERS}) h JOIN _wanted w USING (answer_id) ORDER BY h.answer_id, h.rater_id"
+            ).df()
 
     def design_assignments(self, design_id: str) -> pd.DataFrame:
         """A design's assignments with rater name, task and family (analyst view)."""
@@ -536,7 +572,8 @@ class DesignMixin(StoreCore):
         Returns:
             ``(params, batches, draws)``: ``batches`` has ``batch``, ``draw_id``, ``weight``,
             ``expected_labels``, ``summary`` (parsed), ``created_at``, ``assigned`` and ``done``
-            (the batch's score assignments and those answered); ``draws`` one row per (batch,
+            (the batch's live score assignments and those answered: an unanswered assignment of a
+            revoked rater is not live, nobody will answer it); ``draws`` one row per (batch,
             pool answer) with the stored columns plus ``task_id`` and ``family``.
 
         Raises:
@@ -548,11 +585,8 @@ class DesignMixin(StoreCore):
             raise InputError(f"no active design {design_id!r}", fix="see `judgelab design --active`.")
         batches = self.query(
             "SELECT b.batch, b.draw_id, b.weight, b.expected_labels, b.summary, b.created_at,"
-            " count(s.assignment_id)::BIGINT AS assigned,"
-            " count_if(s.assignment_id IS NOT NULL AND EXISTS (SELECT 1 FROM labels l"
-            "   WHERE l.assignment_id = s.assignment_id OR (l.assignment_id IS NULL AND l.rater_id = s.rater_id"
-            "   AND l.answer_id = s.answer_id AND l.source <> 'adjudicated')))::BIGINT AS done"
-            " FROM active_batches b LEFT JOIN assignments s ON s.design_id = b.draw_id AND s.kind = 'score'"
+            " count_if(s.live)::BIGINT AS assigned, count_if(s.done)::BIGINT AS done"
+            f" FROM active_batches b LEFT JOIN ({_HOLDERS}) s ON s.design_id = b.draw_id"
             " WHERE b.design_id = ? GROUP BY ALL ORDER BY b.batch",
             [design_id],
         )
@@ -568,3 +602,22 @@ class DesignMixin(StoreCore):
         """The ordinary designs that hold active designs' batches (``active_batches.draw_id``)."""
         with self.connection() as con:
             return {str(r[0]) for r in con.execute("SELECT draw_id FROM active_batches").fetchall()}
+
+
+def _insert_plan(
+    con: duckdb.DuckDBPyConnection, design_id: str, plan: pd.DataFrame, rubric: tuple[str, int] | None
+) -> None:
+    """Insert a plan's ``score`` assignments (``rater_id``, ``answer_id``, ``queue_pos``, ``is_overlap``)."""
+    rows = plan[["rater_id", "answer_id", "queue_pos", "is_overlap"]].copy()
+    rows["rater_id"] = rows["rater_id"].astype("int64")
+    rows["queue_pos"] = rows["queue_pos"].astype("int64")
+    rows["is_overlap"] = rows["is_overlap"].astype(bool)
+    rubric_id, rubric_version = rubric if rubric is not None else (None, None)
+    with registered(con, "_plan", rows):
+        con.execute(
+            "INSERT INTO assignments (rater_id, kind, answer_id, queue_pos, rubric_id,"
+            " rubric_version, design_id, is_overlap)"
+            " SELECT rater_id, 'score', answer_id, queue_pos, ?, ?, ?, is_overlap"
+            " FROM _plan ORDER BY rater_id, queue_pos",
+            [rubric_id, rubric_version, design_id],
+        )

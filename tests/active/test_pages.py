@@ -93,3 +93,24 @@ def test_an_active_batch_reaches_the_rater_blind(served: tuple[Pool, dict[str, s
     apply_active_batch(pool.store, batch, ["ann"])
     at = open_app(tokens["ann"], "rate.py")
     assert_blind(at, pool)
+
+
+def test_the_admin_reassigns_a_revoked_raters_batch_and_the_new_rater_sees_it(
+    served: tuple[Pool, dict[str, str]],
+) -> None:
+    pool, tokens = served
+    _, bea = pool.store.add_rater("bea")
+    apply_active_batch(pool.store, draw_active_batch(pool.store, target_half_width=40.0, seed=0), ["ann"])
+    pool.store.revoke_rater("ann")
+    at = page("admin_assignments.py", tokens["admin"])
+    assert any("no active rater's queue" in i.value for i in at.info)
+    at.multiselect(key="active_raters").set_value(["bea"])
+    at.button(key="active_reassign").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("assignments made for the stranded answers (bea:" in s.value for s in at.success)
+    assert not any("no active rater's queue" in i.value for i in at.info)  # the page shows the new state
+    assert not [b for b in at.button if b.key == "active_reassign"]
+    status = active_status(pool.store)
+    assert status is not None and int(status.batches["stranded"].sum()) == 0
+    # Bea's queue holds the batch, blind.
+    assert_blind(open_app(bea, "rate.py"), pool)

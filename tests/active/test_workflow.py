@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from calibration.active import active_status, apply_active_batch, draw_active_batch
+from calibration.active import active_status, apply_active_batch, draw_active_batch, reassign_active_batch
 from calibration.calibrate import calibrate
 from calibration.judges import FakeJudge
 from calibration.probes import run_probes
@@ -52,9 +52,10 @@ def truth(template: Path) -> pd.Series:
 
 
 def label_everything(store: Store, truth: pd.Series) -> int:
-    """Every open score assignment gets its rater's label (the human truth, on 1-5)."""
+    """Every open score assignment of an active rater gets its label (the human truth, on 1-5)."""
     rows = store.query(
-        "SELECT a.assignment_id, a.rater_id, a.answer_id FROM assignments a WHERE a.kind = 'score'"
+        "SELECT a.assignment_id, a.rater_id, a.answer_id FROM assignments a JOIN raters r USING (rater_id)"
+        " WHERE a.kind = 'score' AND r.revoked_at IS NULL"
         " AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.assignment_id = a.assignment_id)"
     )
     for r in rows.itertuples():
@@ -234,6 +235,86 @@ def test_a_new_design_needs_a_target(store: Store) -> None:
 
 
 # -- the command line ------------------------------------------------------------------------------
+
+
+def unlabelled_of(store: Store, rater: str) -> set[str]:
+    """The answers a rater holds that nobody has labelled (brute force over the tables)."""
+    held = store.query("SELECT s.answer_id FROM assignments s JOIN raters r USING (rater_id)"
+                       " WHERE s.kind = 'score' AND r.name = ?", [rater])["answer_id"]
+    labelled = set(store.query("SELECT DISTINCT answer_id FROM labels")["answer_id"])
+    return set(held) - labelled
+
+
+def test_a_rater_revoked_mid_batch_strands_answers_until_they_are_reassigned(store: Store, truth: pd.Series) -> None:
+    batch = draw_active_batch(store, target_half_width=12.0, overlap=0.3, seed=4)
+    made = apply_active_batch(store, batch, 4)
+    leaver = str(made["rater"].value_counts().index[0])
+    # Everyone labels but the leaver, who is revoked before labelling anything.
+    for r in store.query("SELECT s.assignment_id, s.rater_id, s.answer_id FROM assignments s JOIN raters r"
+                         " USING (rater_id) WHERE s.kind = 'score' AND r.name <> ?", [leaver]).itertuples():
+        score = 5.0 if truth[r.answer_id] else 2.0
+        store.add_label(int(r.rater_id), int(r.assignment_id), overall=score, criteria={"helpful": score})
+    store.revoke_rater(leaver)
+    stranded = unlabelled_of(store, leaver)
+    assert stranded  # the leaver's answers, less the overlap ones a colleague labelled
+    status = active_status(store)
+    assert status is not None and status.state == "labelling"
+    assert int(status.batches["stranded"].iloc[0]) == len(stranded)
+    assert f"{len(stranded)} of its answers are in no active rater's queue" in status.message
+    with pytest.raises(InputError, match="no active rater's queue"):
+        draw_active_batch(store, seed=4)
+
+    given = reassign_active_batch(store, 3)
+    assert set(given["answer_id"]) == stranded and leaver not in set(given["rater"])
+    # Exactly the batch's n_raters per stranded answer, none a rater who held it already.
+    wanted = batch.items.set_index("answer_id")["n_raters"]
+    assert (given.groupby("answer_id")["rater_id"].nunique() == wanted.reindex(sorted(stranded))).all()
+    rows = store.design_assignments(batch.draw_id)
+    assert not rows.duplicated(["rater_id", "answer_id"]).any()
+    for _, queue in rows.sort_values("queue_pos").groupby("rater_id"):
+        tasks = queue["task_id"].tolist()
+        assert all(a != b for a, b in itertools.pairwise(tasks))
+    assert reassign_active_batch(store, 3).empty  # nothing stranded is left
+    status = active_status(store)
+    assert status is not None and int(status.batches["stranded"].iloc[0]) == 0
+    assert "when the batch is complete" in status.message and "no active rater" not in status.message
+
+    label_everything(store, truth)
+    status = active_status(store)
+    # The batch is complete without the leaver's unanswered assignments; the draw is unchanged.
+    assert status is not None and status.state in ("ready", "reached")
+    assert status.labels_collected == batch.n_new
+    draws = store.active_design(batch.design_id)[2]
+    assert np.allclose(draws["inclusion_prob"], batch.draws()["inclusion_prob"])
+
+
+def test_answers_in_a_revoked_raters_queue_are_drawn_for_the_batch(store: Store) -> None:
+    # Before any design, a rater was given every answer and then left: nobody will label them,
+    # so a batch that drew them must give them to someone.
+    store.assign_k(store.query("SELECT answer_id FROM answers")["answer_id"].tolist(), 1, [1])
+    store.revoke_rater("rater0")
+    batch = draw_active_batch(store, target_half_width=12.0, overlap=0.0, seed=5)
+    drawn = batch.draws()
+    assert batch.n_new == int((drawn["drawn"] & ~drawn["known"]).sum()) > 0
+    assert not any("already wait" in n for n in batch.notes)
+    made = apply_active_batch(store, batch, 3)
+    assert "rater0" not in set(made["rater"])
+
+
+def test_cli_reassigns_a_revoked_raters_answers(store: Store) -> None:
+    db = str(store.path)
+    store.release()
+    code, out, _ = run("--db", db, "--active", "--target-half-width", "12", "--apply", "--overlap", "0",
+                       "--raters", "rater1")
+    assert code == 0 and "Applied:" in out
+    Store(db).revoke_rater("rater1")
+    Store(db).release()
+    code, out, _ = run("--db", db, "--active")
+    assert code == 0 and "in no active rater's queue" in out
+    code, out, _ = run("--db", db, "--active", "--apply", "--raters", "rater2")
+    assert code == 0 and "Reassigned:" in out and "rater2" in out
+    code, out, err = run("--db", db, "--active", "--apply", "--raters", "rater2")
+    assert code == 2 and "finish labelling" in err
 
 
 def run(*args: str) -> tuple[int, str, str]:
