@@ -31,7 +31,7 @@ from labeler.models import Rubric, pair_of
 from labeler.schemas import SCHEMAS, DataKind
 from labeler.store import Store
 
-__all__ = ["EXPORT_FORMATS", "TableFormat", "export_table", "rubric_toml", "table_bytes"]
+__all__ = ["EXPORT_FORMATS", "TableFormat", "designs_json", "export_table", "rubric_toml", "table_bytes"]
 
 TableFormat = Literal["csv", "jsonl", "parquet"]
 EXPORT_FORMATS: tuple[TableFormat, ...] = ("csv", "jsonl", "parquet")
@@ -222,3 +222,44 @@ def rubric_toml(rubric: Rubric) -> str:
         lines += ["", "[[criteria]]", f"id = {s(c.criterion_id)}", f"name = {s(c.name)}",
                   f"description = {s(c.description)}"]
     return "\n".join(lines) + "\n"
+
+
+def designs_json(store: Store) -> tuple[str, int]:
+    """Every sample design and active design as the ``designs`` file (JSON), and how many there are.
+
+    Labels drawn by a design are read with its probabilities; the file carries them so that a
+    project rebuilt from its exports estimates as the original did (:mod:`labeler._designs_file`).
+    """
+    t = store.design_tables()
+    items: dict[str, list[dict[str, Any]]] = {}
+    for i in _records(t["items"]):
+        items.setdefault(i.pop("design_id"), []).append(i)
+    draws: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for x in _records(t["draws"]):
+        draws.setdefault((x.pop("design_id"), x.pop("batch")), []).append(x)
+    batches: dict[str, list[dict[str, Any]]] = {}
+    for b in _records(t["batches"]):
+        key = b.pop("design_id")
+        batches.setdefault(key, []).append({**b, "summary": json.loads(b["summary"]),
+                                            "draws": draws.get((key, b["batch"]), [])})
+    designs = [
+        {"design_id": d["design_id"], "params": json.loads(d["params"]), "summary": json.loads(d["summary"]),
+         "created_at": d["created_at"], "applied_at": d["applied_at"], "items": items.get(d["design_id"], [])}
+        for d in _records(t["designs"])
+    ]
+    active = [
+        {"design_id": a["design_id"], "params": json.loads(a["params"]), "created_at": a["created_at"],
+         "batches": batches.get(a["design_id"], [])}
+        for a in _records(t["active"])
+    ]
+    doc = {"designs": designs, "active_designs": active}
+    return json.dumps(doc, indent=1) + "\n", len(designs) + len(active)
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as plain JSON values: timestamps as ISO text, missing values as ``None``."""
+    out = []
+    for row in frame.astype(object).where(frame.notna(), None).to_dict(orient="records"):
+        out.append({k: (str(v) if isinstance(v, pd.Timestamp | datetime) else
+                        v.item() if isinstance(v, np.generic) else v) for k, v in row.items()})
+    return out

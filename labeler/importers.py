@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from labeler._designs_file import parse_designs
 from labeler._judge import NO_VERDICT, parse_judgements, parse_verdicts
 from labeler._people import parse_audits, parse_labels, parse_pair_labels
 from labeler._rows import (
@@ -50,6 +51,7 @@ __all__ = [
     "neutralise",
     "parse_answers",
     "parse_audits",
+    "parse_designs",
     "parse_judgements",
     "parse_labels",
     "parse_pair_labels",
@@ -366,6 +368,8 @@ def import_file(
         raise InputError(f"unknown import kind {kind!r}", fix=f"use one of {list(IMPORT_KINDS)}.")
     if kind == "rubric":
         return store.add_rubric(parse_rubric(path, ignore=ignore), source_file=name)
+    if kind == "designs":
+        return store.add_imported_designs(parse_designs(path, ignore=ignore), source_file=name)
     kind, rows = _checked_rows(kind, path, ignore)
     if not rows.rows:
         return ImportSummary(added={}, unchanged={})  # an export of an empty kind: nothing to import

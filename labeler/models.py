@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+import pandas as pd
+
 from labeler.scales import Scale, format_range
 
 AuthorKind = Literal["human", "model"]
@@ -276,3 +278,27 @@ def pair_of(answer_id: str, pairs: Collection[str]) -> str | None:
                 return answer_id[:start]
             start = answer_id.find(side, start + 1)
     return None
+
+
+@dataclass(frozen=True)
+class ImportedDesigns:
+    """Sample designs read from a ``designs`` file (``judgelab export designs``), one frame per table.
+
+    Attributes:
+        designs: ``design_id``, ``params``, ``summary`` (JSON text), ``created_at``,
+            ``applied_at`` (ISO text or ``None``).
+        items: ``design_id``, ``answer_id``, ``stratum``, ``inclusion_prob``, ``weight``,
+            ``n_raters``, and ``where`` (the item's place in the file, for errors).
+        active: ``design_id``, ``params`` (JSON text), ``created_at``.
+        batches: ``design_id``, ``batch``, ``draw_id``, ``weight``, ``expected_labels``,
+            ``summary`` (JSON text), ``created_at``, ``where``.
+        draws: ``design_id``, ``batch``, ``answer_id``, ``unit``, ``inclusion_prob``, ``known``,
+            ``drawn``, ``pred_pass``, ``pred_score``, ``judge_pass``, ``judge_score``, ``flipped``,
+            ``where``.
+    """
+
+    designs: pd.DataFrame
+    items: pd.DataFrame
+    active: pd.DataFrame
+    batches: pd.DataFrame
+    draws: pd.DataFrame

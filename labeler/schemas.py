@@ -29,12 +29,12 @@ __all__ = [
 ]
 
 DataKind = Literal[
-    "rubric", "answers", "pairs", "labels", "pair_labels", "audits", "judgements", "verdicts"
+    "rubric", "answers", "pairs", "labels", "pair_labels", "audits", "judgements", "verdicts", "designs"
 ]
 """Every kind of file ``judgelab import`` reads and ``judgelab export`` writes."""
 
 DATA_KINDS: tuple[DataKind, ...] = (
-    "rubric", "answers", "pairs", "labels", "pair_labels", "audits", "judgements", "verdicts"
+    "rubric", "answers", "pairs", "labels", "pair_labels", "audits", "judgements", "verdicts", "designs"
 )
 
 
@@ -312,8 +312,53 @@ _VERDICTS = Schema(
     ),
 )
 
+_D, _I = "designs[].", "designs[].items[]."
+_A, _B, _X = "active_designs[].", "active_designs[].batches[].", "active_designs[].batches[].draws[]."
+_DESIGNS = Schema(
+    "designs", "JSON",
+    "Every sample design of the project (`judgelab design --apply`) with the probability each of its "
+    "answers had of being drawn, and every active design (`judgelab design --active`) with each batch's "
+    "probabilities: labels drawn by a design are not a simple random sample, and `judgelab calibrate` "
+    "reads them with these. Export it with the labels when a project moves: a project rebuilt from its "
+    "exports then estimates as the original did. One JSON object with the arrays `designs` and "
+    "`active_designs`; keys, not columns. Written by `judgelab export designs`, not by hand.",
+    (
+        Column(f"{_D}design_id", "id", "yes", "the design (an active design's batch: `<active>-b<k>`)"),
+        Column(f"{_D}params", "JSON", "yes", "the design's inputs, as it was drawn"),
+        Column(f"{_D}summary", "JSON", "yes", "its expected precision and hours"),
+        Column(f"{_D}created_at", _TS, "no", "when it was drawn", _WHEN),
+        Column(f"{_D}applied_at", _TS, "no", "when it was given to raters (empty: drafted only)", _WHEN),
+        Column(f"{_I}answer_id", "id", "yes", "a sampled answer", "an answer in the database"),
+        Column(f"{_I}stratum", "text", "yes", "its stratum"),
+        Column(f"{_I}inclusion_prob", "number", "yes", "its chance of being drawn", "in (0, 1]"),
+        Column(f"{_I}weight", "number", "yes", "its design weight (1 / inclusion_prob)", "above 0"),
+        Column(f"{_I}n_raters", "whole number", "yes", "raters the design gives it", "1 or more"),
+        Column(f"{_A}design_id", "id", "yes", "the active design"),
+        Column(f"{_A}params", "JSON", "yes", "its inputs: target, judge run, floor, plan"),
+        Column(f"{_A}created_at", _TS, "no", "when batch 1 was drawn", _WHEN),
+        Column(f"{_B}batch", "whole number", "yes", "the batch number", "1, 2, ... in order"),
+        Column(f"{_B}draw_id", "id", "yes", "the design holding the batch's sampled answers", "a design in the file"),
+        Column(f"{_B}weight", "number", "yes", "the batch's weight in the estimate, fixed before its draw", "above 0"),
+        Column(f"{_B}expected_labels", "number", "yes", "its expected new labels", "0 or more"),
+        Column(f"{_B}summary", "JSON", "yes", "facts about the batch: floor, probabilities' range, planned variance"),
+        Column(f"{_B}created_at", _TS, "no", "when it was drawn", _WHEN),
+        Column(f"{_X}answer_id", "id", "yes", "a pool answer (every batch holds the whole pool)",
+               "an answer in the database"),
+        Column(f"{_X}unit", "id", "yes", "its sampling unit: the answer, or its task when paired"),
+        Column(f"{_X}inclusion_prob", "number", "yes", "its chance of being drawn in this batch", "in (0, 1]"),
+        Column(f"{_X}known", "yes/no", "yes", "labelled before the batch (drawn for sure)", "`true`, `false`"),
+        Column(f"{_X}drawn", "yes/no", "yes", "drawn in this batch", "`true`, `false`"),
+        Column(f"{_X}pred_pass", "number", "yes", "the predicted human pass rate the estimate corrects", "in [0, 1]"),
+        Column(f"{_X}pred_score", "number", "no", "the predicted human score"),
+        Column(f"{_X}judge_pass", "number", "yes", "the judge's pass verdict", "in [0, 1]"),
+        Column(f"{_X}judge_score", "number", "no", "the judge's score"),
+        Column(f"{_X}flipped", "yes/no", "no", "the judge disagreed with itself on the answer (default false)",
+               "`true`, `false`"),
+    ),
+)
+
 SCHEMAS: dict[DataKind, Schema] = {
-    s.kind: s for s in (_RUBRIC, _ANSWERS, _PAIRS, _LABELS, _PAIR_LABELS, _AUDITS, _JUDGEMENTS, _VERDICTS)
+    s.kind: s for s in (_RUBRIC, _ANSWERS, _PAIRS, _LABELS, _PAIR_LABELS, _AUDITS, _JUDGEMENTS, _VERDICTS, _DESIGNS)
 }
 """The schema of each kind, in :data:`DATA_KINDS` order."""
 

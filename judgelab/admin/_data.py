@@ -12,7 +12,7 @@ import pandas as pd
 
 from judgelab.admin._common import EXPORT_MIME, ExportFormat
 from labeler.errors import InputError
-from labeler.exports import export_table, table_bytes
+from labeler.exports import designs_json, export_table, table_bytes
 from labeler.importers import IMPORT_KINDS, ImportKind, import_file
 from labeler.schemas import DATA_KINDS, DataKind
 from labeler.store import MASK_KEY, ImportSummary, Store
@@ -154,8 +154,9 @@ def set_masking(store: Store, scope: str, on: bool) -> None:
 
 # -- export --------------------------------------------------------------------------
 
-#: What the Data page exports: every kind ``judgelab export`` writes as a table.
-EXPORT_KINDS: tuple[DataKind, ...] = tuple(k for k in DATA_KINDS if k != "rubric")
+#: What the Data page exports as tables: every kind ``judgelab export`` writes as a table (the
+#: rubric is TOML and the designs JSON: :func:`export_designs`).
+EXPORT_KINDS: tuple[DataKind, ...] = tuple(k for k in DATA_KINDS if k not in ("rubric", "designs"))
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,11 @@ def export_data(store: Store, kind: DataKind, fmt: ExportFormat) -> Download:
     if kind not in EXPORT_KINDS:
         raise InputError(f"unknown export {kind!r}", fix=f"use one of {', '.join(EXPORT_KINDS)}.")
     return Download(frame_bytes(export_table(store, kind), fmt), f"{kind}.{fmt}", EXPORT_MIME[fmt])
+
+
+def export_designs(store: Store) -> Download:
+    """Every sample and active design with its probabilities (JSON), as ``judgelab export designs`` writes them."""
+    return Download(designs_json(store)[0].encode("utf-8"), "designs.json", "application/json")
 
 
 def export_labels(store: Store, fmt: ExportFormat) -> Download:

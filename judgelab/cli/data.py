@@ -12,7 +12,7 @@ import click
 
 from judgelab.cli._util import db_option, new_db_option
 from labeler.errors import InputError
-from labeler.exports import EXPORT_FORMATS, export_table, rubric_toml, table_bytes
+from labeler.exports import EXPORT_FORMATS, designs_json, export_table, rubric_toml, table_bytes
 from labeler.importers import IMPORT_KINDS, import_file
 from labeler.schemas import DATA_KINDS
 from labeler.store import Store
@@ -34,7 +34,7 @@ def init(db: str | None) -> None:
               help="Columns of the file to leave out (e.g. from another tool); any other unknown column is an error.")
 @new_db_option
 def import_(kind: str, file: str, ignore_columns: str, db: str | None) -> None:
-    """Import a rubric (TOML), or answers, pairs, labels, pair_labels, audits, judgements or verdicts.
+    """Import a rubric (TOML), answers, pairs, labels, pair_labels, audits, judgements, verdicts or designs (JSON).
 
     Tables are CSV, JSONL or Parquet with the columns of the README's file schemas.
     All-or-nothing: the first problem names the file, row and column, and nothing
@@ -47,12 +47,12 @@ def import_(kind: str, file: str, ignore_columns: str, db: str | None) -> None:
 
 @click.command()
 @click.argument("kind", type=click.Choice(DATA_KINDS))
-@click.option("--format", "fmt", type=click.Choice([*EXPORT_FORMATS, "toml"]), default=None,
+@click.option("--format", "fmt", type=click.Choice([*EXPORT_FORMATS, "toml", "json"]), default=None,
               help="Output format [default: from the --out suffix].")
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="File to write.")
 @db_option
 def export(kind: str, fmt: str | None, out: str, db: str | None) -> None:
-    """Export one kind in the file schema ``judgelab import`` reads (the rubric as TOML)."""
+    """Export one kind in the file schema ``judgelab import`` reads (the rubric as TOML, the designs as JSON)."""
     path = Path(out)
     fmt = fmt or path.suffix.lower().lstrip(".")
     store = Store(db)
@@ -63,6 +63,11 @@ def export(kind: str, fmt: str | None, out: str, db: str | None) -> None:
         if fmt != "toml":
             raise InputError("a rubric is exported as TOML", fix="pass --out FILE.toml.")
         data, n = rubric_toml(rubric).encode("utf-8"), 1
+    elif kind == "designs":
+        if fmt != "json":
+            raise InputError("the designs are exported as JSON", fix="pass --out FILE.json.")
+        text, n = designs_json(store)
+        data = text.encode("utf-8")
     else:
         if fmt not in EXPORT_FORMATS:
             raise InputError(f"cannot tell the format of {out!r}", fix="pass --format csv|jsonl|parquet.")

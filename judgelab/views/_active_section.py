@@ -131,5 +131,6 @@ def _reassign_button(store: Store, stranded: int, who: list[str], seed: int) -> 
     st.session_state[ACTIVE_DONE] = (
         f"{len(made)} assignments made for the stranded answers "
         f"({', '.join(f'{r}: {n}' for r, n in per.items())}); the batch's draw is unchanged."
+        if len(made) else "Nothing was stranded any more: another admin gave those answers to raters already."
     )
     st.rerun()

@@ -17,6 +17,7 @@ from judgelab.admin import (
     EXPORT_MIME,
     ExportFormat,
     export_data,
+    export_designs,
     import_upload,
     masking_state,
     masking_table,
@@ -57,7 +58,7 @@ st.caption(
 with st.form("upload", clear_on_submit=False):
     kind = st.selectbox("What the file holds", IMPORT_KINDS, key="upload_kind")
     upload = st.file_uploader(
-        "File", type=["toml", "csv", "jsonl", "ndjson", "parquet"], key="upload_file"
+        "File", type=["toml", "csv", "jsonl", "ndjson", "parquet", "json"], key="upload_file"
     )
     ignore = st.text_input("Columns to ignore (comma-separated)", key="upload_ignore")
     submitted = st.form_submit_button("Import", key="upload_submit")
@@ -129,3 +130,16 @@ for column, fmt in zip(st.columns(len(EXPORT_FORMATS)), EXPORT_FORMATS, strict=T
         key=f"export_{fmt}",
         on_click="ignore",
     )
+
+st.caption(
+    "The sample designs, with the probability each labelled answer had of being drawn: labels drawn by a "
+    "design are read with these, so export them with the labels when the project moves."
+)
+st.download_button(
+    "designs.json",
+    data=lambda: export_designs(store).data,
+    file_name="designs.json",
+    mime="application/json",
+    key="export_designs",
+    on_click="ignore",
+)

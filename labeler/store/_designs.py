@@ -21,8 +21,10 @@ import duckdb
 import pandas as pd
 
 from labeler.errors import ConflictError, InputError
+from labeler.models import ImportedDesigns
 from labeler.store._bulk import registered
 from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement
+from labeler.store._pool import ImportSummary
 
 # Each score assignment, with whether it is answered (a label of the rater's on the answer: the
 # app's rows name their assignment, imported ones match on rater and answer) and whether it is
@@ -585,7 +587,7 @@ class DesignMixin(StoreCore):
             raise InputError(f"no active design {design_id!r}", fix="see `judgelab design --active`.")
         batches = self.query(
             "SELECT b.batch, b.draw_id, b.weight, b.expected_labels, b.summary, b.created_at,"
-            " count_if(s.live)::BIGINT AS assigned, count_if(s.done)::BIGINT AS done"
+            " count_if(coalesce(s.live, false))::BIGINT AS assigned, count_if(coalesce(s.done, false))::BIGINT AS done"
             f" FROM active_batches b LEFT JOIN ({_HOLDERS}) s ON s.design_id = b.draw_id"
             " WHERE b.design_id = ? GROUP BY ALL ORDER BY b.batch",
             [design_id],
@@ -602,6 +604,132 @@ class DesignMixin(StoreCore):
         """The ordinary designs that hold active designs' batches (``active_batches.draw_id``)."""
         with self.connection() as con:
             return {str(r[0]) for r in con.execute("SELECT draw_id FROM active_batches").fetchall()}
+
+    # -- designs in and out of files ------------------------------------------------------------
+
+    def design_tables(self) -> dict[str, pd.DataFrame]:
+        """Every design as stored, for ``judgelab export designs``: one frame per table.
+
+        Returns:
+            ``designs``, ``items``, ``active``, ``batches`` and ``draws`` (the columns of
+            :class:`labeler.models.ImportedDesigns`, without ``where``), oldest first.
+        """
+        return {
+            "designs": self.query("SELECT design_id, params, summary, created_at, applied_at FROM designs"
+                                  " ORDER BY created_at, design_id"),
+            "items": self.query(f"SELECT {', '.join(_ITEM_COLUMNS)} FROM design_items"
+                                " ORDER BY design_id, answer_id"),
+            "active": self.query("SELECT design_id, params, created_at FROM active_designs"
+                                 " ORDER BY created_at, design_id"),
+            "batches": self.query(f"SELECT {', '.join(_BATCH_COLUMNS)}, created_at FROM active_batches"
+                                  " ORDER BY design_id, batch"),
+            "draws": self.query(f"SELECT {', '.join(_DRAW_COLUMNS)} FROM active_draws"
+                                " ORDER BY design_id, batch, answer_id"),
+        }
+
+    def add_imported_designs(self, parsed: ImportedDesigns, *, source_file: str | None = None) -> ImportSummary:
+        """Store the designs of a ``designs`` file, all-or-nothing.
+
+        A design stored already with the same content is left as it is; with other content it is
+        a conflict. Every answer a design names must be in the database.
+
+        Raises:
+            InputError: An answer the database does not hold (the first, at its place in the file).
+            ConflictError: A design id stored with other content.
+        """
+        with self.connection() as con:
+            named = pd.concat([parsed.items[["answer_id", "where"]], parsed.draws[["answer_id", "where"]]],
+                              ignore_index=True).drop_duplicates("answer_id").rename(columns={"where": "place"})
+            named["pos"] = range(len(named))  # the file's order: the first missing answer is named
+            with registered(con, "_named", named):
+                missing = con.execute("SELECT n.answer_id, n.place FROM _named n ANTI JOIN answers a"
+                                      " USING (answer_id) ORDER BY n.pos").fetchall()
+            if missing:
+                raise InputError(f"{len(missing)} answer id(s) are not in the database, e.g. {missing[0][0]!r}",
+                                 file=source_file, column=f"{missing[0][1]}.answer_id",
+                                 fix="import the answers first with `judgelab import answers FILE`.")
+            new_designs = [d for d in parsed.designs.itertuples() if not self._same_design(con, parsed, d, source_file)]
+            new_active = [d for d in parsed.active.itertuples() if not self._same_active(con, parsed, d, source_file)]
+            for d in new_designs:
+                con.execute("INSERT INTO designs (design_id, params, summary, created_at, applied_at)"
+                            " VALUES (?, ?, ?, coalesce(?::TIMESTAMP, current_timestamp), ?::TIMESTAMP)",
+                            [d.design_id, d.params, d.summary, d.created_at, d.applied_at])
+                items = parsed.items.loc[parsed.items["design_id"] == d.design_id, list(_ITEM_COLUMNS)]
+                with registered(con, "_items", items):
+                    con.execute(f"INSERT INTO design_items ({', '.join(_ITEM_COLUMNS)})"
+                                f" SELECT {', '.join(_ITEM_COLUMNS)} FROM _items")
+            for d in new_active:
+                con.execute("INSERT INTO active_designs (design_id, params, created_at)"
+                            " VALUES (?, ?, coalesce(?::TIMESTAMP, current_timestamp))",
+                            [d.design_id, d.params, d.created_at])
+                for b in parsed.batches[parsed.batches["design_id"] == d.design_id].itertuples():
+                    con.execute(f"INSERT INTO active_batches ({', '.join(_BATCH_COLUMNS)}, created_at)"
+                                " VALUES (?, ?, ?, ?, ?, ?, coalesce(?::TIMESTAMP, current_timestamp))",
+                                [b.design_id, b.batch, b.draw_id, b.weight, b.expected_labels, b.summary,
+                                 b.created_at])
+                draws = parsed.draws.loc[parsed.draws["design_id"] == d.design_id, list(_DRAW_COLUMNS)]
+                with registered(con, "_draws", draws):
+                    con.execute(f"INSERT INTO active_draws ({', '.join(_DRAW_COLUMNS)})"
+                                f" SELECT {', '.join(_DRAW_COLUMNS)} FROM _draws")
+        n_designs, n_active = len(parsed.designs), len(parsed.active)
+        added = {"designs": len(new_designs), "active designs": len(new_active)}
+        return ImportSummary(
+            added={k: n for k, n in added.items() if n},
+            unchanged={"designs": n_designs - len(new_designs), "active designs": n_active - len(new_active)},
+        )
+
+    def _same_design(self, con: duckdb.DuckDBPyConnection, parsed: ImportedDesigns, d: Any,
+                     source_file: str | None) -> bool:
+        """Whether design ``d`` of the file is stored already (same content); a conflict if it differs."""
+        row = con.execute("SELECT params, summary FROM designs WHERE design_id = ?", [d.design_id]).fetchone()
+        if row is None:
+            return False
+        stored = con.execute(f"SELECT {', '.join(_ITEM_COLUMNS)} FROM design_items WHERE design_id = ?"
+                             " ORDER BY answer_id", [d.design_id]).df()
+        mine = parsed.items.loc[parsed.items["design_id"] == d.design_id, list(_ITEM_COLUMNS)]
+        same = (json.loads(row[0]) == json.loads(d.params) and json.loads(row[1]) == json.loads(d.summary)
+                and _same_rows(stored, mine, "answer_id"))
+        if not same:
+            raise ConflictError(f"design {d.design_id!r} is already stored with different content",
+                                file=source_file, fix="import into a fresh database, or leave this design out.")
+        return True
+
+    def _same_active(self, con: duckdb.DuckDBPyConnection, parsed: ImportedDesigns, d: Any,
+                     source_file: str | None) -> bool:
+        """Whether active design ``d`` of the file is stored already (same content); a conflict if it differs."""
+        row = con.execute("SELECT params FROM active_designs WHERE design_id = ?", [d.design_id]).fetchone()
+        if row is None:
+            return False
+        batches = con.execute(f"SELECT {', '.join(_BATCH_COLUMNS)} FROM active_batches WHERE design_id = ?",
+                              [d.design_id]).df()
+        draws = con.execute(f"SELECT {', '.join(_DRAW_COLUMNS)} FROM active_draws WHERE design_id = ?",
+                            [d.design_id]).df()
+        mine = parsed.batches.loc[parsed.batches["design_id"] == d.design_id, list(_BATCH_COLUMNS)]
+        same = (json.loads(row[0]) == json.loads(d.params)
+                and _same_rows(batches.drop(columns="summary"), mine.drop(columns="summary"), "batch")
+                and [json.loads(x) for x in batches.sort_values("batch")["summary"]]
+                == [json.loads(x) for x in mine.sort_values("batch")["summary"]]
+                and _same_rows(draws, parsed.draws.loc[parsed.draws["design_id"] == d.design_id, list(_DRAW_COLUMNS)],
+                               ["batch", "answer_id"]))
+        if not same:
+            raise ConflictError(f"active design {d.design_id!r} is already stored with different content",
+                                file=source_file, fix="import into a fresh database, or leave this design out.")
+        return True
+
+
+_ITEM_COLUMNS = ("design_id", "answer_id", "stratum", "inclusion_prob", "weight", "n_raters")
+_BATCH_COLUMNS = ("design_id", "batch", "draw_id", "weight", "expected_labels", "summary")
+_DRAW_COLUMNS = ("design_id", "batch", "answer_id", "unit", "inclusion_prob", "known", "drawn", "pred_pass",
+                 "pred_score", "judge_pass", "judge_score", "flipped")
+
+
+def _same_rows(a: pd.DataFrame, b: pd.DataFrame, key: str | list[str]) -> bool:
+    """Whether two frames hold the same rows (any order; missing values equal)."""
+    if len(a) != len(b):
+        return False
+    left = a.sort_values(key).reset_index(drop=True).astype(object)
+    right = b[list(a.columns)].sort_values(key).reset_index(drop=True).astype(object)
+    return bool(left.where(left.notna(), None).equals(right.where(right.notna(), None)))
 
 
 def _insert_plan(

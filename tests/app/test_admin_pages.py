@@ -242,7 +242,7 @@ def test_data_offers_label_exports(tokens: dict[str, str], db: Store) -> None:
     seed(db)
     at = open_page("admin_data.py", tokens["admin"])
     labels = sorted(b.label for b in at.get("download_button"))
-    assert labels == ["labels.csv", "labels.jsonl", "labels.parquet"]
+    assert labels == ["designs.json", "labels.csv", "labels.jsonl", "labels.parquet"]
 
 
 def test_data_exports_every_kind_and_imports_with_ignored_columns(tokens: dict[str, str], db: Store) -> None:
@@ -251,7 +251,8 @@ def test_data_exports_every_kind_and_imports_with_ignored_columns(tokens: dict[s
     assert list(at.selectbox(key="export_kind").options) == list(admin.EXPORT_KINDS)
     at.selectbox(key="export_kind").set_value("audits").run()
     assert not at.exception, at.exception
-    assert sorted(b.label for b in at.get("download_button")) == ["audits.csv", "audits.jsonl", "audits.parquet"]
+    assert sorted(b.label for b in at.get("download_button")) == ["audits.csv", "audits.jsonl", "audits.parquet",
+                                                                  "designs.json"]
     assert at.text_input(key="upload_ignore") is not None
 
 
