@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, rubric_match
+from labeler.store._core import CURRENT_LABEL_RULE, DEAD_SCORE_ASSIGNMENTS, StoreCore, rubric_match
 
 # Whether an assignment has been answered, per kind (see the module docstring). Rows
 # written by the app name their assignment (migration 002); rows without one (imports)
@@ -167,15 +167,17 @@ class AdminMixin(StoreCore):
 
         Returns:
             ``answer_id``, ``task_id``, ``category``, ``family``, ``model``,
-            ``variant``, ``n_words``, ``assigned`` (raters with a score assignment)
-            and ``labelled`` (raters with a label).
+            ``variant``, ``n_words``, ``assigned`` (raters with a live score assignment:
+            not a revoked rater's unanswered one) and ``labelled`` (raters with a label).
         """
         return self.query(
-            """
+            f"""
+            WITH dead AS ({DEAD_SCORE_ASSIGNMENTS})
             SELECT a.answer_id, a.task_id, t.category, a.family, a.model, a.variant,
                    a.n_words,
                    (SELECT count(DISTINCT s.rater_id) FROM assignments s
-                     WHERE s.kind = 'score' AND s.answer_id = a.answer_id) AS assigned,
+                     WHERE s.kind = 'score' AND s.answer_id = a.answer_id
+                       AND s.assignment_id NOT IN (SELECT assignment_id FROM dead)) AS assigned,
                    (SELECT count(DISTINCT l.rater_id) FROM labels l
                      WHERE l.answer_id = a.answer_id AND l.source <> 'adjudicated') AS labelled
             FROM answers a LEFT JOIN tasks t ON t.task_id = a.task_id

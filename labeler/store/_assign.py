@@ -8,7 +8,9 @@ check and the write can never be split by another writer:
 
 * **Exactly k.** :meth:`AssignMixin.assign_k` gives each answer to exactly ``k`` raters;
   :meth:`AssignMixin.claim_next` lets a rater pull one more answer that has fewer than ``k``
-  raters. Two raters asking at once can never push an answer past ``k``.
+  raters. Two raters asking at once can never push an answer past ``k``. A revoked rater's
+  unanswered assignment does not count (:data:`labeler.store._core.DEAD_SCORE_ASSIGNMENTS`):
+  nobody would ever answer it.
 * **Spread.** New items join the end of each rater's queue in a seeded order that keeps
   answers to one task apart (:func:`labeler.planner.queue_rows`).
 """
@@ -35,6 +37,7 @@ from labeler.planner import (
 )
 from labeler.queue import DEFAULT_GAP, Kind
 from labeler.store._bulk import insert_rows
+from labeler.store._core import DEAD_SCORE_ASSIGNMENTS
 from labeler.store._imports import ImportMixin
 
 __all__ = ["AssignMixin"]
@@ -166,7 +169,8 @@ class AssignMixin(ImportMixin):
         """Give each answer to exactly ``k`` of ``rater_ids`` for scoring, in one transaction.
 
         Answers that already have raters (under the same rubric) keep them and get only
-        the missing ones (:func:`labeler.planner.deal_k`). Each rater's new items join the
+        the missing ones (:func:`labeler.planner.deal_k`). A revoked rater's unanswered
+        assignment is not a rater any more: the answer gets another one. Each rater's new items join the
         end of their queue in a seeded order that keeps answers to one task apart
         (:func:`labeler.queue.spread_order`).
 
@@ -202,7 +206,7 @@ class AssignMixin(ImportMixin):
             holders: dict[str, set[int]] = defaultdict(set)
             for a, r in con.execute(
                 "SELECT answer_id, rater_id FROM assignments WHERE kind = 'score'"
-                " AND rubric_id = ? AND rubric_version = ?",
+                f" AND rubric_id = ? AND rubric_version = ? AND assignment_id NOT IN ({DEAD_SCORE_ASSIGNMENTS})",
                 list(rub),
             ).fetchall():
                 holders[str(a)].add(int(r))
@@ -314,6 +318,7 @@ class AssignMixin(ImportMixin):
                 SELECT answer_id, count(*) AS n
                 FROM assignments
                 WHERE kind = 'score' AND rubric_id = $rubric_id AND rubric_version = $version
+                  AND assignment_id NOT IN ({DEAD_SCORE_ASSIGNMENTS})
                 GROUP BY answer_id)
             SELECT a.answer_id, a.task_id, coalesce(c.n, 0) AS n
             FROM answers a LEFT JOIN counts c USING (answer_id)

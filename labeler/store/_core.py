@@ -66,6 +66,18 @@ from labeler.errors import StoreError
 DEFAULT_DB = "judgelab.duckdb"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
+#: The ``score`` assignments nobody will answer: held by a revoked rater who had not labelled
+#: (or flagged) the answer. They stay as history but no longer count as an answer's raters, so
+#: exactly-k and pull mode give the answer to someone else. The label check runs only on revoked
+#: raters' rows, so the query stays cheap whatever the number of labels.
+DEAD_SCORE_ASSIGNMENTS = """
+    SELECT d.assignment_id FROM assignments d JOIN raters dr ON dr.rater_id = d.rater_id
+    WHERE d.kind = 'score' AND dr.revoked_at IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM labels dl WHERE dl.assignment_id = d.assignment_id
+                      OR (dl.assignment_id IS NULL AND dl.rater_id = d.rater_id AND dl.answer_id = d.answer_id
+                          AND dl.source <> 'adjudicated'))
+"""
+
 #: Keeps only the raters' current labels of a query over ``labels l``: a label is current when
 #: no other row supersedes it, and the window guards against two unsuperseded rows of one
 #: (rater, answer, rubric version) (e.g. an import and an app label): the newest wins. An

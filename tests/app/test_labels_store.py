@@ -158,6 +158,31 @@ def test_claim_next_prefers_emptiest_answers_and_stops_when_full(pool: Pool) -> 
     assert pool.store.claim_next(b, 3) is None  # b already has them all
 
 
+def test_a_revoked_raters_unanswered_items_go_to_others_and_their_labels_still_count(pool: Pool) -> None:
+    # A rater who leaves mid-queue: what they labelled keeps its slot, what they did not is
+    # given to someone else by exactly-k (assign) and by pull mode (claim), never twice.
+    leaver, stays, newcomer, puller = _raters(pool.store, 4)
+    pool.store.assign_k(pool.originals, 1, [leaver], seed=1)
+    done = pool.store.query("SELECT assignment_id, answer_id FROM assignments WHERE rater_id = ?"
+                            " ORDER BY queue_pos LIMIT 3", [leaver])
+    for r in done.itertuples():
+        pool.store.add_label(leaver, int(r.assignment_id), overall=4.0, criteria=CRIT)
+    pool.store.revoke_rater("r0")
+    open_answers = set(pool.originals) - set(done["answer_id"])
+    summary = pool.store.assign_k(pool.originals, 1, [stays, newcomer], seed=2)
+    assert summary.n_added == len(open_answers)
+    held = pool.store.query("SELECT answer_id FROM assignments WHERE rater_id IN (?, ?)", [stays, newcomer])
+    assert set(held["answer_id"]) == open_answers  # the labelled ones keep the leaver
+    assert pool.store.assign_k(pool.originals, 1, [stays, newcomer], seed=2).n_added == 0
+    catalog = pool.store.answer_catalog().set_index("answer_id")
+    assert (catalog.loc[pool.originals, "assigned"] == 1).all()
+    # Pull mode at k = 2: every answer gets one more live rater, the leaver's open ones not two.
+    while pool.store.claim_next(puller, 2) is not None:
+        pass
+    pulled = pool.store.query("SELECT answer_id FROM assignments WHERE rater_id = ?", [puller])
+    assert len(pulled) == len(pool.originals)
+
+
 # -- labels: append-only, own only, validated -------------------------------------------------
 
 
