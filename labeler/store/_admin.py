@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import pandas as pd
 
-from labeler.store._core import CURRENT_LABEL_RULE, DEAD_SCORE_ASSIGNMENTS, StoreCore, rubric_match
+from labeler.store._core import (
+    CURRENT_LABEL_RULE,
+    DEAD_SCORE_ASSIGNMENTS,
+    StoreCore,
+    rubric_match,
+    score_answered,
+)
 
 # Whether an assignment has been answered, per kind (see the module docstring). Rows
 # written by the app name their assignment (migration 002); rows without one (imports)
 # count for the same rater and item, so outside labels show as progress too.
-_DONE_SQL = """
+_DONE_SQL = f"""
     CASE a.kind
-        WHEN 'score' THEN EXISTS (
-            SELECT 1 FROM labels l
-            WHERE l.assignment_id = a.assignment_id
-               OR (l.assignment_id IS NULL AND l.rater_id = a.rater_id
-                   AND l.answer_id = a.answer_id AND l.source <> 'adjudicated'))
+        WHEN 'score' THEN {score_answered("a")}
         WHEN 'pair' THEN EXISTS (
             SELECT 1 FROM pair_labels p
             WHERE p.assignment_id = a.assignment_id

@@ -66,16 +66,24 @@ from labeler.errors import StoreError
 DEFAULT_DB = "judgelab.duckdb"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
+def score_answered(alias: str) -> str:
+    """SQL: whether the ``score`` assignment ``alias`` is answered (labelled or flagged by its rater).
+
+    Rows written by the app name their assignment (migration 002); rows without one (imports)
+    count for the same rater and answer, so outside labels show as progress too.
+    """
+    return (f"EXISTS (SELECT 1 FROM labels {alias}_l WHERE {alias}_l.assignment_id = {alias}.assignment_id"
+            f" OR ({alias}_l.assignment_id IS NULL AND {alias}_l.rater_id = {alias}.rater_id"
+            f" AND {alias}_l.answer_id = {alias}.answer_id AND {alias}_l.source <> 'adjudicated'))")
+
+
 #: The ``score`` assignments nobody will answer: held by a revoked rater who had not labelled
 #: (or flagged) the answer. They stay as history but no longer count as an answer's raters, so
 #: exactly-k and pull mode give the answer to someone else. The label check runs only on revoked
 #: raters' rows, so the query stays cheap whatever the number of labels.
-DEAD_SCORE_ASSIGNMENTS = """
+DEAD_SCORE_ASSIGNMENTS = f"""
     SELECT d.assignment_id FROM assignments d JOIN raters dr ON dr.rater_id = d.rater_id
-    WHERE d.kind = 'score' AND dr.revoked_at IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM labels dl WHERE dl.assignment_id = d.assignment_id
-                      OR (dl.assignment_id IS NULL AND dl.rater_id = d.rater_id AND dl.answer_id = d.answer_id
-                          AND dl.source <> 'adjudicated'))
+    WHERE d.kind = 'score' AND dr.revoked_at IS NOT NULL AND NOT {score_answered("d")}
 """
 
 #: Keeps only the raters' current labels of a query over ``labels l``: a label is current when

@@ -23,7 +23,7 @@ import pandas as pd
 from labeler.errors import ConflictError, InputError
 from labeler.models import ImportedDesigns
 from labeler.store._bulk import registered
-from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement
+from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement, score_answered
 from labeler.store._pool import ImportSummary
 
 # Each score assignment, with whether it is answered (a label of the rater's on the answer: the
@@ -32,8 +32,7 @@ from labeler.store._pool import ImportSummary
 _HOLDERS = (
     "SELECT *, done OR active AS live FROM ("
     " SELECT s.assignment_id, s.answer_id, s.rater_id, r.name AS rater, s.design_id, r.revoked_at IS NULL AS active,"
-    " EXISTS (SELECT 1 FROM labels l WHERE l.assignment_id = s.assignment_id OR (l.assignment_id IS NULL"
-    "   AND l.rater_id = s.rater_id AND l.answer_id = s.answer_id AND l.source <> 'adjudicated')) AS done"
+    f" {score_answered('s')} AS done"
     " FROM assignments s JOIN raters r USING (rater_id) WHERE s.kind = 'score')"
 )
 
