@@ -285,6 +285,25 @@ def test_stopping_at_the_first_look_that_meets_the_target_covers_93_to_97_percen
     assert stopped / reps >= 0.95
 
 
+@pytest.mark.slow
+def test_the_interval_keeps_its_promise_on_a_pool_the_size_of_the_demo() -> None:
+    # Where teams start: 70 tasks (140 answers, the demo's pool), a wide target of ±15 pp, a
+    # pilot of 40 labels, batches from a handful of labels. Measured at 300 runs: 94.7% coverage
+    # (and 97.7% at 150 tasks and ±12 pp, 96.0% at 300 tasks and ±10 pp), 112 labels on average.
+    model = pool_model(0.85)
+    truth = model.truths()["gap (pass)"]
+    reps = 300
+    hits, met = 0, 0
+    for rep in range(reps):
+        gen = np.random.default_rng([21, rep, 70, 15, 85])
+        run = run_active(simulate_pool(model, 70, gen), target_half_width=15.0, rng=gen)
+        final = run.final()
+        hits += final["ci_low"] <= truth <= final["ci_high"]
+        met += run.stopped
+    assert 0.93 <= hits / reps <= 0.97
+    assert met / reps >= 0.85  # the rest run out of pool or plan and report the last valid interval
+
+
 def test_a_judge_that_knows_where_people_disagree_saves_most_of_the_labels() -> None:
     # A 0-100 judge agreeing with people on 95% of the answers: the few disagreements sit next to
     # its threshold, and an ideal one-batch design would need about 0.1x the labels of a simple
