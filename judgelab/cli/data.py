@@ -75,7 +75,8 @@ def export(kind: str, fmt: str | None, out: str, db: str | None) -> None:
         data, n = table_bytes(frame, fmt), len(frame)  # type: ignore[arg-type]  # checked above
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    click.echo(f"wrote {n} {kind} rows to {out}")
+    what = "designs (sample and active, with their probabilities)" if kind == "designs" else f"{kind} rows"
+    click.echo(f"wrote {n} {what} to {out}")
 
 
 COMMANDS: list[click.Command] = [init, import_, export]
