@@ -63,6 +63,20 @@ class _Reader:
             raise self.fail(f"{where}.{missing[0]}".lstrip("."), f"missing key {missing[0]!r}")
         return value
 
+    def entries(self, raw: Any, where: str, shape: str) -> list[tuple[str, str, dict[str, Any]]]:
+        """The objects of the array ``raw`` as ``(place, design_id, object)``; a design id twice is an error."""
+        out: list[tuple[str, str, dict[str, Any]]] = []
+        seen: set[str] = set()
+        for i, value in enumerate(self.array(raw, where)):
+            at = f"{where}[{i}]"
+            d = self.record(value, at, shape)
+            design_id = self.ident(d["design_id"], f"{at}.design_id")
+            if design_id in seen:
+                raise self.fail(f"{at}.design_id", f"design {design_id!r} appears twice")
+            seen.add(design_id)
+            out.append((at, design_id, d))
+        return out
+
     def array(self, value: Any, where: str) -> list[Any]:
         if not isinstance(value, list):
             raise self.fail(where, f"expected an array, got {type(value).__name__}")
@@ -134,21 +148,16 @@ def parse_designs(path: str | Path, *, ignore: Collection[str] = ()) -> Imported
         raise InputError(f"is not valid JSON: {exc}", file=name, fix=_FIX) from None
     r = _Reader(name)
     top = r.record(doc, "", "")
-    designs, items = _designs(r, r.array(top["designs"], "designs"))
-    active, batches, draws = _active(r, r.array(top["active_designs"], "active_designs"),
+    designs, items = _designs(r, r.entries(top["designs"], "designs", "designs[]"))
+    active, batches, draws = _active(r, r.entries(top["active_designs"], "active_designs", "active_designs[]"),
                                      set(designs["design_id"]))
     return ImportedDesigns(designs=designs, items=items, active=active, batches=batches, draws=draws)
 
 
-def _designs(r: _Reader, raw: list[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _designs(r: _Reader, entries: list[tuple[str, str, dict[str, Any]]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows: list[dict[str, Any]] = []
     items: list[dict[str, Any]] = []
-    for i, value in enumerate(raw):
-        where = f"designs[{i}]"
-        d = r.record(value, where, "designs[]")
-        design_id = r.ident(d["design_id"], f"{where}.design_id")
-        if any(row["design_id"] == design_id for row in rows):
-            raise r.fail(f"{where}.design_id", f"design {design_id!r} appears twice")
+    for where, design_id, d in entries:
         rows.append({"design_id": design_id, "params": r.mapping(d["params"], f"{where}.params"),
                      "summary": r.mapping(d["summary"], f"{where}.summary"),
                      "created_at": r.when(d.get("created_at"), f"{where}.created_at"),
@@ -172,16 +181,12 @@ def _designs(r: _Reader, raw: list[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
                                          "where"]))
 
 
-def _active(r: _Reader, raw: list[Any], in_file: set[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _active(r: _Reader, entries: list[tuple[str, str, dict[str, Any]]],
+            in_file: set[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     rows: list[dict[str, Any]] = []
     batches: list[dict[str, Any]] = []
     draws: list[dict[str, Any]] = []
-    for i, value in enumerate(raw):
-        where = f"active_designs[{i}]"
-        d = r.record(value, where, "active_designs[]")
-        design_id = r.ident(d["design_id"], f"{where}.design_id")
-        if any(row["design_id"] == design_id for row in rows):
-            raise r.fail(f"{where}.design_id", f"active design {design_id!r} appears twice")
+    for where, design_id, d in entries:
         rows.append({"design_id": design_id, "params": r.mapping(d["params"], f"{where}.params"),
                      "created_at": r.when(d.get("created_at"), f"{where}.created_at")})
         pool: set[str] | None = None

@@ -37,8 +37,8 @@ from calibration.active._spending import SPENDINGS, Spending
 from calibration.design._assign import assign_items
 from calibration.design._model import planning_model
 from calibration.design._power import budget_labels
-from calibration.design._store import load_pool
-from calibration.stats._bootstrap import check_choice
+from calibration.design._store import load_pool, rubric_key
+from calibration.stats._bootstrap import RngLike, check_choice
 from calibration.stats._raters import RaterScope
 from labeler.errors import InputError
 from labeler.queue import DEFAULT_GAP
@@ -398,9 +398,6 @@ def apply_active_batch(
         InputError: Unknown, revoked or too few raters, or the batch is no longer the next one.
     """
     with store.connection():
-        if rubric is None:
-            newest = store.rubric()
-            rubric = None if newest is None else (newest.rubric_id, newest.version)
         ids = _people(store, raters)
         if batch.batch == 1:
             store.save_active_design(batch.design_id, batch.params)
@@ -409,12 +406,8 @@ def apply_active_batch(
         store.add_active_batch(batch.design_id, batch.batch, draw_id=batch.draw_id, weight=batch.plan.weight,
                                expected_labels=batch.plan.expected_labels, summary=batch.summary(),
                                draws=batch.draws())
-        tails = store.queue_tails(ids, depth=spread)
-        exclude = store.assigned_answers(ids, list(batch.items["answer_id"]))
-        plan = assign_items(batch.items, ids, rng=rng, spread=spread, tails=tails, exclude=exclude)
-        store.add_design_assignments(batch.draw_id, plan, rubric=rubric)
-        names = store.raters().set_index("rater_id")["name"]
-    return plan.assign(rater=plan["rater_id"].map(names))
+        return _give(store, batch.draw_id, batch.items, ids, rng=rng, spread=spread, rubric=rubric,
+                     write=store.add_design_assignments)
 
 
 def reassign_active_batch(
@@ -453,23 +446,24 @@ def reassign_active_batch(
         draw_id = str(open_batches["draw_id"].iloc[0])
         d = stored.draws
         handled = stored.pool.answer_id[np.isfinite(stored.human) | stored.flagged]
-        rows = d[(d["batch"] == batch) & d["drawn"] & ~d["known"] & ~d["answer_id"].isin(set(handled.tolist()))]
-        waiting = _assigned_answers(store, rows["answer_id"].to_numpy())
-        rows = rows[~rows["answer_id"].isin(waiting)]
+        rows = d[(d["batch"] == batch) & d["drawn"] & ~d["known"]
+                 & ~d["answer_id"].isin(set(handled.tolist()) | stored.waiting)]
         planned = store.design_items(draw_id).set_index("answer_id")["n_raters"]
         n_raters = rows["answer_id"].map(planned).fillna(1).astype(int).to_numpy()
         items = pd.DataFrame({"answer_id": rows["answer_id"].to_numpy(), "task_id": rows["task_id"].to_numpy(),
                               "family": rows["family"].to_numpy(), "n_raters": n_raters, "is_overlap": n_raters > 1})
-        ids = _people(store, raters)
-        if rubric is None:
-            newest = store.rubric()
-            rubric = None if newest is None else (newest.rubric_id, newest.version)
-        tails = store.queue_tails(ids, depth=spread)
-        exclude = store.assigned_answers(ids, list(items["answer_id"]))
-        plan = assign_items(items, ids, rng=np.random.default_rng([rng, batch]), spread=spread, tails=tails,
-                            exclude=exclude)
-        store.add_reassignments(draw_id, plan, rubric=rubric)
-        names = store.raters().set_index("rater_id")["name"]
+        return _give(store, draw_id, items, _people(store, raters), rng=np.random.default_rng([rng, batch]),
+                     spread=spread, rubric=rubric, write=store.add_reassignments)
+
+
+def _give(store: Store, draw_id: str, items: pd.DataFrame, ids: list[int], *, rng: RngLike, spread: int,
+          rubric: tuple[str, int] | None, write: Callable[..., int]) -> pd.DataFrame:
+    """Deal ``items`` to the raters ``ids`` (``assign_items``) and ``write`` them to the design ``draw_id``."""
+    tails = store.queue_tails(ids, depth=spread)
+    exclude = store.assigned_answers(ids, list(items["answer_id"]))
+    plan = assign_items(items, ids, rng=rng, spread=spread, tails=tails, exclude=exclude)
+    write(draw_id, plan, rubric=rubric_key(store, rubric))
+    names = store.raters().set_index("rater_id")["name"]
     return plan.assign(rater=plan["rater_id"].map(names))
 
 
@@ -738,6 +732,7 @@ class _Stored:
     human: np.ndarray
     flagged: np.ndarray
     progress: pd.DataFrame
+    waiting: set[str]
 
 
 def _read(store: Store, design_id: str | None) -> _Stored | None:
@@ -753,7 +748,7 @@ def _read(store: Store, design_id: str | None) -> _Stored | None:
     handled = np.isfinite(human) | flagged
     waiting = _assigned_answers(store, pool.answer_id[~handled])
     return _Stored(design_id=design_id, params=params, batches=batches, draws=draws, pool=pool, human=human,
-                   flagged=flagged, progress=_batch_progress(batches, draws, pool, handled, waiting))
+                   flagged=flagged, progress=_batch_progress(batches, draws, pool, handled, waiting), waiting=waiting)
 
 
 def _labelled(stored: _Stored) -> ActiveData | None:

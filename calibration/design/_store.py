@@ -28,7 +28,7 @@ from labeler.timing import LabelTime, label_time
 if TYPE_CHECKING:
     from labeler.store import Store
 
-__all__ = ["DrawnDesign", "apply_design", "draw_design", "load_pool"]
+__all__ = ["DrawnDesign", "apply_design", "draw_design", "load_pool", "rubric_key"]
 
 
 def load_pool(
@@ -95,6 +95,14 @@ def load_pool(
     return pool, info
 
 
+def rubric_key(store: Store, rubric: tuple[str, int] | None) -> tuple[str, int] | None:
+    """``rubric``, else the newest stored rubric's ``(rubric_id, version)`` (``None`` when none is stored)."""
+    if rubric is not None:
+        return rubric
+    newest = store.rubric()
+    return None if newest is None else (newest.rubric_id, newest.version)
+
+
 def apply_design(
     store: Store,
     design: Design,
@@ -127,10 +135,7 @@ def apply_design(
         InputError: Unknown, revoked or too few raters, or the design was already applied.
     """
     with store.connection():
-        if rubric is None:
-            # Raters score against the rubric the judge used, else the newest one stored.
-            newest = store.rubric()
-            rubric = None if newest is None else (newest.rubric_id, newest.version)
+        rubric = rubric_key(store, rubric)
         ids = store.design_raters(raters)
         store.save_design(design.design_id, design.params, design.summary(), design.items)
         if store.design_applied(design.design_id):
