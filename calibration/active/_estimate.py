@@ -223,9 +223,9 @@ class LookStatistics:
         estimate: ``θ̂_k``, in the figure's units (×100 for pass verdicts).
         variance: Its total variance: ``design + population + raters``.
         design: The batches' sampling variance.
-        population: The pool's own variance around the judge's behaviour, ``σ²/T``; on pass
-            verdicts at least the rule of three's (:func:`rare_event_variance` of the figure's
-            units), so a small pool that shows few disagreements does not speak for the judge.
+        population: The pool's own variance around the judge's behaviour, ``σ²/T``; at least
+            the rule of three's (:func:`rare_event_variance` of the figure's units, one verdict or
+            one scale point), so a small pool with few disagreements does not speak for the judge.
         raters: The raters' component (0 for this panel only).
         raters_df: Its degrees of freedom (``nan`` when not estimated).
         labels: Answers the design's batches asked raters to label, cumulatively.
@@ -300,12 +300,12 @@ def look_statistics(
     design = np.cumsum(w**2 * v_b) / big_w**2
     second = np.cumsum(w * m2_b) / big_w
     population = np.maximum(second - estimate**2, 0.0) / draws.n_tasks
-    if scale == "pass":
-        # A small pool that shows few disagreements estimates its own variance near zero, and the
-        # interval then speaks for this pool, not for the judge: at 95% agreement, 30 tasks and a
-        # target of ±20 pp it covered the judge's gap 90.7% of the time. Its floor is the variance
-        # if 3 of the figure's units had disagreed (one unit weighs 1/max|c|), 96.6% there.
-        population = np.maximum(population, rare_event_variance(1.0 / np.abs(coef_in).max()))
+    # A small pool that shows few disagreements estimates its own variance near zero, and the
+    # interval then speaks for this pool, not for the judge: at 95% agreement, 30 tasks and a
+    # target of ±20 pp it covered the judge's gap 90.7% of the time (89.9% on scores). The floor
+    # is the variance if 3 of the figure's units (one weighs 1/max|c|) had disagreed by one
+    # verdict or one scale point: 96.6% there.
+    population = np.maximum(population, rare_event_variance(1.0 / np.abs(coef_in).max(), scale=_FACTOR[scale]))
     gradient = -c[None, :] * np.cumsum(w[:, None] * inv, axis=0) / big_w[:, None]
     raters, raters_df, scope = _rater_parts(gradient, draws.answer_id, rater_level, interval)
     hit = np.vstack([np.bincount(draws.task, weights=drawn[k].astype(float), minlength=draws.n_tasks) > 0

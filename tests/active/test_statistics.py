@@ -309,19 +309,23 @@ def test_the_interval_keeps_its_promise_on_a_pool_the_size_of_the_demo() -> None
 def test_a_small_pool_of_a_judge_that_rarely_disagrees_keeps_the_promise(scale: str, tasks: int, target: float) -> None:
     # A good judge (95% agreement) on a small pool shows a disagreement or two, and the pool's own
     # variance estimated from them is near zero: the interval spoke for the pool, not the judge,
-    # and covered the judge's gap 90.7% (1-5, 30 tasks) and 92.4% (0-100, 40 tasks) of 1000 runs.
-    # With the rule of three under that part: 96.6% and 96.2%, at the same labels (41 and 46).
+    # and covered the judge's gap 90.7% (1-5, 30 tasks) and 92.4% (0-100, 40 tasks) of 1000 runs,
+    # and the 1-5 judge's score gap 89.9%. With the rule of three under that part: 96.6% and
+    # 96.2% at the same labels (41 and 46), and 93.0% on scores.
     model = pool_model(0.95)
-    truth = model.truths()["gap (pass)"]
+    truth = model.truths()
     reps = 1000
-    hits = 0
+    hits, score_hits = 0, 0
     for rep in range(reps):
         gen = np.random.default_rng([31, rep, tasks, int(target), 95])
         run = run_active(simulate_pool(model, tasks, gen, judge_scale=scale), target_half_width=target,  # type: ignore[arg-type]
                          rng=gen)
         final = run.final()
-        hits += final["ci_low"] <= truth <= final["ci_high"]
+        hits += final["ci_low"] <= truth["gap (pass)"] <= final["ci_high"]
+        score_hits += run.score_gap[1] <= truth["gap (score)"] <= run.score_gap[2]
     assert 0.93 <= hits / reps <= 0.97, hits / reps
+    if scale == "likert5":  # the score gap rides on the pass gap's looks, as in the test above
+        assert score_hits / reps >= 0.92, score_hits / reps
 
 
 def test_a_judge_that_knows_where_people_disagree_saves_most_of_the_labels() -> None:
