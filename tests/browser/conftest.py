@@ -207,6 +207,16 @@ def go(page: Any, link: str) -> None:
     wait_ready(page)
 
 
+def judgelab(db: Path, *args: str) -> str:
+    """Run ``judgelab ARGS --db DB`` from the venv's command (in DB's folder); its output, once it succeeded."""
+    import sys
+
+    done = subprocess.run([str(Path(sys.executable).parent / "judgelab"), *args, "--db", str(db)],
+                          capture_output=True, text=True, timeout=300, cwd=db.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def count(store: Any, sql: str, params: list[Any]) -> int:
     """The single number a counting query returns."""
     return int(store.query(sql, params).iloc[0, 0])
@@ -275,16 +285,12 @@ class Demo:
 @pytest.fixture(scope="package")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     """A fresh ``judgelab demo`` database (built by the command itself), served for the browser tests."""
-    import sys
-
     from labeler.store import Store
 
     db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    done = subprocess.run([str(Path(sys.executable).parent / "judgelab"), "demo", "--no-serve", "--db", str(db)],
-                          capture_output=True, text=True, timeout=300, cwd=db.parent)
-    assert done.returncode == 0, done.stdout + done.stderr
+    out = judgelab(db, "demo", "--no-serve")
     links = {line.split(" link:")[0]: line.split(" link:", 1)[1].strip()
-             for line in done.stdout.splitlines() if " link:" in line}
+             for line in out.splitlines() if " link:" in line}
     tokens = [urllib.parse.parse_qs(urllib.parse.urlsplit(links[who]).query)["t"][0] for who in ("rater", "admin")]
     store = Store(db)
     server = serve(db)

@@ -10,27 +10,15 @@ rater then labels the batch's first answer by click and by keyboard.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from labeler.store import Store
-from tests.browser.conftest import expect_text, open_page, playwright_api, serve, wait_ready
+from tests.browser.conftest import expect_text, judgelab, open_page, playwright_api, serve, wait_ready
 
 pytestmark = pytest.mark.browser
-
-JUDGELAB = str(Path(sys.executable).parent / "judgelab")
-
-
-def judgelab(db: Path, *args: str) -> str:
-    done = subprocess.run([JUDGELAB, *args, "--db", str(db)], capture_output=True, text=True, timeout=300,
-                          cwd=db.parent)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
 
 def test_the_admin_reassigns_a_leavers_batch_and_the_newcomer_labels_it(tmp_path: Path, browser: Any) -> None:
     db = tmp_path / "demo.duckdb"

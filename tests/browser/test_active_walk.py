@@ -12,28 +12,16 @@ may stop, and the Calibration page names the active estimator and its repeated i
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from labeler.store import Store
-from tests.browser.conftest import LAPTOP, expect_text, open_page, playwright_api, serve, wait_ready
+from tests.browser.conftest import LAPTOP, expect_text, judgelab, open_page, playwright_api, serve, wait_ready
 
 pytestmark = pytest.mark.browser
 expect = playwright_api.expect
-
-JUDGELAB = str(Path(sys.executable).parent / "judgelab")
-
-
-def judgelab(db: Path, *args: str) -> str:
-    done = subprocess.run([JUDGELAB, *args, "--db", str(db)], capture_output=True, text=True, timeout=300,
-                          cwd=db.parent)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
 
 def words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9']+", text.lower()))
