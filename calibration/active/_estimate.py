@@ -463,11 +463,13 @@ def repeated_intervals(
 def rare_event_variance(n: npt.ArrayLike, *, events: float = 3.0, scale: float = 100.0) -> npt.NDArray[np.float64]:
     """The variance of a mean of ``n`` terms if ``events`` of them were ``±scale`` and the rest 0.
 
-    A floor for a look's variance (``min_variance`` of :func:`repeated_intervals`): with no
-    disagreement among ``n`` labelled units the data cannot tell a rate of 0 from one of ``3/n``
-    (the "rule of three", the 95% upper bound after ``n`` clean trials; Hanley & Lippman-Hand
-    1983, JAMA 249:1743-1745), so the interval should not be narrower than that rate allows. It
-    falls as ``1/n²``, so it only binds while disagreements are rarer than ``events`` in ``n``.
+    The floor under the pool's own variance in :func:`look_statistics` (and, for a sample read
+    without a design, under a look's whole variance: ``min_variance`` of
+    :func:`repeated_intervals`): with no disagreement among ``n`` labelled units the data cannot
+    tell a rate of 0 from one of ``3/n`` (the "rule of three", the 95% upper bound after ``n``
+    clean trials; Hanley & Lippman-Hand 1983, JAMA 249:1743-1745), so the interval should not be
+    narrower than that rate allows. It falls as ``1/n²``, so it only binds while disagreements
+    are rarer than ``events`` in ``n``.
 
     Args:
         n: Units (e.g. tasks) in the sample at each look.
@@ -477,6 +479,12 @@ def rare_event_variance(n: npt.ArrayLike, *, events: float = 3.0, scale: float =
     Examples:
         >>> rare_event_variance([15, 150]).round(2).tolist()
         [133.33, 1.33]
+
+        The rule of three against scipy's exact one-sided 95% bound after ``n`` clean trials:
+
+        >>> from scipy.stats import binomtest
+        >>> [round(binomtest(0, n).proportion_ci(0.90).high * n, 2) for n in (15, 30, 150)]
+        [2.72, 2.85, 2.97]
     """
     size = np.maximum(np.asarray(n, dtype=float), 1.0)
     return np.asarray(events * scale**2 / size**2, dtype=float)
