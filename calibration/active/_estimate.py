@@ -53,7 +53,7 @@ from scipy import special
 from calibration.active._spending import Spending, spending_boundaries
 from calibration.stats._raters import RaterScope, rater_part
 from calibration.stats._result import Estimate
-from calibration.stats._variance import MIN_CLUSTERS
+from calibration.stats._variance import MIN_CLUSTERS, rare_event_variance
 
 __all__ = [
     "DEFAULT_MARGIN",
@@ -458,36 +458,6 @@ def repeated_intervals(
         spent = np.full(crit.size, _NAN)
     half = crit * np.sqrt(var)
     return RepeatedIntervals(crit, est - half, est + half, half, tau, spent, max_info)
-
-
-def rare_event_variance(n: npt.ArrayLike, *, events: float = 3.0, scale: float = 100.0) -> npt.NDArray[np.float64]:
-    """The variance of a mean of ``n`` terms if ``events`` of them were ``±scale`` and the rest 0.
-
-    The floor under the pool's own variance in :func:`look_statistics` (and, for a sample read
-    without a design, under a look's whole variance: ``min_variance`` of
-    :func:`repeated_intervals`): with no disagreement among ``n`` labelled units the data cannot
-    tell a rate of 0 from one of ``3/n`` (the "rule of three", the 95% upper bound after ``n``
-    clean trials; Hanley & Lippman-Hand 1983, JAMA 249:1743-1745), so the interval should not be
-    narrower than that rate allows. It falls as ``1/n²``, so it only binds while disagreements
-    are rarer than ``events`` in ``n``.
-
-    Args:
-        n: Units (e.g. tasks) in the sample at each look.
-        events: Pseudo-disagreements (3: the rule of three).
-        scale: Size of one (100: a residual of one verdict in percentage points).
-
-    Examples:
-        >>> rare_event_variance([15, 150]).round(2).tolist()
-        [133.33, 1.33]
-
-        The rule of three against scipy's exact one-sided 95% bound after ``n`` clean trials:
-
-        >>> from scipy.stats import binomtest
-        >>> [round(binomtest(0, n).proportion_ci(0.90).high * n, 2) for n in (15, 30, 150)]
-        [2.72, 2.85, 2.97]
-    """
-    size = np.maximum(np.asarray(n, dtype=float), 1.0)
-    return np.asarray(events * scale**2 / size**2, dtype=float)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ __all__ = [
     "VarianceParts",
     "cluster_design",
     "design_variance",
+    "rare_event_variance",
     "reliability_note",
     "t_interval",
 ]
@@ -73,6 +74,8 @@ class VarianceParts:
         raters_df: Its degrees of freedom (``nan`` when ``raters`` is not estimated).
         n_clusters: Clusters the estimate touches.
         n_strata: Strata among them.
+        floor_units: When ``design`` was raised to the rule of three's floor
+            (:func:`rare_event_variance`), the units it counted; else 0.
     """
 
     design: float
@@ -81,6 +84,7 @@ class VarianceParts:
     raters_df: float = _NAN
     n_clusters: int = 0
     n_strata: int = 1
+    floor_units: float = 0.0
 
     @property
     def total(self) -> float:
@@ -173,16 +177,21 @@ def cluster_design(
     return ClusterDesign(cluster, of_cluster, pool.astype(float))
 
 
-def design_variance(psi: npt.ArrayLike, design: ClusterDesign) -> tuple[float, float, int, int]:
+def design_variance(
+    psi: npt.ArrayLike, design: ClusterDesign, *, domain: npt.ArrayLike | None = None
+) -> tuple[float, float, int, int]:
     """Stratified with-replacement variance of ``Σ ψ`` from cluster totals (module docstring).
 
     Args:
         psi: Influence value per row.
         design: The rows' clusters and strata.
+        domain: Whether each row is in the estimate (e.g. the family's answers for a family's
+            residual); default: the rows with a non-zero influence value. Give it where a row in
+            the estimate can have a zero influence (a residual of 0 where every answer agrees).
 
     Returns:
-        ``(variance, df, n_clusters, n_strata)`` over the clusters whose rows carry a non-zero
-        influence value (the clusters the estimate touches). ``df`` is Satterthwaite's for the
+        ``(variance, df, n_clusters, n_strata)`` over the clusters with a row in the domain (the
+        clusters the estimate touches). ``df`` is Satterthwaite's for the
         sum of the strata's variances, ``(Σ v_h)² / Σ v_h² / (n_h − 1)`` (Kish 1965, §8.4), at
         most clusters − strata: a few small strata that carry most of the variance leave few
         degrees of freedom. Degenerate case: fewer than two such clusters gives
@@ -197,7 +206,8 @@ def design_variance(psi: npt.ArrayLike, design: ClusterDesign) -> tuple[float, f
     values = np.asarray(psi, dtype=float)
     n_clusters = design.n_clusters
     z = np.bincount(design.cluster, weights=values, minlength=n_clusters)
-    touched = np.bincount(design.cluster, weights=(values != 0).astype(float), minlength=n_clusters) > 0
+    inside = values != 0 if domain is None else np.asarray(domain, dtype=bool)
+    touched = np.bincount(design.cluster, weights=inside.astype(float), minlength=n_clusters) > 0
     strata = design.stratum_of_cluster
     n_strata = int(strata.max()) + 1 if n_clusters else 0
     n_h = np.bincount(strata[touched], minlength=n_strata).astype(float)
@@ -254,3 +264,35 @@ def reliability_note(parts: VarianceParts) -> str | None:
             "this interval is unreliable"
         )
     return None
+
+
+def rare_event_variance(n: npt.ArrayLike, *, events: float = 3.0, scale: float = 100.0) -> npt.NDArray[np.float64]:
+    """The variance of a mean of ``n`` terms if ``events`` of them were ``±scale`` and the rest 0.
+
+    The floor under the design variance of the report's residuals and gap
+    (:func:`calibration.stats.family_residuals`), under the pool's own variance in an active
+    design's looks (:func:`calibration.active.look_statistics`) and, for a sample read without a
+    design, under a look's whole variance (``min_variance`` of
+    :func:`calibration.active.repeated_intervals`): with no disagreement among ``n`` labelled units the data cannot
+    tell a rate of 0 from one of ``3/n`` (the "rule of three", the 95% upper bound after ``n``
+    clean trials; Hanley & Lippman-Hand 1983, JAMA 249:1743-1745), so the interval should not be
+    narrower than that rate allows. It falls as ``1/n²``, so it only binds while disagreements
+    are rarer than ``events`` in ``n``.
+
+    Args:
+        n: Units (e.g. tasks) in the sample at each look.
+        events: Pseudo-disagreements (3: the rule of three).
+        scale: Size of one (100: a residual of one verdict in percentage points).
+
+    Examples:
+        >>> rare_event_variance([15, 150]).round(2).tolist()
+        [133.33, 1.33]
+
+        The rule of three against scipy's exact one-sided 95% bound after ``n`` clean trials:
+
+        >>> from scipy.stats import binomtest
+        >>> [round(binomtest(0, n).proportion_ci(0.90).high * n, 2) for n in (15, 30, 150)]
+        [2.72, 2.85, 2.97]
+    """
+    size = np.maximum(np.asarray(n, dtype=float), 1.0)
+    return np.asarray(events * scale**2 / size**2, dtype=float)
