@@ -262,6 +262,13 @@ def design_kappa(
     a_var, a_df, g, h = design_variance(psi_agree, design)
     a_parts = VarianceParts(a_var, a_df, n_clusters=g, n_strata=h)
     a_lo, a_hi = t_interval(agree, a_parts, level)
+    # No disagreement at all: every resample agrees, so the variance is 0 and the interval would
+    # be a point. The data cannot tell that from 3 disagreements in the sample's (effective) size
+    # (the rule of three, :func:`rare_event_variance`): the one-sided interval runs to there.
+    clean = observed <= 1e-12
+    rule_of_three = 3.0 * float((w**2).sum()) / float(w.sum()) ** 2
+    if clean:
+        a_lo, a_hi = 1.0 - rule_of_three, 1.0
     unit = "items" if clusters is None else "task clusters"
     strata_text = f" in {h} strata" if h > 1 else ""
     agreement = Estimate(agree, max(a_lo, 0.0), min(a_hi, 1.0), int(x.size),
@@ -282,15 +289,21 @@ def design_kappa(
         parts = VarianceParts(var, df, n_clusters=g, n_strata=h)
         z_lo, z_hi = t_interval(float(np.arctanh(np.clip(point, -_Z_CLIP, _Z_CLIP))), parts, level)
         lo, hi = float(np.tanh(z_lo)), float(np.tanh(z_hi))
+        if clean:  # kappa if 3 items in the effective size had disagreed by one category
+            lo, hi = max(1.0 - rule_of_three / expected, -1.0), 1.0
     weighted = sample_weight is not None and not np.allclose(w, w[0])
     method = (
         f"Cohen's kappa ({weights or 'unweighted'}{', design-weighted' if weighted else ''}; "
         f"sklearn.metrics.cohen_kappa_score), jackknife of atanh(kappa) over {g} {unit}{strata_text}, "
         f"t interval with {parts.df:.0f} df"
     )
+    if clean and reason is None:
+        method += (f"; no disagreement: the interval runs to kappa with 3 disagreements by one category in "
+                   f"{3 / rule_of_three:.0f} items (rule of three)")
     se = float(np.sqrt(parts.total)) if np.isfinite(parts.total) else _NAN
     extra = {"n_dropped": int((~keep).sum()), "n_clusters": g, "reason": reason, "se": se, "df": parts.df,
-             "interval": f"t({parts.df:.0f}), panel", "unreliable": reliability_note(parts)}
+             "interval": "rule of three, panel" if clean and reason is None else f"t({parts.df:.0f}), panel",
+             "unreliable": reliability_note(parts)}
     kappa = Estimate(point, lo, hi, int(x.size), method, "kappa", level, extra)
     frame = pd.DataFrame(counts, index=pd.Index(cats, name="a"), columns=pd.Index(cats, name="b"))
     return KappaResult(kappa, agreement, frame, tuple(cats), weights, reason)

@@ -362,3 +362,28 @@ def test_design_kappa_degenerate_one_category() -> None:
 
     res = design_kappa([1, 1, 1], [1, 1, 1])
     assert math.isnan(res.kappa.estimate) and res.reason is not None
+
+
+def test_design_kappa_without_a_disagreement_runs_to_the_rule_of_three() -> None:
+    # 60 items in 30 tasks on which the judge and the humans agree everywhere: every jackknife
+    # resample has kappa 1, and the interval was "+0.999 to +0.999" around a kappa of 1.000 (it
+    # did not hold its own estimate). The data cannot tell that from 3 disagreements in 60 items.
+    from calibration.stats import design_kappa
+
+    rng = np.random.default_rng(2)
+    a = rng.integers(1, 6, 60)
+    cluster = np.arange(60) // 2
+    res = design_kappa(a, a, clusters=cluster)
+    three = a.copy()
+    three[:3] = np.where(a[:3] == 5, 4, a[:3] + 1)  # 3 disagreements by one category
+    assert res.kappa.estimate == 1.0 and res.kappa.ci_high == 1.0
+    # The lower end is kappa with the expected (chance) agreement of these data and 3 misses.
+    expected = 1 - (np.bincount(a, minlength=6) ** 2).sum() / 60**2
+    assert res.kappa.ci_low == pytest.approx(1 - (3 / 60) / expected)
+    assert res.kappa.ci_low == pytest.approx(cohen_kappa_score(three, a), abs=0.02)
+    assert "rule of three" in res.kappa.method and res.kappa.extra["interval"] == "rule of three, panel"
+    agree = res.percent_agreement
+    assert (agree.estimate, agree.ci_low, agree.ci_high) == (1.0, pytest.approx(0.95), 1.0)
+    # A single disagreement is data: the jackknife's interval, with its estimate inside.
+    one = design_kappa(three[:1].tolist() + a[1:].tolist(), a, clusters=cluster)
+    assert one.kappa.ci_low < one.kappa.estimate < one.kappa.ci_high < 1 and "rule of three" not in one.kappa.method
