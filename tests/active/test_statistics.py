@@ -305,13 +305,18 @@ def test_the_interval_keeps_its_promise_on_a_pool_the_size_of_the_demo() -> None
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("scale", "tasks", "target"), [("likert5", 30, 20.0), ("numeric100", 40, 15.0)])
+@pytest.mark.parametrize(("scale", "tasks", "target"),
+                         [("likert5", 30, 20.0), ("likert5", 70, 15.0), ("numeric100", 40, 15.0)])
 def test_a_small_pool_of_a_judge_that_rarely_disagrees_keeps_the_promise(scale: str, tasks: int, target: float) -> None:
     # A good judge (95% agreement) on a small pool shows a disagreement or two, and the pool's own
     # variance estimated from them is near zero: the interval spoke for the pool, not the judge,
     # and covered the judge's gap 90.7% (1-5, 30 tasks) and 92.4% (0-100, 40 tasks) of 1000 runs,
     # and the 1-5 judge's score gap 89.9%. With the rule of three under that part: 96.6% and
-    # 96.2% at the same labels (41 and 46), and 93.0% on scores.
+    # 96.2% at the same labels (41 and 46), and 93.0% on scores. The score gap, which the design
+    # does not aim at, still covered 91.3% on 70 tasks: its rarely drawn answers far from the
+    # threshold gave a design variance near 0 just when the estimate missed. With each stratum's
+    # squared corrections pooled towards the batch's (the larger estimate standing): 94.0% on 30
+    # tasks and 93.4% on 70.
     model = pool_model(0.95)
     truth = model.truths()
     reps = 1000
@@ -325,7 +330,7 @@ def test_a_small_pool_of_a_judge_that_rarely_disagrees_keeps_the_promise(scale: 
         score_hits += run.score_gap[1] <= truth["gap (score)"] <= run.score_gap[2]
     assert 0.93 <= hits / reps <= 0.97, hits / reps
     if scale == "likert5":  # the score gap rides on the pass gap's looks, as in the test above
-        assert score_hits / reps >= 0.92, score_hits / reps
+        assert score_hits / reps >= 0.93, score_hits / reps
 
 
 def test_a_judge_that_knows_where_people_disagree_saves_most_of_the_labels() -> None:
