@@ -42,7 +42,7 @@ from calibration.stats._variance import (
     VarianceParts,
     cluster_design,
     design_variance,
-    rare_event_variance,
+    rare_event_floor,
     reliability_note,
     t_interval,
 )
@@ -311,16 +311,12 @@ def _variance_parts(prep: _Prepared, coef: npt.NDArray[np.float64]) -> VarianceP
     design, df, g, h = design_variance(psi, prep.design, domain=inside)
     # A good judge's small sample shows no disagreement, or one or two, and estimates its variance
     # at or near 0: "+nan to +nan", or an interval that speaks for these tasks and not the judge
-    # (at 95% agreement a family's residual covered 39-61% at 15-30 tasks, 84-92% at 50-100). The
-    # floor is the rule of three's: the variance if 3 of the estimate's units, drawn at random, had
-    # disagreed by as much as the disagreements seen (one verdict or one scale point when none
-    # were; less where several raters' labels are averaged). That is 3·E[c²]·size² with c an
-    # answer's coefficient, so a unit is 1/rms(c): an answer of a family's residual, a task of the
-    # gap, fewer with unequal design weights (Kish's effective size).
-    units = float(prep.factor / np.sqrt(np.mean(scale[inside] ** 2))) if inside.any() else 0.0
-    diff = np.abs(prep.judge - prep.human)[inside]
-    size = float(diff[diff > 0].mean()) if (diff > 0).any() else 1.0
-    floor = float(rare_event_variance(units, scale=prep.factor * size)) if g >= 2 else _NAN
+    # (at 95% agreement a family's residual covered 39-61% at 15-30 tasks, 84-92% at 50-100).
+    # The rule of three's floor (rare_event_floor): a unit is an answer of a family's residual, a
+    # task of the gap.
+    floor, units = rare_event_floor(scale[inside] / prep.factor, (prep.judge - prep.human)[inside],
+                                    scale=prep.factor)
+    floor = floor if g >= 2 else _NAN
     raised = bool(design < floor)
     design = max(design, floor) if raised else design
     parts = VarianceParts(design, df, n_clusters=g, n_strata=h, floor_units=units if raised else 0.0)
@@ -338,8 +334,7 @@ def _variance_parts(prep: _Prepared, coef: npt.NDArray[np.float64]) -> VarianceP
 def _interval_fields(prep: _Prepared, estimate: float, parts: VarianceParts) -> tuple[float, float, dict[str, Any]]:
     lo, hi = t_interval(estimate, parts, prep.level)
     scope = _scope(prep)
-    floor = f", rule of three in {parts.floor_units:.0f}" if parts.floor_units else ""
-    short = f"t({parts.df:.0f}){floor}, {'raters' if scope.startswith('raters') else 'panel'}"
+    short = f"t({parts.df:.0f}){parts.floor_note(short=True)}, {'raters' if scope.startswith('raters') else 'panel'}"
     extra: dict[str, Any] = {
         "interval": short,
         "scope": scope,
@@ -369,10 +364,8 @@ def _method(prep: _Prepared, parts: VarianceParts, *, gap: bool, n_other: int = 
         what += f"; own-family residual minus {other}"
     strata = f" in {parts.n_strata} strata" if prep.stratified else ""
     paired = "paired " if gap else ""
-    floor = (f" (at the rule of three's floor: as if 3 of {parts.floor_units:.0f} had disagreed)"
-             if parts.floor_units else "")
     return (
-        f"{what}; linearised variance over {parts.n_clusters} {paired}task clusters{strata}{floor}, "
+        f"{what}; linearised variance over {parts.n_clusters} {paired}task clusters{strata}{parts.floor_note()}, "
         f"t interval with {parts.df:.1f} df; raters: {_scope(prep)}"
     )
 

@@ -47,6 +47,7 @@ __all__ = [
     "VarianceParts",
     "cluster_design",
     "design_variance",
+    "rare_event_floor",
     "rare_event_variance",
     "reliability_note",
     "t_interval",
@@ -90,6 +91,16 @@ class VarianceParts:
     def total(self) -> float:
         """The variance of the estimate."""
         return self.design + self.raters
+
+    def floor_note(self, *, short: bool = False, events: int = 3) -> str:
+        """What the report says when ``design`` stands at the rare-event floor ("" if not)."""
+        if not self.floor_units:
+            return ""
+        n = f"{self.floor_units:.0f}"
+        if short:
+            return f", rule of three in {n}" if events == 3 else f", floor of {events} in {n}"
+        floor = "the rule of three's floor" if events == 3 else "its floor"
+        return f" (at {floor}: as if {events} of {n} had disagreed)"
 
     @property
     def df(self) -> float:
@@ -296,3 +307,39 @@ def rare_event_variance(n: npt.ArrayLike, *, events: float = 3.0, scale: float =
     """
     size = np.maximum(np.asarray(n, dtype=float), 1.0)
     return np.asarray(events * scale**2 / size**2, dtype=float)
+
+
+def rare_event_floor(
+    coef: npt.ArrayLike, disagreement: npt.ArrayLike, *, scale: float = 1.0, events: float = 3.0
+) -> tuple[float, float]:
+    """The rule of three's variance for an estimate ``Σ c_i x_i`` of disagreements ``x_i``.
+
+    The variance if ``events`` of its units, drawn at random, had disagreed by as much as the
+    disagreements seen (by one when none were): ``events · E[c²] · size²``. A unit is then
+    ``1/rms(c)`` rows (an answer of a mean over answers; fewer with unequal design weights:
+    Kish's effective size), and the floor is :func:`rare_event_variance` of that many units.
+
+    Args:
+        coef: ``c_i`` of the rows in the estimate.
+        disagreement: Each row's disagreement (e.g. judge − human), in the units of one.
+        scale: Factor on the estimate (100 for percentage points).
+        events: Pseudo-disagreements (3: the rule of three).
+
+    Returns:
+        ``(variance, units)``; ``(0, 0)`` without rows.
+
+    Examples:
+        >>> floor, units = rare_event_floor(np.full(30, 1 / 30), np.zeros(30), scale=100.0)
+        >>> round(floor, 2), units  # no disagreement in 30 answers: 3 · 100² / 30²
+        (33.33, 30.0)
+        >>> rare_event_floor(np.full(30, 1 / 30), np.r_[0.5, np.zeros(29)], scale=100.0)[0]  # half a verdict
+        8.333333333333334
+    """
+    c = np.asarray(coef, dtype=float)
+    size_of = np.abs(np.asarray(disagreement, dtype=float))
+    if c.size == 0 or not (c != 0).any():
+        return 0.0, 0.0
+    units = float(1.0 / np.sqrt(np.mean(c**2)))
+    seen = size_of[size_of > 0]
+    size = float(seen.mean()) if seen.size else 1.0
+    return float(rare_event_variance(units, events=events, scale=scale * size)), units
