@@ -74,6 +74,8 @@ from calibration.stats._variance import (
     VarianceParts,
     cluster_design,
     design_variance,
+    rare_event_floor,
+    rare_event_variance,
     reliability_note,
     t_interval,
 )
@@ -136,6 +138,8 @@ __all__ = [
     "ppi_mean",
     "proportion",
     "provenance_note",
+    "rare_event_floor",
+    "rare_event_variance",
     "rater_leniency",
     "rater_spread",
     "rater_variance",

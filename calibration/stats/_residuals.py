@@ -15,7 +15,9 @@ was stratified by the judge's own verdict; without weights it is the plain mean.
 
 Intervals (:mod:`calibration.stats._variance`): the variance is linearised and estimated from
 task totals, within the design's strata when the sample was drawn within strata, and the
-interval is ``t`` with clusters − strata degrees of freedom. Both families' answers to a task
+interval is ``t`` with clusters − strata degrees of freedom. A sample with few disagreements
+(a good judge on a few tasks) has its variance raised to the rule of three's
+(:func:`calibration.stats.rare_event_floor`), and the report says so. Both families' answers to a task
 enter one task total, so the gap's interval is paired by task and the difficulty both answers
 share cancels. With per-rater labels (``rater_level``) and ``interval="raters"`` (the default),
 the interval also covers which raters happened to be on the panel
