@@ -364,9 +364,7 @@ def design_ppi_mean(
     # interval). The floor is one disagreement's, not the residuals' three: the pool's part keeps
     # PPI honest from about 30 tasks, where three would widen it by a third (98-99% coverage);
     # with one, 96-97% at 15 tasks and the same width at 30 (chosen by simulation).
-    floor, floor_units = rare_event_floor(w / total, y - f, events=1.0)
-    raised = g >= 2 and bool(v_rect < floor)
-    v_rect = floor if raised else v_rect
+    v_rect, floor_units = rare_event_floor(v_rect, w / total, y - f, events=1.0)
     psi_pool = lam_used * (fp - fp.mean()) / fp.size
     v_pool, _, _, _ = design_variance(psi_pool, cluster_design(ids_p, func=func))
     v_pool = 0.0 if not np.isfinite(v_pool) else v_pool
@@ -377,7 +375,7 @@ def design_ppi_mean(
     cov = float((z_rect * z_pool).sum())
     r_var, r_df, scope = rater_part(w / total, rater_level, y.size, interval)
     design_var = max(v_rect + v_pool + 2 * cov, v_rect)
-    parts = VarianceParts(design_var, df_rect, r_var, r_df, g, h, floor_units if raised else 0.0)
+    parts = VarianceParts(design_var, df_rect, r_var, r_df, g, h, floor_units)
     lo, hi = t_interval(estimate, parts, level)
     weighted = not np.allclose(w, w[0])
     name = f"PPI++ mean (power-tuned λ={lam_used:.2g}, {_PAPER})" if lam is None else f"PPI mean (λ={lam_used:.2g})"

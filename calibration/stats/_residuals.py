@@ -316,12 +316,9 @@ def _variance_parts(prep: _Prepared, coef: npt.NDArray[np.float64]) -> VarianceP
     # (at 95% agreement a family's residual covered 39-61% at 15-30 tasks, 84-92% at 50-100).
     # The rule of three's floor (rare_event_floor): a unit is an answer of a family's residual, a
     # task of the gap.
-    floor, units = rare_event_floor(scale[inside] / prep.factor, (prep.judge - prep.human)[inside],
-                                    scale=prep.factor)
-    floor = floor if g >= 2 else _NAN
-    raised = bool(design < floor)
-    design = max(design, floor) if raised else design
-    parts = VarianceParts(design, df, n_clusters=g, n_strata=h, floor_units=units if raised else 0.0)
+    design, units = rare_event_floor(design, scale[inside] / prep.factor, (prep.judge - prep.human)[inside],
+                                     scale=prep.factor)
+    parts = VarianceParts(design, df, n_clusters=g, n_strata=h, floor_units=units)
     r = prep.ratings
     if prep.scope != "raters" or r is None or r.rater is None or prep.spread is None:
         return parts

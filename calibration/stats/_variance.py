@@ -310,36 +310,41 @@ def rare_event_variance(n: npt.ArrayLike, *, events: float = 3.0, scale: float =
 
 
 def rare_event_floor(
-    coef: npt.ArrayLike, disagreement: npt.ArrayLike, *, scale: float = 1.0, events: float = 3.0
+    variance: float, coef: npt.ArrayLike, disagreement: npt.ArrayLike, *, scale: float = 1.0, events: float = 3.0
 ) -> tuple[float, float]:
-    """The rule of three's variance for an estimate ``Σ c_i x_i`` of disagreements ``x_i``.
+    """``variance`` raised to the rule of three's for an estimate ``Σ c_i x_i`` of disagreements.
 
-    The variance if ``events`` of its units, drawn at random, had disagreed by as much as the
-    disagreements seen (by one when none were): ``events · E[c²] · size²``. A unit is then
-    ``1/rms(c)`` rows (an answer of a mean over answers; fewer with unequal design weights:
-    Kish's effective size), and the floor is :func:`rare_event_variance` of that many units.
+    The floor is the variance if ``events`` of the estimate's units, drawn at random, had
+    disagreed by as much as the disagreements seen (by one when none were):
+    ``events · E[c²] · size²``. A unit is then ``1/rms(c)`` rows (an answer of a mean over
+    answers; fewer with unequal design weights: Kish's effective size), and the floor is
+    :func:`rare_event_variance` of that many units. A ``nan`` variance (too few clusters) stays.
 
     Args:
+        variance: The estimate's variance from the data.
         coef: ``c_i`` of the rows in the estimate.
         disagreement: Each row's disagreement (e.g. judge − human), in the units of one.
         scale: Factor on the estimate (100 for percentage points).
         events: Pseudo-disagreements (3: the rule of three).
 
     Returns:
-        ``(variance, units)``; ``(0, 0)`` without rows.
+        ``(variance, units)``: the larger of the two, and the units the floor counted when it was
+        raised (else 0, for :meth:`VarianceParts.floor_note`).
 
     Examples:
-        >>> floor, units = rare_event_floor(np.full(30, 1 / 30), np.zeros(30), scale=100.0)
-        >>> round(floor, 2), units  # no disagreement in 30 answers: 3 · 100² / 30²
-        (33.33, 30.0)
-        >>> rare_event_floor(np.full(30, 1 / 30), np.r_[0.5, np.zeros(29)], scale=100.0)[0]  # half a verdict
-        8.333333333333334
+        >>> rare_event_floor(0.0, np.full(30, 1 / 30), np.zeros(30), scale=100.0)  # no disagreement in 30
+        (33.333333333333336, 30.0)
+        >>> rare_event_floor(0.0, np.full(30, 1 / 30), np.r_[0.5, np.zeros(29)], scale=100.0)  # half a verdict
+        (8.333333333333334, 30.0)
+        >>> rare_event_floor(50.0, np.full(30, 1 / 30), np.zeros(30), scale=100.0)  # the data's is larger
+        (50.0, 0.0)
     """
     c = np.asarray(coef, dtype=float)
     size_of = np.abs(np.asarray(disagreement, dtype=float))
-    if c.size == 0 or not (c != 0).any():
-        return 0.0, 0.0
+    if c.size == 0 or not (c != 0).any() or math.isnan(variance):
+        return variance, 0.0
     units = float(1.0 / np.sqrt(np.mean(c**2)))
     seen = size_of[size_of > 0]
     size = float(seen.mean()) if seen.size else 1.0
-    return float(rare_event_variance(units, events=events, scale=scale * size)), units
+    floor = float(rare_event_variance(units, events=events, scale=scale * size))
+    return (floor, units) if variance < floor else (variance, 0.0)
