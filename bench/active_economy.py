@@ -17,17 +17,15 @@ Each strategy labels until the self-preference gap's 95% half-width (pass verdic
 covered the true gap:
 
 * **SRS fixed n**: simple random sample of tasks (both answers labelled), read with the report's
-  t interval (:func:`calibration.stats.self_preference_gap`), at the one sample size whose mean
-  half-width meets the target: the best a fixed plan can do, and only with hindsight (it needs
-  the true variance);
+  t interval (:func:`calibration.stats.self_preference_gap`, with its rule-of-three floor under
+  the variance while fewer than 3 tasks disagreed), at the one sample size whose mean half-width
+  meets the target: the best a fixed plan can do, and only with hindsight (it needs the true
+  variance);
 * **SRS peeking**: the same, looking after every 20 labels (from 15 tasks on, where the report
   stops marking the interval unreliable) and stopping at the first look whose t interval meets
   the target: what a team without a stopping rule does (the promise breaks);
 * **SRS, same rule**: the same sample, with the active design's repeated intervals
   (:func:`calibration.active.repeated_intervals`) looked at every 10% of the fixed n;
-* **SRS, rule + floor**: the same, with a floor under each look's variance: the variance if 3
-  of its tasks disagreed (:func:`calibration.active.rare_event_variance`, the rule of three), so a
-  sample that has seen no disagreement yet cannot stop;
 * **stratified fixed n / peeking**: today's design (:func:`calibration.design.design_sample`,
   ``gap`` allocation, paired by task, judge-verdict strata, planned without a pilot), nested as it
   grows, read with its weights and strata;
@@ -46,7 +44,7 @@ covered the true gap:
   endless pool (without the pool's own variance), and for the flipping judge (its flips seen).
 
 The ``x SRS fixed`` column divides by the SRS fixed n, ``x SRS rule`` by SRS read with the same
-rule and floor (what a team that must also stop validly would use without the active design).
+rule (what a team that must also stop validly would use without the active design).
 Coverage is of the interval at the labels given (for the rules: where they stopped); its Monte
 Carlo standard error at 200 redraws is about 1.5 points.
 """
@@ -100,9 +98,14 @@ def srs_curve(sim: SimulatedPool, gen: np.random.Generator, max_tasks: int) -> p
     n = np.arange(1, x.size + 1)
     mean = np.cumsum(x) / n
     var = np.maximum(np.cumsum(x**2) - n * mean**2, 0) / np.maximum(n - 1, 1)
+    # The report's floor (calibration.stats.rare_event_floor): as if 3 of the n tasks had
+    # disagreed by the mean disagreement seen (one verdict while none was).
+    seen = np.cumsum(x != 0)
+    size = np.where(seen > 0, np.cumsum(np.abs(x)) / np.maximum(seen, 1), 100.0)
+    var_mean = np.maximum(var / n, rare_event_variance(n, scale=1.0) * size**2)
     q = special.stdtrit(np.maximum(n - 1, 1), 0.975)
-    half = q * np.sqrt(var / n)
-    return pd.DataFrame({"tasks": n, "labels": 2 * n, "estimate": mean, "half": half, "var": var / n,
+    half = q * np.sqrt(var_mean)
+    return pd.DataFrame({"tasks": n, "labels": 2 * n, "estimate": mean, "half": half, "var": var_mean,
                          "order": order})
 
 
@@ -328,18 +331,6 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
         labels.append(looks["labels"].iloc[k])
         cover.append(bool(rci.ci_low[k] <= truth <= rci.ci_high[k]))
     rows.append({**label, "strategy": "SRS, same rule", **summarise(labels, cover)})
-    # The same, with the rule-of-three floor under each look's variance.
-    labels, cover = [], []
-    for c in srs:
-        looks = c.iloc[max(step, 15) - 1::step]
-        rci = repeated_intervals(looks["estimate"], looks["var"], target_half_width=target,
-                                 min_variance=rare_event_variance(looks["tasks"]))
-        ok = np.flatnonzero(rci.half_width <= target)
-        finite = np.flatnonzero(np.isfinite(rci.critical))
-        k = int(ok[0]) if ok.size else int(finite[-1])
-        labels.append(looks["labels"].iloc[k])
-        cover.append(bool(rci.ci_low[k] <= truth <= rci.ci_high[k]))
-    rows.append({**label, "strategy": "SRS, rule + floor", **summarise(labels, cover)})
     # Stratified: fixed n (mean half-width meets the target) and peeking along the grid.
     s_half = np.vstack([s["half"].to_numpy() for s in strat])
     met = np.flatnonzero(s_half.mean(axis=0) <= target)
@@ -381,7 +372,7 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
                   "target's", file=sys.stderr)
     ideal = ideal_design(model, scale, tasks=args.tasks, target=target, floor=0.0, rereading=LLMBAR_REREADING)
     rows.append({**label, "strategy": "ideal, judge flips (bound)", "labels": round(ideal["labels"])})
-    same_rule = next(r["labels"] for r in rows if r["strategy"] == "SRS, rule + floor")
+    same_rule = next(r["labels"] for r in rows if r["strategy"] == "SRS, same rule")
     for row in rows:
         row["x SRS fixed"] = round(row["labels"] / fixed_labels, 2)
         row["x SRS rule"] = round(row["labels"] / same_rule, 2)

@@ -59,6 +59,7 @@ from calibration.active._estimate import (
     DEFAULT_MARGIN,
     ActiveDraws,
     ActiveFigures,
+    LastLook,
     LookStatistics,
     RepeatedIntervals,
     active_residuals_and_gap,
@@ -90,7 +91,7 @@ from calibration.active._simulate import (
     run_active,
     simulate_pool,
 )
-from calibration.active._spending import SPENDINGS, Boundaries, Spending, spend, spending_boundaries
+from calibration.active._spending import SPENDINGS, Boundaries, Spending, spend, spending_boundaries, t_critical
 from calibration.active._store import (
     ActiveBatch,
     ActiveData,
@@ -101,6 +102,7 @@ from calibration.active._store import (
     apply_active_batch,
     draw_active_batch,
     load_active,
+    plan_options,
     reassign_active_batch,
 )
 
@@ -120,6 +122,7 @@ __all__ = [
     "BatchPlan",
     "Boundaries",
     "HumanPrediction",
+    "LastLook",
     "LookStatistics",
     "PoolModel",
     "RepeatedIntervals",
@@ -138,6 +141,7 @@ __all__ = [
     "next_batch_size",
     "next_batch_variance",
     "plan_batch",
+    "plan_options",
     "planned_labels",
     "planning_critical",
     "pool_model",
@@ -151,5 +155,6 @@ __all__ = [
     "spend",
     "spending_boundaries",
     "stack_draws",
+    "t_critical",
     "task_uncertainty",
 ]

@@ -52,7 +52,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import special
 
-from calibration.active._spending import Spending, spending_boundaries
+from calibration.active._spending import Spending, spending_boundaries, t_critical
 from calibration.stats._raters import RaterScope, rater_part
 from calibration.stats._result import Estimate
 from calibration.stats._variance import MIN_CLUSTERS, rare_event_variance
@@ -71,9 +71,15 @@ __all__ = [
 ]
 
 Scale = Literal["pass", "score"]
+LastLook = Literal["target", "tau"]
+"""Which look ends a plan: ``"target"``, the first that meets the target by spending the alpha left
+(its critical values read as t, :func:`calibration.active.t_critical`); ``"tau"``, the look at
+the plan's maximum information, with normal critical values (designs started before the first
+rule existed keep it, as their stored parameters have no ``last_look``: a plan does not change
+after its first look)."""
 
 #: ``c* = margin · z_{1−α/2}``: the target is the half-width at information ``(c*/H)²``.
-DEFAULT_MARGIN = 1.05
+DEFAULT_MARGIN = 1.3
 _FACTOR = {"pass": 100.0, "score": 1.0}
 _UNITS = {"pass": "percentage points", "score": "judge scale points"}
 _NAN = float("nan")
@@ -234,6 +240,10 @@ class LookStatistics:
         labels: Answers the design's batches asked raters to label, cumulatively.
         tasks_drawn: Distinct tasks with an answer drawn so far (known ones included).
         scope: Which raters the variance speaks for, in words.
+        df: Degrees of freedom of each look's variance (Satterthwaite: the design part's from
+            how evenly the drawn units share it, the pool's from the tasks drawn, the raters'
+            from theirs); ``inf`` when there is no variance to estimate. The looks' critical
+            values are read as t ones with these (:func:`repeated_intervals`).
     """
 
     estimate: npt.NDArray[np.float64]
@@ -245,6 +255,7 @@ class LookStatistics:
     labels: npt.NDArray[np.int64]
     tasks_drawn: npt.NDArray[np.int64]
     scope: str
+    df: npt.NDArray[np.float64]
 
 
 def look_statistics(
@@ -294,7 +305,8 @@ def look_statistics(
     d_b = terms.sum(axis=1)
     u = _per_task(c * corr, draws.unit, draws.n_units)
     p = draws.prob
-    v_b = np.where(draws.drawn, (1 - p) / np.where(draws.drawn, p, 1.0) ** 2 * u**2, 0.0).sum(axis=1)
+    a_bt = np.where(draws.drawn, (1 - p) / np.where(draws.drawn, p, 1.0) ** 2 * u**2, 0.0)
+    v_b = a_bt.sum(axis=1)
     pooled = _pooled_design_variance(draws, c, corr) if scale == "score" else v_b
     spread = pred * (1 - pred) if scale == "pass" else np.zeros_like(pred)
     m2_b = _second_moments(draws, c, judge - np.nan_to_num(h), e_hat, np.nan_to_num(spread), inv)
@@ -320,6 +332,15 @@ def look_statistics(
     hit = np.vstack([np.bincount(draws.task, weights=drawn[k].astype(float), minlength=draws.n_tasks) > 0
                      for k in range(draws.n_batches)])
     ever = np.cumsum(hit, axis=0) > 0
+    tasks_drawn = ever.sum(axis=1).astype(np.int64)
+    # Satterthwaite: each drawn unit's term of the design variance is one squared draw, so a
+    # variance carried by a few large-weight units has few degrees of freedom.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df_design = np.cumsum(w**2 * v_b) ** 2 / np.cumsum(w**4 * (a_bt**2).sum(axis=1))
+        parts = [(design, df_design), (population, np.maximum(tasks_drawn - 1.0, 1.0)),
+                 (raters, np.full(raters.shape, raters_df))]
+        spread_df = sum(np.where(v > 0, v**2 / d, 0.0) for v, d in parts)
+        df = np.where(spread_df > 0, (design + population + raters) ** 2 / spread_df, math.inf)
     return LookStatistics(
         estimate=estimate,
         variance=design + population + raters,
@@ -328,8 +349,9 @@ def look_statistics(
         raters=raters,
         raters_df=raters_df,
         labels=np.cumsum(draws.labels_per_batch()),
-        tasks_drawn=ever.sum(axis=1).astype(np.int64),
+        tasks_drawn=tasks_drawn,
         scope=scope,
+        df=np.asarray(df, dtype=float),
     )
 
 
@@ -444,7 +466,11 @@ def _rater_parts(
 
 @dataclass(frozen=True)
 class RepeatedIntervals:
-    """The looks' repeated confidence intervals of one figure (see :func:`repeated_intervals`)."""
+    """The looks' repeated confidence intervals of one figure (see :func:`repeated_intervals`).
+
+    ``boundary`` holds the plan's (normal) critical values, ``critical`` what multiplies each
+    look's standard error: the boundary read as a t value with the look's degrees of freedom.
+    """
 
     critical: npt.NDArray[np.float64]
     ci_low: npt.NDArray[np.float64]
@@ -453,6 +479,7 @@ class RepeatedIntervals:
     tau: npt.NDArray[np.float64]
     spent: npt.NDArray[np.float64]
     max_information: float
+    boundary: npt.NDArray[np.float64]
 
 
 def repeated_intervals(
@@ -465,6 +492,8 @@ def repeated_intervals(
     margin: float = DEFAULT_MARGIN,
     critical: npt.ArrayLike | None = None,
     min_variance: npt.ArrayLike = 0.0,
+    df: npt.ArrayLike | None = None,
+    last_look: LastLook = "target",
 ) -> RepeatedIntervals:
     """Repeated confidence intervals ``θ̂_k ± c_k·se_k`` of the looks so far.
 
@@ -475,30 +504,40 @@ def repeated_intervals(
         level: ``1 − alpha`` of the whole plan.
         spending: The spending function.
         margin: See :data:`DEFAULT_MARGIN`.
-        critical: The looks' critical values, when another figure's plan sets them.
+        critical: The plan's (normal) critical values of the looks, when another figure's plan
+            sets them (:attr:`RepeatedIntervals.boundary` of that figure).
         min_variance: A floor under each look's variance (a number, or one per look; see
             :func:`rare_event_variance`). A sample that has seen no disagreement yet estimates a
             variance near zero, and its interval would meet any target at the first look: a
             simple random sample looked at every 10% under this plan covered 75-78% at 95%
             agreement in ``bench/active_economy.py``.
+        df: Degrees of freedom of each look's variance (:attr:`LookStatistics.df`): the plan's
+            normal critical values are read as t ones (:func:`calibration.active.t_critical`).
+            ``None``: normal.
+        last_look: See :data:`LastLook`.
 
     Returns:
-        The intervals. A look after the plan's alpha is spent may spend nothing: its critical
-        value and half-width are infinite, and the interval to report stays the last finite one.
+        The intervals (``critical`` is what multiplies each look's standard error). A look
+        after the plan's alpha is spent may spend nothing: its critical value and half-width are
+        infinite, and the interval to report stays the last finite one.
     """
     est = np.asarray(estimate, dtype=float)
     var = np.maximum(np.maximum(np.asarray(variance, dtype=float), np.asarray(min_variance, dtype=float)), 1e-300)
     z = float(special.ndtri(0.5 + level / 2))
     max_info = (margin * z / target_half_width) ** 2
+    if last_look == "tau":
+        df = None
     if critical is None:
-        b = spending_boundaries(1.0 / var, max_information=max_info, alpha=1 - level, spending=spending)
-        crit, tau, spent = b.critical, b.tau, b.spent
+        b = spending_boundaries(1.0 / var, max_information=max_info, alpha=1 - level, spending=spending,
+                                target_half_width=target_half_width if last_look == "target" else None, df=df)
+        boundary, tau, spent = b.critical, b.tau, b.spent
     else:
-        crit = np.asarray(critical, dtype=float)
+        boundary = np.asarray(critical, dtype=float)
         tau = np.minimum((1.0 / var) / max_info, 1.0)
-        spent = np.full(crit.size, _NAN)
+        spent = np.full(boundary.size, _NAN)
+    crit = t_critical(boundary, df)
     half = crit * np.sqrt(var)
-    return RepeatedIntervals(crit, est - half, est + half, half, tau, spent, max_info)
+    return RepeatedIntervals(crit, est - half, est + half, half, tau, spent, max_info, boundary)
 
 
 @dataclass(frozen=True)
@@ -539,6 +578,7 @@ def active_residuals_and_gap(
     level: float = 0.95,
     spending: Spending = "obf",
     margin: float = DEFAULT_MARGIN,
+    last_look: LastLook = "target",
 ) -> ActiveFigures:
     """Each family's residual and the gap from an active design, with repeated intervals.
 
@@ -555,6 +595,7 @@ def active_residuals_and_gap(
         level: ``1 − alpha`` of the plan.
         spending: The spending function.
         margin: See :data:`DEFAULT_MARGIN`.
+        last_look: See :data:`LastLook`.
 
     Returns:
         The :class:`ActiveFigures`.
@@ -566,10 +607,11 @@ def active_residuals_and_gap(
         estimand_coefficients(draws.family, target=fams[0])
     lead = look_statistics(draws, human, lead_coef, **common)
     rci = repeated_intervals(lead.estimate, lead.variance, critical=critical, target_half_width=target_half_width,
-                             level=level, spending=spending, margin=margin)
+                             level=level, spending=spending, margin=margin, df=lead.df, last_look=last_look)
     looks = pd.DataFrame({
         "look": np.arange(1, draws.n_batches + 1), "labels": lead.labels, "tasks": lead.tasks_drawn,
-        "estimate": lead.estimate, "se": np.sqrt(lead.variance), "critical": rci.critical,
+        "estimate": lead.estimate, "se": np.sqrt(lead.variance), "critical": rci.critical, "boundary": rci.boundary,
+        "df": lead.df,
         "ci_low": rci.ci_low, "ci_high": rci.ci_high, "half_width": rci.half_width, "tau": rci.tau,
     })
     looks["reached"] = looks["half_width"] <= target_half_width if scale == "pass" else False
@@ -579,7 +621,8 @@ def active_residuals_and_gap(
     # A look that may spend nothing has no interval: report the last one that has.
     report = int(finite[-1]) if finite.size else draws.n_batches - 1
     judge = draws.judge_pass if scale == "pass" else draws.judge_score
-    describe = _Describe(draws, report, float(rci.critical[report]), scale, level, spending, stopped)
+    describe = _Describe(draws, report, float(rci.boundary[report]), scale, level, spending, stopped,
+                         last_look == "target")
     families = {}
     for f in fams:
         stats = lead if (not has_gap and f == fams[0]) else look_statistics(
@@ -607,20 +650,26 @@ class _Describe:
 
     draws: ActiveDraws
     look: int  # 0-based
-    critical: float
+    boundary: float  # the plan's (normal) critical value; each figure reads it with its own df
     scale: Scale
     level: float
     spending: Spending
     stopped: int | None
+    read_as_t: bool
 
     def estimate(self, stats: LookStatistics, *, extra: dict[str, Any], gap: bool) -> Estimate:
         k = self.look + 1
         se = math.sqrt(stats.variance[self.look])
-        half = self.critical * se
+        df = float(stats.df[self.look]) if self.read_as_t else math.inf
+        critical = float(t_critical(self.boundary, df))
+        half = critical * se
         est = float(stats.estimate[self.look])
         tasks = int(stats.tasks_drawn[self.look])
         who = "raters" if stats.scope.startswith("raters") else "panel"
-        short = f"repeated CI, look {k} (c={self.critical:.2f}), {who}"
+        as_t = math.isfinite(df)
+        short = f"repeated CI, look {k} (c={critical:.2f}{f', t({df:.0f})' if as_t else ''}), {who}"
+        reading = (f": the plan's {self.boundary:.2f} read as t with {df:.0f} Satterthwaite degrees of freedom"
+                   if as_t else "")
         spend_name = "O'Brien-Fleming-type" if self.spending == "obf" else "Pocock-type"
         what = "own-family residual minus the other families' mean" if gap else "residual"
         unit = "tasks" if self.draws.paired else "answers"
@@ -629,13 +678,13 @@ class _Describe:
             f"minus the predicted human label, corrected by inverse-probability-weighted labels on {tasks} "
             f"task(s) drawn in {k} of {self.draws.n_batches} batch(es) (Zrnic & Candès 2024); variance of the "
             f"batches' independent draws of {unit} plus the pool's, clustered by task; repeated confidence "
-            f"interval at look {k} of an {spend_name} alpha-spending plan (critical value {self.critical:.2f}), "
+            f"interval at look {k} of an {spend_name} alpha-spending plan (critical value {critical:.2f}{reading}), "
             f"valid whenever the team stops; raters: {stats.scope}"
         )
         unreliable = None
         if tasks < MIN_CLUSTERS:
             unreliable = f"only {tasks} tasks drawn: intervals are checked from {MIN_CLUSTERS} tasks up"
-        fields = {"interval": short, "scope": stats.scope, "df": math.inf, "se": se, "unreliable": unreliable,
-                  "estimator": "active AIPW", "look": k, "critical": self.critical, "stopped_at": self.stopped}
+        fields = {"interval": short, "scope": stats.scope, "df": df, "se": se, "unreliable": unreliable,
+                  "estimator": "active AIPW", "look": k, "critical": critical, "stopped_at": self.stopped}
         return Estimate(est, est - half, est + half, tasks, method, _UNITS[self.scale], self.level,
                         {**extra, **fields})

@@ -15,9 +15,15 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import special
 
-from calibration.active._estimate import DEFAULT_MARGIN, ActiveDraws, LookStatistics, estimand_coefficients
+from calibration.active._estimate import (
+    DEFAULT_MARGIN,
+    ActiveDraws,
+    LastLook,
+    LookStatistics,
+    estimand_coefficients,
+)
 from calibration.active._model import HumanPrediction, predict_humans, sampling_probabilities, task_uncertainty
-from calibration.active._spending import Spending, spending_boundaries
+from calibration.active._spending import Spending, spending_boundaries, t_critical
 
 __all__ = [
     "DEFAULT_FLOOR",
@@ -166,18 +172,18 @@ class BatchPlan:
         return 1e12 if exact else self.expected_labels
 
 
-def planning_critical(level: float = 0.95, margin: float = DEFAULT_MARGIN) -> float:
-    """The critical value a plan expects at the look that meets the target, ``√(z·c*)``.
+def planning_critical(level: float = 0.95) -> float:
+    """The critical value a plan expects at the look that meets the target: ``z_{1−α/2}``.
 
-    With the O'Brien-Fleming-type plan a look at fraction ``τ`` has a critical value near
-    ``z/√τ`` and meets the target when it is below ``c*√τ``: they cross at ``√(z·c*)``.
+    That look spends what the looks before it left, and with the default margin they leave
+    nearly all of it: in ``bench/active_economy.py`` the last look's plan value was 1.96-1.97 (a
+    little more once read as t on a small sample, which the batches after the plan then add).
 
     Examples:
         >>> round(planning_critical(), 3)
-        2.008
+        1.96
     """
-    z = float(special.ndtri(0.5 + level / 2))
-    return math.sqrt(z * margin * z)
+    return float(special.ndtri(0.5 + level / 2))
 
 
 def _expected_variance(
@@ -275,7 +281,6 @@ def planned_labels(
     disagreement: float = 0.2,
     prior_labels: float = 5.0,
     level: float = 0.95,
-    margin: float = DEFAULT_MARGIN,
 ) -> int | None:
     """Labels the plan expects to need for the target, as if drawn in one batch.
 
@@ -293,7 +298,7 @@ def planned_labels(
     u = task_uncertainty(pred.pred_pass, coef, pool.unit, n_tasks=pool.n_units)
     known = pool.known_units(h)
     m = pool.answers_per_unit()
-    allowed = (target_half_width / planning_critical(level, margin)) ** 2 - _population_variance(pool, pred, coef)
+    allowed = (target_half_width / planning_critical(level)) ** 2 - _population_variance(pool, pred, coef)
     capacity = float(m[~known].sum())
     if allowed <= 0:
         return None
@@ -351,6 +356,7 @@ def labels_still_needed(
     next_variance: Callable[[float], float] | None = None,
     weight_total: float | None = None,
     population: float | None = None,
+    last_look: LastLook = "target",
 ) -> float:
     """Labels the current rate says are still needed to meet the target at the next look.
 
@@ -379,6 +385,7 @@ def labels_still_needed(
             instead of the last look's estimate only when that estimate alone rules the target
             out: it can be ten times too high after a small first batch, and the projection
             treats this part as fixed, so it would ask for the whole pool.
+        last_look: See :data:`calibration.active.LastLook`.
 
     Returns:
         0 when the last look met the target; ``inf`` when ``capacity`` labels would not.
@@ -386,12 +393,17 @@ def labels_still_needed(
     z = float(special.ndtri(0.5 + level / 2))
     max_info = (margin * z / target_half_width) ** 2
     info = 1.0 / np.maximum(stats.variance, 1e-300)
-    now = spending_boundaries(info, max_information=max_info, alpha=1 - level, spending=spending)
-    if now.critical[-1] * math.sqrt(stats.variance[-1]) <= target_half_width:
+    goal_h = target_half_width if last_look == "target" else None
+    now_df = stats.df if last_look == "target" else None
+    now = spending_boundaries(info, max_information=max_info, alpha=1 - level, spending=spending,
+                              target_half_width=goal_h, df=now_df)
+    if t_critical(now.critical[-1], None if now_df is None else now_df[-1]) * math.sqrt(stats.variance[-1]) \
+            <= target_half_width:
         return 0.0
     labels = float(max(stats.labels[-1], 1))
     rate = float(stats.design[-1]) * labels
     fixed = float(stats.population[-1] + stats.raters[-1])
+    df_per_label = float(stats.df[-1]) / labels  # the next look's degrees of freedom grow with its labels
 
     past = float(stats.design[-1]) * (weight_total or labels) ** 2
 
@@ -400,9 +412,10 @@ def labels_still_needed(
             var = rate / (labels + extra) + fixed
         else:
             var = (past + extra**2 * next_variance(extra)) / (weight_total + extra) ** 2 + fixed
+        df = None if now_df is None else np.r_[now_df, max(df_per_label * (labels + extra), 1.0)]
         nxt = spending_boundaries(np.r_[info, 1.0 / var], max_information=max_info, alpha=1 - level,
-                                  spending=spending)
-        return float(nxt.critical[-1] * math.sqrt(var))
+                                  spending=spending, target_half_width=goal_h, df=df)
+        return float(t_critical(nxt.critical[-1], None if df is None else df[-1]) * math.sqrt(var))
 
     goal = aim * target_half_width
     most = capacity if math.isfinite(capacity) else 100 * labels

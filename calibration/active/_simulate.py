@@ -31,6 +31,7 @@ from scipy.special import ndtr
 
 from calibration.active._estimate import (
     DEFAULT_MARGIN,
+    LastLook,
     estimand_coefficients,
     look_statistics,
     repeated_intervals,
@@ -271,7 +272,7 @@ def run_active(
     target_half_width: float,
     rng: RngLike = None,
     batch_size: int | None = None,
-    aim: float = 0.95,
+    aim: float = 1.0,
     floor: float = DEFAULT_FLOOR,
     disagreement: float = 0.2,
     prior_labels: float = 5.0,
@@ -279,6 +280,7 @@ def run_active(
     level: float = 0.95,
     spending: Spending = "obf",
     margin: float = DEFAULT_MARGIN,
+    last_look: LastLook = "target",
 ) -> ActiveRun:
     """Label ``sim`` in batches until the gap's repeated interval meets the target.
 
@@ -299,7 +301,7 @@ def run_active(
     own = FAMILIES[0]
     plan_kw: dict[str, Any] = {"own_family": own, "floor": floor, "disagreement": disagreement,
                                "prior_labels": prior_labels}
-    planned = planned_labels(pool, target_half_width=target_half_width, human_pass=h, level=level, margin=margin,
+    planned = planned_labels(pool, target_half_width=target_half_width, human_pass=h, level=level,
                              **plan_kw)
     capacity = pool.answer_id.size if max_labels is None else min(max_labels, pool.answer_id.size)
     size = float(min(batch_size or next_batch_size(0, needed=planned, left=capacity), capacity))
@@ -318,7 +320,7 @@ def run_active(
         draws = stack_draws(pool, plans, drawn)
         stats = look_statistics(draws, h, coef)
         rci = repeated_intervals(stats.estimate, stats.variance, target_half_width=target_half_width, level=level,
-                                 spending=spending, margin=margin)
+                                 spending=spending, margin=margin, df=stats.df, last_look=last_look)
         rows.append({"look": len(plans), "labels": int(stats.labels[-1]), "estimate": stats.estimate[-1],
                      "half_width": rci.half_width[-1], "ci_low": rci.ci_low[-1], "ci_high": rci.ci_high[-1],
                      "critical": rci.critical[-1], "batch_size": size})
@@ -337,12 +339,12 @@ def run_active(
         population = expected_population_variance(pool, human_pass=h, own_family=own, disagreement=disagreement,
                                                   prior_labels=prior_labels)
         needed = labels_still_needed(stats, target_half_width=target_half_width, capacity=left, aim=aim, level=level,
-                                     spending=spending, margin=margin, next_variance=future,
+                                     spending=spending, margin=margin, next_variance=future, last_look=last_look,
                                      weight_total=float(draws.weight.sum()), population=population)
         size = float(min(batch_size or next_batch_size(int(stats.labels[-1]), needed=needed, left=left), left))
     score_stats = look_statistics(draws, hs, coef, scale="score")
     score_rci = repeated_intervals(score_stats.estimate, score_stats.variance, target_half_width=target_half_width,
-                                   level=level, critical=rci.critical)
+                                   level=level, critical=rci.boundary, df=score_stats.df, last_look=last_look)
     looks = pd.DataFrame(rows)
     looks["reached"] = looks["half_width"] <= target_half_width
     score = (float(score_stats.estimate[-1]), float(score_rci.ci_low[-1]), float(score_rci.ci_high[-1]))

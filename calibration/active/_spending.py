@@ -16,14 +16,17 @@ fixed-sample 1.96; ``"pocock"`` spends evenly (``α ln(1 + (e − 1)τ)``).
 
 The information fraction is measured against the **target**: a target half-width ``H`` is
 reached at information ``(c/H)²`` for a critical value ``c``, and the plan's maximum
-information is ``I_max = (c* / H)²`` with ``c* = margin · z_{1−α/2}``. A look at ``τ`` meets
-the target when its critical value is at most ``c*·√τ``; with the O'Brien-Fleming function the
-last looks' critical values are 2.0-2.1, so the target is met a little below ``τ = 1`` (about
-0.96 for the default margin 1.05, ``c* = 2.06``). The margin leaves room for the look that
-exhausts ``alpha`` (``τ ≥ 1``) to meet the target too; when many looks crowd the end it may not
-(the batch sizes of :func:`calibration.active.labels_still_needed` avoid that; it happened in
-1-2 runs in 200 at 85% agreement in ``bench/active_economy.py``, which then stop there: the
-store calls it "plan spent"). A look after the plan's ``alpha`` is spent
+information is ``I_max = (c* / H)²`` with ``c* = margin · z_{1−α/2}``. The **last look** is the
+first at which spending all the alpha left would give a half-width of at most ``H``
+(``c_rest/√I ≤ H``): it spends it all and meets the target, and later looks spend nothing.
+Which look that is depends on the information alone, as every choice of a spending plan must
+(Lan & DeMets's plans stay valid for looks chosen that way; Jennison & Turnbull 2000, ch. 7),
+so the looks' intervals still cover together. The looks before it spend by the function at
+``τ = I/I_max``; ``I_max`` beyond the information the target needs makes them spend little (the
+default margin 1.3 puts the target near ``τ = 0.6``, where the O'Brien-Fleming function has
+spent 0.007 of its 0.05), so the last look's critical value is 1.96-1.97 rather than 2.0-2.1: in
+``bench/active_economy.py`` an active design at 85% agreement needed 8-10% fewer labels than
+with a last look at ``τ = 1`` and a margin of 1.05. A look after the plan's ``alpha`` is spent
 may spend nothing: its critical value is infinite, and the interval to report is the last
 finite one.
 
@@ -45,7 +48,7 @@ from scipy import optimize, special
 
 from calibration.stats._bootstrap import check_choice
 
-__all__ = ["SPENDINGS", "Boundaries", "Spending", "spend", "spending_boundaries"]
+__all__ = ["SPENDINGS", "Boundaries", "Spending", "spend", "spending_boundaries", "t_critical"]
 
 Spending = Literal["obf", "pocock"]
 """The alpha-spending function: O'Brien-Fleming type (back-loaded) or Pocock type (even)."""
@@ -86,6 +89,32 @@ def spend(tau: npt.ArrayLike, *, alpha: float = 0.05, spending: Spending = "obf"
     return np.asarray(np.where(t > 0, out, 0.0), dtype=float)
 
 
+def t_critical(critical: npt.ArrayLike, df: npt.ArrayLike | None) -> npt.NDArray[np.float64]:
+    """Normal critical values as Student t ones with the same tail probability.
+
+    The plan's critical values come from the normal joint distribution of the looks; an estimate
+    whose variance comes from ``df + 1`` clusters is wider-tailed, and a look read with the normal
+    value covers less on a small sample. Jennison & Turnbull (2000, ch. 11) read each look of a
+    group sequential t-test at the t quantile of the normal boundary's tail probability; so do
+    the looks here. ``df`` of ``None``, ``nan`` or ``inf`` leaves a value as it is.
+
+    Examples:
+        >>> t_critical([1.96, 2.5], 9).round(3).tolist()
+        [2.262, 3.115]
+        >>> t_critical([1.96, float("inf")], None).tolist()
+        [1.96, inf]
+    """
+    c = np.asarray(critical, dtype=float)
+    if df is None:
+        return c.copy()
+    d = np.broadcast_to(np.asarray(df, dtype=float), c.shape)
+    usable = np.isfinite(d) & (d > 0)
+    with np.errstate(invalid="ignore"):
+        # From the lower tail: 1 − Φ(c) keeps its precision where Φ(c) rounds to 1.
+        t = -special.stdtrit(np.where(usable, d, 1.0), special.ndtr(-c))
+    return np.asarray(np.where(usable & np.isfinite(c), t, c), dtype=float)
+
+
 @dataclass(frozen=True)
 class Boundaries:
     """Critical values of the looks of a sequential plan.
@@ -110,6 +139,8 @@ def spending_boundaries(
     max_information: float,
     alpha: float = 0.05,
     spending: Spending = "obf",
+    target_half_width: float | None = None,
+    df: npt.ArrayLike | None = None,
 ) -> Boundaries:
     """Two-sided critical values for looks at the given information levels.
 
@@ -120,6 +151,11 @@ def spending_boundaries(
         max_information: The plan's maximum information (``τ = 1``).
         alpha: Total two-sided error of the plan.
         spending: See :data:`Spending`.
+        target_half_width: The plan's target: the first look at which spending all the alpha
+            left gives a half-width ``c/√I`` of at most this is the plan's last; it spends it all
+            (later looks spend nothing). ``None``: only a look at ``τ ≥ 1`` spends the rest.
+        df: Degrees of freedom of each look's variance: with a target, a look meets it when its
+            critical value read as a t one (:func:`t_critical`) does.
 
     Returns:
         The :class:`Boundaries`. The looks' intervals ``θ̂_k ± c_k/√I_k`` cover ``θ`` at every
@@ -145,16 +181,30 @@ def spending_boundaries(
     allowed[tau >= 1.0] = alpha
     critical = np.full(info.size, np.inf)
     spent = np.zeros(info.size)
+    goal = math.inf if target_half_width is None else float(target_half_width)
+    dfs = np.broadcast_to(np.nan if df is None else np.asarray(df, dtype=float), info.shape)
+
+    def meets(c: float, k: int) -> bool:
+        return math.isfinite(goal) and float(t_critical(c, dfs[k])) <= goal * math.sqrt(info[k])
+
     critical[0] = _first(float(allowed[0]))
+    if meets(_first(alpha), 0):
+        critical[0], allowed[:] = _first(alpha), alpha
     spent[0] = allowed[0] if math.isfinite(critical[0]) else 0.0
     grid, density = _start(info[0], critical[0])
     last = float(info[0])  # information at the last look that added some
     for k in range(1, info.size):
         spent[k] = spent[k - 1]
-        if info[k] <= last * (1 + _MIN_GROWTH):
+        if info[k] <= last * (1 + _MIN_GROWTH) or spent[k - 1] >= alpha:
             continue
         sd = math.sqrt(info[k] - last)
         critical[k] = _next_critical(grid, density, sd, info[k], float(allowed[k] - spent[k - 1]))
+        if allowed[k] < alpha:
+            # The look that can meet the target by spending the rest ends the plan (it depends
+            # on the information only, as every spending decision must).
+            rest = _next_critical(grid, density, sd, info[k], alpha - spent[k - 1])
+            if meets(rest, k):
+                critical[k], allowed[k:] = rest, alpha
         spent[k] = allowed[k] if math.isfinite(critical[k]) else spent[k - 1]
         grid, density = _propagate(grid, density, sd, info[k], critical[k])
         last = float(info[k])

@@ -63,8 +63,6 @@ ActiveState = Literal["labelling", "ready", "reached", "budget spent", "plan spe
 """Where an active design stands: a batch is being labelled; the next batch may be drawn; the
 target is reached; the budget, the plan's error rate or the pool's answers are used up."""
 
-#: Later batches aim at this share of the target, leaving room for the rate's noise.
-AIM = 0.95
 #: How to give a batch's stranded answers (their raters were revoked) to others.
 STRANDED_FIX = "`judgelab design --active --apply`, or Reassign on the Assignments page"
 
@@ -257,6 +255,7 @@ def _first_batch(store: Store, *, target_half_width: float, budget_hours: float 
     params: dict[str, Any] = {
         **options, "run_id": info["run_id"], "own_family": info["family"], "target_half_width": target_half_width,
         "budget_hours": budget_hours, "batch_size": batch_size, "seed": seed, "margin": DEFAULT_MARGIN,
+        "last_look": "target",
         "minutes_per_label": time.minutes, "minutes_source": time.source, "prior_labels": 5.0,
     }
     frame = _pool_frame(store, params)
@@ -269,7 +268,7 @@ def _first_batch(store: Store, *, target_half_width: float, budget_hours: float 
         budget_hours, minutes_per_label=time.minutes, overlap=options["overlap"])
     planned = planned_labels(pool, target_half_width=target_half_width, human_pass=human,
                              own_family=info["family"], floor=options["floor"], disagreement=model.disagreement,
-                             level=options["level"], margin=DEFAULT_MARGIN)
+                             level=options["level"])
     params["planned_labels"] = planned
     notes = []
     if planned is None:
@@ -641,11 +640,10 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
     gap = figures.gap if figures.gap is not None else next(iter(figures.families.values()))
     half = gap.half_width
     capacity = _capacity(pool, np.where(flagged, 0.5, human), params, collected)
-    common = {"target_half_width": target, "level": params["level"], "spending": params["spending"],
-              "margin": params["margin"]}
+    common = plan_options(params)
     common |= {"next_variance": projection[0], "weight_total": projection[1], "population": projection[2]}
     needed = labels_still_needed(figures.statistics, capacity=math.inf, **common)
-    needed_next = labels_still_needed(figures.statistics, capacity=max(capacity, 0), aim=AIM, **common)
+    needed_next = labels_still_needed(figures.statistics, capacity=max(capacity, 0), **common)
     what = "gap" if figures.gap is not None else f"{next(iter(figures.families))} residual"
     now = f"the {what}'s interval is {gap.estimate:+.1f} ± {half:.1f} pp (look {int(gap.extra['look'])})"
     state: ActiveState
@@ -788,7 +786,8 @@ def active_figures(
             mean of the current labels.
         rater_level: Per-rater labels (``answer`` id, ``rater``, ``score``); default: the
             current labels.
-        critical: The looks' critical values from the pass-scale gap (for the score scale).
+        critical: The plan's (normal) critical values of the looks from the pass-scale gap (its
+            ``boundary``), for the score scale.
 
     Returns:
         The :class:`calibration.active.ActiveFigures`.
@@ -803,8 +802,16 @@ def active_figures(
         rows = rows[rows[column].notna()]
         rater_level = pd.DataFrame({"answer": rows["answer_id"].astype(str), "rater": rows["rater_id"].astype(str),
                                     "score": rows[column].astype(float)})
-    return active_residuals_and_gap(
-        active, human, scale=scale, own_family=params.get("own_family"),
-        target_half_width=float(params["target_half_width"]), critical=critical, rater_level=rater_level,
-        interval=interval, level=float(params["level"]), spending=params["spending"], margin=float(params["margin"]),
-    )
+    return active_residuals_and_gap(active, human, scale=scale, own_family=params.get("own_family"), critical=critical,
+                                    rater_level=rater_level, interval=interval, **plan_options(params))
+
+
+def plan_options(params: dict[str, Any]) -> dict[str, Any]:
+    """The stored design's plan as keyword options of the estimator (:func:`active_residuals_and_gap`).
+
+    A design stored before plans named their last look (no ``last_look``) keeps the one it was
+    started with, ``"tau"`` (:data:`calibration.active.LastLook`).
+    """
+    return {"target_half_width": float(params["target_half_width"]), "level": float(params["level"]),
+            "spending": params["spending"], "margin": float(params["margin"]),
+            "last_look": params.get("last_look", "tau")}

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from calibration.active import ActiveData, ActiveFigures, active_residuals_and_gap
+from calibration.active import ActiveData, ActiveFigures, active_residuals_and_gap, plan_options
 from calibration.calibrate._load import CalibrationData, first_judgement, isin
 from calibration.calibrate._model import (
     DesignNote,
@@ -112,12 +112,9 @@ def active_figures_from(
     critical: list[float] | None = None,
 ) -> ActiveFigures:
     """:func:`calibration.active.active_residuals_and_gap` under the design's own plan."""
-    p = act.params
-    return active_residuals_and_gap(
-        act.draws, human, scale=scale, own_family=own, target_half_width=float(p["target_half_width"]),
-        critical=critical, rater_level=rater_level, interval=interval,  # type: ignore[arg-type]
-        level=float(p["level"]), spending=p["spending"], margin=float(p["margin"]),
-    )
+    return active_residuals_and_gap(act.draws, human, scale=scale, own_family=own, critical=critical,
+                                    rater_level=rater_level, interval=interval,  # type: ignore[arg-type]
+                                    **plan_options(act.params))
 
 
 def _active_section(
@@ -139,7 +136,7 @@ def _active_section(
     figures = active_figures_from(act, human, scale="pass", rater_level=raters, own=own, **common)
     if scale == "score":
         human, raters = humans("overall")
-        critical = [float(c) for c in figures.looks["critical"]]
+        critical = [float(c) for c in figures.looks["boundary"]]
         figures = active_figures_from(act, human, scale="score", rater_level=raters, own=own, critical=critical,
                                       **common)
     families = {fam: FamilyResidual.from_estimate(fam, est) for fam, est in figures.families.items()}

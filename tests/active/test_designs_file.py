@@ -6,11 +6,19 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from calibration.active import active_status, apply_active_batch, draw_active_batch
+from calibration.active import (
+    active_figures,
+    active_status,
+    apply_active_batch,
+    draw_active_batch,
+    load_active,
+    spending_boundaries,
+)
 from calibration.calibrate import calibrate
 from judgelab import admin
 from judgelab.cli import main
@@ -95,6 +103,41 @@ def test_a_project_rebuilt_with_its_designs_estimates_as_the_original(project: P
     without = figures(rebuild(project, bare, designs=False))
     assert not without["pass gap"][3].startswith("repeated CI")
     assert without["pass gap"][:3] != before["pass gap"][:3]
+
+
+def test_a_design_started_before_the_target_rule_keeps_its_plan(project: Path, tmp_path: Path) -> None:
+    # A designs file written before the look that can meet the target spent the rest of alpha
+    # (and before critical values were read as t) has no "last_look" in its parameters: its looks
+    # keep the plan they were taken under, since a plan may not change after its first look.
+    file = tmp_path / "designs.json"
+    cli("export", "designs", "--db", str(project), "--out", str(file))
+    doc = json.loads(file.read_text())
+    assert doc["active_designs"][0]["params"]["last_look"] == "target"
+    del doc["active_designs"][0]["params"]["last_look"]
+    older = tmp_path / "older"
+    older.mkdir()
+    for kind, ext in KINDS:
+        cli("export", kind, "--db", str(project), "--out", str(older / f"{kind}.{ext}"))
+        cli("import", kind, str(older / f"{kind}.{ext}"), "--db", str(older / "p.duckdb"))
+    (older / "designs.json").write_text(json.dumps(doc))
+    cli("import", "designs", str(older / "designs.json"), "--db", str(older / "p.duckdb"))
+    now, then = figures(project)["pass gap"], figures(older / "p.duckdb")["pass gap"]
+    assert now[0] == then[0]  # the same estimate
+    assert ", t(" in now[3] and ", t(" not in then[3]  # read as t only under the new rule
+    store = Store(older / "p.duckdb")
+    status = active_status(store)
+    assert status is not None
+    params, _, _ = store.active_design(status.design_id)
+    data = load_active(store, status.design_id)
+    assert data is not None
+    figures_then = active_figures(store, data, interval="panel")
+    boundary = figures_then.looks["boundary"].to_numpy()
+    assert np.array_equal(figures_then.looks["critical"].to_numpy(), boundary)  # normal values
+    info = 1.0 / figures_then.statistics.variance
+    z = 1.959963984540054
+    old_plan = spending_boundaries(info, max_information=(float(params["margin"]) * z / 12.0) ** 2)
+    assert np.allclose(boundary, old_plan.critical)
+    store.release()
 
 
 def test_a_bad_designs_file_names_the_place_and_writes_nothing(project: Path, tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from calibration.active import (
     simulate_pool,
     spending_boundaries,
     stack_draws,
+    t_critical,
 )
 from calibration.active._estimate import _second_moments
 
@@ -56,6 +57,33 @@ def test_boundaries_spend_what_the_plan_allows_by_monte_carlo() -> None:
         got = float((first == k).mean())
         assert abs(got - want) < 4 * math.sqrt(max(want, 1e-5) / n) + 1e-5, (k, got, want)
     assert b.spent[-1] == pytest.approx(0.05)
+
+
+def test_the_look_that_can_meet_the_target_spends_the_rest_and_the_looks_still_cover_together() -> None:
+    # A pilot and doubling batches: looks at 1/8, 1/4, 1/2 and all of the information at which a
+    # critical value of 2.0 meets the target, then one more look. With the old last look (only at
+    # tau >= 1, margin 1.3) the fourth look's critical value was 2.57: it could not meet the target.
+    target = 1.0
+    info = 2.0**2 * np.array([1 / 8, 1 / 4, 1 / 2, 1.0, 1.2])
+    max_info = (1.3 * 1.96 / target) ** 2
+    old = spending_boundaries(info, max_information=max_info)
+    new = spending_boundaries(info, max_information=max_info, target_half_width=target)
+    assert old.critical[3] / math.sqrt(info[3]) > target and old.spent[3] < 0.01
+    assert new.critical[3] / math.sqrt(info[3]) <= target
+    assert 1.96 < new.critical[3] < 1.98
+    assert new.spent[3] == pytest.approx(0.05) and math.isinf(new.critical[4])
+    assert np.array_equal(new.critical[:3], old.critical[:3])  # the looks before it are the plan's
+    # The looks cover together: a Brownian path crosses some look's boundary 5% of the time.
+    gen = np.random.default_rng(3)
+    n = 400_000
+    increments = np.diff(np.r_[0.0, info])
+    z = np.cumsum(gen.normal(size=(n, info.size)) * np.sqrt(increments), axis=1) / np.sqrt(info)
+    crossed = float((np.abs(z) >= new.critical).any(axis=1).mean())
+    assert abs(crossed - 0.05) < 4 * math.sqrt(0.05 * 0.95 / n), crossed
+    # Read as t (a small sample), the same look needs more information to meet the target.
+    small = spending_boundaries(info, max_information=max_info, target_half_width=target, df=15)
+    assert math.isfinite(small.critical[4]) and small.spent[3] < 0.05
+    assert t_critical(small.critical[4], 15) / math.sqrt(info[4]) <= target
 
 
 def test_a_look_that_adds_no_information_spends_nothing() -> None:
@@ -411,7 +439,7 @@ def test_a_noisy_pool_variance_estimate_does_not_ask_for_the_whole_pool() -> Non
     stats = LookStatistics(
         estimate=np.array([2.5]), variance=np.array([26.9 + 6.0]), design=np.array([26.9]),
         population=np.array([6.0]), raters=np.array([0.0]), raters_df=math.nan, labels=np.array([137]),
-        tasks_drawn=np.array([137]), scope="this panel only",
+        tasks_drawn=np.array([137]), scope="this panel only", df=np.array([136.0]),
     )
 
     def future(n: float) -> float:
