@@ -79,7 +79,7 @@ rule existed keep it, as their stored parameters have no ``last_look``: a plan d
 after its first look)."""
 
 #: ``c* = margin · z_{1−α/2}``: the target is the half-width at information ``(c*/H)²``.
-DEFAULT_MARGIN = 1.3
+DEFAULT_MARGIN = 1.5
 _FACTOR = {"pass": 100.0, "score": 1.0}
 _UNITS = {"pass": "percentage points", "score": "judge scale points"}
 _NAN = float("nan")
