@@ -99,10 +99,8 @@ def srs_curve(sim: SimulatedPool, gen: np.random.Generator, max_tasks: int) -> p
     mean = np.cumsum(x) / n
     var = np.maximum(np.cumsum(x**2) - n * mean**2, 0) / np.maximum(n - 1, 1)
     # The report's floor (calibration.stats.rare_event_floor): as if 3 of the n tasks had
-    # disagreed by the mean disagreement seen (one verdict while none was).
-    seen = np.cumsum(x != 0)
-    size = np.where(seen > 0, np.cumsum(np.abs(x)) / np.maximum(seen, 1), 100.0)
-    var_mean = np.maximum(var / n, rare_event_variance(n, scale=1.0) * size**2)
+    # disagreed by one verdict (an answer's disagreement is one verdict or none).
+    var_mean = np.maximum(var / n, rare_event_variance(n))
     q = special.stdtrit(np.maximum(n - 1, 1), 0.975)
     half = q * np.sqrt(var_mean)
     return pd.DataFrame({"tasks": n, "labels": 2 * n, "estimate": mean, "half": half, "var": var_mean,

@@ -548,7 +548,8 @@ class ActiveFigures:
         families: Each family's residual as an :class:`Estimate`.
         gap: The self-preference gap (``None`` with one family or no judge family).
         looks: One row per look: ``look``, ``labels``, ``tasks``, ``estimate``, ``se``,
-            ``critical``, ``ci_low``, ``ci_high``, ``half_width``, ``tau``, ``reached`` (the
+            ``critical`` (the multiplier of ``se``), ``boundary`` (the plan's normal value it reads
+            as t), ``df``, ``ci_low``, ``ci_high``, ``half_width``, ``tau``, ``reached`` (the
             half-width met the target) of the figure the stopping rule watches (the gap, else the
             first family's residual).
         stopped_at: The first look whose interval met the target (1-based), else ``None``.

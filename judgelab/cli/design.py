@@ -172,8 +172,8 @@ def _print_status(status: ActiveStatus) -> None:
         state = "labelled" if row.complete else f"{row.labelled} of {row.new_labels} labelled"
         click.echo(f"  batch {row.batch}: {row.new_labels} answers drawn ({row.expected_labels:.0f} expected); {state}")
     if not status.looks.empty:
-        click.echo(status.looks.round({"estimate": 2, "se": 2, "critical": 3, "ci_low": 2, "ci_high": 2,
-                                       "half_width": 2, "tau": 3}).to_string(index=False))
+        click.echo(status.looks.round({"estimate": 2, "se": 2, "critical": 3, "boundary": 3, "df": 1, "ci_low": 2,
+                                       "ci_high": 2, "half_width": 2, "tau": 3}).to_string(index=False))
     click.echo(status.message)
     if math.isfinite(status.labels_needed) and status.labels_needed > 0:
         what = "still needed at the current rate" if status.figures is not None else "the plan expects in all"
