@@ -25,7 +25,8 @@ covered the true gap:
   stops marking the interval unreliable) and stopping at the first look whose t interval meets
   the target: what a team without a stopping rule does (the promise breaks);
 * **SRS, same rule**: the same sample, with the active design's repeated intervals
-  (:func:`calibration.active.repeated_intervals`) looked at every 10% of the fixed n;
+  (:func:`calibration.active.repeated_intervals`, read as t with the tasks less one) looked at
+  every 10% of the fixed n;
 * **stratified fixed n / peeking**: today's design (:func:`calibration.design.design_sample`,
   ``gap`` allocation, paired by task, judge-verdict strata, planned without a pilot), nested as it
   grows, read with its weights and strata;
@@ -322,7 +323,7 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
     step = max(1, round(0.1 * (n_fixed + 1)))
     for c in srs:
         looks = c.iloc[max(step, 15) - 1::step]
-        rci = repeated_intervals(looks["estimate"], looks["var"], target_half_width=target)
+        rci = repeated_intervals(looks["estimate"], looks["var"], target_half_width=target, df=looks["tasks"] - 1)
         ok = np.flatnonzero(rci.half_width <= target)
         finite = np.flatnonzero(np.isfinite(rci.critical))
         k = int(ok[0]) if ok.size else int(finite[-1])
