@@ -176,8 +176,9 @@ def planning_critical(level: float = 0.95) -> float:
     """The critical value a plan expects at the look that meets the target: ``z_{1−α/2}``.
 
     That look spends what the looks before it left, and with the default margin they leave
-    nearly all of it: in ``bench/active_economy.py`` the last look's plan value was 1.96-1.97 (a
-    little more once read as t on a small sample, which the batches after the plan then add).
+    nearly all of it: in ``bench/active_economy.py`` the last look's plan value was 1.96-1.97. Read
+    as t on a small sample it is a little more; the later batches are sized from the looks, so
+    they make up the difference.
 
     Examples:
         >>> round(planning_critical(), 3)
