@@ -93,6 +93,7 @@ from calibration.active._simulate import (
 )
 from calibration.active._spending import SPENDINGS, Boundaries, Spending, spend, spending_boundaries, t_critical
 from calibration.active._store import (
+    GAP_RANGE,
     ActiveBatch,
     ActiveData,
     ActiveState,
@@ -109,6 +110,7 @@ from calibration.active._store import (
 __all__ = [
     "DEFAULT_FLOOR",
     "DEFAULT_MARGIN",
+    "GAP_RANGE",
     "LLMBAR_REREADING",
     "SPENDINGS",
     "ActiveBatch",

@@ -111,9 +111,16 @@ def t_critical(critical: npt.ArrayLike, df: npt.ArrayLike | None) -> npt.NDArray
         return c.copy()
     d = np.broadcast_to(np.asarray(df, dtype=float), c.shape)
     usable = np.isfinite(d) & (d > 0)
-    with np.errstate(invalid="ignore"):
+    nu = np.where(usable, d, 1.0)
+    log_tail = special.log_ndtr(-np.where(np.isfinite(c), c, 0.0))
+    with np.errstate(invalid="ignore", over="ignore"):
         # From the lower tail: 1 − Φ(c) keeps its precision where Φ(c) rounds to 1.
-        t = -special.stdtrit(np.where(usable, d, 1.0), special.ndtr(-c))
+        t = -special.stdtrit(nu, np.exp(log_tail))
+        # An early look of an O'Brien-Fleming plan can spend less than the smallest double; there
+        # the t tail's power law, P(T > t) ≈ K ν^((ν−1)/2) t^(−ν), inverts in logs.
+        log_k = special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu * math.pi)
+        far = np.exp((log_k + (nu - 1) / 2 * np.log(nu) - log_tail) / nu)
+    t = np.where(np.isfinite(t) & (log_tail > -600), t, far)
     return np.asarray(np.where(usable & np.isfinite(c), t, c), dtype=float)
 
 
@@ -189,7 +196,8 @@ def spending_boundaries(
     def meets(c: float, k: int) -> bool:
         return math.isfinite(goal) and float(t_critical(c, dfs[k])) <= goal * math.sqrt(info[k])
 
-    critical[0] = _first(float(allowed[0]))
+    critical[0] = _first(float(allowed[0])) if allowed[0] > 0 or spending != "obf" else \
+        _first_obf(float(tau[0]), alpha)
     if meets(_first(alpha), 0):
         critical[0], allowed[:] = _first(alpha), alpha
     spent[0] = allowed[0] if math.isfinite(critical[0]) else 0.0
@@ -216,6 +224,19 @@ def spending_boundaries(
 def _first(increment: float) -> float:
     # From the lower tail: an early look spends so little (4e-56 at τ = 0.02) that 1 − α/2 rounds to 1.
     return float(-special.ndtri(increment / 2)) if increment > 0 else math.inf
+
+
+def _first_obf(tau: float, alpha: float) -> float:
+    """A first look's critical value where its O'Brien-Fleming spending underflows to 0.
+
+    Ten labels against a target that needs thousands (``τ`` = 0.003) spend ``4Φ(−38)``, below
+    the smallest double; in logs the look still gets its (very wide) interval, not "no interval".
+    """
+    if tau <= 0:
+        return math.inf
+    z = float(special.ndtri(1 - alpha / 4))
+    # Each side spends half of 4Φ(−z/√τ): the critical value is −Φ⁻¹(2Φ(−z/√τ)).
+    return float(-special.ndtri_exp(math.log(2.0) + special.log_ndtr(-z / math.sqrt(tau))))
 
 
 def _simpson(lo: float, hi: float, sd: float = math.inf) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:

@@ -59,6 +59,9 @@ __all__ = [
     "load_active",
 ]
 
+#: The widest a gap (or a residual) can be on pass verdicts: own minus other pass-rate residuals, pp.
+GAP_RANGE = 200.0
+
 ActiveState = Literal["labelling", "ready", "reached", "budget spent", "plan spent", "pool labelled"]
 """Where an active design stands: a batch is being labelled; the next batch may be drawn; the
 target is reached; the budget, the plan's error rate or the pool's answers are used up."""
@@ -645,7 +648,10 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
     needed = labels_still_needed(figures.statistics, capacity=math.inf, **common)
     needed_next = labels_still_needed(figures.statistics, capacity=max(capacity, 0), **common)
     what = "gap" if figures.gap is not None else f"{next(iter(figures.families))} residual"
-    now = f"the {what}'s interval is {gap.estimate:+.1f} ± {half:.1f} pp (look {int(gap.extra['look'])})"
+    # An early look of a plan that spends almost nothing there, read as t on a handful of labels,
+    # can be astronomically wide; no gap lies outside ±200 pp, so beyond that the width is words.
+    width = f"{half:.1f}" if half <= GAP_RANGE else f"more than {GAP_RANGE:g}"
+    now = f"the {what}'s interval is {gap.estimate:+.1f} ± {width} pp (look {int(gap.extra['look'])})"
     state: ActiveState
     if figures.stopped_at is not None:
         state = "reached"

@@ -146,6 +146,8 @@ def active_chart(status: ActiveStatus) -> alt.VConcatChart | None:
     Returns:
         Two stacked charts, or ``None`` before the first labelled batch.
     """
+    from calibration.active import GAP_RANGE
+
     looks = status.looks
     if looks.empty:
         return None
@@ -155,6 +157,10 @@ def active_chart(status: ActiveStatus) -> alt.VConcatChart | None:
         status=["met the target" if r else "wider than the target" for r in looks["reached"]],
     )
     frame = frame[frame["half_width"].map(math.isfinite)]
+    # The first looks of a plan that spends almost nothing early can be astronomically wide; the
+    # chart shows them up to the widest a gap can be, so the later looks stay readable.
+    frame = frame.assign(ci_low=frame["ci_low"].clip(lower=-GAP_RANGE), ci_high=frame["ci_high"].clip(upper=GAP_RANGE),
+                         half_width=frame["half_width"].clip(upper=GAP_RANGE))
     colours = alt.Scale(domain=["met the target", "wider than the target"], range=["#2a9d55", "#c0392b"])
     x = alt.X("labels:Q", title="labels collected", scale=alt.Scale(zero=True))
     base = alt.Chart(frame).encode(x=x)

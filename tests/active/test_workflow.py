@@ -17,6 +17,7 @@ from calibration.active import active_status, apply_active_batch, draw_active_ba
 from calibration.calibrate import calibrate
 from calibration.judges import FakeJudge
 from calibration.probes import run_probes
+from judgelab.admin import active_chart
 from judgelab.cli import main
 from labeler.errors import InputError
 from labeler.store import JudgementRecord, Store
@@ -217,6 +218,15 @@ def test_a_small_first_batch_is_a_first_look_not_a_spent_plan(store: Store, trut
     tau, critical = float(status.looks["tau"].iloc[-1]), float(status.looks["critical"].iloc[-1])
     assert tau < 0.07 and math.isfinite(critical) and critical > 5
     assert "Draw the next batch" in status.message
+    # With the default margin this look spends ~1e-315 (below the smallest double; its critical
+    # value was then infinite); read as t on a handful of labels it is astronomically wide, so
+    # the message and the Overview chart show it up to the widest a gap can be.
+    assert "± more than 200 pp" in status.message, status.message
+    chart = active_chart(status)
+    assert chart is not None
+    shown = chart.to_dict()["datasets"]
+    values = [v for rows in shown.values() for row in rows for k, v in row.items() if k in ("ci_low", "ci_high")]
+    assert values and max(abs(v) for v in values) <= 200
     nxt = draw_active_batch(store, seed=3)
     assert nxt.n_new > 0
 
