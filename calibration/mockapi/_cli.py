@@ -92,15 +92,17 @@ def mock_api_command(
         min_cache_tokens=min_cache_tokens, rate_limit=RateLimit(rpm=rpm, tpm=tpm, burst_s=burst_seconds),
     )
     with mock:
-        limits = "".join(
-            f"; {name} {value:g}/min" for name, value in (("requests", rpm), ("tokens", tpm)) if value
-        )
-        click.echo(f"Mock Anthropic API on {mock.base_url} ({judge!r}; fault rate {fault_rate:g}{limits})")
-        click.echo(f"  export ANTHROPIC_BASE_URL={mock.base_url} ANTHROPIC_API_KEY=mock")
         # `kill` (SIGTERM) stops it as Ctrl+C does, counters printed: a server started with `&` in a
-        # script ignores SIGINT, and a service manager stops with SIGTERM.
+        # script ignores SIGINT, and a service manager stops with SIGTERM. Before the address is
+        # printed: a script that kills it as soon as it reads the address (the test does) would
+        # otherwise, on a loaded machine, end it before the handler was there (exit -15, no counters).
         signal.signal(signal.SIGTERM, _interrupt)
         try:
+            limits = "".join(
+                f"; {name} {value:g}/min" for name, value in (("requests", rpm), ("tokens", tpm)) if value
+            )
+            click.echo(f"Mock Anthropic API on {mock.base_url} ({judge!r}; fault rate {fault_rate:g}{limits})")
+            click.echo(f"  export ANTHROPIC_BASE_URL={mock.base_url} ANTHROPIC_API_KEY=mock")
             if duration > 0:
                 time.sleep(duration)
             else:
