@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,9 +22,10 @@ from calibration.active._estimate import (
     LastLook,
     LookStatistics,
     estimand_coefficients,
+    repeated_intervals,
 )
 from calibration.active._model import HumanPrediction, predict_humans, sampling_probabilities, task_uncertainty
-from calibration.active._spending import Spending, spending_boundaries, t_critical
+from calibration.active._spending import Spending
 
 __all__ = [
     "DEFAULT_FLOOR",
@@ -391,15 +393,10 @@ def labels_still_needed(
     Returns:
         0 when the last look met the target; ``inf`` when ``capacity`` labels would not.
     """
-    z = float(special.ndtri(0.5 + level / 2))
-    max_info = (margin * z / target_half_width) ** 2
-    info = 1.0 / np.maximum(stats.variance, 1e-300)
-    goal_h = target_half_width if last_look == "target" else None
-    now_df = stats.df if last_look == "target" else None
-    now = spending_boundaries(info, max_information=max_info, alpha=1 - level, spending=spending,
-                              target_half_width=goal_h, df=now_df)
-    if t_critical(now.critical[-1], None if now_df is None else now_df[-1]) * math.sqrt(stats.variance[-1]) \
-            <= target_half_width:
+    plan: dict[str, Any] = {"target_half_width": target_half_width, "level": level, "spending": spending,
+                            "margin": margin, "last_look": last_look}
+    zeros = np.zeros(stats.variance.size + 1)
+    if repeated_intervals(zeros[1:], stats.variance, df=stats.df, **plan).half_width[-1] <= target_half_width:
         return 0.0
     labels = float(max(stats.labels[-1], 1))
     rate = float(stats.design[-1]) * labels
@@ -413,10 +410,8 @@ def labels_still_needed(
             var = rate / (labels + extra) + fixed
         else:
             var = (past + extra**2 * next_variance(extra)) / (weight_total + extra) ** 2 + fixed
-        df = None if now_df is None else np.r_[now_df, max(df_per_label * (labels + extra), 1.0)]
-        nxt = spending_boundaries(np.r_[info, 1.0 / var], max_information=max_info, alpha=1 - level,
-                                  spending=spending, target_half_width=goal_h, df=df)
-        return float(t_critical(nxt.critical[-1], None if df is None else df[-1]) * math.sqrt(var))
+        df = np.r_[stats.df, max(df_per_label * (labels + extra), 1.0)]
+        return float(repeated_intervals(zeros, np.r_[stats.variance, var], df=df, **plan).half_width[-1])
 
     goal = aim * target_half_width
     most = capacity if math.isfinite(capacity) else 100 * labels

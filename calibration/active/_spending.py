@@ -124,6 +124,13 @@ def t_critical(critical: npt.ArrayLike, df: npt.ArrayLike | None) -> npt.NDArray
     return np.asarray(np.where(usable & np.isfinite(c), t, c), dtype=float)
 
 
+def _normal_for(t: float, df: float) -> float:
+    """The normal critical value that :func:`t_critical` reads as ``t`` with ``df`` (its inverse)."""
+    if not (math.isfinite(df) and df > 0):
+        return t
+    return float(-special.ndtri(special.stdtr(df, -t)))
+
+
 @dataclass(frozen=True)
 class Boundaries:
     """Critical values of the looks of a sequential plan.
@@ -208,13 +215,16 @@ def spending_boundaries(
         if info[k] <= last * (1 + _MIN_GROWTH) or spent[k - 1] >= alpha:
             continue
         sd = math.sqrt(info[k] - last)
+        rest = alpha - float(spent[k - 1])
+        # The look that can meet the target by spending the rest ends the plan (it depends on the
+        # information only, as every spending decision must). The rest's critical value is at
+        # most the largest that meets the target exactly when the paths beyond that one carry at
+        # most the rest: one exit probability, not a second root search, on each look.
+        if allowed[k] < alpha and math.isfinite(goal):
+            widest = float(_normal_for(goal * math.sqrt(info[k]), dfs[k]))
+            if _exit(grid, density, sd, widest * math.sqrt(info[k])) <= rest:
+                allowed[k:] = alpha
         critical[k] = _next_critical(grid, density, sd, info[k], float(allowed[k] - spent[k - 1]))
-        if allowed[k] < alpha:
-            # The look that can meet the target by spending the rest ends the plan (it depends
-            # on the information only, as every spending decision must).
-            rest = _next_critical(grid, density, sd, info[k], alpha - spent[k - 1])
-            if meets(rest, k):
-                critical[k], allowed[k:] = rest, alpha
         spent[k] = allowed[k] if math.isfinite(critical[k]) else spent[k - 1]
         grid, density = _propagate(grid, density, sd, info[k], critical[k])
         last = float(info[k])
