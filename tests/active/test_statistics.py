@@ -86,6 +86,19 @@ def test_the_look_that_can_meet_the_target_spends_the_rest_and_the_looks_still_c
     assert t_critical(small.critical[4], 15) / math.sqrt(info[4]) <= target
 
 
+def test_t_critical_is_scipys_t_quantile_of_the_normal_tail_and_stays_finite_beyond_doubles() -> None:
+    from scipy import stats
+
+    c = np.array([1.96, 2.5, 4.88, 15.8])
+    for df in (3.0, 9.0, 40.0, 400.0):
+        want = stats.t.isf(stats.norm.sf(c), df)
+        assert np.allclose(t_critical(c, df), want, rtol=1e-9)
+    # A tail below the smallest double (an O'Brien-Fleming look at tau = 0.003) is huge but finite
+    # and grows with the critical value, never -inf (which once read as "target reached").
+    far = t_critical(np.array([30.0, 34.0, 36.0, 38.0]), 9.0)
+    assert np.isfinite(far).all() and (np.diff(far) > 0).all() and far[0] > 1e20
+
+
 def test_a_look_that_adds_no_information_spends_nothing() -> None:
     b = spending_boundaries([0.5, 0.5, 0.8], max_information=1.0)
     assert math.isinf(b.critical[1])
