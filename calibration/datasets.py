@@ -39,7 +39,7 @@ __all__ = [
 SAMPLE = "sample"
 """The ``--dataset`` value naming the bundled pairs."""
 
-DATASET_SUFFIXES = (".csv", ".jsonl")
+DATASET_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
 
 PROBE_RUBRIC = Rubric(
     rubric_id="judgelab-probe",
@@ -105,7 +105,7 @@ def load_pairs(dataset: str | Path) -> list[Pair]:
             raise InputError(
                 f"unsupported dataset type {path.suffix or '(none)'!r}",
                 file=str(path),
-                fix="use 'sample', or a .csv or .jsonl file with columns prompt, answer_a, "
+                fix="use 'sample', or a .csv, .jsonl, .json (array) or .parquet file with columns prompt, answer_a, "
                 "answer_b (optional id, gold).",
             )
     return parse_pairs(read_rows(path))

@@ -1,6 +1,7 @@
 """Reading tabular files into rows, and typed field access with errors that point at a cell.
 
-CSV, JSON lines and Parquet all become :class:`Rows`: the columns in file order and one dict per
+CSV, JSON lines, JSON arrays (``.json``: one array of objects, as Label Studio and AlpacaEval
+export) and Parquet all become :class:`Rows`: the columns in file order and one dict per
 data row. Everything a user can get wrong in a file is an :class:`~labeler.errors.InputError`
 naming the file, the row (1-based, header not counted), the column and the fix.
 
@@ -31,7 +32,7 @@ from typing import Any
 
 from labeler.errors import InputError
 
-TABLE_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".parquet")
+TABLE_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".json", ".parquet")
 
 #: Longest value accepted in one field. Longer is almost always a broken export.
 MAX_FIELD_CHARS = 100_000
@@ -103,7 +104,7 @@ def decode(path: Path, data: bytes) -> str:
 
 
 def read_rows(path: str | Path) -> Rows:
-    """Read a CSV, JSONL or Parquet file into rows, with clear errors for broken files.
+    """Read a CSV, JSONL, JSON-array or Parquet file into rows, with clear errors for broken files.
 
     A table with no rows (a header only, an empty JSON-lines file, a Parquet file of no rows) is
     read as no rows: that is what an export of an empty kind writes.
@@ -117,7 +118,7 @@ def read_rows(path: str | Path) -> Rows:
         raise InputError(
             f"unsupported file type {suffix or '(none)'!r}",
             file=name,
-            fix="use .csv, .jsonl or .parquet.",
+            fix="use .csv, .jsonl, .json (an array of objects) or .parquet.",
         )
     data = path.read_bytes()
     if not data.strip():
@@ -132,6 +133,8 @@ def read_rows(path: str | Path) -> Rows:
         columns, rows = _read_csv(path, data, quoted)
     elif suffix in (".jsonl", ".ndjson"):
         columns, rows = _read_jsonl(path, data)
+    elif suffix == ".json":
+        columns, rows = _read_json_array(path, data)
     else:
         columns, rows = _read_parquet(path)
     return Rows(name, tuple(columns), rows, suffix == ".csv", frozenset(quoted))
@@ -200,6 +203,36 @@ def _read_jsonl(path: Path, data: bytes) -> tuple[list[str], list[dict[str, Any]
             raise InputError(
                 f"is a JSON {type(obj).__name__}, not an object",
                 file=name, row=row_no, fix="each line must be one JSON object {...}.",
+            )
+        for key in obj:
+            seen.setdefault(str(key))
+        rows.append({str(k): v for k, v in obj.items()})
+    return list(seen), rows
+
+
+def _read_json_array(path: Path, data: bytes) -> tuple[list[str], list[dict[str, Any]]]:
+    """Columns and rows of a ``.json`` file holding one array of objects (row N is element N)."""
+    name = str(path)
+    text = decode(path, data)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"is not valid JSON: {exc.msg} at line {exc.lineno}, character {exc.colno}",
+            file=name, fix="check that the export finished; a .json file must be one JSON array of objects.",
+        ) from None
+    if not isinstance(doc, list):
+        raise InputError(
+            f"is a JSON {type(doc).__name__}, not an array of objects", file=name,
+            fix="a .json table is one array [{...}, {...}]; save one object per line as .jsonl instead.",
+        )
+    seen: dict[str, None] = {}
+    rows: list[dict[str, Any]] = []
+    for row_no, obj in enumerate(doc, start=1):
+        if not isinstance(obj, dict):
+            raise InputError(
+                f"is a JSON {type(obj).__name__}, not an object", file=name, row=row_no,
+                fix="each element of the array must be one JSON object {...}.",
             )
         for key in obj:
             seen.setdefault(str(key))

@@ -13,7 +13,7 @@ existing id is a :class:`~labeler.errors.ConflictError`.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -321,9 +321,11 @@ def parse_pairs(rows: Rows) -> list[Pair]:
 _PAIR_LABEL_MARKS = ("answer_a", "preference")
 
 
-def _checked_rows(kind: DataKind, path: str | Path, ignore: set[str]) -> tuple[DataKind, Rows]:
+def _checked_rows(
+    kind: DataKind, path: str | Path, ignore: set[str], reader: Callable[[str | Path], Rows] = read_rows
+) -> tuple[DataKind, Rows]:
     """The file's rows with ``ignore`` left out, after refusing any column ``kind`` does not know."""
-    rows = read_rows(path)
+    rows = reader(path)
     absent = sorted(ignore - set(rows.columns))
     if absent:
         raise InputError(
@@ -347,7 +349,8 @@ def _checked_rows(kind: DataKind, path: str | Path, ignore: set[str]) -> tuple[D
 
 
 def import_file(
-    store: Store, kind: ImportKind, path: str | Path, *, ignore_columns: Collection[str] = ()
+    store: Store, kind: ImportKind, path: str | Path, *, ignore_columns: Collection[str] = (),
+    reader: Callable[[str | Path], Rows] = read_rows,
 ) -> ImportSummary:
     """Validate ``path`` as ``kind`` and import it all-or-nothing.
 
@@ -357,6 +360,9 @@ def import_file(
         path: The file.
         ignore_columns: Columns (rubric: keys) of the file to leave out; any other column the
             kind's schema does not know is an error.
+        reader: What turns the file into rows (default :func:`read_rows`; an adapter of
+            :mod:`labeler.adapters` converts another tool's export instead). Not for rubrics
+            and designs.
 
     Raises:
         InputError: An unknown kind, or anything in the file that cannot be imported as it is.
@@ -370,7 +376,7 @@ def import_file(
         return store.add_rubric(parse_rubric(path, ignore=ignore), source_file=name)
     if kind == "designs":
         return store.add_imported_designs(parse_designs(path, ignore=ignore), source_file=name)
-    kind, rows = _checked_rows(kind, path, ignore)
+    kind, rows = _checked_rows(kind, path, ignore, reader)
     if not rows.rows:
         return ImportSummary(added={}, unchanged={})  # an export of an empty kind: nothing to import
     if kind == "answers":

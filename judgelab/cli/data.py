@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from judgelab.cli._util import db_option, new_db_option
+from labeler.adapters import ADAPTERS, import_from, parse_map
 from labeler.errors import InputError
 from labeler.exports import EXPORT_FORMATS, designs_json, export_table, rubric_toml, table_bytes
 from labeler.importers import IMPORT_KINDS, import_file
@@ -32,17 +33,31 @@ def init(db: str | None) -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--ignore-columns", default="", metavar="A,B",
               help="Columns of the file to leave out (e.g. from another tool); any other unknown column is an error.")
+@click.option("--from", "tool", type=click.Choice(sorted(ADAPTERS)), default=None,
+              help="Read the file as this tool exports it: "
+              + "; ".join(f"{a.name}: {a.reads}" for a in ADAPTERS.values()) + ".")
+@click.option("--map", "maps", multiple=True, metavar="COLUMN=FIELD",
+              help="Read judgelab's COLUMN from the file's FIELD (a dotted path reaches into JSON); repeatable.")
 @new_db_option
-def import_(kind: str, file: str, ignore_columns: str, db: str | None) -> None:
+def import_(kind: str, file: str, ignore_columns: str, tool: str | None, maps: tuple[str, ...],
+            db: str | None) -> None:
     """Import a rubric (TOML), answers, pairs, labels, pair_labels, audits, judgements, verdicts or designs (JSON).
 
-    Tables are CSV, JSONL or Parquet with the columns of the README's file schemas.
-    All-or-nothing: the first problem names the file, row and column, and nothing
-    is written. Importing the same file twice changes nothing.
+    Tables are CSV, JSONL, JSON arrays (.json) or Parquet with the columns of the
+    README's file schemas, or another tool's export with --from TOOL, or any table
+    with --map. All-or-nothing: the first problem names the file, row and column,
+    and nothing is written. Importing the same file twice changes nothing.
     """
     ignore = [c for c in ignore_columns.split(",") if c.strip()]
-    summary = import_file(Store(db), kind, file, ignore_columns=ignore)  # type: ignore[arg-type]  # a Choice
-    click.echo(f"{file}: {summary}")
+    if tool is None and not maps:
+        summary = import_file(Store(db), kind, file, ignore_columns=ignore)  # type: ignore[arg-type]  # a Choice
+        click.echo(f"{file}: {summary}")
+        return
+    done = import_from(Store(db), kind, file, tool=tool, column_map=parse_map(maps),  # type: ignore[arg-type]
+                       ignore_columns=ignore)
+    click.echo(f"{file}: {done.summary}")
+    for line in done.dropped:
+        click.echo(f"  left out: {line}")
 
 
 @click.command()
