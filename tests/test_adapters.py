@@ -1,0 +1,272 @@
+"""Other tools' files in: .json arrays, --map, and the --from adapters on real (sliced) exports.
+
+The slices in tests/data/alpaca_eval and tests/data/mt_bench are the tools' own files (see
+their NOTICE). Every adapter is run as a user types it (`judgelab import KIND FILE --from TOOL`)
+and has a bad-file test: one clear error naming the file, row, column and fix, nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from judgelab.cli import main
+from labeler.adapters import ADAPTERS, apply_map, import_from, parse_map
+from labeler.errors import InputError
+from labeler.exports import export_table
+from labeler.importers import import_file, read_rows
+from labeler.store import Store
+
+DATA = Path(__file__).parent / "data"
+AE = DATA / "alpaca_eval"
+AE_GPT4 = AE / "alpaca-7b.alpaca_eval_gpt4.annotations.json"
+AE_WEIGHTED = AE / "FuseChat-Llama-3.2-1B-Instruct.weighted_alpaca_eval_gpt4_turbo.annotations.json"
+MTB = DATA / "mt_bench"
+
+
+def run(*args: str, ok: bool = True) -> str:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert (result.exit_code == 0) is ok, result.output
+    return result.output
+
+
+def n_rows(store: Store, kind: str) -> int:
+    return len(export_table(store, kind))  # type: ignore[arg-type]
+
+
+# -- .json arrays and --map ----------------------------------------------------------------------
+
+ANSWERS = [
+    {"task_id": "t1", "prompt": "How do I reset my password?", "answer_id": "t1-a", "family": "f1",
+     "model": "m1", "text": "Use the reset link."},
+    {"task_id": "t1", "prompt": "How do I reset my password?", "answer_id": "t1-b", "family": "f2",
+     "model": "m2", "text": "Click Forgot password."},
+]
+
+
+def test_a_json_array_imports_like_json_lines(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(json.dumps(ANSWERS, indent=2))
+    (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(r) for r in ANSWERS) + "\n")
+    one, two = Store(tmp_path / "one.duckdb"), Store(tmp_path / "two.duckdb")
+    import_file(one, "answers", tmp_path / "a.json")
+    import_file(two, "answers", tmp_path / "a.jsonl")
+    assert export_table(one, "answers").equals(export_table(two, "answers"))
+    assert len(export_table(one, "answers")) == 2
+    (tmp_path / "empty.json").write_text("[]")
+    assert read_rows(tmp_path / "empty.json").rows == []
+
+
+@pytest.mark.parametrize(("text", "row", "problem"), [
+    ('{"task_id": "t1"}', None, "is a JSON dict, not an array of objects"),
+    ('[{"task_id": "t1"}, 3]', 2, "is a JSON int, not an object"),
+    ('[{"task_id": "t1"},', None, "is not valid JSON"),
+])
+def test_a_bad_json_array_names_the_element(tmp_path: Path, text: str, row: int | None, problem: str) -> None:
+    (tmp_path / "bad.json").write_text(text)
+    with pytest.raises(InputError) as info:
+        read_rows(tmp_path / "bad.json")
+    assert info.value.row == row and problem in info.value.problem and info.value.fix
+
+
+def test_a_probe_dataset_may_be_a_json_array(tmp_path: Path) -> None:
+    from calibration.datasets import load_pairs
+
+    (tmp_path / "pairs.json").write_text(json.dumps([{"prompt": "p", "answer_a": "x", "answer_b": "y"}]))
+    assert [p.pair_id for p in load_pairs(tmp_path / "pairs.json")] == ["row1"]
+
+
+def test_map_renames_fields_and_reaches_into_json_objects(tmp_path: Path) -> None:
+    records = [{"id": r["answer_id"], "data": {"q": r["prompt"], "task": r["task_id"]}, "family": r["family"],
+                "generator": r["model"], "response": r["text"]} for r in ANSWERS]
+    (tmp_path / "hf.jsonl").write_text("\n".join(json.dumps(r) for r in records))
+    db = str(tmp_path / "p.duckdb")
+    out = run("import", "answers", str(tmp_path / "hf.jsonl"), "--map", "answer_id=id", "--map", "prompt=data.q",
+              "--map", "task_id=data.task", "--map", "model=generator", "--map", "text=response", "--db", db)
+    assert "2 answers added" in out
+    got = export_table(Store(db), "answers")
+    assert got[["task_id", "prompt", "answer_id", "model", "text"]].to_dict("records") == [
+        {k: r[k] for k in ("task_id", "prompt", "answer_id", "model", "text")} for r in ANSWERS]
+
+
+def test_map_errors_name_the_problem(tmp_path: Path) -> None:
+    rows = read_rows(_write(tmp_path / "x.json", [{"a": 1, "prompt": "p"}]))
+    with pytest.raises(InputError, match=r"no row has; the file has \['a', 'prompt'\]"):
+        apply_map(rows, {"text": "nope"})
+    with pytest.raises(InputError, match="which the file already has"):
+        apply_map(rows, {"prompt": "a"})
+    with pytest.raises(InputError, match="is not judgelab_column=their_field"):
+        parse_map(["prompt"])
+    with pytest.raises(InputError, match="twice"):
+        parse_map(["prompt=a", "prompt=b"])
+    # An unmapped field the schema does not know is still refused, naming --ignore-columns.
+    out = run("import", "answers", str(tmp_path / "x.json"), "--map", "text=a", "--db",
+              str(tmp_path / "p.duckdb"), ok=False)
+    assert "missing required column(s)" in out or "unknown column" in out
+
+
+def _write(path: Path, records: list[dict]) -> Path:
+    path.write_text(json.dumps(records))
+    return path
+
+
+def test_import_help_lists_every_adapter() -> None:
+    out = run("import", "--help")
+    assert "--from" in out and "--map" in out
+    for name in ADAPTERS:
+        assert name in out
+
+
+# -- AlpacaEval ----------------------------------------------------------------------------------
+
+
+def alpaca_eval_win_rate(path: Path) -> tuple[float, float, int, int, int]:
+    """AlpacaEval's get_winrate, written out: mean of preference - 1 with 0 (a draw) as 1.5."""
+    prefs = pd.Series([e["preference"] for e in json.loads(path.read_text())], dtype=float).replace({0.0: 1.5}) - 1
+    return (prefs.mean() * 100, prefs.sem() * 100, int((prefs > 0.5).sum()), int((prefs < 0.5).sum()),
+            int((prefs == 0.5).sum()))
+
+
+@pytest.mark.parametrize(("path", "baseline", "model", "judge"), [
+    (AE_GPT4, "text_davinci_003", "alpaca-7b", "alpaca_eval_gpt4"),
+    (AE_WEIGHTED, "gpt4_1106_preview", "FuseChat-Llama-3.2-1B-Instruct", "weighted_alpaca_eval_gpt4_turbo"),
+])
+def test_alpaca_eval_annotations_give_alpaca_eval_win_rate(
+    tmp_path: Path, path: Path, baseline: str, model: str, judge: str
+) -> None:
+    db = str(tmp_path / "ae.duckdb")
+    n = len(json.loads(path.read_text()))
+    out = run("import", "answers", str(path), "--from", "alpaca-eval", "--db", db)
+    assert f"{2 * n} answers added" in out and "left out: the model families" in out
+    out = run("import", "judgements", str(path), "--from", "alpaca-eval", "--db", db)
+    assert f"{n} judgements added" in out and "left out: which output the judge saw first" in out
+    assert "already present" in run("import", "judgements", str(path), "--from", "alpaca-eval", "--db", db)
+    [row] = json.loads(run("winrate", "--baseline", baseline, "--json", "--db", db))
+    assert (row["model"], row["opponent"], row["judge_model"]) == (model, baseline, judge)
+    rate, sem, wins, losses, draws = alpaca_eval_win_rate(path)
+    got = row["win_rate"]
+    assert got["estimate"] == pytest.approx(rate, rel=1e-12) and got["n"] == n
+    assert got["extra"]["standard_error"] == pytest.approx(sem, rel=1e-12)
+    assert (got["extra"]["n_wins"], got["extra"]["n_losses"], got["extra"]["n_draws"]) == (wins, losses, draws)
+    assert got["ci_low"] < rate < got["ci_high"] and got["units"] == "percent"
+
+
+def test_alpaca_eval_pairs_keep_both_outputs(store: Store) -> None:
+    done = import_from(store, "pairs", AE_GPT4, tool="alpaca-eval")
+    pairs = export_table(store, "pairs").set_index("prompt")
+    records = json.loads(AE_GPT4.read_text())
+    assert len(pairs) == len(records) == 41 and done.dropped
+    for rec in records:
+        assert pairs.loc[rec["instruction"], ["answer_a", "answer_b"]].tolist() == [rec["output_1"], rec["output_2"]]
+
+
+def test_a_bad_alpaca_eval_file_is_refused_whole(store: Store, tmp_path: Path) -> None:
+    records = json.loads(AE_GPT4.read_text())[:5]
+    import_from(store, "answers", _write(tmp_path / "ok.json", records), tool="alpaca-eval")
+    records[3]["preference"] = 3
+    with pytest.raises(InputError) as info:
+        import_from(store, "judgements", _write(tmp_path / "bad.json", records), tool="alpaca-eval")
+    assert (info.value.row, info.value.column) == (4, "preference") and "1 (output_1 better)" in str(info.value.fix)
+    assert n_rows(store, "judgements") == 0
+    records[3]["preference"] = 2
+    del records[1]["output_2"]
+    with pytest.raises(InputError) as info:
+        import_from(store, "answers", _write(tmp_path / "bad.json", records), tool="alpaca-eval")
+    assert (info.value.row, info.value.column, info.value.problem) == (2, "output_2", "is empty")
+    for rec in records:
+        rec.pop("output_2", None)
+    with pytest.raises(InputError, match=r"is not AlpacaEval annotations.*\['output_2'\]"):
+        import_from(store, "judgements", _write(tmp_path / "bad.json", records), tool="alpaca-eval")
+    with pytest.raises(InputError, match="not verdicts"):
+        import_from(store, "verdicts", AE_GPT4, tool="alpaca-eval")
+
+
+# -- MT-Bench -------------------------------------------------------------------------------------
+
+
+def test_mt_bench_answers_and_single_judgements(tmp_path: Path) -> None:
+    db = str(tmp_path / "mtb.duckdb")
+    out = run("import", "answers", str(MTB / "model_answer" / "granite-7b-lab.jsonl"), "--from", "mt-bench",
+              "--db", db)
+    assert "10 tasks added, 10 answers added" in out
+    out = run("import", "judgements", str(MTB / "model_judgment" / "gpt-4_single.jsonl"), "--from", "mt-bench",
+              "--db", db)
+    assert "10 judgements added" in out and "rating × 10" in out
+    got = export_table(Store(db), "judgements").set_index("answer_id")
+    records = [json.loads(line) for line in (MTB / "model_judgment" / "gpt-4_single.jsonl").read_text().splitlines()]
+    for rec in records:
+        row = got.loc[f"mtb-{rec['question_id']}-t{rec['turn']}:granite-7b-lab"]
+        assert row["judge_model"] == "gpt-4" and row["format"] == "numeric100" and row["raw"] == rec["judgment"]
+        if rec["score"] == -1:
+            assert pd.isna(row["score"]) and "no [[rating]]" in row["parse_error"]
+        else:
+            assert row["score"] == 10 * rec["score"] and json.loads(row["meta"])["mt_bench_score"] == rec["score"]
+    answers = export_table(Store(db), "answers").set_index("answer_id")
+    turn2 = answers.loc["mtb-89-t2:granite-7b-lab"]
+    assert "[User, turn 2]" in turn2["prompt"] and "[Assistant, turn 1]" in turn2["text"]
+
+
+def _pair_record(qid: int, g1: str, g2: str) -> dict:
+    # The shape of FastChat common.py play_a_match_pair's result for a pairwise judge.
+    return {"question_id": qid, "model_1": "granite-7b-lab", "model_2": "other", "g1_winner": g1, "g2_winner": g2,
+            "judge": ["gpt-4", "pair-v2"], "g1_user_prompt": "...", "g1_judgment": f"[[{g1}]]",
+            "g2_user_prompt": "...", "g2_judgment": f"[[{g2}]]", "turn": 1, "tstamp": 1.0}
+
+
+def test_mt_bench_pair_judgements_keep_both_orders_and_ties(tmp_path: Path) -> None:
+    layout = tmp_path / "mt_bench"
+    shutil.copytree(MTB, layout)
+    other = [json.loads(line) for line in (MTB / "model_answer" / "granite-7b-lab.jsonl").read_text().splitlines()]
+    (layout / "model_answer" / "other.jsonl").write_text("\n".join(json.dumps(r) for r in other[:2]) + "\n")
+    qids = [r["question_id"] for r in other[:2]]
+    pair = layout / "model_judgment" / "gpt-4_pair.jsonl"
+    pair.write_text("\n".join(json.dumps(r) for r in (_pair_record(qids[0], "model_1", "tie"),
+                                                      _pair_record(qids[1], "model_2", "error"))) + "\n")
+    store = Store(tmp_path / "p.duckdb")
+    for model in ("granite-7b-lab", "other"):
+        import_from(store, "answers", layout / "model_answer" / f"{model}.jsonl", tool="mt-bench")
+    import_from(store, "judgements", pair, tool="mt-bench")
+    got = export_table(store, "judgements")
+    got = got.sort_values(["answer_id", "order"]).reset_index(drop=True)
+    assert got["order"].tolist() == ["AB", "BA", "AB", "BA"]
+    assert got["score"].fillna(9).tolist() == [1.0, 0.0, -1.0, 9]
+    assert "no [[A]], [[B]] or [[C]]" in got["parse_error"].iloc[3]
+    assert got["answer_id"].str.endswith(":granite-7b-lab").all() and got["answer_b_id"].str.endswith(":other").all()
+    [row] = json.loads(run("winrate", "--json", "--db", str(tmp_path / "p.duckdb")))
+    # Question 1: a win and a tie, swap-averaged to 0.75; question 2: a loss (the unparsed game left out).
+    assert row["win_rate"]["estimate"] == pytest.approx(37.5) and row["unparsed"] == 1 and row["win_rate"]["n"] == 2
+
+
+def test_a_bad_mt_bench_file_is_refused_whole(tmp_path: Path) -> None:
+    store = Store(tmp_path / "p.duckdb")
+    import_from(store, "answers", MTB / "model_answer" / "granite-7b-lab.jsonl", tool="mt-bench")
+    lines = (MTB / "model_judgment" / "gpt-4_single.jsonl").read_text().splitlines()
+    bad = json.loads(lines[4])
+    bad["score"] = 42
+    path = tmp_path / "gpt-4_single.jsonl"
+    path.write_text("\n".join([*lines[:4], json.dumps(bad), *lines[5:]]) + "\n")
+    with pytest.raises(InputError) as info:
+        import_from(store, "judgements", path, tool="mt-bench")
+    assert (info.value.row, info.value.column) == (5, "score") and "-1" in str(info.value.fix)
+    pair = tmp_path / "gpt-4_pair.jsonl"
+    pair.write_text(json.dumps(_pair_record(89, "model_3", "tie")) + "\n")
+    with pytest.raises(InputError) as info:
+        import_from(store, "judgements", pair, tool="mt-bench")
+    assert (info.value.row, info.value.column) == (1, "g1_winner")
+    lone = tmp_path / "lone" / "granite-7b-lab.jsonl"
+    lone.parent.mkdir()
+    shutil.copy(MTB / "model_answer" / "granite-7b-lab.jsonl", lone)
+    with pytest.raises(InputError, match=r"no question\.jsonl"):
+        import_from(store, "answers", lone, tool="mt-bench")
+    assert n_rows(store, "judgements") == 0
+
+
+def test_the_slices_are_small_and_licensed() -> None:
+    for folder in (AE, MTB):
+        files = [p for p in folder.rglob("*") if p.is_file()]
+        assert sum(p.stat().st_size for p in files) < 150_000
+        assert "Apache-2.0" in (folder / "NOTICE").read_text()
