@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from judgelab.cli._util import db_option, new_db_option
-from labeler.adapters import ADAPTERS, import_from, parse_map
+from labeler.adapters import ADAPTERS, EXPORT_TOOLS, export_to, import_from, parse_map
 from labeler.errors import InputError
 from labeler.exports import EXPORT_FORMATS, designs_json, export_table, rubric_toml, table_bytes
 from labeler.importers import IMPORT_KINDS, import_file
@@ -65,12 +65,22 @@ def import_(kind: str, file: str, ignore_columns: str, tool: str | None, maps: t
 @click.option("--format", "fmt", type=click.Choice([*EXPORT_FORMATS, "toml", "json"]), default=None,
               help="Output format [default: from the --out suffix].")
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="File to write.")
+@click.option("--to", "tool", type=click.Choice(EXPORT_TOOLS), default=None,
+              help="Write what this tool imports: hf (dataset-style JSONL/JSON/Parquet rows with the answer's id, "
+              "prompt and response) or label-studio (JSON tasks: labels as annotations, judgements as predictions); "
+              "`judgelab import K FILE --from TOOL` reads it back.")
 @db_option
-def export(kind: str, fmt: str | None, out: str, db: str | None) -> None:
+def export(kind: str, fmt: str | None, out: str, tool: str | None, db: str | None) -> None:
     """Export one kind in the file schema ``judgelab import`` reads (the rubric as TOML, the designs as JSON)."""
     path = Path(out)
     fmt = fmt or path.suffix.lower().lstrip(".")
     store = Store(db)
+    if tool is not None:
+        data, n = export_to(store, kind, tool, fmt)  # type: ignore[arg-type]  # a Choice
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        click.echo(f"wrote {n} {'tasks' if tool == 'label-studio' else f'{kind} rows'} for {tool} to {out}")
+        return
     if kind == "rubric":
         rubric = store.rubric()
         if rubric is None:

@@ -9,30 +9,46 @@ is said, one sentence per kind of thing, in :attr:`AdaptedImport.dropped`.
 A file no adapter knows is read with a column map instead: ``--map judgelab_column=their_field``
 renames a field (a dotted path reaches into a JSON object: ``prompt=data.text``).
 
+Out again (:func:`export_to`): ``judgelab export K --to hf`` writes dataset-style rows (the kind's
+own columns with the answer's ``id``, ``prompt`` and ``response``), which ``--from hf`` reads back;
+``--to label-studio`` writes Label Studio tasks (labels as annotations, judgements as
+predictions), which ``--from label-studio`` reads back.
+
     >>> sorted(ADAPTERS)
-    ['alpaca-eval', 'mt-bench']
+    ['alpaca-eval', 'argilla', 'hf', 'label-studio', 'mt-bench']
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from labeler._rows import Rows, read_rows
 from labeler.adapters import alpaca_eval, mt_bench
 from labeler.adapters._common import Adapted, Adapter
+from labeler.adapters.hf import ARGILLA, HF
+from labeler.adapters.label_studio import LABEL_STUDIO, to_label_studio
 from labeler.errors import InputError
+from labeler.exports import export_table, table_bytes
 from labeler.importers import import_file
 from labeler.schemas import DataKind
 from labeler.store import ImportSummary, Store
 
-__all__ = ["ADAPTERS", "Adapted", "AdaptedImport", "Adapter", "adapt", "apply_map", "import_from",
-           "parse_map"]
+__all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "adapt", "apply_map", "export_to",
+           "import_from", "parse_map"]
 
-ADAPTERS: dict[str, Adapter] = {a.name: a for a in (alpaca_eval.ADAPTER, mt_bench.ADAPTER)}
+ADAPTERS: dict[str, Adapter] = {
+    a.name: a for a in (alpaca_eval.ADAPTER, ARGILLA, HF, LABEL_STUDIO, mt_bench.ADAPTER)
+}
 """Every ``--from`` choice, by name."""
+
+EXPORT_TOOLS = ("hf", "label-studio")
+"""Every ``--to`` choice."""
 
 
 @dataclass(frozen=True)
@@ -142,3 +158,54 @@ def import_from(
     adapted = adapt(tool, kind, path, column_map=column_map)
     summary = import_file(store, kind, path, ignore_columns=ignore_columns, reader=lambda _: adapted.rows)
     return AdaptedImport(summary, adapted.dropped)
+
+
+def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes, int]:
+    """``kind`` as ``tool`` reads it: ``(file bytes, rows or tasks written)``.
+
+    Args:
+        store: The project store.
+        kind: ``answers``, ``labels`` or ``judgements`` (Label Studio: ``labels`` or ``judgements``).
+        tool: One of :data:`EXPORT_TOOLS`.
+        fmt: ``jsonl``, ``json`` or ``parquet`` for ``hf``; ``json`` for Label Studio.
+
+    Raises:
+        InputError: A kind, tool or format that does not go together.
+    """
+    if tool not in EXPORT_TOOLS:
+        raise InputError(f"cannot export to {tool!r}", fix=f"use one of {list(EXPORT_TOOLS)}.")
+    kinds = ("answers", "labels", "judgements") if tool == "hf" else ("labels", "judgements")
+    if kind not in kinds:
+        raise InputError(f"--to {tool} exports {', '.join(kinds)}, not {kind}",
+                         fix="export the other kinds in judgelab's own schema (without --to).")
+    answers = export_table(store, "answers")
+    if tool == "label-studio":
+        if fmt != "json":
+            raise InputError("Label Studio imports a JSON array of tasks", fix="pass --out FILE.json.")
+        frame = export_table(store, kind)
+        tasks = to_label_studio(answers, labels=frame if kind == "labels" else None,
+                                judgements=frame if kind == "judgements" else None)
+        return json.dumps(tasks, ensure_ascii=False, indent=1, default=str).encode("utf-8"), len(tasks)
+    frame = _hf_frame(export_table(store, kind), answers, kind)
+    if fmt == "json":
+        lines = table_bytes(frame, "jsonl").decode("utf-8").split("\n")  # only "\n" ends a JSON line
+        records = [json.loads(line) for line in lines if line.strip()]
+        return json.dumps(records, ensure_ascii=False, indent=1).encode("utf-8"), len(frame)
+    if fmt not in ("jsonl", "parquet"):
+        raise InputError(f"a Hugging Face dataset is JSON lines or Parquet, not {fmt!r}",
+                         fix="pass --out FILE.jsonl or FILE.parquet.")
+    return table_bytes(frame, fmt), len(frame)  # type: ignore[arg-type]  # checked above
+
+
+def _hf_frame(frame: pd.DataFrame, answers: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """Dataset-style rows: the answer's ``id``, ``prompt`` and ``response`` first, then the kind's columns."""
+    if kind == "answers":
+        out = frame.rename(columns={"answer_id": "id", "text": "response"})
+        return out[["id", "prompt", "response", *[c for c in out.columns if c not in ("id", "prompt", "response")]]]
+    by_id = answers.set_index("answer_id")
+    out = frame.rename(columns={"answer_id": "id"})
+    lead = pd.DataFrame({"id": out["id"], "prompt": by_id["prompt"].reindex(out["id"]).to_numpy(),
+                         "response": by_id["text"].reindex(out["id"]).to_numpy()})
+    if "answer_b_id" in out:
+        lead["response_b"] = by_id["text"].reindex(out["answer_b_id"]).to_numpy()
+    return pd.concat([lead, out.drop(columns=["id"])], axis=1)

@@ -1,0 +1,243 @@
+"""Label Studio's JSON export: tasks with ``data``, ``annotations[].result[]`` and ``predictions``.
+
+Label Studio exports one JSON array of tasks (its documented "JSON" format, labelstud.io/guide/
+task_format): each task has ``data`` (the fields its labeling config shows), ``annotations``
+(each with ``completed_by``, ``result``, ``was_cancelled``, ``lead_time``, ``created_at``,
+``parent_annotation``) and ``predictions`` (each with ``model_version`` and ``result``). A result
+item has ``from_name``, ``to_name``, ``type`` and ``value``: ``{"rating": 4}``,
+``{"number": 72}``, ``{"choices": ["pass"]}``, ``{"text": ["..."]}``.
+
+judgelab reads, from tasks whose ``data`` holds ``answer_id`` (and, for answers, ``task_id``,
+``prompt``, ``text``, ``family``, ``model``):
+
+- ``answers``: one per task, from ``data``.
+- ``labels``: one per annotation not cancelled: ``completed_by`` (an email, a username or a user
+  id) as the rater; the ``rating``/``number`` result named ``score`` (or the only one) as the
+  score and the others as ``criterion:<from_name>``; a ``choices`` result of pass/fail (yes/no)
+  as the pass verdict; ``textarea`` results named ``flag_reason`` as the flag and others as the
+  comment; ``lead_time`` as seconds; the annotation's ``id`` and ``parent_annotation`` as the
+  label's ``label_id`` and ``supersedes``.
+- ``judgements``: one per prediction, ``model_version`` as the judge, the same results, the
+  scoring format from a ``choices`` result named ``format`` (judgelab's export writes it; Label
+  Studio has no notion of one) and the judge's reply from a ``textarea`` named ``raw``.
+
+``judgelab export labels|judgements --to label-studio`` writes this shape (:func:`to_label_studio`);
+``data`` carries no family or model, which Label Studio would show to its annotators.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from labeler._rows import read_rows
+from labeler.adapters._common import Adapted, Adapter, Source, as_id, is_missing, rows_of
+
+_PASS = {"pass": True, "yes": True, "true": True, "fail": False, "no": False, "false": False}
+_WHAT = "a Label Studio JSON export (an array of tasks with data and annotations)"
+
+
+def _rater(value: Any) -> str | None:
+    if isinstance(value, dict):
+        value = value.get("email") or value.get("username") or value.get("id")
+    if is_missing(value):
+        return None
+    return as_id(str(value) if not isinstance(value, int) else f"ls-user-{value}")
+
+
+def _results(src: Source, i: int, where: str, result: Any, out: dict[str, Any], dropped: set[str]) -> None:
+    """Put one annotation's (or prediction's) result items into ``out`` as judgelab columns."""
+    if not isinstance(result, list):
+        raise src.fail(f"{where}.result is not a list", row=i, column="annotations",
+                       fix="check that the file is Label Studio's JSON export, unedited.")
+    numbers = [r for r in result if isinstance(r, dict) and r.get("type") in ("rating", "number")]
+    for item in result:
+        if not isinstance(item, dict) or not isinstance(item.get("value"), dict):
+            raise src.fail(f"{where}.result has an item without a value", row=i, column="annotations",
+                           fix="check that the file is Label Studio's JSON export, unedited.")
+        kind, name, value = item.get("type"), str(item.get("from_name") or ""), item["value"]
+        if kind in ("rating", "number"):
+            number = value.get(kind)
+            if name == "score" or len(numbers) == 1:
+                out["score"] = number
+            else:
+                out[f"criterion:{as_id(name)}"] = number
+        elif kind == "choices" and name == "format":
+            out["format"] = (value.get("choices") or [None])[0]
+        elif kind == "choices":
+            picked = [str(c).strip().lower() for c in value.get("choices") or []]
+            if len(picked) == 1 and picked[0] in _PASS:
+                out["pass"] = _PASS[picked[0]]
+            else:
+                dropped.add(f"choices results other than one pass/fail choice ({name!r})")
+        elif kind == "textarea":
+            text = "\n".join(str(t) for t in value.get("text") or [])
+            out[name if name in ("flag_reason", "raw") else "comment"] = text
+        else:
+            dropped.add(f"results of type {kind!r} ({name!r}): judgelab reads rating, number, choices and textarea")
+
+
+def _tasks(path: Path) -> Source:
+    src = Source(read_rows(path), "Label Studio")
+    src.require("data", what=_WHAT)
+    for i in range(1, len(src.rows.rows) + 1):
+        data = src.get(i, "data")
+        if not isinstance(data, dict) or is_missing(data.get("answer_id")):
+            raise src.fail("data has no answer_id", row=i, column="data",
+                           fix="give each task's data an answer_id (judgelab's --to label-studio export does).")
+    return src
+
+
+def _answers(path: Path) -> Adapted:
+    src = _tasks(path)
+    cols = ("task_id", "prompt", "category", "answer_id", "family", "model", "text")
+    out = [{c: src.rows.rows[i - 1]["data"].get(c) for c in cols} for i in range(1, len(src.rows.rows) + 1)]
+    extra = sorted({k for r in src.rows.rows for k in r["data"]} - set(cols))
+    dropped = ["the annotations and predictions (import the file as labels or judgements)"]
+    if extra:
+        dropped.append(f"the data field(s) {extra}")
+    return Adapted(rows_of(src.rows, out, columns=cols), tuple(dropped))
+
+
+def _people(path: Path, key: str) -> Adapted:
+    src = _tasks(path)
+    out: list[dict[str, Any]] = []
+    dropped: set[str] = set()
+    cancelled = 0
+    for i in range(1, len(src.rows.rows) + 1):
+        answer = src.rows.rows[i - 1]["data"]["answer_id"]
+        items = src.get(i, key) or []
+        if not isinstance(items, list):
+            raise src.fail(f"{key} is not a list", row=i, column=key, fix="check the export.")
+        for n, item in enumerate(items, start=1):
+            if not isinstance(item, dict):
+                raise src.fail(f"{key}[{n}] is not an object", row=i, column=key, fix="check the export.")
+            if item.get("was_cancelled"):
+                cancelled += 1
+                continue
+            row: dict[str, Any] = {"answer_id": answer}
+            if key == "annotations":
+                rater = _rater(item.get("completed_by"))
+                if rater is None:
+                    raise src.fail(f"annotations[{n}] has no completed_by", row=i, column="annotations",
+                                   fix="export with the annotators (completed_by) included.")
+                row |= {"label_id": item.get("id"), "supersedes": item.get("parent_annotation"), "rater": rater,
+                        "seconds": item.get("lead_time"), "created_at": item.get("created_at")}
+            else:
+                judge = item.get("model_version")
+                if is_missing(judge):
+                    raise src.fail(f"predictions[{n}] has no model_version", row=i, column="predictions",
+                                   fix="say which judge made the prediction in model_version.")
+                row["judge_model"] = as_id(str(judge))
+            _results(src, i, f"{key}[{n}]", item.get("result"), row, dropped)
+            if key == "predictions" and "format" not in row:
+                raise src.fail(f"predictions[{n}] does not say its scoring format", row=i, column="predictions",
+                               fix="add a choices result named 'format' (likert5, numeric100, binary), as "
+                                   "judgelab's export writes it.")
+            out.append(row)
+    if cancelled:
+        dropped.add(f"{cancelled} cancelled (skipped) annotation(s)")
+    dropped.add("the rubric version and the label's source: Label Studio has no place for them (the newest rubric; "
+                "source import)" if key == "annotations" else
+                "the run, call, probe, tokens, cost and latency: Label Studio keeps the score, pass, format and raw "
+                "reply (judgelab's --to hf export keeps everything)")
+    columns = tuple(dict.fromkeys(k for r in out for k in r))
+    if key == "annotations" and all(r.get("supersedes") is None for r in out):
+        columns = tuple(c for c in columns if c not in ("label_id", "supersedes"))
+        out = [{k: v for k, v in r.items() if k not in ("label_id", "supersedes")} for r in out]
+    return Adapted(rows_of(src.rows, out, columns=columns, note=f"one row per task and {key[:-1]}"),
+                   tuple(sorted(dropped)))
+
+
+def _number_type(values: Iterable[float]) -> str:
+    """``rating`` for whole numbers 0..10 (Label Studio's Rating tag), ``number`` otherwise."""
+    vals = [float(v) for v in values if _plain(v) is not None]
+    return "rating" if all(float(v).is_integer() and 0 <= v <= 10 for v in vals) else "number"
+
+
+def _result(name: str, kind: str, value: Any) -> dict[str, Any]:
+    key = {"rating": "rating", "number": "number", "choices": "choices", "textarea": "text"}[kind]
+    return {"from_name": name, "to_name": "text", "type": kind, "value": {key: value}}
+
+
+def _plain(value: Any) -> Any:
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return value
+
+
+def _result_items(rec: dict[str, Any], criteria: list[str], score_type: str) -> list[dict[str, Any]]:
+    items = []
+    if _plain(rec.get("score")) is not None:
+        items.append(_result("score", score_type, _plain(rec["score"])))
+    for c in criteria:
+        if _plain(rec.get(c)) is not None:
+            items.append(_result(c.removeprefix("criterion:"), score_type, _plain(rec[c])))
+    if _plain(rec.get("pass")) is not None:
+        items.append(_result("pass", "choices", ["pass" if rec["pass"] else "fail"]))
+    for name in ("comment", "flag_reason", "raw"):
+        if _plain(rec.get(name)) is not None:
+            items.append(_result(name, "textarea", [rec[name]]))
+    return items
+
+
+def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
+                    judgements: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """Label Studio tasks for judgelab's answers: labels as annotations, pointwise judgements as predictions.
+
+    Args:
+        answers: ``judgelab export answers`` rows.
+        labels: ``judgelab export labels`` rows (every row, superseded ones too, linked by
+            ``parent_annotation``), or ``None``.
+        judgements: ``judgelab export judgements`` rows (pairwise ones are left out: a Label
+            Studio task is one answer), or ``None``.
+
+    Returns:
+        One task per answer with a label or judgement: ``data`` has the answer's ``answer_id``,
+        ``task_id``, ``prompt`` and ``text`` (never its family or model).
+    """
+    tasks: dict[str, dict[str, Any]] = {}
+    by_id = answers.set_index("answer_id")
+
+    def task(answer_id: str) -> dict[str, Any]:
+        if answer_id not in tasks:
+            a = by_id.loc[answer_id]
+            tasks[answer_id] = {"data": {"answer_id": answer_id, "task_id": a["task_id"], "prompt": a["prompt"],
+                                         "text": a["text"]}, "annotations": [], "predictions": []}
+        return tasks[answer_id]
+
+    if labels is not None and len(labels):
+        criteria = [c for c in labels.columns if str(c).startswith("criterion:")]
+        kind = _number_type([*labels["score"].tolist(), *(v for c in criteria for v in labels[c].tolist())])
+        for rec in labels.to_dict("records"):
+            task(str(rec["answer_id"]))["annotations"].append({
+                "id": _plain(rec["label_id"]), "completed_by": {"email": rec["rater"]},
+                "result": _result_items(rec, criteria, kind), "was_cancelled": False, "ground_truth": False,
+                "created_at": _plain(rec.get("created_at")), "lead_time": _plain(rec.get("seconds")),
+                "parent_annotation": _plain(rec.get("supersedes")),
+            })
+    if judgements is not None and len(judgements):
+        pointwise = judgements[judgements["answer_b_id"].isna() & judgements["score"].notna()]
+        for rec in pointwise.to_dict("records"):
+            items = _result_items(rec, [], _number_type([rec["score"]]))
+            items.append(_result("format", "choices", [rec["format"]]))
+            task(str(rec["answer_id"]))["predictions"].append({"model_version": rec["judge_model"], "result": items})
+    return list(tasks.values())
+
+
+LABEL_STUDIO = Adapter(
+    name="label-studio",
+    exports="JSON export: an array of tasks with data, annotations[].result[] (rating, number, choices, textarea) "
+            "and predictions[] (model_version, result)",
+    reads="answers (from data), labels (one per annotation not cancelled), judgements (one per prediction)",
+    kinds={"answers": _answers, "labels": lambda p: _people(p, "annotations"),
+           "judgements": lambda p: _people(p, "predictions")},
+)
