@@ -270,3 +270,97 @@ def test_the_slices_are_small_and_licensed() -> None:
         files = [p for p in folder.rglob("*") if p.is_file()]
         assert sum(p.stat().st_size for p in files) < 150_000
         assert "Apache-2.0" in (folder / "NOTICE").read_text()
+
+
+# -- Label Studio ---------------------------------------------------------------------------------
+
+LS = DATA / "label_studio"
+
+
+def test_label_studio_reads_its_own_export_shape(tmp_path: Path) -> None:
+    # Label Studio's own sample, as exported, refused with the reason: its only result is a class choice.
+    with pytest.raises(InputError) as info:
+        import_from(Store(tmp_path / "p.duckdb"), "labels", LS / "previous_export.json", tool="label-studio")
+    assert (info.value.row, info.value.column) == (1, "annotations") and "choices 'label'" in info.value.problem
+    # The same task with a rating: rater from completed_by's email, answer from the task id, lead time, time.
+    task = json.loads((LS / "previous_export.json").read_text())
+    task["annotations"][0]["result"] = [{"from_name": "score", "to_name": "text", "type": "rating",
+                                         "value": {"rating": 4}}]
+    task["data"] = {"prompt": "How do I reset my password?", "text": "Use the link.", "model": "m1"}
+    path = _write(tmp_path / "task.json", [task])
+    store = Store(tmp_path / "p.duckdb")
+    import_file(store, "rubric", Path(__file__).parent.parent / "data" / "rubric.toml")
+    assert import_from(store, "answers", path, tool="label-studio").summary.added == {"tasks": 1, "answers": 1}
+    import_from(store, "labels", path, tool="label-studio")
+    [label] = export_table(store, "labels").to_dict("records")
+    assert (label["rater"], label["answer_id"], label["score"], label["seconds"]) == (
+        "annotator_from_past_project.com", "ls-task-1234", 4, 346193.271)
+    assert str(label["created_at"]).startswith("2021-07-06")
+
+
+def test_label_studio_predictions_need_a_judge_and_a_format(tmp_path: Path) -> None:
+    store = Store(tmp_path / "p.duckdb")
+    with pytest.raises(InputError, match="the task has no id and its data no answer_id"):
+        import_from(store, "judgements", LS / "text_with_2_predictions.json", tool="label-studio")
+    tasks = json.loads((LS / "text_with_2_predictions.json").read_text())
+    tasks[0]["id"] = 7
+    with pytest.raises(InputError) as info:
+        import_from(store, "judgements", _write(tmp_path / "t.json", tasks), tool="label-studio")
+    assert "predictions[1] has no score or pass verdict" in info.value.problem and "choices 'text_class'" in \
+        info.value.problem
+
+
+# -- Hugging Face dataset-style tables and Argilla --------------------------------------------------
+
+
+def test_hf_rows_with_other_names_import_as_answers_and_labels(tmp_path: Path) -> None:
+    rows = [{"id": "q1-m1", "instruction": "Say hi.", "output": "Hi!", "generator": "m1", "annotator": "ann",
+             "rating": 5},
+            {"id": "q1-m2", "instruction": "Say hi.", "output": "Hello there.", "generator": "m2",
+             "annotator": "ann", "rating": 3}]
+    path = tmp_path / "ds.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    store = Store(tmp_path / "p.duckdb")
+    import_file(store, "rubric", Path(__file__).parent.parent / "data" / "rubric.toml")
+    done = import_from(store, "answers", path, tool="hf", ignore_columns=["annotator", "rating"])
+    assert done.summary.added == {"tasks": 1, "answers": 2} and "family is the model's name" in done.dropped[0]
+    done = import_from(store, "labels", path, tool="hf", ignore_columns=["generator"])
+    labels = export_table(store, "labels")
+    assert labels[["answer_id", "rater", "score"]].values.tolist() == [["q1-m1", "ann", 5], ["q1-m2", "ann", 3]]
+    assert "belong to the answer" in done.dropped[0]
+    rows[1].pop("generator")
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(InputError) as info:
+        import_from(Store(tmp_path / "q.duckdb"), "answers", path, tool="hf")
+    assert (info.value.row, info.value.column) == (2, "generator") and "--map model=" in str(info.value.fix)
+
+
+def argilla_records() -> list[dict]:
+    # The shape of Argilla 2.x's records.to_list(flatten=True) / to_datasets() (its own unit test:
+    # tests/unit/.../test_export_records: "q1.responses", "q1.responses.users", "q1.responses.status").
+    return [
+        {"id": "rec-1", "status": "completed", "_server_id": None, "prompt": "Say hi.", "response": "Hi!",
+         "model": "m1", "quality.responses": [4, 2], "quality.responses.users": ["u-a", "u-b"],
+         "quality.responses.status": ["submitted", "draft"], "tone.responses": [5],
+         "tone.responses.users": ["u-a"], "tone.responses.status": ["submitted"],
+         "note.responses": ["short"], "note.responses.users": ["u-a"], "note.responses.status": ["submitted"],
+         "quality.suggestion": 3, "quality.suggestion.score": None, "quality.suggestion.agent": "gpt-4"},
+    ]
+
+
+def test_argilla_records_import_as_answers_and_labels(tmp_path: Path) -> None:
+    path = _write(tmp_path / "records.json", argilla_records())
+    store = Store(tmp_path / "p.duckdb")
+    import_file(store, "rubric", Path(__file__).parent.parent / "data" / "rubric.toml")  # has a criterion "tone"
+    import_from(store, "answers", path, tool="argilla")
+    done = import_from(store, "labels", path, tool="argilla")
+    [label] = export_table(store, "labels").to_dict("records")
+    assert (label["rater"], label["answer_id"], label["score"], label["criterion:tone"], label["comment"]) == (
+        "u-a", "rec-1", 4, 5, "note: short")
+    assert any("1 draft or discarded" in d for d in done.dropped)
+    bad = argilla_records()
+    bad[0]["quality.responses.users"] = ["u-a"]
+    with pytest.raises(InputError) as info:
+        import_from(store, "labels", _write(tmp_path / "bad.json", bad), tool="argilla")
+    assert (info.value.row, info.value.column) == (1, "quality.responses") and "different lengths" in \
+        info.value.problem

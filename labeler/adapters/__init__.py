@@ -165,7 +165,8 @@ def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes,
 
     Args:
         store: The project store.
-        kind: ``answers``, ``labels`` or ``judgements`` (Label Studio: ``labels`` or ``judgements``).
+        kind: ``answers``, ``labels`` or ``judgements`` (Label Studio: answers as tasks to label,
+            without family or model; labels as annotations; judgements as predictions).
         tool: One of :data:`EXPORT_TOOLS`.
         fmt: ``jsonl``, ``json`` or ``parquet`` for ``hf``; ``json`` for Label Studio.
 
@@ -174,7 +175,7 @@ def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes,
     """
     if tool not in EXPORT_TOOLS:
         raise InputError(f"cannot export to {tool!r}", fix=f"use one of {list(EXPORT_TOOLS)}.")
-    kinds = ("answers", "labels", "judgements") if tool == "hf" else ("labels", "judgements")
+    kinds = ("answers", "labels", "judgements")
     if kind not in kinds:
         raise InputError(f"--to {tool} exports {', '.join(kinds)}, not {kind}",
                          fix="export the other kinds in judgelab's own schema (without --to).")
@@ -184,7 +185,7 @@ def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes,
             raise InputError("Label Studio imports a JSON array of tasks", fix="pass --out FILE.json.")
         frame = export_table(store, kind)
         tasks = to_label_studio(answers, labels=frame if kind == "labels" else None,
-                                judgements=frame if kind == "judgements" else None)
+                                judgements=frame if kind == "judgements" else None, every_answer=kind == "answers")
         return json.dumps(tasks, ensure_ascii=False, indent=1, default=str).encode("utf-8"), len(tasks)
     frame = _hf_frame(export_table(store, kind), answers, kind)
     if fmt == "json":

@@ -117,7 +117,8 @@ class Source:
         value = self.get(row, column)
         if value is None:
             if required:
-                raise self.fail("is empty", row=row, column=column, fix=f"every {self.tool} record needs {column}.")
+                raise self.fail("is empty", row=row, column=column,
+                                fix=f"fill in {column}: judgelab needs it in every record.")
             return None
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise self.fail(f"expected text, got {type(value).__name__}", row=row, column=column,

@@ -40,7 +40,7 @@ def _answer_rows(src: Source, model_column: str | None, prompt: str, response: s
     out = []
     for i in range(1, len(src.rows.rows) + 1):
         text_prompt = str(src.text(i, prompt))
-        model = src.text(i, model_column) if model_column else None
+        model = src.text(i, model_column, required=False) if model_column else None
         if model is None:
             raise src.fail("has no model", row=i, column=model_column or "model",
                            fix="add a model (or generator) field, or pass --map model=<the field naming it>.")

@@ -7,10 +7,11 @@ task_format): each task has ``data`` (the fields its labeling config shows), ``a
 item has ``from_name``, ``to_name``, ``type`` and ``value``: ``{"rating": 4}``,
 ``{"number": 72}``, ``{"choices": ["pass"]}``, ``{"text": ["..."]}``.
 
-judgelab reads, from tasks whose ``data`` holds ``answer_id`` (and, for answers, ``task_id``,
-``prompt``, ``text``, ``family``, ``model``):
+judgelab reads, from tasks whose answer is ``data.answer_id`` (judgelab's export), ``data.id``, or
+else ``ls-task-<task id>``:
 
-- ``answers``: one per task, from ``data``.
+- ``answers``: one per task, from ``data``: ``prompt`` (or ``instruction``/``question``), ``text``
+  (or ``response``/``output``/``answer``), and optional ``task_id``, ``category``, ``model``, ``family``.
 - ``labels``: one per annotation not cancelled: ``completed_by`` (an email, a username or a user
   id) as the rater; the ``rating``/``number`` result named ``score`` (or the only one) as the
   score and the others as ``criterion:<from_name>``; a ``choices`` result of pass/fail (yes/no)
@@ -27,6 +28,7 @@ judgelab reads, from tasks whose ``data`` holds ``answer_id`` (and, for answers,
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,11 +36,13 @@ from typing import Any
 
 import pandas as pd
 
-from labeler._rows import read_rows
-from labeler.adapters._common import Adapted, Adapter, Source, as_id, is_missing, rows_of
+from labeler._rows import Rows, read_rows
+from labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, is_missing, rows_of
 
 _PASS = {"pass": True, "yes": True, "true": True, "fail": False, "no": False, "false": False}
 _WHAT = "a Label Studio JSON export (an array of tasks with data and annotations)"
+_PROMPTS = ("prompt", "instruction", "question")
+_TEXTS = ("text", "response", "output", "answer")
 
 
 def _rater(value: Any) -> str | None:
@@ -81,26 +85,97 @@ def _results(src: Source, i: int, where: str, result: Any, out: dict[str, Any], 
             dropped.add(f"results of type {kind!r} ({name!r}): judgelab reads rating, number, choices and textarea")
 
 
+def _answer_id(src: Source, i: int) -> str:
+    """The task's answer: ``data.answer_id`` (judgelab's export), else ``data.id``, else ``ls-task-<task id>``."""
+    data = src.rows.rows[i - 1]["data"]
+    for key in ("answer_id", "id"):
+        if not is_missing(data.get(key)):
+            return str(data[key])
+    if not is_missing(src.get(i, "id")):
+        return f"ls-task-{src.text(i, 'id')}"
+    raise src.fail("the task has no id and its data no answer_id", row=i, column="data",
+                   fix="export from Label Studio with task ids, or give each task's data an answer_id.")
+
+
+def _read(path: Path) -> Rows:
+    """The file's tasks: a JSON array of them, or one task object (a cloud storage target's ``<id>.json``)."""
+    if path.suffix.lower() == ".json" and path.is_file():
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8-sig"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            doc = None  # read_rows says what is wrong, with the place
+        if isinstance(doc, dict) and "data" in doc:
+            return Rows(str(path), tuple(doc), [doc])
+    return read_rows(path)
+
+
 def _tasks(path: Path) -> Source:
-    src = Source(read_rows(path), "Label Studio")
+    src = Source(_read(path), "Label Studio")
     src.require("data", what=_WHAT)
     for i in range(1, len(src.rows.rows) + 1):
-        data = src.get(i, "data")
-        if not isinstance(data, dict) or is_missing(data.get("answer_id")):
-            raise src.fail("data has no answer_id", row=i, column="data",
-                           fix="give each task's data an answer_id (judgelab's --to label-studio export does).")
+        if not isinstance(src.get(i, "data"), dict):
+            raise src.fail("data is not an object", row=i, column="data",
+                           fix="check that the file is Label Studio's JSON export, unedited.")
+        _answer_id(src, i)
     return src
 
 
 def _answers(path: Path) -> Adapted:
     src = _tasks(path)
-    cols = ("task_id", "prompt", "category", "answer_id", "family", "model", "text")
-    out = [{c: src.rows.rows[i - 1]["data"].get(c) for c in cols} for i in range(1, len(src.rows.rows) + 1)]
-    extra = sorted({k for r in src.rows.rows for k in r["data"]} - set(cols))
+    out = []
+    for i in range(1, len(src.rows.rows) + 1):
+        data = src.rows.rows[i - 1]["data"]
+        prompt = next((data[k] for k in _PROMPTS if not is_missing(data.get(k))), None)
+        text = next((data[k] for k in _TEXTS if not is_missing(data.get(k))), None)
+        if prompt is None or text is None:
+            raise src.fail(f"data has no {'prompt' if prompt is None else 'answer text'}; it has {sorted(data)}",
+                           row=i, column="data", fix=f"name the fields one of {list(_PROMPTS)} and {list(_TEXTS)}.")
+        model = data.get("model")
+        out.append({"task_id": data.get("task_id") or f"ls-{digest(str(prompt))}", "prompt": prompt,
+                    "category": data.get("category"), "answer_id": _answer_id(src, i),
+                    "family": data.get("family") or model, "model": model, "text": text})
+    extra = sorted({k for r in src.rows.rows for k in r["data"]} - {*_PROMPTS, *_TEXTS, "answer_id", "id", "task_id",
+                                                                    "category", "family", "model"})
     dropped = ["the annotations and predictions (import the file as labels or judgements)"]
     if extra:
         dropped.append(f"the data field(s) {extra}")
+    cols = ("task_id", "prompt", "category", "answer_id", "family", "model", "text")
     return Adapted(rows_of(src.rows, out, columns=cols), tuple(dropped))
+
+
+def _who(src: Source, i: int, n: int, key: str, item: dict[str, Any]) -> dict[str, Any]:
+    """The rater's (annotation) or judge's (prediction) columns of one item."""
+    if key == "annotations":
+        rater = _rater(item.get("completed_by"))
+        if rater is None:
+            raise src.fail(f"annotations[{n}] has no completed_by", row=i, column="annotations",
+                           fix="export with the annotators (completed_by) included.")
+        return {"label_id": item.get("id"), "supersedes": item.get("parent_annotation"), "rater": rater,
+                "seconds": item.get("lead_time"), "created_at": item.get("created_at")}
+    judge = item.get("model_version")
+    if is_missing(judge):
+        raise src.fail(f"predictions[{n}] has no model_version", row=i, column="predictions",
+                       fix="say which judge made the prediction in model_version.")
+    return {"judge_model": as_id(str(judge))}
+
+
+def _item(src: Source, i: int, n: int, key: str, item: Any, dropped: set[str]) -> dict[str, Any]:
+    """One annotation or prediction as a row of labels or judgements."""
+    if not isinstance(item, dict):
+        raise src.fail(f"{key}[{n}] is not an object", row=i, column=key, fix="check the export.")
+    row: dict[str, Any] = {"answer_id": _answer_id(src, i), **_who(src, i, n, key, item)}
+    _results(src, i, f"{key}[{n}]", item.get("result"), row, dropped)
+    if not any(k in row for k in ("score", "pass", "flag_reason")):
+        found = [f"{r.get('type')} {r.get('from_name')!r}" for r in item.get("result") or [] if isinstance(r, dict)]
+        raise src.fail(f"{key}[{n}] has no score or pass verdict judgelab can read (its results: {found})",
+                       row=i, column=key,
+                       fix="judgelab reads a Rating or Number result (named score, or the only one) and a Choices "
+                           "result of pass/fail or yes/no; a textarea named flag_reason flags the item.")
+    if key == "predictions" and "format" not in row:
+        raise src.fail(f"predictions[{n}] does not say its scoring format", row=i, column="predictions",
+                       fix="add a choices result named 'format' (likert5, numeric100, binary), as judgelab's "
+                           "export writes it.")
+    return row
 
 
 def _people(path: Path, key: str) -> Adapted:
@@ -109,36 +184,14 @@ def _people(path: Path, key: str) -> Adapted:
     dropped: set[str] = set()
     cancelled = 0
     for i in range(1, len(src.rows.rows) + 1):
-        answer = src.rows.rows[i - 1]["data"]["answer_id"]
         items = src.get(i, key) or []
         if not isinstance(items, list):
             raise src.fail(f"{key} is not a list", row=i, column=key, fix="check the export.")
         for n, item in enumerate(items, start=1):
-            if not isinstance(item, dict):
-                raise src.fail(f"{key}[{n}] is not an object", row=i, column=key, fix="check the export.")
-            if item.get("was_cancelled"):
+            if isinstance(item, dict) and item.get("was_cancelled"):
                 cancelled += 1
                 continue
-            row: dict[str, Any] = {"answer_id": answer}
-            if key == "annotations":
-                rater = _rater(item.get("completed_by"))
-                if rater is None:
-                    raise src.fail(f"annotations[{n}] has no completed_by", row=i, column="annotations",
-                                   fix="export with the annotators (completed_by) included.")
-                row |= {"label_id": item.get("id"), "supersedes": item.get("parent_annotation"), "rater": rater,
-                        "seconds": item.get("lead_time"), "created_at": item.get("created_at")}
-            else:
-                judge = item.get("model_version")
-                if is_missing(judge):
-                    raise src.fail(f"predictions[{n}] has no model_version", row=i, column="predictions",
-                                   fix="say which judge made the prediction in model_version.")
-                row["judge_model"] = as_id(str(judge))
-            _results(src, i, f"{key}[{n}]", item.get("result"), row, dropped)
-            if key == "predictions" and "format" not in row:
-                raise src.fail(f"predictions[{n}] does not say its scoring format", row=i, column="predictions",
-                               fix="add a choices result named 'format' (likert5, numeric100, binary), as "
-                                   "judgelab's export writes it.")
-            out.append(row)
+            out.append(_item(src, i, n, key, item, dropped))
     if cancelled:
         dropped.add(f"{cancelled} cancelled (skipped) annotation(s)")
     dropped.add("the rubric version and the label's source: Label Studio has no place for them (the newest rubric; "
@@ -190,7 +243,7 @@ def _result_items(rec: dict[str, Any], criteria: list[str], score_type: str) -> 
 
 
 def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
-                    judgements: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+                    judgements: pd.DataFrame | None = None, *, every_answer: bool = False) -> list[dict[str, Any]]:
     """Label Studio tasks for judgelab's answers: labels as annotations, pointwise judgements as predictions.
 
     Args:
@@ -199,9 +252,11 @@ def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
             ``parent_annotation``), or ``None``.
         judgements: ``judgelab export judgements`` rows (pairwise ones are left out: a Label
             Studio task is one answer), or ``None``.
+        every_answer: A task for every answer (to label in Label Studio), not only the labelled
+            or judged ones.
 
     Returns:
-        One task per answer with a label or judgement: ``data`` has the answer's ``answer_id``,
+        One task per answer (with a label or judgement, or every one): ``data`` has the answer's ``answer_id``,
         ``task_id``, ``prompt`` and ``text`` (never its family or model).
     """
     tasks: dict[str, dict[str, Any]] = {}
@@ -214,6 +269,9 @@ def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
                                          "text": a["text"]}, "annotations": [], "predictions": []}
         return tasks[answer_id]
 
+    if every_answer:
+        for answer_id in answers["answer_id"]:
+            task(str(answer_id))
     if labels is not None and len(labels):
         criteria = [c for c in labels.columns if str(c).startswith("criterion:")]
         kind = _number_type([*labels["score"].tolist(), *(v for c in criteria for v in labels[c].tolist())])
