@@ -364,3 +364,13 @@ def test_argilla_records_import_as_answers_and_labels(tmp_path: Path) -> None:
         import_from(store, "labels", _write(tmp_path / "bad.json", bad), tool="argilla")
     assert (info.value.row, info.value.column) == (1, "quality.responses") and "different lengths" in \
         info.value.problem
+
+
+@pytest.mark.parametrize(("kind", "path", "tool"), [
+    ("answers", AE_GPT4, "alpaca-eval"),
+    ("judgements", MTB / "model_judgment" / "gpt-4_single.jsonl", "mt-bench"),
+    ("labels", LS / "text_with_2_predictions.json", "label-studio"),
+])
+def test_a_known_tools_file_without_from_says_which_from(tmp_path: Path, kind: str, path: Path, tool: str) -> None:
+    result = CliRunner().invoke(main, ["import", kind, str(path), "--db", str(tmp_path / "p.duckdb")])
+    assert result.exit_code == 2 and f"add --from {tool}" in result.stderr, result.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from judgelab.cli._util import db_option, new_db_option
-from labeler.adapters import ADAPTERS, EXPORT_TOOLS, export_to, import_from, parse_map
+from labeler.adapters import ADAPTERS, EXPORT_TOOLS, export_to, import_from, parse_map, with_hint
 from labeler.errors import InputError
 from labeler.exports import EXPORT_FORMATS, designs_json, export_table, rubric_toml, table_bytes
 from labeler.importers import IMPORT_KINDS, import_file
@@ -50,7 +50,12 @@ def import_(kind: str, file: str, ignore_columns: str, tool: str | None, maps: t
     """
     ignore = [c for c in ignore_columns.split(",") if c.strip()]
     if tool is None and not maps:
-        summary = import_file(Store(db), kind, file, ignore_columns=ignore)  # type: ignore[arg-type]  # a Choice
+        try:
+            summary = import_file(Store(db), kind, file, ignore_columns=ignore)  # type: ignore[arg-type]  # a Choice
+        except InputError as exc:
+            if kind in ("rubric", "designs") or exc.row is not None:
+                raise
+            raise with_hint(exc, file) from None
         click.echo(f"{file}: {summary}")
         return
     done = import_from(Store(db), kind, file, tool=tool, column_map=parse_map(maps),  # type: ignore[arg-type]

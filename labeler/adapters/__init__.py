@@ -40,7 +40,7 @@ from labeler.schemas import DataKind
 from labeler.store import ImportSummary, Store
 
 __all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "adapt", "apply_map", "export_to",
-           "import_from", "parse_map"]
+           "import_from", "parse_map", "with_hint"]
 
 ADAPTERS: dict[str, Adapter] = {
     a.name: a for a in (alpaca_eval.ADAPTER, ARGILLA, HF, LABEL_STUDIO, mt_bench.ADAPTER)
@@ -62,6 +62,33 @@ class AdaptedImport:
 
     summary: ImportSummary
     dropped: tuple[str, ...] = field(default=())
+
+
+def _looks_like(columns: Collection[str]) -> str | None:
+    """The tool whose export has these top-level fields, if one adapter's marks are all there."""
+    cols = set(columns)
+    marks = (("alpaca-eval", {"instruction", "output_1", "output_2", "preference"}),
+             ("mt-bench", {"question_id", "g1_winner", "g2_winner"}), ("mt-bench", {"question_id", "judge", "turn"}),
+             ("mt-bench", {"question_id", "choices"}), ("label-studio", {"data", "annotations"}),
+             ("label-studio", {"data", "predictions"}))
+    for tool, needed in marks:
+        if needed <= cols:
+            return tool
+    if any(c.endswith(".responses") for c in cols):
+        return "argilla"
+    return None
+
+
+def with_hint(exc: InputError, path: str | Path) -> InputError:
+    """``exc`` with a fix that names ``--from TOOL`` when ``path`` looks like that tool's export."""
+    try:
+        tool = _looks_like(read_rows(path).columns)
+    except InputError:
+        return exc
+    if tool is None:
+        return exc
+    return InputError(exc.problem, file=exc.file, row=exc.row, column=exc.column,
+                      fix=f"this looks like {ADAPTERS[tool].name}'s export: add --from {tool}. Otherwise: {exc.fix}")
 
 
 def parse_map(pairs: Collection[str]) -> dict[str, str]:
