@@ -374,3 +374,41 @@ def test_argilla_records_import_as_answers_and_labels(tmp_path: Path) -> None:
 def test_a_known_tools_file_without_from_says_which_from(tmp_path: Path, kind: str, path: Path, tool: str) -> None:
     result = CliRunner().invoke(main, ["import", kind, str(path), "--db", str(tmp_path / "p.duckdb")])
     assert result.exit_code == 2 and f"add --from {tool}" in result.stderr, result.stderr
+
+
+# -- Inspect AI -----------------------------------------------------------------------------------
+
+INSPECT = DATA / "inspect" / "input-task.json"
+
+
+def test_inspect_log_gives_the_answer_and_its_model_graded_score(tmp_path: Path) -> None:
+    db = str(tmp_path / "i.duckdb")
+    assert "1 answers added" in run("import", "answers", str(INSPECT), "--from", "inspect", "--db", db)
+    assert "1 judgements added" in run("import", "judgements", str(INSPECT), "--from", "inspect", "--db", db)
+    log = json.loads(INSPECT.read_text())
+    sample = log["samples"][0]
+    [answer] = export_table(Store(db), "answers").to_dict("records")
+    assert (answer["model"], answer["family"], answer["text"]) == (
+        "openai/gpt-4o-mini", "openai", sample["output"]["choices"][0]["message"]["content"])
+    [judged] = export_table(Store(db), "judgements").to_dict("records")
+    grade = sample["scores"]["model_graded_fact"]
+    assert (judged["judge_model"], judged["format"], judged["score"], judged["raw"]) == (
+        "openai/gpt-4o-mini", "binary", 1.0, grade["explanation"])
+    assert judged["answer_id"] == answer["answer_id"] and judged["input_tokens"] == 221
+    assert json.loads(judged["meta"]) == {"inspect_value": "C", "inspect_scorer": "model_graded_fact"}
+
+
+def test_inspect_bad_logs_are_refused(tmp_path: Path) -> None:
+    log = json.loads(INSPECT.read_text())
+    log["samples"][0]["scores"]["model_graded_fact"]["value"] = "maybe"
+    with pytest.raises(InputError) as info:
+        import_from(Store(tmp_path / "p.duckdb"), "judgements", _write(tmp_path / "bad.json", log), tool="inspect")
+    assert (info.value.row, info.value.column) == (1, "scores") and "'maybe'" in info.value.problem
+    with pytest.raises(InputError, match="needs eval and samples"):
+        import_from(Store(tmp_path / "p.duckdb"), "answers", _write(tmp_path / "x.json", [log]), tool="inspect")
+    # A scorer that made no model call is not a judge: left out, and said.
+    log["samples"][0]["events"] = [e for e in log["samples"][0]["events"] if e.get("event") != "model"]
+    log["samples"][0]["scores"]["model_graded_fact"]["value"] = "C"
+    done = import_from(Store(tmp_path / "q.duckdb"), "judgements", _write(tmp_path / "m.json", log), tool="inspect")
+    assert done.summary.added == {} or not any(done.summary.added.values())
+    assert any("made no model call" in d for d in done.dropped)
