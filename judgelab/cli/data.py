@@ -6,6 +6,7 @@ Every kind is one file schema (the README's "File schemas"): ``export K`` writes
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import click
@@ -34,8 +35,8 @@ def init(db: str | None) -> None:
 @click.option("--ignore-columns", default="", metavar="A,B",
               help="Columns of the file to leave out (e.g. from another tool); any other unknown column is an error.")
 @click.option("--from", "tool", type=click.Choice(sorted(ADAPTERS)), default=None,
-              help="Read the file as this tool exports it: "
-              + "; ".join(f"{a.name}: {a.reads}" for a in ADAPTERS.values()) + ".")
+              help="Read the file as this tool exports it (the kinds each reads are listed above); what the "
+              "conversion leaves out is printed.")
 @click.option("--map", "maps", multiple=True, metavar="COLUMN=FIELD",
               help="Read judgelab's COLUMN from the file's FIELD (a dotted path reaches into JSON); repeatable.")
 @new_db_option
@@ -63,6 +64,11 @@ def import_(kind: str, file: str, ignore_columns: str, tool: str | None, maps: t
     click.echo(f"{file}: {done.summary}")
     for line in done.dropped:
         click.echo(f"  left out: {line}")
+
+
+# The --from choices and the kinds each reads, under the command's description.
+import_.help = inspect.cleandoc(import_.help or "") + "\n\n\b\n--from TOOL reads:\n" + "\n".join(
+    f"  {a.name:<13} {', '.join(a.kinds)}" for a in ADAPTERS.values())
 
 
 @click.command()
