@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -412,3 +413,24 @@ def test_inspect_bad_logs_are_refused(tmp_path: Path) -> None:
     done = import_from(Store(tmp_path / "q.duckdb"), "judgements", _write(tmp_path / "m.json", log), tool="inspect")
     assert done.summary.added == {} or not any(done.summary.added.values())
     assert any("made no model call" in d for d in done.dropped)
+
+
+def test_win_rate_faces_the_baseline_and_refuses_what_is_not_a_win(tmp_path: Path) -> None:
+    from calibration.leaderboard import win_rate
+
+    db = str(tmp_path / "ae.duckdb")
+    for kind in ("answers", "judgements"):
+        run("import", kind, str(AE_GPT4), "--from", "alpaca-eval", "--db", db)
+    [model] = json.loads(run("winrate", "--baseline", "text_davinci_003", "--json", "--db", db))
+    [flipped] = json.loads(run("winrate", "--baseline", "alpaca-7b", "--json", "--db", db))
+    assert (flipped["model"], flipped["opponent"]) == ("text_davinci_003", "alpaca-7b")
+    assert flipped["win_rate"]["estimate"] == pytest.approx(100 - model["win_rate"]["estimate"])
+    assert flipped["win_rate"]["extra"]["n_wins"] == model["win_rate"]["extra"]["n_losses"]
+    result = CliRunner().invoke(main, ["winrate", "--baseline", "nobody", "--db", db])
+    assert result.exit_code == 2 and "against 'nobody'" in result.stderr
+    with pytest.raises(ValueError, match="non-empty"):
+        win_rate([])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        win_rate([0.5, 1.5])
+    one = win_rate([1.0])
+    assert one.estimate == 100 and one.n == 1 and np.isnan(one.ci_low)
