@@ -28,6 +28,7 @@ AE = DATA / "alpaca_eval"
 AE_GPT4 = AE / "alpaca-7b.alpaca_eval_gpt4.annotations.json"
 AE_WEIGHTED = AE / "FuseChat-Llama-3.2-1B-Instruct.weighted_alpaca_eval_gpt4_turbo.annotations.json"
 MTB = DATA / "mt_bench"
+LS = DATA / "label_studio"
 
 
 def run(*args: str, ok: bool = True) -> str:
@@ -267,15 +268,13 @@ def test_a_bad_mt_bench_file_is_refused_whole(tmp_path: Path) -> None:
 
 
 def test_the_slices_are_small_and_licensed() -> None:
-    for folder in (AE, MTB):
+    for folder in (AE, MTB, LS, DATA / "inspect", DATA / "promptfoo"):
         files = [p for p in folder.rglob("*") if p.is_file()]
         assert sum(p.stat().st_size for p in files) < 150_000
-        assert "Apache-2.0" in (folder / "NOTICE").read_text()
+        assert "Apache-2.0" in (folder / "NOTICE").read_text() or "MIT" in (folder / "NOTICE").read_text()
 
 
 # -- Label Studio ---------------------------------------------------------------------------------
-
-LS = DATA / "label_studio"
 
 
 def test_label_studio_reads_its_own_export_shape(tmp_path: Path) -> None:
@@ -434,3 +433,43 @@ def test_win_rate_faces_the_baseline_and_refuses_what_is_not_a_win(tmp_path: Pat
         win_rate([0.5, 1.5])
     one = win_rate([1.0])
     assert one.estimate == 100 and one.n == 1 and np.isnan(one.ci_low)
+
+
+# -- promptfoo ------------------------------------------------------------------------------------
+
+PROMPTFOO = DATA / "promptfoo" / "sample-export.slice.json"
+
+
+def test_promptfoo_export_gives_answers_and_llm_rubric_grades(tmp_path: Path) -> None:
+    db = str(tmp_path / "pf.duckdb")
+    assert "2 answers added" in run("import", "answers", str(PROMPTFOO), "--from", "promptfoo", "--db", db)
+    said = run("import", "judgements", str(PROMPTFOO), "--from", "promptfoo", "--db", db)
+    assert "2 judgements added" in said and "['contains', 'cost', 'latency']" in said and "promptfoo-default" in said
+    results = json.loads(PROMPTFOO.read_text())["results"]["results"]
+    answers = export_table(Store(db), "answers").set_index("answer_id")
+    judged = export_table(Store(db), "judgements").set_index("answer_id")
+    for result in results:
+        [answer_id] = answers.index[answers["text"] == result["response"]["output"]]
+        assert answers.loc[answer_id, "model"] == "openai:gpt-5-mini" and answers.loc[answer_id, "family"] == "openai"
+        [grade] = [c for c in result["gradingResult"]["componentResults"] if c["assertion"]["type"] == "llm-rubric"]
+        row = judged.loc[answer_id]
+        assert (row["format"], row["score"], row["pass"], row["raw"]) == ("binary", grade["score"], grade["pass"],
+                                                                          grade["reason"])
+        assert json.loads(row["meta"])["rubric"] == grade["assertion"]["value"]
+
+
+def test_promptfoo_grader_named_in_the_config_is_the_judge_and_bad_scores_are_refused(tmp_path: Path) -> None:
+    doc = json.loads(PROMPTFOO.read_text())
+    doc["config"]["defaultTest"]["options"] = {"provider": "anthropic:messages:claude-sonnet-4"}
+    store = Store(tmp_path / "p.duckdb")
+    import_from(store, "answers", _write(tmp_path / "a.json", doc), tool="promptfoo")
+    done = import_from(store, "judgements", _write(tmp_path / "a.json", doc), tool="promptfoo")
+    assert set(export_table(store, "judgements")["judge_model"]) == {"anthropic:messages:claude-sonnet-4"}
+    assert not any("promptfoo-default" in d for d in done.dropped)
+    doc["results"]["results"][1]["gradingResult"]["componentResults"][2]["score"] = 7
+    with pytest.raises(InputError) as info:
+        import_from(Store(tmp_path / "q.duckdb"), "judgements", _write(tmp_path / "b.json", doc), tool="promptfoo")
+    assert (info.value.row, info.value.column) == (2, "gradingResult") and "not a number in 0..1" in \
+        info.value.problem
+    with pytest.raises(InputError, match="is not a promptfoo eval export"):
+        import_from(store, "answers", _write(tmp_path / "c.json", [doc]), tool="promptfoo")
