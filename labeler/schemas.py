@@ -146,7 +146,7 @@ _RUBRIC = Schema(
 )
 
 _ANSWERS = Schema(
-    "answers", "CSV, JSONL, Parquet",
+    "answers", "CSV, JSONL, JSON array, Parquet",
     "One row per answer; the task's fields repeat on every row of the task and must agree.",
     (
         Column("task_id", "id", "yes", "the task (prompt) the answer responds to"),
@@ -166,7 +166,7 @@ _ANSWERS = Schema(
 )
 
 _PAIRS = Schema(
-    "pairs", "CSV, JSONL, Parquet",
+    "pairs", "CSV, JSONL, JSON array, Parquet",
     "One row per pair of answers to one prompt, in the judge-probe format. The judge probes and "
     "`judgelab import verdicts` refer to a pair's two answers as `<id>:a` and `<id>:b`.",
     (
@@ -180,7 +180,7 @@ _PAIRS = Schema(
 )
 
 _LABELS = Schema(
-    "labels", "CSV, JSONL, Parquet",
+    "labels", "CSV, JSONL, JSON array, Parquet",
     "One row per human label of one answer. " + _HISTORY + " Labels are checked against a rubric, "
     "so import the rubric first.",
     (
@@ -211,7 +211,7 @@ _LABELS = Schema(
 )
 
 _PAIR_LABELS = Schema(
-    "pair_labels", "CSV, JSONL, Parquet",
+    "pair_labels", "CSV, JSONL, JSON array, Parquet",
     "One row per human preference between two answers shown side by side. " + _HISTORY + " A "
     "`judgelab import labels` file with these columns is read as pair labels too.",
     (
@@ -232,7 +232,7 @@ _PAIR_LABELS = Schema(
 )
 
 _AUDITS = Schema(
-    "audits", "CSV, JSONL, Parquet",
+    "audits", "CSV, JSONL, JSON array, Parquet",
     "One row per padding audit: a rater's answer to \"does the longer rewrite add anything a reader "
     "could act on?\". " + _HISTORY + " The length ratio is recomputed from the two answers.",
     (
@@ -252,7 +252,7 @@ _AUDITS = Schema(
 )
 
 _JUDGEMENTS = Schema(
-    "judgements", "CSV, JSONL, Parquet",
+    "judgements", "CSV, JSONL, JSON array, Parquet",
     "One row per judge reply: a score of one answer (pointwise) or a verdict on two (pairwise, with "
     "`answer_b_id`). A reply that did not parse has no score and says why in `parse_error`; a call "
     "that failed with no reply has `error`. Both are counted, never scored. Pairwise scores are from "
@@ -290,7 +290,7 @@ _JUDGEMENTS = Schema(
 )
 
 _VERDICTS = Schema(
-    "verdicts", "CSV, JSONL, Parquet",
+    "verdicts", "CSV, JSONL, JSON array, Parquet",
     "One row per pair and order shown: another tool's pairwise verdicts on pairs imported with "
     "`judgelab import pairs`. Stored as pairwise judgements (`pairwise5`: +1 the first-shown answer "
     "better, -1 the second, 0 a tie) of `<pair_id>:a` against `<pair_id>:b`, so `judgelab position`, "
