@@ -88,9 +88,17 @@ _GENERIC_PHRASES = (
     r"\bas a (?:large )?language model\b"
     r"(?:,? (?:developed|made|created|trained|built) by [A-Z][\w .-]{1,30}?(?=[,.;:!?]|\s|$))?",
     r"\bi(?:'| a)m an? (?:ai|large language model|language model)\b",
-    r"\b(?:generated|written|produced) (?:with|by) [A-Z][\w.-]+",
+    # A byline: "(generated with GPT)", "— drafted by Zorblax", "This reply was written by X";
+    # not "Sonnet 18 was written by Shakespeare".
+    r"(?:^|(?<=\n)|(?<=[.!?] )|(?<=[(\[\u2014\u2013])"
+    r"|\bthis (?:response|reply|answer|text|message|email|draft) (?:was|is|has been) )[ \t*_-]*"
+    r"(?P<span>(?:generated|written|produced|drafted|composed|authored) (?:with|by|using)"
+    r"(?: (?:the )?help (?:of|from))? [A-Z](?:[\w-]|\.(?=\w))*)",
 )
 _PHRASES = tuple(re.compile(p, re.IGNORECASE) for p in _GENERIC_PHRASES)
+#: What joins two names into one mention ("Anthropic's Claude", "Google Gemini", "Claude by
+#: Anthropic"): a name next to a masked one is masked too.
+_JOINED = re.compile(r"(?:'s)?(?:\s+|\s+(?:by|from)\s+)")
 
 #: Cues that make the name reached from them the writer's own (matched at the end of the
 #: sentence's text before the chain of self-description words; lower case, apostrophes
@@ -130,15 +138,19 @@ _FILLERS = _words(
     "known as friendly helpful digital virtual new latest trained developed created made designed "
     "engineered programmed fine-tuned finetuned pretrained pre-trained released brought to you team "
     "teams people folks engineers researchers scientists group lab labs product creation proud top "
-    "done s 's"
+    "done drafted written generated produced composed prepared help assistance s 's"
 )
 #: Nouns of a self-description ("an experimental AI", "the Chinese company"): past one, up to
 #: two other words may be passed on the way to the cue.
 _SELF_NOUNS = _words("ai model models assistant chatbot bot llm system helper companion company startup firm lab")
-_SELF_AFTER = re.compile(  # "... trained me", "Claude here", "Claude, your assistant"
+#: What follows a name that introduces the writer: "... trained me", "Claude here", "Claude, your
+#: assistant", "Claude wrote this reply".
+_SELF_AFTER = re.compile(
     r"^(?:'s)?\s*(?:(?:[\w'-]+\s+){0,3}?(?:created|built|trained|developed|made|designed|programmed|fine-tuned)"
     r"\s+me\b|here\b|,\s*your\s+(?:[\w-]+\s+){0,3}?(?:assistant|model|ai|chatbot|bot|llm|helper)\b"
-    r"|,\s*an?\s+(?:[\w.-]+\s+){0,3}?(?:assistant|model|ai|chatbot|bot|llm)\s*,?\s*here\b)"
+    r"|,\s*an?\s+(?:[\w.-]+\s+){0,3}?(?:assistant|model|ai|chatbot|bot|llm)\s*,?\s*here\b"
+    r"|(?:[\w'-]+\s+){0,3}?(?:wrote|drafted|generated|composed|produced|prepared)\s+(?:this|the)\s+"
+    r"(?:reply|response|answer|text|message|email|draft)\b)"
 )
 _AS_AFTER = re.compile(  # after a weak cue: the name must be the writer ("As Opus, I ...").
     r"^(?:'s)?\s*(?:[,:;.!?)]|$|(?:i|i'm|my|we)\b"
@@ -213,10 +225,11 @@ def detect_self_identifying(
     own, known = _patterns(tuple(sorted({n for n in extra_names if n})))
     spans: list[tuple[int, int]] = []
     for pattern in _PHRASES:
-        spans += [(m.start(), m.end()) for m in pattern.finditer(read)]
-    if own is not None:
-        spans += [(m.start(), m.end()) for m in own.finditer(read)]
-    spans += _names_in_context(read, [(m.start(), m.end()) for m in known.finditer(read)])
+        spans += [m.span("span") if "span" in pattern.groupindex else m.span() for m in pattern.finditer(read)]
+    masked = [] if own is None else [m.span() for m in own.finditer(read)]
+    found = [m.span() for m in known.finditer(read)]
+    masked += _names_in_context(read, found)
+    spans += masked + _joined_names(read, found, masked)
     raw = [(starts[s], ends[e - 1]) for s, e in spans if e > s]
     return merge_spans(text, raw)
 
@@ -242,6 +255,27 @@ def _names_in_context(read: str, found: list[tuple[int, int]]) -> list[tuple[int
         if by and i + 1 < len(found) and found[i + 1][0] == e + by.end():
             hits.update((i, i + 1))
     return [found[i] for i in sorted(hits)]
+
+
+def _joined_names(read: str, found: list[tuple[int, int]], masked: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The names of ``found`` joined to a ``masked`` span (:data:`_JOINED`), transitively."""
+    lower, out = read.lower(), list(masked)
+    rest = [name for name in found if name not in set(masked)]
+    grew = True
+    while grew:
+        grew = False
+        for name in list(rest):
+            if any(_joined(lower, name, span) for span in out):
+                out.append(name)
+                rest.remove(name)
+                grew = True
+    return out[len(masked) :]
+
+
+def _joined(lower: str, a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether spans ``a`` and ``b`` of ``lower`` are one mention (:data:`_JOINED` between them)."""
+    first, second = sorted((a, b))
+    return first[1] <= second[0] and _JOINED.fullmatch(lower[first[1] : second[0]]) is not None
 
 
 def _sentence_start(lower: str, at: int) -> int:
