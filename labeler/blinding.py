@@ -258,24 +258,22 @@ def _names_in_context(read: str, found: list[tuple[int, int]]) -> list[tuple[int
 
 
 def _joined_names(read: str, found: list[tuple[int, int]], masked: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The names of ``found`` joined to a ``masked`` span (:data:`_JOINED`), transitively."""
-    lower, out = read.lower(), list(masked)
-    rest = [name for name in found if name not in set(masked)]
-    grew = True
-    while grew:
-        grew = False
-        for name in list(rest):
-            if any(_joined(lower, name, span) for span in out):
-                out.append(name)
-                rest.remove(name)
-                grew = True
-    return out[len(masked) :]
+    """The names of ``found`` joined to a ``masked`` span (:data:`_JOINED`), through any chain.
 
-
-def _joined(lower: str, a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Whether spans ``a`` and ``b`` of ``lower`` are one mention (:data:`_JOINED` between them)."""
-    first, second = sorted((a, b))
-    return first[1] <= second[0] and _JOINED.fullmatch(lower[first[1] : second[0]]) is not None
+    One pass over the spans in text order: runs of spans each joined to the next form
+    one mention, and a run holding a masked span masks all its names.
+    """
+    lower, masked_set = read.lower(), set(masked)
+    out: list[tuple[int, int]] = []
+    run: list[tuple[int, int]] = []
+    for span in [*sorted(set(found) | masked_set), None]:
+        if span is not None and run and run[-1][1] <= span[0] and _JOINED.fullmatch(lower[run[-1][1] : span[0]]):
+            run.append(span)
+            continue
+        if any(r in masked_set for r in run):
+            out += [r for r in run if r not in masked_set]
+        run = [] if span is None else [span]
+    return out
 
 
 def _sentence_start(lower: str, at: int) -> int:
@@ -306,11 +304,13 @@ def _cue_before(lower: str, at: int, stop: int, name_ends: dict[int, int]) -> st
         while p > stop and lower[p - 1] in " \t,()\"'*-\u2014\u2013":
             p -= 1
         head = lower[stop:p]
-        if _CUE.search(head):
+        # Cues are short: look at the end only (a marker keeps "^" for a real sentence start).
+        tail = head if len(head) <= 60 else "\x01" + head[-60:]
+        if _CUE.search(tail):
             return "as" if first in _DETERMINERS and not provenance else "chain"
-        if _AS_CUE.search(head):
+        if _AS_CUE.search(tail):
             return "as"
-        if _MADE_CUE.search(head):
+        if _MADE_CUE.search(tail):
             return "made"
         if p in name_ends or (head.endswith("'s") and p - 2 in name_ends):
             p = name_ends[p if p in name_ends else p - 2]
