@@ -217,7 +217,7 @@ def detect_self_identifying(
         >>> detect_self_identifying("As an AI developed by OpenAI, I can help.")
         [(0, 28, 'As an AI developed by OpenAI')]
         >>> detect_self_identifying("I'm Cl**aude**; use OpenAI's API for that.")
-        [(4, 12, 'Cl**aude')]
+        [(4, 14, 'Cl**aude**')]
         >>> detect_self_identifying("I'm o3, a reasoning model", ["o3"])
         [(4, 6, 'o3')]
     """
@@ -230,8 +230,19 @@ def detect_self_identifying(
     found = [m.span() for m in known.finditer(read)]
     masked += _names_in_context(read, found)
     spans += masked + _joined_names(read, found, masked)
-    raw = [(starts[s], ends[e - 1]) for s, e in spans if e > s]
+    raw = [_with_closing_markup(text, starts[s], ends[e - 1]) for s, e in spans if e > s]
     return merge_spans(text, raw)
+
+
+def _with_closing_markup(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` taking in the markup right after it that closes markup inside it.
+
+    ``Cl**aude**`` masks as ``[redacted]``, not ``[redacted]**``.
+    """
+    closing = _CLOSING.match(text, end)
+    if closing and re.search(r"[*~`]|<[A-Za-z]", text[start:end]):
+        return start, closing.end()
+    return start, end
 
 
 def _names_in_context(read: str, found: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -340,6 +351,7 @@ _INLINE_TAGS = (
     "a|abbr|b|bdi|bdo|big|cite|code|del|dfn|em|font|i|ins|kbd|mark|q|s|samp|small|span|strike|strong"
     "|sub|sup|tt|u|var|wbr"
 )
+_CLOSING = re.compile(rf"(?:[*~`]|</(?:{_INLINE_TAGS})>)+")
 _TOKENS = re.compile(
     rf"(?P<entity>{_ENTITY})|(?P<inline></?(?:{_INLINE_TAGS})\b[^<>]{{0,200}}>)|(?P<tag></?[A-Za-z][^<>]{{0,200}}>)"
     r"|(?P<markup>[*~`\\])|(?P<underscore>_)"

@@ -111,3 +111,17 @@ def test_a_long_answer_full_of_names_is_checked_in_seconds() -> None:
     elapsed = time.perf_counter() - start
     assert set(shown_text.replace(REDACTED, "").split()) <= {"Qw"}  # the cut-off last word
     assert elapsed < 30, f"{elapsed:.1f} s"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I'm Cl**aude**.", "I'm [redacted]."),
+        ("I'm Cl<b>aude</b>, hi", "I'm [redacted], hi"),
+        ("I'm **Claude**, ok", "I'm **[redacted]**, ok"),
+        ("I'm Cl&#97;ude.", "I'm [redacted]."),
+        ("I'm Cl\u200baude.", "I'm [redacted]."),
+    ],
+)
+def test_a_name_split_by_markup_is_masked_whole(text: str, expected: str) -> None:
+    assert shown({"text": text}) == expected
