@@ -16,6 +16,7 @@ position, and the form only the opaque item id.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -24,7 +25,7 @@ import streamlit as st
 
 from judgelab.session import check_access, refuse
 from judgelab.views._form import Action, FormData, pending_action, rating_form
-from labeler.blinding import inert_markdown
+from labeler.blinding import verbatim_html
 from labeler.errors import AccessError, JudgelabError
 from labeler.queue import KEYS, Kind, QueueItem, previous_index
 from labeler.store import Store
@@ -149,17 +150,17 @@ class QueuePage:
 
 
 def inert_text(text: str, *, heading: str = "", rule: bool = False) -> None:
-    """A task's or an answer's text under a bold ``heading`` (after a rule), rendered inert.
+    """A task's or an answer's text under a bold ``heading`` (after a rule), shown verbatim.
 
-    Markdown renders, HTML never runs (``unsafe_allow_html=False`` shows tags as text) and
-    images show as text (:func:`~labeler.blinding.inert_markdown`), so the browser fetches
-    nothing an answer names. The heading is the text's first line, in the same element: a
-    submit redraws every element of the item, and each one costs the browser a render.
-    Each text is its own element, so markup one leaves open (a code fence) cannot swallow
-    the next.
+    What raters see is what the judge reads: every character as written, nothing read as
+    Markdown or HTML (:func:`~labeler.blinding.verbatim_html`: no ``--`` turned into a
+    dash, no ``$...$`` maths, line breaks and indentation kept, tags shown as text), so
+    nothing runs and the browser fetches nothing an answer names. The heading is in the
+    same element: a submit redraws every element of the item, and each one costs the
+    browser a render. Each text is its own element.
     """
-    lead = ("---\n\n" if rule else "") + (f"**{heading}**\n\n" if heading else "")
-    st.markdown(lead + inert_markdown(text), unsafe_allow_html=False)
+    lead = ("<hr>" if rule else "") + (f"<p><strong>{html.escape(heading)}</strong></p>" if heading else "")
+    st.html(lead + verbatim_html(text))
 
 
 def text_box(text: str, *, heading: str = "") -> None:

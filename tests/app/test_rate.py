@@ -6,6 +6,7 @@ that nothing the page produces unblinds.
 
 from __future__ import annotations
 
+import html
 import itertools
 import json
 import re
@@ -108,8 +109,9 @@ def where(at: AppTest) -> str:
 
 
 def shown_texts(at: AppTest) -> list[str]:
-    """The texts of the page's boxes (the task, the answer), each without its bold heading line."""
-    return [re.sub(r"\A(---\n\n)?\*\*[^*\n]+\*\*\n\n", "", str(m.value)) for m in at.markdown]
+    """The texts of the page's boxes (the task, the answer) as the rater reads them, without headings."""
+    found = (re.search(r'<div style="[^"]*">(.*)</div>\Z', str(h.value), re.DOTALL) for h in at.html)
+    return [html.unescape(m.group(1)) for m in found if m]
 
 
 def assert_blind(at: AppTest, pool: Pool) -> None:
@@ -124,7 +126,7 @@ def assert_blind(at: AppTest, pool: Pool) -> None:
 def test_no_token_is_denied(served: Pool) -> None:
     at = open_app(None)
     assert any("Access denied" in e.value for e in at.error)
-    assert not at.button and not at.markdown
+    assert not at.button and not at.markdown and not shown_texts(at)
 
 
 def test_unknown_and_revoked_tokens_are_denied(served: Pool) -> None:
@@ -309,10 +311,10 @@ def test_script_answers_render_as_text_and_nothing_unblinds(served: Pool) -> Non
     script_answer = f"{FAMILIES[0]}-{served.tasks[0]}"
     served.store.assign_k([script_answer], 1, [rater.rater_id])
     at = open_app(token)
-    shown = [m for m, text in zip(at.markdown, shown_texts(at), strict=True) if text == SCRIPT_TEXT]
-    assert len(shown) == 1
-    assert shown[0].value == f"---\n\n**Answer**\n\n{SCRIPT_TEXT}"
-    assert shown[0].proto.allow_html is False  # the browser shows tags as text
+    assert shown_texts(at).count(SCRIPT_TEXT) == 1
+    (body,) = [str(h.value) for h in at.html if "alert(1)" in str(h.value)]
+    # Escaped: the browser shows the tags as text and makes no element of them.
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and "<script" not in body and "<b>" not in body
     assert_blind(at, served)
 
 
@@ -322,8 +324,8 @@ def test_images_in_answers_show_as_text_and_are_never_fetched(served: Pool) -> N
     rater, token = served.store.add_rater("ida")
     served.store.assign_k(["with-image"], 1, [rater.rater_id])
     shown = [text for text in shown_texts(open_app(token)) if "tracker.example" in text]
-    # The image's bracket is a character reference: markdown shows "![diagram](...)" as text.
-    assert shown == ["Reset it as shown: !&#91;diagram](https://tracker.example/pixel.png?rater=1) then retry."]
+    # Shown as typed: nothing reads it as an image.
+    assert shown == [text]
 
 
 def test_self_identifying_text_is_masked_for_raters(served: Pool) -> None:
