@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import duckdb
 import pandas as pd
 
-from labeler.blinding import mask
+from labeler.blinding import detect_self_identifying, mask, merge_spans
 from labeler.errors import AccessError, InputError
 from labeler.models import Rubric
 from labeler.planner import AssignSummary
@@ -583,7 +583,17 @@ class LabelMixin(AssignMixin):
         ).fetchone()
         if row is None:
             raise InputError(f"answer {answer_id!r} is missing from the database")
-        spans = json.loads(row[2] or "[]") if _masking(row[3], row[4]) else []
+        if not _masking(row[3], row[4]):
+            return str(row[0]), str(row[1]), 0
+        # The spans stored at import were found by the detector of that day: a project
+        # imported by an older judgelab would keep showing what today's rule masks, so the
+        # text is read again here (about half a millisecond an answer) and both count.
+        names = sorted({str(n) for pair in con.execute(
+            "SELECT DISTINCT family, model FROM answers").fetchall() for n in pair})
+        spans = merge_spans(str(row[1]), [
+            *(tuple(s) for s in json.loads(row[2] or "[]")),
+            *detect_self_identifying(str(row[1]), names),
+        ])
         return str(row[0]), mask(str(row[1]), spans), len(spans)
 
     def _view(

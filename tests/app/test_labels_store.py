@@ -523,3 +523,22 @@ def test_masking_follows_the_rubric_over_the_project(tmp_path: Path) -> None:
     store.set_setting("project", "mask_self_id", "true")
     store.set_setting("rubric:support", "mask_self_id", "false")
     assert store.score_view(r, aid).text == text
+
+
+def test_a_project_imported_by_an_older_detector_is_masked_by_todays_rule(tmp_path: Path) -> None:
+    # A database written before the rule learnt a spelling stores no span for it: what the
+    # rater sees is read again with today's rule, so the stored spans cannot unblind.
+    pool = build_pool(tmp_path / "p.duckdb", n_tasks=1)
+    store = pool.store
+    from labeler.models import Answer
+
+    text = "I'm Kimi from Moonshot AI. Restart the router."
+    store.add_pool([], [Answer("old-import", pool.tasks[0], FAMILIES[0], "m", text)])
+    with store.connection() as con:  # as an older judgelab stored it: no spans found
+        con.execute("UPDATE answers SET self_id_spans = '[]' WHERE answer_id = 'old-import'")
+    (r,) = _raters(store, 1)
+    store.assign_k(["old-import"], 1, [r])
+    aid = store.rater_queue(r)[0].assignment_id
+    view = store.score_view(r, aid)
+    assert "Kimi" not in view.text and "Moonshot" not in view.text
+    assert view.masked >= 1 and view.text.endswith("Restart the router.")
