@@ -163,12 +163,20 @@ def reference_tasks(store: Store | None, pairs: Sequence[Pair] = ()) -> list[tup
 
     What a judge spec's ``{reference}`` is looked up in (:func:`calibration.spec.bind_references`).
     """
-    tasks: list[tuple[str, str, str | None]] = [(p.pair_id, p.prompt, None) for p in pairs]
+    tasks: list[tuple[str, str, str | None]] = []
     if store is not None:
         for row in store.tasks().itertuples(index=False):
             ref = row.reference_answer
             tasks.append((str(row.task_id), str(row.prompt), ref if isinstance(ref, str) and ref else None))
-    return tasks
+    # A pair names no task: it takes the reference of the task with its prompt, when that is one
+    # reference (two tasks sharing the prompt with different references leave the pair without).
+    refs: dict[str, set[str]] = {}
+    for _, prompt, ref in tasks:
+        if ref is not None:
+            refs.setdefault(prompt, set()).add(ref)
+    pairs_refs = [(p.pair_id, p.prompt, next(iter(refs[p.prompt])) if len(refs.get(p.prompt, ())) == 1 else None)
+                  for p in pairs]
+    return pairs_refs + tasks
 
 
 def _with_references(judge: Judge, spec: JudgeSpec | None, store: Store | None, pairs: Sequence[Pair]) -> Judge:
