@@ -60,6 +60,21 @@ def _short(est: Estimate | None) -> str:
     return num(est.estimate, 1, signed=True, unit=_UNITS_SHORT.get(est.units, est.units))
 
 
+def _after(r: BiasResult) -> str:
+    """The after-swap-averaging cell: the recomputed reading, or for position what it costs."""
+    what = r.details.get("after_reading")
+    if what and r.mitigated is not None:
+        return f"{num(r.mitigated.estimate, 0)}% {what}"
+    return _short(r.mitigated)
+
+
+def _after_interval(r: BiasResult) -> str:
+    if r.details.get("after_reading") and r.mitigated is not None:
+        lo, hi = r.mitigated.ci_low, r.mitigated.ci_high
+        return MISSING if math.isnan(lo) or math.isnan(hi) else f"{num(lo, 0)}% to {num(hi, 0)}%"
+    return _interval(r.mitigated)
+
+
 def header_line(analysis: Analysis, *, source: str | None = None) -> str:
     """``judge: fake-judge (claude) · 1,292 judgements · n=34 pairs · ...``."""
     judge = ", ".join(analysis.models) or "unknown judge"
@@ -109,8 +124,8 @@ def _main_table(results: list[BiasResult], *, mitigate: bool) -> list[str]:
         ]
         for r in results:
             lines.append(
-                f"| {r.label} | {_short(r.raw)} | {_short(r.mitigated)} | {_interval(r.raw)} | "
-                f"{_interval(r.mitigated)} | {r.verdict_text(mitigate=True)} |"
+                f"| {r.label} | {_short(r.raw)} | {_after(r)} | {_interval(r.raw)} | "
+                f"{_after_interval(r)} | {r.verdict_text(mitigate=True)} |"
             )
     else:
         lines = ["| Bias | Raw | 95% CI | n | Verdict |", "|---|---:|---|---:|---|"]
@@ -293,7 +308,10 @@ def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = 
         if isinstance(c, Estimate):
             lines.append(
                 f"- **Swap consistency**: {pct(c.estimate, 0)} of {c.n} pairs gave the same "
-                f"outcome in both orders ({ci(c, 0, percent=True)})."
+                f"outcome in both orders ({ci(c, 0, percent=True)}). Swap-averaging turns the others into "
+                "ties, so the position row's after-swap reading is the decisions it loses: PASS under 20% "
+                "(interval under 40%), FAIL at 40% or more when the raw reading failed (the bias is gone only "
+                "because most decisions are), else WARN."
             )
         b = position.details.get("slot_bias_b")
         q = position.details.get("candidate_preference_q")
@@ -378,7 +396,8 @@ def card_chart(analysis: Analysis, *, mitigate: bool, source: str | None = None)
     records = []
     for r in analysis.results:
         readings = [("Raw", r.raw)]
-        if mitigate and r.mitigated is not None:
+        # A cost (position's decisions lost) is not a bias: it has no place on the bias axis.
+        if mitigate and r.mitigated is not None and not r.details.get("after_reading"):
             readings.append(("After swap-avg", r.mitigated))
         for reading, est in readings:
             if math.isnan(est.estimate):

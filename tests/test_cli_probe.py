@@ -50,7 +50,8 @@ def test_judge_probe_quickstart_as_written(tmp_path: Path, monkeypatch: pytest.M
     assert report.exit_code == 0, report.output
     card = Path("report_card.md").read_text()
     position = next(line for line in card.splitlines() if line.startswith("| Position"))
-    assert "FAIL → PASS" in position
+    # --fake-position 0.4: the orders rarely agree, so the mitigation's cost fails it too.
+    assert "decisions lost to the swap" in position and "FAIL → PASS" not in position
     assert "After swap-avg" in card and "**Swap consistency**" in card
     assert "judge: fake-judge (claude) · sample · 350 judgements · n=25 pairs" in card
     png = Path("report_card.png").read_bytes()

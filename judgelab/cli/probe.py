@@ -88,8 +88,9 @@ def _dataset_options(func: Any) -> Any:
     )(func)
     func = click.option(
         "--dataset", default=SAMPLE, show_default=True,
-        help="'sample' (bundled pairs) or a .csv/.jsonl with prompt, answer_a, answer_b "
-        "(optional id, gold).",
+        help="'sample' (bundled pairs), 'project' (the pairs imported into --db, else pairs of two "
+        "answers to one task there; judged under the project's rubric) or a .csv/.jsonl with prompt, "
+        "answer_a, answer_b (optional id, gold).",
     )(func)
     func = click.option("--seed", type=int, default=0, show_default=True,
                         help="Seed for the choice of pairs and the fake judge.")(func)
