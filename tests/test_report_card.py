@@ -50,7 +50,8 @@ def analysis(evidence: Path) -> Analysis:
 def test_markdown_card_with_mitigation(analysis: Analysis) -> None:
     card = render_markdown(analysis, mitigate=True, source="results.jsonl")
     assert card.startswith(f"# {TITLE}")
-    assert "| Bias | Raw | After swap-avg | 95% CI (raw) | 95% CI (after) | Verdict |" in card
+    assert ("| Bias | Raw | After swap-avg | 95% CI (raw) | 95% CI (after) | Detectable at this n | Verdict |"
+            in card)
     position = next(line for line in card.splitlines() if line.startswith("| Position"))
     # Position 0.45: the two orders rarely agree, so swap-averaging "removes" the bias only by
     # losing most decisions: judged by that cost, not PASS (issue 30).
@@ -72,7 +73,7 @@ def test_markdown_card_with_mitigation(analysis: Analysis) -> None:
 def test_markdown_card_without_mitigation_has_no_after_column(analysis: Analysis) -> None:
     card = render_markdown(analysis, mitigate=False)
     assert "After swap-avg" not in card.split("\n\n")[2]  # the table
-    assert "| Bias | Raw | 95% CI | n | Verdict |" in card
+    assert "| Bias | Raw | 95% CI | n | Detectable at this n | Verdict |" in card
     position = next(line for line in card.splitlines() if line.startswith("| Position"))
     assert position.rstrip(" |").endswith("FAIL")
 
