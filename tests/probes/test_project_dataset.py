@@ -78,3 +78,31 @@ def test_two_tasks_sharing_a_prompt_get_their_own_references_in_a_scoring_run(st
         own, other = (("Order 1 ships Monday.", "Order 2 was delivered.") if call.task_id == "T1"
                       else ("Order 2 was delivered.", "Order 1 ships Monday."))
         assert own in user and other not in user
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["concurrent", "batch"])
+def test_the_real_sdk_sends_each_task_its_own_reference(store: Store, tmp_path: Path, batch: bool) -> None:
+    from calibration.mockapi import MockAnthropic
+
+    rows = [{"task_id": t, "prompt": "Where is my order?", "reference_answer": ref, "answer_id": f"{t}-a",
+             "family": "gpt", "model": "gpt-1", "text": f"An answer to {t}."}
+            for t, ref in (("T1", "Order 1 ships Monday."), ("T2", "Order 2 was delivered."))]
+    (tmp_path / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    import_file(store, "rubric", DATA / "rubric.toml")
+    import_file(store, "answers", tmp_path / "answers.jsonl")
+    spec = load_spec(DATA / "judge_spec.toml")
+    with MockAnthropic(responder=FakeJudge(seed=0, spec=spec).respond, batch_delay=0.05) as mock:
+        result = CliRunner(env={"ANTHROPIC_API_KEY": "test"}).invoke(main, [
+            "score", "--judge", "anthropic", "--base-url", mock.base_url, "--judge-spec", str(DATA / "judge_spec.toml"),
+            "--all", "--db", str(tmp_path / "project.duckdb"), "--poll-interval", "0.05",
+            *(["--batch"] if batch else [])], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        bodies = [r.body for r in mock.received if r.method == "POST" and r.path.startswith("/v1/messages")]
+    messages = [b for b in bodies if isinstance(b, dict) and "messages" in b]
+    messages += [req["params"] for b in bodies if isinstance(b, dict) for req in b.get("requests", [])]
+    users = [str(m["messages"][0]["content"]) for m in messages]
+    assert any("An answer to T1." in u for u in users) and any("An answer to T2." in u for u in users)
+    for user in users:
+        task = "T1" if "An answer to T1." in user else "T2"
+        own, other = ("Order 1 ships Monday.", "Order 2 was delivered.")[:: 1 if task == "T1" else -1]
+        assert own in user and other not in user
