@@ -349,7 +349,8 @@ def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = 
             "only when the two orders agree (a flip is \"no decision\", half a win); the figure "
             "is recomputed on those decisions. This is a real recomputed score, not a "
             "suggestion: a pure order effect collapses to about 0, a genuine content "
-            "preference survives."
+            "preference survives. Position is the exception: after swap-averaging its advantage is 0 "
+            "by construction, so its column shows what the mitigation costs, the decisions it loses."
         )
     lines += [f"- {text}" for text in (thresholds_text(), _detectable_note(analysis)) if text]
     lines.append(
