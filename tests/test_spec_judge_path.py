@@ -278,3 +278,12 @@ def test_answer_in_a_pairwise_template_is_named_as_the_mistake() -> None:
         _spec({**FASTCHAT_PAIR_V2, "user": "{prompt}\n{answer}"})
     assert "{answer} belongs in a pointwise template, not a pairwise one" in str(info.value)
     assert "{answer_a}, {answer_b}" in (info.value.fix or "")
+
+
+def test_examples_that_name_another_scale_are_refused_at_load() -> None:
+    ten = {**FASTCHAT_SINGLE_V1, "system": "Examples:\n{examples}",
+           "verdict": {**FASTCHAT_SINGLE_V1["verdict"], "mapping": TEN,  # type: ignore[dict-item]
+                       "samples": [{"reply": "Rating: [[7]]", "expect": "7"}]}}
+    with pytest.raises(InputError, match=r"templates\[1\]: it asks for 1-10 but the \{examples\} it shows name 1 to 5"):
+        _spec(ten, examples={"items": ["A fine reply. Scored from 1 to 5: Rating: [[4]]"]})
+    assert _spec(ten, examples={"items": ["A fine reply. Rating: [[8]]"]}).examples

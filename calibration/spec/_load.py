@@ -133,6 +133,16 @@ def _cross_check(spec: JudgeSpec, has_references: bool) -> None:
     if spec.examples and not spec.uses("examples"):
         raise _Located("examples", f"{len(spec.examples)} example(s) are declared but no template shows {{examples}}",
                        "put {examples} in a template, or remove [examples].")
+    examples = spec.examples_separator.join(spec.examples)
+    for i, t in enumerate(spec.templates, start=1):
+        asked = t.verdict.asked
+        if asked is None or "examples" not in t.placeholders:
+            continue
+        for lo, hi, words in asked_scales(examples):
+            if (lo, hi) != asked:
+                raise _Located(f"templates[{i}]", f"it asks for {scale_words(asked)} but the {{examples}} it shows "
+                               f"name {lo} to {hi} ({words!r})",
+                               "make the examples rate on the template's scale.")
     if spec.uses("reference") and not has_references:
         raise _Located("references", "the templates show {reference} but there is no [references] table",
                        'add [references] with source = "task" (or texts = {TASK_ID = "..."}).')
