@@ -58,8 +58,8 @@ class DetectRow:
         pairs: Pairs it needs.
         available: Pairs the dataset has.
         calls: Judge calls at ``pairs`` (scaled when the dataset has fewer).
-        cost_usd: At list price (``None``: unpriced model).
-        cost_usd_batch: As a Message Batch.
+        cost_usd: At list price, the padding rewrites included (``None``: unpriced model).
+        cost_usd_batch: As a Message Batch (the rewrites through the batch too).
         scaled_from: The pairs the price was counted on, when fewer than ``pairs``.
     """
 
@@ -148,10 +148,12 @@ async def adetection_plan(
         est = (await aestimate_probes(judge, store, dataset=dataset, n=counted, biases=[bias], seed=seed,
                                       count_tokens=count_tokens, output_tokens=output_tokens)).cost
         scale = need / counted
+        # The padding rewrites are part of what the probe costs (list price here; a batch halves them).
+        pad = est.padding_cost_usd or 0.0
         rows.append(DetectRow(
             bias, _READING[bias], need, available, round(est.calls * scale),
-            None if est.cost_usd is None else est.cost_usd * scale,
-            None if est.cost_usd_batch is None else est.cost_usd_batch * scale,
+            None if est.cost_usd is None else (est.cost_usd + pad) * scale,
+            None if est.cost_usd_batch is None else (est.cost_usd_batch + pad / 2) * scale,
             None if counted == need else counted,
         ))
     method = (f"two-sided test at alpha/m = {alpha:g}/{family} (Holm's first step; truncation, a sensitivity "
