@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -106,8 +107,15 @@ def _public_specs() -> list[JudgeSpec]:
     ]
 
 
+def _readme_spec() -> JudgeSpec:
+    """The judge spec example in the README (a bundled template too)."""
+    readme = (DATA.parent / "README.md").read_text()
+    start = readme.index("```toml", readme.index("<!-- judge-spec-example -->")) + len("```toml")
+    return parse_spec(tomllib.loads(readme[start:readme.index("```", start)]), name="readme")
+
+
 def _every_template() -> list[tuple[str, JudgeSpec, Template]]:
-    specs = [load_spec(DATA / "judge_spec.toml"), *_public_specs()]
+    specs = [load_spec(DATA / "judge_spec.toml"), _readme_spec(), *_public_specs()]
     return [(f"{s.name}-{t.kind}-{t.format}-{i}", s, t) for i, s in enumerate(specs) for t in s.templates]
 
 
@@ -214,7 +222,7 @@ def test_prometheus_feedback_forgery_and_fastchat_delimiters_are_escaped() -> No
 CODE = "    def f(x):\n        return x + 1\n\n"
 
 
-BUNDLED = _every_template()[:2]
+BUNDLED = [t for t in _every_template() if t[1].name in ("support-judge-fastchat", "support-judge")]
 
 
 @pytest.mark.parametrize(("name", "spec", "template"), BUNDLED, ids=[n for n, *_ in BUNDLED])
