@@ -401,16 +401,18 @@ def _check_rubric_scale(spec: JudgeSpec, template: Template, rubric: Rubric) -> 
     name, lo, hi, words = found
     asked = template.verdict.asked
     assert asked is not None  # a conflict needs an asked scale
-    others = [p for p in ("instructions", "criteria") if p not in template.placeholders]
+    if name in ("rubric", "levels"):
+        fix = (f"show {{criteria}} (and {{instructions}}, when they name no scale) instead of {{{name}}}, and write "
+               "the template's own scale in its text; or make the template ask for the rubric's scale.")
+    else:
+        fix = ("leave {instructions} out or reword the rubric's instructions, or make the template ask for the "
+               "rubric's scale.")
     raise InputError(
         f"judge spec {spec.name!r}: the {template.kind} {template.format} template asks for "
         f"{scale_words(asked)}, but the {{{name}}} it shows tells the judge {lo} to {hi} ({words!r}, rubric "
         f"{rubric.rubric_id} v{rubric.version})",
         file=spec.file,
-        fix=("show the rubric's parts instead of {rubric}: " + ", ".join("{" + p + "}" for p in others or
-             ["instructions", "criteria"]) + ", and write the template's own scale"
-             if name in ("rubric", "levels") else
-             "reword the rubric's instructions, or make the template ask for the rubric's scale."),
+        fix=fix,
     )
 
 
