@@ -6,6 +6,10 @@ judge-probe format: ``prompt, answer_a, answer_b`` with optional ``id`` and ``go
 answer pairs on technical questions, so a fair judge lands near 50/50 and any systematic
 preference is bias).
 
+``project`` takes the project's own data instead: the pairs imported with ``judgelab import
+pairs``, or, when there are none, pairs made of two original answers to one task (the
+project's answers); pair-based probes then judge them under the project's rubric.
+
 Pool-based probes (pointwise padding/truncation, the format study) score single answers. They
 take the original answers in the project database when it has any, else the answers of the
 pairs (both sides of each pair).
@@ -16,6 +20,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import calibration
 from labeler.errors import InputError
@@ -26,6 +31,7 @@ from labeler.store import Store
 __all__ = [
     "DATASET_SUFFIXES",
     "PROBE_RUBRIC",
+    "PROJECT",
     "SAMPLE",
     "PoolAnswer",
     "choose",
@@ -33,11 +39,15 @@ __all__ = [
     "load_pairs",
     "pool_from_pairs",
     "pool_from_store",
+    "project_pairs",
     "sample_path",
 ]
 
 SAMPLE = "sample"
 """The ``--dataset`` value naming the bundled pairs."""
+
+PROJECT = "project"
+"""The ``--dataset`` value naming the project's own pairs (or answers) in the database."""
 
 DATASET_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
 
@@ -109,6 +119,48 @@ def load_pairs(dataset: str | Path) -> list[Pair]:
                 "answer_b (optional id, gold).",
             )
     return parse_pairs(read_rows(path))
+
+
+def project_pairs(store: Store) -> list[Pair]:
+    """The project's own pairs: those imported (``judgelab import pairs``), else made of its answers.
+
+    Without imported pairs, each task with two or more original answers gives one pair: its
+    first two answers by family then id, so that two families meet where the task has them
+    (id ``<task id>``, answer a the first). Gold is unknown for those.
+
+    Raises:
+        InputError: If the database holds neither pairs nor a task with two original answers.
+    """
+    stored = store.pairs()
+    if not stored.empty:
+        return [Pair(str(r.pair_id), str(r.prompt), str(r.answer_a), str(r.answer_b),
+                     None if r.gold is None or (isinstance(r.gold, float) and r.gold != r.gold) else str(r.gold))
+                for r in stored.itertuples(index=False)]
+    answers = store.answers(variant="original")
+    out: list[Pair] = []
+    if not answers.empty:
+        prompts = dict(zip(store.tasks()["task_id"], store.tasks()["prompt"], strict=True))
+        for task_id, grp in answers.sort_values(["task_id", "family", "answer_id"]).groupby("task_id", sort=True):
+            picked = _two_families(grp)
+            if picked is not None:
+                out.append(Pair(str(task_id), str(prompts[task_id]), picked[0], picked[1]))
+    if not out:
+        raise InputError(
+            "the project database holds no pairs and no task with two answers",
+            fix="import pairs (`judgelab import pairs FILE`) or answers from two models (`judgelab import answers "
+            "FILE`), or pass --dataset sample or a pairs file.",
+        )
+    return out
+
+
+def _two_families(grp: Any) -> tuple[str, str] | None:
+    """The texts of a task's first answer and its first answer from another family (else its second)."""
+    if len(grp) < 2:
+        return None
+    first = grp.iloc[0]
+    others = grp[grp["family"] != first["family"]]
+    second = others.iloc[0] if not others.empty else grp.iloc[1]
+    return str(first["text"]), str(second["text"])
 
 
 def choose(pairs: list[Pair], n: int, *, seed: int = 0) -> list[Pair]:

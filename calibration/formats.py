@@ -433,9 +433,10 @@ class PromptSpec(Protocol):
     """
 
     def render(
-        self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str]
+        self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str],
+        *, task_id: str | None = None,
     ) -> tuple[str, str]:
-        """The ``(system, user)`` text of one call."""
+        """The ``(system, user)`` text of one call (``task_id``: the task judged, for its reference)."""
         ...
 
     def request_params(self, kind: Kind, fmt: Format) -> dict[str, Any]:
@@ -489,7 +490,8 @@ def system_text(rubric: Rubric) -> str:
 
 
 def _block(tag: str, text: str) -> str:
-    return f"<{tag}>\n{neutralise(text.strip())}\n</{tag}>"
+    # Exactly as written: stripping would cost a code answer the indentation of its first line.
+    return f"<{tag}>\n{neutralise(text)}\n</{tag}>"
 
 
 def user_text(fmt: Format, prompt: str, answers: Sequence[str]) -> str:
@@ -512,6 +514,7 @@ def build_call(
     params: dict[str, Any] | None = None,
     *,
     spec: PromptSpec | None = None,
+    task_id: str | None = None,
 ) -> JudgeCall:
     """Assemble one judge request.
 
@@ -528,6 +531,7 @@ def build_call(
         spec: A team's judge spec (:mod:`calibration.spec`): its templates write the system
             and user text, and its verdict rule joins the params (so the cache key changes
             when the rule does).
+        task_id: The task (or pair) judged; a spec looks its reference answer up by it.
 
     Returns:
         A :class:`~calibration.judges.JudgeCall` whose ``system`` is :func:`system_text` and
@@ -550,7 +554,8 @@ def build_call(
     if len(answer_list) != want:
         raise InputError(f"build_call: a {kind} call takes {want} answer(s), got {len(answer_list)}")
     if spec is not None:
-        system, user = spec.render(kind, fmt, rubric, prompt, answer_list)
+        system, user = (spec.render(kind, fmt, rubric, prompt, answer_list) if task_id is None
+                        else spec.render(kind, fmt, rubric, prompt, answer_list, task_id=task_id))
         return JudgeCall(
             kind=kind, format=fmt, model=model, system=system, user=user,
             params={**(params or {}), **spec.request_params(kind, fmt)},

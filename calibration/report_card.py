@@ -26,15 +26,17 @@ import pandas as pd
 
 from calibration.numbers import MISSING, ci, interval, num, pct
 from calibration.probes import Analysis, BiasResult
+from calibration.probes._errors import SENSITIVITY_ROWS
 from calibration.probes.byline import NOT_SELF_PREFERENCE
 from calibration.probes.length import TRUNCATION_RULE
-from calibration.stats import THRESHOLDS, Estimate
+from calibration.stats import THRESHOLDS, Detectable, Estimate, detectable_effect
 from labeler.scales import format_range
 
 __all__ = [
     "TITLE",
     "card_chart",
     "card_json",
+    "detectable",
     "header_line",
     "render_markdown",
     "render_png",
@@ -58,6 +60,21 @@ def _short(est: Estimate | None) -> str:
     if est is None:
         return MISSING
     return num(est.estimate, 1, signed=True, unit=_UNITS_SHORT.get(est.units, est.units))
+
+
+def _after(r: BiasResult) -> str:
+    """The after-swap-averaging cell: the recomputed reading, or for position what it costs."""
+    what = r.details.get("after_reading")
+    if what and r.mitigated is not None:
+        return f"{num(r.mitigated.estimate, 0)}% {what}"
+    return _short(r.mitigated)
+
+
+def _after_interval(r: BiasResult) -> str:
+    if r.details.get("after_reading") and r.mitigated is not None:
+        lo, hi = r.mitigated.ci_low, r.mitigated.ci_high
+        return MISSING if math.isnan(lo) or math.isnan(hi) else f"{num(lo, 0)}% to {num(hi, 0)}%"
+    return _interval(r.mitigated)
 
 
 def header_line(analysis: Analysis, *, source: str | None = None) -> str:
@@ -101,25 +118,79 @@ def thresholds_text() -> str:
     )
 
 
-def _main_table(results: list[BiasResult], *, mitigate: bool) -> list[str]:
+def detectable(analysis: Analysis, r: BiasResult) -> Detectable:
+    """The smallest effect ``r``'s raw reading could detect: 80% power, after the card's adjustment.
+
+    A sensitivity row (truncation) is read outside the family, at the card's level alone.
+    """
+    control = analysis.error_control
+    alone = control is None or r.bias in SENSITIVITY_ROWS
+    return detectable_effect(
+        r.raw, family_size=1 if alone or control is None else max(control.family_size, 1),
+        alpha=0.05 if control is None else control.alpha,
+        adjustment="none" if alone or control is None else control.method,
+    )
+
+
+def _could_not_tell(d: Detectable) -> bool:
+    """Whether a bias of failing size would have gone unseen at this n."""
+    fail = THRESHOLDS["decoration"].fail if d.units == "percentage points" else None
+    return fail is not None and not math.isnan(d.effect) and d.effect >= fail
+
+
+def _detectable_cell(d: Detectable) -> str:
+    if math.isnan(d.effect):
+        return MISSING
+    return f"±{num(d.effect, 0)} {_UNITS_SHORT.get(d.units, d.units)}"
+
+
+def _verdict_cell(r: BiasResult, d: Detectable, *, mitigate: bool) -> str:
+    text = r.verdict_text(mitigate=mitigate)
+    final = r.verdict_mitigated if mitigate and r.verdict_mitigated is not None else r.verdict_raw
+    if final == "WARN" and _could_not_tell(d):
+        return f"{text}: could not tell"
+    return text
+
+
+def _main_table(analysis: Analysis, *, mitigate: bool) -> list[str]:
+    results = analysis.results
     if mitigate:
         lines = [
-            "| Bias | Raw | After swap-avg | 95% CI (raw) | 95% CI (after) | Verdict |",
-            "|---|---:|---:|---|---|---|",
+            "| Bias | Raw | After swap-avg | 95% CI (raw) | 95% CI (after) | Detectable at this n | Verdict |",
+            "|---|---:|---:|---|---|---:|---|",
         ]
         for r in results:
+            d = detectable(analysis, r)
             lines.append(
-                f"| {r.label} | {_short(r.raw)} | {_short(r.mitigated)} | {_interval(r.raw)} | "
-                f"{_interval(r.mitigated)} | {r.verdict_text(mitigate=True)} |"
+                f"| {r.label} | {_short(r.raw)} | {_after(r)} | {_interval(r.raw)} | "
+                f"{_after_interval(r)} | {_detectable_cell(d)} | {_verdict_cell(r, d, mitigate=True)} |"
             )
     else:
-        lines = ["| Bias | Raw | 95% CI | n | Verdict |", "|---|---:|---|---:|---|"]
+        lines = ["| Bias | Raw | 95% CI | n | Detectable at this n | Verdict |", "|---|---:|---|---:|---:|---|"]
         for r in results:
+            d = detectable(analysis, r)
             lines.append(
-                f"| {r.label} | {_short(r.raw)} | {_interval(r.raw)} | {r.raw.n} | "
-                f"{r.verdict_text(mitigate=False)} |"
+                f"| {r.label} | {_short(r.raw)} | {_interval(r.raw)} | {r.raw.n} | {_detectable_cell(d)} | "
+                f"{_verdict_cell(r, d, mitigate=False)} |"
             )
     return lines
+
+
+def _detectable_note(analysis: Analysis) -> str:
+    if not analysis.results:
+        return ""
+    control = analysis.error_control
+    m = 1 if control is None else max(control.family_size, 1)
+    level = detectable_effect(analysis.results[0].raw, family_size=m,
+                              adjustment="none" if control is None else control.method).alpha
+    return (
+        "**Detectable at this n**: the smallest true effect each row would detect with 80% power at "
+        f"its n, after the adjustment for the {m} readings tested together (each read at α = {level:.4g}; "
+        "the standard error from the row's own interval). A WARN marked *could not tell* has a detectable "
+        f"effect of {THRESHOLDS['decoration'].fail:g} pp or more: a bias of failing size would have looked "
+        "like none, so the row says nothing either way. `judgelab estimate --detect 10` prints the pairs "
+        "each probe needs to detect 10 pp, and what they cost."
+    )
 
 
 def _pointwise_section(analysis: Analysis) -> list[str]:
@@ -268,7 +339,7 @@ def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = 
     results = analysis.results
     lines = [f"# {TITLE}", "", header_line(analysis, source=source), "", *_prompt_lines(analysis)]
     if results:
-        lines += _main_table(results, mitigate=mitigate)
+        lines += _main_table(analysis, mitigate=mitigate)
     else:
         lines.append("No pairwise probe in this evidence.")
     lines += ["", "- **Raw** = single-order judgements, each counted on its own."]
@@ -278,9 +349,10 @@ def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = 
             "only when the two orders agree (a flip is \"no decision\", half a win); the figure "
             "is recomputed on those decisions. This is a real recomputed score, not a "
             "suggestion: a pure order effect collapses to about 0, a genuine content "
-            "preference survives."
+            "preference survives. Position is the exception: after swap-averaging its advantage is 0 "
+            "by construction, so its column shows what the mitigation costs, the decisions it loses."
         )
-    lines.append("- " + thresholds_text())
+    lines += [f"- {text}" for text in (thresholds_text(), _detectable_note(analysis)) if text]
     lines.append(
         "- Decoration rows (verbosity, formatting, tone, citations, truncation) are the "
         "decorated side's win rate minus the placebo arm's (the same answer undecorated), with "
@@ -293,7 +365,10 @@ def render_markdown(analysis: Analysis, *, mitigate: bool, source: str | None = 
         if isinstance(c, Estimate):
             lines.append(
                 f"- **Swap consistency**: {pct(c.estimate, 0)} of {c.n} pairs gave the same "
-                f"outcome in both orders ({ci(c, 0, percent=True)})."
+                f"outcome in both orders ({ci(c, 0, percent=True)}). Swap-averaging turns the others into "
+                "ties, so the position row's after-swap reading is the decisions it loses: PASS under 20% "
+                "(interval under 40%), FAIL at 40% or more when the raw reading failed (the bias is gone only "
+                "because most decisions are), else WARN."
             )
         b = position.details.get("slot_bias_b")
         q = position.details.get("candidate_preference_q")
@@ -350,6 +425,8 @@ def card_json(analysis: Analysis, *, mitigate: bool, source: str | None = None) 
             "verdict_raw": r.verdict_raw,
             "verdict_after": r.verdict_mitigated,
             "rule": r.rule,
+            "detectable": detectable(analysis, r).to_dict(),
+            "could_not_tell": _could_not_tell(detectable(analysis, r)),
         }
         for r in analysis.results
     ]
@@ -378,7 +455,8 @@ def card_chart(analysis: Analysis, *, mitigate: bool, source: str | None = None)
     records = []
     for r in analysis.results:
         readings = [("Raw", r.raw)]
-        if mitigate and r.mitigated is not None:
+        # A cost (position's decisions lost) is not a bias: it has no place on the bias axis.
+        if mitigate and r.mitigated is not None and not r.details.get("after_reading"):
             readings.append(("After swap-avg", r.mitigated))
         for reading, est in readings:
             if math.isnan(est.estimate):

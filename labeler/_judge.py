@@ -91,7 +91,7 @@ def parse_judgements(rows: Rows, *, rubric: Rubric | None) -> list[ImportedJudge
             parse_error=parse_error, error=error, meta=ck.json_object(i, "meta") or {},
             input_tokens=ck.integer(i, "input_tokens", lo=0), output_tokens=ck.integer(i, "output_tokens", lo=0),
             cost_usd=ck.number(i, "cost_usd", required=False),
-            latency_s=ck.number(i, "latency_s", required=False),
+            latency_s=ck.number(i, "latency_s", required=False), row=i,
         ))
     return out
 
@@ -101,7 +101,7 @@ def parse_verdicts(rows: Rows, *, pairs: set[str]) -> list[ImportedJudgement]:
     ck = Checker(rows)
     ck.require_columns("pair_id", "judge_model", "shown_first")
     out = []
-    seen: dict[tuple[Any, ...], int] = {}
+    seen: dict[tuple[Any, ...], tuple[int, tuple[str | None, str | None]]] = {}
     for i in range(1, len(rows.rows) + 1):
         pair_id = str(ck.text(i, "pair_id", is_id=True))
         if pair_id not in pairs:
@@ -118,9 +118,8 @@ def parse_verdicts(rows: Rows, *, pairs: set[str]) -> list[ImportedJudgement]:
         trial = ck.integer(i, "trial")
         key = (run_id or model, pair_id, first, trial)
         if key in seen:
-            raise ck.fail(f"pair {pair_id!r} is judged twice with {first} shown first (first in row {seen[key]})",
-                          row=i, column="shown_first", fix="number repeated judgements in a trial column.")
-        seen[key] = i
+            raise _twice(ck, pair_id, first, seen[key], i, (winner, parse_error))
+        seen[key] = (i, (winner, parse_error))
         a_id, b_id = f"{pair_id}:a", f"{pair_id}:b"
         candidate = None if winner is None else _WINNER_CODE[winner]
         value = candidate if first == "a" or candidate is None else (-candidate if candidate else 0.0)
@@ -130,6 +129,23 @@ def parse_verdicts(rows: Rows, *, pairs: set[str]) -> list[ImportedJudgement]:
             order_shown="AB" if first == "a" else "BA",
             judge_family=ck.text(i, "judge_family", required=False, is_id=True), raw=ck.free_text(i, "raw"),
             run_id=run_id, trial=trial, parse_error=None if winner is not None else parse_error or NO_VERDICT,
-            meta={"target_id": a_id, "target_slot": "A" if first == "a" else "B"}, task_id=pair_id,
+            meta={"target_id": a_id, "target_slot": "A" if first == "a" else "B"}, task_id=pair_id, row=i,
         ))
     return out
+
+
+def _twice(ck: Checker, pair_id: str, first: str, earlier: tuple[int, tuple[str | None, str | None]], row: int,
+           result: tuple[str | None, str | None]) -> Exception:
+    """The error for a pair judged twice in one order: a repeat, or two rows that disagree."""
+    before, said = earlier
+    head = f"pair {pair_id!r} is judged twice with answer {first} shown first (rows {before} and {row})"
+    if said == result:
+        return ck.fail(f"{head}, with the same verdict", row=row, column="shown_first",
+                       fix="delete the repeated row; if the judge really was asked twice, number the calls in a "
+                       "trial column (1, 2, ...).")
+    def words(r: tuple[str | None, str | None]) -> str:
+        return f"winner {r[0]}" if r[0] is not None else f"no verdict ({r[1] or 'no winner given'})"
+    return ck.fail(f"{head}, and the two rows disagree: row {before} says {words(said)}, row {row} {words(result)}",
+                   row=row, column="winner",
+                   fix=f"keep the row that is right and delete the other (a trial column is for repeated calls, "
+                   f"not for a correction of row {before}).")

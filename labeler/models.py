@@ -230,6 +230,7 @@ class ImportedJudgement:
         cost_usd: Money spent.
         latency_s: Seconds the call took.
         task_id: The task (or pair) judged (``None``: the answer's task, or its pair).
+        row: The file row it came from, for messages (not part of its identity).
     """
 
     answer_id: str
@@ -254,6 +255,17 @@ class ImportedJudgement:
     cost_usd: float | None = None
     latency_s: float | None = None
     task_id: str | None = None
+    row: int | None = field(default=None, compare=False)
+
+    @property
+    def shown(self) -> str:
+        """What the judgement is of, in the file's words: ``pair 'P1', answer b shown first``."""
+        pair = self.task_id
+        if pair is not None and self.answer_id in (f"{pair}:a", f"{pair}:b"):
+            return f"pair {pair!r}, answer {self.answer_id[-1]} shown first"
+        if self.answer_b_id is not None:
+            return f"answer {self.answer_id!r} shown first against {self.answer_b_id!r}"
+        return f"answer {self.answer_id!r}"
 
     @property
     def default_run(self) -> str:

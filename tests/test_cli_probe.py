@@ -50,7 +50,8 @@ def test_judge_probe_quickstart_as_written(tmp_path: Path, monkeypatch: pytest.M
     assert report.exit_code == 0, report.output
     card = Path("report_card.md").read_text()
     position = next(line for line in card.splitlines() if line.startswith("| Position"))
-    assert "FAIL → PASS" in position
+    # --fake-position 0.4: the orders rarely agree, so the mitigation's cost fails it too.
+    assert "decisions lost to the swap" in position and "FAIL → PASS" not in position
     assert "After swap-avg" in card and "**Swap consistency**" in card
     assert "judge: fake-judge (claude) · sample · 350 judgements · n=25 pairs" in card
     png = Path("report_card.png").read_bytes()
@@ -72,7 +73,9 @@ def test_report_json_and_stdout(tmp_path: Path) -> None:
     assert "| Byline" in printed.output and "After swap-avg" not in printed.output.split("\n\n")[2]
     as_json = json.loads(invoke("report", str(out), "--mitigate", "--json", "--db", db).output)
     assert [r["bias"] for r in as_json["rows"]] == ["position", "formatting", "byline"]
-    assert as_json["mitigate"] is True and as_json["rows"][0]["after_swap_avg"]["estimate"] == 0.0
+    position = as_json["rows"][0]
+    assert as_json["mitigate"] is True and position["after_swap_avg"]["units"] == "percentage points"
+    assert "decisions lost" in position["after_swap_avg"]["method"] and position["detectable"]["effect"] > 0
 
 
 def test_estimate_json_and_unknown_model(tmp_path: Path) -> None:

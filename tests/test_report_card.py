@@ -50,9 +50,13 @@ def analysis(evidence: Path) -> Analysis:
 def test_markdown_card_with_mitigation(analysis: Analysis) -> None:
     card = render_markdown(analysis, mitigate=True, source="results.jsonl")
     assert card.startswith(f"# {TITLE}")
-    assert "| Bias | Raw | After swap-avg | 95% CI (raw) | 95% CI (after) | Verdict |" in card
+    assert ("| Bias | Raw | After swap-avg | 95% CI (raw) | 95% CI (after) | Detectable at this n | Verdict |"
+            in card)
     position = next(line for line in card.splitlines() if line.startswith("| Position"))
-    assert "FAIL → PASS" in position and "+0.0 pp" in position
+    # Position 0.45: the two orders rarely agree, so swap-averaging "removes" the bias only by
+    # losing most decisions: judged by that cost, not PASS (issue 30).
+    assert position.rstrip(" |").endswith("| FAIL") and "decisions lost to the swap" in position
+    assert "FAIL → PASS" not in position and "+0.0 pp" not in position
     for label in ("Verbosity — longer-answer lift", "Formatting — markdown lift", "Truncation",
                   "Byline"):
         assert f"| {label}" in card
@@ -69,7 +73,7 @@ def test_markdown_card_with_mitigation(analysis: Analysis) -> None:
 def test_markdown_card_without_mitigation_has_no_after_column(analysis: Analysis) -> None:
     card = render_markdown(analysis, mitigate=False)
     assert "After swap-avg" not in card.split("\n\n")[2]  # the table
-    assert "| Bias | Raw | 95% CI | n | Verdict |" in card
+    assert "| Bias | Raw | 95% CI | n | Detectable at this n | Verdict |" in card
     position = next(line for line in card.splitlines() if line.startswith("| Position"))
     assert position.rstrip(" |").endswith("FAIL")
 
@@ -80,7 +84,7 @@ def test_json_card_is_strict_json_with_every_estimate(analysis: Analysis) -> Non
     back = json.loads(text)
     rows = {r["bias"]: r for r in back["rows"]}
     assert list(rows) == ["position", "verbosity", "formatting", "truncation", "byline"]
-    assert rows["position"]["verdict"] == "FAIL → PASS"
+    assert rows["position"]["verdict"] == "FAIL"
     for row in rows.values():
         for key in ("estimate", "ci_low", "ci_high", "n", "method", "units"):
             assert key in row["raw"]

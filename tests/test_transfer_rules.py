@@ -196,8 +196,10 @@ def test_an_edit_of_a_stored_history_is_added_to_it(labelled: Store, tmp_path: P
     ("pair_id,judge_model,shown_first,winner\nP1,j,a,c\n", "'c' is not one of a, b, tie", "winner"),
     ("pair_id,judge_model,shown_first,winner,parse_error\nP1,j,a,a,oops\n", "a winner and a parse_error",
      "parse_error"),
-    ("pair_id,judge_model,shown_first,winner\nP1,j,a,a\nP1,j,a,b\n", "judged twice with a shown first",
-     "shown_first"),
+    ("pair_id,judge_model,shown_first,winner\nP1,j,a,a\nP1,j,a,a\n",
+     "judged twice with answer a shown first \\(rows 1 and 2\\), with the same verdict", "shown_first"),
+    ("pair_id,judge_model,shown_first,winner\nP1,j,a,a\nP1,j,a,b\n",
+     "rows disagree: row 1 says winner a, row 2 winner b", "winner"),
 ])
 def test_bad_verdicts_are_refused_with_their_place(tmp_path: Path, text: str, words: str, column: str) -> None:
     store = Store(tmp_path / "p.duckdb")
@@ -208,6 +210,42 @@ def test_bad_verdicts_are_refused_with_their_place(tmp_path: Path, text: str, wo
         import_file(store, "verdicts", tmp_path / "v.csv")
     assert info.value.column == column and info.value.fix
     assert store.export_frame("judgements").empty
+
+
+def test_a_repeated_verdict_row_and_a_conflicting_one_get_different_fixes(tmp_path: Path) -> None:
+    store = Store(tmp_path / "p.duckdb")
+    (tmp_path / "pairs.csv").write_text("id,prompt,answer_a,answer_b,gold\nManual/0,q,x,y,A\n")
+    import_file(store, "pairs", tmp_path / "pairs.csv")
+    fixes = []
+    for text in ("pair_id,judge_model,shown_first,winner\nManual/0,j,a,a\nManual/0,j,a,a\n",
+                 "pair_id,judge_model,shown_first,winner\nManual/0,j,a,a\nManual/0,j,a,tie\n"):
+        (tmp_path / "v.csv").write_text(text)
+        with pytest.raises(InputError) as info:
+            import_file(store, "verdicts", tmp_path / "v.csv")
+        assert "with a shown first" not in str(info.value) and "answer a shown first" in str(info.value)
+        fixes.append(info.value.fix or "")
+    assert "trial column" in fixes[0] and "delete the repeated row" in fixes[0]
+    assert "keep the row that is right" in fixes[1] and "not for a correction" in fixes[1]
+
+
+def test_a_corrected_verdicts_file_is_refused_naming_row_and_order_and_a_new_run_id_stores_it(
+        tmp_path: Path) -> None:
+    store = Store(tmp_path / "p.duckdb")
+    (tmp_path / "pairs.csv").write_text("id,prompt,answer_a,answer_b,gold\nManual/0,q,x,y,A\nManual/1,q2,u,v,B\n")
+    import_file(store, "pairs", tmp_path / "pairs.csv")
+    head = "pair_id,judge_model,shown_first,winner\n"
+    (tmp_path / "v.csv").write_text(head + "Manual/0,j,a,a\nManual/0,j,b,a\nManual/1,j,a,b\n")
+    import_file(store, "verdicts", tmp_path / "v.csv")
+    (tmp_path / "v.csv").write_text(head + "Manual/0,j,a,a\nManual/0,j,b,b\nManual/1,j,a,b\n")
+    with pytest.raises(ConflictError) as info:
+        import_file(store, "verdicts", tmp_path / "v.csv")
+    message = str(info.value)
+    assert "row 2: pair 'Manual/0', answer b shown first (judge 'j', run 'import:j') was imported before" in message
+    assert "Manual/0:b" not in message, "no internal answer id"
+    assert "new run_id" in (info.value.fix or "") and "'j-corrected'" in (info.value.fix or "")
+    (tmp_path / "v2.csv").write_text("run_id," + head.replace("\n", "") + "\n"
+                                     + "j-corrected,Manual/0,j,a,a\nj-corrected,Manual/0,j,b,b\n")
+    assert import_file(store, "verdicts", tmp_path / "v2.csv").added == {"judgements": 2}
 
 
 def test_judgement_rows_must_fit_their_format(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ data (``ValueError``) is skipped with that message instead of failing the whole 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -44,6 +45,7 @@ def calibrate(
     n_resamples: int = 2000,
     level: float = 0.95,
     interval: RaterScope = "raters",
+    judge_family: str | None = None,
 ) -> CalibrationReport:
     """Load a judge run (and optionally a "before" run) and build its calibration report.
 
@@ -59,6 +61,7 @@ def calibrate(
         level: Confidence level.
         interval: ``"raters"`` (default) or ``"panel"``: which raters the residual, gap and PPI
             intervals speak for.
+        judge_family: The judge's own model family, for a run that records none (or another).
 
     Returns:
         A :class:`CalibrationReport`.
@@ -67,6 +70,8 @@ def calibrate(
         InputError: As :func:`load_calibration_data`.
     """
     data = load_calibration_data(store, run_id)
+    if judge_family is not None:
+        data = dataclasses.replace(data, run={**data.run, "family": judge_family})
     before = load_calibration_data(store, compare_run) if compare_run is not None else None
     return build_report(
         data, compare=before, human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level,

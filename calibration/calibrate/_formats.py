@@ -34,21 +34,40 @@ the name of another pointwise format judged in the same run."""
 
 
 def _decoding_rule(run: Mapping[str, Any]) -> str:
+    """How the run's judge decoded and how its replies were read, as the run records them."""
     params = run.get("params") or {}
     nested = params.get("judge_params")
-    source = {**params, **(nested if isinstance(nested, Mapping) else {})}
+    spec = params.get("judge_spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    # The spec's settings apply unless the judge's own request parameters say otherwise.
+    source = {**{k: spec.get(k) for k in ("temperature", "top_p", "top_k")}, **params,
+              **(nested if isinstance(nested, Mapping) else {})}
     decoding = {k: source[k] for k in ("temperature", "top_p", "top_k") if source.get(k) is not None}
+    imported = run.get("judge_kind") == "import"
     if "temperature" in decoding and float(decoding["temperature"]) == 0:
         head = "greedy decoding (temperature 0)"
     elif decoding:
         head = "sampling with " + ", ".join(f"{k}={v}" for k, v in decoding.items())
     elif run.get("judge_kind") == "fake":
         head = "fake judge (no sampling: scores are a seeded function of the answer)"
-    elif run.get("judge_kind") == "import":
+    elif imported:
         head = "imported judgements (decoding not recorded)"
     else:
         head = "decoding parameters not recorded in the run"
-    return head + "; strict parse, the last VERDICT line wins, an unparsed reply is a recorded failure"
+    return f"{head}; {_parse_rule(spec, imported)}"
+
+
+def _parse_rule(spec: Mapping[str, Any], imported: bool) -> str:
+    """How replies became values: judgelab's VERDICT line, the spec's verdict rules, or as imported."""
+    if imported:
+        return ("values as imported (read outside judgelab; a row without a value is counted as a parse "
+                "failure)")
+    templates = [t for t in spec.get("templates") or [] if isinstance(t, Mapping)]
+    if templates:
+        rules = "; ".join(f"{t.get('format')} by `{t.get('regex')}`" for t in templates)
+        return (f"strict parse by the judge spec's verdict rules ({rules}), the last match wins, an unparsed "
+                "reply is a recorded failure")
+    return "strict parse, the last VERDICT line wins, an unparsed reply is a recorded failure"
 
 
 def format_rows(

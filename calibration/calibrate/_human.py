@@ -233,7 +233,9 @@ def _strata(frame: pd.DataFrame) -> np.ndarray | None:
 def _no_gap_reason(own: str | None, present: list[str]) -> str | None:
     """Why the families present allow no self-preference gap (``None``: they allow one)."""
     if own is None:
-        return "the run records no judge family (judge_runs.family), so there is no 'own' family"
+        return ("the run records no judge family, so there is no 'own' family: pass --judge-family FAMILY to "
+                "`judgelab calibrate` (imported judgements: or add a judge_family column to the file; a judge spec: "
+                "[judge] family)")
     if own not in present:
         return f"no labelled answers from the judge's own family {own!r} (families: {present})"
     if len(present) < 2:

@@ -579,8 +579,8 @@ class ProbeSection:
         comparison_run: The "before" run.
         comparison_reason: Why there is no comparison although one was asked for.
         position: Order-swapped pairwise results.
-        statistics: The position statistics of all the run's pairwise judgements, as
-            ``judgelab position`` prints them (``None`` when it has none).
+        statistics: The position statistics of the run (its position probe's judgements, else
+            all its pairwise ones), as ``judgelab position`` prints them (``None`` when it has none).
     """
 
     gaps: tuple[VariantGap, ...] = ()

@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 
 from calibration.calibrate._load import CalibrationData, isna
 from calibration.calibrate._model import PositionResult, ProbeSection, ReportOptions, VariantGap
-from calibration.probes.position import position_replies, statistics_of_replies
+from calibration.probes.position import position_replies, position_rows, statistics_of_replies
 from calibration.stats import (
     THRESHOLDS,
     Estimate,
@@ -93,7 +93,7 @@ def probe_section(data: CalibrationData, compare: CalibrationData | None, opts: 
     reason = None
     if compare is not None:
         comparison, reason = _compare(compare, gaps, data, opts)
-    replies = position_replies(data.pairwise, data.pair_gold)
+    replies = position_replies(position_rows(data.pairwise), data.pair_gold)
     statistics = statistics_of_replies(replies, level=opts.level) if len(replies) else None
     return ProbeSection(gaps, comparison, None if compare is None else compare.run_id, reason, position, statistics)
 

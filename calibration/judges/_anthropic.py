@@ -312,9 +312,13 @@ class AnthropicJudge:
 
     # ------------------------------------------------------------------ building requests
 
-    def build(self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str]) -> JudgeCall:
+    def build(
+        self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str],
+        *, task_id: str | None = None,
+    ) -> JudgeCall:
         """The :class:`JudgeCall` this judge makes (see :func:`calibration.formats.build_call`)."""
-        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec)
+        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec,
+                                  task_id=task_id)
 
     def caches_prefix(self, call: JudgeCall) -> bool:
         """Whether ``call``'s rubric block is long enough for the API to cache it.

@@ -424,10 +424,12 @@ class FakeJudge:
         return self._judge(call, prompt, [answer_a, answer_b], rubric)
 
     def build(
-        self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str]
+        self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str],
+        *, task_id: str | None = None,
     ) -> JudgeCall:
         """The :class:`JudgeCall` this judge would make (see :func:`calibration.formats.build_call`)."""
-        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec)
+        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec,
+                                  task_id=task_id)
 
     async def run(self, call: JudgeCall, rubric: Rubric | None = None) -> Judgement:
         """Judge a prebuilt call, reading the task and answers back from its user message.

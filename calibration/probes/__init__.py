@@ -18,6 +18,7 @@ from calibration.probes._base import (
     RewriteSpend,
     Variants,
 )
+from calibration.probes._detect import DetectionPlan, DetectRow, adetection_plan, card_family_size
 from calibration.probes._evidence import Analysis, analyse_evidence, read_evidence
 from calibration.probes._plan import BIASES, DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
 from calibration.probes._simulate import CARD_PROBES, simulate_evidence
@@ -56,6 +57,8 @@ __all__ = [
     "POOL_BIASES",
     "Analysis",
     "BiasResult",
+    "DetectRow",
+    "DetectionPlan",
     "FormatRow",
     "PadMode",
     "PadModel",
@@ -68,9 +71,11 @@ __all__ = [
     "RewriteSpend",
     "RunPosition",
     "Variants",
+    "adetection_plan",
     "aestimate_probes",
     "analyse_evidence",
     "arun_probes",
+    "card_family_size",
     "choose_position_run",
     "dataset_label",
     "estimate_probes",

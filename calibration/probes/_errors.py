@@ -8,7 +8,8 @@ on the bundled sample). :func:`control_errors` adjusts the verdicts for the numb
   row's raw reading and its reading after swap-averaging, and the pointwise padding gap, all
   tested together (the card with ``--mitigate`` prints both readings). The truncation rows are
   not in it: they read the other way (a FAIL there says the judge did *not* react to missing
-  content), a sensitivity check with its own rule.
+  content), a sensitivity check with its own rule; nor is position after swap-averaging, which
+  reads what the mitigation costs (the decisions it loses), not a bias.
 * **The test.** Each reading's two-sided p-value for "no effect", read off its 95% interval
   (:func:`~calibration.stats.p_value_from_interval`), adjusted across its family with Holm's
   step-down procedure (default; at most a 5% chance of any false FAIL whatever the dependence
@@ -139,7 +140,9 @@ def _family(results: list[BiasResult]) -> list[_Member]:
         if r.bias in SENSITIVITY_ROWS:
             continue
         members.append((r, "raw", r.raw, r.verdict_raw))
-        if r.mitigated is not None and r.verdict_mitigated is not None:
+        # Position after swap-averaging reads a cost (decisions lost), not "a bias was found":
+        # it has its own rule, outside the family.
+        if r.mitigated is not None and r.verdict_mitigated is not None and not r.details.get("after_reading"):
             members.append((r, "after", r.mitigated, r.verdict_mitigated))
         gap = r.details.get("pointwise_gap")
         if r.bias == "verbosity" and isinstance(gap, Estimate) and "pointwise_verdict" in r.details:
@@ -212,12 +215,12 @@ def control_errors(
         details = {**r.details, "p_values": p_values}
         if "pointwise" in got:
             details["pointwise_verdict"] = got["pointwise"].adjusted
-        adjusted.append(replace(
-            r,
-            verdict_raw=got["raw"].adjusted if "raw" in got else r.verdict_raw,
-            verdict_mitigated=got["after"].adjusted if "after" in got else r.verdict_mitigated,
-            details=details,
-        ))
+        raw = got["raw"].adjusted if "raw" in got else r.verdict_raw
+        after = got["after"].adjusted if "after" in got else r.verdict_mitigated
+        if r.details.get("after_reading") and after == "FAIL" and raw != "FAIL":
+            # A costly mitigation fails only a judge whose raw reading failed (after adjustment).
+            after = "WARN"
+        adjusted.append(replace(r, verdict_raw=raw, verdict_mitigated=after, details=details))
     order = {r.bias: i for i, r in enumerate(results)}
     readings = ("raw", "after", "pointwise")
     ordered = tuple(sorted(everything, key=lambda t: (order.get(t.bias, 0), readings.index(t.reading))))

@@ -21,12 +21,14 @@ from typing import Any, Literal
 from calibration import pricing
 from calibration.datasets import (
     PROBE_RUBRIC,
+    PROJECT,
     SAMPLE,
     PoolAnswer,
     choose,
     load_pairs,
     pool_from_pairs,
     pool_from_store,
+    project_pairs,
 )
 from calibration.judges import AnthropicJudge, FakeJudge, Judge, JudgeCall
 from calibration.probes._base import PadModel, ProbeContext, ProbePlan, RewriteSpend, Variants
@@ -55,12 +57,14 @@ class ProbeSetup:
         pool: Answers pool-based probes score on their own (empty when none is chosen).
         pool_rubric: The rubric for pool answers (the project's own when they are stored).
         pool_source: ``"database"`` when the pool is the project's answers, else ``"pairs"``.
+        pair_rubric: The rubric pair-based probes show (the project's own for ``--dataset project``).
     """
 
     pairs: list[Pair]
     pool: list[PoolAnswer]
     pool_rubric: Rubric
     pool_source: PoolSource
+    pair_rubric: Rubric = PROBE_RUBRIC
 
 
 def setup_probes(
@@ -74,14 +78,22 @@ def setup_probes(
     Raises:
         InputError: On a missing or malformed dataset, or ``n < 1``.
     """
-    pairs = choose(load_pairs(dataset), n, seed=seed)
+    if dataset == PROJECT:
+        if store is None:
+            raise InputError("--dataset project needs the project database", fix="pass --db FILE.")
+        pairs = choose(project_pairs(store), n, seed=seed)
+        # The project's pairs are judged under the project's rubric, as its own judge would.
+        pair_rubric = store.rubric() or PROBE_RUBRIC
+    else:
+        pairs = choose(load_pairs(dataset), n, seed=seed)
+        pair_rubric = PROBE_RUBRIC
     if not POOL_BIASES & set(biases):
-        return ProbeSetup(pairs, [], PROBE_RUBRIC, "pairs")
+        return ProbeSetup(pairs, [], PROBE_RUBRIC, "pairs", pair_rubric)
     stored = pool_from_store(store, 2 * n, seed=seed) if store is not None else []
     if not stored:
-        return ProbeSetup(pairs, pool_from_pairs(pairs), PROBE_RUBRIC, "pairs")
+        return ProbeSetup(pairs, pool_from_pairs(pairs), pair_rubric, "pairs", pair_rubric)
     rubric = (store.rubric() if store is not None else None) or PROBE_RUBRIC
-    return ProbeSetup(pairs, stored, rubric, "database")
+    return ProbeSetup(pairs, stored, rubric, "database", pair_rubric)
 
 
 def other_family(store: Store | None, own: str | None) -> str:
@@ -105,7 +117,7 @@ def dataset_label(dataset: str) -> str:
     >>> dataset_label("runs/pairs.csv")
     'pairs.csv'
     """
-    return "sample" if dataset == SAMPLE else Path(dataset).name
+    return dataset if dataset in (SAMPLE, PROJECT) else Path(dataset).name
 
 
 def parse_formats(text: str | Sequence[str] | None) -> tuple[Format, ...] | None:
@@ -138,7 +150,7 @@ def _context(
     ctx = ProbeContext(
         pairs=setup.pairs,
         pool=setup.pool,
-        rubric=PROBE_RUBRIC,
+        rubric=setup.pair_rubric,
         pool_rubric=setup.pool_rubric,
         variants=variants,
         judge_family=judge_family,
@@ -163,12 +175,20 @@ def reference_tasks(store: Store | None, pairs: Sequence[Pair] = ()) -> list[tup
 
     What a judge spec's ``{reference}`` is looked up in (:func:`calibration.spec.bind_references`).
     """
-    tasks: list[tuple[str, str, str | None]] = [(p.pair_id, p.prompt, None) for p in pairs]
+    tasks: list[tuple[str, str, str | None]] = []
     if store is not None:
         for row in store.tasks().itertuples(index=False):
             ref = row.reference_answer
             tasks.append((str(row.task_id), str(row.prompt), ref if isinstance(ref, str) and ref else None))
-    return tasks
+    # A pair names no task: it takes the reference of the task with its prompt, when that is one
+    # reference (two tasks sharing the prompt with different references leave the pair without).
+    refs: dict[str, set[str]] = {}
+    for _, prompt, ref in tasks:
+        if ref is not None:
+            refs.setdefault(prompt, set()).add(ref)
+    pairs_refs = [(p.pair_id, p.prompt, next(iter(refs[p.prompt])) if len(refs.get(p.prompt, ())) == 1 else None)
+                  for p in pairs]
+    return pairs_refs + tasks
 
 
 def _with_references(judge: Judge, spec: JudgeSpec | None, store: Store | None, pairs: Sequence[Pair]) -> Judge:

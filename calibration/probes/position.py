@@ -3,9 +3,9 @@
 Raw reading: the first-shown win advantage, the share of decisions won by whichever answer was
 shown first minus 50%, with a Wilson interval (the pairs are of similar quality, so a
 position-neutral judge sits near 0). After swap-averaging (a win counts only when both orders
-agree) "first shown" no longer picks out an answer, so the advantage is recomputed on the
-swap-averaged decisions and is 0 by construction; what remains informative is the consistency
-rate (how often the verdict survived the swap) and the slot decomposition of seed 001.
+agree) "first shown" no longer picks out an answer: the advantage would be 0 by construction,
+so the mitigation is read by its cost instead, the decisions it loses (pairs whose two orders
+disagree become ties; :func:`swap_cost`), with the slot decomposition of seed 001 beside it.
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ from calibration.probes._base import (
 from calibration.stats import (
     Estimate,
     PositionStatistics,
+    Thresholds,
     position_statistics,
     slot_decomposition,
     verdict,
 )
+from calibration.stats._probes import Verdict
 from labeler.errors import InputError
 from labeler.models import pair_of
 from labeler.scales import PAIRWISE_FORMATS
@@ -71,43 +73,37 @@ def analyse(rows: pd.DataFrame) -> BiasResult:
     raw = stats.first_shown_advantage
     units = swapped(rows)
     complete = units.dropna(subset=["v_fwd", "v_rev"])
-    decided = complete["swap"].to_numpy(float)
-    n_decided = int(np.count_nonzero(decided))
-    # Each swap-averaged decision was shown first once and second once, so it adds exactly one
-    # first-shown win and one second-shown win: the recomputed advantage is 0 with no sampling
-    # error at all (a Wilson interval here would describe noise that cannot exist).
-    mitigated = Estimate(
-        0.0 if n_decided else math.nan,
-        0.0 if n_decided else math.nan,
-        0.0 if n_decided else math.nan,
-        n_decided,
-        "first-shown advantage of swap-averaged decisions: 0 by construction (each decision "
-        "was shown first once and second once)",
-        "percentage points",
-        extra={"decided_items": n_decided, "items": len(complete)},
-    )
     consistency = stats.consistency
-    details: dict[str, object] = {"consistency": consistency, "positional_agreement": stats.positional_agreement}
+    # After swap-averaging "first shown" picks out no answer: the advantage is 0 by
+    # construction, so it cannot be the reading. What the mitigation is judged by is its cost:
+    # the pairs whose two orders disagree (or one did not parse) lose their decision to a tie.
+    mitigated = swap_cost(consistency)
+    details: dict[str, object] = {"consistency": consistency, "positional_agreement": stats.positional_agreement,
+                                  "after_reading": "decisions lost to the swap"}
     if len(complete):
         decomposition = slot_decomposition(
             complete["v_fwd"], complete["v_rev"], clusters=complete["trial"], rng=0
         )
         details["slot_bias_b"] = decomposition.b
         details["candidate_preference_q"] = decomposition.q
-    rule = "position thresholds: WARN at 5 pp, FAIL at 10 pp with the interval excluding 0"
+    verdict_raw = verdict(raw, kind="position")
+    rule = (f"position thresholds: WARN at 5 pp, FAIL at 10 pp with the interval excluding 0; after "
+            f"swap-averaging, the decisions it loses: PASS under {SWAP_COST.warn:g}% with the interval under "
+            f"{SWAP_COST.fail:g}%, FAIL at {SWAP_COST.fail:g}% or more (resolved) when the raw reading failed")
     notes = (
-        "After swap-averaging, \"first shown\" is undefined: the residual is 0 by construction; "
-        f"the swap consistency rate ({pct(consistency.estimate, 0)} of "
-        f"{consistency.n} pairs gave the same outcome in both orders; a pair with an unparsed reply "
-        "counts as inconsistent) is the diagnostic that stays meaningful.",
+        "After swap-averaging, \"first shown\" picks out no answer (the advantage is 0 by construction), so "
+        "the mitigation is judged by what it costs: "
+        f"{pct(consistency.estimate, 0)} of {consistency.n} pairs gave the same outcome in both orders; the "
+        f"other {pct(mitigated.estimate / 100, 0)} lose their decision to a tie (a pair with an unparsed reply "
+        "counts as lost).",
     )
     return BiasResult(
         bias=NAME,
         label=LABEL,
         raw=raw,
         mitigated=mitigated,
-        verdict_raw=verdict(raw, kind="position"),
-        verdict_mitigated=verdict(mitigated, kind="position"),
+        verdict_raw=verdict_raw,
+        verdict_mitigated=swap_cost_verdict(mitigated, verdict_raw),
         rule=rule,
         details=details,
         notes=notes,
@@ -115,6 +111,48 @@ def analyse(rows: pd.DataFrame) -> BiasResult:
         parse_failures=n_parse,
         errors=n_err,
     )
+
+
+SWAP_COST = Thresholds(warn=20.0, fail=40.0, units="percentage points")
+"""Decisions swap-averaging may lose (pairs whose two orders disagree): PASS under 20%, FAIL at 40%."""
+
+
+def swap_cost(consistency: Estimate) -> Estimate:
+    """The share of pairs whose decision swap-averaging loses (1 - consistency), in percentage points.
+
+    >>> e = swap_cost(Estimate(0.28, 0.12, 0.5, 20, "same winner in both orders", "share of pairs"))
+    >>> round(e.estimate, 1), round(e.ci_low, 1), round(e.ci_high, 1), e.n
+    (72.0, 50.0, 88.0, 20)
+    """
+    return Estimate(
+        100 * (1 - consistency.estimate), 100 * (1 - consistency.ci_high), 100 * (1 - consistency.ci_low),
+        consistency.n,
+        "decisions lost to swap-averaging: pairs whose two orders disagree (or one did not parse) become a "
+        "tie; 100% minus the consistency (" + consistency.method + ")",
+        "percentage points", consistency.level,
+        extra={"pairs": consistency.n, "kept": consistency.estimate},
+    )
+
+
+def swap_cost_verdict(cost: Estimate, raw_verdict: str) -> Verdict:
+    """PASS, WARN or FAIL of the mitigation by what it costs.
+
+    PASS when it loses few decisions (under 20%, the interval under 40%). FAIL when it loses
+    40% or more, resolved, and the raw reading failed: the bias is "removed" only by throwing
+    most decisions away. Otherwise WARN (a judge that flips on near-equal pairs without a
+    position bias loses decisions too: costly, but not shown to be the position).
+
+    >>> cost = swap_cost(Estimate(0.28, 0.12, 0.5, 20, "", "share of pairs"))
+    >>> swap_cost_verdict(cost, "FAIL"), swap_cost_verdict(cost, "PASS")
+    ('FAIL', 'WARN')
+    """
+    if math.isnan(cost.estimate):
+        return "WARN"
+    if cost.estimate < SWAP_COST.warn and cost.ci_high < SWAP_COST.fail:
+        return "PASS"
+    if raw_verdict == "FAIL" and cost.estimate >= SWAP_COST.fail and cost.ci_low > SWAP_COST.warn:
+        return "FAIL"
+    return "WARN"
 
 
 def _evidence_statistics(rows: pd.DataFrame) -> PositionStatistics:
@@ -166,9 +204,11 @@ class RunPosition:
 
 def statistics_lines(s: PositionStatistics) -> list[str]:
     """Position statistics as text lines, one statistic each (the CLI and the calibration report)."""
-    rows = [("consistency (same winner in both orders; unparsed counts as inconsistent)", s.consistency, "pairs"),
+    # A unit judged in both orders is a pair, or a pair and trial when pairs were judged repeatedly.
+    units = "pairs" if s.consistency.n == s.pairs_both_orders else "pair-trials (a pair judged again counts again)"
+    rows = [("consistency (same winner in both orders; unparsed counts as inconsistent)", s.consistency, units),
             ("positional agreement (LLMBar's `equal`: two unparsed replies agree)", s.positional_agreement,
-             "pairs")]
+             units)]
     rows += [(f"accuracy vs gold, {_ACCURACY_NAMES[k]}", e, "replies" if k == "mean_of_orders" else "pairs")
              for k, e in s.accuracy.items()]
     adv = s.first_shown_advantage
@@ -233,6 +273,20 @@ def position_replies(rows: pd.DataFrame, gold: Mapping[str, str | None]) -> pd.D
 _SIDE = {1: "a", -1: "b", 0: "tie"}
 
 
+def position_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The judgements the position figures read: the position probe's, when the run has any.
+
+    One definition for the report card, ``judgelab position`` and ``judgelab calibrate``: the
+    other probes' pairwise calls (an answer against its padded or decorated self) vary
+    something else, so they are not position evidence. A run without a position probe
+    (imported verdicts) is read whole.
+    """
+    if "probe" not in rows:
+        return rows
+    mine = rows["probe"] == NAME
+    return rows[mine] if mine.any() else rows
+
+
 def statistics_of_replies(replies: pd.DataFrame, *, level: float = 0.95) -> PositionStatistics:
     """:func:`calibration.stats.position_statistics` of :func:`position_replies`."""
     return position_statistics(replies["pair"], replies["shown_first"], replies["winner"], trials=replies["trial"],
@@ -277,6 +331,10 @@ def run_position(
 ) -> RunPosition:
     """Position statistics of a stored run (see :func:`choose_position_run` for which run).
 
+    A run of the position probe is read on that probe's calls alone, as the report card reads
+    it (the same figure on both); a run without one (imported verdicts) on all its pairwise
+    judgements.
+
     Raises:
         InputError: As :func:`choose_position_run`, or the run holds no pairwise judgements.
     """
@@ -286,7 +344,7 @@ def run_position(
         raise InputError(f"judge run {chosen!r} has no pairwise judgements",
                          fix="pick another run with --judge-run, or --judge-model.")
     info = store.run_info(chosen) or {}
-    replies = position_replies(rows, store.pair_gold())
+    replies = position_replies(position_rows(rows), store.pair_gold())
     formats = tuple(sorted(set(rows["format"]) & set(PAIRWISE_FORMATS)))
     return RunPosition(chosen, str(info.get("model")), formats, int((rows["status"] == "error").sum()),
                        statistics_of_replies(replies, level=level))

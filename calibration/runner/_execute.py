@@ -19,7 +19,7 @@ from typing import Any
 
 from calibration.judges._base import Failure, Judge, Judgement
 from calibration.runner._batch import run_batch
-from calibration.runner._plan import PlannedCall
+from calibration.runner._plan import PlannedCall, build_request
 from calibration.runner._sink import Ledger
 from labeler.errors import JudgeError
 from labeler.models import Rubric
@@ -90,6 +90,12 @@ class Execution:
     async def call(self, call: PlannedCall) -> Judgement:
         """Ask the judge for ``call`` (its own rubric, else the run's)."""
         rubric = call.rubric or self.rubric
+        spec = getattr(self.judge, "spec", None)
+        runner = getattr(self.judge, "run", None)
+        if call.task_id is not None and callable(runner) and getattr(spec, "uses", lambda _: False)("reference"):
+            # A spec's reference answer is the call's task's: send the very request the cache
+            # key was made of (score/compare know only the prompt, which two tasks may share).
+            return await runner(build_request(self.judge, self.rubric, call), rubric)  # type: ignore[no-any-return]
         if call.kind == "pairwise":
             assert call.answer_b is not None  # checked by check_plan
             return await self.judge.compare(

@@ -107,7 +107,9 @@ def build_request(judge: Judge, rubric: Rubric, call: PlannedCall) -> JudgeCall:
     chosen = call.rubric or rubric
     builder = getattr(judge, "build", None)
     if callable(builder):
-        built = builder(call.kind, call.format, chosen, call.prompt, answers)
+        # The task id picks a judge spec's reference answer (two tasks may share a prompt).
+        built = (builder(call.kind, call.format, chosen, call.prompt, answers) if call.task_id is None
+                 else builder(call.kind, call.format, chosen, call.prompt, answers, task_id=call.task_id))
         if isinstance(built, JudgeCall):
             return built
     return build_call(

@@ -31,19 +31,31 @@ An ``author`` is an inline table ``{kind = "human" | "model" | "unknown", name =
 model author's ``name`` is its family or model id. An artifact with no declared author counts
 as unknown, which makes the self-preference gap an upper bound (:func:`provenance`).
 
-**Placeholders.** ``{rubric}`` (the rubric text raters see), ``{prompt}`` (the task),
-``{answer}`` (pointwise), ``{answer_a}`` and ``{answer_b}`` (pairwise, in the order shown),
-``{reference}`` and ``{examples}``; ``{{`` and ``}}`` are literal braces. A pointwise template
-must show ``{prompt}`` and ``{answer}``, a pairwise one ``{prompt}``, ``{answer_a}`` and
-``{answer_b}``.
+**Placeholders.** ``{rubric}`` (the rubric text raters see, its scale and pass rule included),
+its parts ``{instructions}``, ``{criteria}`` and ``{levels}`` (the scale and pass rule) for a
+template that asks for a scale of its own, ``{prompt}`` (the task), ``{answer}`` (pointwise),
+``{answer_a}`` and ``{answer_b}`` (pairwise, in the order shown), ``{reference}`` and
+``{examples}``; ``{{`` and ``}}`` are literal braces. A pointwise template must show ``{prompt}``
+and ``{answer}``, a pairwise one ``{prompt}``, ``{answer_a}`` and ``{answer_b}``.
+
+**Scales.** A template asks the judge for a scale: ``[templates.verdict] scale = [lo, hi]``, or
+the numeric labels of its mapping, or the format's range. A scale its own words name ("on a
+scale of 1 to 10") that differs is refused when the spec loads (a 1-10 reply read under
+``numeric100`` without a mapping would be stored as 7 of 100); so is a run whose ``{rubric}``
+(or ``{levels}``, ``{instructions}``) tells the judge another scale. Without a mapping a reply
+off the declared scale is a parse failure.
+
+**References** are keyed by task: two tasks with one prompt keep their own (each call carries
+its task id).
 
 **Escaping.** Templates are filled in one pass, so text inside an answer is never read as a
-placeholder. The task, answers and references are escaped as the built-in prompt escapes them
-(:func:`~calibration.formats.neutralise`), and so are the template's own delimiters: the
-nearest literal line before and after each of those placeholders (``[The End of Assistant A's
-Answer]``, say). An answer that repeats one gets its first character written as a character
-reference (``&#91;The End of ...``): the judge still reads what was written, but the answer
-cannot close its own block.
+placeholder. Judged text (the task, answers, references) goes in exactly as written, with two
+escapes: the built-in tags (:func:`~calibration.formats.neutralise`), and any copy of a line of
+the template's own text, compared without case, spacing, invisible characters or curly quote
+marks (``[The End of Assistant A’s Answer]``, Prometheus's ``###Feedback:``). Such a copy gets its
+first character written as a character reference (``&#91;The End of ...``): the judge still
+reads what was written, but the answer cannot close its block or write a later part of the
+prompt.
 
 **Parsing.** The strict policy of :func:`calibration.formats.parse`: the reply is normalised the
 same way, the last match of the regex wins, and anything else (no match, an off-menu label, a
@@ -71,7 +83,7 @@ from calibration.spec._spec import (
     recorded_provenance,
     with_references,
 )
-from calibration.spec._template import PLACEHOLDERS, REQUIRED_PLACEHOLDERS, Template
+from calibration.spec._template import PLACEHOLDERS, REQUIRED_PLACEHOLDERS, Template, normalise_line
 from calibration.spec._verdict import VerdictRule
 
 __all__ = [
@@ -85,6 +97,7 @@ __all__ = [
     "VerdictRule",
     "bind_references",
     "load_spec",
+    "normalise_line",
     "parse_spec",
     "provenance",
     "recorded_provenance",

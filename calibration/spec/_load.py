@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from calibration.spec._scale import asked_scales, scale_words
 from calibration.spec._spec import AUTHOR_KINDS, Author, JudgeSpec, ReferenceSource
 from calibration.spec._template import _OTHER_KIND, REQUIRED_PLACEHOLDERS, Template, _Problem, _Text
 from calibration.spec._verdict import VerdictRule
@@ -23,7 +24,7 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "examples": ("items", "separator", "author"),
     "references": ("source", "texts", "if_missing", "author"),
     "template": ("kind", "system", "user", "verdict"),
-    "verdict": ("format", "regex", "mapping", "ignore_case", "samples"),
+    "verdict": ("format", "regex", "mapping", "ignore_case", "scale", "samples"),
     "sample": ("reply", "expect", "expect_failure"),
     "author": ("kind", "name"),
 }
@@ -132,6 +133,16 @@ def _cross_check(spec: JudgeSpec, has_references: bool) -> None:
     if spec.examples and not spec.uses("examples"):
         raise _Located("examples", f"{len(spec.examples)} example(s) are declared but no template shows {{examples}}",
                        "put {examples} in a template, or remove [examples].")
+    examples = spec.examples_separator.join(spec.examples)
+    for i, t in enumerate(spec.templates, start=1):
+        asked = t.verdict.asked
+        if asked is None or "examples" not in t.placeholders:
+            continue
+        for lo, hi, words in asked_scales(examples):
+            if (lo, hi) != asked:
+                raise _Located(f"templates[{i}]", f"it asks for {scale_words(asked)} but the {{examples}} it shows "
+                               f"name {lo} to {hi} ({words!r})",
+                               "make the examples rate on the template's scale.")
     if spec.uses("reference") and not has_references:
         raise _Located("references", "the templates show {reference} but there is no [references] table",
                        'add [references] with source = "task" (or texts = {TASK_ID = "..."}).')
@@ -267,17 +278,51 @@ def _template(item: Any, where: str) -> Template:
             fields |= _Text.parse(text).fields
         except _Problem as exc:
             raise _Located(f"{where}.{part}", exc.problem, exc.fix) from None
-    missing = [p for p in REQUIRED_PLACEHOLDERS[kind] if p not in fields]
-    if missing:
-        raise _Located(where, f"a {kind} template must show {{{missing[0]}}}",
-                       f"put {{{missing[0]}}} in its system or user text.")
     wrong = [p for p in _OTHER_KIND[kind] if p in fields]
     if wrong:
         other = "pairwise" if kind == "pointwise" else "pointwise"
         shown = ", ".join("{" + p + "}" for p in REQUIRED_PLACEHOLDERS[kind][1:])
         raise _Located(where, f"{{{wrong[0]}}} belongs in a {other} template, not a {kind} one",
-                       f"show {shown} in a {kind} template.")
-    return Template(kind, system, user, _verdict(table.get("verdict"), f"{where}.verdict", kind))
+                       f"replace {{{wrong[0]}}} with {shown}: a {kind} template shows those.")
+    missing = [p for p in REQUIRED_PLACEHOLDERS[kind] if p not in fields]
+    if missing:
+        raise _Located(where, f"a {kind} template must show {{{missing[0]}}}",
+                       f"put {{{missing[0]}}} in its system or user text.")
+    template = Template(kind, system, user, _verdict(table.get("verdict"), f"{where}.verdict", kind))
+    _check_asked_scale(template, where)
+    return template
+
+
+def _check_asked_scale(template: Template, where: str) -> None:
+    """The scale the template's own words ask for must be the one its verdict rule reads."""
+    asked = template.verdict.asked
+    if asked is None:
+        return
+    for lo, hi, words in asked_scales(template.system + "\n" + template.user):
+        if (lo, hi) != asked:
+            raise _Located(
+                where,
+                f"its text asks for a score from {lo} to {hi} ({words!r}) but its verdict reads "
+                f"{scale_words(asked)} ({_asked_because(template.verdict)})",
+                _scale_fix(template.verdict, (lo, hi)),
+            )
+
+
+def _asked_because(rule: VerdictRule) -> str:
+    if rule.scale is not None:
+        return "its declared scale"
+    if rule.mapping:
+        return "the labels of its mapping"
+    return f"the {rule.format} range, with no mapping"
+
+
+def _scale_fix(rule: VerdictRule, scale: tuple[int, int]) -> str:
+    lo, hi = scale
+    f_lo, f_hi = (int(x) for x in FORMAT_SPECS[rule.format].range)
+    if rule.mapping or (lo, hi) == (f_lo, f_hi):
+        return f"make the template's words and its verdict agree (declare scale = [{lo}, {hi}] and map each score)."
+    return (f"declare scale = [{lo}, {hi}] and map each score to a {rule.format} value (mapping = "
+            f'{{"{lo}" = {f_lo}, ..., "{hi}" = {f_hi}}}), or ask for {f_lo}-{f_hi} in the text.')
 
 
 def _verdict(value: Any, where: str, kind: Kind) -> VerdictRule:
@@ -297,7 +342,8 @@ def _verdict(value: Any, where: str, kind: Kind) -> VerdictRule:
     if not isinstance(ignore_case, bool):
         raise _Located(where, f"ignore_case must be true or false, not {ignore_case!r}", "write ignore_case = true.")
     _check_regex(regex, where)
-    rule = VerdictRule(fmt, regex, _mapping(table.get("mapping"), f"{where}.mapping", fmt), ignore_case)
+    mapping = _mapping(table.get("mapping"), f"{where}.mapping", fmt, ignore_case)
+    rule = VerdictRule(fmt, regex, mapping, ignore_case, _scale(table.get("scale"), where, fmt, bool(mapping)))
     _check_samples(rule, table.get("samples"), where)
     return rule
 
@@ -315,12 +361,41 @@ def _check_regex(regex: str, where: str) -> None:
         raise _Located(where, f"regex '{regex}' has {groups} groups; it needs exactly one, around the verdict", fix)
 
 
-def _mapping(value: Any, where: str, fmt: Format) -> tuple[tuple[str, float], ...]:
+def _scale(value: Any, where: str, fmt: Format, mapped: bool) -> tuple[int, int] | None:
+    """The declared ``scale = [lo, hi]``: whole numbers; read as is only if it shares the format's top."""
+    if value is None:
+        return None
+    ok = (isinstance(value, list) and len(value) == 2
+          and all(isinstance(v, int) and not isinstance(v, bool) for v in value) and value[0] < value[1])
+    if not ok:
+        raise _Located(where, f"scale must be two whole numbers, lowest first, not {value!r}",
+                       "write scale = [1, 10], say: the scale the template asks the judge for.")
+    lo, hi = int(value[0]), int(value[1])
+    f_lo, f_hi = (int(x) for x in FORMAT_SPECS[fmt].range)
+    if not mapped and not (f_lo <= lo and hi == f_hi):
+        raise _Located(
+            where,
+            f"the template asks for {lo}-{hi} but {fmt} without a mapping stores the number as it is "
+            f"({f_lo}-{f_hi}): a {(lo + hi) // 2} would be read as {(lo + hi) // 2} on {f_lo}-{f_hi}",
+            f'map each score to a {fmt} value (mapping = {{"{lo}" = {f_lo}, ..., "{hi}" = {f_hi}}}).',
+        )
+    return lo, hi
+
+
+def _mapping(value: Any, where: str, fmt: Format, ignore_case: bool = False) -> tuple[tuple[str, float], ...]:
     table = _table(value, where)
     lo, hi = FORMAT_SPECS[fmt].range
     out: list[tuple[str, float]] = []
+    seen: dict[str, str] = {}
     for label, v in table.items():
         key = " ".join(str(label).split())
+        same = key.casefold() if ignore_case else key
+        if same in seen:
+            how = "after spacing is cleaned up" + (" and case ignored" if ignore_case else "")
+            raise _Located(where, f"the labels {seen[same]!r} and {str(label)!r} are the same {how} "
+                           f"({key!r}): a reply {key!r} could mean either",
+                           "keep one of them, or make the labels differ in more than spacing.")
+        seen[same] = str(label)
         whole = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v == int(v)
         if not key or not whole or not lo <= v <= hi:
             raise _Located(where, f"{label!r} = {v!r} is not a whole number from {lo:g} to {hi:g} (the {fmt} range)",

@@ -5,11 +5,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from calibration.formats import ParseResult, ReadCall
-from calibration.spec._template import REQUIRED_PLACEHOLDERS, Template
+from calibration.spec._scale import asked_scales, scale_words
+from calibration.spec._template import REQUIRED_PLACEHOLDERS, RUBRIC_PARTS, Template
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.scales import FORMAT_SPECS, Format, Kind
@@ -77,8 +79,11 @@ class JudgeSpec:
         reference_texts: Task id -> reference answer written in the spec.
         reference_if_missing: Text for ``{reference}`` when a task has none (``None``: refuse).
         references_author: Who wrote the references.
-        references_by_prompt: Task prompt -> reference answer, bound for a run
+        references_by_task: Task (or pair) id -> reference answer, bound for a run
             (:func:`bind_references`).
+        references_by_prompt: Task prompt -> reference answer, for a call made without its
+            task id; a prompt two tasks share with different references is left out.
+        ambiguous_prompts: Prompt -> the task ids sharing it with different references.
     """
 
     name: str
@@ -97,7 +102,9 @@ class JudgeSpec:
     reference_texts: Mapping[str, str] = field(default_factory=dict)
     reference_if_missing: str | None = None
     references_author: Author | None = None
+    references_by_task: Mapping[str, str] = field(default_factory=dict, repr=False)
     references_by_prompt: Mapping[str, str] = field(default_factory=dict, repr=False)
+    ambiguous_prompts: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     # -- looking things up
 
@@ -139,43 +146,73 @@ class JudgeSpec:
                 fix=f"add a [[templates]] table with kind = \"{kind}\", or leave that probe out.",
             )
 
-    def with_references(self, by_prompt: Mapping[str, str]) -> JudgeSpec:
-        """The spec with each task prompt's reference answer bound (see :func:`bind_references`)."""
-        return replace(self, references_by_prompt=dict(by_prompt))
+    def with_references(
+        self,
+        by_prompt: Mapping[str, str],
+        *,
+        by_task: Mapping[str, str] | None = None,
+        ambiguous: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> JudgeSpec:
+        """The spec with each task's reference answer bound (see :func:`bind_references`)."""
+        return replace(self, references_by_prompt=dict(by_prompt), references_by_task=dict(by_task or {}),
+                       ambiguous_prompts=dict(ambiguous or {}))
 
     # -- the PromptSpec protocol
 
     def render(
-        self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str]
+        self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str],
+        *, task_id: str | None = None,
     ) -> tuple[str, str]:
         """``(system, user)`` of one call, filled from the template for ``kind`` and ``fmt``.
 
+        Args:
+            kind: ``pointwise`` or ``pairwise``.
+            fmt: The format.
+            rubric: The rubric; ``{rubric}`` is its whole text, ``{instructions}``,
+                ``{criteria}`` and ``{levels}`` its parts.
+            prompt: The task.
+            answers: The answer, or answers A and B in the order shown.
+            task_id: The task (or pair) judged: its reference answer is looked up by it.
+
         Raises:
-            InputError: If there is no such template, or it shows ``{reference}`` and the task
-                has no reference answer (and no ``if_missing`` text is set).
+            InputError: If there is no such template; if the rubric text it shows names a scale
+                other than the one the template asks for; or if it shows ``{reference}`` and the
+                task has no reference answer (and no ``if_missing`` text is set).
         """
         template = self.template(kind, fmt)
         names = template.placeholders
-        values = {"rubric": rubric.as_text(), "prompt": prompt,
+        _check_rubric_scale(self, template, rubric)
+        values = {**rubric_parts(rubric), "prompt": prompt,
                   "examples": self.examples_separator.join(self.examples)}
         if kind == "pointwise":
             values["answer"] = answers[0]
         else:
             values["answer_a"], values["answer_b"] = answers[0], answers[1]
         if "reference" in names:
-            values["reference"] = self._reference(prompt)
+            values["reference"] = self._reference(prompt, task_id)
         return template.fill(values)
 
-    def _reference(self, prompt: str) -> str:
-        found = self.references_by_prompt.get(prompt)
+    def _reference(self, prompt: str, task_id: str | None) -> str:
+        found = self.references_by_task.get(task_id) if task_id is not None else None
+        if found is None and task_id is None:
+            shared = self.ambiguous_prompts.get(prompt)
+            if shared:
+                raise InputError(
+                    f"judge spec {self.name!r} shows {{reference}}, and the tasks {', '.join(shared)} share "
+                    f"one prompt with different reference answers, but this call does not say which task it is",
+                    file=self.file,
+                    fix="run it through a probe or `judgelab score`, which pass each call's task id.",
+                )
+            found = self.references_by_prompt.get(prompt)
         if found is not None:
             return found
         if self.reference_if_missing is not None:
             return self.reference_if_missing
         shown = " ".join(prompt.split())
+        which = f"the task {task_id!r} ({shown[:60] + ('…' if len(shown) > 60 else '')!r})" if task_id else (
+            f"the task {shown[:60] + ('…' if len(shown) > 60 else '')!r}")
         raise InputError(
-            f"judge spec {self.name!r} shows {{reference}}, but the task "
-            f"{shown[:60] + ('…' if len(shown) > 60 else '')!r} has no reference answer",
+            f"judge spec {self.name!r} shows {{reference}}, but {which} has no reference answer",
             file=self.file,
             fix="give the task a reference answer (the answers file's reference_answer column, or "
             "[references] texts in the spec), or set [references] if_missing.",
@@ -295,9 +332,11 @@ def recorded_provenance(params: Mapping[str, Any] | None) -> tuple[tuple[str, st
 def bind_references(
     spec: JudgeSpec, *, tasks: Iterable[tuple[str, str, str | None]] = ()
 ) -> JudgeSpec:
-    """The spec with the reference answer of each task bound to its prompt.
+    """The spec with the reference answer of each task bound to its id.
 
-    Calls carry the task prompt, not its id, so references are looked up by prompt.
+    References are keyed by task: two tasks with the same prompt keep their own references
+    (each call carries its task id, :meth:`JudgeSpec.render`). A call without a task id falls
+    back to the prompt, unless tasks sharing it have different references (then it is refused).
 
     Args:
         spec: The spec.
@@ -306,19 +345,75 @@ def bind_references(
 
     Returns:
         ``spec`` unchanged when no template shows ``{reference}``; otherwise a copy whose
-        ``references_by_prompt`` holds, per prompt, the spec's ``texts`` entry for the task id
-        or, with ``source = "task"``, the task's own reference (the spec's text wins).
+        ``references_by_task`` holds, per task id, the spec's ``texts`` entry for the task or,
+        with ``source = "task"``, the task's own reference (the spec's text wins).
     """
     if not spec.uses("reference"):
         return spec
-    by_prompt: dict[str, str] = {}
+    by_task: dict[str, str] = {}
+    by_prompt: dict[str, dict[str, list[str]]] = {}
     for task_id, prompt, own in tasks:
         text = spec.reference_texts.get(task_id)
         if text is None and "task" in spec.reference_sources and own:
             text = own
-        if text is not None:
-            by_prompt.setdefault(prompt, text)
-    return spec.with_references(by_prompt)
+        if text is not None and task_id not in by_task:
+            by_task[task_id] = text
+            by_prompt.setdefault(prompt, {}).setdefault(text, []).append(task_id)
+    single = {p: next(iter(refs)) for p, refs in by_prompt.items() if len(refs) == 1}
+    ambiguous = {p: tuple(t for ids in refs.values() for t in ids) for p, refs in by_prompt.items() if len(refs) > 1}
+    return spec.with_references(single, by_task=by_task, ambiguous=ambiguous)
+
+
+def rubric_parts(rubric: Rubric) -> dict[str, str]:
+    """The rubric placeholders' values: the whole text and its parts.
+
+    ``instructions`` (the rubric's own), ``criteria`` (one ``- name: description`` line
+    each) and ``levels`` (the scale in words and the pass rule).
+    """
+    return {
+        "rubric": rubric.as_text(),
+        "instructions": rubric.instructions.strip(),
+        "criteria": "\n".join(f"- {c.name}: {c.description}" for c in rubric.criteria),
+        "levels": f"{rubric.scale_text()}\nPass rule: {rubric.pass_rule}",
+    }
+
+
+@lru_cache(maxsize=128)
+def _rubric_conflict(template: Template, rubric: Rubric) -> tuple[str, int, int, str] | None:
+    asked = template.verdict.asked
+    if asked is None:
+        return None
+    parts = rubric_parts(rubric)
+    for name in RUBRIC_PARTS:
+        if name not in template.placeholders:
+            continue
+        for lo, hi, words in asked_scales(parts[name]):
+            if (lo, hi) != asked:
+                return name, lo, hi, words
+    return None
+
+
+def _check_rubric_scale(spec: JudgeSpec, template: Template, rubric: Rubric) -> None:
+    """Refuse a template whose rubric text tells the judge another scale than the template asks."""
+    found = _rubric_conflict(template, rubric)
+    if found is None:
+        return
+    name, lo, hi, words = found
+    asked = template.verdict.asked
+    assert asked is not None  # a conflict needs an asked scale
+    if name in ("rubric", "levels"):
+        fix = (f"show {{criteria}} (and {{instructions}}, when they name no scale) instead of {{{name}}}, and write "
+               "the template's own scale in its text; or make the template ask for the rubric's scale.")
+    else:
+        fix = ("leave {instructions} out or reword the rubric's instructions, or make the template ask for the "
+               "rubric's scale.")
+    raise InputError(
+        f"judge spec {spec.name!r}: the {template.kind} {template.format} template asks for "
+        f"{scale_words(asked)}, but the {{{name}}} it shows tells the judge {lo} to {hi} ({words!r}, rubric "
+        f"{rubric.rubric_id} v{rubric.version})",
+        file=spec.file,
+        fix=fix,
+    )
 
 
 _J = TypeVar("_J")

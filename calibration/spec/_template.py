@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Mapping, Sequence
+import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property, lru_cache, partial
+from functools import cached_property, lru_cache
 
 from calibration.formats import neutralise, unneutralise
 from calibration.spec._verdict import VerdictRule
 from labeler.scales import Format, Kind
 
-PLACEHOLDERS: tuple[str, ...] = ("rubric", "prompt", "answer", "answer_a", "answer_b", "reference", "examples")
-"""Every placeholder a template may use."""
+PLACEHOLDERS: tuple[str, ...] = (
+    "rubric", "instructions", "criteria", "levels",
+    "prompt", "answer", "answer_a", "answer_b", "reference", "examples",
+)
+"""Every placeholder a template may use.
+
+``{rubric}`` is the whole rubric text raters see (its scale and pass rule included);
+``{instructions}``, ``{criteria}`` and ``{levels}`` are its parts, for a template that asks for a
+scale of its own and must not also show the rubric's.
+"""
+
+RUBRIC_PARTS: tuple[str, ...] = ("rubric", "instructions", "criteria", "levels")
+"""The placeholders filled from the rubric."""
 
 REQUIRED_PLACEHOLDERS: dict[Kind, tuple[str, ...]] = {
     "pointwise": ("prompt", "answer"),
@@ -74,16 +86,11 @@ class _Text:
         """The text with every placeholder replaced (one pass: values are never re-read)."""
         return "".join(literal + (values[name] if name else "") for literal, name in self.parts)
 
-    def fences(self) -> list[str]:
-        """The nearest literal line before and after each task, answer or reference placeholder."""
+    def fixed(self) -> list[str]:
+        """Every line (or part of a line beside a placeholder) of the template's own text."""
         out: list[str] = []
-        for i, (literal, name) in enumerate(self.parts):
-            if name not in _DATA:
-                continue
-            before = [line.strip() for line in literal.splitlines() if line.strip()]
-            after_text = self.parts[i + 1][0] if i + 1 < len(self.parts) else ""
-            after = [line.strip() for line in after_text.splitlines() if line.strip()]
-            out += [f for f in (before[-1:] + after[:1]) if len(f) >= 2 and f not in out]
+        for literal, _ in self.parts:
+            out += [line.strip() for line in literal.splitlines() if line.strip()]
         return out
 
     @cached_property
@@ -99,36 +106,87 @@ class _Text:
         return re.compile("".join(pieces), re.DOTALL)
 
 
-def _flex(text: str) -> str:
-    """A pattern for ``text`` in which any run of whitespace matches any other."""
-    return "".join(r"\s+" if part.isspace() else re.escape(part) for part in re.split(r"(\s+)", text) if part)
+# Quote marks an answer can use in place of the template's own: they read the same to a judge.
+_QUOTES = str.maketrans({c: "'" for c in "\u2018\u2019\u201a\u201b\u2032\u02bc\u0060\u00b4"}
+                        | {c: '"' for c in "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb"})
+_INVISIBLE = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\ufeff\u00ad")
+_ESCAPED = re.compile(r"&#(\d{1,7});")
+_SHORTEST = 3  # a fixed text shorter than this (normalised) is too common to guard
 
 
-@lru_cache(maxsize=512)
-def _fence_patterns(fence: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    rest = _flex(fence[1:])
-    find = re.compile(re.escape(fence[0]) + rest, re.IGNORECASE)
-    back = re.compile(r"&#(\d+);(?=" + rest + ")", re.IGNORECASE)
-    return find, back
+def _normal_char(char: str) -> str:
+    """One character as the fixed-text comparison sees it: no case, no spacing, plain quotes."""
+    if char.isspace() or char in _INVISIBLE:
+        return ""
+    return unicodedata.normalize("NFKC", char).translate(_QUOTES).casefold()
 
 
-def _escape_fences(text: str, fences: Sequence[str]) -> str:
-    for fence in fences:
-        find, _ = _fence_patterns(fence)
-        text = find.sub(lambda m: f"&#{ord(m.group(0)[0])};{m.group(0)[1:]}", text)
-    return text
+def normalise_line(text: str) -> str:
+    """``text`` compared for forgery: case, spacing, invisible characters and quote marks ignored.
+
+    >>> normalise_line("[The End of  Assistant A’s ANSWER]")
+    "[theendofassistanta'sanswer]"
+    """
+    return "".join(_normal_char(c) for c in text)
 
 
-def _unescape_fences(text: str, fences: Sequence[str]) -> str:
-    for fence in reversed(fences):
-        _, back = _fence_patterns(fence)
-        text = back.sub(partial(_restore, fence[0].lower()), text)
-    return text
+def _normal_with_map(text: str) -> tuple[str, list[int]]:
+    """:func:`normalise_line` of ``text`` and, per normalised character, the index it came from."""
+    out: list[str] = []
+    where: list[int] = []
+    for i, char in enumerate(text):
+        piece = _normal_char(char)
+        out.append(piece)
+        where += [i] * len(piece)
+    return "".join(out), where
 
 
-def _restore(first: str, m: re.Match[str]) -> str:
-    char = chr(int(m.group(1)))
-    return char if char.lower() == first else m.group(0)
+@lru_cache(maxsize=256)
+def _finder(fixed: tuple[str, ...]) -> re.Pattern[str] | None:
+    """Every start (overlapping) of any normalised fixed text."""
+    if not fixed:
+        return None
+    return re.compile("(?=(?:" + "|".join(re.escape(f) for f in sorted(fixed, key=len, reverse=True)) + "))")
+
+
+def _starts(text: str, fixed: tuple[str, ...]) -> set[int]:
+    """Indices in ``text`` where a fixed text of the template begins (normalised)."""
+    finder = _finder(fixed)
+    if finder is None:
+        return set()
+    normal, where = _normal_with_map(text)
+    return {where[m.start()] for m in finder.finditer(normal)}
+
+
+def _escape_fixed(text: str, fixed: tuple[str, ...]) -> str:
+    """``text`` with the first character of every copy of a fixed text written as ``&#NN;``."""
+    starts = _starts(text, fixed)
+    return "".join(f"&#{ord(c)};" if i in starts else c for i, c in enumerate(text))
+
+
+def _unescape_fixed(text: str, fixed: tuple[str, ...]) -> str:
+    """Undo :func:`_escape_fixed`: a ``&#NN;`` that begins a fixed text goes back to its character."""
+    found = list(_ESCAPED.finditer(text))
+    if not found:
+        return text
+    pieces: list[str] = []
+    at: list[tuple[int, str]] = []  # (index in the restored text, the escape as written)
+    last = 0
+    length = 0
+    for m in found:
+        pieces.append(text[last:m.start()])
+        length += m.start() - last
+        code = int(m.group(1))
+        char = chr(code) if code < 0x110000 else "\ufffd"
+        at.append((length, m.group(0)))
+        pieces.append(char)
+        length += 1
+        last = m.end()
+    pieces.append(text[last:])
+    restored = "".join(pieces)
+    starts = _starts(restored, fixed)
+    keep = {i: written for i, written in at if i not in starts}
+    return "".join(keep.get(i, c) for i, c in enumerate(restored))
 
 
 @dataclass(frozen=True)
@@ -162,17 +220,23 @@ class Template:
         return self._texts[0].fields | self._texts[1].fields
 
     @cached_property
-    def fences(self) -> tuple[str, ...]:
-        """The template's own delimiters around judged text (escaped when an answer repeats them)."""
-        return tuple(dict.fromkeys(self._texts[0].fences() + self._texts[1].fences()))
+    def fixed_lines(self) -> tuple[str, ...]:
+        """The template's own text, line by line, normalised (:func:`normalise_line`).
+
+        Judged text that reproduces any of them (in any case, spacing or quote marks) is
+        escaped, so an answer can neither close its block nor write a later part of the prompt
+        (a ``###Feedback:`` line, an ``[The End of Assistant A’s Answer]``).
+        """
+        lines = (normalise_line(line) for part in self._texts for line in part.fixed())
+        return tuple(dict.fromkeys(line for line in lines if len(line) >= _SHORTEST))
 
     def guard(self, text: str) -> str:
-        """Judged text as it goes into the prompt: built-in tags and this template's fences escaped."""
-        return _escape_fences(neutralise(text.strip()), self.fences)
+        """Judged text as it goes into the prompt: exact, but for built-in tags and the template's own lines escaped."""
+        return _escape_fixed(neutralise(text), self.fixed_lines)
 
     def unguard(self, text: str) -> str:
         """Undo :meth:`guard` (the offline fake judge reads answers back from a prompt)."""
-        return unneutralise(_unescape_fences(text, self.fences))
+        return unneutralise(_unescape_fixed(text, self.fixed_lines))
 
     def fill(self, values: Mapping[str, str]) -> tuple[str, str]:
         """``(system, user)`` with every placeholder filled; judged text is guarded."""

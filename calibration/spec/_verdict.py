@@ -23,12 +23,30 @@ class VerdictRule:
         regex: The pattern; its one group captures the verdict.
         mapping: ``(group text, value)`` pairs; empty when the group is the number itself.
         ignore_case: Match the pattern and the mapping's labels case-insensitively.
+        scale: The whole-number scale the template asks the judge for, when declared
+            (``[templates.verdict] scale``); without a mapping a reply off it is a parse failure.
     """
 
     format: Format
     regex: str
     mapping: tuple[tuple[str, float], ...] = ()
     ignore_case: bool = False
+    scale: tuple[int, int] | None = None
+
+    @property
+    def asked(self) -> tuple[int, int] | None:
+        """The whole-number scale the judge is asked to answer on, or ``None`` for a label menu.
+
+        The declared ``scale``; else, with a mapping whose labels are all whole numbers, their
+        lowest and highest; else, without a mapping, the format's range.
+        """
+        if self.scale is not None:
+            return self.scale
+        if self.mapping:
+            numbers = [int(k) for k, _ in self.mapping if re.fullmatch(r"[+-]?\d+", k)]
+            return (min(numbers), max(numbers)) if len(numbers) == len(self.mapping) else None
+        lo, hi = FORMAT_SPECS[self.format].range
+        return int(lo), int(hi)
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -38,7 +56,9 @@ class VerdictRule:
     @property
     def fingerprint(self) -> str:
         """A short hash of the rule: part of every call's cache key, so a new rule re-reads."""
-        payload = repr((self.format, self.regex, self.mapping, self.ignore_case))
+        fields: tuple[Any, ...] = (self.format, self.regex, self.mapping, self.ignore_case)
+        # A declared scale changes what parses; an undeclared one keeps the keys runs already have.
+        payload = repr(fields if self.scale is None else (*fields, self.scale))
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def _key(self, label: str) -> str:
@@ -66,13 +86,13 @@ class VerdictRule:
                 menu = ", ".join(k for k, _ in self.mapping)
                 return ParseResult(None, f"off-menu verdict {label!r}; expected one of: {menu}")
             return ParseResult(value, None)
-        return _whole_number(label, self.format)
+        return _whole_number(label, self.format, self.scale)
 
     def label_for(self, value: float) -> str:
         """The label that stands for ``value`` (the nearest one on the menu)."""
         if self.mapping:
             return min(self.mapping, key=lambda kv: abs(kv[1] - value))[0]
-        lo, hi = FORMAT_SPECS[self.format].range
+        lo, hi = self.scale or FORMAT_SPECS[self.format].range
         return str(int(min(max(round(value), lo), hi)))
 
     def render(self, value: float) -> str:
@@ -106,8 +126,8 @@ class VerdictRule:
         return text
 
 
-def _whole_number(label: str, fmt: Format) -> ParseResult:
-    lo, hi = (int(x) for x in FORMAT_SPECS[fmt].range)
+def _whole_number(label: str, fmt: Format, scale: tuple[int, int] | None = None) -> ParseResult:
+    lo, hi = scale or (int(x) for x in FORMAT_SPECS[fmt].range)
     expected = f"a whole number from {lo} to {hi}"
     if not re.fullmatch(r"[+-]?\d+", label):
         return ParseResult(None, f"{label!r} is not a whole number; expected {expected}")

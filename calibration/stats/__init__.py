@@ -11,6 +11,7 @@ from calibration.stats._agreement import (
 from calibration.stats._alpha import KrippendorffLevel, krippendorff_alpha, level_for_scale
 from calibration.stats._binomial import difference_of_proportions, proportion, wilson_interval
 from calibration.stats._bootstrap import RngLike, cluster_bootstrap, weighted_mean
+from calibration.stats._detect import Detectable, PlanReading, detectable_effect, pairs_to_detect, per_test_alpha
 from calibration.stats._formats import (
     FormatDiagnostics,
     effective_levels,
@@ -88,6 +89,7 @@ __all__ = [
     "THRESHOLDS",
     "Adjustment",
     "ClusterDesign",
+    "Detectable",
     "Estimate",
     "FormatDiagnostics",
     "HumanRule",
@@ -95,6 +97,7 @@ __all__ = [
     "KappaResult",
     "KappaWeights",
     "KrippendorffLevel",
+    "PlanReading",
     "PositionStatistics",
     "ProvenanceNote",
     "RaterScope",
@@ -118,6 +121,7 @@ __all__ = [
     "design_mean",
     "design_ppi_mean",
     "design_variance",
+    "detectable_effect",
     "difference_of_proportions",
     "effective_levels",
     "family_residuals",
@@ -131,8 +135,10 @@ __all__ = [
     "level_for_scale",
     "lift_difference",
     "p_value_from_interval",
+    "pairs_to_detect",
     "pairwise_kappas",
     "pairwise_lift",
+    "per_test_alpha",
     "pointwise_gap",
     "position_statistics",
     "ppi_mean",

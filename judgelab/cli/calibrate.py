@@ -65,6 +65,9 @@ def _run_option(func: F) -> F:
 @click.option("--interval", type=click.Choice(["raters", "panel"]), default="raters", show_default=True,
               help="Which raters the residual, gap and PPI intervals speak for: raters like these (the "
                    "spread of their leniency included) or this panel only.")
+@click.option("--judge-family", default=None, metavar="FAMILY",
+              help="The judge's own model family, for a run that records none (imported judgements without a "
+                   "judge_family column): the self-preference gap is read against it.")
 @_seed_option
 @_resamples_option
 def calibrate_command(
@@ -76,6 +79,7 @@ def calibrate_command(
     as_json: bool,
     human_rule: str,
     interval: str,
+    judge_family: str | None,
     seed: int,
     resamples: int,
 ) -> None:
@@ -88,7 +92,7 @@ def calibrate_command(
     """
     report = calibrate(
         Store(db), run_id, compare_run=compare_run, human_rule=human_rule,  # type: ignore[arg-type]
-        seed=seed, n_resamples=resamples, interval=interval,  # type: ignore[arg-type]
+        seed=seed, n_resamples=resamples, interval=interval, judge_family=judge_family,  # type: ignore[arg-type]
     )
     json_path = Path(out).with_suffix(".json") if as_json else None
     written = write_report(report, out, png=png, json_path=json_path)

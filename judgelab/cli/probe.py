@@ -15,6 +15,7 @@ cache and resume state) and to the JSONL evidence file. ``report`` reads only th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -28,7 +29,9 @@ from calibration.judges import AnthropicJudge, FakeJudge, Judge
 from calibration.mockapi import mock_api_command
 from calibration.probes import (
     DEFAULT_BIASES,
+    DetectionPlan,
     ProbeEstimate,
+    adetection_plan,
     analyse_evidence,
     estimate_probes,
     read_evidence,
@@ -88,8 +91,9 @@ def _dataset_options(func: Any) -> Any:
     )(func)
     func = click.option(
         "--dataset", default=SAMPLE, show_default=True,
-        help="'sample' (bundled pairs) or a .csv/.jsonl with prompt, answer_a, answer_b "
-        "(optional id, gold).",
+        help="'sample' (bundled pairs), 'project' (the pairs imported into --db, else pairs of two "
+        "answers to one task there; judged under the project's rubric) or a .csv/.jsonl with prompt, "
+        "answer_a, answer_b (optional id, gold).",
     )(func)
     func = click.option("--seed", type=int, default=0, show_default=True,
                         help="Seed for the choice of pairs and the fake judge.")(func)
@@ -113,13 +117,17 @@ def _dataset_options(func: Any) -> Any:
 @click.option("--base-url", default=None, help="Anthropic-compatible API URL (for token counts).")
 @click.option("--output-tokens", type=click.IntRange(min=1), default=OUTPUT_TOKENS,
               show_default=True, help="Completion tokens assumed per judge reply.")
+@click.option("--detect", "detect", type=click.FloatRange(min=0, max=100, min_open=True, max_open=True),
+              default=None, metavar="PP",
+              help="Also print the pairs each probe needs to detect an effect of PP percentage points "
+                   "(80% power, after the card's adjustment for the readings tested together) and their cost.")
 @judge_spec_option
 @new_db_option
 @json_option
 def estimate_command(
     dataset: str, n: int, biases: str, seed: int, formats: str | None, model: str, judge_kind: str,
-    batch: bool, base_url: str | None, output_tokens: int, judge_spec: str | None, db: str | None,
-    as_json: bool,
+    batch: bool, base_url: str | None, output_tokens: int, detect: float | None, judge_spec: str | None,
+    db: str | None, as_json: bool,
 ) -> None:
     """Preview a probe's calls, tokens and cost at list and batch price. Spends nothing.
 
@@ -143,10 +151,32 @@ def estimate_command(
         count_tokens=have_api(base_url), output_tokens=output_tokens, batch=batch,
         formats=formats,
     )
+    plan = None
+    if detect is not None:
+        plan = asyncio.run(adetection_plan(
+            judge, store, effect=detect, dataset=dataset, biases=biases, seed=seed,
+            count_tokens=have_api(base_url), output_tokens=output_tokens,
+        ))
     if as_json:
-        echo_json(estimate.to_dict())
+        echo_json({**estimate.to_dict(), **({"detect": plan.to_dict()} if plan is not None else {})})
         return
     click.echo(_estimate_text(estimate))
+    if plan is not None:
+        click.echo(_detect_text(plan))
+
+
+def _detect_text(plan: DetectionPlan) -> str:
+    """The pairs each probe needs to detect ``plan.effect``, and their cost."""
+    lines = [f"to detect a {plan.effect:g} pp effect with {plan.power:.0%} power, after adjusting for the "
+             f"{plan.family_size} readings the card tests together (each at alpha {plan.alpha_per_reading:.3g}):"]
+    for r in plan.rows:
+        cost = ("unpriced" if r.cost_usd is None else
+                f"{_money(r.cost_usd)} at list price, {_money(r.cost_usd_batch)} as a batch")
+        short = (f"; the dataset has {r.available} pairs: add pairs (`judgelab import pairs`, --dataset project) "
+                 f"or the probe cannot reach it (cost scaled from {r.scaled_from})" if r.scaled_from else "")
+        lines.append(f"  {r.bias}: {r.pairs:,} pairs, ~{r.calls:,} judge calls, {cost}{short}")
+    lines.append(f"  method: {plan.method}")
+    return "\n".join(lines)
 
 
 def _money(x: float | None) -> str:

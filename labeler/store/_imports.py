@@ -341,13 +341,23 @@ class ImportMixin(RaterMixin, PoolMixin):
         ids = {j.answer_id for j in judgements} | {j.answer_b_id for j in judgements if j.answer_b_id}
         self._known_answers(ids, source_file=source_file, column="answer_id", pair_answers=True)
 
-        def conflict(key: str) -> ConflictError:
+        def conflict(key: str, clash: ImportedJudgement | None = None) -> ConflictError:
             j = by_key[key]
+            if clash is not None:  # two rows of this file
+                return ConflictError(
+                    f"rows {j.row} and {clash.row} judge the same thing ({j.shown}, judge {j.judge_model!r}) "
+                    "with different results",
+                    file=source_file, row=clash.row,
+                    fix="keep the row that is right and delete the other (a trial column is for repeated calls).",
+                )
+            where = f"row {j.row}: " if j.row is not None else ""
             return ConflictError(
-                f"judge {j.judge_model!r} already has a different imported {j.format} judgement for answer "
-                f"{j.answer_id!r}",
-                file=source_file,
-                fix="correct the file; judgements are never overwritten.",
+                f"{where}{j.shown} (judge {j.judge_model!r}, run {j.default_run!r}) was imported before with a "
+                "different result",
+                file=source_file, row=j.row,
+                fix=f"stored judgements are never overwritten. To store the corrected file, give it a new run_id "
+                f"(a run_id column, say {j.default_run.removeprefix('import:') + '-corrected'!r}) and import it "
+                "again: it becomes a run of its own, and the earlier run stays as it was.",
             )
 
         by_key: dict[str, ImportedJudgement] = {}
@@ -363,7 +373,7 @@ class ImportMixin(RaterMixin, PoolMixin):
             seen = by_key.get(key)
             if seen is not None:
                 if _result(seen) != _result(j):
-                    raise conflict(key)
+                    raise conflict(key, j)
                 continue
             by_key[key] = j
             rows.append([key, j.value, j.passed, j.parse_error, j.error, j.default_run,

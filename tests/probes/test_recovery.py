@@ -103,11 +103,13 @@ def test_position_bias_is_recovered_and_swap_averaging_removes_it(position_run: 
     # position=0.4: the first-shown answer wins 90% of decisions between equal answers.
     assert covers(result.raw, 40.0) and result.raw.ci_low > 10
     assert result.verdict_raw == "FAIL"
-    assert result.mitigated is not None and result.mitigated.estimate == 0.0
-    assert result.verdict_mitigated == "PASS" and result.verdict_text(mitigate=True) == "FAIL → PASS"
     consistency = result.details["consistency"]
     # Both orders agree only when the 10% underdog wins once: about 2 x 0.9 x 0.1 = 18%.
     assert covers(consistency, 0.18)
+    # Swap-averaging removes the advantage only by turning ~82% of decisions into ties: judged by
+    # that cost, the mitigation fails too (issue 30: never PASS at this consistency).
+    assert result.mitigated is not None and result.mitigated.estimate == pytest.approx(100 * (1 - consistency.estimate))
+    assert result.verdict_mitigated == "FAIL" and result.verdict_text(mitigate=True) == "FAIL"
     assert result.details["slot_bias_b"].ci_low > 0.5  # the slot, not the answer, decides
 
 
@@ -168,11 +170,12 @@ def test_verbosity_survives_swap_averaging_while_position_collapses(tmp_path: Pa
     verbosity = run.analysis.result("verbosity")
     assert position is not None and verbosity is not None and verbosity.mitigated is not None
     assert covers(position.raw, 20.0) and position.mitigated is not None
-    assert position.mitigated.estimate == 0.0
+    # Position after swap-averaging reads what it costs: the decisions lost (1 - consistency).
+    assert position.mitigated.estimate == pytest.approx(100 * (1 - position.details["consistency"].estimate))
     expected_after = expected_lift(run, "verbosity", swapped=True)
     assert expected_after > 15
     # The content preference survives: the swap-averaged lift stays large and matches what the
-    # judge's model predicts, while the position residual is exactly 0. (With 34 pairs its
+    # judge's model predicts. (With 34 pairs its
     # interval is about +-20 points wide, so "survives" is read off the estimate.)
     assert covers(verbosity.mitigated, expected_after)
     assert verbosity.mitigated.estimate > 10 and verbosity.mitigated.ci_high > 20
