@@ -6,11 +6,11 @@ The bundled data, a demo rater and admin, simulated labels and a fake-judge run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
 
 from labeler.errors import InputError
+from labeler.examples import example_path
 from labeler.importers import import_file
 from labeler.simulate import add_simulated_labels
 from labeler.store import Store
@@ -27,17 +27,6 @@ DEMO_LABELLED_TICKETS = 44
 #: The fake judge's family and its injected preference for that family's style (Likert points).
 DEMO_JUDGE_FAMILY = "claude"
 DEMO_SELF_STYLE = 0.5
-
-
-def data_dir() -> Path:
-    """The bundled ``data/`` folder (next to the packages in the repository)."""
-    here = Path(__file__).resolve().parent.parent / "data"
-    if not (here / "rubric.toml").is_file():
-        raise InputError(
-            f"the bundled data folder {here} is missing",
-            fix="run judgelab from a clone of the repository installed with `pip install -e .`.",
-        )
-    return here
 
 
 @dataclass(frozen=True)
@@ -59,7 +48,8 @@ def run_demo_judge(store: Store, truth: pd.DataFrame, *, seed: int = 0) -> str:
 
     rubric = store.rubric()
     if rubric is None:
-        raise InputError("the demo needs a rubric", fix="import data/rubric.toml first.")
+        raise InputError("the demo needs a rubric",
+                         fix="import the bundled rubric.toml first (`judgelab examples DIR` writes it).")
     quality = dict(zip(truth["answer_id"], truth["quality"], strict=True))
     answers = store.answers(variant="original")
     tasks = store.tasks().set_index("task_id")["prompt"]
@@ -139,10 +129,9 @@ def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> Demo
     """
     from judgelab.admin import invite_link
 
-    folder = data_dir()
     lines = []
     for kind, name in (("rubric", "rubric.toml"), ("answers", "answers.jsonl"), ("pairs", "pairs.jsonl")):
-        lines.append(f"{name}: {import_file(store, kind, folder / name)}")  # type: ignore[arg-type]
+        lines.append(f"{name}: {import_file(store, kind, example_path(name))}")  # type: ignore[arg-type]
     rater, rater_token = store.add_rater("demo-rater")
     _, admin_token = store.add_rater("demo-admin", role="admin")
     answers = store.answers(variant="original")
@@ -150,7 +139,7 @@ def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> Demo
     mine = answers[answers["task_id"].isin(first)]["answer_id"].tolist()
     lines.append(f"demo-rater queue: {store.assign_k(mine, 1, [rater.rater_id], seed=0)}")
     lines += _demo_pairs_and_audits(store, answers, rater.rater_id)
-    truth = pd.read_csv(folder / "truth.csv")
+    truth = pd.read_csv(example_path("truth.csv"))
     labelled = pd.Series(tasks_of(truth)).drop_duplicates().sample(
         n=DEMO_LABELLED_TICKETS, random_state=0
     )

@@ -10,7 +10,6 @@ from typing import Any, TypeVar
 import click
 
 from labeler.errors import InputError, JudgelabError
-from labeler.store import resolve_db_path
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,6 +30,9 @@ def new_db_option(func: F) -> F:
 
 def _db_option(func: F, *, must_exist: bool) -> F:
     def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        # Imported here: the store pulls in DuckDB and pandas, which `judgelab --help` never needs.
+        from labeler.store import resolve_db_path
+
         path = resolve_db_path(value)
         if must_exist and not path.exists():
             raise InputError(

@@ -111,7 +111,7 @@ def serve(port: int | None, address: str, db: str | None) -> None:
 @click.option("--no-serve", is_flag=True, help="Build the demo database and print the links only.")
 @new_db_option
 def demo(port: int | None, address: str, no_serve: bool, db: str | None) -> None:
-    """Build a fresh demo database from the bundled data and start the app on it.
+    """Build a fresh demo database from the bundled examples and start the app on it.
 
     The links it prints point at the server it starts: on ``--port`` (refused at once if
     busy), else on 8501 or the next free port.

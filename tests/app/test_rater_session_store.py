@@ -25,6 +25,7 @@ from judgelab.cli.serve import choose_port, streamlit_command
 from labeler.errors import AccessError, InputError
 from labeler.models import Answer
 from tests.app.conftest import FAMILIES, MODELS, Pool
+from tests.conftest import DATA
 
 ALL = {"correct": 4.0, "complete": 4.0, "tone": 4.0}
 REPO = Path(__file__).resolve().parents[2]
@@ -170,8 +171,8 @@ def test_assign_gives_each_answer_to_exactly_k_raters(tmp_path: Path) -> None:
         return done.output
 
     ok("init")
-    ok("import", "rubric", str(REPO / "data" / "rubric.toml"))
-    ok("import", "answers", str(REPO / "data" / "answers.jsonl"))
+    ok("import", "rubric", str(DATA / "rubric.toml"))
+    ok("import", "answers", str(DATA / "answers.jsonl"))
     for name in ("ann", "ben", "cy"):
         ok("raters", "add", name)
     ok("raters", "add", "boss", "--admin")
