@@ -5,7 +5,9 @@ The bundled data, a demo rater and admin, simulated labels and a fake-judge run.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
@@ -13,7 +15,7 @@ from labeler.errors import InputError
 from labeler.examples import example_path
 from labeler.importers import import_file
 from labeler.simulate import add_simulated_labels
-from labeler.store import Store
+from labeler.store import Store, remove_database
 
 #: How many tickets the demo rater gets (both answers of each), so a newcomer can finish.
 DEMO_TICKETS = 12
@@ -152,3 +154,30 @@ def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> Demo
         admin_url=invite_link(admin_token, base_url),
         summary_lines=lines,
     )
+
+
+def build_demo_file(path: Path, *, base_url: str, remove_folder: Path | None = None) -> DemoResult:
+    """:func:`build_demo` into a new database at ``path``; a build that fails leaves nothing behind.
+
+    On any failure (an error, Ctrl+C) the database and every file it made beside it (write-ahead
+    log, lock files, the judge's journals) are removed, and so is ``remove_folder`` (a temporary
+    folder made for it), before the error goes on: a half-built demo must not be mistaken for one.
+
+    Args:
+        path: Where the database goes; it must not exist yet.
+        base_url: The app's address, for the printed links.
+        remove_folder: A folder made only for this demo, removed whole on failure.
+    """
+    if path.exists():
+        raise InputError(f"{path} already exists", fix="give a new --db path, or leave --db out for a temporary one.")
+    journals = path.with_name(path.name + ".journal")
+    had_journals = journals.exists()
+    try:
+        return build_demo(Store(path), base_url=base_url)
+    except BaseException:
+        remove_database(path)
+        if not had_journals:
+            shutil.rmtree(journals, ignore_errors=True)
+        if remove_folder is not None:
+            shutil.rmtree(remove_folder, ignore_errors=True)
+        raise

@@ -52,6 +52,26 @@ def _db_option(func: F, *, must_exist: bool) -> F:
     )(func)
 
 
+def png_option(help_text: str) -> Callable[[F], F]:
+    """``--png FILE``, refused at once when the PNG renderer (the ``png`` extra) is not installed.
+
+    Checked while the options are read, so a missing renderer costs no run and no waiting.
+    """
+
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is not None:
+            from calibration.png import png_renderer
+
+            png_renderer()
+        return value
+
+    def decorate(func: F) -> F:
+        return click.option("--png", "png", type=click.Path(dir_okay=False), default=None, callback=check,
+                            help=f"{help_text} Needs the png extra (pip install 'judgelab[png]').")(func)
+
+    return decorate
+
+
 def json_option(func: F) -> F:
     """``--json``: print the result as JSON on stdout instead of a table."""
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.cli import main
-from judgelab.cli.serve import choose_port, streamlit_command
+from judgelab.cli.serve import APP_CONFIG, choose_port, streamlit_command
 from labeler.errors import AccessError, InputError
 from labeler.models import Answer
 from tests.app.conftest import FAMILIES, MODELS, Pool
@@ -143,7 +143,7 @@ def test_serve_turns_error_details_off_with_a_flag(tmp_path: Path) -> None:
     command = streamlit_command(tmp_path / "x.duckdb", 8600, "localhost")
     at = command.index("--client.showErrorDetails")
     assert command[at + 1] == "none"
-    config = (REPO / ".streamlit" / "config.toml").read_text()
+    config = APP_CONFIG.read_text()  # the packaged config, which Streamlit also reads beside the app
     assert 'showErrorDetails = "none"' in config
 
 
