@@ -52,8 +52,9 @@ def test_the_base_url_is_the_given_one_or_the_bound_address() -> None:
     assert serving_url("localhost", 8502) == "http://localhost:8502"
     assert serving_url("::1", 8501) == "http://[::1]:8501"
     assert serving_url("0.0.0.0", 8501).startswith("http://") and "0.0.0.0" not in serving_url("0.0.0.0", 8501)
-    assert serving_url("127.0.0.1", 8501, "https://labels.example.org/judge/") == "https://labels.example.org/judge"
-    for bad in ("labels.example.org", "ftp://x", "https://x/?t=1"):
+    assert serving_url("127.0.0.1", 8501, "https://labels.example.org/") == "https://labels.example.org"
+    assert serving_url("127.0.0.1", 8501, "http://10.0.0.5:8501") == "http://10.0.0.5:8501"
+    for bad in ("labels.example.org", "ftp://x", "https://x/?t=1", "https://x/judge/"):
         with pytest.raises(InputError, match="base-url"):
             serving_url("localhost", 8501, bad)
 

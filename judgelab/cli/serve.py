@@ -111,7 +111,9 @@ def serving_url(address: str, port: int, base_url: str | None = None) -> str:
     'https://labels.example.org'
 
     Raises:
-        InputError: ``base_url`` is not an ``http(s)://host[:port][/path]`` URL.
+        InputError: ``base_url`` is not an ``http(s)://host[:port]`` URL. A path is refused
+            too: the app is served at the root of a host name (a reverse proxy's sub-path would
+            need Streamlit's ``server.baseUrlPath``, which ``serve`` does not set).
     """
     if base_url:
         parts = urllib.parse.urlsplit(base_url.strip())
@@ -120,6 +122,12 @@ def serving_url(address: str, port: int, base_url: str | None = None) -> str:
                 f"--base-url {base_url!r} is not an http(s) address",
                 fix="give the address raters open, e.g. --base-url https://labels.example.org "
                     "(or set JUDGELAB_BASE_URL).",
+            )
+        if parts.path.strip("/"):
+            raise InputError(
+                f"--base-url {base_url!r} has a path ({parts.path}); the app is served at the root of a host name",
+                fix="give the proxy its own host name (e.g. https://labels.example.org) and proxy all of it to "
+                    "judgelab.",
             )
         return base_url.strip().rstrip("/")
     host = socket.getfqdn() if address in _WILDCARDS else address
