@@ -3,8 +3,8 @@
 * the README's "Project database" commands, run one by one from an empty folder, end with
   a rater who has answers to rate;
 * a project with no rubric shows raters a plain message for the admin, never a traceback
-  (``judgelab serve`` turns Streamlit's error details off itself: run from another folder,
-  ``.streamlit/config.toml`` is not read);
+  (``judgelab serve`` turns Streamlit's error details off itself, with a flag from the
+  packaged ``judgelab/.streamlit/config.toml``, whatever folder it runs from);
 * ``judgelab demo`` while another server holds the port prints links to the server it
   really started, and an explicit busy ``--port`` is refused before anything is printed.
 """
