@@ -45,7 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 
-from bench._measure import REPO, machine, percentiles
+from bench._measure import machine, percentiles
+from labeler.examples import example_path
 
 CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1366, "height": 768}
@@ -131,8 +132,8 @@ def build_pool(db: Path, n: int) -> str:
     from labeler.store import Store
 
     store = Store(db)
-    import_file(store, "rubric", REPO / "data" / "rubric.toml")
-    import_file(store, "answers", REPO / "data" / "answers.jsonl")
+    import_file(store, "rubric", example_path("rubric.toml"))
+    import_file(store, "answers", example_path("answers.jsonl"))
     rater, token = store.add_rater("bench-rater")
     answers = store.answers(variant="original")["answer_id"].tolist()[:n]
     store.assign_k(answers, 1, [rater.rater_id], seed=0)

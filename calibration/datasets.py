@@ -2,7 +2,7 @@
 
 Pair-based probes (position, pairwise padding/truncation, decoration, byline) take pairs in the
 judge-probe format: ``prompt, answer_a, answer_b`` with optional ``id`` and ``gold``, from a
-``.csv`` or ``.jsonl`` file, or the bundled ``sample`` (``data/pairs.jsonl``: similar-quality
+``.csv`` or ``.jsonl`` file, or the bundled ``sample`` (``pairs.jsonl`` of :mod:`labeler.examples`: similar-quality
 answer pairs on technical questions, so a fair judge lands near 50/50 and any systematic
 preference is bias).
 
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import calibration
 from labeler.errors import InputError
+from labeler.examples import example_path
 from labeler.importers import parse_pairs, read_rows
 from labeler.models import Criterion, Pair, Rubric
 from labeler.store import Store
@@ -35,7 +35,6 @@ __all__ = [
     "SAMPLE",
     "PoolAnswer",
     "choose",
-    "data_dir",
     "load_pairs",
     "pool_from_pairs",
     "pool_from_store",
@@ -76,14 +75,13 @@ PROBE_RUBRIC = Rubric(
 prompt). Probes that use the project pool use the project's own rubric instead."""
 
 
-def data_dir() -> Path:
-    """The repository's ``data/`` folder (bundled sample sets)."""
-    return Path(calibration.__file__).resolve().parent.parent / "data"
-
-
 def sample_path() -> Path:
-    """The bundled ``sample`` pairs file."""
-    return data_dir() / "pairs.jsonl"
+    """The bundled ``sample`` pairs file (installed with the package).
+
+    Raises:
+        InputError: The installation lost it.
+    """
+    return example_path("pairs.jsonl")
 
 
 def load_pairs(dataset: str | Path) -> list[Pair]:
@@ -103,12 +101,6 @@ def load_pairs(dataset: str | Path) -> list[Pair]:
     """
     if str(dataset) == SAMPLE:
         path = sample_path()
-        if not path.is_file():
-            raise InputError(
-                "the bundled sample pairs are missing from this installation",
-                file=str(path),
-                fix="run from a checkout of the judgelab repository, or pass --dataset PATH.",
-            )
     else:
         path = Path(dataset)
         if path.suffix.lower() not in DATASET_SUFFIXES:

@@ -682,9 +682,14 @@ def combined_chart(report: CalibrationReport) -> alt.VConcatChart:
 
 
 def render_png(report: CalibrationReport, *, scale: float = 2.0) -> bytes:
-    """The combined chart as PNG bytes, rendered offline by vl-convert."""
-    import vl_convert as vlc
+    """The combined chart as PNG bytes, rendered offline by vl-convert (the ``png`` extra).
 
+    Raises:
+        InputError: vl-convert is not installed.
+    """
+    from calibration.png import png_renderer
+
+    vlc = png_renderer()
     spec = combined_chart(report).to_dict()
     return bytes(vlc.vegalite_to_png(vl_spec=spec, scale=scale))
 

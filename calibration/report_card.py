@@ -540,7 +540,14 @@ def card_chart(analysis: Analysis, *, mitigate: bool, source: str | None = None)
 def render_png(
     analysis: Analysis, path: str | Path, *, mitigate: bool, source: str | None = None
 ) -> Path:
-    """Save the card chart as a PNG (vl-convert, offline); returns the path."""
+    """Save the card chart as a PNG (vl-convert, offline: the ``png`` extra); returns the path.
+
+    Raises:
+        InputError: vl-convert is not installed.
+    """
+    from calibration.png import png_renderer
+
+    png_renderer()  # Altair's own error for a missing renderer does not say how to get it
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     card_chart(analysis, mitigate=mitigate, source=source).save(str(target), scale_factor=2)

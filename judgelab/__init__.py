@@ -5,3 +5,7 @@ The Streamlit app (:mod:`judgelab.app`, pages in ``views/``), session and access
 line (:mod:`judgelab.cli`) and the demo (:mod:`judgelab.demo`). Imports run one way:
 ``judgelab -> calibration -> labeler``.
 """
+
+#: The one version of the distribution: the wheel's metadata reads it from here
+#: (``[tool.setuptools.dynamic]``) and ``judgelab --version`` prints it.
+__version__ = "0.1.0"

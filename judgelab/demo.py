@@ -5,15 +5,17 @@ The bundled data, a demo rater and admin, simulated labels and a fake-judge run.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from labeler.errors import InputError
+from labeler.examples import example_path
 from labeler.importers import import_file
 from labeler.simulate import add_simulated_labels
-from labeler.store import Store
+from labeler.store import Store, remove_database
 
 #: How many tickets the demo rater gets (both answers of each), so a newcomer can finish.
 DEMO_TICKETS = 12
@@ -27,17 +29,6 @@ DEMO_LABELLED_TICKETS = 44
 #: The fake judge's family and its injected preference for that family's style (Likert points).
 DEMO_JUDGE_FAMILY = "claude"
 DEMO_SELF_STYLE = 0.5
-
-
-def data_dir() -> Path:
-    """The bundled ``data/`` folder (next to the packages in the repository)."""
-    here = Path(__file__).resolve().parent.parent / "data"
-    if not (here / "rubric.toml").is_file():
-        raise InputError(
-            f"the bundled data folder {here} is missing",
-            fix="run judgelab from a clone of the repository installed with `pip install -e .`.",
-        )
-    return here
 
 
 @dataclass(frozen=True)
@@ -59,7 +50,8 @@ def run_demo_judge(store: Store, truth: pd.DataFrame, *, seed: int = 0) -> str:
 
     rubric = store.rubric()
     if rubric is None:
-        raise InputError("the demo needs a rubric", fix="import data/rubric.toml first.")
+        raise InputError("the demo needs a rubric",
+                         fix="import the bundled rubric.toml first (`judgelab examples DIR` writes it).")
     quality = dict(zip(truth["answer_id"], truth["quality"], strict=True))
     answers = store.answers(variant="original")
     tasks = store.tasks().set_index("task_id")["prompt"]
@@ -139,10 +131,9 @@ def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> Demo
     """
     from judgelab.admin import invite_link
 
-    folder = data_dir()
     lines = []
     for kind, name in (("rubric", "rubric.toml"), ("answers", "answers.jsonl"), ("pairs", "pairs.jsonl")):
-        lines.append(f"{name}: {import_file(store, kind, folder / name)}")  # type: ignore[arg-type]
+        lines.append(f"{name}: {import_file(store, kind, example_path(name))}")  # type: ignore[arg-type]
     rater, rater_token = store.add_rater("demo-rater")
     _, admin_token = store.add_rater("demo-admin", role="admin")
     answers = store.answers(variant="original")
@@ -150,7 +141,7 @@ def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> Demo
     mine = answers[answers["task_id"].isin(first)]["answer_id"].tolist()
     lines.append(f"demo-rater queue: {store.assign_k(mine, 1, [rater.rater_id], seed=0)}")
     lines += _demo_pairs_and_audits(store, answers, rater.rater_id)
-    truth = pd.read_csv(folder / "truth.csv")
+    truth = pd.read_csv(example_path("truth.csv"))
     labelled = pd.Series(tasks_of(truth)).drop_duplicates().sample(
         n=DEMO_LABELLED_TICKETS, random_state=0
     )
@@ -163,3 +154,30 @@ def build_demo(store: Store, *, base_url: str = "http://localhost:8501") -> Demo
         admin_url=invite_link(admin_token, base_url),
         summary_lines=lines,
     )
+
+
+def build_demo_file(path: Path, *, base_url: str, remove_folder: Path | None = None) -> DemoResult:
+    """:func:`build_demo` into a new database at ``path``; a build that fails leaves nothing behind.
+
+    On any failure (an error, Ctrl+C) the database and every file it made beside it (write-ahead
+    log, lock files, the judge's journals) are removed, and so is ``remove_folder`` (a temporary
+    folder made for it), before the error goes on: a half-built demo must not be mistaken for one.
+
+    Args:
+        path: Where the database goes; it must not exist yet.
+        base_url: The app's address, for the printed links.
+        remove_folder: A folder made only for this demo, removed whole on failure.
+    """
+    if path.exists():
+        raise InputError(f"{path} already exists", fix="give a new --db path, or leave --db out for a temporary one.")
+    journals = path.with_name(path.name + ".journal")
+    had_journals = journals.exists()
+    try:
+        return build_demo(Store(path), base_url=base_url)
+    except BaseException:
+        remove_database(path)
+        if not had_journals:
+            shutil.rmtree(journals, ignore_errors=True)
+        if remove_folder is not None:
+            shutil.rmtree(remove_folder, ignore_errors=True)
+        raise

@@ -178,7 +178,7 @@ class _Toml:
         if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise InputError(
                 f"key {full!r} has the wrong type ({type(value).__name__})", file=self.file, column=full,
-                fix="see data/rubric.toml for the expected shape.",
+                fix="see the example rubric.toml (`judgelab examples DIR` writes it) for the expected shape.",
             )
         return value
 

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from labeler.examples import example_path
 from labeler.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "data"
+#: The bundled examples (rubric, answers, pairs, judge spec, truth), found as the product finds them.
+DATA = example_path("rubric.toml").parent
 
 
 @pytest.fixture(autouse=True)

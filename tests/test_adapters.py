@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from judgelab.cli import main
 from labeler.adapters import ADAPTERS, apply_map, import_from, parse_map
 from labeler.errors import InputError
+from labeler.examples import example_path
 from labeler.exports import export_table
 from labeler.importers import import_file, read_rows
 from labeler.store import Store
@@ -289,7 +290,7 @@ def test_label_studio_reads_its_own_export_shape(tmp_path: Path) -> None:
     task["data"] = {"prompt": "How do I reset my password?", "text": "Use the link.", "model": "m1"}
     path = _write(tmp_path / "task.json", [task])
     store = Store(tmp_path / "p.duckdb")
-    import_file(store, "rubric", Path(__file__).parent.parent / "data" / "rubric.toml")
+    import_file(store, "rubric", example_path("rubric.toml"))
     assert import_from(store, "answers", path, tool="label-studio").summary.added == {"tasks": 1, "answers": 1}
     import_from(store, "labels", path, tool="label-studio")
     [label] = export_table(store, "labels").to_dict("records")
@@ -321,7 +322,7 @@ def test_hf_rows_with_other_names_import_as_answers_and_labels(tmp_path: Path) -
     path = tmp_path / "ds.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows))
     store = Store(tmp_path / "p.duckdb")
-    import_file(store, "rubric", Path(__file__).parent.parent / "data" / "rubric.toml")
+    import_file(store, "rubric", example_path("rubric.toml"))
     done = import_from(store, "answers", path, tool="hf", ignore_columns=["annotator", "rating"])
     assert done.summary.added == {"tasks": 1, "answers": 2} and "family is the model's name" in done.dropped[0]
     done = import_from(store, "labels", path, tool="hf", ignore_columns=["generator"])
@@ -351,7 +352,7 @@ def argilla_records() -> list[dict]:
 def test_argilla_records_import_as_answers_and_labels(tmp_path: Path) -> None:
     path = _write(tmp_path / "records.json", argilla_records())
     store = Store(tmp_path / "p.duckdb")
-    import_file(store, "rubric", Path(__file__).parent.parent / "data" / "rubric.toml")  # has a criterion "tone"
+    import_file(store, "rubric", example_path("rubric.toml"))  # has a criterion "tone"
     import_from(store, "answers", path, tool="argilla")
     done = import_from(store, "labels", path, tool="argilla")
     [label] = export_table(store, "labels").to_dict("records")

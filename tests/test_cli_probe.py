@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from calibration.mockapi import FaultPlan, MockAnthropic
 from judgelab.cli import main
+from labeler.examples import example_path
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -151,7 +152,7 @@ def test_the_real_sdk_path_against_the_local_server(tmp_path: Path) -> None:
 
 
 def test_pool_probes_use_the_project_database(tmp_path: Path) -> None:
-    data = Path(__file__).resolve().parent.parent / "data"
+    data = example_path("rubric.toml").parent
     db = str(tmp_path / "p.duckdb")
     assert invoke("import", "rubric", str(data / "rubric.toml"), "--db", db).exit_code == 0
     assert invoke("import", "answers", str(data / "answers.jsonl"), "--db", db).exit_code == 0

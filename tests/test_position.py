@@ -22,6 +22,7 @@ from calibration.probes import (
 )
 from judgelab.cli import main
 from labeler.errors import InputError
+from labeler.examples import example_path
 from labeler.exports import export_table, table_bytes
 from labeler.importers import import_file
 from labeler.store import Store
@@ -51,7 +52,7 @@ def test_a_probe_run_reads_as_the_report_card_reads_it(store: Store, tmp_path: P
 
 
 def test_a_probe_run_on_stored_pairs_moves_as_verdicts(store: Store, tmp_path: Path) -> None:
-    import_file(store, "pairs", Path(__file__).parents[1] / "data" / "pairs.jsonl")
+    import_file(store, "pairs", example_path("pairs.jsonl"))
     result = run_probes(FakeJudge(seed=4, position=0.2, parse_failure_rate=0.1), store, n=10,
                         biases="position,formatting", evidence=tmp_path / "r.jsonl")
     rows = store.run_rows(result.summary.run_id, "pairwise")
@@ -59,7 +60,7 @@ def test_a_probe_run_on_stored_pairs_moves_as_verdicts(store: Store, tmp_path: P
     assert probe.accuracy and probe.pairs == 10, "stored pairs carry gold"
     (tmp_path / "v.csv").write_bytes(table_bytes(export_table(store, "verdicts"), "csv"))
     other = Store(tmp_path / "other.duckdb")
-    import_file(other, "pairs", Path(__file__).parents[1] / "data" / "pairs.jsonl")
+    import_file(other, "pairs", example_path("pairs.jsonl"))
     import_file(other, "verdicts", tmp_path / "v.csv")
     # The position probe's calls moved (the formatting probe's arms are in the judgements export).
     assert run_position(other).statistics == probe

@@ -19,6 +19,7 @@ from labeler.errors import InputError
 from labeler.importers import import_file
 from labeler.scales import FORMAT_SPECS, FORMATS, PAIRWISE_FORMATS, POINTWISE_FORMATS, SCALES
 from labeler.store import Store
+from tests.conftest import DATA
 
 ANSWERS = (
     "task_id,prompt,answer_id,family,model,text\n"
@@ -76,7 +77,6 @@ def test_importer_takes_the_catalogue_range(fmt: str, store: Store, tmp_path: Pa
 
 # -- every format reaches the report -----------------------------------------------------------
 
-REPO = Path(__file__).resolve().parent.parent
 N_TASKS = 4
 JUDGE = "judge1"
 # Which answer of each task the judge prefers, and how strongly (a comparative verdict, A = "a"):
@@ -99,7 +99,7 @@ def _import(store: Store, tmp_path: Path, fmt: str) -> None:
     """
     _pool(tmp_path)
     import_file(store, "answers", tmp_path / "answers.csv")
-    import_file(store, "rubric", REPO / "data" / "rubric.toml")
+    import_file(store, "rubric", DATA / "rubric.toml")
     rubric_low, rubric_high = FORMAT_SPECS[store.rubric().scale].range  # type: ignore[union-attr]
     labels = ["answer_id,rater,score"]
     judged = ["answer_id,answer_b_id,order,judge_model,format,score"]

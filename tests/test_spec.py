@@ -20,7 +20,7 @@ from calibration.spec import (
 from calibration.stats import provenance_note
 from labeler.errors import InputError
 from labeler.models import Criterion, Rubric
-from tests.conftest import DATA
+from tests.conftest import DATA, REPO
 
 BAD = Path(__file__).parent / "bad_specs"
 SPEC = DATA / "judge_spec.toml"
@@ -66,7 +66,7 @@ def test_bundled_spec_loads_with_its_settings_and_authors() -> None:
 
 
 def test_the_readme_example_loads(tmp_path: Path) -> None:
-    readme = (DATA.parent / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
     start = readme.index("```toml", readme.index("<!-- judge-spec-example -->")) + len("```toml")
     path = tmp_path / "readme.toml"
     path.write_text(readme[start:readme.index("```", start)])

@@ -22,6 +22,7 @@ from labeler.models import ImportedLabel
 from labeler.schemas import SCHEMAS, schemas_markdown
 from labeler.store import Store
 from tests.app.conftest import build_pool
+from tests.conftest import DATA
 
 REPO = Path(__file__).resolve().parent.parent
 CRIT_SCORES = {"correct": 4.0, "complete": 3.0, "tone": 5.0}
@@ -100,16 +101,16 @@ def test_app_labels_edits_preferences_and_audits_move_to_another_database(tmp_pa
 
 def test_a_neutralised_cell_comes_back_as_written_and_a_live_formula_is_refused(tmp_path: Path) -> None:
     store = Store(tmp_path / "p.duckdb")
-    import_file(store, "rubric", REPO / "data" / "rubric.toml")
-    import_file(store, "answers", REPO / "data" / "answers.jsonl")
+    import_file(store, "rubric", DATA / "rubric.toml")
+    import_file(store, "answers", DATA / "answers.jsonl")
     store.add_imported_labels([ImportedLabel("T001-a", "ann", 4, True, comment="=HYPERLINK(1)"),
                                ImportedLabel("T001-b", "ann", 2, False, comment="'quoted")],
                               rubric=("support-reply", 1))
     text = admin.export_labels(store, "csv").data.decode()
     assert "'=HYPERLINK(1)" in text and "''quoted" in text
     fresh = Store(tmp_path / "fresh.duckdb")
-    import_file(fresh, "rubric", REPO / "data" / "rubric.toml")
-    import_file(fresh, "answers", REPO / "data" / "answers.jsonl")
+    import_file(fresh, "rubric", DATA / "rubric.toml")
+    import_file(fresh, "answers", DATA / "answers.jsonl")
     (tmp_path / "labels.csv").write_text(text)
     import_file(fresh, "labels", tmp_path / "labels.csv")
     assert sorted(fresh.export_frame("labels")["comment"]) == ["'quoted", "=HYPERLINK(1)"]
@@ -123,8 +124,8 @@ def test_a_neutralised_cell_comes_back_as_written_and_a_live_formula_is_refused(
 
 def test_unknown_columns_are_named_and_can_be_ignored_explicitly(tmp_path: Path) -> None:
     db = str(tmp_path / "p.duckdb")
-    run("import", "rubric", str(REPO / "data" / "rubric.toml"), "--db", db)
-    run("import", "answers", str(REPO / "data" / "answers.jsonl"), "--db", db)
+    run("import", "rubric", str(DATA / "rubric.toml"), "--db", db)
+    run("import", "answers", str(DATA / "answers.jsonl"), "--db", db)
     (tmp_path / "l.csv").write_text("answer_id,rater,score,tool_id,Score\nT001-a,ann,4,x,4\n")
     code, _, err = run("import", "labels", str(tmp_path / "l.csv"), "--db", db)
     assert code == 2 and "unknown column(s) ['tool_id', 'Score']" in err and "'criterion:<id>'" in err
@@ -136,7 +137,7 @@ def test_unknown_columns_are_named_and_can_be_ignored_explicitly(tmp_path: Path)
     (tmp_path / "c.csv").write_text("answer_id,rater,score,criterion:speed\nT002-a,ann,4,3\n")
     code, _, err = run("import", "labels", str(tmp_path / "c.csv"), "--db", db)
     assert code == 2 and "'speed' is not a criterion of rubric 'support-reply'" in err
-    (tmp_path / "r.toml").write_text("language = 'en'\n" + (REPO / "data" / "rubric.toml").read_text())
+    (tmp_path / "r.toml").write_text("language = 'en'\n" + (DATA / "rubric.toml").read_text())
     code, _, err = run("import", "rubric", str(tmp_path / "r.toml"), "--db", db)
     assert code == 2 and "unknown key(s) ['language']" in err
     assert run("import", "rubric", str(tmp_path / "r.toml"), "--ignore-columns", "language", "--db", db)[0] == 0
@@ -148,8 +149,8 @@ def test_unknown_columns_are_named_and_can_be_ignored_explicitly(tmp_path: Path)
 @pytest.fixture
 def labelled(tmp_path: Path) -> Store:
     store = Store(tmp_path / "p.duckdb")
-    import_file(store, "rubric", REPO / "data" / "rubric.toml")
-    import_file(store, "answers", REPO / "data" / "answers.jsonl")
+    import_file(store, "rubric", DATA / "rubric.toml")
+    import_file(store, "answers", DATA / "answers.jsonl")
     (tmp_path / "h.csv").write_text("label_id,supersedes,rater,answer_id,score\n7,,ann,T001-a,4\n8,7,ann,T001-a,2\n")
     assert import_file(store, "labels", tmp_path / "h.csv").added == {"labels": 2}
     return store
@@ -250,7 +251,7 @@ def test_a_corrected_verdicts_file_is_refused_naming_row_and_order_and_a_new_run
 
 def test_judgement_rows_must_fit_their_format(tmp_path: Path) -> None:
     store = Store(tmp_path / "p.duckdb")
-    import_file(store, "answers", REPO / "data" / "answers.jsonl")
+    import_file(store, "answers", DATA / "answers.jsonl")
     cases = [
         ("answer_id,judge_model,format,score\nT001-a,j,pairwise5,1\n", "answer_b_id is empty"),
         ("answer_id,answer_b_id,judge_model,format,score\nT001-a,T001-b,j,likert5,4\n", "is for pairwise formats"),

@@ -4,7 +4,7 @@ Without a spec, every probe and judge run uses judgelab's built-in prompt (the r
 :data:`~calibration.formats.JUDGE_INSTRUCTIONS`, the answers in judgelab's tags, a
 ``VERDICT:`` line). A bias measured on that prompt is a property of judgelab's prompt. A judge
 spec describes the team's judge instead, and every probe, ``judgelab score`` and the mock API
-run it (``data/judge_spec.toml`` is a full example):
+run it (the bundled ``judge_spec.toml``, which ``judgelab examples DIR`` writes, is a full example):
 
 ``[judge]``
     ``name``, ``model``, ``family`` (the judge's own model family, for the self-preference

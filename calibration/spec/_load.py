@@ -59,7 +59,8 @@ def load_spec(path: str | Path) -> JudgeSpec:
     file = Path(path)
     if not file.is_file():
         raise InputError("no such judge spec file", file=str(file),
-                         fix="pass a TOML file such as data/judge_spec.toml.")
+                         fix="pass a TOML file such as the example that `judgelab examples DIR` writes "
+                             "(DIR/judge_spec.toml).")
     raw = file.read_bytes()
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
@@ -165,7 +166,7 @@ def _table(value: Any, where: str) -> Mapping[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise _Located(where, f"must be a table, not {type(value).__name__} {value!r}",
-                       "see data/judge_spec.toml for the layout.")
+                       "see the example judge_spec.toml (`judgelab examples DIR`) for the layout.")
     return value
 
 

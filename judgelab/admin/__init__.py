@@ -39,6 +39,7 @@ from judgelab.admin._assignments import (
     task_order,
 )
 from judgelab.admin._common import (
+    BASE_URL_SETTING,
     DEFAULT_BASE_URL,
     EXPORT_FORMATS,
     EXPORT_MIME,
@@ -89,6 +90,7 @@ from judgelab.admin._review import (
 )
 
 __all__ = [
+    "BASE_URL_SETTING",
     "DEFAULT_BASE_URL",
     "EXPORT_FORMATS",
     "EXPORT_KINDS",

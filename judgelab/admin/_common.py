@@ -8,8 +8,11 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     pass
 
-#: Where invite links point when ``$JUDGELAB_BASE_URL`` is not set.
+#: Where invite links point when neither ``$JUDGELAB_BASE_URL`` nor the project says otherwise.
 DEFAULT_BASE_URL = "http://localhost:8501"
+#: The project setting where ``judgelab serve`` records the address it serves at, so links made
+#: later (``judgelab raters add``, the Raters page) point at the server that answers them.
+BASE_URL_SETTING = "base_url"
 
 ExportFormat = Literal["csv", "jsonl", "parquet"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("csv", "jsonl", "parquet")

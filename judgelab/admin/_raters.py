@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from judgelab.admin._common import DEFAULT_BASE_URL, display_name
+from judgelab.admin._common import BASE_URL_SETTING, DEFAULT_BASE_URL, display_name
 from labeler.errors import InputError
 from labeler.store import Rater, Store
 
@@ -29,9 +29,14 @@ class Invite:
     link: str
 
 
-def base_url() -> str:
-    """Where invite links point: ``$JUDGELAB_BASE_URL``, else ``http://localhost:8501``."""
-    return (os.environ.get("JUDGELAB_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+def base_url(store: Store | None = None) -> str:
+    """Where invite links point: ``$JUDGELAB_BASE_URL``, else where ``store`` was last served, else localhost:8501.
+
+    ``judgelab serve`` sets the variable for the app and records the address in the project
+    (:data:`BASE_URL_SETTING`), so a link made later matches the server even when its port moved.
+    """
+    recorded = store.setting("project", BASE_URL_SETTING) if store is not None else None
+    return (os.environ.get("JUDGELAB_BASE_URL") or recorded or DEFAULT_BASE_URL).rstrip("/")
 
 
 def invite_link(token: str, base: str | None = None) -> str:
@@ -43,12 +48,12 @@ def invite_link(token: str, base: str | None = None) -> str:
 def invite_rater(store: Store, name: str, *, admin: bool = False, base: str | None = None) -> Invite:
     """Create a rater (or admin) and return the invite link to send them."""
     rater, token = store.add_rater(name, role="admin" if admin else "rater")
-    return Invite(rater=rater, link=invite_link(token, base))
+    return Invite(rater=rater, link=invite_link(token, base or base_url(store)))
 
 
 def reissue_link(store: Store, name: str, *, base: str | None = None) -> str:
     """A new invite link for ``name``; the old one stops working (a revoked rater is let in again)."""
-    return invite_link(store.reissue_token(name), base)
+    return invite_link(store.reissue_token(name), base or base_url(store))
 
 
 def revoke_rater(store: Store, name: str, *, acting: Rater | None = None) -> None:

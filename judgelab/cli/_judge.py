@@ -105,5 +105,5 @@ def judge_spec_option(func: Any) -> Any:
     return click.option(
         "--judge-spec", "judge_spec", default=None, type=click.Path(dir_okay=False),
         help="A judge spec (TOML: the team's prompt, examples, references, verdict format; see "
-        "data/judge_spec.toml) to run instead of judgelab's built-in prompt.",
+        "`judgelab examples DIR`'s judge_spec.toml) to run instead of judgelab's built-in prompt.",
     )(func)

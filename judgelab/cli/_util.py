@@ -10,7 +10,6 @@ from typing import Any, TypeVar
 import click
 
 from labeler.errors import InputError, JudgelabError
-from labeler.store import resolve_db_path
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,6 +30,9 @@ def new_db_option(func: F) -> F:
 
 def _db_option(func: F, *, must_exist: bool) -> F:
     def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        # Imported here: the store pulls in DuckDB and pandas, which `judgelab --help` never needs.
+        from labeler.store import resolve_db_path
+
         path = resolve_db_path(value)
         if must_exist and not path.exists():
             raise InputError(
@@ -48,6 +50,26 @@ def _db_option(func: F, *, must_exist: bool) -> F:
         callback=check,
         help="Project database file [default: $JUDGELAB_DB or ./judgelab.duckdb].",
     )(func)
+
+
+def png_option(help_text: str) -> Callable[[F], F]:
+    """``--png FILE``, refused at once when the PNG renderer (the ``png`` extra) is not installed.
+
+    Checked while the options are read, so a missing renderer costs no run and no waiting.
+    """
+
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is not None:
+            from calibration.png import png_renderer
+
+            png_renderer()
+        return value
+
+    def decorate(func: F) -> F:
+        return click.option("--png", "png", type=click.Path(dir_okay=False), default=None, callback=check,
+                            help=f"{help_text} Needs the png extra (pip install 'judgelab[png]').")(func)
+
+    return decorate
 
 
 def json_option(func: F) -> F:

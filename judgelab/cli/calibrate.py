@@ -23,7 +23,7 @@ from calibration.calibrate import (
 )
 from calibration.numbers import estimate, num, pct
 from calibration.report import render_json, write_report
-from judgelab.cli._util import db_option, echo_json, json_option
+from judgelab.cli._util import db_option, echo_json, json_option, png_option
 from labeler.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,7 +59,7 @@ def _run_option(func: F) -> F:
 @click.option("--compare-run", default=None, metavar="ID",
               help="A run from before a rubric change: read padding and truncation gaps before/after.")
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Markdown report to write.")
-@click.option("--png", type=click.Path(dir_okay=False), default=None, help="Also write the charts as PNG.")
+@png_option("Also write the charts as PNG.")
 @json_option
 @_human_rule_option
 @click.option("--interval", type=click.Choice(["raters", "panel"]), default="raters", show_default=True,

@@ -51,7 +51,7 @@ from judgelab.cli._judge import (
     resolve_judge_spec,
     spec_settings,
 )
-from judgelab.cli._util import echo_json, json_option, new_db_option
+from judgelab.cli._util import echo_json, json_option, new_db_option, png_option
 from labeler.store import Store, resolve_db_path
 
 OUTPUT_TOKENS = pricing.OUTPUT_TOKENS
@@ -350,8 +350,7 @@ def probe_command(**opts: Any) -> None:
               help="Add the after-swap-averaging column (and its verdict change).")
 @click.option("--out", "out", default=None, type=click.Path(dir_okay=False),
               help="Write the markdown card here [default: print it].")
-@click.option("--png", "png", default=None, type=click.Path(dir_okay=False),
-              help="Also save the card as a PNG chart.")
+@png_option("Also save the card as a PNG chart.")
 @click.option("--adjust", type=click.Choice(list(ADJUSTMENTS)), default="holm", show_default=True,
               help="How verdicts are adjusted for the number of rows tested: holm (at most a 5% "
               "chance of any false FAIL), bh (Benjamini-Hochberg) or none.")

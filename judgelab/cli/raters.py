@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import click
 
-from judgelab.admin import invite_link
+from judgelab.admin import invite_rater, reissue_link
 from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option, new_db_option
 from labeler.store import Store
+
+_BASE_URL_HELP = ("App address for the link [default: $JUDGELAB_BASE_URL, else where `judgelab serve` last "
+                  "served this project, else http://localhost:8501].")
 
 
 @click.group(cls=JudgelabGroup)
@@ -17,12 +20,12 @@ def raters() -> None:
 @raters.command("add")
 @click.argument("name")
 @click.option("--admin", is_flag=True, help="Give this person the admin pages.")
-@click.option("--base-url", default=None, help="App address for the link [default: $JUDGELAB_BASE_URL].")
+@click.option("--base-url", default=None, help=_BASE_URL_HELP)
 @new_db_option
 def raters_add(name: str, admin: bool, base_url: str | None, db: str | None) -> None:
     """Invite a rater and print their link (shown once; only a hash is stored)."""
-    rater, token = Store(db).add_rater(name, role="admin" if admin else "rater")
-    click.echo(f"{rater.name} ({rater.role}): {invite_link(token, base_url)}")
+    invite = invite_rater(Store(db), name, admin=admin, base=base_url)
+    click.echo(f"{invite.rater.name} ({invite.rater.role}): {invite.link}")
 
 
 @raters.command("list")
@@ -51,12 +54,11 @@ def raters_revoke(name: str, db: str | None) -> None:
 
 @raters.command("reissue")
 @click.argument("name")
-@click.option("--base-url", default=None, help="App address for the link.")
+@click.option("--base-url", default=None, help=_BASE_URL_HELP)
 @db_option
 def raters_reissue(name: str, base_url: str | None, db: str | None) -> None:
     """Give a rater a new link (the old one stops working)."""
-    token = Store(db).reissue_token(name)
-    click.echo(f"{name}: {invite_link(token, base_url)}")
+    click.echo(f"{name}: {reissue_link(Store(db), name, base=base_url)}")
 
 
 

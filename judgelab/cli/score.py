@@ -2,7 +2,7 @@
 
 ::
 
-    judgelab score --judge-spec data/judge_spec.toml --all          # the team's judge, whole pool
+    judgelab score --judge-spec examples/judge_spec.toml --all      # the team's judge, whole pool
     judgelab score --judge anthropic --model M --design D-1 --batch  # built-in prompt, a design
     judgelab score --judge fake --labelled                           # offline, labelled answers
 

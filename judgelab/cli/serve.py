@@ -1,4 +1,12 @@
-"""``judgelab serve`` and ``judgelab demo``: the rater app."""
+"""``judgelab serve`` and ``judgelab demo``: the rater app.
+
+Links always name the server that answers them: the base URL is ``--base-url`` (or
+``$JUDGELAB_BASE_URL``; behind a reverse proxy, its ``https://`` address), else the address
+and the port actually bound. ``serve`` records it in the project, so ``judgelab raters add``
+and the app's Raters page make links for it, and says so when links made earlier point at
+another address. Streamlit's own start-up banner is turned off: it shows the bare address,
+which without a token only says "Access denied".
+"""
 
 from __future__ import annotations
 
@@ -6,43 +14,55 @@ import os
 import socket
 import sys
 import tempfile
+import tomllib
+import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import click
 
+from judgelab.admin._common import BASE_URL_SETTING
 from judgelab.cli._util import db_option, new_db_option
 from labeler.errors import InputError
 from labeler.store import Store, release_all, resolve_db_path
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
+#: The app's Streamlit settings, shipped in the package beside the app: Streamlit reads it there
+#: itself (the script-level config), and :func:`streamlit_command` passes each as a flag too,
+#: so no ``config.toml`` or ``STREAMLIT_*`` variable where the admin runs it can override them.
+APP_CONFIG = APP.parent / ".streamlit" / "config.toml"
 
 #: The port the app is served on unless ``--port`` says otherwise (the next free one above it
 #: when it is busy).
 DEFAULT_PORT = 8501
+_WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+
+
+def app_settings() -> dict[str, Any]:
+    """The packaged Streamlit settings as ``{"section.option": value}`` (e.g. ``client.showErrorDetails``)."""
+    with APP_CONFIG.open("rb") as f:
+        config = tomllib.load(f)
+    return {f"{section}.{key}": value for section, options in config.items() for key, value in options.items()}
+
+
+def _flag(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def streamlit_command(db: Path, port: int, address: str) -> list[str]:
     """The ``streamlit run`` command line that serves the app on ``db``.
 
-    Every setting that matters is a flag: ``streamlit run`` reads ``.streamlit/config.toml``
-    only from the working directory, which is wherever the admin happens to be. Raters
-    never see exception details (``client.showErrorDetails none``): a traceback would show
-    server paths and offer to send it to outside sites.
+    Every setting of the packaged config (:data:`APP_CONFIG`) is a flag: ``streamlit run``
+    also reads ``.streamlit/config.toml`` from the working directory and ``STREAMLIT_*``
+    variables, which flags outrank. Among them: raters never see exception details
+    (``client.showErrorDetails none``: a traceback would show server paths and offer to send
+    it to outside sites), and Streamlit prints no URL of its own (``logger.hideWelcomeMessage``).
     """
-    return [
-        sys.executable, "-m", "streamlit", "run", str(APP),
-        "--server.port", str(port), "--server.address", address,
-        "--server.headless", "true", "--server.fileWatcherType", "none",
-        "--server.runOnSave", "false",
-        # Streamlit's full garbage collection after every run costs a rater's submit ~40 ms of
-        # server CPU with this process's libraries loaded; Python's own collector still runs.
-        "--runner.postScriptGC", "false",
-        "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
-        "--client.showErrorDetails", "none",
-        "--theme.base", "light", "--theme.primaryColor", "#3d6b8f",
-        "--theme.backgroundColor", "#fbfaf7", "--theme.secondaryBackgroundColor", "#eef1f3",
-        "--theme.textColor", "#24303a",
-    ]
+    settings = {**app_settings(), "server.port": port, "server.address": address}
+    command = [sys.executable, "-m", "streamlit", "run", str(APP)]
+    for key, value in settings.items():
+        command += [f"--{key}", _flag(value)]
+    return command
 
 
 def port_is_free(address: str, port: int) -> bool:
@@ -79,8 +99,45 @@ def choose_port(address: str, port: int | None) -> int:
     raise InputError(f"no free port from {DEFAULT_PORT} to {DEFAULT_PORT + 99}", fix="pass --port.")
 
 
-def _serve(db: Path, port: int, address: str) -> None:
-    env = {**os.environ, "JUDGELAB_DB": str(db), "JUDGELAB_BASE_URL": f"http://{address}:{port}"}
+def serving_url(address: str, port: int, base_url: str | None = None) -> str:
+    """The base URL raters open: ``base_url`` when given (checked), else ``http://ADDRESS:PORT``.
+
+    A server listening on every interface (``0.0.0.0``, ``::``) is named by this machine's
+    host name, since ``http://0.0.0.0`` leads nowhere from another machine.
+
+    >>> serving_url("localhost", 8502)
+    'http://localhost:8502'
+    >>> serving_url("127.0.0.1", 8501, "https://labels.example.org/")
+    'https://labels.example.org'
+
+    Raises:
+        InputError: ``base_url`` is not an ``http(s)://host[:port]`` URL. A path is refused
+            too: the app is served at the root of a host name (a reverse proxy's sub-path would
+            need Streamlit's ``server.baseUrlPath``, which ``serve`` does not set).
+    """
+    if base_url:
+        parts = urllib.parse.urlsplit(base_url.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+            raise InputError(
+                f"--base-url {base_url!r} is not an http(s) address",
+                fix="give the address raters open, e.g. --base-url https://labels.example.org "
+                    "(or set JUDGELAB_BASE_URL).",
+            )
+        if parts.path.strip("/"):
+            raise InputError(
+                f"--base-url {base_url!r} has a path ({parts.path}); the app is served at the root of a host name",
+                fix="give the proxy its own host name (e.g. https://labels.example.org) and proxy all of it to "
+                    "judgelab.",
+            )
+        return base_url.strip().rstrip("/")
+    host = socket.getfqdn() if address in _WILDCARDS else address
+    if ":" in host:  # an IPv6 literal
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def _serve(db: Path, port: int, address: str, base: str) -> None:
+    env = {**os.environ, "JUDGELAB_DB": str(db), "JUDGELAB_BASE_URL": base}
     sys.stdout.flush()
     # Become the Streamlit server rather than its parent, so a signal sent to
     # `judgelab serve` (Ctrl+C, SIGTERM from a supervisor) reaches the server itself
@@ -90,49 +147,73 @@ def _serve(db: Path, port: int, address: str) -> None:
     os.execve(command[0], command, env)
 
 
+def _announce(store: Store, address: str, port: int, base: str) -> None:
+    """Print where the app listens and the links it serves, and record ``base`` for new links."""
+    earlier = store.setting("project", BASE_URL_SETTING)
+    store.set_setting("project", BASE_URL_SETTING, base)
+    click.echo(f"serving {store.path}")
+    click.echo(f"  listening on {address}:{port}")
+    click.echo(f"  app:         {base}")
+    click.echo(f"  rater links: {base}/?t=<token>  (`judgelab raters add NAME` prints one, "
+               "as does the app's Raters page; a bare address without ?t= only says 'Access denied')")
+    if earlier and earlier != base:
+        click.echo(f"  note: links made for {earlier} do not reach this server; send those raters new ones "
+                   "(`judgelab raters reissue NAME`), or serve at that address again.")
+    click.echo("  Ctrl+C stops")
+
+
 _PORT_HELP = "Port to serve on [default: 8501, or the next free one when it is busy]."
+_ADDRESS_HELP = ("Interface to listen on: localhost (this machine only), 0.0.0.0 (every interface), "
+                 "or one address.")
+_BASE_URL_HELP = ("The address raters open, used in every link (behind a reverse proxy: its https URL) "
+                  "[default: $JUDGELAB_BASE_URL, else http://ADDRESS:PORT].")
 
 
 @click.command()
 @click.option("--port", type=int, default=None, help=_PORT_HELP)
-@click.option("--address", default="localhost", show_default=True)
+@click.option("--address", default="localhost", show_default=True, help=_ADDRESS_HELP)
+@click.option("--base-url", envvar="JUDGELAB_BASE_URL", default=None, help=_BASE_URL_HELP)
 @db_option
-def serve(port: int | None, address: str, db: str | None) -> None:
+def serve(port: int | None, address: str, base_url: str | None, db: str | None) -> None:
     """Start the rater app on the project database."""
     store = Store(db)
     port = choose_port(address, port)
-    click.echo(f"serving {store.path} on http://{address}:{port}  (Ctrl+C stops)")
-    _serve(store.path, port, address)
+    base = serving_url(address, port, base_url)
+    _announce(store, address, port, base)
+    _serve(store.path, port, address, base)
 
 
 @click.command()
 @click.option("--port", type=int, default=None, help=_PORT_HELP)
-@click.option("--address", default="localhost", show_default=True)
+@click.option("--address", default="localhost", show_default=True, help=_ADDRESS_HELP)
+@click.option("--base-url", envvar="JUDGELAB_BASE_URL", default=None, help=_BASE_URL_HELP)
 @click.option("--no-serve", is_flag=True, help="Build the demo database and print the links only.")
 @new_db_option
-def demo(port: int | None, address: str, no_serve: bool, db: str | None) -> None:
-    """Build a fresh demo database from the bundled data and start the app on it.
+def demo(port: int | None, address: str, base_url: str | None, no_serve: bool, db: str | None) -> None:
+    """Build a fresh demo database from the bundled examples and start the app on it.
 
     The links it prints point at the server it starts: on ``--port`` (refused at once if
-    busy), else on 8501 or the next free port.
+    busy), else on 8501 or the next free port. A demo that fails part-way leaves no database.
     """
-    from judgelab.demo import build_demo
+    from judgelab.demo import build_demo_file
 
-    path = Path(db) if db else Path(tempfile.mkdtemp(prefix="judgelab-demo-")) / "demo.duckdb"
-    path = resolve_db_path(path)
-    if path.exists():
-        raise InputError(f"{path} already exists", fix="give a new --db path, or leave --db out for a temporary one.")
     port = (port or DEFAULT_PORT) if no_serve else choose_port(address, port)
-    base = f"http://{address}:{port}"
-    result = build_demo(Store(path), base_url=base)
+    base = serving_url(address, port, base_url)
+    folder = None if db else Path(tempfile.mkdtemp(prefix="judgelab-demo-"))
+    path = resolve_db_path(db) if db else Path(folder or ".") / "demo.duckdb"
+    result = build_demo_file(path, base_url=base, remove_folder=folder)
     click.echo(f"demo database: {path}")
     for line in result.summary_lines:
         click.echo(f"  {line}")
     click.echo(f"rater link: {result.rater_url}")
     click.echo(f"admin link: {result.admin_url}")
-    if not no_serve:
-        click.echo(f"serving on {base}  (Ctrl+C stops)")
-        _serve(path, port, address)
+    store = Store(path)
+    if no_serve:
+        store.set_setting("project", BASE_URL_SETTING, base)
+        click.echo(f"not serving (--no-serve); start it with: judgelab serve --db {path} --port {port}")
+        return
+    _announce(store, address, port, base)
+    _serve(path, port, address, base)
 
 
 COMMANDS: list[click.Command] = [serve, demo]

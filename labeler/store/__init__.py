@@ -5,7 +5,7 @@ Use :class:`Store`; the rest of the code never sees a connection.
 
 from labeler.store._admin import AdminMixin
 from labeler.store._calibration import CalibrationMixin
-from labeler.store._core import DEFAULT_DB, migrations, release_all, resolve_db_path
+from labeler.store._core import DEFAULT_DB, migrations, release_all, remove_database, resolve_db_path
 from labeler.store._designs import DesignMixin
 from labeler.store._judgements import JudgementMixin, JudgementRecord, plain_value
 from labeler.store._labels import (
@@ -48,5 +48,6 @@ __all__ = [
     "migrations",
     "plain_value",
     "release_all",
+    "remove_database",
     "resolve_db_path",
 ]

@@ -286,6 +286,33 @@ def release_all() -> None:
 atexit.register(release_all)
 
 
+def remove_database(path: str | os.PathLike[str]) -> list[Path]:
+    """Close the database at ``path`` in this process, then delete it and the store's files beside it.
+
+    For a database this process has just made and must not leave half-built (a failed demo):
+    the file, its write-ahead log, and the turn lock and wait marker. This process also forgets
+    it had migrated the file, so a new one at the same path is migrated afresh. Files another
+    program made beside it (e.g. judge journals) are the caller's to remove.
+
+    Returns:
+        The files deleted.
+    """
+    target = resolve_db_path(path)
+    key = str(target)
+    with _shared_guard:
+        state = _shared.pop(key, None)
+    if state is not None:
+        with state.lock:
+            state.release()
+    _migrated.discard(key)
+    removed = []
+    for leftover in (target, *(target.with_name(target.name + s) for s in (".wal", ".lock", ".wait"))):
+        if leftover.is_file():
+            leftover.unlink()
+            removed.append(leftover)
+    return removed
+
+
 def migrations() -> list[tuple[int, str, str]]:
     """All migrations shipped with judgelab as ``(version, name, sql)``, in order."""
     found = []

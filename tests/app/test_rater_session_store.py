@@ -21,10 +21,11 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.cli import main
-from judgelab.cli.serve import choose_port, streamlit_command
+from judgelab.cli.serve import APP_CONFIG, choose_port, streamlit_command
 from labeler.errors import AccessError, InputError
 from labeler.models import Answer
 from tests.app.conftest import FAMILIES, MODELS, Pool
+from tests.conftest import DATA
 
 ALL = {"correct": 4.0, "complete": 4.0, "tone": 4.0}
 REPO = Path(__file__).resolve().parents[2]
@@ -142,7 +143,7 @@ def test_serve_turns_error_details_off_with_a_flag(tmp_path: Path) -> None:
     command = streamlit_command(tmp_path / "x.duckdb", 8600, "localhost")
     at = command.index("--client.showErrorDetails")
     assert command[at + 1] == "none"
-    config = (REPO / ".streamlit" / "config.toml").read_text()
+    config = APP_CONFIG.read_text()  # the packaged config, which Streamlit also reads beside the app
     assert 'showErrorDetails = "none"' in config
 
 
@@ -170,8 +171,8 @@ def test_assign_gives_each_answer_to_exactly_k_raters(tmp_path: Path) -> None:
         return done.output
 
     ok("init")
-    ok("import", "rubric", str(REPO / "data" / "rubric.toml"))
-    ok("import", "answers", str(REPO / "data" / "answers.jsonl"))
+    ok("import", "rubric", str(DATA / "rubric.toml"))
+    ok("import", "answers", str(DATA / "answers.jsonl"))
     for name in ("ann", "ben", "cy"):
         ok("raters", "add", name)
     ok("raters", "add", "boss", "--admin")

@@ -1,9 +1,9 @@
 """What every browser test shares: the server, Chromium, the recorder and the waits.
 
 The app is started the way ``judgelab serve`` starts it (its own command line, from a
-working directory that is not the repository, so ``.streamlit/config.toml`` is not read
-and only the flags count) and driven by Debian's chromium through Playwright (no browser
-download is possible here).
+working directory that is not the repository: the settings come from the flags and the
+packaged ``judgelab/.streamlit/config.toml`` beside the app) and driven by Debian's chromium
+through Playwright (no browser download is possible here).
 
 :class:`Recorder` keeps everything a page received (websocket frames, the bodies of the
 app's own HTTP responses, every URL requested) so a test can search it for what must

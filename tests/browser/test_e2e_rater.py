@@ -26,9 +26,10 @@ from labeler.importers import import_file
 from labeler.models import Answer, Task
 from labeler.store import Store
 from tests.app.conftest import build_pool
-from tests.browser.conftest import REPO, playwright_api, serve
 from tests.browser.conftest import expect_text as _expect_text
 from tests.browser.conftest import open_page as _open
+from tests.browser.conftest import playwright_api, serve
+from tests.conftest import DATA
 
 pytestmark = pytest.mark.browser
 
@@ -53,7 +54,7 @@ def _load_pool(path: Path) -> tuple[Store, list[str]]:
     Returns the store and the three answers to assign: the HTML one, and (from the
     bundled data) one ordinary reply and one that names its model, which masking must hide.
     """
-    rubric, answers = REPO / "data" / "rubric.toml", REPO / "data" / "answers.jsonl"
+    rubric, answers = DATA / "rubric.toml", DATA / "answers.jsonl"
     if rubric.exists() and answers.exists():
         store = Store(path)
         import_file(store, "rubric", rubric)

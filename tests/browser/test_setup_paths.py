@@ -3,8 +3,8 @@
 * the README's "Project database" commands, run one by one from an empty folder, end with
   a rater who has answers to rate;
 * a project with no rubric shows raters a plain message for the admin, never a traceback
-  (``judgelab serve`` turns Streamlit's error details off itself: run from another folder,
-  ``.streamlit/config.toml`` is not read);
+  (``judgelab serve`` turns Streamlit's error details off itself, with a flag from the
+  packaged ``judgelab/.streamlit/config.toml``, whatever folder it runs from);
 * ``judgelab demo`` while another server holds the port prints links to the server it
   really started, and an explicit busy ``--port`` is refused before anything is printed.
 """
@@ -30,6 +30,7 @@ import pytest
 from labeler.importers import import_file
 from labeler.store import Store
 from tests.browser.conftest import REPO, expect_text, free_port, main_text, open_page, serve, wait_healthy
+from tests.conftest import DATA
 
 pytestmark = pytest.mark.browser
 
@@ -62,7 +63,6 @@ def started(command: list[str], cwd: Path, env: dict[str, str]) -> Iterator[subp
 def test_readme_project_database_path_ends_with_a_rater_who_has_items(
     tmp_path: Path, browser: Any
 ) -> None:
-    (tmp_path / "data").symlink_to(REPO / "data")
     env = {k: v for k, v in os.environ.items() if k not in ("JUDGELAB_DB", "JUDGELAB_BASE_URL")}
     lines = readme_block("Project database")
     port = free_port()
@@ -92,7 +92,7 @@ def test_readme_project_database_path_ends_with_a_rater_who_has_items(
 def test_no_rubric_shows_a_plain_message_never_a_traceback(tmp_path: Path, browser: Any) -> None:
     db = tmp_path / "norubric.duckdb"
     store = Store(db)
-    import_file(store, "answers", REPO / "data" / "answers.jsonl")
+    import_file(store, "answers", DATA / "answers.jsonl")
     _, token = store.add_rater("ruth")
     store.set_setting("project", "claim_k", "1")  # pull mode: the page asks for an answer at once
     elsewhere = tmp_path / "elsewhere"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import anthropic
 import pytest
@@ -29,10 +28,11 @@ from calibration.probes import (
 )
 from calibration.runner import cache_key_for
 from labeler.errors import InputError
+from labeler.examples import example_path
 from labeler.importers import import_file
 from labeler.store import Store
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = example_path("rubric.toml").parent
 
 
 def context(n: int = 6, variants: Variants | None = None) -> ProbeContext:

@@ -21,10 +21,11 @@ from calibration.probes import (
     setup_probes,
 )
 from labeler.errors import InputError
+from labeler.examples import example_path
 from labeler.importers import import_file
 from labeler.store import Store
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = example_path("rubric.toml").parent
 
 
 def _evidence(path: Path) -> list[dict[str, object]]:

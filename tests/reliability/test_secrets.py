@@ -26,11 +26,12 @@ import duckdb
 import pandas as pd
 
 from calibration.mockapi import MockAnthropic
+from labeler.examples import example_path
 from labeler.simulate import add_simulated_labels
 from labeler.store import Store, hash_token, release_all
 from tests.reliability.conftest import REPO
 
-DATA = REPO / "data"
+DATA = example_path("rubric.toml").parent
 #: The installed console script, so the tool runs exactly as a user starts it.
 JUDGELAB = str(Path(sys.executable).with_name("judgelab"))
 
