@@ -16,7 +16,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labeler.store import Store, migrations, release_all
+from labeler.errors import InputError
+from labeler.store import MAX_COMMENT_CHARS, Store, migrations, release_all
+from tests.app.conftest import build_pool
+from tests.app.test_review import assignment
 from tests.conftest import DATA
 
 
@@ -107,3 +110,21 @@ def test_a_full_disk_is_said_in_words_not_a_traceback(tiny_disk: Path, tmp_path:
     assert done.returncode == 2, (done.stdout, done.stderr[-2000:])
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "full" in done.stderr or "space" in done.stderr, done.stderr
+
+
+def test_a_comment_longer_than_the_bound_is_refused_in_the_store(tmp_path: Path) -> None:
+    """A rater's comment (and a flag reason, a pair comment, an audit note) has a length bound."""
+    pool = build_pool(tmp_path / "c.duckdb", n_tasks=2)
+    store = pool.store
+    ann, _ = store.add_rater("ann")
+    answer = pool.originals[0]
+    store.assign_k([answer], 1, [ann.rater_id])
+    item = assignment(store, ann.rater_id, answer)
+    crit = {c.criterion_id: 3.0 for c in store.rubric().criteria}  # type: ignore[union-attr]
+    too_long = "x" * (MAX_COMMENT_CHARS + 1)
+    with pytest.raises(InputError, match="5,001 characters long; at most 5,000"):
+        store.add_label(ann.rater_id, item, overall=3, criteria=crit, comment=too_long)
+    with pytest.raises(InputError, match="reason for the flag"):
+        store.add_label(ann.rater_id, item, overall=None, flag_reason=too_long)
+    assert store.query("SELECT count(*) AS n FROM labels")["n"].iloc[0] == 0
+    assert store.add_label(ann.rater_id, item, overall=3, criteria=crit, comment="x" * MAX_COMMENT_CHARS) > 0

@@ -16,6 +16,7 @@ from judgelab.session import current_store, db_path, require_admin
 from labeler.errors import JudgelabError
 from labeler.models import Rubric
 from labeler.queue import format_score, scale_choices
+from labeler.store import MAX_COMMENT_CHARS
 
 admin = require_admin()
 store = current_store()
@@ -184,7 +185,7 @@ with st.form(key=prefix + "form", border=True):
         score_input(f"{c.name} (optional)", prefix + c.criterion_id, rubric,
                     None if given is None or math.isnan(given) else given)
     st.text_area("Why (shown beside the raters' labels)", value=current.comment if current else "",
-                 key=prefix + "comment", height=80)
+                 key=prefix + "comment", height=80, max_chars=MAX_COMMENT_CHARS)
     st.form_submit_button("Store adjudicated label", type="primary", key="review_submit",
                           on_click=store_adjudication, args=(rubric, str(answer_id), prefix))
 flash = st.session_state.pop(FLASH, None)

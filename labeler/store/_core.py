@@ -61,7 +61,7 @@ except ImportError:  # pragma: no cover - not POSIX: DuckDB's own lock is all th
 import duckdb
 import pandas as pd
 
-from labeler.errors import StoreError
+from labeler.errors import InputError, StoreError
 
 DEFAULT_DB = "judgelab.duckdb"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
@@ -98,6 +98,25 @@ CURRENT_LABEL_RULE = """
         PARTITION BY l.rater_id, l.answer_id, l.rubric_id, l.rubric_version
         ORDER BY l.created_at DESC, l.label_id DESC) = 1
 """
+
+#: The most characters a comment, flag reason or note from the app may have. A rater's words on
+#: one answer fit in a fraction of this; without a bound one submit stored 2 MB (every changed
+#: resubmit another row) and a page past Streamlit's message cap hung without a word.
+MAX_COMMENT_CHARS = 5_000
+
+
+def check_comment(text: str | None, what: str = "comment") -> None:
+    """Refuse free text longer than :data:`MAX_COMMENT_CHARS` (nothing is stored).
+
+    Raises:
+        InputError: ``text`` is too long; the message says by how much.
+    """
+    if text is not None and len(text) > MAX_COMMENT_CHARS:
+        raise InputError(
+            f"the {what} is {len(text):,} characters long; at most {MAX_COMMENT_CHARS:,} are kept",
+            fix=f"shorten it by {len(text) - MAX_COMMENT_CHARS:,} characters (nothing was saved yet).",
+        )
+
 
 #: Seconds without a unit of work after which a process closes the file for others.
 IDLE_RELEASE = 1.0

@@ -29,7 +29,7 @@ from labeler.blinding import mask
 from labeler.errors import AccessError, InputError
 from labeler.models import Rubric
 from labeler.scales import format_range
-from labeler.store._core import CURRENT_LABEL_RULE, rubric_match
+from labeler.store._core import CURRENT_LABEL_RULE, check_comment, rubric_match
 from labeler.store._pool import PoolMixin
 
 #: ``labels.source`` of an admin's adjudicated label.
@@ -200,6 +200,7 @@ class ReviewMixin(PoolMixin):
             AccessError: ``admin_id`` is not an active admin.
             InputError: No such answer or rubric, or a score off the scale.
         """
+        check_comment(comment)
         rubric = self.rubric(rubric_id, version)
         if rubric is None:
             raise InputError(f"no rubric {rubric_id!r} v{version}", fix="pick a stored rubric version.")
