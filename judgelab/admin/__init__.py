@@ -65,6 +65,7 @@ from judgelab.admin._designs import (
     apply_sample_design,
     draft_design,
 )
+from judgelab.admin._kept import KEPT, Kept, build_apart, calibration_report, warm_worker
 from judgelab.admin._overview import (
     Overview,
     median_seconds,
@@ -93,6 +94,7 @@ __all__ = [
     "EXPORT_FORMATS",
     "EXPORT_KINDS",
     "EXPORT_MIME",
+    "KEPT",
     "ActiveView",
     "Adjudication",
     "AgreementReport",
@@ -101,6 +103,7 @@ __all__ = [
     "Download",
     "ExportFormat",
     "Invite",
+    "Kept",
     "Overview",
     "ReviewBoard",
     "active_chart",
@@ -115,6 +118,8 @@ __all__ = [
     "assign_each_to_k",
     "assign_pairwise",
     "base_url",
+    "build_apart",
+    "calibration_report",
     "display_name",
     "draft_active_batch",
     "draft_design",
@@ -146,4 +151,5 @@ __all__ = [
     "set_masking",
     "subset_summary",
     "task_order",
+    "warm_worker",
 ]

@@ -11,7 +11,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from judgelab.admin import AnswerSheet, ReviewBoard, adjudicate, answer_sheet, review_board
+from judgelab.admin import KEPT, AnswerSheet, ReviewBoard, adjudicate, answer_sheet, review_board
 from judgelab.session import current_store, db_path, require_admin
 from labeler.errors import JudgelabError
 from labeler.models import Rubric
@@ -27,14 +27,15 @@ REVEALED = "review_revealed"
 st.title("Review")
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
 def _board(
     path: str, rubric: Rubric, include: bool, rater: str | None, criterion: str | None, watermark: tuple[int, int]
 ) -> ReviewBoard:
     # Labels are append-only, so (path, options, watermark) pins the input; any new label or
-    # adjudication moves the watermark and the lists are recomputed.
-    del path, watermark
-    return review_board(store, rubric, rater=rater, criterion=criterion, include_unversioned=include)
+    # adjudication moves the watermark and the lists are recomputed. Kept in judgelab.admin.KEPT,
+    # which Streamlit's clear-cache message (anyone may send it) does not empty.
+    key = ("review", path, rubric.rubric_id, rubric.version, include, rater, criterion, watermark)
+    return KEPT.get(key, lambda: review_board(store, rubric, rater=rater, criterion=criterion,
+                                              include_unversioned=include))
 
 
 rubrics = store.rubrics()
