@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from judgelab.admin import active_chart, active_view, apply_active_draft, draft_active_batch, reassign_stranded
+from judgelab.admin import KEPT, active_chart, active_view, apply_active_draft, draft_active_batch, reassign_stranded
 from labeler.errors import JudgelabError
 from labeler.store import Store
 
@@ -26,7 +26,9 @@ def overview_section(store: Store, *, labels_in_project: int | None = None) -> N
         labels_in_project: Every rater's current labels in the project, to say how many of them
             the design's interval reads (``None``: not said).
     """
-    view = active_view(store)
+    # Kept per state of the database (judgelab.admin.KEPT): the status is an estimate over every
+    # batch, and recomputing it on each rerun left the page's charts greyed out meanwhile.
+    view = KEPT.get(("active_view", str(store.path), store.activity_watermark()), lambda: active_view(store))
     if view is None:
         return
     status = view.status

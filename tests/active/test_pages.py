@@ -148,3 +148,33 @@ def test_the_overview_tells_one_story_of_labels_intervals_and_stranded_items(
     assert f"{total} labels in the project in all" in shown
     assert any(m.label == "Labels in the design's finished batches" for m in at.metric)
     assert "of which 3 held by revoked rater(s)" in shown, shown
+
+
+def test_the_overview_reruns_without_recomputing_the_active_status(
+    served: tuple[Pool, dict[str, str]], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 29 item 9: the status (an estimate over every batch) is kept until the data moves.
+
+    Recomputed on every rerun, it kept the page's charts greyed out meanwhile.
+    """
+    import judgelab.views._active_section as section
+
+    pool, tokens = served
+    apply_active_batch(pool.store, draw_active_batch(pool.store, target_half_width=40.0, seed=0), ["ann"])
+    label_all(pool.store)
+    calls: list[int] = []
+    real = section.active_view
+
+    def counted(store: Store) -> object:
+        calls.append(1)
+        return real(store)
+
+    monkeypatch.setattr(section, "active_view", counted)
+    at = page("admin_overview.py", tokens["admin"])
+    at.run()
+    assert not at.exception and len(calls) == 1, calls
+    label_all(pool.store)  # nothing left to label: the data did not move
+    ann = pool.store.authenticate(tokens["ann"])
+    pool.store.assign_k(pool.originals[-1:], 1, [ann.rater_id])  # the data moved: recomputed
+    at.run()
+    assert len(calls) == 2
