@@ -138,3 +138,15 @@ def test_one_adjudication_does_not_count_the_admin_as_a_rater(tmp_path: Path) ->
         assert new.gap.scope == old.gap.scope
     # The adjudication did move the human score it settles.
     assert after.residuals["pass"].families[OWN].estimate < before.residuals["pass"].families[OWN].estimate
+
+
+def test_the_report_says_how_many_adjudications_were_not_blind(tmp_path: Path) -> None:
+    """An adjudication given after revealing the family is counted and said in the report."""
+    built = build_store(tmp_path / "rev.duckdb", SMALL_CELLS, n_unlabelled=6)
+    admin, _ = built.store.add_rater("boss", role="admin")
+    built.store.adjudicate(admin.rater_id, SETTLED[0], rubric_id="support", version=1, overall=5)
+    built.store.adjudicate(admin.rater_id, SETTLED[1], rubric_id="support", version=1, overall=5, revealed=True)
+    rule = calibrate(built.store, built.run_id, human_rule="adjudicated", n_resamples=N_RESAMPLES)
+    assert rule.labels.n_adjudicated == 2 and rule.labels.n_revealed == 1
+    assert "1 of them given after revealing the answer's family, not blind" in rule.human_rule_text()
+    assert rule.to_dict()["labels"]["n_revealed"] == 1
