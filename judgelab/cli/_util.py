@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
-import duckdb
 
 from labeler.errors import InputError, JudgelabError
 from labeler.store import resolve_db_path
@@ -76,15 +75,23 @@ class JudgelabGroup(click.Group):
         except JudgelabError as exc:
             click.echo(f"judgelab: error: {exc}", err=True)
             sys.exit(2)
-        except duckdb.Error as exc:
+        except Exception as exc:
+            # duckdb is named only once it is loaded: --help and --version must not import it.
+            duckdb = sys.modules.get("duckdb")
+            if duckdb is None or not isinstance(exc, duckdb.Error):
+                if isinstance(exc, OSError):
+                    _os_error(exc)
+                raise
             click.echo(f"judgelab: error: the database failed: {exc}\n{_DB_FIX}", err=True)
             sys.exit(2)
-        except OSError as exc:
-            if exc.errno not in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT):
-                raise
-            click.echo(f"judgelab: error: {exc.strerror or exc}: {exc.filename or ''}\n"
-                       "Fix: free space, or write to a folder you may write (pass another path).", err=True)
-            sys.exit(2)
+
+
+def _os_error(exc: OSError) -> None:
+    """A full disk or a folder judgelab may not write, as words and exit code 2 (else nothing)."""
+    if exc.errno in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT):
+        click.echo(f"judgelab: error: {exc.strerror or exc}: {exc.filename or ''}\n"
+                   "Fix: free space, or write to a folder you may write (pass another path).", err=True)
+        sys.exit(2)
 
 
 #: What to do about a database error the store does not name itself.
