@@ -16,6 +16,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.navigation.page import Page
 
+from judgelab.admin import warm_worker
 from judgelab.session import current_rater, settle_heap
 
 #: (file, title, icon) in menu order.
@@ -64,6 +65,9 @@ if rater.is_admin:
     }
     page = st.navigation(sections)
     st.sidebar.caption(f"Signed in as **{rater.name}**")
+    # The Calibration report is built in a worker process (judgelab.admin._kept); starting it
+    # now, not on the first report, keeps its interpreter start-up off the admin's wait.
+    warm_worker()
 else:
     # Raters get their three pages as a bar at the top: the sidebar's width goes to the
     # answer and the rubric.

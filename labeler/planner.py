@@ -68,7 +68,16 @@ class AssignSummary:
 
     def __str__(self) -> str:
         """``N assignments added over M items (rater 1: n, ...); K already assigned``."""
-        per = ", ".join(f"rater {r}: {n}" for r, n in sorted(self.added.items()))
+        return self.describe()
+
+    def describe(self, names: Mapping[int, str] | None = None) -> str:
+        """``N assignments added over M items (ann: n, ...); K already assigned``.
+
+        Args:
+            names: Rater id -> name; raters without one are ``rater <id>``.
+        """
+        names = names or {}
+        per = ", ".join(f"{names.get(r, f'rater {r}')}: {n}" for r, n in sorted(self.added.items()))
         text = f"{self.n_added} assignments added over {self.items} items"
         if per:
             text += f" ({per})"

@@ -115,3 +115,38 @@ def test_the_analyst_page_offers_the_adjudicated_rule(adjudicated: Built, monkey
     assert any("2 answers adjudicated" in c.value for c in at.caption)
     residuals = next(df.value for df in at.dataframe if "residual" in df.value.columns)
     assert residuals.set_index("family").loc[OWN, "residual"] == pytest.approx(-5.0)
+
+
+def test_one_adjudication_does_not_count_the_admin_as_a_rater(tmp_path: Path) -> None:
+    """The adjudicated label settles its answer's score but never enters the raters' spread model.
+
+    Issue 29 item 5: the admin read as a third rater, which switched the spread estimate (and
+    moved a family's interval a long way) after one adjudication.
+    """
+    built = build_store(tmp_path / "one.duckdb", SMALL_CELLS, n_unlabelled=6)
+    before = calibrate(built.store, built.run_id, human_rule="adjudicated", n_resamples=N_RESAMPLES)
+    admin, _ = built.store.add_rater("boss", role="admin")
+    built.store.adjudicate(admin.rater_id, SETTLED[0], rubric_id="support", version=1, overall=5)
+    after = calibrate(built.store, built.run_id, human_rule="adjudicated", n_resamples=N_RESAMPLES)
+    for scale in ("pass", "score"):
+        old, new = before.residuals[scale], after.residuals[scale]
+        for family in old.families:
+            scope = new.families[family].scope
+            assert scope == old.families[family].scope, (scale, family)
+            assert "2 raters" in scope
+        assert old.gap is not None and new.gap is not None
+        assert new.gap.scope == old.gap.scope
+    # The adjudication did move the human score it settles.
+    assert after.residuals["pass"].families[OWN].estimate < before.residuals["pass"].families[OWN].estimate
+
+
+def test_the_report_says_how_many_adjudications_were_not_blind(tmp_path: Path) -> None:
+    """An adjudication given after revealing the family is counted and said in the report."""
+    built = build_store(tmp_path / "rev.duckdb", SMALL_CELLS, n_unlabelled=6)
+    admin, _ = built.store.add_rater("boss", role="admin")
+    built.store.adjudicate(admin.rater_id, SETTLED[0], rubric_id="support", version=1, overall=5)
+    built.store.adjudicate(admin.rater_id, SETTLED[1], rubric_id="support", version=1, overall=5, revealed=True)
+    rule = calibrate(built.store, built.run_id, human_rule="adjudicated", n_resamples=N_RESAMPLES)
+    assert rule.labels.n_adjudicated == 2 and rule.labels.n_revealed == 1
+    assert "1 of them given after revealing the answer's family, not blind" in rule.human_rule_text()
+    assert rule.to_dict()["labels"]["n_revealed"] == 1

@@ -94,6 +94,7 @@ from calibration.active._simulate import (
 from calibration.active._spending import SPENDINGS, Boundaries, Spending, spend, spending_boundaries, t_critical
 from calibration.active._store import (
     GAP_RANGE,
+    OUT_OF_REACH,
     ActiveBatch,
     ActiveData,
     ActiveState,
@@ -112,6 +113,7 @@ __all__ = [
     "DEFAULT_MARGIN",
     "GAP_RANGE",
     "LLMBAR_REREADING",
+    "OUT_OF_REACH",
     "SPENDINGS",
     "ActiveBatch",
     "ActiveData",

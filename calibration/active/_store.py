@@ -67,6 +67,8 @@ ActiveState = Literal["labelling", "ready", "reached", "budget spent", "plan spe
 target is reached; the budget, the plan's error rate or the pool's answers are used up."""
 
 #: How to give a batch's stranded answers (their raters were revoked) to others.
+#: How a "ready" status says the target cannot be met with the answers left (the Overview reads it).
+OUT_OF_REACH = "is out of reach"
 STRANDED_FIX = "`judgelab design --active --apply`, or Reassign on the Assignments page"
 
 
@@ -96,6 +98,8 @@ class ActiveBatch:
     items: pd.DataFrame
     labels_so_far: int
     notes: tuple[str, ...] = field(default=())
+    #: Drawn answers that already wait in a rater's queue: to label, but no new assignment.
+    queued: int = 0
 
     @property
     def draw_id(self) -> str:
@@ -364,7 +368,7 @@ def _draw(
     if assigned:
         extra = (f"{len(assigned)} drawn answer(s) already wait in a rater's queue: they count when labelled",)
     return ActiveBatch(design_id=design_id, batch=batch, params=params, pool=pool, plan=plan, drawn=drawn,
-                       items=items, labels_so_far=so_far, notes=notes + extra)
+                       items=items, labels_so_far=so_far, notes=notes + extra, queued=len(assigned))
 
 
 def _assigned_answers(store: Store, answer_ids: np.ndarray) -> set[str]:
@@ -675,9 +679,15 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
     else:
         state = "ready"
         left = f"the {capacity} answers left{' within the budget' if params.get('budget_labels') else ''}"
-        more = f"needs more labels than {left}" if not needed <= capacity else \
-            f"needs about {int(needed)} more labels at the current rate"
-        message = f"Not yet: {now}; the target of ±{target:g} pp {more}. Draw the next batch."
+        if needed <= capacity:
+            message = (f"Not yet: {now}; the target of ±{target:g} pp needs about {int(needed)} more labels at the "
+                       "current rate. Draw the next batch.")
+        else:
+            # One piece of advice, not "draw" beside "out of reach" (issue 29): say the target is out
+            # of reach, and what another batch still buys.
+            message = (f"Not yet: {now}. The target of ±{target:g} pp {OUT_OF_REACH}: it would need more labels "
+                       f"than {left}. Draw the next batch only to narrow the interval further; or stop here and "
+                       "report the interval as it is.")
     return ActiveStatus(**base, looks=looks, figures=figures, state=state, message=message, labels_collected=collected,
                         labels_needed=needed, labels_needed_next=needed_next)
 

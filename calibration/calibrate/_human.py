@@ -158,7 +158,13 @@ def _ratings(data: CalibrationData, ids: Sequence[str], column: str, opts: Repor
     """The per-rater scores behind the human score of ``ids`` (see :meth:`CalibrationData.reference_labels`)."""
     labels = data.reference_labels(opts.human_rule)
     labels = labels[isin(labels["answer_id"], ids)]
-    return labels[labels[column].notna()][["answer_id", "rater_id", column]].rename(columns={column: "score"})
+    labels = labels[labels[column].notna()]
+    # An adjudicated label is the answer's settled score, not a rater's: without a rater it stays
+    # out of the raters' spread (calibration.stats._raters), which one adjudication used to switch
+    # (the admin read as one more rater connecting the panel).
+    rater = labels["rater_id"].astype(object).where(labels["source"] != "adjudicated", None)
+    return pd.DataFrame({"answer_id": labels["answer_id"].to_numpy(), "rater_id": rater.to_numpy(),
+                         "score": labels[column].to_numpy()})
 
 
 def residual_section(

@@ -174,7 +174,7 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
               .reset_index(drop=True))
     labels["simulated"] = (labels["source"] == "simulated") | labels["rater_simulated"].astype(bool)
     labels = labels[_LABEL_COLUMNS]
-    adjudicated = _adjudicated(store, rubric)
+    adjudicated, n_revealed = _adjudicated(store, rubric)
     summary = LabelSummary(
         n_labels=len(labels),
         n_answers=int(labels["answer_id"].nunique()),
@@ -184,6 +184,7 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         n_flagged=int(flagged.sum()),
         sources={str(k): int(v) for k, v in labels["source"].value_counts().sort_index().items()},
         n_adjudicated=len(adjudicated),
+        n_revealed=n_revealed,
     )
 
     judge_format = _choose_format(point, rubric)
@@ -234,10 +235,13 @@ def _latest_judged_run(store: Store) -> str | None:
     return None if judged.empty else str(judged["run_id"].iloc[0])
 
 
-def _adjudicated(store: Store, rubric: Rubric) -> pd.DataFrame:
+def _adjudicated(store: Store, rubric: Rubric) -> tuple[pd.DataFrame, int]:
     """The current adjudicated label per answer with a score, in the columns of the labels.
 
     One per answer: one given under the rubric wins over an unversioned (imported) one.
+
+    Returns:
+        The labels, and how many of them the admin gave after revealing the answer's family.
     """
     raw = store.adjudicated_labels(rubric.rubric_id, rubric.version)
     raw = raw.assign(_versioned=raw["rubric_id"].notna(), simulated=False, source="adjudicated")
@@ -245,7 +249,8 @@ def _adjudicated(store: Store, rubric: Rubric) -> pd.DataFrame:
     raw = raw[raw["overall"].notna() | raw["pass"].notna()]
     raw = (raw.sort_values(["_versioned", "label_id"], ascending=[False, False]).drop_duplicates("answer_id")
            .sort_values("answer_id").reset_index(drop=True))
-    return raw[_LABEL_COLUMNS]
+    revealed = int(raw["revealed"].astype("boolean").fillna(False).sum()) if "revealed" in raw else 0
+    return raw[_LABEL_COLUMNS], revealed
 
 
 def _opt_int(value: Any) -> int | None:

@@ -84,6 +84,8 @@ class LabelSummary:
         sources: Label count per ``source`` (``app``, ``import``, ``simulated``).
         n_adjudicated: Answers with a current adjudicated label that has a score (admins'
             labels, never counted among the raters above).
+        n_revealed: Of those, adjudications the admin gave after revealing the answer's
+            family, model and unmasked text (the Review page adjudicates blind by default).
     """
 
     n_labels: int
@@ -94,6 +96,7 @@ class LabelSummary:
     n_flagged: int
     sources: dict[str, int]
     n_adjudicated: int = 0
+    n_revealed: int = 0
 
     @property
     def simulated(self) -> bool:
@@ -672,8 +675,8 @@ class CalibrationReport:
         rule = {
             "mean": mean,
             "majority": "the raters' most frequent current label, ties going to the lower score",
-            "adjudicated": f"an admin's adjudicated label where the answer has one ({answers} adjudicated), "
-                           f"else {mean}",
+            "adjudicated": f"an admin's adjudicated label where the answer has one ({answers} adjudicated"
+                           f"{self._revealed_words()}), else {mean}",
         }[self.human_rule]
         kappa = "the raters' majority category"
         scope = (
@@ -695,6 +698,11 @@ class CalibrationReport:
             verb = "has" if n == 1 else "have"
             return text + f" {answers} {verb} an adjudicated label, not used under this rule (`adjudicated` uses it)."
         return text
+
+    def _revealed_words(self) -> str:
+        """``"; 2 of them after revealing the family"`` (or nothing when every one was blind)."""
+        k = self.labels.n_revealed
+        return f"; {k} of them given after revealing the answer's family, not blind" if k else ""
 
     def to_dict(self) -> dict[str, Any]:
         """The whole report as JSON-ready data (``nan`` becomes ``None``)."""

@@ -194,7 +194,8 @@ def rater_part(
         gradient: ``∂θ̂/∂h_a`` per answer: how the estimate moves with the answer's human score
             (a label moves its answer's mean-rule score by ``1/m_a``).
         rater_level: ``None`` or a DataFrame with ``answer`` (row position ``0..n−1``),
-            ``rater`` and ``score``.
+            ``rater`` and ``score``. A row whose ``rater`` is missing is a settled score (an
+            adjudicated label): part of its answer's score, outside the raters' spread.
         n: Answers.
         scope: ``"raters"`` or ``"panel"``.
 
@@ -209,10 +210,17 @@ def rater_part(
     rows = rater_level["answer"].to_numpy().astype(np.intp)
     if rows.size == 0 or rows.min() < 0 or rows.max() >= n:
         raise ValueError(f"rater_level['answer'] must be row positions 0..{n - 1}")
-    spread = rater_spread(rows, rater_level["rater"].to_numpy().astype(str), rater_level["score"].to_numpy(float))
+    # A row without a rater is a settled score (an admin's adjudication): it counts in its
+    # answer's score, but no panel of raters would redraw it, so it enters neither the spread
+    # nor the panel's share.
+    rated = rater_level["rater"].notna().to_numpy()
+    if not rated.any():
+        return 0.0, _NAN, "this panel only (no per-rater labels to generalise from)"
+    raters = rater_level["rater"].to_numpy()[rated].astype(str)
+    spread = rater_spread(rows[rated], raters, rater_level["score"].to_numpy(float)[rated])
     if not np.isfinite(spread.variance):
         return 0.0, _NAN, "this panel only (one rater: their leniency cannot be told from the judge's)"
     per_answer = np.bincount(rows, minlength=n)
-    g = np.asarray(gradient, dtype=float)[rows] / per_answer[rows]
-    variance = rater_variance(g, rater_level["rater"].to_numpy().astype(str), spread)
+    g = np.asarray(gradient, dtype=float)[rows[rated]] / per_answer[rows[rated]]
+    variance = rater_variance(g, raters, spread)
     return variance, spread.df, f"raters like these ({spread.n_raters} raters, leniency spread estimated {spread.how})"

@@ -70,6 +70,14 @@ class _Ratings:
     score: npt.NDArray[np.float64]
     per_answer: npt.NDArray[np.intp]  # labels per answer row
     rule: str
+    # Labels with a rater (False: a settled score, e.g. an adjudication, outside the raters' spread).
+    rated: npt.NDArray[np.bool_] | None = None
+
+    def by_raters(self) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+        """``(row, rater, score)`` of the labels a rater gave (settled scores left out)."""
+        assert self.rater is not None
+        keep = np.ones(self.row.size, bool) if self.rated is None else self.rated
+        return self.row[keep], self.rater[keep], self.score[keep]
 
     def collapsed(self) -> npt.NDArray[np.float64]:
         order = np.argsort(self.row, kind="stable")
@@ -138,7 +146,9 @@ def family_residuals(
         rater_level: Optional long per-rater table with columns ``answer`` (an id from
             ``answer_ids``, or the row position 0..n−1 when ``answer_ids`` is ``None``),
             ``score`` and ``rater`` (e.g. :attr:`HumanScores.ratings`). Every answer needs at
-            least one row. Needed for ``interval="raters"`` to generalise over raters.
+            least one row. Needed for ``interval="raters"`` to generalise over raters. A row
+            whose ``rater`` is missing is a settled score (an adjudicated label): it makes its
+            answer's human score and stays out of the raters' spread and share.
         answer_ids: Id of each answer, to match ``rater_level["answer"]``.
         rule: The rule that collapsed the raters into ``human`` (see :data:`HumanRule`). The
             raters' share of the estimate is the mean rule's derivative under either rule (a
@@ -325,8 +335,9 @@ def _variance_parts(prep: _Prepared, coef: npt.NDArray[np.float64]) -> VarianceP
     if not np.isfinite(prep.spread.variance):
         return parts
     # ∂θ/∂y_k = −c_f w_a / (m_a W_f) for label k on answer a (the mean rule's derivative).
-    gradient = -scale[r.row] / r.per_answer[r.row]
-    raters = rater_variance(gradient, r.rater, prep.spread)
+    rows, rater, _ = r.by_raters()
+    gradient = -scale[rows] / r.per_answer[rows]
+    raters = rater_variance(gradient, rater, prep.spread)
     return VarianceParts(design, df, raters, prep.spread.df, g, h, parts.floor_units)
 
 
@@ -486,7 +497,8 @@ def _prepare(
         raise ValueError(f"{func}: families {bad!r} have zero total weight")
     spread = None
     if ratings is not None and ratings.rater is not None and interval == "raters":
-        spread = rater_spread(ratings.row, ratings.rater, ratings.score)
+        rows, rater, score = ratings.by_raters()
+        spread = rater_spread(rows, rater, score) if rows.size else None
     return _Prepared(
         judge=j,
         human=h,
@@ -568,12 +580,15 @@ def _build_ratings(
             f"{func}: {int((sizes == 0).sum())} answer(s) have no rows in rater_level; "
             "every answer needs at least one rating"
         )
-    rater_codes = None
+    rater_codes, rated = None, None
     if "rater" in rater_level.columns:
-        raters = rater_level["rater"].to_numpy().astype(str)
+        # A missing rater marks a settled score (an adjudicated label): it makes its answer's
+        # human score but is no rater's, so the raters' spread never sees it.
+        rated = rater_level["rater"].notna().to_numpy()
+        raters = np.where(rated, rater_level["rater"].to_numpy().astype(str), "")
         rater_codes = np.unique(raters, return_inverse=True)[1].ravel().astype(np.intp)
     return _Ratings(row=row.astype(np.intp), rater=rater_codes, score=scores, per_answer=sizes.astype(np.intp),
-                    rule=rule)
+                    rule=rule, rated=rated)
 
 
 def _float_array(func: str, name: str, x: npt.ArrayLike) -> npt.NDArray[np.float64]:

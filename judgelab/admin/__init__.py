@@ -66,6 +66,7 @@ from judgelab.admin._designs import (
     apply_sample_design,
     draft_design,
 )
+from judgelab.admin._kept import KEPT, Kept, build_apart, calibration_report, warm_worker
 from judgelab.admin._overview import (
     Overview,
     median_seconds,
@@ -95,6 +96,7 @@ __all__ = [
     "EXPORT_FORMATS",
     "EXPORT_KINDS",
     "EXPORT_MIME",
+    "KEPT",
     "ActiveView",
     "Adjudication",
     "AgreementReport",
@@ -103,6 +105,7 @@ __all__ = [
     "Download",
     "ExportFormat",
     "Invite",
+    "Kept",
     "Overview",
     "ReviewBoard",
     "active_chart",
@@ -117,6 +120,8 @@ __all__ = [
     "assign_each_to_k",
     "assign_pairwise",
     "base_url",
+    "build_apart",
+    "calibration_report",
     "display_name",
     "draft_active_batch",
     "draft_design",
@@ -148,4 +153,5 @@ __all__ = [
     "set_masking",
     "subset_summary",
     "task_order",
+    "warm_worker",
 ]

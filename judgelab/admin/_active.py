@@ -115,7 +115,7 @@ class ActiveView:
 
 def active_view(store: Store) -> ActiveView | None:
     """The open active design as the Overview shows it; ``None`` without one."""
-    from calibration.active import active_status
+    from calibration.active import OUT_OF_REACH, active_status
 
     status = active_status(store)
     if status is None:
@@ -130,8 +130,9 @@ def active_view(store: Store) -> ActiveView | None:
         headline = f"{interval} after {status.labels_collected} labels"
     if status.state == "reached":
         needed = "none: the target is reached"
-    elif not math.isfinite(status.labels_needed):
-        needed = "more than the pool holds" if status.labels_needed > 0 else "not known yet"
+    elif not math.isfinite(status.labels_needed) or (status.state == "ready" and OUT_OF_REACH in status.message):
+        needed = ("more than the answers left can give: the target is out of reach with this pool"
+                  if status.labels_needed > 0 else "not known yet")
     else:
         what = "still needed at the current rate" if figures is not None else "the plan expects in all"
         needed = (f"about {status.labels_needed:.0f} {what} "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -22,11 +22,10 @@ from labeler.models import Rubric
 from labeler.queue import format_score
 from labeler.store import Rater, Store
 
-_FLAGGED_COLUMNS = ["answer_id", "task_id", "family", "rater", "flag_reason", "comment", "labelled_at",
-                    "adjudicated"]
-_COMMENT_COLUMNS = ["answer_id", "task_id", "family", "rater", "overall", "comment", "labelled_at", "adjudicated"]
-_SPREAD_COLUMNS = ["answer_id", "task_id", "family", "raters", "scores", "low", "high", "spread", "sd",
-                   "adjudicated"]
+# No family, model or variant: the lists lead to adjudication, which is blind (issue 29).
+_FLAGGED_COLUMNS = ["answer_id", "task_id", "rater", "flag_reason", "comment", "labelled_at", "adjudicated"]
+_COMMENT_COLUMNS = ["answer_id", "task_id", "rater", "overall", "comment", "labelled_at", "adjudicated"]
+_SPREAD_COLUMNS = ["answer_id", "task_id", "raters", "scores", "low", "high", "spread", "sd", "adjudicated"]
 
 
 @dataclass(frozen=True)
@@ -35,18 +34,21 @@ class ReviewBoard:
 
     Attributes:
         rubric: The rubric version reviewed.
-        flagged: Labels flagged unrateable: ``answer_id, task_id, family, rater, flag_reason,
-            comment, labelled_at, adjudicated`` (the adjudicated overall score, ``nan`` when none).
-        comments: The other labels with a comment: ``answer_id, task_id, family, rater, overall,
+        flagged: Labels flagged unrateable: ``answer_id, task_id, rater, flag_reason, comment,
+            labelled_at, adjudicated`` (the adjudicated overall score, ``nan`` when none). No
+            family or model: the adjudicator reads blind.
+        comments: The other labels with a comment: ``answer_id, task_id, rater, overall,
             comment, labelled_at, adjudicated``.
         disagreements: Answers scored by two or more raters, largest spread first: ``answer_id,
-            task_id, family, raters`` (how many), ``scores`` (each rater's, in words), ``low``,
+            task_id, raters`` (how many), ``scores`` (each rater's, in words), ``low``,
             ``high``, ``spread`` (high minus low), ``sd`` (population standard deviation) and
             ``adjudicated``.
         raters: Every rater with a label under the rubric: name -> display name.
         criteria: The rubric's criteria: id -> name.
         rater: The rater filter applied (a name), or ``None``.
         criterion: The criterion whose scores rank the disagreements, or ``None`` (overall).
+        items: Each listed answer's opaque item id (what raters see), for naming it blind:
+            answer ids often carry the family.
     """
 
     rubric: Rubric
@@ -57,6 +59,7 @@ class ReviewBoard:
     criteria: dict[str, str]
     rater: str | None = None
     criterion: str | None = None
+    items: dict[str, str] = field(default_factory=dict)
 
     @property
     def score_name(self) -> str:
@@ -121,6 +124,7 @@ def review_board(
         criteria=criteria,
         rater=rater,
         criterion=criterion,
+        items={str(a): str(i) for a, i in labels[["answer_id", "item_id"]].drop_duplicates().itertuples(index=False)},
     )
 
 
@@ -132,7 +136,7 @@ def _spread(labels: pd.DataFrame, keep: set[str], criterion: str | None, adjudic
     if scored.empty:
         return pd.DataFrame(columns=_SPREAD_COLUMNS)
     groups = scored.groupby("answer_id", sort=True)
-    out = groups.agg(task_id=("task_id", "first"), family=("family", "first"), raters=("score", "size"),
+    out = groups.agg(task_id=("task_id", "first"), raters=("score", "size"),
                      low=("score", "min"), high=("score", "max"))
     out["sd"] = groups["score"].std(ddof=0)
     words = {answer: " · ".join(f"{r} {format_score(v)}" for r, v in sorted(zip(g["rater"], g["score"], strict=True)))
@@ -170,6 +174,8 @@ class Adjudication:
         comment: The admin's reason.
         created_at: When it was stored.
         supersedes: The adjudication it replaced, if any.
+        revealed: Whether the admin had revealed the answer's family, model and unmasked text
+            (``None``: stored before judgelab recorded it).
     """
 
     label_id: int
@@ -180,6 +186,7 @@ class Adjudication:
     comment: str
     created_at: Any
     supersedes: int | None
+    revealed: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -188,7 +195,8 @@ class AnswerSheet:
 
     Attributes:
         answer: ``answer_id, item_id, task_id, prompt, category, family, model, variant,
-            parent_answer_id, text`` (admins are not blind: the text is unmasked).
+            parent_answer_id, text, blind_text, masked`` (:meth:`Store.review_answer`): the page
+            shows ``blind_text`` and no family until the admin reveals them.
         rubric: The rubric version the labels are read under.
         labels: The raters' current labels, one row per rater: ``rater, overall, passed``, one
             column per criterion name, ``comment, flag_reason, seconds, labelled_at, source``.
@@ -263,6 +271,7 @@ def _adjudication(frame: pd.DataFrame) -> Adjudication | None:
         comment=str(row["comment"] or ""),
         created_at=row["created_at"],
         supersedes=None if pd.isna(row["supersedes"]) else int(row["supersedes"]),
+        revealed=None if _missing(row.get("revealed")) else bool(row["revealed"]),
     )
 
 
@@ -275,10 +284,12 @@ def adjudicate(
     overall: float | None,
     criteria: Mapping[str, float | None] | None = None,
     comment: str = "",
+    revealed: bool = False,
 ) -> int:
     """Store the admin's adjudicated label of an answer; a previous adjudication is superseded.
 
     Raters' labels are never changed or superseded. Criteria left ``None`` are not scored.
+    ``revealed`` records that the admin saw the answer's family, model and unmasked text first.
 
     Returns:
         The new label's id.
@@ -291,7 +302,7 @@ def adjudicate(
         raise InputError("an adjudication needs an overall score", fix=rubric.scale_text())
     scores = {str(c): float(v) for c, v in (criteria or {}).items() if v is not None}
     return store.adjudicate(admin.rater_id, answer_id, rubric_id=rubric.rubric_id, version=rubric.version,
-                            overall=float(overall), criteria=scores, comment=comment.strip())
+                            overall=float(overall), criteria=scores, comment=comment.strip(), revealed=revealed)
 
 
 def _missing(value: Any) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections.abc import Callable
@@ -83,7 +84,12 @@ def echo_json(payload: Any) -> None:
 
 
 class JudgelabGroup(click.Group):
-    """A click group that turns library errors into one readable line and exit code 2."""
+    """A click group that turns library and database errors into a readable message and exit code 2.
+
+    The store already says read-only files and full disks in words
+    (:class:`~labeler.errors.StoreError`); any other DuckDB error (a corrupt file, an I/O error
+    mid-command) still reaches the user as its message and what to do, not a traceback.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -91,3 +97,25 @@ class JudgelabGroup(click.Group):
         except JudgelabError as exc:
             click.echo(f"judgelab: error: {exc}", err=True)
             sys.exit(2)
+        except Exception as exc:
+            # duckdb is named only once it is loaded: --help and --version must not import it.
+            duckdb = sys.modules.get("duckdb")
+            if duckdb is None or not isinstance(exc, duckdb.Error):
+                if isinstance(exc, OSError):
+                    _os_error(exc)
+                raise
+            click.echo(f"judgelab: error: the database failed: {exc}\n{_DB_FIX}", err=True)
+            sys.exit(2)
+
+
+def _os_error(exc: OSError) -> None:
+    """A full disk or a folder judgelab may not write, as words and exit code 2 (else nothing)."""
+    if exc.errno in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT):
+        click.echo(f"judgelab: error: {exc.strerror or exc}: {exc.filename or ''}\n"
+                   "Fix: free space, or write to a folder you may write (pass another path).", err=True)
+        sys.exit(2)
+
+
+#: What to do about a database error the store does not name itself.
+_DB_FIX = ("Fix: changes of the failed command were rolled back. Check the disk (free space, permissions), "
+           "then run it again; if the file itself is damaged, restore it from a copy or an export.")

@@ -59,7 +59,9 @@ def assign(
                             families=families, task_range=_tasks(task_range), tasks_in_order=task_order(store))
     summary = assign_each_to_k(store, chosen["answer_id"].tolist(), k, pool["rater_id"].tolist(),
                                seed=seed, rubric=_rubric(rubric))
-    click.echo(f"{len(chosen)} answers to {k} of {len(pool)} raters each: {summary}")
+    # Raters by name, as `judgelab raters list` and the app show them (their ids mean nothing to an admin).
+    names = {int(r): str(n) for r, n in zip(pool["rater_id"], pool["name"], strict=True)}
+    click.echo(f"{len(chosen)} answers to {k} of {len(pool)} raters each: {summary.describe(names)}")
 
 
 COMMANDS: list[click.Command] = [assign]

@@ -170,7 +170,8 @@ def _print_status(status: ActiveStatus) -> None:
     )
     for row in status.batches.itertuples():
         state = "labelled" if row.complete else f"{row.labelled} of {row.new_labels} labelled"
-        click.echo(f"  batch {row.batch}: {row.new_labels} answers drawn ({row.expected_labels:.0f} expected); {state}")
+        click.echo(f"  batch {row.batch}: {row.new_labels} answers drawn to label "
+                   f"({row.expected_labels:.0f} expected); {state}")
     if not status.looks.empty:
         click.echo(status.looks.round({"estimate": 2, "se": 2, "critical": 3, "boundary": 3, "df": 1, "ci_low": 2,
                                        "ci_high": 2, "half_width": 2, "tau": 3}).to_string(index=False))
@@ -184,10 +185,13 @@ def _print_status(status: ActiveStatus) -> None:
 def _print_batch(batch: ActiveBatch, applied: pd.DataFrame | None) -> None:
     s = batch.summary()
     verb = "Drew" if applied is not None else "Next"
+    # The same count as the status's "N answers drawn": answers already in a queue are among them.
+    queued = f", {batch.queued} of them already in a rater's queue" if batch.queued else ""
     click.echo(
-        f"{verb} batch {batch.batch} of {batch.design_id}: {batch.n_new} answers to label "
-        f"({s['expected_labels']:g} expected); labelling probabilities {s['prob_min']:.3f}-{s['prob_max']:.3f} "
-        f"(floor {s['floor']:.3f}), planned from {s['labels_learnt_from']} labelled answers"
+        f"{verb} batch {batch.batch} of {batch.design_id}: {batch.n_new + batch.queued} answers drawn to label"
+        f"{queued} ({s['expected_labels']:g} expected); labelling probabilities "
+        f"{s['prob_min']:.3f}-{s['prob_max']:.3f} (floor {s['floor']:.3f}), planned from "
+        f"{s['labels_learnt_from']} labelled answers"
     )
     for note in batch.notes:
         click.echo(f"Note: {note}")
@@ -231,14 +235,18 @@ def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str
             "reassigned": None if reassigned is None else len(reassigned),
         })
         return
-    if status is not None:
-        _print_status(status)
+    # What this command did first (the batch it drew, the answers it gave away), then where the
+    # design stands after it: the status's "0 of 41 labelled" printed before "Drew batch 1" read as
+    # a batch nobody had asked for (issue 29).
+    if batch is not None:
+        _print_batch(batch, applied)
     if reassigned is not None:
         per = reassigned.groupby("rater").size()
         click.echo(f"Reassigned: {len(reassigned)} assignments of answers whose raters were revoked, to "
                    f"{len(per)} raters ({', '.join(f'{r} {n}' for r, n in per.items())})")
-    if batch is not None:
-        _print_batch(batch, applied)
+    if status is not None:
+        click.echo("Status after this command:" if batch is not None or reassigned is not None else "Status:")
+        _print_status(status)
 
 
 def _finite(x: Any) -> Any:

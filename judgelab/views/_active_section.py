@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from judgelab.admin import active_chart, active_view, apply_active_draft, draft_active_batch, reassign_stranded
+from judgelab.admin import KEPT, active_chart, active_view, apply_active_draft, draft_active_batch, reassign_stranded
 from labeler.errors import JudgelabError
 from labeler.store import Store
 
@@ -18,9 +18,17 @@ ACTIVE_DRAFT = "admin_active_draft"
 ACTIVE_DONE = "admin_active_done"
 
 
-def overview_section(store: Store) -> None:
-    """The gap's interval against the labels collected, the labels still needed, and when to stop."""
-    view = active_view(store)
+def overview_section(store: Store, *, labels_in_project: int | None = None) -> None:
+    """The gap's interval against the labels collected, the labels still needed, and when to stop.
+
+    Args:
+        store: The project store.
+        labels_in_project: Every rater's current labels in the project, to say how many of them
+            the design's interval reads (``None``: not said).
+    """
+    # Kept per state of the database (judgelab.admin.KEPT): the status is an estimate over every
+    # batch, and recomputing it on each rerun left the page's charts greyed out meanwhile.
+    view = KEPT.get(("active_view", str(store.path), store.activity_watermark()), lambda: active_view(store))
     if view is None:
         return
     status = view.status
@@ -29,8 +37,9 @@ def overview_section(store: Store) -> None:
     gap_col.metric("Self-preference gap", view.interval)
     gap_col.caption("repeated 95% interval, valid however often it is looked at")
     target_col.metric("Target half-width", f"±{status.target_half_width:g} pp")
-    labels_col.metric("Labels collected", f"{status.labels_collected}")
-    labels_col.caption(f"in {status.n_batches} batch(es) of design {status.design_id}")
+    labels_col.metric("Labels in the design's finished batches", f"{status.labels_collected}")
+    total = "" if labels_in_project is None else f"; {labels_in_project} labels in the project in all"
+    labels_col.caption(f"{status.n_batches} batch(es) of design {status.design_id} drawn{total}")
     if view.stop:
         st.success(view.message)
     elif view.done:
@@ -38,6 +47,15 @@ def overview_section(store: Store) -> None:
     else:
         st.info(view.message)
     st.markdown(f"**Labels needed:** {view.needed}.")
+    # Two intervals of the same gap meet an admin on two pages; say why they differ (issue 29).
+    st.caption(
+        "**Why this interval is wider than the Calibration page's.** This one decides when to stop: it reads "
+        f"only the {status.labels_collected} labels of the design's finished batches, and it is widened so "
+        "that looking after every batch does not make a false stop likely (a *repeated* 95% interval). The "
+        "Calibration page reports the gap once, with an ordinary 95% interval"
+        + (f", from all {labels_in_project} labels" if labels_in_project is not None else "")
+        + ", so it is narrower and can sit elsewhere. Decide when to stop here; report from the Calibration page."
+    )
     chart = active_chart(status)
     if chart is not None:
         st.altair_chart(chart, key="overview_active_chart")

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from calibration.numbers import ci, num
-from judgelab.admin import AgreementReport, agreement_report
+from judgelab.admin import KEPT, AgreementReport, agreement_report
 from judgelab.session import current_store, db_path, require_admin
 from labeler.errors import JudgelabError
 
@@ -18,17 +18,16 @@ store = current_store()
 st.title("Agreement")
 
 
-@st.cache_data(show_spinner="Bootstrapping intervals…", max_entries=32)
 def _report(
     path: str, rubric_id: str, version: int, include_unversioned: bool,
     watermark: tuple[int, int],
 ) -> AgreementReport:
-    # Labels are append-only, so (path, rubric, watermark) pins the input: a new or
-    # edited label moves the watermark and the figures are recomputed.
-    del path, watermark
-    return agreement_report(
-        store, rubric_id, version, include_unversioned=include_unversioned
-    )
+    # Labels are append-only, so (path, rubric, watermark) pins the input: a new or edited label
+    # moves the watermark and the figures are recomputed. Kept in judgelab.admin.KEPT, not
+    # st.cache_data, which any visitor's clear-cache message empties.
+    with st.spinner("Bootstrapping intervals…"):
+        return KEPT.get(("agreement", path, rubric_id, version, include_unversioned, watermark),
+                        lambda: agreement_report(store, rubric_id, version, include_unversioned=include_unversioned))
 
 
 def _without_empty_reasons(frame: pd.DataFrame) -> pd.DataFrame:

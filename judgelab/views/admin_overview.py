@@ -26,6 +26,13 @@ share = "" if math.isnan(view.share_done) else f" ({view.share_done:.0%})"
 done_col.metric("Done", f"{view.done} of {view.assigned}", help=None)
 done_col.caption(f"items answered{share}")
 left_col.metric("Remaining", f"{view.remaining}")
+# A revoked rater's unanswered items stay in the count (they are history), but nobody will label
+# them: say how many, and where they go (issue 29).
+held = view.per_rater[~view.per_rater["active"].astype(bool)] if not view.per_rater.empty else view.per_rater
+stranded = int(held["remaining"].sum()) if not held.empty else 0
+if stranded:
+    left_col.caption(f"of which {stranded} held by revoked rater(s): nobody will label them unless they are "
+                     "given to others (Assignments page)")
 secs_col.metric(
     "Median seconds per label",
     "—" if math.isnan(view.median_seconds) else f"{view.median_seconds:.0f} s",
@@ -34,7 +41,8 @@ secs_col.caption(view.seconds_basis)
 hours_col.metric("Person-hours left", f"{view.person_hours_left:.1f} h")
 hours_col.caption(f"remaining items × {view.minutes_per_label:g} min per label ({view.minutes_source})")
 
-overview_section(store)
+per = view.per_rater
+overview_section(store, labels_in_project=None if per.empty else int(per["labels"].sum()))
 
 #: Human headers for the per-rater table, in order (other columns are left out).
 HEADERS = {

@@ -9,10 +9,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calibration.calibrate import HUMAN_SCORE_RULES, CalibrationReport, calibrate
+from calibration.calibrate import HUMAN_SCORE_RULES
 from calibration.numbers import ci, num
 from calibration.report import confusion_table, render_json, render_markdown, report_charts, report_tables
-from judgelab.session import current_store, db_path, require_admin
+from judgelab.admin import calibration_report
+from judgelab.session import current_store, require_admin
 from labeler.errors import JudgelabError
 
 require_admin()
@@ -25,18 +26,6 @@ runs = runs[runs["n_pointwise"] > 0].reset_index(drop=True)
 if runs.empty:
     st.info("No judge run with pointwise scores yet: run `judgelab probe ...` or import judgements.")
     st.stop()
-
-
-@st.cache_data(show_spinner="Bootstrapping intervals…", max_entries=16)
-def _report(
-    path: str, run_id: str, compare: str | None, rule: str, resamples: int,
-    watermark: tuple[int, int], judged: tuple[int, ...],
-) -> CalibrationReport:
-    # Labels are append-only and a run's judgements only grow, so (path, options, label
-    # watermark, judgement counts) pins the inputs; anything new recomputes the report.
-    del path, watermark, judged
-    return calibrate(store, run_id, compare_run=compare, human_rule=rule,  # type: ignore[arg-type]
-                     n_resamples=resamples, seed=0)
 
 
 # The controls live in the sidebar so that the first thing under the title is the report's own
@@ -53,11 +42,12 @@ rule = side.radio("Human score per answer", HUMAN_SCORE_RULES, horizontal=True, 
 st.session_state.setdefault("analyst_resamples", 1000)
 resamples = int(side.select_slider("Bootstrap resamples", [300, 1000, 2000], key="analyst_resamples"))
 run_id = str(runs.loc[int(picked or 0), "run_id"])
-counts = tuple(int(x) for x in runs.loc[runs["run_id"].isin([run_id, compare]), ["n_pointwise", "n_pairwise"]]
-               .to_numpy().ravel())
 try:
-    report = _report(db_path(), run_id, None if compare == "none" else compare, str(rule), resamples,
-                     store.label_watermark(), counts)
+    # Kept per input where Streamlit's clear-cache cannot drop it, and built in a worker process
+    # so raters' submits in this server do not wait (judgelab.admin._kept).
+    with st.spinner("Bootstrapping intervals…"):
+        report = calibration_report(store, run_id, compare_run=None if compare == "none" else compare,
+                                    human_rule=str(rule), n_resamples=resamples, seed=0)
 except JudgelabError as exc:
     st.error(str(exc))
     st.stop()

@@ -5,7 +5,14 @@ Use :class:`Store`; the rest of the code never sees a connection.
 
 from labeler.store._admin import AdminMixin
 from labeler.store._calibration import CalibrationMixin
-from labeler.store._core import DEFAULT_DB, migrations, release_all, remove_database, resolve_db_path
+from labeler.store._core import (
+    DEFAULT_DB,
+    MAX_COMMENT_CHARS,
+    migrations,
+    release_all,
+    remove_database,
+    resolve_db_path,
+)
 from labeler.store._designs import DesignMixin
 from labeler.store._judgements import JudgementMixin, JudgementRecord, plain_value
 from labeler.store._labels import (
@@ -33,6 +40,7 @@ __all__ = [
     "DEFAULT_DB",
     "MASK_DEFAULT",
     "MASK_KEY",
+    "MAX_COMMENT_CHARS",
     "AssignSummary",
     "AuditView",
     "CurrentLabel",

@@ -198,6 +198,24 @@ class AdminMixin(StoreCore):
         assert row is not None
         return int(row[0]), int(row[1])
 
+    def activity_watermark(self) -> tuple[int, ...]:
+        """Counts and highest ids of labels, assignments, revocations, active batches and judgements.
+
+        Moves whenever anything an admin page's figures read is written (rows are appended, a
+        rater revoked), so a figure kept under it is never stale; one cheap query.
+        """
+        with self.connection() as con:
+            row = con.execute(
+                "SELECT (SELECT count(*) FROM labels), (SELECT coalesce(max(label_id), 0) FROM labels),"
+                " (SELECT count(*) FROM pair_labels), (SELECT count(*) FROM padding_audits),"
+                " (SELECT count(*) FROM assignments), (SELECT coalesce(max(assignment_id), 0) FROM assignments),"
+                " (SELECT count(*) FROM raters WHERE revoked_at IS NOT NULL), (SELECT count(*) FROM raters),"
+                " (SELECT count(*) FROM active_batches), (SELECT count(*) FROM judgements),"
+                " (SELECT count(*) FROM answers)"
+            ).fetchone()
+        assert row is not None
+        return tuple(int(x) for x in row)
+
     def settings_for(self, key: str) -> pd.DataFrame:
         """Every scope's value of one setting (e.g. ``mask_self_id``): ``scope``, ``value``."""
         return self.query(

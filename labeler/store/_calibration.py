@@ -51,7 +51,7 @@ _CURRENT_SQL = f"""
 # Current adjudicated labels: the newest unsuperseded adjudication per (answer, rubric version).
 _ADJUDICATED_SQL = f"""
     SELECT l.label_id, l.rater_id, l.rater_name, l.answer_id, a.task_id, a.family, a.variant,
-           l.rubric_id, l.rubric_version, l.overall, l.passed
+           l.rubric_id, l.rubric_version, l.overall, l.passed, l.revealed
     FROM labels l
     JOIN answers a ON a.answer_id = l.answer_id
     {CURRENT_ADJUDICATION_RULE}
@@ -167,7 +167,8 @@ class CalibrationMixin(StoreCore):
 
         Returns:
             ``label_id, rater_id, rater_name`` (the admin who adjudicated), ``answer_id, task_id,
-            family, variant, rubric_id, rubric_version, overall, passed``.
+            family, variant, rubric_id, rubric_version, overall, passed, revealed`` (given after
+            revealing the family; ``None`` before judgelab recorded it).
         """
         sql = f"SELECT * FROM ({_ADJUDICATED_SQL}) cur"
         params: list[object] = []

@@ -61,7 +61,7 @@ except ImportError:  # pragma: no cover - not POSIX: DuckDB's own lock is all th
 import duckdb
 import pandas as pd
 
-from labeler.errors import StoreError
+from labeler.errors import InputError, StoreError
 
 DEFAULT_DB = "judgelab.duckdb"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
@@ -99,6 +99,25 @@ CURRENT_LABEL_RULE = """
         ORDER BY l.created_at DESC, l.label_id DESC) = 1
 """
 
+#: The most characters a comment, flag reason or note from the app may have. A rater's words on
+#: one answer fit in a fraction of this; without a bound one submit stored 2 MB (every changed
+#: resubmit another row) and a page past Streamlit's message cap hung without a word.
+MAX_COMMENT_CHARS = 5_000
+
+
+def check_comment(text: str | None, what: str = "comment") -> None:
+    """Refuse free text longer than :data:`MAX_COMMENT_CHARS` (nothing is stored).
+
+    Raises:
+        InputError: ``text`` is too long; the message says by how much.
+    """
+    if text is not None and len(text) > MAX_COMMENT_CHARS:
+        raise InputError(
+            f"the {what} is {len(text):,} characters long; at most {MAX_COMMENT_CHARS:,} are kept",
+            fix=f"shorten it by {len(text) - MAX_COMMENT_CHARS:,} characters (nothing was saved yet).",
+        )
+
+
 #: Seconds without a unit of work after which a process closes the file for others.
 IDLE_RELEASE = 1.0
 #: Seconds a busy process keeps the file once another process is waiting for it.
@@ -107,6 +126,9 @@ HOLD_QUANTUM = 0.25
 HANDOFF_PAUSE = 0.03
 #: Seconds between tries of a process waiting for the file (jittered).
 _RETRY_DELAY = 0.004
+
+#: Words of an operating-system error that mean "this file may be read but not written".
+_NOT_WRITABLE = ("permission denied", "read-only file system", "operation not permitted")
 
 _local = threading.local()
 _migrated: set[str] = set()
@@ -173,6 +195,8 @@ class _Shared:
     #: Seconds without a unit of work after which the file is let go (:data:`IDLE_RELEASE`,
     #: or longer for a process that asked to keep it: see :class:`StoreCore`).
     idle_release: float = IDLE_RELEASE
+    #: Open the file read-only: asked for, or the file (or its folder) cannot be written.
+    read_only: bool = False
 
     def waiter(self) -> bool:
         """Whether another process has asked for the file since it was opened."""
@@ -333,7 +357,7 @@ class StoreCore:
 
     def __init__(
         self, path: str | os.PathLike[str] | None = None, *, lock_timeout: float = 30.0,
-        idle_release: float = IDLE_RELEASE,
+        idle_release: float = IDLE_RELEASE, read_only: bool = False,
     ) -> None:
         """Open the store on ``path`` (``$JUDGELAB_DB``, else ``./judgelab.duckdb``).
 
@@ -345,6 +369,13 @@ class StoreCore:
                 gets it within about 0.05 s either way (the wait marker). The app server
                 holds longer, so a rater's submit after a pause does not pay a reopen; the
                 longest any store of the process asked for applies.
+            read_only: Open the file read-only (reads work, every write is refused with a
+                :class:`~labeler.errors.StoreError` saying so). A file that cannot be written
+                (permissions, a read-only disk) is opened read-only without being asked.
+
+        Raises:
+            StoreError: The file was written by a newer judgelab (a migration above the highest
+                this one ships), is read-only and still needs a migration, or cannot be opened.
         """
         self.path = resolve_db_path(path)
         self.lock_timeout = lock_timeout
@@ -352,8 +383,14 @@ class StoreCore:
         self._state = _shared_for(self.path)
         with self._state.lock:
             self._state.idle_release = max(self._state.idle_release, idle_release)
+            self._state.read_only = self._state.read_only or read_only
         if self._key not in _migrated:
             self.migrate()
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this process has the file read-only (asked for, or it cannot be written)."""
+        return self._state.read_only
 
     # -- connections -------------------------------------------------------------
 
@@ -385,11 +422,17 @@ class StoreCore:
             busy: Exception | None = None
             if state.take_turn():
                 try:
-                    return duckdb.connect(self._key)
+                    return duckdb.connect(self._key, read_only=state.read_only)
                 except duckdb.IOException as exc:
+                    why = str(exc).lower()
+                    if not state.read_only and self.path.exists() and any(w in why for w in _NOT_WRITABLE):
+                        # A file judgelab may read but not write: read verbs (export, report,
+                        # calibrate) still work, and a write says "read-only" (connection()).
+                        state.read_only = True
+                        continue
                     # A program outside the protocol holds the file (a raw duckdb.connect).
-                    if "lock" not in str(exc).lower():
-                        raise self._timed_out(exc) from exc
+                    if "lock" not in why:
+                        raise StoreError(f"could not open the database {self.path}: {exc}") from exc
                     busy = exc
             if time.monotonic() > deadline:
                 raise self._timed_out(busy or "another process holds it") from busy
@@ -397,6 +440,26 @@ class StoreCore:
             with suppress(OSError):  # a read-only folder: the holder still lets go when idle
                 state.wait_marker.touch()
             time.sleep(_RETRY_DELAY * (0.5 + random.random()))
+
+    def _translated(self, exc: duckdb.Error) -> StoreError | None:
+        """A DuckDB error a user can act on, in words (``None``: not one of those)."""
+        why = str(exc)
+        low = why.lower()
+        if isinstance(exc, duckdb.InvalidInputException) and "read-only mode" in low:
+            return StoreError(
+                f"the database {self.path} is read-only, so nothing was changed.\n"
+                "Fix: make the file (and its folder) writable, or copy it to a writable place and pass that "
+                "with --db; reading verbs (export, calibrate, report) work on it as it is."
+            )
+        if "no space left" in low or "disk full" in low or "disk quota" in low:
+            return StoreError(
+                f"the disk holding {self.path} is full; the last change was rolled back, nothing stored before it "
+                f"is lost ({why}).\nFix: free space on that disk, then run the command again."
+            )
+        if isinstance(exc, duckdb.IOException) and any(w in low for w in _NOT_WRITABLE):
+            return StoreError(f"judgelab may not write {self.path} or its folder ({why}).\n"
+                              "Fix: make them writable, or copy the database to a writable place.")
+        return None
 
     def _timed_out(self, why: object) -> StoreError:
         return StoreError(
@@ -440,6 +503,12 @@ class StoreCore:
                     raise
                 con.execute("COMMIT")
                 healthy = True
+            except duckdb.Error as exc:
+                # A read-only file or a full disk: say so, instead of a driver traceback.
+                plain = self._translated(exc)
+                if plain is None:
+                    raise
+                raise plain from exc
             finally:
                 del stack[self._key]
                 state.last_used = time.monotonic()
@@ -458,16 +527,25 @@ class StoreCore:
 
     def migrate(self) -> list[int]:
         """Apply every migration not yet recorded; returns the versions applied."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         applied: list[int] = []
+        shipped = migrations()
         with self.connection() as con:
-            con.execute(
-                "CREATE TABLE IF NOT EXISTS _migrations ("
-                " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
-                " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
-            )
-            done = {row[0] for row in con.execute("SELECT version FROM _migrations").fetchall()}
-            for version, name, sql in migrations():
+            known = con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE table_name = '_migrations' AND schema_name = 'main'"
+                " AND database_name = current_database()").fetchone()
+            done = ({row[0] for row in con.execute("SELECT version FROM _migrations").fetchall()}
+                    if known and known[0] else set())
+            # Checked before anything is written: a newer judgelab's file is left as it is.
+            self._check_versions(done, shipped)
+            if not self.read_only:
+                con.execute(
+                    "CREATE TABLE IF NOT EXISTS _migrations ("
+                    " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
+                    " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+                )
+            for version, name, sql in shipped:
                 if version in done:
                     continue
                 # One statement at a time, all inside the unit's transaction: a migration
@@ -484,6 +562,26 @@ class StoreCore:
                 self._open().execute("CHECKPOINT")
         _migrated.add(self._key)
         return applied
+
+    def _check_versions(self, done: set[int], shipped: list[tuple[int, str, str]]) -> None:
+        """Refuse a database this judgelab cannot safely open (see :meth:`migrate`)."""
+        newest = max(v for v, _, _ in shipped)
+        newer = sorted(v for v in done if v > newest)
+        if newer:
+            raise StoreError(
+                f"the database {self.path} was written by a newer judgelab: it has migration {newer[-1]:03d}, "
+                f"and this judgelab knows migrations up to {newest:03d}. It was not opened for writing, "
+                "so nothing in it changed.\nFix: upgrade judgelab (pip install -U judgelab) and run the "
+                "command again, or use the judgelab version that made the database."
+            )
+        pending = [v for v, _, _ in shipped if v not in done]
+        if pending and self.read_only and done:
+            raise StoreError(
+                f"the database {self.path} is read-only and was made by an older judgelab: it still needs "
+                f"migration(s) {', '.join(f'{v:03d}' for v in pending)}, which would write to it.\n"
+                "Fix: make it writable and run any judgelab command once (it migrates), or copy it to a "
+                "writable place and pass that with --db."
+            )
 
     def schema(self) -> dict[str, dict[str, str]]:
         """``{table: {column: type}}`` for every table, for tests and ``judgelab init``."""

@@ -39,6 +39,7 @@ from labeler.planner import AssignSummary
 from labeler.queue import KINDS, Kind, Progress, QueueItem, next_position, shown_index
 from labeler.scales import format_range
 from labeler.store._assign import AssignMixin
+from labeler.store._core import check_comment
 
 #: Setting key (scope ``project`` or ``rubric:<id>``) that masks self-identifying spans.
 MASK_KEY = "mask_self_id"
@@ -422,9 +423,11 @@ class LabelMixin(AssignMixin):
 
         Raises:
             AccessError: The assignment is not this rater's, or the rater is revoked.
-            InputError: A score off the scale, unknown or missing criteria, or a flag
-                without a reason.
+            InputError: A score off the scale, unknown or missing criteria, a flag
+                without a reason, or a comment or reason over :data:`MAX_COMMENT_CHARS`.
         """
+        check_comment(comment)
+        check_comment(flag_reason, "reason for the flag")
         flag = (flag_reason or "").strip() or None
         if flag_reason is not None and flag is None:
             raise InputError(
@@ -469,6 +472,7 @@ class LabelMixin(AssignMixin):
         preference and comment as the current pair label write nothing and return its id;
         ``seconds`` as in :meth:`add_label`.
         """
+        check_comment(comment)
         if preference not in (-2, -1, 0, 1, 2):
             raise InputError(
                 f"preference must be a whole number from -2 to 2, got {preference!r}",
@@ -500,6 +504,7 @@ class LabelMixin(AssignMixin):
         The same answer and note as the current audit write nothing and return its id;
         ``seconds`` as in :meth:`add_label`.
         """
+        check_comment(note, "note")
         with self.connection() as con:
             ctx = self._context(con, rater_id, assignment_id, "audit")
             if ctx.current_id is not None and con.execute(

@@ -25,10 +25,11 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from labeler.blinding import mask
 from labeler.errors import AccessError, InputError
 from labeler.models import Rubric
 from labeler.scales import format_range
-from labeler.store._core import CURRENT_LABEL_RULE, rubric_match
+from labeler.store._core import CURRENT_LABEL_RULE, check_comment, rubric_match
 from labeler.store._pool import PoolMixin
 
 #: ``labels.source`` of an admin's adjudicated label.
@@ -45,7 +46,7 @@ CURRENT_ADJUDICATION_RULE = """
 """
 
 _RATER_LABELS_SQL = f"""
-    SELECT l.label_id, l.rater_id, l.rater_name, r.simulated, l.answer_id, a.task_id,
+    SELECT l.label_id, l.rater_id, l.rater_name, r.simulated, l.answer_id, a.item_id, a.task_id,
            a.family, a.variant, l.rubric_id, l.rubric_version, l.overall, l.passed, l.criteria,
            l.comment, l.flag_reason, l.seconds, l.source, l.created_at
     FROM labels l
@@ -57,7 +58,7 @@ _RATER_LABELS_SQL = f"""
 _ADJUDICATIONS_SQL = f"""
     SELECT l.label_id, l.rater_id, l.rater_name, l.answer_id, a.task_id, a.family, a.variant,
            l.rubric_id, l.rubric_version, l.overall, l.passed, l.criteria, l.comment,
-           l.supersedes, l.created_at
+           l.supersedes, l.created_at, l.revealed
     FROM labels l
     LEFT JOIN answers a ON a.answer_id = l.answer_id
     {CURRENT_ADJUDICATION_RULE}
@@ -95,7 +96,7 @@ class ReviewMixin(PoolMixin):
             answer_id: Keep the labels of this answer only.
 
         Returns:
-            ``label_id, rater_id, rater_name, simulated, answer_id, task_id, family, variant,
+            ``label_id, rater_id, rater_name, simulated, answer_id, item_id, task_id, family, variant,
             rubric_id, rubric_version, overall, passed, criteria`` (JSON text), ``comment,
             flag_reason, seconds, source, created_at``, by answer then rater.
         """
@@ -124,34 +125,42 @@ class ReviewMixin(PoolMixin):
         return self.query(f"SELECT * FROM ({_ADJUDICATIONS_SQL}) cur{where} ORDER BY answer_id, label_id", params)
 
     def review_answer(self, answer_id: str) -> dict[str, Any] | None:
-        """One answer as the admin reads it: its task's prompt and the text as written (unmasked).
+        """One answer as the admin reads it: the text as written, and with its self-names masked.
 
         Returns:
             ``answer_id, item_id, task_id, prompt, category, family, model, variant,
-            parent_answer_id, text``, or ``None`` when there is no such answer.
+            parent_answer_id, text`` (unmasked), ``blind_text`` (every self-identifying span
+            masked, for adjudicating blind) and ``masked`` (how many spans), or ``None`` when
+            there is no such answer.
         """
         frame = self.query(
             "SELECT a.answer_id, a.item_id, a.task_id, t.prompt, t.category, a.family, a.model,"
-            " a.variant, a.parent_answer_id, a.text"
+            " a.variant, a.parent_answer_id, a.text, a.self_id_spans"
             " FROM answers a LEFT JOIN tasks t ON t.task_id = a.task_id WHERE a.answer_id = ?",
             [answer_id],
         )
         if frame.empty:
             return None
-        return {k: (None if _missing(v) else v) for k, v in frame.iloc[0].to_dict().items()}
+        out = {k: (None if _missing(v) else v) for k, v in frame.iloc[0].to_dict().items()}
+        # The adjudicator is blind whatever the raters' masking setting: every stored
+        # self-identifying span is masked.
+        spans = json.loads(out.pop("self_id_spans") or "[]")
+        out["blind_text"], out["masked"] = mask(str(out["text"] or ""), spans), len(spans)
+        return out
 
     def label_history(self, answer_id: str) -> pd.DataFrame:
         """Every label row of one answer, superseded ones and adjudications included, oldest first.
 
         Returns:
             ``label_id, rater_id, rater_name, source, rubric_id, rubric_version, overall,
-            passed, criteria, comment, flag_reason, seconds, supersedes, created_at`` and
+            passed, criteria, comment, flag_reason, seconds, supersedes, created_at, revealed``
+            (whether an adjudication was given after revealing the answer's family) and
             ``current`` (no later row supersedes it).
         """
         return self.query(
             "SELECT l.label_id, l.rater_id, l.rater_name, l.source, l.rubric_id, l.rubric_version,"
             " l.overall, l.passed, l.criteria, l.comment, l.flag_reason, l.seconds, l.supersedes,"
-            " l.created_at, NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id) AS current"
+            " l.created_at, l.revealed, NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id) AS current"
             " FROM labels l WHERE l.answer_id = ? ORDER BY l.label_id",
             [answer_id],
         )
@@ -166,6 +175,7 @@ class ReviewMixin(PoolMixin):
         overall: float,
         criteria: Mapping[str, float] | None = None,
         comment: str = "",
+        revealed: bool = False,
     ) -> int:
         """Store an admin's adjudicated label of an answer under one rubric version.
 
@@ -180,6 +190,8 @@ class ReviewMixin(PoolMixin):
             overall: The overall score on the rubric's scale (required: an adjudication decides).
             criteria: Scores per criterion id on the same scale; any subset.
             comment: Why, in words (shown beside the raters' labels).
+            revealed: Whether the admin saw the answer's family, model and unmasked text
+                before deciding (recorded in ``labels.revealed``; blind is ``False``).
 
         Returns:
             The new label's id.
@@ -188,6 +200,7 @@ class ReviewMixin(PoolMixin):
             AccessError: ``admin_id`` is not an active admin.
             InputError: No such answer or rubric, or a score off the scale.
         """
+        check_comment(comment)
         rubric = self.rubric(rubric_id, version)
         if rubric is None:
             raise InputError(f"no rubric {rubric_id!r} v{version}", fix="pick a stored rubric version.")
@@ -204,12 +217,12 @@ class ReviewMixin(PoolMixin):
             ).fetchone()
             made = con.execute(
                 "INSERT INTO labels (rater_id, rater_name, answer_id, rubric_id, rubric_version, overall,"
-                " passed, criteria, comment, supersedes, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " RETURNING label_id",
+                " passed, criteria, comment, supersedes, source, revealed)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING label_id",
                 [
                     admin_id, name, answer_id, rubric.rubric_id, rubric.version, float(overall),
                     rubric.passes(float(overall)), json.dumps(scores, sort_keys=True), comment,
-                    None if current is None else int(current[0]), ADJUDICATED,
+                    None if current is None else int(current[0]), ADJUDICATED, bool(revealed),
                 ],
             ).fetchone()
         assert made is not None

@@ -114,3 +114,67 @@ def test_the_admin_reassigns_a_revoked_raters_batch_and_the_new_rater_sees_it(
     assert status is not None and int(status.batches["stranded"].sum()) == 0
     # Bea's queue holds the batch, blind.
     assert_blind(open_app(bea, "rate.py"), pool)
+
+
+def test_the_overview_tells_one_story_of_labels_intervals_and_stranded_items(
+    served: tuple[Pool, dict[str, str]],
+) -> None:
+    """Issue 29 items 7 and 9: one story of labels, intervals and stranded items on the Overview.
+
+    The labels the interval reads against all labels, why it is not the Calibration page's
+    interval, and the Remaining items a revoked rater holds.
+    """
+    pool, tokens = served
+    store = pool.store
+    ann = store.authenticate(tokens["ann"])
+    # Labels from outside the design: ann labels six answers first.
+    store.assign_k(pool.originals[:6], 1, [ann.rater_id])
+    label_all(store)
+    apply_active_batch(store, draw_active_batch(store, target_half_width=40.0, seed=0), ["ann"])
+    label_all(store)
+    status = active_status(store)
+    assert status is not None and status.figures is not None
+    total = int(store.query("SELECT count(*) AS n FROM labels")["n"].iloc[0])
+    assert total > status.labels_collected
+    # A rater who leaves with work in the queue.
+    _, bob_token = store.add_rater("bob")
+    bob = store.authenticate(bob_token)
+    store.assign_k(pool.originals[-3:], 1, [bob.rater_id])
+    store.revoke_rater("bob")
+    at = page("admin_overview.py", tokens["admin"])
+    shown = " ".join(str(e.value) for e in (*at.caption, *at.markdown))
+    assert f"only the {status.labels_collected} labels of the design's finished batches" in shown, shown
+    assert f"from all {total} labels" in shown and "Calibration page" in shown
+    assert f"{total} labels in the project in all" in shown
+    assert any(m.label == "Labels in the design's finished batches" for m in at.metric)
+    assert "of which 3 held by revoked rater(s)" in shown, shown
+
+
+def test_the_overview_reruns_without_recomputing_the_active_status(
+    served: tuple[Pool, dict[str, str]], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 29 item 9: the status (an estimate over every batch) is kept until the data moves.
+
+    Recomputed on every rerun, it kept the page's charts greyed out meanwhile.
+    """
+    import judgelab.views._active_section as section
+
+    pool, tokens = served
+    apply_active_batch(pool.store, draw_active_batch(pool.store, target_half_width=40.0, seed=0), ["ann"])
+    label_all(pool.store)
+    calls: list[int] = []
+    real = section.active_view
+
+    def counted(store: Store) -> object:
+        calls.append(1)
+        return real(store)
+
+    monkeypatch.setattr(section, "active_view", counted)
+    at = page("admin_overview.py", tokens["admin"])
+    at.run()
+    assert not at.exception and len(calls) == 1, calls
+    label_all(pool.store)  # nothing left to label: the data did not move
+    ann = pool.store.authenticate(tokens["ann"])
+    pool.store.assign_k(pool.originals[-1:], 1, [ann.rater_id])  # the data moved: recomputed
+    at.run()
+    assert len(calls) == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -389,3 +390,41 @@ def test_the_store_names_the_scoring_run_and_the_format_study_as_the_runner_does
     from labeler.store._core import _READING_PROBES, _SCORING_PROBES
 
     assert _SCORING_PROBES == (SCORE_PROBE,) and _READING_PROBES == (NAME,)
+
+
+def test_cli_says_what_it_drew_before_the_status_with_one_count(store: Store) -> None:
+    """Issue 29 item 7: "Drew batch 1" comes first, and its count is the status's "answers drawn".
+
+    Some answers already wait in a rater's queue: they are drawn to label but get no new
+    assignment, which made "41 answers drawn" (status, printed first) and "34 answers to label"
+    (the batch) disagree.
+    """
+    answers = store.query("SELECT answer_id FROM answers WHERE variant = 'original' ORDER BY answer_id")
+    rater2 = int(store.query("SELECT rater_id FROM raters WHERE name = 'rater2'")["rater_id"].iloc[0])
+    store.assign_k(answers["answer_id"].tolist()[::2], 1, [rater2])
+    db = str(store.path)
+    store.release()
+    code, out, _ = run("--db", db, "--active", "--target-half-width", "12", "--apply", "--overlap", "0",
+                       "--raters", "rater1")
+    assert code == 0, out
+    drew = out.index("Drew batch 1")
+    assert drew < out.index("Status after this command") < out.index("  batch 1:"), out
+    said = int(re.search(r"Drew batch 1 of \S+: (\d+) answers drawn to label", out).group(1))  # type: ignore[union-attr]
+    listed = int(re.search(r"  batch 1: (\d+) answers drawn to label", out).group(1))  # type: ignore[union-attr]
+    assert said == listed, out
+    assert "already in a rater's queue" in out, out
+
+
+def test_a_target_the_pool_cannot_reach_gets_one_piece_of_advice(store: Store, truth: pd.Series) -> None:
+    """Issue 29 item 7: not "Draw the next batch" beside "Labels needed: more than the pool holds"."""
+    from judgelab.admin import active_view
+
+    first = draw_active_batch(store, target_half_width=0.5, batch_size=40, seed=3)
+    apply_active_batch(store, first, 4)
+    label_everything(store, truth)
+    status = active_status(store)
+    assert status is not None and status.state == "ready", status.message
+    assert "Draw the next batch." not in status.message
+    assert "out of reach" in status.message and "or stop here" in status.message, status.message
+    view = active_view(store)
+    assert view is not None and "out of reach" in view.needed, view.needed

@@ -127,3 +127,37 @@ def test_chart_rows_are_labelled_whole_and_never_share_a_line(db: tuple[Built, d
     assert rows == [f"{f} · {m}" for f in families for m in ("PPI", "human only")]
     agreement = charts["agreement"].to_dict()
     assert agreement["layer"][-1]["encoding"]["y"]["axis"]["labelLimit"] == 0
+
+
+def test_a_visitors_clear_cache_does_not_make_the_report_recompute(
+    served: tuple[Built, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29 item 11: Streamlit's clear-cache message (any visitor may send it) keeps the report.
+
+    It empties st.cache_data and st.cache_resource; the report lives elsewhere, so the next run
+    reads it again instead of loading and bootstrapping anew.
+    """
+    import streamlit as st
+
+    import calibration.calibrate._build as build_module
+    import judgelab.admin._kept as kept_module
+
+    loads: list[str] = []
+    real = build_module.load_calibration_data
+
+    def counted(*args: object, **kwargs: object) -> object:
+        loads.append("load")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build_module, "load_calibration_data", counted)
+    monkeypatch.setattr(kept_module, "load_calibration_data", counted, raising=False)
+    _, tokens = served
+    at = open_page(tokens["admin"])
+    assert not at.exception, at.exception
+    first = len(loads)
+    st.cache_data.clear()  # what the clear-cache message does (AppSession._handle_clear_cache_request)
+    st.cache_resource.clear()
+    at.run()
+    assert not at.exception, at.exception
+    assert len(loads) == first, "the report was computed again after a clear-cache"
+    assert at.title[0].value == "Calibration" and at.metric

@@ -178,6 +178,8 @@ def test_assign_gives_each_answer_to_exactly_k_raters(tmp_path: Path) -> None:
     ok("raters", "add", "boss", "--admin")
     out = ok("assign", "--k", "2", "--tasks", "T001:T005", "--seed", "3")
     assert out.startswith("10 answers to 2 of 3 raters each")
+    # Raters by name, not by id (issue 29 item 9).
+    assert "ann: " in out and "ben: " in out and "cy: " in out and "rater 1" not in out, out
     from labeler.store import Store
 
     store = Store(db)

@@ -36,6 +36,13 @@ def open_review(token: str) -> AppTest:
     return at
 
 
+def items(seeded: Seeded, *answers: str) -> list[str]:
+    """The item ids the page names ``answers`` by (answer ids carry the family)."""
+    found = seeded.store.query("SELECT answer_id, item_id FROM answers")
+    by_answer = dict(zip(found["answer_id"], found["item_id"], strict=True))
+    return [by_answer[a] for a in answers]
+
+
 def table(at: AppTest, *columns: str) -> pd.DataFrame:
     for element in at.dataframe:
         if all(c in element.value.columns for c in columns):
@@ -58,7 +65,7 @@ def test_an_admin_gets_in_and_sees_the_lists(seeded: Seeded) -> None:
     at = open_review(seeded.admin_token)
     assert at.title[0].value == "Review" and not at.error
     a = seeded.answers
-    assert table(at, "spread", "scores")["answer_id"].tolist() == [a[0], a[2], a[1]]
+    assert table(at, "spread", "scores")["item"].tolist() == items(seeded, a[0], a[2], a[1])
     assert table(at, "flag_reason")["flag_reason"].tolist() == ["not in English"]
     assert table(at, "comment", "overall")["comment"].tolist() == ["far too short"]
     assert at.selectbox(key="review_answer").value == a[0]
@@ -84,13 +91,13 @@ def test_the_filters_narrow_the_lists(seeded: Seeded) -> None:
     a = seeded.answers
     at = open_review(seeded.admin_token)
     at.selectbox(key="review_criterion").set_value("tone").run()
-    assert table(at, "spread", "scores")["answer_id"].tolist()[0] == a[1]
+    assert table(at, "spread", "scores")["item"].tolist()[0] == items(seeded, a[1])[0]
     at.selectbox(key="review_criterion").set_value(None)
     at.selectbox(key="review_rater").set_value("carol").run()
     assert not at.exception
-    assert table(at, "spread", "scores")["answer_id"].tolist() == [a[2]]
+    assert table(at, "spread", "scores")["item"].tolist() == items(seeded, a[2])
     assert table(at, "flag_reason").empty
-    assert at.selectbox(key="review_answer").options == [a[2]]
+    assert at.selectbox(key="review_answer").options == items(seeded, a[2])
     assert at.selectbox(key="review_answer").value == a[2]
 
 
@@ -144,3 +151,44 @@ def test_no_rater_page_shows_an_adjudication(seeded: Seeded) -> None:
     assert store.progress(carol.rater_id).done == 1  # a2 only
     view = store.screen(carol.rater_id).view
     assert view is not None and view.current is None  # type: ignore[union-attr]
+
+
+def _shown(at: AppTest) -> str:
+    """Every text element, caption, table cell and option the page rendered."""
+    parts = [e.value for e in (*at.caption, *at.markdown, *at.text, *at.success, *at.info)]
+    parts += [str(s.options) for s in at.selectbox]
+    parts += [e.value.to_csv() for e in at.dataframe]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_the_adjudicator_reads_blind_until_revealing_and_the_reveal_is_recorded(seeded: Seeded) -> None:
+    """Issue 29 item 5: no family, model or variant (nor an answer id carrying one) before a reveal."""
+    store, a = seeded.store, seeded.answers
+    named = "I am Claude, an AI assistant made by Anthropic. Restart the router."
+    store.query("UPDATE answers SET text = ?, self_id_spans = ? WHERE answer_id = ?",
+                [named, '[[5, 11, "Claude"], [35, 44, "Anthropic"]]', a[0]])
+    at = open_review(seeded.admin_token)
+    families = set(store.query("SELECT family FROM answers")["family"])
+    shown = _shown(at)
+    for secret in (*families, *(str(x) for x in a), "Claude", "Anthropic"):
+        assert secret not in shown, secret
+    assert "[redacted]" in shown
+    # Adjudicate blind: recorded as blind.
+    at = adjudicate_on_page(at, a[0], 3.0, "blind")
+    assert any(", blind;" in s.value for s in at.success), [s.value for s in at.success]
+    assert store.adjudications("support", 1)["revealed"].tolist() == [False]
+    # Reveal: family and text appear; an adjudication stored then says so, even if hidden again first.
+    at.toggle(key=f"review_reveal:{a[0]}").set_value(True).run()
+    assert "Claude, an AI assistant" in _shown(at) and "family " in _shown(at)
+    at.toggle(key=f"review_reveal:{a[0]}").set_value(False).run()
+    at = adjudicate_on_page(at, a[0], 4.0, "after a look")
+    assert store.adjudications("support", 1)["revealed"].tolist() == [True]
+    assert any("after revealing the family (recorded)" in s.value for s in at.success)
+
+
+def test_the_review_lists_show_no_raw_none(seeded: Seeded) -> None:
+    """Issue 29 item 9: a label without a comment or flag shows an empty cell, not ``None``."""
+    at = open_review(seeded.admin_token)
+    for element in at.dataframe:
+        frame = element.value
+        assert not frame.map(lambda v: v is None or v == "None").any().any(), frame
