@@ -32,7 +32,6 @@ from typing import Any, NamedTuple
 import duckdb
 import pandas as pd
 
-from labeler.blinding import detect_self_identifying, mask, merge_spans
 from labeler.errors import AccessError, InputError
 from labeler.models import Rubric
 from labeler.planner import AssignSummary
@@ -40,6 +39,7 @@ from labeler.queue import KINDS, Kind, Progress, QueueItem, next_position, shown
 from labeler.scales import format_range
 from labeler.store._assign import AssignMixin
 from labeler.store._core import check_comment
+from labeler.store._pool import blind_text
 
 #: Setting key (scope ``project`` or ``rubric:<id>``) that masks self-identifying spans.
 MASK_KEY = "mask_self_id"
@@ -590,16 +590,7 @@ class LabelMixin(AssignMixin):
             raise InputError(f"answer {answer_id!r} is missing from the database")
         if not _masking(row[3], row[4]):
             return str(row[0]), str(row[1]), 0
-        # The spans stored at import were found by the detector of that day: a project
-        # imported by an older judgelab would keep showing what today's rule masks, so the
-        # text is read again here (about half a millisecond an answer) and both count.
-        names = sorted({str(n) for pair in con.execute(
-            "SELECT DISTINCT family, model FROM answers").fetchall() for n in pair})
-        spans = merge_spans(str(row[1]), [
-            *(tuple(s) for s in json.loads(row[2] or "[]")),
-            *detect_self_identifying(str(row[1]), names),
-        ])
-        return str(row[0]), mask(str(row[1]), spans), len(spans)
+        return (str(row[0]), *blind_text(con, str(row[1]), row[2]))
 
     def _view(
         self, con: duckdb.DuckDBPyConnection, rater_id: int, item: QueueItem, progress: Progress,

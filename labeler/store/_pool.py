@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
+import duckdb
 import pandas as pd
 
-from labeler.blinding import detect_self_identifying, merge_spans
+from labeler.blinding import detect_self_identifying, mask, merge_spans
 from labeler.errors import ConflictError
 from labeler.models import Answer, Criterion, Pair, Rubric, Task
 from labeler.store._bulk import drop_stored, insert_rows, staged
@@ -334,3 +335,20 @@ def _pair_conflict(source_file: str | None, pair_id: str) -> ConflictError:
         column="id",
         fix="use a new id for a changed pair.",
     )
+
+
+def blind_text(con: duckdb.DuckDBPyConnection, text: str, stored_spans: str | None) -> tuple[str, int]:
+    """``text`` as a blind reader sees it, and how many spans were masked.
+
+    The spans stored at import were found by the detector of that day: a project imported by
+    an older judgelab would keep showing what today's rule masks, so the text is read again
+    (about half a millisecond an answer) with the pool's family and model names, and both
+    the stored and the new spans are masked.
+    """
+    names = sorted({str(n) for pair in con.execute(
+        "SELECT DISTINCT family, model FROM answers").fetchall() for n in pair})
+    spans = merge_spans(text, [
+        *(tuple(s) for s in json.loads(stored_spans or "[]")),
+        *detect_self_identifying(text, names),
+    ])
+    return mask(text, spans), len(spans)

@@ -25,12 +25,11 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from labeler.blinding import mask
 from labeler.errors import AccessError, InputError
 from labeler.models import Rubric
 from labeler.scales import format_range
 from labeler.store._core import CURRENT_LABEL_RULE, check_comment, rubric_match
-from labeler.store._pool import PoolMixin
+from labeler.store._pool import PoolMixin, blind_text
 
 #: ``labels.source`` of an admin's adjudicated label.
 ADJUDICATED = "adjudicated"
@@ -142,10 +141,10 @@ class ReviewMixin(PoolMixin):
         if frame.empty:
             return None
         out = {k: (None if _missing(v) else v) for k, v in frame.iloc[0].to_dict().items()}
-        # The adjudicator is blind whatever the raters' masking setting: every stored
-        # self-identifying span is masked.
-        spans = json.loads(out.pop("self_id_spans") or "[]")
-        out["blind_text"], out["masked"] = mask(str(out["text"] or ""), spans), len(spans)
+        # The adjudicator is blind whatever the raters' masking setting: every
+        # self-identifying span is masked, as raters see them.
+        with self.connection() as con:
+            out["blind_text"], out["masked"] = blind_text(con, str(out["text"] or ""), out.pop("self_id_spans"))
         return out
 
     def label_history(self, answer_id: str) -> pd.DataFrame:
