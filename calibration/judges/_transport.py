@@ -197,9 +197,12 @@ async def _check_decodes(endpoint: str, request: APIRequest, response: AsyncAPIR
         return None
     try:
         parsed = await response.parse()
-    except (ValueError, TypeError, pydantic.ValidationError, anthropic.APIResponseValidationError) as exc:
+    except (
+        ValueError, TypeError, AttributeError, pydantic.ValidationError, anthropic.APIResponseValidationError
+    ) as exc:
         # ValueError covers json.JSONDecodeError and UnicodeDecodeError; TypeError a JSON value
-        # of the wrong shape (a list where an object belongs).
+        # of the wrong shape (a list where an object belongs); AttributeError a list page whose
+        # body is text (the SDK's page parser expects a model).
         size = len(response.http_response.content)
         ctype = response.http_response.headers.get("content-type", "none")
         what = "empty body" if size == 0 else f"body cut short or garbled ({size} bytes)"

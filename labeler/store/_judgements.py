@@ -33,7 +33,7 @@ _COLUMNS = (
     "run_id", "call_id", "cache_key", "kind", "format", "task_id", "answer_id", "answer_b_id",
     "order_shown", "probe", "arm", "trial", "value", "passed", "parse_error", "error", "raw",
     "input_tokens", "output_tokens", "cache_read_tokens", "cost_usd", "latency_s", "source",
-    "cached_from", "meta",
+    "cached_from", "cache_write_tokens", "meta",
 )
 
 
@@ -62,6 +62,8 @@ class JudgementRecord:
         input_tokens: Prompt tokens billed by this call (0 when served from the cache).
         output_tokens: Completion tokens billed by this call (0 when served from the cache).
         cache_read_tokens: Prompt-cache tokens read.
+        cache_write_tokens: Prompt tokens written to the prompt cache (part of
+            ``input_tokens``).
         cost_usd: Money this call spent (0 when served from the cache; ``None`` when unpriced).
         latency_s: Seconds the call took.
         source: ``"judge"`` (a call was made) or ``"cache"`` (an earlier reply was reused).
@@ -93,6 +95,7 @@ class JudgementRecord:
     latency_s: float = 0.0
     source: JudgementSource = "judge"
     cached_from: int | None = None
+    cache_write_tokens: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
 
     def as_row(self) -> list[Any]:

@@ -49,3 +49,7 @@ INSERT INTO judge_batch_calls (run_id, batch_no, custom_id)
 SELECT DISTINCT run_id, batch_no, unnest(custom_ids) FROM _old_batches;
 
 DROP TABLE _old_batches;
+
+-- Prompt tokens a judgement wrote to the prompt cache (a part of input_tokens, which counts
+-- every uncached prompt token it was billed for), so a run's summary can say how many.
+ALTER TABLE judgements ADD COLUMN cache_write_tokens INTEGER DEFAULT 0;
