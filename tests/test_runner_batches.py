@@ -187,7 +187,7 @@ def test_cut_create_replies_are_found_again_not_created_twice(tmp_path: Path) ->
     with MockAnthropic(batch_delay=0.05) as mock, fault_proxy(
         mock.base_url, log, rate=1.0, kinds=("cut",), seed=0, endpoints=("batches",),
     ) as url:
-        judge = judge_for(url)
+        judge = judge_for(url, max_retries=2)
 
         async def submit() -> str:
             from calibration.runner import build_request

@@ -452,6 +452,28 @@ class AnthropicJudge:
                 raise _call_error(self.model, "count_tokens", exc) from exc
         return int(counted.input_tokens)
 
+    async def count_prefix_tokens(self, call: JudgeCall) -> int:
+        """The exact tokens of ``call``'s rubric (system) block, the prefix the cache would hold.
+
+        Two counts (``POST /v1/messages/count_tokens``): a one-character message with the
+        block and without it; the difference is the block.
+
+        Raises:
+            JudgeCallError: If a request failed after retries.
+        """
+        body = self.request(call)
+        probe = [{"role": "user", "content": "."}]
+        client, semaphore, _ = self._resources()
+        async with semaphore:
+            try:
+                with_block = await client.messages.count_tokens(
+                    model=body["model"], system=body["system"], messages=probe  # type: ignore[arg-type]
+                )
+                without = await client.messages.count_tokens(model=body["model"], messages=probe)  # type: ignore[arg-type]
+            except anthropic.APIError as exc:
+                raise _call_error(self.model, "count_tokens", exc) from exc
+        return max(int(with_block.input_tokens) - int(without.input_tokens), 0)
+
     # ------------------------------------------------------------------ Message Batches
 
     def batch_requests(self, calls: Sequence[JudgeCall] | Mapping[str, JudgeCall]) -> list[dict[str, Any]]:

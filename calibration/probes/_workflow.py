@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -319,6 +320,7 @@ async def arun_probes(
         InputError: On a bad ``biases``, dataset or ``resume``, or ``pad="llm"`` with a judge
             that cannot rewrite.
     """
+    started = time.monotonic()  # the summary's elapsed time covers the padding rewrites
     chosen = parse_biases(biases)
     spec = judge_spec(judge)
     setup = setup_probes(store, dataset, n, seed=seed, biases=spec_biases(spec, chosen))
@@ -352,7 +354,7 @@ async def arun_probes(
         plan.calls, judge, store, rubric=PROBE_RUBRIC,
         judge_kind=judge_kind or judge_kind_of(judge), evidence=evidence, resume=resume,
         concurrency=concurrency, batch=batch, progress=progress,
-        params={**record, "pad": variants.pad_source}, poll_interval=poll_interval,
+        params={**record, "pad": variants.pad_source}, poll_interval=poll_interval, started=started,
     )
     return ProbeRunResult(summary, spend)
 
@@ -465,13 +467,19 @@ async def aestimate_probes(
     cached = set(store.cached_replies(requests)) if store is not None else set()
     todo = [call for key, call in requests.items() if key not in cached]
     exact: int | None = None
+    prefixes: dict[str, int] = {}
     if count_tokens and isinstance(judge, AnthropicJudge) and todo:
         exact = int(sum(await asyncio.gather(*(judge.count_tokens(c) for c in todo))))
+        # The rubric block's exact size decides whether the prompt cache applies.
+        blocks = {c.system: c for c in todo}
+        counts = await asyncio.gather(*(judge.count_prefix_tokens(c) for c in blocks.values()))
+        prefixes = dict(zip(blocks, counts, strict=True))
     pad_by_model = isinstance(judge, AnthropicJudge)
     cost = pricing.estimate_plan(
         requests, model=judge.model, planned_calls=len(plan.calls), cached=cached,
         exact_prompt_tokens=exact, output_tokens=output_tokens,
         padded_texts=padded_texts(plan).values() if pad_by_model else (), batch=batch,
+        prefix_tokens=prefixes, batch_cache_ttl=getattr(judge, "batch_cache_ttl", "1h"),
     )
     return ProbeEstimate(
         cost=cost,
