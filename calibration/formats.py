@@ -526,8 +526,8 @@ def build_call(
         params: Request parameters recorded in the call and its cache key (``max_tokens``,
             ``temperature``, a fake judge's knobs...).
         spec: A team's judge spec (:mod:`calibration.spec`): its templates write the system
-            and user text, and its verdict rule joins the params (so the cache key changes
-            when the rule does).
+            and user text. Its verdict rule is not sent, so it is not in the params nor the
+            cache key: editing only the rule reuses the stored replies, read again under it.
 
     Returns:
         A :class:`~calibration.judges.JudgeCall` whose ``system`` is :func:`system_text` and
@@ -551,10 +551,7 @@ def build_call(
         raise InputError(f"build_call: a {kind} call takes {want} answer(s), got {len(answer_list)}")
     if spec is not None:
         system, user = spec.render(kind, fmt, rubric, prompt, answer_list)
-        return JudgeCall(
-            kind=kind, format=fmt, model=model, system=system, user=user,
-            params={**(params or {}), **spec.request_params(kind, fmt)},
-        )
+        return JudgeCall(kind=kind, format=fmt, model=model, system=system, user=user, params=dict(params or {}))
     return JudgeCall(
         kind=kind,
         format=fmt,

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from calibration.judges import AnthropicJudge
@@ -234,3 +235,47 @@ def test_a_run_past_the_limits_goes_out_as_several_batches_all_collected(tmp_pat
     assert sorted(c for b in batches for c in b["custom_ids"]) == sorted(
         store.query("SELECT cache_key FROM judgements WHERE run_id = ?", [summary.run_id])["cache_key"]
     )
+
+
+# -- the verdict rule is how replies are read, not what is sent -------------------------------
+
+def _spec(regex: str, sample: str, expect: int) -> Any:
+    from calibration.spec import parse_spec
+
+    return parse_spec({
+        "judge": {"name": "t", "family": "claude"},
+        "templates": [
+            {"kind": "pointwise", "system": "{rubric}", "user": "Q: {prompt}\nAnswer:\n{answer}\nEnd of answer.",
+             "verdict": {"format": "likert5", "regex": regex, "samples": [{"reply": sample, "expect": expect}]}},
+        ],
+    })
+
+
+def test_editing_only_the_verdict_rule_rereads_stored_replies_instead_of_buying_them(tmp_path: Path) -> None:
+    from calibration.judges import FakeJudge
+
+    plan = [call for call in plan_of(6) if call.kind == "pointwise"]
+    store = Store(tmp_path / "p.duckdb")
+    wide = _spec(r"VERDICT: ([1-5])", "VERDICT: 4", 4)
+    # The API's stand-in reads the spec's templates and answers "VERDICT: n".
+    with MockAnthropic(responder=FakeJudge(seed=0, spec=wide).respond) as mock:
+        first = run_plan(plan, judge_for(mock.base_url, spec=wide), store,
+                         rubric=RUBRIC, judge_kind="anthropic", progress=False)
+        bought = mock.count("POST /v1/messages")
+        narrow = _spec(r"VERDICT: ([2-5])", "VERDICT: 2", 2)  # the same prompt, another rule
+        second = run_plan(plan, judge_for(mock.base_url, spec=narrow), store, rubric=RUBRIC,
+                          judge_kind="anthropic", progress=False)
+        again = mock.count("POST /v1/messages")
+    assert bought == len(plan) and first.parsed == len(plan)
+    assert again == bought, "editing only the verdict rule bought the replies again"
+    assert second.run_id != first.run_id and second.cached == len(plan) and second.issued == 0
+    rows = store.run_judgements(second.run_id)
+    raws = dict(zip(rows["call_id"], rows["raw"], strict=True))
+    digits = {call_id: int(raw.rstrip()[-1]) for call_id, raw in raws.items()}
+    assert min(digits.values()) < 2 <= max(digits.values()), "the replies must straddle the new rule"
+    for call_id, value, error in zip(rows["call_id"], rows["value"], rows["parse_error"], strict=True):
+        digit = digits[call_id]
+        if digit >= 2:
+            assert value == digit and pd.isna(error)
+        else:
+            assert isinstance(error, str) and pd.isna(value)  # no value under the new rule

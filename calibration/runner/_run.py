@@ -22,7 +22,7 @@ from calibration.journal import Journal, recover
 from calibration.judges._base import Judge
 from calibration.runner._batch import check_batch_judge
 from calibration.runner._execute import Execution
-from calibration.runner._plan import PlannedCall, cache_key_for, check_plan, plan_hash
+from calibration.runner._plan import PlannedCall, cache_key_for, check_plan, plan_hash, reading_of
 from calibration.runner._records import reorder_evidence, write_evidence
 from calibration.runner._sink import Ledger, Sink
 from calibration.runner._summary import PlainProgress, RunSummary, Tally, progress_bar
@@ -158,7 +158,7 @@ async def _run(
     """:func:`arun_plan` once its arguments are checked."""
     started = time.monotonic() if started is None else started
     keys = {call.call_id: cache_key_for(judge, rubric, call) for call in plan}
-    phash = plan_hash(plan, keys)
+    phash = plan_hash(plan, keys, reading=reading_of(judge, plan))
     evidence_path = Path(evidence) if evidence is not None else None
     # Set-up reads and writes share one unit of work (one open of the file, not four).
     with store.connection():
