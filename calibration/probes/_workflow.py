@@ -35,7 +35,7 @@ from calibration.probes._plan import DEFAULT_BIASES, POOL_BIASES, parse_biases, 
 from calibration.probes.format_study import COMPARATIVE
 from calibration.runner import RunSummary, arun_plan, build_request, cache_key_for
 from calibration.spec import JudgeSpec, with_references
-from labeler.errors import InputError
+from labeler.errors import InputError, JudgeError
 from labeler.models import Pair, Rubric
 from labeler.scales import POINTWISE_FORMATS, Format
 from labeler.store import Store
@@ -468,12 +468,19 @@ async def aestimate_probes(
     todo = [call for key, call in requests.items() if key not in cached]
     exact: int | None = None
     prefixes: dict[str, int] = {}
+    unavailable = ""
     if count_tokens and isinstance(judge, AnthropicJudge) and todo:
-        exact = int(sum(await asyncio.gather(*(judge.count_tokens(c) for c in todo))))
-        # The rubric block's exact size decides whether the prompt cache applies.
-        blocks = {c.system: c for c in todo}
-        counts = await asyncio.gather(*(judge.count_prefix_tokens(c) for c in blocks.values()))
-        prefixes = dict(zip(blocks, counts, strict=True))
+        try:
+            exact = int(sum(await asyncio.gather(*(judge.count_tokens(c) for c in todo))))
+            # The rubric block's exact size decides whether the prompt cache applies.
+            blocks = {c.system: c for c in todo}
+            counts = await asyncio.gather(*(judge.count_prefix_tokens(c) for c in blocks.values()))
+            prefixes = dict(zip(blocks, counts, strict=True))
+        except JudgeError as exc:
+            # An estimate spends nothing and must not fail for want of exact counts: it falls
+            # back to the approximation and says why.
+            exact, prefixes = None, {}
+            unavailable = f" (the API's token counter failed: {exc})"
     pad_by_model = isinstance(judge, AnthropicJudge)
     cost = pricing.estimate_plan(
         requests, model=judge.model, planned_calls=len(plan.calls), cached=cached,
@@ -481,6 +488,8 @@ async def aestimate_probes(
         padded_texts=padded_texts(plan).values() if pad_by_model else (), batch=batch,
         prefix_tokens=prefixes, batch_cache_ttl=getattr(judge, "batch_cache_ttl", "1h"),
     )
+    if unavailable:
+        cost = replace(cost, token_method=cost.token_method + unavailable)
     return ProbeEstimate(
         cost=cost,
         dataset=dataset_label(dataset),

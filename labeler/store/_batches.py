@@ -111,7 +111,14 @@ class BatchMixin(StoreCore):
         return out
 
     def known_batch_ids(self) -> set[str]:
-        """Every batch id any run of this database has recorded (never adopted twice)."""
+        """Every batch id this database has recorded (a batch found upstream is never adopted twice).
+
+        The judge runs' batches, and the padding rewrites' batches (settings of scope
+        ``padding_batch``, their ``:intent`` entries aside).
+        """
         with self.connection() as con:
-            rows = con.execute("SELECT batch_id FROM judge_batches WHERE batch_id IS NOT NULL").fetchall()
+            rows = con.execute(
+                "SELECT batch_id FROM judge_batches WHERE batch_id IS NOT NULL"
+                " UNION SELECT value FROM settings WHERE scope = 'padding_batch' AND key NOT LIKE '%:intent'"
+            ).fetchall()
         return {str(r[0]) for r in rows}
