@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from datetime import UTC, datetime
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -279,3 +280,58 @@ def test_editing_only_the_verdict_rule_rereads_stored_replies_instead_of_buying_
             assert value == digit and pd.isna(error)
         else:
             assert isinstance(error, str) and pd.isna(value)  # no value under the new rule
+
+
+def test_cut_bodies_on_every_endpoint_the_runner_calls_are_retried_never_a_crash(tmp_path: Path) -> None:
+    # Issue 30, item 1: a 200 whose JSON is cut short, from count_tokens, messages, batch
+    # create, retrieve, list or the results file, is a transient fault retried like a 5xx.
+    from calibration.runner import build_request
+
+    plan = [c for c in plan_of(3) if c.kind == "pointwise"]
+    log = tmp_path / "attempts.jsonl"
+    with MockAnthropic(batch_delay=0.05) as mock, fault_proxy(
+        # The first attempt at every request is cut (each retrieve poll and list page is a
+        # request: only the first of them), so every endpoint meets a cut body.
+        mock.base_url, log, rate=1.0, kinds=("cut",), seed=4, endpoints=("messages", "count_tokens", "batches"),
+        first_only=True,
+    ) as url:
+        judge = judge_for(url)
+        calls = {f"c{i}": build_request(judge, RUBRIC, c) for i, c in enumerate(plan)}
+
+        async def every_endpoint() -> tuple[list[int], list[Any], str | None, int]:
+            async with judge:
+                counted = [await judge.count_tokens(c) for c in calls.values()]
+                judged = [await judge.run(c, RUBRIC) for c in calls.values()]
+                since = datetime.now(UTC)
+                batch_id = await judge.submit_batch(calls, since=since)
+                await judge.wait_batch(batch_id, poll_interval=0.02)
+                results = await judge.collect_batch(batch_id, calls=calls)
+                found = await judge.find_batch(len(calls), since=since)
+                return counted, judged, found if found == batch_id else None, len(results)
+
+        counted, judged, found, n_results = asyncio.run(every_endpoint())
+        creates = mock.count(CREATES)
+    cuts = {_route(a) if a["endpoint"] == "batches" else a["endpoint"] for a in read_log(log) if a["fault"] == "cut"}
+    assert cuts == {"count_tokens", "messages", "create", "retrieve", "list", "results"}, cuts
+    assert all(n > 0 for n in counted) and all(j.parsed for j in judged)
+    assert found is not None and n_results == len(calls) and creates == 1
+
+
+def test_the_mock_lists_batches_a_page_at_a_time_newest_first(tmp_path: Path) -> None:
+    import anthropic
+
+    async def main(url: str) -> tuple[list[str], list[str], bool]:
+        client = anthropic.AsyncAnthropic(api_key="test", base_url=url)
+        made = []
+        for i in range(3):
+            request = {"custom_id": f"c{i}", "params": {"model": "m", "max_tokens": 5,
+                                                         "messages": [{"role": "user", "content": "hi"}]}}
+            made.append((await client.messages.batches.create(requests=[request])).id)  # type: ignore[list-item]
+        page = await client.messages.batches.list(limit=2)
+        listed = [b.id async for b in client.messages.batches.list(limit=2)]
+        await client.close()
+        return made, listed, page.has_more
+
+    with MockAnthropic() as mock:
+        made, listed, more = asyncio.run(main(mock.base_url))
+    assert listed == made[::-1] and more

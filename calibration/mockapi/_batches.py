@@ -137,8 +137,9 @@ class BatchesAPI(MessagesAPI):
         if not 1 <= limit <= 1000:
             raise ApiError(400, "invalid_request_error", "limit: must be between 1 and 1000")
         batches = self._all_batches()
-        after = (query.get("after_id") or [None])[0]
-        if after is not None:
+        after_ids = query.get("after_id")
+        if after_ids:
+            after = after_ids[0]
             ids = [b.id for b in batches]
             if after not in ids:
                 raise ApiError(404, "not_found_error", f"no batch {after!r}")

@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -471,10 +471,10 @@ async def aestimate_probes(
     unavailable = ""
     if count_tokens and isinstance(judge, AnthropicJudge) and todo:
         try:
-            exact = int(sum(await asyncio.gather(*(judge.count_tokens(c) for c in todo))))
+            exact = int(sum(await asyncio.gather(*(_twice(judge.count_tokens, c) for c in todo))))
             # The rubric block's exact size decides whether the prompt cache applies.
             blocks = {c.system: c for c in todo}
-            counts = await asyncio.gather(*(judge.count_prefix_tokens(c) for c in blocks.values()))
+            counts = await asyncio.gather(*(_twice(judge.count_prefix_tokens, c) for c in blocks.values()))
             prefixes = dict(zip(blocks, counts, strict=True))
         except JudgeError as exc:
             # An estimate spends nothing and must not fail for want of exact counts: it falls
@@ -499,6 +499,14 @@ async def aestimate_probes(
         pool=setup.pool_source,
         judge_spec=None if spec is None else spec.card_line(model=judge.model, params=getattr(judge, "params", None)),
     )
+
+
+async def _twice(count: Callable[[JudgeCall], Awaitable[int]], call: JudgeCall) -> int:
+    """``count(call)``, given a second round of retries when the first ran out (faults pass)."""
+    try:
+        return await count(call)
+    except JudgeError:
+        return await count(call)
 
 
 def estimate_probes(judge: Judge, store: Store | None, **kwargs: Any) -> ProbeEstimate:

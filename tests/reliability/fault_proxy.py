@@ -73,6 +73,7 @@ class Proxy:
     def __init__(
         self, upstream: str, *, rate: float, kinds: tuple[str, ...], seed: int, hang: float,
         retry_after: float, log: Path | None, endpoints: tuple[str, ...] = ("messages",),
+        first_only: bool = False,
     ) -> None:
         """Keep the settings; open the log."""
         split = urlsplit(upstream)
@@ -84,6 +85,7 @@ class Proxy:
         self.hang = hang
         self.retry_after = retry_after
         self.endpoints = endpoints
+        self.first_only = first_only
         self.seen: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.log = log.open("a", encoding="utf-8") if log is not None else None
@@ -96,6 +98,8 @@ class Proxy:
             attempt = self.seen[digest]
             self.seen[digest] += 1
         rng = random.Random(hashlib.sha256(b"%d\0%d\0" % (self.seed, attempt) + body).digest())
+        if self.first_only and attempt > 0:
+            return digest, None
         if rng.random() >= self.rate:
             return digest, None
         return digest, self.kinds[rng.randrange(len(self.kinds))]
@@ -256,6 +260,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hang", type=float, default=5.0, help="Seconds a stall holds the reply.")
     parser.add_argument("--retry-after", type=float, default=0.05, help="retry-after of 429/529.")
     parser.add_argument("--log", type=Path, default=None, help="JSONL file of every attempt.")
+    parser.add_argument("--first-attempt-only", action="store_true",
+                        help="Fault only the first attempt at each request (a deterministic test of each endpoint).")
     parser.add_argument("--endpoints", default="messages",
                         help="Comma-separated endpoints to fault: messages, count_tokens, batches, or all.")
     args = parser.parse_args(argv)
@@ -268,7 +274,8 @@ def main(argv: list[str] | None = None) -> None:
     if unknown or not kinds:
         parser.error(f"unknown fault kinds {unknown}; pick from {FAULTS + EXTRA_FAULTS}")
     proxy = Proxy(args.upstream, rate=args.rate, kinds=kinds, seed=args.seed, hang=args.hang,
-                  retry_after=args.retry_after, log=args.log, endpoints=endpoints)
+                  retry_after=args.retry_after, log=args.log, endpoints=endpoints,
+                  first_only=args.first_attempt_only)
     server = _Server(("127.0.0.1", args.port), type("_H", (Handler,), {"proxy": proxy}))
 
     def stop(*_: object) -> None:
