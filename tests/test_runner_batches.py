@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from datetime import UTC, datetime
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +184,6 @@ def test_cut_replies_on_every_batch_endpoint_are_retried_and_create_one_batch(tm
 def test_cut_create_replies_are_found_again_not_created_twice(tmp_path: Path) -> None:
     # Every create reply is cut (the upstream created the batch each time it was reached).
     plan = plan_of(3)
-    store = Store(tmp_path / "p.duckdb")
     log = tmp_path / "attempts.jsonl"
     with MockAnthropic(batch_delay=0.05) as mock, fault_proxy(
         mock.base_url, log, rate=1.0, kinds=("cut",), seed=0, endpoints=("batches",),
