@@ -223,7 +223,7 @@ def _probe(base_url: str, db: Path, out: Path, *extra: str) -> tuple[int, dict[s
         env={"ANTHROPIC_API_KEY": "sk-ant-test-proxy"},
     )
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    return result.exit_code, json.loads(result.output)["run"]
+    return result.exit_code, json.loads(result.stdout)["run"]
 
 
 def _verdicts(path: Path) -> dict[str, tuple[str, Any]]:
