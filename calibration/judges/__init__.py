@@ -7,6 +7,7 @@ from calibration.judges._anthropic import (
     JudgeCallError,
     create_batch_once,
     find_batch,
+    patiently,
     rejects_sampling_params,
 )
 from calibration.judges._base import Failure, FailureKind, Judge, JudgeCall, Judgement
@@ -31,6 +32,7 @@ __all__ = [
     "TextFeatures",
     "create_batch_once",
     "find_batch",
+    "patiently",
     "rejects_sampling_params",
     "text_features",
     "text_quality",

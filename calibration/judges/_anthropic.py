@@ -42,10 +42,10 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anthropic
 
@@ -59,6 +59,8 @@ if TYPE_CHECKING:  # the spec module imports the formats, which import this pack
     from calibration.spec import JudgeSpec
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 """The default judge: a current Sonnet that still accepts ``temperature=0`` (reproducible verdicts)."""
@@ -538,33 +540,20 @@ class AnthropicJudge:
     async def poll_batch(self, batch_id: str) -> BatchStatus:
         """The batch's processing status and request counts.
 
+        A status check is safe to repeat: one whose retries ran out on transient faults is
+        asked again (:func:`patiently`), so a batch being waited for is not lost to a bad
+        minute of its status checks.
+
         Raises:
             JudgeCallError: If the request failed after retries.
         """
+        client = self.client
         try:
-            batch = await self.client.messages.batches.retrieve(batch_id)
+            batch = await patiently(lambda: client.messages.batches.retrieve(batch_id),
+                                    tries=_POLL_TRIES, what=f"batch {batch_id} status")
         except anthropic.APIError as exc:
             raise _call_error(self.model, f"batch {batch_id} status", exc) from exc
         return BatchStatus(batch.id, batch.processing_status, batch.request_counts.model_dump())
-
-    async def _poll_patiently(self, batch_id: str) -> BatchStatus:
-        """:meth:`poll_batch`, asked again when a transient fault outlasted one poll's retries.
-
-        Up to :data:`_POLL_TRIES` times: a batch being waited for is not lost to a bad minute
-        of its status checks.
-        """
-        for tries in range(1, _POLL_TRIES + 1):
-            try:
-                return await self.poll_batch(batch_id)
-            except JudgeCallError as exc:
-                code = exc.status_code
-                transient = exc.error_type == "undecodable_reply" or code is None or code in (408, 409, 429) \
-                    or code >= 500
-                if not transient or tries == _POLL_TRIES:
-                    raise
-                log.warning("batch %s: status check failed (%s); checking again", batch_id, exc.error_type)
-                await asyncio.sleep(min(2.0 ** tries, 30.0))
-        raise AssertionError("unreachable")
 
     async def wait_batch(
         self, batch_id: str, *, poll_interval: float = 30.0, timeout: float | None = None
@@ -576,7 +565,7 @@ class AnthropicJudge:
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            status = await self._poll_patiently(batch_id)
+            status = await self.poll_batch(batch_id)
             if status.ended:
                 return status
             if deadline is not None and time.monotonic() >= deadline:
@@ -615,7 +604,7 @@ class AnthropicJudge:
             raise JudgeError(
                 f"collect_batch: this judge did not submit {batch_id}; pass calls= (custom id -> JudgeCall)"
             )
-        status = await self._poll_patiently(batch_id)
+        status = await self.poll_batch(batch_id)
         if not status.ended:
             raise JudgeError(f"batch {batch_id} is still {status.processing_status}; poll until it has ended")
         out: dict[str, Judgement] = {}
@@ -639,9 +628,13 @@ class AnthropicJudge:
         """One download of a batch's results: judgements by custom id, and the results it named."""
         out: dict[str, Judgement] = {}
         seen: set[str] = set()
+        client = self.client
+
+        async def download() -> list[Any]:
+            return [item async for item in await client.messages.batches.results(batch_id)]
+
         try:
-            results = await self.client.messages.batches.results(batch_id)
-            async for item in results:
+            for item in await patiently(download, tries=_POLL_TRIES, what=f"batch {batch_id} results"):
                 seen.add(item.custom_id)
                 call = known.get(item.custom_id)
                 if call is None and skip_unknown:
@@ -759,6 +752,29 @@ async def create_batch_once(
         return found
     assert last is not None
     raise _call_error(model, "batch submission", last) from last
+
+
+def transient(exc: anthropic.APIError) -> bool:
+    """Whether a failed request may succeed if asked again (no reply, a cut reply, 408/409/429/5xx)."""
+    status = getattr(exc, "status_code", None)
+    return isinstance(exc, UndecodableReply) or status is None or status in (408, 409, 429) or status >= 500
+
+
+async def patiently(ask: Callable[[], Awaitable[T]], *, tries: int = 4, what: str = "request") -> T:
+    """``await ask()``, asked again (up to ``tries`` times in all) after a transient failure.
+
+    For reads that are safe to repeat (a batch's status, its results file) and that a run
+    waits on: one request's SDK retries can run out during a bad minute; the run need not.
+    """
+    for attempt in range(1, tries + 1):
+        try:
+            return await ask()
+        except anthropic.APIError as exc:
+            if not transient(exc) or attempt == tries:
+                raise
+            log.warning("%s failed (%s); asking again", what, type(exc).__name__)
+            await asyncio.sleep(min(2.0**attempt, 30.0))
+    raise AssertionError("unreachable")
 
 
 def _backoff(attempt: int, exc: anthropic.APIError | None) -> float:

@@ -218,7 +218,7 @@ class Variants:
         """
         import anthropic
 
-        from calibration.judges import create_batch_once, find_batch
+        from calibration.judges import create_batch_once, find_batch, patiently
 
         label = hashlib.sha256("\n".join(sorted(keys[t] for t in todo)).encode()).hexdigest()[:40]
         client = model.client
@@ -240,11 +240,20 @@ class Variants:
                 )
             if store is not None:
                 await asyncio.to_thread(store.set_setting, _PAD_BATCH_SCOPE, label, batch_id)
-            while (await client.messages.batches.retrieve(batch_id)).processing_status != "ended":
+            ended = batch_id
+
+            async def status() -> str:
+                return str((await client.messages.batches.retrieve(ended)).processing_status)
+
+            while await patiently(status, what=f"padding batch {batch_id} status") != "ended":
                 await asyncio.sleep(model.poll_interval)
             by_key = {keys[t]: t for t in todo}
             done: set[str] = set()
-            async for item in await client.messages.batches.results(batch_id):
+
+            async def results() -> list[Any]:
+                return [item async for item in await client.messages.batches.results(ended)]
+
+            for item in await patiently(results, what=f"padding batch {batch_id} results"):
                 text = by_key.get(item.custom_id)
                 if text is None or item.result.type != "succeeded" or text in done:
                     continue
