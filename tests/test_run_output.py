@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from calibration.judges import AnthropicJudge
 from calibration.mockapi import MockAnthropic
 from calibration.runner import run_plan
@@ -81,6 +83,7 @@ def test_not_in_a_terminal_the_run_id_comes_at_once_then_plain_progress_lines(tm
     ]
 
 
+@pytest.mark.slow
 def test_a_probe_killed_in_a_pipe_is_resumed_with_the_run_id_it_printed_first(tmp_path: Path) -> None:
     # `judgelab probe` with stderr a pipe (a CI log): the run id is its first line, before any
     # call is made, so after a SIGKILL the run is continued with --resume RUN_ID.
