@@ -334,3 +334,31 @@ def test_the_mock_lists_batches_a_page_at_a_time_newest_first(tmp_path: Path) ->
     with MockAnthropic() as mock:
         made, listed, more = asyncio.run(main(mock.base_url))
     assert listed == made[::-1] and more
+
+
+def test_several_batches_whose_ids_were_all_lost_are_found_again_each_for_its_own_calls(tmp_path: Path) -> None:
+    # Split into batches of 4, 4, 4 and 3 requests; no id is ever stored (as if each reply was
+    # lost), then the run dies. The next run finds all four upstream, the two of equal size
+    # each for its own calls (the oldest match for the earliest intent), and creates none.
+    from calibration.runner import _batch
+
+    plan = plan_of(5)
+    store = Store(tmp_path / "p.duckdb")
+    with MockAnthropic(batch_delay=0.05) as mock:
+        original = _batch.MAX_BATCH_REQUESTS
+        try:
+            _batch.MAX_BATCH_REQUESTS = 4
+            judge = judge_for(mock.base_url)
+            store.set_batch_id = lambda *args: None  # type: ignore[method-assign]
+            crash_once(judge, "wait_batch")
+            with pytest.raises(Crash):
+                run(plan, judge, store)
+            del store.set_batch_id
+            assert [b["batch_id"] for b in store.run_batches(store.unfinished_runs()["run_id"].iloc[0])] == [None] * 4
+            again = run(plan, judge_for(mock.base_url), store)
+        finally:
+            _batch.MAX_BATCH_REQUESTS = original
+        creates = mock.count(CREATES)
+    assert creates == 4
+    assert again.finished and again.errors == 0 and again.collected == 15 and again.issued == 0
+    assert [b["n_requests"] for b in store.run_batches(again.run_id)] == [4, 4, 4, 3]

@@ -687,14 +687,16 @@ async def find_batch(
     requests) and shows a batch's custom ids only once it has ended, so a batch whose id was
     lost (a reply cut short, a process killed before it stored the id) is recognised by what
     the list shows: its creation time (after the recorded intent, less a margin for clock
-    skew) and its request count; batches already claimed (``exclude``) are skipped. The
-    results are checked against the intended custom ids when collected.
+    skew) and its request count; batches already claimed (``exclude``) are skipped, and of
+    several matches the oldest is taken. Results whose custom ids the caller did not intend
+    are left out when collected (their calls come back "missing" and are asked again).
 
     Raises:
         JudgeCallError: If listing the batches failed after retries.
     """
     floor = since.replace(tzinfo=UTC) if since.tzinfo is None else since
     floor -= _CLOCK_MARGIN
+    oldest: str | None = None
     try:
         async for batch in client.messages.batches.list(limit=100):
             created = batch.created_at if batch.created_at.tzinfo else batch.created_at.replace(tzinfo=UTC)
@@ -703,10 +705,12 @@ async def find_batch(
             if batch.id in exclude:
                 continue
             if sum(int(v) for v in batch.request_counts.model_dump().values()) == n_requests:
-                return str(batch.id)
+                # The oldest match: a run's batches were created one after another, each after
+                # its intent, so intents found again in order take them in order.
+                oldest = str(batch.id)
     except anthropic.APIError as exc:
         raise _call_error(model, "batch list", exc) from exc
-    return None
+    return oldest
 
 
 async def create_batch_once(
