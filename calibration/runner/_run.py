@@ -98,9 +98,9 @@ async def arun_plan(
         resume: Continue this run; it must have been made with the same plan.
         concurrency: Most calls in flight at once.
         batch: Submit the uncached calls as one Message Batch (the judge must support it).
-        progress: Show a progress bar (``True``), nothing (``False``), or by default a bar
-            when standard error is a terminal and otherwise plain lines on it: the run id at
-            once, then progress at most every 5 s.
+        progress: ``False``: print nothing. Otherwise the run id comes at once on standard
+            error, then a progress bar (``True``, or by default when standard error is a
+            terminal) or plain progress lines at most every 5 s (by default, when it is not).
         params: The command's options, stored with the run.
         flush_interval: Longest time a finished result waits before it is written.
         flush_size: Results written per transaction at most.
@@ -189,11 +189,14 @@ async def _run(
     task_id = bar.add_task(
         "judging", total=len(plan), completed=len(plan) - len(pending), spend=0.0, unpriced=0
     )
-    # Not a terminal (a log file, a pipe, a CI job): no bar, but the run id at once and plain
-    # progress lines, so a killed run can be continued with --resume RUN_ID.
-    plain = PlainProgress(rid, len(plan)) if progress is None and not terminal else None
+    # The run id at once (unless asked for silence), so a killed run can be continued with
+    # --resume RUN_ID; not in a terminal (a log file, a pipe, a CI job), plain progress lines
+    # follow instead of the bar.
+    plain = PlainProgress(rid, len(plan)) if progress is not False else None
     if plain is not None:
         plain.start(len(plan) - len(pending), resumed=resumed)
+        if show:
+            plain = None  # the bar shows the progress
 
     def on_write(records: Sequence[JudgementRecord]) -> None:
         tally.add(records)
