@@ -205,8 +205,18 @@ class _SpendColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         spend = float(task.fields.get("spend", 0.0))
         unpriced = int(task.fields.get("unpriced", 0))
-        text = f"${spend:.4f}" + (f" (+{unpriced} unpriced)" if unpriced else "")
-        return Text(text, style="green")
+        return Text(_spend_text(spend, unpriced), style="green")
+
+
+def _spend_text(spend: float, unpriced: int) -> str:
+    """Money so far; replies the price table cannot price are "unpriced", never $0.
+
+    >>> _spend_text(0.0, 3), _spend_text(0.5, 2), _spend_text(0.25, 0)
+    ('unpriced', '$0.5000 + 2 unpriced', '$0.2500')
+    """
+    if unpriced and not spend:
+        return "unpriced"
+    return f"${spend:.4f}" + (f" + {unpriced} unpriced" if unpriced else "")
 
 
 def progress_bar(enabled: bool) -> Progress:
@@ -269,7 +279,7 @@ class PlainProgress:
         now = self.clock()
         if now - self._last >= self.every or self.done >= self.total:
             self._last = now
-            money = f"${spend:.4f}" + (f" + {unpriced} unpriced" if unpriced else "")
+            money = _spend_text(spend, unpriced)
             self._say(
                 f"run {self.run_id}: {self.done}/{self.total} calls done, {money}, "
                 f"{now - self._started:.0f} s"
