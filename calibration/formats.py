@@ -529,8 +529,8 @@ def build_call(
         params: Request parameters recorded in the call and its cache key (``max_tokens``,
             ``temperature``, a fake judge's knobs...).
         spec: A team's judge spec (:mod:`calibration.spec`): its templates write the system
-            and user text, and its verdict rule joins the params (so the cache key changes
-            when the rule does).
+            and user text. Its verdict rule is not sent, so it is not in the params nor the
+            cache key: editing only the rule reuses the stored replies, read again under it.
         task_id: The task (or pair) judged; a spec looks its reference answer up by it.
 
     Returns:
@@ -556,10 +556,7 @@ def build_call(
     if spec is not None:
         system, user = (spec.render(kind, fmt, rubric, prompt, answer_list) if task_id is None
                         else spec.render(kind, fmt, rubric, prompt, answer_list, task_id=task_id))
-        return JudgeCall(
-            kind=kind, format=fmt, model=model, system=system, user=user,
-            params={**(params or {}), **spec.request_params(kind, fmt)},
-        )
+        return JudgeCall(kind=kind, format=fmt, model=model, system=system, user=user, params=dict(params or {}))
     return JudgeCall(
         kind=kind,
         format=fmt,

@@ -23,7 +23,7 @@ import math
 import os
 import tomllib
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -418,12 +418,13 @@ def estimate_calls(
     batch: bool = False,
     cache: bool | None = None,
     prices: PriceTable | None = None,
+    prefix_tokens: Mapping[str, int] | None = None,
 ) -> CostEstimate:
     """Preview the cost of a list of :class:`~calibration.judges.JudgeCall` objects.
 
-    Tokens are :func:`approx_tokens` of the system and user text. When the system block is
-    prompt-cached, the first call per distinct system block writes it to the cache and later
-    calls read it.
+    Tokens are :func:`approx_tokens` of the system and user text, or for a system block the
+    exact count in ``prefix_tokens`` when given. When the system block is prompt-cached, the
+    first call per distinct system block writes it to the cache and later calls read it.
 
     Args:
         calls: The calls (all for one model).
@@ -434,11 +435,14 @@ def estimate_calls(
             counts as not cached); ``True``: assume every system block is cached; ``False``:
             none is.
         prices: A loaded table (default: :func:`load_prices`).
+        prefix_tokens: Exact tokens of system blocks, by their text (from the API's token
+            counter); they decide whether a block reaches the model's minimum cacheable length.
 
     Raises:
         InputError: If the calls name more than one model.
     """
     table = prices if prices is not None else load_prices()
+    exact = prefix_tokens or {}
     seen: set[str] = set()
     usage = TokenUsage()
     models: set[str] = set()
@@ -446,7 +450,7 @@ def estimate_calls(
     for call in calls:
         n += 1
         models.add(call.model)
-        system, user = approx_tokens(call.system), approx_tokens(call.user)
+        system, user = exact.get(call.system, approx_tokens(call.system)), approx_tokens(call.user)
         cached = cache if cache is not None else bool(table.cache_applies(call.model, system))
         if not cached:
             usage += TokenUsage(input_tokens=system + user, output_tokens=output_tokens)
@@ -463,7 +467,8 @@ def estimate_calls(
         raise InputError(f"estimate_calls: calls name several models: {sorted(models)}")
     model = models.pop() if models else ""
     usd = table.cost(model, usage, batch=batch) if model else 0.0
-    method = f"~4 characters per token, {output_tokens} output tokens per call" + (
+    counted = "exact rubric-block tokens, ~4 characters per token for the rest" if exact else "~4 characters per token"
+    method = f"{counted}, {output_tokens} output tokens per call" + (
         ", system block prompt-cached" if usage.cache_write_tokens or usage.cache_read_tokens else ""
     )
     return CostEstimate(model, n, usage, usd, batch, method)
@@ -486,7 +491,12 @@ class PlanEstimate:
         token_method: How the prompt tokens were counted, in words.
         output_tokens_per_call: Completion tokens assumed per reply.
         cost_usd: The calls at list price (``None`` when unpriced).
-        cost_usd_batch: The calls as a Message Batch (``None`` when unpriced).
+        cost_usd_batch: The calls as a Message Batch, cache hits as in a live run: one write
+            of the rubric block (at the 1-hour rate: batches send a 1-hour TTL), then reads
+            (``None`` when unpriced). The low end of a range: in a batch, cache hits are best
+            effort.
+        cost_usd_batch_high: The calls as a Message Batch with no cache hit at all: every
+            request writes the rubric block at the 1-hour rate (the high end).
         batch: Whether the run would use Message Batches.
         prompt_cache: Whether the rubric block is prompt-cached: ``"applies"`` (it reaches the
             model's minimum cacheable length: written once, then read), ``"below minimum"``
@@ -494,6 +504,8 @@ class PlanEstimate:
             minimum"`` (the table has none for the model: priced as uncached, an upper bound)
             or ``"no calls"``.
         cache_prefix_tokens: Tokens of the longest rubric (system) block, the cached prefix.
+        prefix_method: How the rubric block's tokens were counted (``"exact"`` from the API's
+            token counter, or ``"approximate"``); they decide whether the cache applies.
         cache_min_tokens: The model's minimum cacheable prompt length (``None``: unknown).
         padding_rewrites: Model rewrites the padded variants need (0 when padding offline).
         padding_input_tokens: Prompt tokens of the rewrites.
@@ -517,9 +529,11 @@ class PlanEstimate:
     output_tokens_per_call: int
     cost_usd: float | None
     cost_usd_batch: float | None
+    cost_usd_batch_high: float | None
     batch: bool
     prompt_cache: str
     cache_prefix_tokens: int
+    prefix_method: str
     cache_min_tokens: int | None
     padding_rewrites: int
     padding_input_tokens: int
@@ -551,6 +565,8 @@ def estimate_plan(
     padded_texts: Iterable[str] = (),
     batch: bool = False,
     prices: PriceTable | None = None,
+    prefix_tokens: Mapping[str, int] | None = None,
+    batch_cache_ttl: str = "1h",
 ) -> PlanEstimate:
     """Price a plan's judge calls and its padding rewrites.
 
@@ -573,6 +589,11 @@ def estimate_plan(
         batch: Whether the run would use Message Batches (the batch price is always shown;
             the padding rewrites are priced at it, as they go through the batch too).
         prices: A loaded table (default: :func:`load_prices`).
+        prefix_tokens: Exact tokens of the rubric (system) blocks, by their text, from the
+            API's token counter: they decide whether the cache applies (instead of ~4
+            characters per token) and are priced as counted.
+        batch_cache_ttl: The cache TTL batch requests carry (``"1h"``, the judge's default:
+            their cache writes are priced at the 1-hour rate; ``"5m"``).
 
     Returns:
         The :class:`PlanEstimate`; every cost is ``None`` when ``model`` is not in the table.
@@ -582,8 +603,9 @@ def estimate_plan(
     """
     table = prices if prices is not None else load_prices()
     todo = [call for key, call in requests.items() if key not in cached]
-    priced = estimate_calls(todo, output_tokens=output_tokens, prices=table)
-    prefix = max((approx_tokens(call.system) for call in todo), default=0)
+    exact_prefix = dict(prefix_tokens or {})
+    priced = estimate_calls(todo, output_tokens=output_tokens, prices=table, prefix_tokens=exact_prefix)
+    prefix = max((exact_prefix.get(call.system, approx_tokens(call.system)) for call in todo), default=0)
     applies = table.cache_applies(model, prefix)
     prompt_cache = (
         "no calls" if not todo
@@ -595,8 +617,24 @@ def estimate_plan(
     method = APPROX_METHOD
     if exact_prompt_tokens is not None:
         method = EXACT_METHOD
-        if usage.prompt_tokens:
+        if exact_prefix and all(call.system in exact_prefix for call in todo):
+            # The cached part is exact already; the rest of the count is uncached input.
+            cached_part = usage.cache_write_tokens + usage.cache_read_tokens
+            usage = replace(usage, input_tokens=max(exact_prompt_tokens - cached_part, 0))
+        elif usage.prompt_tokens:
             usage = _scaled_prompt(usage, exact_prompt_tokens / usage.prompt_tokens)
+    # A batch sends the cache TTL the judge sets (1 hour by default): its writes cost the
+    # 1-hour rate. Its cache hits are best effort: from the live run's one write and reads
+    # (low) to every request writing the block (high).
+    if batch_cache_ttl == "1h":
+        writes_low = TokenUsage(cache_write_1h_tokens=usage.cache_write_tokens)
+        writes_high = TokenUsage(cache_write_1h_tokens=usage.cache_write_tokens + usage.cache_read_tokens)
+    else:
+        writes_low = TokenUsage(cache_write_tokens=usage.cache_write_tokens)
+        writes_high = TokenUsage(cache_write_tokens=usage.cache_write_tokens + usage.cache_read_tokens)
+    base = TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    batch_low = base + writes_low + TokenUsage(cache_read_tokens=usage.cache_read_tokens)
+    batch_high = base + writes_high
     known = table.price(model) is not None
     padded = list(padded_texts)
     instruction = approx_tokens(PAD_INSTRUCTION)
@@ -618,11 +656,13 @@ def estimate_plan(
         prompt_tokens=(
             exact_prompt_tokens if exact_prompt_tokens is not None else priced.usage.prompt_tokens
         ),
+        cost_usd_batch_high=table.cost(model, batch_high, batch=True) if known else None,
+        prefix_method="exact" if exact_prefix else "approximate",
         output_tokens=usage.output_tokens,
         token_method=method,
         output_tokens_per_call=output_tokens,
         cost_usd=table.cost(model, usage) if known else None,
-        cost_usd_batch=table.cost(model, usage, batch=True) if known else None,
+        cost_usd_batch=table.cost(model, batch_low, batch=True) if known else None,
         batch=batch,
         prompt_cache=prompt_cache,
         cache_prefix_tokens=prefix,

@@ -60,7 +60,7 @@ def test_judge_probe_quickstart_as_written(tmp_path: Path, monkeypatch: pytest.M
     # Re-running the same probe spends nothing: every request is answered from the cache.
     again = invoke("probe", "--judge", "fake", "--fake-position", "0.4", "--fake-verbosity", "0.3",
                    "--dataset", "sample", "--n", "25", "--out", "again.jsonl", "--json")
-    run = json.loads(again.output)["run"]
+    run = json.loads(again.stdout)["run"]
     assert run["issued"] == 0 and run["cached"] == run["planned"] == len(rows)
 
 
@@ -72,7 +72,7 @@ def test_report_json_and_stdout(tmp_path: Path) -> None:
     printed = invoke("report", str(out), "--db", db)
     assert printed.exit_code == 0 and printed.output.startswith("# LLM-as-judge bias report card")
     assert "| Byline" in printed.output and "After swap-avg" not in printed.output.split("\n\n")[2]
-    as_json = json.loads(invoke("report", str(out), "--mitigate", "--json", "--db", db).output)
+    as_json = json.loads(invoke("report", str(out), "--mitigate", "--json", "--db", db).stdout)
     assert [r["bias"] for r in as_json["rows"]] == ["position", "formatting", "byline"]
     position = as_json["rows"][0]
     assert as_json["mitigate"] is True and position["after_swap_avg"]["units"] == "percentage points"
@@ -82,7 +82,7 @@ def test_report_json_and_stdout(tmp_path: Path) -> None:
 def test_estimate_json_and_unknown_model(tmp_path: Path) -> None:
     db = str(tmp_path / "none.duckdb")
     payload = json.loads(invoke("estimate", "--n", "5", "--biases", "position,byline", "--json",
-                                "--db", db).output)
+                                "--db", db).stdout)
     assert payload["calls"] == payload["distinct_requests"] == 20  # 5 pairs x 2 orders x 2 probes
     assert payload["spent"] == 0.0 and payload["cost_usd_batch"] == pytest.approx(payload["cost_usd"] / 2)
     assert payload["padding_rewrites"] == 0
@@ -122,11 +122,11 @@ def test_the_real_sdk_path_against_the_local_server(tmp_path: Path) -> None:
     faults = FaultPlan(rate=0.2, kinds=("429", "529"), retry_after=0.01, seed=3)
     with MockAnthropic(faults=faults, batch_delay=0.05) as mock:
         est = json.loads(invoke("estimate", "--n", "4", "--base-url", mock.base_url, "--json",
-                                "--db", db).output)
+                                "--db", db).stdout)
         assert est["token_method"].startswith("exact") and est["padding_rewrites"] == 8
         result = invoke("probe", "--n", "4", "--base-url", mock.base_url, "--db", db, "--out",
                         str(out), "--json", "--no-progress")
-        payload = json.loads(result.output)
+        payload = json.loads(result.stdout)
         run = payload["run"]
         # Every planned judgement arrived despite injected 429/529/500s: none lost.
         assert run["finished"] and run["parsed"] == run["planned"] and run["errors"] == 0
@@ -134,12 +134,12 @@ def test_the_real_sdk_path_against_the_local_server(tmp_path: Path) -> None:
         assert payload["padding"]["rewrites"] == 8  # padded by the model through the API
         assert run["issued"] == est["calls"]
         again = json.loads(invoke("estimate", "--n", "4", "--base-url", mock.base_url, "--json",
-                                  "--db", db).output)
+                                  "--db", db).stdout)
         assert again["calls"] == 0 and again["already_cached"] == est["distinct_requests"]
         direct = mock.count("POST /v1/messages")
         batch = json.loads(invoke("probe", "--n", "6", "--batch", "--poll-interval", "0.02",
                                   "--base-url", mock.base_url, "--db", db, "--out",
-                                  str(tmp_path / "b.jsonl"), "--json").output)
+                                  str(tmp_path / "b.jsonl"), "--json").stdout)
         # Issue 14: with --batch the new padding rewrites go through a batch of their own too
         # (one for the rewrites, one for the judge calls), and nothing goes out one by one.
         assert batch["run"]["finished"] and mock.count("POST /v1/messages/batches") == 2
@@ -182,7 +182,7 @@ def test_pool_probes_use_the_project_database(tmp_path: Path) -> None:
     card = invoke("report", str(out), "--db", db).output
     assert "Padding audits: 1 of 2 audits (50%) found that the rewrite added content" in card
     run_id = rows[0]["run_id"]
-    assert json.loads(invoke("report", str(out), "--json", "--db", db).output)["analysis"]["runs"] == [run_id]
+    assert json.loads(invoke("report", str(out), "--json", "--db", db).stdout)["analysis"]["runs"] == [run_id]
 
 
 def test_unfinished_run_exits_zero_with_failures_counted_and_resumes(tmp_path: Path) -> None:
@@ -194,10 +194,10 @@ def test_unfinished_run_exits_zero_with_failures_counted_and_resumes(tmp_path: P
         failed = CliRunner().invoke(main, [*args, "--base-url", mock.base_url, "--concurrency", "2"])
         # Issue 14: failures after retries are recorded and counted; the run ends normally.
         assert failed.exit_code == 0
-        run = json.loads(failed.output)["run"]
+        run = json.loads(failed.stdout)["run"]
         assert run["errors"] == 6 and not run["finished"] and run["error_samples"]
         mock.faults = FaultPlan()
         done = invoke(*args, "--base-url", mock.base_url)
-        again = json.loads(done.output)["run"]
+        again = json.loads(done.stdout)["run"]
         assert done.exit_code == 0 and again["resumed"] and again["run_id"] == run["run_id"]
         assert again["finished"] and again["issued"] == 6

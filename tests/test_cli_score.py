@@ -73,14 +73,14 @@ def test_analyst_path_with_a_judge_spec(tmp_path: Path) -> None:
         assert all(b["messages"][0]["content"].startswith("[Customer Ticket]\n") for b in bodies)
         assert all("Two rated examples:" in b["system"][0]["text"] for b in bodies)
         # 2. The same command again spends nothing: every request comes from the cache.
-        again = json.loads(invoke("score", "--judge-spec", str(SPEC), "--base-url", url, "--db", db, "--json").output)
+        again = json.loads(invoke("score", "--judge-spec", str(SPEC), "--base-url", url, "--db", db, "--json").stdout)
         assert again["run"]["issued"] == 0 and again["run"]["cached"] == 140
         # 3. Labels; then the same judge with its examples declared own-family: the requests are
         #    the same (all from the cache), the run records the new declaration.
         assert invoke("import", "labels", str(_labels(tmp_path / "labels.csv")), "--db", db).exit_code == 0
         own_spec = _own_family_examples(tmp_path)
         own = json.loads(invoke("score", "--judge-spec", str(own_spec), "--base-url", url, "--labelled",
-                                "--db", db, "--json").output)["run"]
+                                "--db", db, "--json").stdout)["run"]
         assert own["issued"] == 0 and own["cached"] == 140 and own["run_id"] != run_id
     # 4. A reworded prompt changes every request: scored again, here as one Message Batch (the
     #    mock's fake judge now reads and answers the reworded prompt).
@@ -91,7 +91,7 @@ def test_analyst_path_with_a_judge_spec(tmp_path: Path) -> None:
                        "--poll-interval", "0.05", "--db", db, "--json")
         batches = [r.body for r in mock.received if r.path == "/v1/messages/batches" and r.method == "POST"]
     assert batch.exit_code == 0, batch.output
-    assert json.loads(batch.output)["run"]["issued"] == json.loads(batch.output)["run"]["parsed"] == 140
+    assert json.loads(batch.stdout)["run"]["issued"] == json.loads(batch.stdout)["run"]["parsed"] == 140
     assert len(batches) == 1 and len(batches[0]["requests"]) == 140
     assert all("explain your rating briefly" in r["params"]["system"][0]["text"].lower()
                for r in batches[0]["requests"])
@@ -100,11 +100,11 @@ def test_analyst_path_with_a_judge_spec(tmp_path: Path) -> None:
     assert all(r["raw"].endswith(f"Rating: [[{int(r['score'])}]]") for r in rows)
     # 5. Calibrate: the provenance audit lists the spec's declared authors.
     human = json.loads(invoke("calibrate", "--judge-run", run_id, "--out", str(tmp_path / "a.md"),
-                              "--resamples", "20", "--json", "--db", db).output)["provenance"]
+                              "--resamples", "20", "--json", "--db", db).stdout)["provenance"]
     assert ["2 few-shot example(s) (judge spec support-judge-fastchat)", "human", "Support QA team"] in human["records"]
     assert human["bound"] is None
     upper = json.loads(invoke("calibrate", "--judge-run", own["run_id"], "--out", str(tmp_path / "b.md"),
-                              "--resamples", "20", "--json", "--db", db).output)["provenance"]
+                              "--resamples", "20", "--json", "--db", db).stdout)["provenance"]
     assert upper["bound"] == "upper"
     assert upper["own_family_artifacts"] == ["2 few-shot example(s) (judge spec support-judge-fastchat)"]
     assert "UPPER BOUND" in (tmp_path / "b.md").read_text()
@@ -123,10 +123,10 @@ def test_an_interrupted_scoring_run_resumes_without_paying_twice(tmp_path: Path)
                 "--db", db, "--json"]
         first = invoke(*args)
         assert first.exit_code == 1, "an unfinished run exits non-zero"
-        run = json.loads(first.output)["run"]
+        run = json.loads(first.stdout)["run"]
         assert not run["finished"] and run["errors"] > 0 and run["parsed"] + run["errors"] == 140
         mock.faults = FaultPlan()
-        second = json.loads(invoke(*args).output)["run"]
+        second = json.loads(invoke(*args).stdout)["run"]
     assert second["run_id"] == run["run_id"] and second["resumed"] and second["finished"]
     assert second["answered_before"] == run["parsed"] and second["issued"] == run["errors"]
     assert second["parsed"] == 140

@@ -395,7 +395,8 @@ def test_an_interrupted_batch_is_collected_not_paid_twice(store: Store) -> None:
         batch_id = asyncio.run(submit_then_die())
         store.start_judge_run("run-x", judge_kind="anthropic", model=judge.model,
                               plan_hash=plan_hash(plan, keys), n_planned=len(plan))
-        store.add_run_batch("run-x", batch_id, sorted(set(keys.values())))
+        batch_no, _ = store.plan_run_batch("run-x", sorted(set(keys.values())))
+        store.set_batch_id("run-x", batch_no, batch_id)
         summary = run(plan, anthropic_judge(mock), store, batch=True, poll_interval=0.02)
         assert summary.run_id == "run-x" and summary.resumed and summary.finished
         assert summary.issued == 0 and summary.parsed == len(plan)

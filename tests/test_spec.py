@@ -212,17 +212,19 @@ def test_answer_text_cannot_close_its_block_or_fill_a_placeholder() -> None:
     assert read is not None and read.answers == (HOSTILE.strip(), "Plain.") and read.prompt == "Why?"
 
 
-def test_build_call_uses_the_spec_and_keys_on_its_verdict_rule() -> None:
+def test_build_call_uses_the_spec_and_keys_on_what_is_sent_not_the_verdict_rule() -> None:
     spec = parse_spec(_doc())
     call = formats.build_call("pointwise", "likert5", "m", RUBRIC, "Why?", "Because.", {"max_tokens": 9}, spec=spec)
-    assert call.user == "Q: Why?\nAnswer:\nBecause.\nEnd of answer." and "verdict_rule" in call.params
+    assert call.user == "Q: Why?\nAnswer:\nBecause.\nEnd of answer." and "verdict_rule" not in call.params
     doc = _doc()
     templates = doc["templates"]
     assert isinstance(templates, list)
     templates[1]["verdict"]["regex"] = r"Rating: \[\[(\d)\]\]"  # same prompt, another rule
     other = formats.build_call("pointwise", "likert5", "m", RUBRIC, "Why?", "Because.", {"max_tokens": 9},
                                spec=parse_spec(doc))
-    assert other.user == call.user and other.cache_key != call.cache_key
+    # Issue 30, item 7: the rule is not sent, so it is not in the key (stored replies are read
+    # again under the new rule instead of bought again).
+    assert other.user == call.user and other.cache_key == call.cache_key
     assert formats.build_call("pointwise", "likert5", "m", RUBRIC, "Why?", "Because.").user.startswith("<task>")
 
 

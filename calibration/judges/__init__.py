@@ -5,6 +5,9 @@ from calibration.judges._anthropic import (
     AnthropicJudge,
     BatchStatus,
     JudgeCallError,
+    create_batch_once,
+    find_batch,
+    patiently,
     rejects_sampling_params,
 )
 from calibration.judges._base import Failure, FailureKind, Judge, JudgeCall, Judgement
@@ -27,6 +30,9 @@ __all__ = [
     "Judgement",
     "Kind",
     "TextFeatures",
+    "create_batch_once",
+    "find_batch",
+    "patiently",
     "rejects_sampling_params",
     "text_features",
     "text_quality",

@@ -42,9 +42,10 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anthropic
 
@@ -58,6 +59,8 @@ if TYPE_CHECKING:  # the spec module imports the formats, which import this pack
     from calibration.spec import JudgeSpec
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 """The default judge: a current Sonnet that still accepts ``temperature=0`` (reproducible verdicts)."""
@@ -430,6 +433,7 @@ class AnthropicJudge:
             input_tokens=usage.input_tokens + usage.cache_write_tokens + usage.cache_write_1h_tokens,
             output_tokens=usage.output_tokens,
             cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens + usage.cache_write_1h_tokens,
             cost_usd=table.cost(call.model, usage, batch=batch),
             latency_s=latency,
             attempts=attempts,
@@ -454,15 +458,61 @@ class AnthropicJudge:
                 raise _call_error(self.model, "count_tokens", exc) from exc
         return int(counted.input_tokens)
 
+    async def count_prefix_tokens(self, call: JudgeCall) -> int:
+        """The exact tokens of ``call``'s rubric (system) block, the prefix the cache would hold.
+
+        Two counts (``POST /v1/messages/count_tokens``): a one-character message with the
+        block and without it; the difference is the block.
+
+        Raises:
+            JudgeCallError: If a request failed after retries.
+        """
+        body = self.request(call)
+        probe = [{"role": "user", "content": "."}]
+        client, semaphore, _ = self._resources()
+        async with semaphore:
+            try:
+                with_block = await client.messages.count_tokens(
+                    model=body["model"], system=body["system"], messages=probe  # type: ignore[arg-type]
+                )
+                without = await client.messages.count_tokens(model=body["model"], messages=probe)  # type: ignore[arg-type]
+            except anthropic.APIError as exc:
+                raise _call_error(self.model, "count_tokens", exc) from exc
+        return max(int(with_block.input_tokens) - int(without.input_tokens), 0)
+
     # ------------------------------------------------------------------ Message Batches
 
-    async def submit_batch(self, calls: Sequence[JudgeCall] | Mapping[str, JudgeCall]) -> str:
-        """Submit calls as one Message Batch (half price, results within 24 h).
+    def batch_requests(self, calls: Sequence[JudgeCall] | Mapping[str, JudgeCall]) -> list[dict[str, Any]]:
+        """The ``requests`` of a Message Batch of ``calls`` (custom id and Messages params).
+
+        A sequence uses each call's cache key as its ``custom_id`` (identical calls are sent
+        once); a mapping supplies the custom ids (``^[A-Za-z0-9_-]{1,64}$``).
+
+        Raises:
+            InputError: If there are no calls or a custom id is invalid.
+        """
+        by_id = dict(calls) if isinstance(calls, Mapping) else {c.cache_key: c for c in calls}
+        if not by_id:
+            raise InputError("submit_batch: no calls to submit")
+        bad = [cid for cid in by_id if not _CUSTOM_ID.fullmatch(cid)]
+        if bad:
+            raise InputError(f"submit_batch: invalid custom ids {bad[:3]!r}; use ^[A-Za-z0-9_-]{{1,64}}$")
+        ttl = self.batch_cache_ttl
+        return [{"custom_id": cid, "params": self.request(call, ttl=ttl)} for cid, call in by_id.items()]
+
+    async def submit_batch(
+        self,
+        calls: Sequence[JudgeCall] | Mapping[str, JudgeCall],
+        *,
+        since: datetime | None = None,
+        exclude: Collection[str] = (),
+    ) -> str:
+        """Submit calls as one Message Batch (half price, results within 24 h), exactly once.
 
         Args:
-            calls: The calls. A sequence uses each call's cache key as its ``custom_id``
-                (identical calls are sent once); a mapping supplies the custom ids
-                (``^[A-Za-z0-9_-]{1,64}$``).
+            calls: The calls (see :meth:`batch_requests` for their custom ids).
+            since: When the caller recorded its intent to submit (UTC); default now.
+            exclude: Batch ids already claimed by other work (never adopted).
 
         Returns:
             The batch id, for :meth:`poll_batch` and :meth:`collect_batch`.
@@ -472,29 +522,39 @@ class AnthropicJudge:
             JudgeCallError: If the submission failed after retries.
         """
         by_id = dict(calls) if isinstance(calls, Mapping) else {c.cache_key: c for c in calls}
-        if not by_id:
-            raise InputError("submit_batch: no calls to submit")
-        bad = [cid for cid in by_id if not _CUSTOM_ID.fullmatch(cid)]
-        if bad:
-            raise InputError(f"submit_batch: invalid custom ids {bad[:3]!r}; use ^[A-Za-z0-9_-]{{1,64}}$")
-        requests = [
-            {"custom_id": cid, "params": self.request(call, ttl=self.batch_cache_ttl)} for cid, call in by_id.items()
-        ]
-        try:
-            batch = await self.client.messages.batches.create(requests=requests)  # type: ignore[arg-type]
-        except anthropic.APIError as exc:
-            raise _call_error(self.model, "batch submission", exc) from exc
-        self._batches[batch.id] = by_id
-        return str(batch.id)
+        requests = self.batch_requests(by_id)
+        batch_id = await create_batch_once(
+            self.client, requests, since=since, exclude=exclude, max_retries=self.max_retries, model=self.model
+        )
+        self._batches[batch_id] = by_id
+        return batch_id
+
+    async def find_batch(
+        self, n_requests: int, *, since: datetime, exclude: Collection[str] = ()
+    ) -> str | None:
+        """The batch of ``n_requests`` requests created after ``since`` that is not in ``exclude``.
+
+        See :func:`find_batch`.
+
+        Raises:
+            JudgeCallError: If listing the batches failed after retries.
+        """
+        return await find_batch(self.client, n_requests, since=since, exclude=exclude, model=self.model)
 
     async def poll_batch(self, batch_id: str) -> BatchStatus:
         """The batch's processing status and request counts.
 
+        A status check is safe to repeat: one whose retries ran out on transient faults is
+        asked again (:func:`patiently`), so a batch being waited for is not lost to a bad
+        minute of its status checks.
+
         Raises:
             JudgeCallError: If the request failed after retries.
         """
+        client = self.client
         try:
-            batch = await self.client.messages.batches.retrieve(batch_id)
+            batch = await patiently(lambda: client.messages.batches.retrieve(batch_id),
+                                    tries=_POLL_TRIES, what=f"batch {batch_id} status")
         except anthropic.APIError as exc:
             raise _call_error(self.model, f"batch {batch_id} status", exc) from exc
         return BatchStatus(batch.id, batch.processing_status, batch.request_counts.model_dump())
@@ -521,6 +581,8 @@ class AnthropicJudge:
         batch_id: str,
         calls: Mapping[str, JudgeCall] | None = None,
         rubric: Rubric | None = None,
+        *,
+        skip_unknown: bool = False,
     ) -> dict[str, Judgement]:
         """Every result of an ended batch, as judgements keyed by custom id.
 
@@ -533,9 +595,12 @@ class AnthropicJudge:
             calls: Custom id -> call, as submitted; default: what this judge submitted in this
                 process (pass it when collecting after a restart).
             rubric: Gives pointwise judgements their ``passed`` verdict.
+            skip_unknown: Leave out results for custom ids not in ``calls`` (requests of the
+                batch the caller no longer needs) instead of refusing them.
 
         Raises:
-            JudgeError: If the batch has not ended, or results name an unknown custom id.
+            JudgeError: If the batch has not ended, or results name an unknown custom id
+                (unless ``skip_unknown``).
             JudgeCallError: If a request failed after retries.
         """
         known = dict(calls) if calls is not None else self._batches.get(batch_id)
@@ -547,10 +612,37 @@ class AnthropicJudge:
         if not status.ended:
             raise JudgeError(f"batch {batch_id} is still {status.processing_status}; poll until it has ended")
         out: dict[str, Judgement] = {}
+        expected = sum(int(v) for v in status.counts.values())
+        for attempt in range(self.max_retries + 1):
+            out, seen = await self._read_results(batch_id, known, rubric, skip_unknown=skip_unknown)
+            # A results file cut at a line break decodes, yet names fewer requests than the
+            # batch holds: read it again (a download is free) rather than call them missing.
+            if seen >= expected:
+                break
+            log.warning("batch %s: results file names %d of %d requests (read %d); reading it again",
+                        batch_id, seen, expected, attempt + 1)
+        for custom_id, call in known.items():
+            if custom_id not in out:
+                out[custom_id] = _failed(call, "batch result missing: the results file did not mention it")
+        return out
+
+    async def _read_results(
+        self, batch_id: str, known: Mapping[str, JudgeCall], rubric: Rubric | None, *, skip_unknown: bool
+    ) -> tuple[dict[str, Judgement], int]:
+        """One download of a batch's results: judgements by custom id, and the results it named."""
+        out: dict[str, Judgement] = {}
+        seen: set[str] = set()
+        client = self.client
+
+        async def download() -> list[Any]:
+            return [item async for item in await client.messages.batches.results(batch_id)]
+
         try:
-            results = await self.client.messages.batches.results(batch_id)
-            async for item in results:
+            for item in await patiently(download, tries=_POLL_TRIES, what=f"batch {batch_id} results"):
+                seen.add(item.custom_id)
                 call = known.get(item.custom_id)
+                if call is None and skip_unknown:
+                    continue
                 if call is None:
                     raise JudgeError(f"batch {batch_id} returned unknown custom id {item.custom_id!r}")
                 result = item.result
@@ -565,10 +657,7 @@ class AnthropicJudge:
                     out[item.custom_id] = _failed(call, f"batch {result.type}")
         except anthropic.APIError as exc:
             raise _call_error(self.model, f"batch {batch_id} results", exc) from exc
-        for custom_id, call in known.items():
-            if custom_id not in out:
-                out[custom_id] = _failed(call, "batch result missing: the results file did not mention it")
-        return out
+        return out, len(seen)
 
     async def cancel_batch(self, batch_id: str) -> BatchStatus:
         """Ask the API to cancel a batch (requests not yet processed come back ``canceled``)."""
@@ -577,6 +666,135 @@ class AnthropicJudge:
         except anthropic.APIError as exc:
             raise _call_error(self.model, f"batch {batch_id} cancel", exc) from exc
         return BatchStatus(batch.id, batch.processing_status, batch.request_counts.model_dump())
+
+
+# Status checks of a batch being waited for, each with the SDK's retries, before giving up.
+_POLL_TRIES = 4
+# A batch found upstream may have been created up to this long before the intent was recorded
+# by the local clock (the two clocks differ).
+_CLOCK_MARGIN = timedelta(minutes=5)
+# Statuses after which a batch create certainly created nothing: the request was refused.
+_REFUSED = frozenset({400, 401, 403, 404, 413, 422})
+
+
+async def find_batch(
+    client: anthropic.AsyncAnthropic,
+    n_requests: int,
+    *,
+    since: datetime,
+    exclude: Collection[str] = (),
+    model: str = "judge",
+) -> str | None:
+    """A batch this workspace created after ``since`` with ``n_requests`` requests, if any.
+
+    The Message Batches API keeps no client-side marker on a batch (``create`` takes only the
+    requests) and shows a batch's custom ids only once it has ended, so a batch whose id was
+    lost (a reply cut short, a process killed before it stored the id) is recognised by what
+    the list shows: its creation time (after the recorded intent, less a margin for clock
+    skew) and its request count; batches already claimed (``exclude``) are skipped, and of
+    several matches the oldest is taken. Results whose custom ids the caller did not intend
+    are left out when collected (their calls come back "missing" and are asked again).
+
+    Raises:
+        JudgeCallError: If listing the batches failed after retries.
+    """
+    floor = since.replace(tzinfo=UTC) if since.tzinfo is None else since
+    floor -= _CLOCK_MARGIN
+    oldest: str | None = None
+    try:
+        async for batch in client.messages.batches.list(limit=100):
+            created = batch.created_at if batch.created_at.tzinfo else batch.created_at.replace(tzinfo=UTC)
+            if created < floor:
+                break  # newest first: the rest are older still
+            if batch.id in exclude:
+                continue
+            if sum(int(v) for v in batch.request_counts.model_dump().values()) == n_requests:
+                # The oldest match: a run's batches were created one after another, each after
+                # its intent, so intents found again in order take them in order.
+                oldest = str(batch.id)
+    except anthropic.APIError as exc:
+        raise _call_error(model, "batch list", exc) from exc
+    return oldest
+
+
+async def create_batch_once(
+    client: anthropic.AsyncAnthropic,
+    requests: list[dict[str, Any]],
+    *,
+    since: datetime | None = None,
+    exclude: Collection[str] = (),
+    max_retries: int = 6,
+    model: str = "judge",
+) -> str:
+    """Create a Message Batch and return its id, never creating it twice.
+
+    A create whose reply is lost (cut short, a timeout, a reset, a 5xx) may have created the
+    batch all the same, so it is not retried blindly as the SDK would: before each new attempt
+    the batches created since ``since`` are listed (:func:`find_batch`) and one of the same
+    size is adopted. Only a refusal (4xx other than 408/409/429) is final at once.
+
+    Raises:
+        JudgeCallError: If no attempt created the batch (after ``max_retries`` retries).
+    """
+    start = since or datetime.now(UTC)
+    once = client.with_options(max_retries=0)
+    last: anthropic.APIError | None = None
+    for attempt in range(max_retries + 1):
+        if attempt:
+            found = await find_batch(client, len(requests), since=start, exclude=exclude, model=model)
+            if found is not None:
+                log.info("batch create: adopted %s, created by an attempt whose reply was lost", found)
+                return found
+            await asyncio.sleep(_backoff(attempt, last))
+        try:
+            batch = await once.messages.batches.create(requests=requests)  # type: ignore[arg-type]
+            return str(batch.id)
+        except anthropic.APIStatusError as exc:
+            if exc.status_code in _REFUSED:
+                raise _call_error(model, "batch submission", exc) from exc
+            last = exc
+        except anthropic.APIError as exc:  # connection, timeout, undecodable reply
+            last = exc
+    found = await find_batch(client, len(requests), since=start, exclude=exclude, model=model)
+    if found is not None:
+        return found
+    assert last is not None
+    raise _call_error(model, "batch submission", last) from last
+
+
+def transient(exc: anthropic.APIError) -> bool:
+    """Whether a failed request may succeed if asked again (no reply, a cut reply, 408/409/429/5xx)."""
+    status = getattr(exc, "status_code", None)
+    return isinstance(exc, UndecodableReply) or status is None or status in (408, 409, 429) or status >= 500
+
+
+async def patiently(ask: Callable[[], Awaitable[T]], *, tries: int = 4, what: str = "request") -> T:
+    """``await ask()``, asked again (up to ``tries`` times in all) after a transient failure.
+
+    For reads that are safe to repeat (a batch's status, its results file) and that a run
+    waits on: one request's SDK retries can run out during a bad minute; the run need not.
+    """
+    for attempt in range(1, tries + 1):
+        try:
+            return await ask()
+        except anthropic.APIError as exc:
+            if not transient(exc) or attempt == tries:
+                raise
+            log.warning("%s failed (%s); asking again", what, type(exc).__name__)
+            await asyncio.sleep(min(2.0**attempt, 30.0))
+    raise AssertionError("unreachable")
+
+
+def _backoff(attempt: int, exc: anthropic.APIError | None) -> float:
+    """Seconds before create attempt ``attempt`` (``retry-after`` when the refusal said)."""
+    response = getattr(exc, "response", None)
+    header = response.headers.get("retry-after") if response is not None else None
+    try:
+        if header is not None:
+            return min(float(header), 60.0)
+    except ValueError:
+        pass
+    return min(0.5 * 2 ** (attempt - 1), 8.0)
 
 
 def _failed(call: JudgeCall, reason: str) -> Judgement:

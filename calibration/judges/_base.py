@@ -103,6 +103,8 @@ class Judgement:
         input_tokens: Prompt tokens billed (including cache writes).
         output_tokens: Completion tokens billed.
         cache_read_tokens: Prompt tokens read from the prompt cache.
+        cache_write_tokens: Prompt tokens written to the prompt cache (part of
+            ``input_tokens``).
         cost_usd: Money spent on this call at list price (``None`` if the model is not
             in the price table).
         latency_s: Wall-clock seconds the call took, retries included.
@@ -127,6 +129,7 @@ class Judgement:
     latency_s: float = 0.0
     attempts: int = 1
     failure_kind: FailureKind | None = None
+    cache_write_tokens: int = 0
 
     def __post_init__(self) -> None:
         """Fill in ``failure_kind`` for a reply that did not parse (the kind no judge need name)."""

@@ -428,7 +428,10 @@ class FakeJudge:
         *, task_id: str | None = None,
     ) -> JudgeCall:
         """The :class:`JudgeCall` this judge would make (see :func:`calibration.formats.build_call`)."""
-        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec,
+        # The fake judge writes its verdict line in the spec's own format, so (unlike a model,
+        # which is not sent the rule) its replies depend on the rule: it joins its params.
+        params = self.params if self.spec is None else {**self.params, **self.spec.request_params(kind, fmt)}
+        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, params, spec=self.spec,
                                   task_id=task_id)
 
     async def run(self, call: JudgeCall, rubric: Rubric | None = None) -> Judgement:

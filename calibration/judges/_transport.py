@@ -5,7 +5,8 @@ Both live in one SDK middleware (:class:`GovernorMiddleware`), which the ``anthr
 place gives three guarantees the SDK alone does not:
 
 * **No reply can crash a run.** A 200 whose body the client cannot decode (JSON cut short, an
-  empty body, HTML or any other content type, JSON that is not a Message) raises
+  empty body, HTML or any other content type, JSON that is not what the endpoint answers, a
+  batch results file cut short), from any endpoint the judge calls, raises
   :class:`UndecodableReply`, a ``RetryableError``: the SDK retries it within the same
   ``max_retries`` budget and backoff as a 5xx. When the budget is spent it reaches the caller
   as an ``anthropic.APIError`` with the reason, so every ``except anthropic.APIError`` records
@@ -25,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import math
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -99,35 +102,113 @@ class UndecodableReply(anthropic.RetryableError, anthropic.APIError):
         self.attempts = attempts
 
 
-def _decode_problem(response: AsyncAPIResponse[Any], parsed: Any) -> str | None:
-    """Why a parsed 2xx Messages reply is not a usable Message, or ``None`` when it is."""
-    if isinstance(parsed, str):
+_BATCH = re.compile(r"/v1/messages/batches/[^/]+(?:/cancel)?$")
+
+
+def endpoint_of(method: str, url: str) -> str | None:
+    """Which API endpoint a request goes to, by its method and URL (``None``: not one the judge uses).
+
+    ``"messages"``, ``"count_tokens"``, ``"batch"`` (create, retrieve or cancel: a batch
+    object comes back), ``"batch_list"``, ``"batch_results"`` (the JSONL results file).
+
+    >>> endpoint_of("post", "http://h/v1/messages"), endpoint_of("GET", "http://h/v1/messages/batches")
+    ('messages', 'batch_list')
+    >>> endpoint_of("GET", "http://h/v1/messages/batches/msgbatch_1/results")
+    'batch_results'
+    """
+    path = url.split("?", 1)[0].rstrip("/")
+    method = method.upper()
+    if path.endswith("/v1/messages"):
+        return "messages" if method == "POST" else None
+    if path.endswith("/v1/messages/count_tokens"):
+        return "count_tokens"
+    if path.endswith("/v1/messages/batches"):
+        return "batch" if method == "POST" else "batch_list"
+    if path.endswith("/results") and "/v1/messages/batches/" in path:
+        return "batch_results"
+    if _BATCH.search(path) and method in ("GET", "POST"):
+        return "batch"
+    return None
+
+
+def _decode_problem(endpoint: str, response: AsyncAPIResponse[Any], parsed: Any) -> str | None:
+    """Why a parsed 2xx reply is not what ``endpoint`` answers, or ``None`` when it is."""
+    if isinstance(parsed, str | bytes):
         ctype = response.http_response.headers.get("content-type", "none")
         if not parsed.strip():
             return f"empty body (content-type {ctype})"
         return f"not JSON (content-type {ctype}, {len(parsed)} characters)"
-    content = getattr(parsed, "content", None)
-    usage = getattr(parsed, "usage", None)
-    if not isinstance(content, list) or usage is None:
-        return "JSON that is not a Message (no content list or no usage)"
+    if endpoint == "messages":
+        content = getattr(parsed, "content", None)
+        usage = getattr(parsed, "usage", None)
+        if not isinstance(content, list) or usage is None:
+            return "JSON that is not a Message (no content list or no usage)"
+    elif endpoint == "count_tokens":
+        if not isinstance(getattr(parsed, "input_tokens", None), int):
+            return "JSON that is not a token count (no input_tokens)"
+    elif endpoint == "batch":
+        if not isinstance(getattr(parsed, "id", None), str) or getattr(parsed, "request_counts", None) is None:
+            return "JSON that is not a Message Batch (no id or no request_counts)"
+    elif endpoint == "batch_list" and not isinstance(getattr(parsed, "data", None), list):
+        return "JSON that is not a list of Message Batches (no data list)"
     return None
 
 
-async def _check_decodes(request: APIRequest, response: AsyncAPIResponse[Any]) -> Any:
-    """Parse a successful Messages reply now (the SDK caches it), or raise :class:`UndecodableReply`."""
+def _results_problem(body: bytes) -> str | None:
+    """Why a batch results file (JSON Lines) is not whole, or ``None`` when every line is a result.
+
+    A file cut short ends in a partial line; a file cut at a line break is caught by the
+    caller, which compares the results with the batch's request counts.
+    """
+    if body and not body.endswith(b"\n"):
+        return f"results file cut short ({len(body)} bytes, no final line break)"
+    for number, line in enumerate(body.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            return f"results file line {number} is not JSON ({len(body)} bytes)"
+        if not isinstance(item, dict) or "custom_id" not in item or not isinstance(item.get("result"), dict):
+            return f"results file line {number} is not a batch result (no custom_id or result)"
+    return None
+
+
+async def _check_decodes(endpoint: str, request: APIRequest, response: AsyncAPIResponse[Any]) -> Any:
+    """Parse a successful reply now (the SDK caches it), or raise :class:`UndecodableReply`.
+
+    A batch results file is read whole (the SDK then iterates the bytes already read) and
+    each line checked.
+    """
     status = response.http_response.status_code
     attempts = request.retries_taken + 1
+    if endpoint == "batch_results":
+        try:
+            body = await response.http_response.aread()
+        except Exception as exc:  # the HTTP library's read errors (a body cut by a
+            # closed connection) are not re-exported by the SDK; any of them is a lost reply.
+            raise UndecodableReply(
+                f"results file not read whole: {type(exc).__name__}", request=response.http_request,
+                status_code=status, attempts=attempts,
+            ) from exc
+        problem = _results_problem(body)
+        if problem is not None:
+            raise UndecodableReply(problem, request=response.http_request, status_code=status, attempts=attempts)
+        return None
     try:
         parsed = await response.parse()
-    except (ValueError, TypeError, pydantic.ValidationError, anthropic.APIResponseValidationError) as exc:
+    except (
+        ValueError, TypeError, AttributeError, pydantic.ValidationError, anthropic.APIResponseValidationError
+    ) as exc:
         # ValueError covers json.JSONDecodeError and UnicodeDecodeError; TypeError a JSON value
-        # of the wrong shape (a list where an object belongs).
+        # of the wrong shape (a list where an object belongs); AttributeError a list page whose
+        # body is text (the SDK's page parser expects a model).
         size = len(response.http_response.content)
         ctype = response.http_response.headers.get("content-type", "none")
         what = "empty body" if size == 0 else f"body cut short or garbled ({size} bytes)"
         reason = f"{what}, content-type {ctype}: {type(exc).__name__}"
         raise UndecodableReply(reason, request=response.http_request, status_code=status, attempts=attempts) from exc
-    problem = _decode_problem(response, parsed)
+    problem = _decode_problem(endpoint, response, parsed)
     if problem is not None:
         raise UndecodableReply(problem, request=response.http_request, status_code=status, attempts=attempts)
     return parsed
@@ -502,10 +583,12 @@ class RateGovernor:
 
 
 class GovernorMiddleware(Middleware):
-    """The SDK middleware: every attempt takes a permit, every reply teaches the governor.
+    """The SDK middleware: every reply must decode; every Messages attempt takes a permit.
 
-    Only ``POST .../messages`` (judging and padding) is governed and decode-checked; batch and
-    token-counting endpoints pass straight through.
+    Every endpoint the judge calls (``messages``, ``count_tokens``, batch create, retrieve,
+    list, cancel and results) has its 2xx replies decode-checked: a cut or garbled body is an
+    :class:`UndecodableReply`, retried like a 5xx. Only ``POST .../messages`` (judging and
+    padding) is paced by the governor; the others are few and light.
 
     Args:
         governor: Returns the :class:`RateGovernor` of the running event loop (a governor's
@@ -518,12 +601,14 @@ class GovernorMiddleware(Middleware):
 
     async def handle_async(self, request: APIRequest, call_next: AsyncCallNext) -> AsyncAPIResponse[Any]:
         """One attempt: permit, send, learn, check that a 2xx decodes."""
-        if (
-            request.stream
-            or request.method.lower() != "post"
-            or not request.url.rstrip("/").endswith("/messages")
-        ):
+        endpoint = endpoint_of(request.method, str(request.url))
+        if endpoint is None or (request.stream and endpoint != "batch_results"):
             return await call_next(request)
+        if endpoint != "messages":
+            response = await call_next(request)
+            if response.http_response.is_success:
+                await _check_decodes(endpoint, request, response)
+            return response
         governor = self._governor()
         body = request.json if isinstance(request.json, Mapping) else None
         permit = await governor.acquire(request_tokens(body))
@@ -539,7 +624,7 @@ class GovernorMiddleware(Middleware):
                 governor.observe(permit, http.status_code, limits)
                 return response
             try:
-                message = await _check_decodes(request, response)
+                message = await _check_decodes(endpoint, request, response)
             except UndecodableReply:
                 governor.observe(permit, None, limits)
                 raise

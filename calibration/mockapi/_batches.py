@@ -125,6 +125,27 @@ class BatchesAPI(MessagesAPI):
             ids = list(self._batches)
         return [self._get_batch(i) for i in reversed(ids)]
 
+    def _batch_page(self, query: Mapping[str, list[str]]) -> tuple[list[Batch], bool]:
+        """One page of ``GET /v1/messages/batches`` and whether more follow.
+
+        Newest first: ``limit`` (1-1000, default 20) batches after ``after_id``.
+        """
+        try:
+            limit = int((query.get("limit") or ["20"])[0])
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= 1000:
+            raise ApiError(400, "invalid_request_error", "limit: must be between 1 and 1000")
+        batches = self._all_batches()
+        after_ids = query.get("after_id")
+        if after_ids:
+            after = after_ids[0]
+            ids = [b.id for b in batches]
+            if after not in ids:
+                raise ApiError(404, "not_found_error", f"no batch {after!r}")
+            batches = batches[ids.index(after) + 1:]
+        return batches[:limit], len(batches) > limit
+
     def _delete(self, batch_id: str) -> dict[str, Any]:
         batch = self._get_batch(batch_id)
         if batch.status != "ended":
@@ -151,12 +172,12 @@ def batch_json(batch: Batch, base_url: str) -> dict[str, Any]:
     }
 
 
-def batch_list_json(batches: list[Batch], base_url: str) -> dict[str, Any]:
-    """The reply of ``GET /v1/messages/batches``: ``batches`` in the order given, on one page."""
+def batch_list_json(batches: list[Batch], base_url: str, *, has_more: bool = False) -> dict[str, Any]:
+    """The reply of ``GET /v1/messages/batches``: one page of ``batches``, in the order given."""
     data = [batch_json(batch, base_url) for batch in batches]
     return {
         "data": data,
-        "has_more": False,
+        "has_more": has_more,
         "first_id": data[0]["id"] if data else None,
         "last_id": data[-1]["id"] if data else None,
     }

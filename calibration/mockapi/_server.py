@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 from calibration.mockapi._batches import Batch, BatchesAPI, batch_json, batch_list_json
 from calibration.mockapi._faults import FaultPlan, Limiter, RateLimit
@@ -170,7 +171,8 @@ class MockAnthropic(BatchesAPI):
     def handle(
         self, method: str, path: str, raw: bytes, headers: Mapping[str, str]
     ) -> tuple[int, dict[str, str], bytes]:
-        """Answer one HTTP request: ``(status, headers, body)``."""
+        """Answer one HTTP request: ``(status, headers, body)`` (``path`` may carry a query)."""
+        path, _, query = path.partition("?")
         body: Any = None
         if raw:
             try:
@@ -190,12 +192,14 @@ class MockAnthropic(BatchesAPI):
                                "an API key is required (x-api-key header or Authorization: Bearer)")
             if raw and body is None:
                 raise ApiError(400, "invalid_request_error", "request body is not valid JSON")
-            return self._route(method, path, raw, body)
+            return self._route(method, path, raw, body, parse_qs(query))
         except ApiError as err:
             payload = {"type": "error", "error": {"type": err.kind, "message": err.message}}
             return err.status, err.headers, json.dumps(payload).encode()
 
-    def _route(self, method: str, path: str, raw: bytes, body: Any) -> tuple[int, dict[str, str], bytes]:
+    def _route(
+        self, method: str, path: str, raw: bytes, body: Any, query: Mapping[str, list[str]]
+    ) -> tuple[int, dict[str, str], bytes]:
         if method == "POST" and path == "/v1/messages":
             return self._messages_endpoint(raw, body)
         if method == "POST" and path == "/v1/messages/count_tokens":
@@ -204,7 +208,8 @@ class MockAnthropic(BatchesAPI):
             if method == "POST":
                 return json_reply(batch_json(self._create_batch(body), self.base_url))
             if method == "GET":
-                return json_reply(batch_list_json(self._all_batches(), self.base_url))
+                page, more = self._batch_page(query)
+                return json_reply(batch_list_json(page, self.base_url, has_more=more))
         m = re.fullmatch(r"/v1/messages/batches/(?P<id>[^/]+)(?P<rest>/results|/cancel)?", path)
         if m:
             batch_id, rest = m.group("id"), m.group("rest")
@@ -236,8 +241,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
-        path = self.path.split("?", 1)[0]
-        status, extra, payload = self.mock.handle(method, path, raw, headers)
+        status, extra, payload = self.mock.handle(method, self.path, raw, headers)
         try:
             self.send_response(status)
             self.send_header("content-type", extra.pop("content-type", "application/json"))

@@ -20,6 +20,7 @@ import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -209,27 +210,50 @@ class Variants:
     ) -> list[str]:
         """Pad ``todo`` through one Message Batch; returns the texts it did not rewrite.
 
-        The batch id is stored in the project's settings before waiting, keyed by the set of
-        rewrites, so a run interrupted while the batch works collects that batch on resume.
+        The intent is stored in the project's settings before the batch is created and its id
+        as soon as it is known, keyed by the set of rewrites: a run interrupted while the
+        batch works collects that batch on resume, and one interrupted before the id came back
+        finds the batch upstream (:func:`~calibration.judges.find_batch`) instead of paying
+        for it twice.
         """
         import anthropic
 
+        from calibration.judges import create_batch_once, find_batch, patiently
+
         label = hashlib.sha256("\n".join(sorted(keys[t] for t in todo)).encode()).hexdigest()[:40]
         client = model.client
+        store = self.store
         try:
-            batch_id = self.store.setting(_PAD_BATCH_SCOPE, label) if self.store is not None else None
+            batch_id = store.setting(_PAD_BATCH_SCOPE, label) if store is not None else None
+            intent = store.setting(_PAD_BATCH_SCOPE, f"{label}:intent") if store is not None else None
+            claimed = store.known_batch_ids() if store is not None else set()
+            if batch_id is None and intent is not None:
+                batch_id = await find_batch(client, len(todo), since=datetime.fromisoformat(intent),
+                                            exclude=claimed, model=model.model)
             if batch_id is None:
-                batch = await client.messages.batches.create(requests=[
-                    {"custom_id": keys[t], "params": _pad_params(model.model, t)} for t in todo
-                ])
-                batch_id = str(batch.id)
-                if self.store is not None:
-                    await asyncio.to_thread(self.store.set_setting, _PAD_BATCH_SCOPE, label, batch_id)
-            while (await client.messages.batches.retrieve(batch_id)).processing_status != "ended":
+                since = datetime.now(UTC)
+                if store is not None:
+                    await asyncio.to_thread(store.set_setting, _PAD_BATCH_SCOPE, f"{label}:intent", since.isoformat())
+                batch_id = await create_batch_once(
+                    client, [{"custom_id": keys[t], "params": _pad_params(model.model, t)} for t in todo],
+                    since=since, exclude=claimed, model=model.model,
+                )
+            if store is not None:
+                await asyncio.to_thread(store.set_setting, _PAD_BATCH_SCOPE, label, batch_id)
+            ended = batch_id
+
+            async def status() -> str:
+                return str((await client.messages.batches.retrieve(ended)).processing_status)
+
+            while await patiently(status, what=f"padding batch {batch_id} status") != "ended":
                 await asyncio.sleep(model.poll_interval)
             by_key = {keys[t]: t for t in todo}
             done: set[str] = set()
-            async for item in await client.messages.batches.results(batch_id):
+
+            async def results() -> list[Any]:
+                return [item async for item in await client.messages.batches.results(ended)]
+
+            for item in await patiently(results, what=f"padding batch {batch_id} results"):
                 text = by_key.get(item.custom_id)
                 if text is None or item.result.type != "succeeded" or text in done:
                     continue

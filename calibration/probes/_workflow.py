@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -36,7 +37,7 @@ from calibration.probes._plan import DEFAULT_BIASES, POOL_BIASES, parse_biases, 
 from calibration.probes.format_study import COMPARATIVE
 from calibration.runner import RunSummary, arun_plan, build_request, cache_key_for
 from calibration.spec import JudgeSpec, with_references
-from labeler.errors import InputError
+from labeler.errors import InputError, JudgeError
 from labeler.models import Pair, Rubric
 from labeler.scales import POINTWISE_FORMATS, Format
 from labeler.store import Store
@@ -339,6 +340,7 @@ async def arun_probes(
         InputError: On a bad ``biases``, dataset or ``resume``, or ``pad="llm"`` with a judge
             that cannot rewrite.
     """
+    started = time.monotonic()  # the summary's elapsed time covers the padding rewrites
     chosen = parse_biases(biases)
     spec = judge_spec(judge)
     setup = setup_probes(store, dataset, n, seed=seed, biases=spec_biases(spec, chosen))
@@ -372,7 +374,7 @@ async def arun_probes(
         plan.calls, judge, store, rubric=PROBE_RUBRIC,
         judge_kind=judge_kind or judge_kind_of(judge), evidence=evidence, resume=resume,
         concurrency=concurrency, batch=batch, progress=progress,
-        params={**record, "pad": variants.pad_source}, poll_interval=poll_interval,
+        params={**record, "pad": variants.pad_source}, poll_interval=poll_interval, started=started,
     )
     return ProbeRunResult(summary, spend)
 
@@ -485,14 +487,29 @@ async def aestimate_probes(
     cached = set(store.cached_replies(requests)) if store is not None else set()
     todo = [call for key, call in requests.items() if key not in cached]
     exact: int | None = None
+    prefixes: dict[str, int] = {}
+    unavailable = ""
     if count_tokens and isinstance(judge, AnthropicJudge) and todo:
-        exact = int(sum(await asyncio.gather(*(judge.count_tokens(c) for c in todo))))
+        try:
+            exact = int(sum(await asyncio.gather(*(_twice(judge.count_tokens, c) for c in todo))))
+            # The rubric block's exact size decides whether the prompt cache applies.
+            blocks = {c.system: c for c in todo}
+            counts = await asyncio.gather(*(_twice(judge.count_prefix_tokens, c) for c in blocks.values()))
+            prefixes = dict(zip(blocks, counts, strict=True))
+        except JudgeError as exc:
+            # An estimate spends nothing and must not fail for want of exact counts: it falls
+            # back to the approximation and says why.
+            exact, prefixes = None, {}
+            unavailable = f" (the API's token counter failed: {exc})"
     pad_by_model = isinstance(judge, AnthropicJudge)
     cost = pricing.estimate_plan(
         requests, model=judge.model, planned_calls=len(plan.calls), cached=cached,
         exact_prompt_tokens=exact, output_tokens=output_tokens,
         padded_texts=padded_texts(plan).values() if pad_by_model else (), batch=batch,
+        prefix_tokens=prefixes, batch_cache_ttl=getattr(judge, "batch_cache_ttl", "1h"),
     )
+    if unavailable:
+        cost = replace(cost, token_method=cost.token_method + unavailable)
     return ProbeEstimate(
         cost=cost,
         dataset=dataset_label(dataset),
@@ -502,6 +519,14 @@ async def aestimate_probes(
         pool=setup.pool_source,
         judge_spec=None if spec is None else spec.card_line(model=judge.model, params=getattr(judge, "params", None)),
     )
+
+
+async def _twice(count: Callable[[JudgeCall], Awaitable[int]], call: JudgeCall) -> int:
+    """``count(call)``, given a second round of retries when the first ran out (faults pass)."""
+    try:
+        return await count(call)
+    except JudgeError:
+        return await count(call)
 
 
 def estimate_probes(judge: Judge, store: Store | None, **kwargs: Any) -> ProbeEstimate:

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from calibration import formats
+from calibration.formats import passed_for
 from calibration.judges._base import Failure, Judge, Judgement
 from calibration.runner._batch import run_batch
 from calibration.runner._plan import PlannedCall, build_request
@@ -51,7 +53,7 @@ class Execution:
         keys = ledger.keys
         store = ledger.sink.store
         await ledger.sink.put(
-            ledger.record(c, cached=hits[keys[c.call_id]])
+            ledger.record(c, cached=self.reread(c, hits[keys[c.call_id]]))
             for c in pending
             if keys[c.call_id] in hits
         )
@@ -80,12 +82,27 @@ class Execution:
         for call in followers:
             key = keys[call.call_id]
             if key in hits:
-                records.append(ledger.record(call, cached=hits[key]))
+                records.append(ledger.record(call, cached=self.reread(call, hits[key])))
             else:
                 failed = ledger.failures.get(key, Failure("api_error", "no reply"))
                 reason = f"identical call {leaders[key].call_id} failed: {failed.reason}"
                 records.append(ledger.record(call, failure=Failure(failed.kind, reason)))
         await ledger.sink.put(records)
+
+    def reread(self, call: PlannedCall, row: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A stored reply read again by the judge spec's verdict rule as it stands now.
+
+        The rule is not part of the cache key (it is not sent: the key is what is sent), so a
+        spec whose rule was edited reuses the stored replies and reads them under the new
+        rule instead of buying them again. Without a spec the built-in reading stands.
+        """
+        spec = getattr(self.judge, "spec", None)
+        raw = row.get("raw")
+        if spec is None or not isinstance(raw, str) or not raw:
+            return row
+        result = formats.parse(call.format, raw, spec=spec)
+        passed = passed_for(call.rubric or self.rubric, call.format, result.value) if call.kind == "pointwise" else None
+        return {**row, "value": result.value, "parse_error": result.error, "passed": passed}
 
     async def call(self, call: PlannedCall) -> Judgement:
         """Ask the judge for ``call`` (its own rubric, else the run's)."""

@@ -8,6 +8,7 @@ change of content makes a different plan.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,6 +25,7 @@ __all__ = [
     "check_plan",
     "judge_identity",
     "plan_hash",
+    "reading_of",
 ]
 
 Order = Literal["AB", "BA"]
@@ -132,12 +134,27 @@ def cache_key_for(judge: Judge, rubric: Rubric, call: PlannedCall) -> str:
     return hashlib.sha256(f"{base}\n{identity}".encode()).hexdigest()
 
 
-def plan_hash(plan: Sequence[PlannedCall], keys: Mapping[str, str]) -> str:
-    """Hash of a plan: its call ids and the cache key of each (so any change of content shows)."""
+def plan_hash(plan: Sequence[PlannedCall], keys: Mapping[str, str], *, reading: str = "") -> str:
+    """Hash of a plan: its call ids and the cache key of each (so any change of content shows).
+
+    ``reading`` is how the replies are read (a judge spec's verdict rules, :func:`reading_of`):
+    not part of any cache key, yet a run read by another rule is another run.
+    """
     digest = hashlib.sha256()
     for call in plan:
         digest.update(f"{call.call_id}\t{keys[call.call_id]}\n".encode())
+    if reading:
+        digest.update(f"reading\t{reading}\n".encode())
     return digest.hexdigest()
+
+
+def reading_of(judge: Judge, plan: Sequence[PlannedCall]) -> str:
+    """The verdict rules a judge's spec reads the plan's replies by (``""`` without a spec)."""
+    spec = getattr(judge, "spec", None)
+    if spec is None:
+        return ""
+    kinds = sorted({(call.kind, call.format) for call in plan})
+    return json.dumps([[kind, fmt, spec.request_params(kind, fmt)] for kind, fmt in kinds], sort_keys=True)
 
 
 def check_plan(plan: Sequence[PlannedCall]) -> None:

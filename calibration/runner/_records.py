@@ -106,6 +106,7 @@ def call_record(
         input_tokens=judgement.input_tokens,
         output_tokens=judgement.output_tokens,
         cache_read_tokens=judgement.cache_read_tokens,
+        cache_write_tokens=judgement.cache_write_tokens,
         cost_usd=judgement.cost_usd,
         latency_s=judgement.latency_s,
         source="judge",

@@ -17,14 +17,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from calibration import pricing
 from calibration.journal import Journal, recover
 from calibration.judges._base import Judge
 from calibration.runner._batch import check_batch_judge
 from calibration.runner._execute import Execution
-from calibration.runner._plan import PlannedCall, cache_key_for, check_plan, plan_hash
+from calibration.runner._plan import PlannedCall, cache_key_for, check_plan, plan_hash, reading_of
 from calibration.runner._records import reorder_evidence, write_evidence
 from calibration.runner._sink import Ledger, Sink
-from calibration.runner._summary import RunSummary, Tally, progress_bar
+from calibration.runner._summary import PlainProgress, RunSummary, Tally, progress_bar
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.store import JudgementRecord, Store
@@ -81,6 +82,7 @@ async def arun_plan(
     flush_interval: float = 0.25,
     flush_size: int = 64,
     poll_interval: float = 30.0,
+    started: float | None = None,
 ) -> RunSummary:
     """Execute ``plan`` with ``judge``, recording every result; see :mod:`calibration.runner`.
 
@@ -96,11 +98,15 @@ async def arun_plan(
         resume: Continue this run; it must have been made with the same plan.
         concurrency: Most calls in flight at once.
         batch: Submit the uncached calls as one Message Batch (the judge must support it).
-        progress: Show a progress bar (default: only when stderr is a terminal).
+        progress: ``False``: print nothing. Otherwise the run id comes at once on standard
+            error, then a progress bar (``True``, or by default when standard error is a
+            terminal) or plain progress lines at most every 5 s (by default, when it is not).
         params: The command's options, stored with the run.
         flush_interval: Longest time a finished result waits before it is written.
         flush_size: Results written per transaction at most.
         poll_interval: Seconds between batch status polls.
+        started: ``time.monotonic()`` when the command's work began (e.g. before the padding
+            rewrites of a probe run), so the summary's elapsed time covers it; default now.
 
     Returns:
         The :class:`RunSummary`.
@@ -124,6 +130,7 @@ async def arun_plan(
             plan, judge, store, rubric=rubric, judge_kind=judge_kind, evidence=evidence, run_id=run_id,
             resume=resume, concurrency=concurrency, batch=batch, progress=progress, params=params,
             flush_interval=flush_interval, flush_size=flush_size, poll_interval=poll_interval,
+            started=started,
         )
     finally:
         gc.unfreeze()
@@ -146,11 +153,12 @@ async def _run(
     flush_interval: float,
     flush_size: int,
     poll_interval: float,
+    started: float | None,
 ) -> RunSummary:
     """:func:`arun_plan` once its arguments are checked."""
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     keys = {call.call_id: cache_key_for(judge, rubric, call) for call in plan}
-    phash = plan_hash(plan, keys)
+    phash = plan_hash(plan, keys, reading=reading_of(judge, plan))
     evidence_path = Path(evidence) if evidence is not None else None
     # Set-up reads and writes share one unit of work (one open of the file, not four).
     with store.connection():
@@ -175,15 +183,26 @@ async def _run(
         hits = store.cached_replies({keys[c.call_id] for c in pending})
 
     tally = Tally()
-    show = sys.stderr.isatty() if progress is None else progress
+    terminal = sys.stderr.isatty()
+    show = terminal if progress is None else progress
     bar = progress_bar(show)
     task_id = bar.add_task(
         "judging", total=len(plan), completed=len(plan) - len(pending), spend=0.0, unpriced=0
     )
+    # The run id at once (unless asked for silence), so a killed run can be continued with
+    # --resume RUN_ID; not in a terminal (a log file, a pipe, a CI job), plain progress lines
+    # follow instead of the bar.
+    plain = PlainProgress(rid, len(plan)) if progress is not False else None
+    if plain is not None:
+        plain.start(len(plan) - len(pending), resumed=resumed)
+        if show:
+            plain = None  # the bar shows the progress
 
     def on_write(records: Sequence[JudgementRecord]) -> None:
         tally.add(records)
         bar.update(task_id, advance=len(records), spend=tally.cost_usd, unpriced=tally.unpriced)
+        if plain is not None:
+            plain.advance(len(records), spend=tally.cost_usd, unpriced=tally.unpriced)
 
     if evidence_path is not None:
         evidence_path.parent.mkdir(parents=True, exist_ok=True)
@@ -244,6 +263,13 @@ async def _run(
         cost_usd=tally.cost_usd,
         input_tokens=tally.input_tokens,
         output_tokens=tally.output_tokens,
+        cache_read_tokens=tally.cache_read_tokens,
+        cache_write_tokens=tally.cache_write_tokens,
+        collected=tally.collected,
+        collected_batches=tally.collected_batches,
+        unpriced=tally.unpriced,
+        model=judge.model,
+        price_table=pricing.load_prices().source if tally.unpriced else "",
         elapsed_s=time.monotonic() - started,
         resumed=resumed,
         finished=finished,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -21,7 +23,7 @@ from rich.text import Text
 
 from labeler.store import JudgementRecord
 
-__all__ = ["RunSummary", "Tally", "progress_bar"]
+__all__ = ["PlainProgress", "RunSummary", "Tally", "progress_bar"]
 
 
 @dataclass(frozen=True)
@@ -33,18 +35,30 @@ class RunSummary:
         planned: Calls in the plan.
         answered_before: Calls that already had a reply when this execution started (resume).
         issued: Requests actually sent to the judge by this execution.
+        collected: Replies this execution collected from Message Batches an earlier execution
+            submitted (paid for now, but not sent now).
+        collected_batches: How many such batches.
         parsed: Planned calls whose newest result parsed.
         parse_failures: Planned calls whose reply did not parse (recorded, not scored).
         errors: Planned calls that failed after retries (recorded; a re-run retries them).
         cached: Planned calls served from the cache (this run or an earlier one).
-        cost_usd: Money spent by this execution at the price the judge reported.
-        input_tokens: Prompt tokens billed by this execution.
+        cost_usd: Money spent by this execution at the price the judge reported (the priced
+            replies only: see ``unpriced``).
+        input_tokens: Prompt tokens billed by this execution, not read from the prompt cache
+            (cache writes included).
         output_tokens: Completion tokens billed by this execution.
-        elapsed_s: Wall-clock seconds of this execution.
+        elapsed_s: Wall-clock seconds of this execution (with what its command did first,
+            such as the padding rewrites of a probe run).
         resumed: Whether an earlier execution of this run existed.
         finished: Whether every planned call now has a reply.
         evidence_path: The JSONL evidence file, if one was written.
         error_samples: Up to five failure reasons, for the console.
+        cache_read_tokens: Prompt tokens read from the prompt cache.
+        cache_write_tokens: Prompt tokens written to the prompt cache (part of
+            ``input_tokens``).
+        unpriced: Replies the price table could not price (their model is not in it).
+        model: The judge model.
+        price_table: The price table's file (where to add a missing model).
     """
 
     run_id: str
@@ -63,10 +77,46 @@ class RunSummary:
     finished: bool
     evidence_path: str | None = None
     error_samples: tuple[str, ...] = ()
+    collected: int = 0
+    collected_batches: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    unpriced: int = 0
+    model: str = ""
+    price_table: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        """A JSON-ready dict (``cost_usd`` is ``None`` when no reply could be priced)."""
+        out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        if self.unpriced and not self.cost_usd:
+            out["cost_usd"] = None
+        return out
+
+    def _work(self) -> str:
+        """What this execution asked for and collected."""
+        text = f"{self.issued} judge calls sent"
+        if self.collected:
+            where = (
+                "a batch" if self.collected_batches == 1 else f"{self.collected_batches} batches"
+            )
+            text += f", collected {self.collected} replies from {where} submitted earlier"
+        return text
+
+    def _tokens(self) -> str:
+        """Every kind of token billed: uncached input, cache writes and reads, output."""
+        uncached = max(self.input_tokens - self.cache_write_tokens, 0)
+        return (
+            f"{uncached:,} input + {self.cache_write_tokens:,} cache-write + "
+            f"{self.cache_read_tokens:,} cache-read + {self.output_tokens:,} output tokens"
+        )
+
+    def _money(self) -> str:
+        """The spend; "unpriced" when the price table does not know the model."""
+        if not self.unpriced:
+            return f"${self.cost_usd:.4f}"
+        if not self.cost_usd:
+            return f"unpriced ({self.unpriced} replies)"
+        return f"${self.cost_usd:.4f} + {self.unpriced} unpriced replies"
 
     def __str__(self) -> str:
         """The summary the CLI prints after a run."""
@@ -76,10 +126,16 @@ class RunSummary:
             + (f" (resumed; {self.answered_before} already answered)" if self.resumed else ""),
             f"  parsed {self.parsed} · parse failures {self.parse_failures} · errors "
             f"{self.errors} · served from cache {self.cached}",
-            f"  this execution: {self.issued} judge calls, {self.input_tokens:,} input + "
-            f"{self.output_tokens:,} output tokens, ${self.cost_usd:.4f}, "
+            f"  this execution: {self._work()}, {self._tokens()}, {self._money()}, "
             f"{self.elapsed_s:.1f} s",
         ]
+        if self.unpriced:
+            lines.append(
+                f"  unpriced: {self.model or 'the judge model'} is not in the price table "
+                f"({self.price_table or 'calibration/prices.toml'}); add a [models.\"{self.model}\"] "
+                "table with input, output, cache_write, cache_write_1h and cache_read (USD per "
+                "million tokens) to a copy of it and point JUDGELAB_PRICES at the copy."
+            )
         if self.errors:
             lines.append(
                 f"  {self.errors} call(s) failed after retries; run the same command again "
@@ -97,17 +153,26 @@ class Tally:
 
     Attributes:
         issued: Requests sent to the judge (a batch counts each of its requests).
+        collected: Replies collected from batches an earlier execution submitted (paid now,
+            sent then).
         cost_usd: Money the written replies cost at the price the judge reported.
         unpriced: Written replies the price table could not price.
-        input_tokens: Prompt tokens billed by the written replies.
+        input_tokens: Prompt tokens billed by the written replies (cache writes included).
         output_tokens: Completion tokens billed by the written replies.
+        cache_read_tokens: Prompt tokens the written replies read from the cache.
+        cache_write_tokens: Prompt tokens the written replies wrote to the cache.
+        collected_batches: Batches an earlier execution submitted that this one collected.
     """
 
     issued: int = 0
+    collected: int = 0
     cost_usd: float = 0.0
     unpriced: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    collected_batches: int = 0
 
     def add(self, records: Iterable[JudgementRecord]) -> None:
         """Count the replies just written (cache hits and failures spent nothing)."""
@@ -120,6 +185,8 @@ class Tally:
                 self.cost_usd += rec.cost_usd
             self.input_tokens += rec.input_tokens
             self.output_tokens += rec.output_tokens
+            self.cache_read_tokens += rec.cache_read_tokens
+            self.cache_write_tokens += rec.cache_write_tokens
 
 
 # -- progress -------------------------------------------------------------------------------
@@ -138,8 +205,18 @@ class _SpendColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         spend = float(task.fields.get("spend", 0.0))
         unpriced = int(task.fields.get("unpriced", 0))
-        text = f"${spend:.4f}" + (f" (+{unpriced} unpriced)" if unpriced else "")
-        return Text(text, style="green")
+        return Text(_spend_text(spend, unpriced), style="green")
+
+
+def _spend_text(spend: float, unpriced: int) -> str:
+    """Money so far; replies the price table cannot price are "unpriced", never $0.
+
+    >>> _spend_text(0.0, 3), _spend_text(0.5, 2), _spend_text(0.25, 0)
+    ('unpriced', '$0.5000 + 2 unpriced', '$0.2500')
+    """
+    if unpriced and not spend:
+        return "unpriced"
+    return f"${spend:.4f}" + (f" + {unpriced} unpriced" if unpriced else "")
 
 
 def progress_bar(enabled: bool) -> Progress:
@@ -157,3 +234,53 @@ def progress_bar(enabled: bool) -> Progress:
         disable=not enabled,
         transient=False,
     )
+
+
+@dataclass
+class PlainProgress:
+    """A run's progress as plain lines, for output that is not a terminal (a log, a pipe).
+
+    The run id comes first, at once (so a killed run can be continued with ``--resume``),
+    then a line at most every ``every`` seconds and one at the end.
+
+    Attributes:
+        run_id: The run.
+        total: Planned calls.
+        every: Least seconds between two progress lines.
+        stream: Where the lines go (default: standard error, read when a line is written).
+        clock: Monotonic seconds (injected for tests).
+    """
+
+    run_id: str
+    total: int
+    every: float = 5.0
+    stream: TextIO | None = None
+    clock: Callable[[], float] = time.monotonic
+    done: int = field(init=False, default=0)
+    _last: float = field(init=False, default=-float("inf"))
+    _started: float = field(init=False, default=0.0)
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.stream or sys.stderr, flush=True)
+
+    def start(self, done: int, *, resumed: bool) -> None:
+        """Say which run this is and what is left, before any call is made."""
+        self.done = done
+        self._started = self._last = self.clock()
+        how = "resumed" if resumed else "started"
+        self._say(
+            f"run {self.run_id} {how}: {self.total - done} of {self.total} calls to make; "
+            f"if it stops, continue it with --resume {self.run_id}"
+        )
+
+    def advance(self, n: int, *, spend: float, unpriced: int) -> None:
+        """Count ``n`` more results; say so when ``every`` seconds have passed."""
+        self.done += n
+        now = self.clock()
+        if now - self._last >= self.every or self.done >= self.total:
+            self._last = now
+            money = _spend_text(spend, unpriced)
+            self._say(
+                f"run {self.run_id}: {self.done}/{self.total} calls done, {money}, "
+                f"{now - self._started:.0f} s"
+            )

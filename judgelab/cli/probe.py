@@ -195,7 +195,7 @@ def _estimate_text(e: ProbeEstimate) -> str:
         + (f"; {c.already_cached:,} already answered in the database" if c.already_cached
            else "") + ")",
         f"  tokens: {c.prompt_tokens:,} prompt + {c.output_tokens:,} output "
-        f"({c.output_tokens_per_call} per reply assumed)",
+        f"({c.output_tokens_per_call} per reply assumed; set --output-tokens)",
         f"  token count: {c.token_method}",
         _cache_line(c),
     ]
@@ -208,7 +208,13 @@ def _estimate_text(e: ProbeEstimate) -> str:
         chosen = "  <- this run (--batch)" if c.batch else ""
         lines.append(f"  cost at list price:  {_money(c.cost_usd)}" + ("" if c.batch else
                                                                    "  <- this run"))
-        lines.append(f"  cost at batch price: {_money(c.cost_usd_batch)} (50% off){chosen}")
+        lines.append(f"  cost at batch price: {_batch_money(c)} (50% off){chosen}")
+        if c.cost_usd_batch_high is not None and c.cost_usd_batch != c.cost_usd_batch_high:
+            lines.append(
+                "    a range: cache hits in a batch are best effort, from one write of the rubric "
+                "block and reads after it, to every request writing it at the 1-hour rate "
+                "(batches send a 1-hour cache TTL)"
+            )
     if c.padding_rewrites:
         lines.append(
             f"  padding: {c.padding_rewrites} model rewrites, ~{c.padding_input_tokens:,}"
@@ -220,9 +226,19 @@ def _estimate_text(e: ProbeEstimate) -> str:
     return "\n".join(lines)
 
 
+def _batch_money(c: pricing.PlanEstimate) -> str:
+    """The batch price, a range when cache hits (best effort in a batch) make a difference."""
+    low, high = c.cost_usd_batch, c.cost_usd_batch_high
+    if low is None or high is None or low == high:
+        return _money(low)
+    return f"{_money(low)} to {_money(high)}"
+
+
 def _cache_line(c: pricing.PlanEstimate) -> str:
     """Whether the rubric block is prompt-cached, and so how it was priced."""
-    block = f"the {c.cache_prefix_tokens:,}-token rubric block"
+    block = f"the {c.cache_prefix_tokens:,}-token rubric block" + (
+        " (counted by the API)" if c.prefix_method == "exact" else " (~4 characters per token)"
+    )
     minimum = f"{c.model}'s {c.cache_min_tokens:,}-token minimum" if c.cache_min_tokens is not None else ""
     if c.prompt_cache == "applies":
         return f"  prompt cache: applies ({block} reaches {minimum}): written once, then read"

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from labeler.store._batches import BatchMixin
 from labeler.store._bulk import insert_rows
-from labeler.store._core import StoreCore
 
 JudgementSource = Literal["judge", "cache"]
 
@@ -33,7 +33,7 @@ _COLUMNS = (
     "run_id", "call_id", "cache_key", "kind", "format", "task_id", "answer_id", "answer_b_id",
     "order_shown", "probe", "arm", "trial", "value", "passed", "parse_error", "error", "raw",
     "input_tokens", "output_tokens", "cache_read_tokens", "cost_usd", "latency_s", "source",
-    "cached_from", "meta",
+    "cached_from", "cache_write_tokens", "meta",
 )
 
 
@@ -62,6 +62,8 @@ class JudgementRecord:
         input_tokens: Prompt tokens billed by this call (0 when served from the cache).
         output_tokens: Completion tokens billed by this call (0 when served from the cache).
         cache_read_tokens: Prompt-cache tokens read.
+        cache_write_tokens: Prompt tokens written to the prompt cache (part of
+            ``input_tokens``).
         cost_usd: Money this call spent (0 when served from the cache; ``None`` when unpriced).
         latency_s: Seconds the call took.
         source: ``"judge"`` (a call was made) or ``"cache"`` (an earlier reply was reused).
@@ -93,6 +95,7 @@ class JudgementRecord:
     latency_s: float = 0.0
     source: JudgementSource = "judge"
     cached_from: int | None = None
+    cache_write_tokens: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
 
     def as_row(self) -> list[Any]:
@@ -101,7 +104,7 @@ class JudgementRecord:
         return [*values, json.dumps(self.meta, sort_keys=True, default=str)]
 
 
-class JudgementMixin(StoreCore):
+class JudgementMixin(BatchMixin):
     """Judge runs, judgements, the content-addressed cache and run resumption."""
 
     # -- runs ------------------------------------------------------------------------
@@ -159,36 +162,18 @@ class JudgementMixin(StoreCore):
             )
 
     def judge_run(self, run_id: str) -> dict[str, Any] | None:
-        """One run's row (``params`` decoded), or ``None`` when there is no such run."""
+        """One run's row (``params`` decoded, ``batches`` its Message Batches), or ``None``.
+
+        ``batches`` are :meth:`~labeler.store._batches.BatchMixin.run_batches` (migration 011;
+        the JSON column 003 kept them in is no longer written).
+        """
         rows = self._jrows("SELECT * FROM judge_runs WHERE run_id = ?", [run_id])
         if not rows:
             return None
         row = rows[0]
         row["params"] = json.loads(row["params"] or "{}")
-        row["batches"] = json.loads(row.get("batches") or "[]")
+        row["batches"] = self.run_batches(run_id)
         return row
-
-    def add_run_batch(self, run_id: str, batch_id: str, custom_ids: Sequence[str]) -> None:
-        """Record a Message Batch a run submitted (before waiting for it)."""
-        with self.connection() as con:
-            row = con.execute("SELECT batches FROM judge_runs WHERE run_id = ?", [run_id]).fetchone()
-            batches = json.loads((row[0] if row else None) or "[]")
-            batches.append({"batch_id": batch_id, "custom_ids": list(custom_ids), "collected": False})
-            con.execute(
-                "UPDATE judge_runs SET batches = ? WHERE run_id = ?", [json.dumps(batches), run_id]
-            )
-
-    def mark_batch_collected(self, run_id: str, batch_id: str) -> None:
-        """Record that a run's batch results are stored."""
-        with self.connection() as con:
-            row = con.execute("SELECT batches FROM judge_runs WHERE run_id = ?", [run_id]).fetchone()
-            batches = json.loads((row[0] if row else None) or "[]")
-            for entry in batches:
-                if entry["batch_id"] == batch_id:
-                    entry["collected"] = True
-            con.execute(
-                "UPDATE judge_runs SET batches = ? WHERE run_id = ?", [json.dumps(batches), run_id]
-            )
 
     def finish_judge_run(self, run_id: str) -> None:
         """Mark a run finished (every planned call answered)."""

@@ -141,7 +141,8 @@ def test_estimate_plan_prices_only_the_uncached_requests() -> None:
     # 2*150 output. claude-sonnet-4-5: 40*3 + 1100*3.75 + 1100*0.30 + 300*15 = 9075 / 1e6.
     assert est.prompt_tokens == 2240 and est.output_tokens == 300
     assert est.cost_usd == pytest.approx(0.009075)
-    assert est.cost_usd_batch == pytest.approx(0.009075 / 2)
+    # A batch sends a 1-hour TTL: its one write costs the 1-hour rate (6.00), half price.
+    assert est.cost_usd_batch == pytest.approx((40 * 3 + 1100 * 6 + 1100 * 0.30 + 300 * 15) / 1e6 / 2)
     assert (est.prompt_cache, est.cache_prefix_tokens, est.cache_min_tokens) == ("applies", 1100, 1024)
     assert est.token_method == pricing.APPROX_METHOD and est.model_priced
     assert est.padding_rewrites == 0 and est.padding_cost_usd == 0.0 and est.spent == 0.0
@@ -156,6 +157,44 @@ def test_estimate_plan_scales_the_split_to_an_exact_count() -> None:
     # 80*3 + 2200*3.75 + 2200*0.30 + 300*15 = 13650 / 1e6.
     assert est.prompt_tokens == 4480 and est.token_method == pricing.EXACT_METHOD
     assert est.cost_usd == pytest.approx(0.01365)
+
+
+def test_a_batch_prices_cache_writes_at_the_one_hour_rate_and_its_hits_as_a_range() -> None:
+    # Issue 30, item 11: batches send a 1-hour cache TTL, but were priced at the 5-minute write
+    # rate; and cache hits in a batch are best effort, so one figure claimed too much.
+    requests = {k: _call(k * 80) for k in ("a", "b", "c")}
+    est = pricing.estimate_plan(requests, model="claude-sonnet-4-5", planned_calls=3, batch=True)
+    # claude-sonnet-4-5: input 3, cache_write_1h 6, cache_read 0.30, output 15; batch half price.
+    low = (60 * 3 + 1100 * 6 + 2 * 1100 * 0.30 + 450 * 15) / 1e6 / 2
+    high = (60 * 3 + 3 * 1100 * 6 + 450 * 15) / 1e6 / 2
+    assert est.cost_usd_batch == pytest.approx(low)
+    assert est.cost_usd_batch_high == pytest.approx(high)
+    five_minutes = pricing.estimate_plan(
+        requests, model="claude-sonnet-4-5", planned_calls=3, batch=True, batch_cache_ttl="5m"
+    )
+    assert five_minutes.cost_usd_batch == pytest.approx((60 * 3 + 1100 * 3.75 + 2 * 1100 * 0.30 + 450 * 15) / 2e6)
+
+
+def test_exact_rubric_block_counts_decide_the_cache_not_four_characters_per_token() -> None:
+    # 4,400 characters read as 1,100 tokens (above claude-sonnet-4-5's 1,024 minimum), but the
+    # API counted 900: the block would not be cached, and the estimate must not price it so.
+    requests = {k: _call(k * 80) for k in ("a", "b")}
+    approx = pricing.estimate_plan(requests, model="claude-sonnet-4-5", planned_calls=2)
+    exact = pricing.estimate_plan(
+        requests, model="claude-sonnet-4-5", planned_calls=2, prefix_tokens={"s" * 4400: 900},
+        exact_prompt_tokens=2 * (900 + 25),
+    )
+    assert approx.prompt_cache == "applies"
+    assert (exact.prompt_cache, exact.cache_prefix_tokens, exact.prefix_method) == ("below minimum", 900, "exact")
+    assert exact.prompt_tokens == 1850
+    assert exact.cost_usd == pytest.approx((1850 * 3 + 300 * 15) / 1e6)
+    above = pricing.estimate_plan(
+        requests, model="claude-sonnet-4-5", planned_calls=2, prefix_tokens={"s" * 4400: 1500},
+        exact_prompt_tokens=2 * (1500 + 25),
+    )
+    # One write and one read of the exact 1,500 tokens; the rest of the count is uncached input.
+    assert above.prompt_cache == "applies"
+    assert above.cost_usd == pytest.approx((50 * 3 + 1500 * 3.75 + 1500 * 0.30 + 300 * 15) / 1e6)
 
 
 def test_estimate_plan_prices_no_cache_below_the_models_minimum() -> None:

@@ -80,5 +80,8 @@ def test_padding_goes_through_the_batch_with_batch(tmp_path: Path) -> None:
     assert spend.rewrites == 6 and spend.reused == 0  # the 6 pool answers (pair targets among them)
     listed = pricing.cost(judge.model, pricing.TokenUsage(spend.input_tokens, spend.output_tokens))
     assert listed is not None and spend.cost_usd == pytest.approx(listed / 2)
-    # The batch is remembered, so an interrupted preparation would collect it, not pay again.
-    assert store.query("SELECT count(*) AS n FROM settings WHERE scope = 'padding_batch'")["n"].iloc[0] == 1
+    # The batch is remembered (its intent before it was created, its id after), so an
+    # interrupted preparation would find or collect it, not pay again.
+    kept = store.query("SELECT key, value FROM settings WHERE scope = 'padding_batch' ORDER BY key")
+    assert len(kept) == 2 and kept["key"].iloc[1] == kept["key"].iloc[0] + ":intent"
+    assert store.known_batch_ids() >= {kept["value"].iloc[0]}

@@ -114,7 +114,8 @@ def test_estimate_with_the_api_counts_tokens_and_prices_padding() -> None:
         exact = estimate_probes(judge, None, n=2, biases="verbosity", count_tokens=True)
         approx = estimate_probes(judge, None, n=2, biases="verbosity", batch=True)
         assert mock.count("POST /v1/messages") == 0  # nothing was judged
-        assert mock.count("POST /v1/messages/count_tokens") == 16  # one per distinct request
+        # One per distinct request, and two for the rubric block (with it and without it).
+        assert mock.count("POST /v1/messages/count_tokens") == 16 + 2
     assert exact.cost.token_method == pricing.EXACT_METHOD
     assert approx.cost.token_method == pricing.APPROX_METHOD and approx.cost.batch
     # 2 trials x 2 arms x 2 orders pairwise, 4 pool answers x 2 variants pointwise.

@@ -5,8 +5,10 @@ Run it as its own program, in front of ``judgelab mock-api`` (or any upstream)::
     python -m tests.reliability.fault_proxy --upstream http://127.0.0.1:8787 --rate 0.2 \
         --log attempts.jsonl
 
-It prints ``fault proxy on http://HOST:PORT -> UPSTREAM`` and serves until SIGINT/SIGTERM. Only
-``POST /v1/messages`` attempts are faulted; everything else passes through. Each attempt fails
+It prints ``fault proxy on http://HOST:PORT -> UPSTREAM`` and serves until SIGINT/SIGTERM. By
+default only ``POST /v1/messages`` attempts are faulted and everything else passes through;
+``--endpoints`` names others (``count_tokens``, ``batches``: create, retrieve, list, cancel and
+the results file) or ``all``. Each attempt fails
 with probability ``--rate``, the kind drawn uniformly from ``--kinds`` by a hash of the seed, the
 body and how many times that body was seen (so a retry gets a fresh draw and a run is
 reproducible however requests interleave):
@@ -23,7 +25,8 @@ reproducible however requests interleave):
 Two more kinds, for tests of single faults: ``empty`` (forwarded, then a 200 with an empty body)
 and ``html`` (forwarded, then a 200 ``text/html`` page).
 
-Every attempt is logged as one JSON line (``--log``): ``body`` (a hash of the request body),
+Every attempt is logged as one JSON line (``--log``): ``endpoint``, ``method``, ``body`` (a hash
+of the method, path and request body),
 ``fault`` (or ``null``), ``forwarded``, ``status`` (the upstream's), ``t_recv``/``t_done``
 (wall-clock seconds: arrival, and when the reply was fully written to the client, ``null`` if
 it never was).
@@ -58,6 +61,9 @@ EXTRA_FAULTS = ("empty", "html")
 FORWARDED = frozenset({"stall", "reset", "cut", "empty", "html"})
 """Faults that reach the upstream (which answers and bills them) before the reply is lost."""
 
+ENDPOINTS = ("messages", "count_tokens", "batches")
+"""What ``--endpoints`` can name."""
+
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 
 
@@ -66,7 +72,8 @@ class Proxy:
 
     def __init__(
         self, upstream: str, *, rate: float, kinds: tuple[str, ...], seed: int, hang: float,
-        retry_after: float, log: Path | None,
+        retry_after: float, log: Path | None, endpoints: tuple[str, ...] = ("messages",),
+        first_only: bool = False,
     ) -> None:
         """Keep the settings; open the log."""
         split = urlsplit(upstream)
@@ -77,18 +84,22 @@ class Proxy:
         self.seed = seed
         self.hang = hang
         self.retry_after = retry_after
+        self.endpoints = endpoints
+        self.first_only = first_only
         self.seen: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.log = log.open("a", encoding="utf-8") if log is not None else None
         self.stopping = threading.Event()
 
     def draw(self, body: bytes) -> tuple[str, str | None]:
-        """``(body hash, fault or None)`` for this attempt at this body."""
+        """``(body hash, fault or None)`` for this attempt at this body (method and path included)."""
         digest = hashlib.sha256(body).hexdigest()[:16]
         with self.lock:
             attempt = self.seen[digest]
             self.seen[digest] += 1
         rng = random.Random(hashlib.sha256(b"%d\0%d\0" % (self.seed, attempt) + body).digest())
+        if self.first_only and attempt > 0:
+            return digest, None
         if rng.random() >= self.rate:
             return digest, None
         return digest, self.kinds[rng.randrange(len(self.kinds))]
@@ -140,11 +151,15 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
-        entry: dict[str, Any] = {"t_recv": time.time(), "path": self.path, "fault": None,
-                                 "forwarded": False, "status": None, "t_done": None}
+        path = self.path.split("?", 1)[0]
+        endpoint = endpoint_of(method, path)
+        entry: dict[str, Any] = {"t_recv": time.time(), "path": self.path, "method": method,
+                                 "endpoint": endpoint, "fault": None, "forwarded": False,
+                                 "status": None, "t_done": None}
         fault = None
-        if method == "POST" and self.path.split("?", 1)[0] == "/v1/messages":
-            entry["body"], fault = self.proxy.draw(body)
+        if endpoint in self.proxy.endpoints:
+            key = body if endpoint == "messages" else f"{method} {self.path}\0".encode() + body
+            entry["body"], fault = self.proxy.draw(key)
         entry["fault"] = fault
         try:
             self._answer(method, headers, body, fault, entry)
@@ -165,6 +180,13 @@ class Handler(BaseHTTPRequestHandler):
         status, up_headers, up_body = self.proxy.forward(method, self.path, headers, body)
         entry["forwarded"], entry["status"] = True, status
         kept = [(k, v) for k, v in up_headers if k.lower() not in _HOP_BY_HOP]
+        if entry["endpoint"] == "batches":
+            # A batch's results_url names the upstream; point it here, so the results file
+            # comes through this proxy too (as through a forward proxy in the field).
+            host, port = self.server.server_address[:2]
+            up_body = up_body.replace(
+                f"http://{self.proxy.host}:{self.proxy.port}/".encode(), f"http://{host}:{port}/".encode()
+            )
         if fault == "stall":
             # Held past the client's timeout; the client has gone by the time this ends.
             self.proxy.stopping.wait(self.proxy.hang)
@@ -205,6 +227,17 @@ class _Server(ThreadingHTTPServer):
         """Quiet: a client killed mid-request is what some tests do on purpose."""
 
 
+def endpoint_of(method: str, path: str) -> str | None:
+    """``messages`` (``POST /v1/messages``), ``count_tokens``, ``batches`` (any batch route) or ``None``."""
+    if path == "/v1/messages":
+        return "messages" if method == "POST" else None
+    if path == "/v1/messages/count_tokens":
+        return "count_tokens"
+    if path.startswith("/v1/messages/batches"):
+        return "batches"
+    return None
+
+
 def read_log(path: Path) -> list[dict[str, Any]]:
     """The attempts a proxy logged (complete lines only)."""
     out: list[dict[str, Any]] = []
@@ -227,13 +260,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hang", type=float, default=5.0, help="Seconds a stall holds the reply.")
     parser.add_argument("--retry-after", type=float, default=0.05, help="retry-after of 429/529.")
     parser.add_argument("--log", type=Path, default=None, help="JSONL file of every attempt.")
+    parser.add_argument("--first-attempt-only", action="store_true",
+                        help="Fault only the first attempt at each request (a deterministic test of each endpoint).")
+    parser.add_argument("--endpoints", default="messages",
+                        help="Comma-separated endpoints to fault: messages, count_tokens, batches, or all.")
     args = parser.parse_args(argv)
+    endpoints = ENDPOINTS if args.endpoints.strip() == "all" else tuple(
+        e.strip() for e in args.endpoints.split(",") if e.strip())
+    if not endpoints or any(e not in ENDPOINTS for e in endpoints):
+        parser.error(f"unknown endpoints {args.endpoints!r}; pick from {ENDPOINTS} or all")
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
     unknown = [k for k in kinds if k not in FAULTS + EXTRA_FAULTS]
     if unknown or not kinds:
         parser.error(f"unknown fault kinds {unknown}; pick from {FAULTS + EXTRA_FAULTS}")
     proxy = Proxy(args.upstream, rate=args.rate, kinds=kinds, seed=args.seed, hang=args.hang,
-                  retry_after=args.retry_after, log=args.log)
+                  retry_after=args.retry_after, log=args.log, endpoints=endpoints,
+                  first_only=args.first_attempt_only)
     server = _Server(("127.0.0.1", args.port), type("_H", (Handler,), {"proxy": proxy}))
 
     def stop(*_: object) -> None:

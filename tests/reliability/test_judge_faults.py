@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from calibration import pricing
 from calibration.datasets import PROBE_RUBRIC, SAMPLE, choose, load_pairs, pool_from_pairs
 from calibration.judges import AnthropicJudge
 from calibration.mockapi import FAULT_KINDS, MALFORMED_REPLY, FaultPlan, MockAnthropic
@@ -223,7 +224,7 @@ def _probe(base_url: str, db: Path, out: Path, *extra: str) -> tuple[int, dict[s
         env={"ANTHROPIC_API_KEY": "sk-ant-test-proxy"},
     )
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    return result.exit_code, json.loads(result.output)["run"]
+    return result.exit_code, json.loads(result.stdout)["run"]
 
 
 def _verdicts(path: Path) -> dict[str, tuple[str, Any]]:
@@ -348,3 +349,53 @@ def _kill_and_rerun(work: Path, upstream: str, seed: int) -> str:
         f"{len(sent)} distinct calls, {len(resent)} re-sent ({delivered} of them delivered by the "
         "upstream but not yet read by the client when it died)"
     )
+
+
+# -- every endpoint faulted: estimate and probe --batch still finish in one invocation -----------
+
+def _judgelab(*args: str) -> tuple[int, str]:
+    """``judgelab ARGS`` through the CLI entry point: (exit code, its standard output)."""
+    from click.testing import CliRunner
+
+    from judgelab.cli import main
+
+    result = CliRunner().invoke(main, list(args), env={"ANTHROPIC_API_KEY": "sk-ant-test-proxy"})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.stdout
+
+
+@pytest.mark.slow
+def test_estimate_and_probe_batch_through_faults_on_every_endpoint_create_the_clean_runs_batches(
+    tmp_path: Path,
+) -> None:
+    # 40% of attempts at every endpoint (count_tokens, batch create, retrieve, list, results)
+    # fail: 429, 529, 500, a stall past the client's timeout, a reset, or a 200 cut short.
+    args = ["--n", "6", "--biases", "position,verbosity", "--seed", "0"]
+    runs = {}
+    for label, rate in (("clean", None), ("faulty", "0.4")):
+        api = _mock_api(tmp_path, "--batch-delay", "0.2")
+        log = tmp_path / f"attempts-{label}.jsonl"
+        proxy = None if rate is None else _proxy(
+            tmp_path, api.url, log, "--rate", rate, "--seed", "5", "--endpoints", "all", "--hang", "3",
+            "--retry-after", "0.05")
+        url = api.url if proxy is None else proxy.url
+        try:
+            est_code, est = _judgelab("estimate", "--base-url", url, "--batch", "--json", *args)
+            code, out = _judgelab("probe", "--base-url", url, "--db", str(tmp_path / f"{label}.duckdb"),
+                                  "--out", str(tmp_path / f"{label}.jsonl"), "--batch", "--poll-interval", "0.2",
+                                  "--timeout", "2", "--json", *args)
+        finally:
+            if proxy is not None:
+                proxy.stop()
+            stopped = api.stop()
+        assert est_code == code == 0
+        runs[label] = (json.loads(est), json.loads(out)["run"], stopped, read_log(log) if proxy else [])
+    (clean_est, clean, clean_api, _), (est, run, faulty_api, attempts) = runs["clean"], runs["faulty"]
+    faulted = Counter(a["endpoint"] for a in attempts if a["fault"])
+    assert faulted["count_tokens"] > 0 and faulted["batches"] > 0
+    assert est["token_method"] == clean_est["token_method"] == pricing.EXACT_METHOD
+    assert est["cost_usd_batch"] == clean_est["cost_usd_batch"]
+    assert run["finished"] and run["errors"] == 0 and run["parsed"] == clean["parsed"]
+    creates = re.compile(r"POST /v1/messages/batches=(\d+)")
+    made = [m.group(1) if (m := creates.search(text)) else None for text in (clean_api, faulty_api)]
+    assert made == ["2", "2"], made  # the rewrites' batch and the judge calls' batch, each once

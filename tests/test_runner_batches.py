@@ -1,0 +1,364 @@
+"""Message Batches through the runner: never created twice, never a result lost, within the limits.
+
+The judge is the real :class:`AnthropicJudge` (the real SDK over HTTP) against the local mock
+API, and, for replies cut short, through the fault proxy of the reliability tests run in this
+process. A run is made to die at each step of the batch path (an exception where a kill would
+land, after everything before it was committed); the next run of the same plan must create no
+second batch and end with every call answered once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from calibration.judges import AnthropicJudge
+from calibration.mockapi import MockAnthropic
+from calibration.runner import RunSummary, run_plan
+from calibration.runner._batch import split_batches
+from labeler.store import Store
+from tests.reliability.fault_proxy import Handler, Proxy, _Server, read_log
+from tests.test_runner import RUBRIC, plan_of
+
+CREATES = "POST /v1/messages/batches"
+
+
+class Crash(Exception):
+    """Where a kill would land."""
+
+
+def judge_for(url: str, **kwargs: Any) -> AnthropicJudge:
+    kwargs.setdefault("max_retries", 6)
+    return AnthropicJudge("claude-sonnet-4-6", api_key="test", base_url=url, **kwargs)
+
+
+def run(plan: list[Any], judge: AnthropicJudge, store: Store, **kwargs: Any) -> RunSummary:
+    return run_plan(plan, judge, store, rubric=RUBRIC, judge_kind="anthropic", batch=True,
+                    poll_interval=0.02, progress=False, **kwargs)
+
+
+def crash_once(obj: Any, name: str, *, after: bool = False, on_call: int = 1) -> None:
+    """Make ``obj.name`` raise :class:`Crash` on its ``on_call``-th call (after it ran, if ``after``)."""
+    original = getattr(obj, name)
+    calls = {"n": 0}
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == on_call and not after:
+            raise Crash(name)
+        out = original(*args, **kwargs)
+        if calls["n"] == on_call and after:
+            raise Crash(name)
+        return out
+
+    async def awrapped(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == on_call and not after:
+            raise Crash(name)
+        out = await original(*args, **kwargs)
+        if calls["n"] == on_call and after:
+            raise Crash(name)
+        return out
+
+    setattr(obj, name, awrapped if asyncio.iscoroutinefunction(original) else wrapped)
+
+
+def _before_create(judge: AnthropicJudge, store: Store) -> None:
+    crash_once(judge, "submit_batch")
+
+
+def _after_create_before_id(judge: AnthropicJudge, store: Store) -> None:
+    crash_once(store, "set_batch_id")
+
+
+def _after_retrieve(judge: AnthropicJudge, store: Store) -> None:
+    crash_once(judge, "poll_batch", after=True)
+
+
+def _during_results(judge: AnthropicJudge, store: Store) -> None:
+    crash_once(judge, "_judgement", on_call=3)
+
+
+def _after_results_stored(judge: AnthropicJudge, store: Store) -> None:
+    crash_once(store, "mark_batch_collected")
+
+
+STEPS: dict[str, Callable[[AnthropicJudge, Store], None]] = {
+    "before create": _before_create,
+    "after create, before its id is stored": _after_create_before_id,
+    "after retrieve": _after_retrieve,
+    "during results": _during_results,
+    "after results are stored, before the batch is marked collected": _after_results_stored,
+}
+
+
+@pytest.mark.parametrize("step", list(STEPS))
+def test_a_run_dying_at_each_step_of_the_batch_path_creates_no_second_batch(
+    tmp_path: Path, step: str
+) -> None:
+    plan = plan_of(4)  # 12 distinct requests
+    store = Store(tmp_path / "p.duckdb")
+    with MockAnthropic(batch_delay=0.05) as mock:
+        judge = judge_for(mock.base_url)
+        STEPS[step](judge, store)
+        with pytest.raises(Crash):
+            run(plan, judge, store)
+        created_first = mock.count(CREATES)
+        again = run(plan, judge_for(mock.base_url), store)  # a new process: a fresh judge
+        creates = mock.count(CREATES)
+        sent_alone = mock.count("POST /v1/messages")
+    assert created_first == (0 if step == "before create" else 1)
+    assert creates == 1, f"{step}: {creates} batches created for one plan"
+    assert sent_alone == 0
+    assert again.resumed and again.finished and again.errors == 0
+    assert again.parsed + again.parse_failures == len(plan)
+    rows = store.query("SELECT call_id, source FROM judgements WHERE run_id = ?", [again.run_id])
+    assert rows["call_id"].is_unique, "a call was recorded twice"
+    assert len(rows) == len(plan), "a result was lost"
+    batches = store.run_batches(again.run_id)
+    assert len(batches) == 1 and batches[0]["batch_id"] is not None
+    if step.startswith("after results are stored"):
+        # Every result was in: the second execution had nothing to do.
+        assert again.issued == again.collected == 0
+        return
+    assert batches[0]["collected"]
+    if step != "before create":
+        # What the second execution did: it collected the batch the first one created.
+        assert again.issued == 0 and again.collected == 12
+        assert "collected 12 replies from a batch submitted earlier" in str(again)
+
+
+@contextmanager
+def fault_proxy(upstream: str, log: Path, **settings: Any) -> Iterator[str]:
+    """The reliability tests' fault proxy, in a thread of this process."""
+    proxy = Proxy(upstream, log=log, hang=settings.pop("hang", 1.0), retry_after=0.01, **settings)
+    server = _Server(("127.0.0.1", 0), type("_H", (Handler,), {"proxy": proxy}))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        proxy.stopping.set()
+        server.shutdown()
+        server.server_close()
+
+
+def _route(attempt: dict[str, Any]) -> str:
+    path = attempt["path"].split("?", 1)[0]
+    if path.endswith("/results"):
+        return "results"
+    if path.endswith("/batches"):
+        return "create" if attempt["method"] == "POST" else "list"
+    return "retrieve"
+
+
+def test_cut_replies_on_every_batch_endpoint_are_retried_and_create_one_batch(tmp_path: Path) -> None:
+    # 35% of batch-endpoint attempts answered by a cut, empty or HTML 200, a reset or a 500;
+    # over these seeds the faults fall on create, list, retrieve and the results file.
+    faulted: set[str] = set()
+    for seed in (2, 3, 6):
+        plan = plan_of(4)
+        store = Store(tmp_path / f"p{seed}.duckdb")
+        log = tmp_path / f"attempts{seed}.jsonl"
+        with MockAnthropic(batch_delay=0.05) as mock, fault_proxy(
+            mock.base_url, log, rate=0.35, kinds=("cut", "empty", "html", "reset", "500"), seed=seed,
+            endpoints=("batches",),
+        ) as url:
+            summary = run(plan, judge_for(url, timeout=2.0), store)
+            creates = mock.count(CREATES)
+        faulted |= {_route(a) for a in read_log(log) if a["fault"]}
+        assert summary.finished and summary.errors == 0
+        assert summary.parsed + summary.parse_failures == len(plan)
+        assert creates == 1, f"seed {seed}: {creates} batches created"
+    assert faulted == {"create", "list", "retrieve", "results"}
+
+
+def test_cut_create_replies_are_found_again_not_created_twice(tmp_path: Path) -> None:
+    # Every create reply is cut (the upstream created the batch each time it was reached).
+    plan = plan_of(3)
+    log = tmp_path / "attempts.jsonl"
+    with MockAnthropic(batch_delay=0.05) as mock, fault_proxy(
+        mock.base_url, log, rate=1.0, kinds=("cut",), seed=0, endpoints=("batches",),
+    ) as url:
+        judge = judge_for(url, max_retries=2)
+
+        async def submit() -> str:
+            from calibration.runner import build_request
+            calls = {f"c{i}": build_request(judge, RUBRIC, c) for i, c in enumerate(plan)}
+            async with judge:
+                return await judge.submit_batch(calls)
+
+        with pytest.raises(Exception, match="batch list"):
+            # Every list reply is cut too: the judge cannot tell, and says so (no second create).
+            asyncio.run(submit())
+        assert mock.count(CREATES) == 1
+
+
+def test_split_batches_keeps_every_batch_within_both_limits() -> None:
+    sizes = [(f"c{i}", 100 + i) for i in range(25)]
+    parts = split_batches(sizes, max_requests=10, max_bytes=10**9)
+    assert [len(p) for p in parts] == [10, 10, 5]
+    parts = split_batches(sizes, max_requests=10**6, max_bytes=600)
+    assert sum(len(p) for p in parts) == 25 and [c for p in parts for c in p] == [c for c, _ in sizes]
+    assert all(sum(100 + int(c[1:]) + 2 for c in p) + 16 <= 600 for p in parts)
+    with pytest.raises(ValueError, match="more than a whole batch"):
+        split_batches([("big", 700)], max_bytes=600)
+
+
+def test_a_run_past_the_limits_goes_out_as_several_batches_all_collected(tmp_path: Path) -> None:
+    from calibration.runner import _batch
+
+    plan = plan_of(5)  # 15 distinct requests
+    store = Store(tmp_path / "p.duckdb")
+    with MockAnthropic(batch_delay=0.05) as mock:
+        original = _batch.MAX_BATCH_REQUESTS
+        try:
+            _batch.MAX_BATCH_REQUESTS = 4
+            summary = run_plan(plan, judge_for(mock.base_url), store, rubric=RUBRIC, judge_kind="anthropic",
+                               batch=True, poll_interval=0.02, progress=False)
+        finally:
+            _batch.MAX_BATCH_REQUESTS = original
+        creates = mock.count(CREATES)
+    assert creates == 4
+    assert summary.finished and summary.parsed + summary.parse_failures == len(plan) and summary.issued == 15
+    batches = store.run_batches(summary.run_id)
+    assert [b["n_requests"] for b in batches] == [4, 4, 4, 3]
+    assert all(b["collected"] and b["batch_id"] for b in batches)
+    assert sorted(c for b in batches for c in b["custom_ids"]) == sorted(
+        store.query("SELECT cache_key FROM judgements WHERE run_id = ?", [summary.run_id])["cache_key"]
+    )
+
+
+# -- the verdict rule is how replies are read, not what is sent -------------------------------
+
+def _spec(regex: str, sample: str, expect: int) -> Any:
+    from calibration.spec import parse_spec
+
+    return parse_spec({
+        "judge": {"name": "t", "family": "claude"},
+        "templates": [
+            {"kind": "pointwise", "system": "{rubric}", "user": "Q: {prompt}\nAnswer:\n{answer}\nEnd of answer.",
+             "verdict": {"format": "likert5", "regex": regex, "samples": [{"reply": sample, "expect": expect}]}},
+        ],
+    })
+
+
+def test_editing_only_the_verdict_rule_rereads_stored_replies_instead_of_buying_them(tmp_path: Path) -> None:
+    from calibration.judges import FakeJudge
+
+    plan = [call for call in plan_of(6) if call.kind == "pointwise"]
+    store = Store(tmp_path / "p.duckdb")
+    wide = _spec(r"VERDICT: ([1-5])", "VERDICT: 4", 4)
+    # The API's stand-in reads the spec's templates and answers "VERDICT: n".
+    with MockAnthropic(responder=FakeJudge(seed=0, spec=wide).respond) as mock:
+        first = run_plan(plan, judge_for(mock.base_url, spec=wide), store,
+                         rubric=RUBRIC, judge_kind="anthropic", progress=False)
+        bought = mock.count("POST /v1/messages")
+        narrow = _spec(r"VERDICT: ([2-5])", "VERDICT: 2", 2)  # the same prompt, another rule
+        second = run_plan(plan, judge_for(mock.base_url, spec=narrow), store, rubric=RUBRIC,
+                          judge_kind="anthropic", progress=False)
+        again = mock.count("POST /v1/messages")
+    assert bought == len(plan) and first.parsed == len(plan)
+    assert again == bought, "editing only the verdict rule bought the replies again"
+    assert second.run_id != first.run_id and second.cached == len(plan) and second.issued == 0
+    rows = store.run_judgements(second.run_id)
+    raws = dict(zip(rows["call_id"], rows["raw"], strict=True))
+    digits = {call_id: int(raw.rstrip()[-1]) for call_id, raw in raws.items()}
+    assert min(digits.values()) < 2 <= max(digits.values()), "the replies must straddle the new rule"
+    for call_id, value, error in zip(rows["call_id"], rows["value"], rows["parse_error"], strict=True):
+        digit = digits[call_id]
+        if digit >= 2:
+            assert value == digit and pd.isna(error)
+        else:
+            assert isinstance(error, str) and pd.isna(value)  # no value under the new rule
+
+
+def test_cut_bodies_on_every_endpoint_the_runner_calls_are_retried_never_a_crash(tmp_path: Path) -> None:
+    # Issue 30, item 1: a 200 whose JSON is cut short, from count_tokens, messages, batch
+    # create, retrieve, list or the results file, is a transient fault retried like a 5xx.
+    from calibration.runner import build_request
+
+    plan = [c for c in plan_of(3) if c.kind == "pointwise"]
+    log = tmp_path / "attempts.jsonl"
+    with MockAnthropic(batch_delay=0.05) as mock, fault_proxy(
+        # The first attempt at every request is cut (each retrieve poll and list page is a
+        # request: only the first of them), so every endpoint meets a cut body.
+        mock.base_url, log, rate=1.0, kinds=("cut",), seed=4, endpoints=("messages", "count_tokens", "batches"),
+        first_only=True,
+    ) as url:
+        judge = judge_for(url)
+        calls = {f"c{i}": build_request(judge, RUBRIC, c) for i, c in enumerate(plan)}
+
+        async def every_endpoint() -> tuple[list[int], list[Any], str | None, int]:
+            async with judge:
+                counted = [await judge.count_tokens(c) for c in calls.values()]
+                judged = [await judge.run(c, RUBRIC) for c in calls.values()]
+                since = datetime.now(UTC)
+                batch_id = await judge.submit_batch(calls, since=since)
+                await judge.wait_batch(batch_id, poll_interval=0.02)
+                results = await judge.collect_batch(batch_id, calls=calls)
+                found = await judge.find_batch(len(calls), since=since)
+                return counted, judged, found if found == batch_id else None, len(results)
+
+        counted, judged, found, n_results = asyncio.run(every_endpoint())
+        creates = mock.count(CREATES)
+    cuts = {_route(a) if a["endpoint"] == "batches" else a["endpoint"] for a in read_log(log) if a["fault"] == "cut"}
+    assert cuts == {"count_tokens", "messages", "create", "retrieve", "list", "results"}, cuts
+    assert all(n > 0 for n in counted) and all(j.parsed for j in judged)
+    assert found is not None and n_results == len(calls) and creates == 1
+
+
+def test_the_mock_lists_batches_a_page_at_a_time_newest_first(tmp_path: Path) -> None:
+    import anthropic
+
+    async def main(url: str) -> tuple[list[str], list[str], bool]:
+        client = anthropic.AsyncAnthropic(api_key="test", base_url=url)
+        made = []
+        for i in range(3):
+            request = {"custom_id": f"c{i}", "params": {"model": "m", "max_tokens": 5,
+                                                         "messages": [{"role": "user", "content": "hi"}]}}
+            made.append((await client.messages.batches.create(requests=[request])).id)  # type: ignore[list-item]
+        page = await client.messages.batches.list(limit=2)
+        listed = [b.id async for b in client.messages.batches.list(limit=2)]
+        await client.close()
+        return made, listed, page.has_more
+
+    with MockAnthropic() as mock:
+        made, listed, more = asyncio.run(main(mock.base_url))
+    assert listed == made[::-1] and more
+
+
+def test_several_batches_whose_ids_were_all_lost_are_found_again_each_for_its_own_calls(tmp_path: Path) -> None:
+    # Split into batches of 4, 4, 4 and 3 requests; no id is ever stored (as if each reply was
+    # lost), then the run dies. The next run finds all four upstream, the two of equal size
+    # each for its own calls (the oldest match for the earliest intent), and creates none.
+    from calibration.runner import _batch
+
+    plan = plan_of(5)
+    store = Store(tmp_path / "p.duckdb")
+    with MockAnthropic(batch_delay=0.05) as mock:
+        original = _batch.MAX_BATCH_REQUESTS
+        try:
+            _batch.MAX_BATCH_REQUESTS = 4
+            judge = judge_for(mock.base_url)
+            store.set_batch_id = lambda *args: None  # type: ignore[method-assign]
+            crash_once(judge, "wait_batch")
+            with pytest.raises(Crash):
+                run(plan, judge, store)
+            del store.set_batch_id
+            assert [b["batch_id"] for b in store.run_batches(store.unfinished_runs()["run_id"].iloc[0])] == [None] * 4
+            again = run(plan, judge_for(mock.base_url), store)
+        finally:
+            _batch.MAX_BATCH_REQUESTS = original
+        creates = mock.count(CREATES)
+    assert creates == 4
+    assert again.finished and again.errors == 0 and again.collected == 15 and again.issued == 0
+    assert [b["n_requests"] for b in store.run_batches(again.run_id)] == [4, 4, 4, 3]
