@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from judgelab.cli import assign, calibrate, data, design, position, probe, raters, score, serve, winrate
+from judgelab.cli import assign, calibrate, data, design, panel, position, probe, raters, score, serve, winrate
 from judgelab.cli._util import JudgelabGroup
 
 __all__ = ["main"]
@@ -22,6 +22,6 @@ def main() -> None:
     """judgelab: instrument an LLM judge before anyone trusts it."""
 
 
-for _module in (data, raters, assign, serve, probe, score, calibrate, design, position, winrate):
+for _module in (data, raters, assign, serve, probe, score, calibrate, design, position, winrate, panel):
     for _command in _module.COMMANDS:
         main.add_command(_command)

@@ -1,0 +1,48 @@
+"""Panels of judges: self- and family-preference across many judges, against the same human scores.
+
+:func:`panel_analysis` is the pure statistics (one long table in, a frozen :class:`PanelResult`
+out); :func:`load_panel` reads several judge runs and the human labels from the store into that
+table; :func:`simulate_panel` makes panels with known effects for the tests and ``bench/panel.py``;
+:func:`render_markdown`, :func:`panel_json` and :func:`write_png` render the result.
+"""
+
+from calibration.panel._load import PanelData, load_panel
+from calibration.panel._ols import ClusteredFit, clustered_mean, clustered_ols
+from calibration.panel._render import panel_json, render_markdown, write_png
+from calibration.panel._simulate import SimJudge, simulate_panel, to_scale
+from calibration.panel._stats import (
+    COLUMNS,
+    JURY_MEAN,
+    JURY_OTHERS,
+    Agreement,
+    JudgeBias,
+    JuryGap,
+    PanelResult,
+    kappa_categories,
+    panel_analysis,
+    residual_spread,
+)
+
+__all__ = [
+    "COLUMNS",
+    "JURY_MEAN",
+    "JURY_OTHERS",
+    "Agreement",
+    "ClusteredFit",
+    "JudgeBias",
+    "JuryGap",
+    "PanelData",
+    "PanelResult",
+    "SimJudge",
+    "clustered_mean",
+    "clustered_ols",
+    "kappa_categories",
+    "load_panel",
+    "panel_analysis",
+    "panel_json",
+    "render_markdown",
+    "residual_spread",
+    "simulate_panel",
+    "to_scale",
+    "write_png",
+]
