@@ -9,7 +9,14 @@ table; :func:`simulate_panel` makes panels with known effects for the tests and 
 from calibration.panel._load import PanelData, load_panel
 from calibration.panel._ols import ClusteredFit, clustered_mean, clustered_ols
 from calibration.panel._render import panel_json, render_markdown, write_png
-from calibration.panel._simulate import SimJudge, simulate_panel, to_scale
+from calibration.panel._simulate import (
+    COVERAGE_JUDGES,
+    COVERAGE_MODELS,
+    SimJudge,
+    coverage_of_known_effects,
+    simulate_panel,
+    to_scale,
+)
 from calibration.panel._stats import (
     COLUMNS,
     JURY_MEAN,
@@ -18,6 +25,7 @@ from calibration.panel._stats import (
     JudgeBias,
     JuryGap,
     PanelResult,
+    judge_bias,
     kappa_categories,
     panel_analysis,
     residual_spread,
@@ -25,6 +33,8 @@ from calibration.panel._stats import (
 
 __all__ = [
     "COLUMNS",
+    "COVERAGE_JUDGES",
+    "COVERAGE_MODELS",
     "JURY_MEAN",
     "JURY_OTHERS",
     "Agreement",
@@ -36,6 +46,8 @@ __all__ = [
     "SimJudge",
     "clustered_mean",
     "clustered_ols",
+    "coverage_of_known_effects",
+    "judge_bias",
     "kappa_categories",
     "load_panel",
     "panel_analysis",

@@ -104,3 +104,53 @@ def to_scale(frame: pd.DataFrame, scale: str, *, center: float = 3.0, step: floa
         out[col] = (np.clip(np.round(center + v * step), 1, 5) if scale == "likert5"
                     else np.clip(50 + 10 * v, 0, 100))
     return out
+
+
+#: The coverage panel: answering models of three families, and what each judge is set to do.
+COVERAGE_MODELS = {"gpt-4o": "gpt", "gpt-4o-mini": "gpt", "claude-3-opus": "claude", "claude-3-haiku": "claude",
+                   "llama-3-70b": "llama"}
+COVERAGE_JUDGES = (
+    SimJudge("gpt-4o", "gpt", self_bias=0.5, family_bias=0.25, leniency=0.3),
+    SimJudge("claude-3-opus", "claude", self_bias=0.3, family_bias=0.0, leniency=-0.2, slope=0.8),
+    SimJudge("llama-3-70b", "llama", leniency=0.0, noise=1.5),
+    SimJudge("mistral-large", "mistral", leniency=0.4),
+)
+
+
+def coverage_of_known_effects(*, reps: int, n_tasks: int, rng: RngLike = None,
+                              level: float = 0.95) -> dict[str, float]:
+    """How often the intervals cover the effects :data:`COVERAGE_JUDGES` were given.
+
+    Each replicate simulates the panel and reads, per judge, its self-bias and family-bias
+    (:func:`calibration.panel.judge_bias`) and, for the judge outside the pool, its leniency (its
+    mean residual: every answer gets the same push).
+
+    Args:
+        reps: Replicates.
+        n_tasks: Tasks per replicate (5 answers each).
+        rng: Generator or seed.
+        level: Confidence level.
+
+    Returns:
+        ``{"<judge> self_bias": share covered, ...}``.
+    """
+    from calibration.panel._ols import clustered_mean
+    from calibration.panel._stats import judge_bias
+
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    hits: dict[str, int] = {}
+    for _ in range(reps):
+        frame = simulate_panel(COVERAGE_JUDGES, COVERAGE_MODELS, n_tasks=n_tasks, rng=gen)
+        for j in COVERAGE_JUDGES:
+            rows = frame[frame["judge"] == j.model]
+            if j.model not in COVERAGE_MODELS:
+                resid = rows["score"].to_numpy() - rows["human"].to_numpy()
+                est = clustered_mean(resid, rows["task_id"].to_numpy(), units="points", what="leniency", level=level)
+                hits[f"{j.model} leniency"] = hits.get(f"{j.model} leniency", 0) + est.covers(j.leniency)
+                continue
+            bias = judge_bias(rows, j.model, units="points", level=level)
+            for name, est, truth in (("self_bias", bias.self_bias, j.self_bias),
+                                     ("family_bias", bias.family_bias, j.family_bias)):
+                if est is not None:
+                    hits[f"{j.model} {name}"] = hits.get(f"{j.model} {name}", 0) + est.covers(truth)
+    return {k: v / reps for k, v in hits.items()}

@@ -168,7 +168,7 @@ def panel_analysis(frame: pd.DataFrame, *, scale: str, level: float = 0.95, kapp
     units = FORMAT_SPECS[scale].units  # type: ignore[index]
     notes: list[str] = []
     judges_meta = data.drop_duplicates("judge").set_index("judge")[["judge_model", "judge_family"]]
-    biases = tuple(_judge_bias(data[data["judge"] == j], str(j), units, level) for j in judges_meta.index)
+    biases = tuple(judge_bias(data[data["judge"] == j], str(j), units=units, level=level) for j in judges_meta.index)
     juries = _juries(data)
     rows = pd.concat([data, juries], ignore_index=True)
     matrix = {str(name): _family_row(g, units, level) for name, g in rows.groupby("judge", sort=False)}
@@ -186,8 +186,15 @@ def panel_analysis(frame: pd.DataFrame, *, scale: str, level: float = 0.95, kapp
     return PanelResult(scale, units, biases, matrix, agreement, jury_gaps, best_kappa, best_spread, tuple(notes))
 
 
-def _judge_bias(rows: pd.DataFrame, judge: str, units: str, level: float) -> JudgeBias:
-    """One judge's regression and simple gap."""
+def judge_bias(rows: pd.DataFrame, judge: str, *, units: str, level: float = 0.95) -> JudgeBias:
+    """One judge's self- and family-bias regression and simple gap.
+
+    Args:
+        rows: The judge's rows of the panel table (:data:`COLUMNS`), scored and human-scored.
+        judge: The judge's name in the panel.
+        units: Units of the scores.
+        level: Confidence level.
+    """
     model = str(rows["judge_model"].iloc[0])
     fam_value = rows["judge_family"].iloc[0]
     family = None if fam_value is None or (isinstance(fam_value, float) and math.isnan(fam_value)) else str(fam_value)
