@@ -145,8 +145,8 @@ def coverage_of_known_effects(*, reps: int, n_tasks: int, rng: RngLike = None,
             rows = frame[frame["judge"] == j.model]
             if j.model not in COVERAGE_MODELS:
                 resid = rows["score"].to_numpy() - rows["human"].to_numpy()
-                est = clustered_mean(resid, rows["task_id"].to_numpy(), units="points", what="leniency", level=level)
-                hits[f"{j.model} leniency"] = hits.get(f"{j.model} leniency", 0) + est.covers(j.leniency)
+                mean = clustered_mean(resid, rows["task_id"].to_numpy(), units="points", what="leniency", level=level)
+                hits[f"{j.model} leniency"] = hits.get(f"{j.model} leniency", 0) + mean.covers(j.leniency)
                 continue
             bias = judge_bias(rows, j.model, units="points", level=level)
             for name, est, truth in (("self_bias", bias.self_bias, j.self_bias),
