@@ -144,6 +144,7 @@ def reproduce(csv: Path, prompts: pd.DataFrame | None, workdir: Path) -> pd.Data
     dimension = csv.stem
     df = load(csv)
     db = workdir / f"{dimension}.duckdb"
+    db.unlink(missing_ok=True)  # a fresh project per run: the rubric's id and version stay the same
     runner = CliRunner()
     for kind, path in write_imports(df, prompts, workdir, dimension):
         res = runner.invoke(cli, ["import", kind, str(path), "--db", str(db)], catch_exceptions=False)
