@@ -12,7 +12,7 @@ labels, judgements), runs ``judgelab panel --json``, and prints three columns pe
   linear_by_dimension.pdf``: 0-1 scale, read off the PDF's vector coordinates, ±0.0005);
 * **paper's model, refit**: the paper's per-dimension regression ``rating ~ judge + gt:judge +
   same_judge + same_family - 1`` (one OLS over all judges, family-bias shared by the judges of a
-  family, HC1 variance), refit here with :func:`calibration.panel.clustered_ols`;
+  family, HC1 variance), refit here with :func:`calibration.panel.pooled_self_bias`;
 * **judgelab**: ``judges[].self_bias`` of ``judgelab panel`` (one OLS per judge, family-bias per
   judge, task-clustered CR1 variance), divided by 100 to put it on the paper's 0-1 scale.
 
@@ -31,13 +31,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.panel import clustered_ols
+from calibration.panel import pooled_self_bias
 from judgelab.cli import main as cli
 
 #: Self-bias per judge as plotted per dimension by the paper (0-1 scale), read from the vector
@@ -88,26 +87,12 @@ def load(csv: Path) -> pd.DataFrame:
 
 
 def paper_model(df: pd.DataFrame) -> dict[str, float]:
-    """The paper's per-dimension OLS: judge dummies, gt x judge, same_judge per judge, same_family per family."""
-    judges = sorted(df["judge"].unique())
-    fams = sorted(df["judge_family"].unique())
-    same = (df["model"] == df["judge"]).to_numpy()
-    same_fam = ((df["model_family"] == df["judge_family"]) & ~same).to_numpy()
-    cols, names = [], []
-    for j in judges:
-        is_j = (df["judge"] == j).to_numpy()
-        cols += [is_j.astype(float), is_j * df["gt01"].to_numpy()]
-        names += [f"judge:{j}", f"gt:{j}"]
-        if (is_j & same).any():
-            cols.append((is_j & same).astype(float))
-            names.append(f"self:{j}")
-    for f in fams:
-        col = same_fam & (df["judge_family"] == f).to_numpy()
-        if col.any():
-            cols.append(col.astype(float))
-            names.append(f"family:{f}")
-    fit = clustered_ols(df["rating01"].to_numpy(), np.column_stack(cols), np.arange(len(df)), names=tuple(names))
-    return {n.split(":", 1)[1]: float(c) for n, c in zip(fit.names, fit.coef, strict=True) if n.startswith("self:")}
+    """The paper's per-dimension regression (:func:`calibration.panel.pooled_self_bias`, HC1) on its 0-1 scale."""
+    frame = pd.DataFrame({"judge": df["judge"], "judge_model": df["judge"], "judge_family": df["judge_family"],
+                          "answer_id": df["prompt_id"] + ":" + df["model"], "task_id": df["prompt_id"],
+                          "answer_model": df["model"], "answer_family": df["model_family"],
+                          "score": df["rating01"], "human": df["gt01"]})
+    return pooled_self_bias(frame)["self"]
 
 
 def write_imports(df: pd.DataFrame, prompts: pd.DataFrame | None, out: Path, dimension: str) -> list[tuple[str, Path]]:

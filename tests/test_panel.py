@@ -20,6 +20,7 @@ from calibration.panel import (
     coverage_of_known_effects,
     judge_bias,
     panel_analysis,
+    pooled_self_bias,
     residual_spread,
     simulate_panel,
     to_scale,
@@ -228,3 +229,22 @@ def test_known_self_family_bias_and_leniency_are_covered_93_to_97_percent() -> N
     assert len(cover) == 6  # llama-3-70b has no sibling model: no family-bias
     for name, share in cover.items():
         assert 0.93 <= share <= 0.97, (name, share)
+
+
+def test_pooled_model_with_per_judge_family_terms_is_judgelabs_per_judge_fit() -> None:
+    """The paper's pooled regression differs from judgelab's only in sharing family-bias across a family."""
+    judges = [SimJudge("gpt-4o", "gpt", self_bias=0.5, family_bias=0.6),
+              SimJudge("gpt-4o-mini", "gpt", self_bias=0.1, family_bias=-0.6, slope=0.7),
+              SimJudge("claude-3-opus", "claude", self_bias=0.3)]
+    frame = simulate_panel(judges, MODELS, n_tasks=150, rng=8)
+    per_judge = {j.model: judge_bias(frame[frame["judge"] == j.model], j.model, units="points") for j in judges}
+    unshared = pooled_self_bias(frame, shared_family=False, cluster="task_id")
+    for name, bias in per_judge.items():
+        assert bias.self_bias is not None and bias.family_bias is not None
+        assert unshared["self"][name] == pytest.approx(bias.self_bias.estimate, abs=1e-9)
+        assert unshared["family"][name] == pytest.approx(bias.family_bias.estimate, abs=1e-9)
+        assert unshared["self_se"][name] == pytest.approx(bias.self_bias.extra["se"], rel=0.2)
+    shared = pooled_self_bias(frame)
+    # gpt's two judges lean opposite ways on their siblings: one shared term fits neither
+    assert abs(shared["family"]["gpt"]) < 0.3
+    assert shared["self"]["gpt-4o"] != pytest.approx(unshared["self"]["gpt-4o"], abs=1e-3)

@@ -8,6 +8,7 @@ table; :func:`simulate_panel` makes panels with known effects for the tests and 
 
 from calibration.panel._load import PanelData, load_panel
 from calibration.panel._ols import ClusteredFit, clustered_mean, clustered_ols
+from calibration.panel._pooled import pooled_self_bias
 from calibration.panel._render import panel_json, render_markdown, write_png
 from calibration.panel._simulate import (
     COVERAGE_JUDGES,
@@ -52,6 +53,7 @@ __all__ = [
     "load_panel",
     "panel_analysis",
     "panel_json",
+    "pooled_self_bias",
     "render_markdown",
     "residual_spread",
     "simulate_panel",
