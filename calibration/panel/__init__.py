@@ -9,7 +9,7 @@ table; :func:`simulate_panel` makes panels with known effects for the tests and 
 from calibration.panel._load import PanelData, load_panel
 from calibration.panel._ols import ClusteredFit, clustered_mean, clustered_ols
 from calibration.panel._pooled import pooled_self_bias
-from calibration.panel._render import panel_json, render_markdown, write_png
+from calibration.panel._render import heatmap, judges_table, panel_json, render_markdown, write_png
 from calibration.panel._simulate import (
     COVERAGE_JUDGES,
     COVERAGE_MODELS,
@@ -48,7 +48,9 @@ __all__ = [
     "clustered_mean",
     "clustered_ols",
     "coverage_of_known_effects",
+    "heatmap",
     "judge_bias",
+    "judges_table",
     "kappa_categories",
     "load_panel",
     "panel_analysis",

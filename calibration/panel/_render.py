@@ -134,3 +134,18 @@ def write_png(result: PanelResult, path: str | Path, *, scale: float = 2.0) -> P
 def dumps(payload: dict[str, Any]) -> str:
     """JSON text of :func:`panel_json`'s dict."""
     return json.dumps(payload, indent=2, allow_nan=False)
+
+
+def judges_table(result: PanelResult) -> pd.DataFrame:
+    """One row per judge: self-bias, family-bias and the simple gap with their intervals, then kappa and spread."""
+    agreement = {a.judge: a for a in result.agreement}
+    rows = []
+    for b in result.judges:
+        a = agreement.get(b.judge)
+        row: dict[str, Any] = {"judge": b.judge, "model": b.judge_model, "family": b.judge_family, "n": b.n}
+        for name, est in (("self-bias", b.self_bias), ("family-bias", b.family_bias), ("simple gap", b.gap),
+                          ("kappa", a.kappa if a else None), ("residual SD", a.spread if a else None)):
+            row[name] = None if est is None else est.estimate
+            row[f"{name} 95% CI"] = MISSING if est is None else ci(est, 3 if name == "kappa" else 2)
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -11,6 +11,8 @@ import streamlit as st
 
 from calibration.calibrate import HUMAN_SCORE_RULES, CalibrationReport, calibrate
 from calibration.numbers import ci, num
+from calibration.panel import PanelData, PanelResult, heatmap, judges_table, load_panel, panel_analysis
+from calibration.panel import render_markdown as render_panel
 from calibration.report import confusion_table, render_json, render_markdown, report_charts, report_tables
 from judgelab.session import current_store, db_path, require_admin
 from labeler.errors import JudgelabError
@@ -37,6 +39,13 @@ def _report(
     del path, watermark, judged
     return calibrate(store, run_id, compare_run=compare, human_rule=rule,  # type: ignore[arg-type]
                      n_resamples=resamples, seed=0)
+
+
+@st.cache_data(show_spinner="Reading the panel of judges…", max_entries=4)
+def _panel(path: str, run_ids: tuple[str, ...], watermark: tuple[int, int]) -> tuple[PanelData, PanelResult]:
+    del path, watermark  # they only key the cache, as for the report
+    data = load_panel(store, list(run_ids))
+    return data, panel_analysis(data.frame, scale=data.scale)
 
 
 # The controls live in the sidebar so that the first thing under the title is the report's own
@@ -143,6 +152,22 @@ for f in report.formats:
     with st.expander(f"What a pipeline should report: {f.format}"):
         for key, value in f.four_quantities().items():
             st.markdown(f"- **{key}**: {value}")
+
+st.header("Panel of judges")
+if len(runs) < 2:
+    st.caption("One judge run so far: a panel needs two or more runs scored against the same labels.")
+elif st.toggle(f"Read all {len(runs)} runs as a panel", key="analyst_panel"):
+    try:
+        panel_data, panel = _panel(db_path(), tuple(runs["run_id"]), store.label_watermark())
+    except (JudgelabError, ValueError) as exc:
+        st.error(str(exc))
+    else:
+        st.altair_chart(heatmap(panel), key="analyst_chart_panel")
+        st.dataframe(judges_table(panel), hide_index=True, key="analyst_panel_judges")
+        for note in panel_data.notes + panel.notes:
+            st.caption(note)
+        st.download_button("Download panel (markdown)", render_panel(panel, panel_data), file_name="panel.md",
+                           mime="text/markdown", key="analyst_download_panel")
 
 if report.skipped:
     st.header("Not computed")
