@@ -83,7 +83,9 @@ def render_markdown(result: PanelResult, data: PanelData | None = None, *, digit
     lines += ["", "## Juries", "",
               "`jury (mean)`: the mean of every judge's score per answer; `jury (other families)`: the mean of "
               "the judges not of the answer's family. Gap = mean residual on the family's answers minus on the "
-              "others.", "", "| family | its judges' gaps | jury (mean) | jury (other families) |", "|---|---|---|---|"]
+              "others. The other-families jury's judges change with the answer's family: when the judges differ in "
+              "leniency (mean residual, below) its gaps mix that in.", "",
+              "| family | its judges' gaps | jury (mean) | jury (other families) |", "|---|---|---|---|"]
     for g in result.jury_gaps:
         own = "; ".join(f"{k}: {_cell(v, digits)}" for k, v in g.judges.items()) or MISSING
         lines.append(f"| {g.family} | {own} | " + " | ".join(_cell(g.juries.get(j), digits)

@@ -10,13 +10,18 @@ pure function of that table.
   better is not counted as favoured; the intercept and slope absorb the judge's leniency and how
   it tracks people. ``self_bias`` is the ``own`` coefficient, ``family_bias`` the ``sibling``
   one, both against answers of other families of the same human score, in the rubric's scale
-  points. Intervals: CR1 cluster-robust over tasks (:mod:`calibration.panel._ols`).
+  points. Intervals: CR1 cluster-robust over tasks (:mod:`calibration.panel._ols`). The human
+  score is itself noisy (a mean of few raters): its slope is attenuated, and where families
+  differ in true quality, the unreliable share of that difference can leak into the biases (the
+  published pooled estimator, :func:`calibration.panel.pooled_self_bias`, shares this).
 * **Simple gap.** Mean residual (judge − human) on the judge's family minus on the others, as
   ``judgelab calibrate`` reports it, with the same task-clustered interval.
 * **Matrix.** Mean residual per judge and answer family.
 * **Juries.** ``jury (mean)``: the mean of every judge's score per answer; ``jury (other
   families)``: for each answer the mean of the judges not of the answer's family (an answer
-  whose family is every judge's has none and is left out of that jury).
+  whose family is every judge's has none and is left out of that jury). Its judges change with
+  the answer's family, so when judges differ in leniency its per-family residuals and gaps mix
+  that leniency in: read them beside each judge's mean residual.
 * **Agreement.** Weighted (quadratic) Cohen's kappa by :func:`calibration.stats.design_kappa`
   (sklearn's ``cohen_kappa_score`` point, jackknife over tasks) and the residual spread (the
   standard deviation of judge − human, linearised task-clustered interval).
