@@ -218,6 +218,16 @@ def test_cli_panel_names_an_unknown_run(panel_db: str) -> None:
     assert res.exit_code == 2 and "no judge run 'nope'" in res.output
 
 
+def test_cli_panel_leaves_out_a_run_on_another_scale_and_says_why(panel_db: str, tmp_path: Path) -> None:
+    path = tmp_path / "binary.jsonl"
+    path.write_text(json.dumps({"run_id": "binary-run", "judge_model": "gpt-4o", "judge_family": "gpt",
+                                "format": "binary", "answer_id": "t0-gpt-4o", "score": 1}) + "\n")
+    assert invoke("import", "judgements", str(path), "--db", panel_db).exit_code == 0
+    out = json.loads(invoke("panel", "--db", panel_db, "--json").output)
+    assert "binary-run" not in out["matrix"] and len(out["judges"]) == 3
+    assert any(n.startswith("run binary-run left out: it scored in binary, the people in likert5") for n in out["notes"])
+
+
 # ------------------------------------------------------------------------------------------------
 # Coverage with known effects (slow)
 # ------------------------------------------------------------------------------------------------
