@@ -101,7 +101,7 @@ def clustered_ols(
 
     >>> fit = clustered_ols([1.0, 2.0, 3.0, 5.0], [[1, 0], [1, 1], [1, 2], [1, 3]], ["a", "a", "b", "b"])
     >>> [round(float(c), 2) for c in fit.coef]
-    [0.9, 1.3]
+    [0.8, 1.3]
     """
     yv = np.asarray(y, dtype=float)
     xm = np.asarray(x, dtype=float)
