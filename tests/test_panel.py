@@ -23,6 +23,7 @@ from calibration.panel import (
     pooled_self_bias,
     residual_spread,
     simulate_panel,
+    spread_difference,
     to_scale,
 )
 from judgelab.cli import main
@@ -143,6 +144,24 @@ def test_agreement_ranks_the_less_noisy_judge_first_with_kappa_from_sklearn() ->
     assert gpt.kappa is not None
     assert gpt.kappa.estimate == pytest.approx(cohen_kappa_score(rows["score"], rows["human"], weights="quadratic"))
     assert gpt.kappa.ci_low < gpt.kappa.estimate < gpt.kappa.ci_high
+    claude = next(a for a in result.agreement if a.judge == "claude-3-opus")
+    assert gpt.spread_vs_best is None and claude.spread_vs_best is not None
+    assert claude.spread_vs_best.estimate == pytest.approx(claude.spread.estimate - gpt.spread.estimate)
+    assert claude.spread_vs_best.ci_low > 0
+
+
+def test_spread_difference_is_paired_so_shared_errors_cancel() -> None:
+    rng = np.random.default_rng(6)
+    tasks = np.repeat(np.arange(300), 3)
+    shared = rng.normal(0, 3.0, tasks.size)  # the humans' own noise: in both judges' residuals
+    a = shared + rng.normal(0, 1.0, tasks.size)
+    b = shared + rng.normal(0, 0.5, tasks.size)
+    diff = spread_difference(a, b, tasks, units="points")
+    assert diff.estimate == pytest.approx(np.std(a) - np.std(b))
+    alone = [residual_spread(x, tasks, units="points") for x in (a, b)]
+    unpaired = math.hypot(alone[0].extra["se"], alone[1].extra["se"])
+    assert diff.extra["se"] < unpaired / 3
+    assert diff.covers(math.hypot(3.0, 1.0) - math.hypot(3.0, 0.5))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from calibration.panel._stats import (
     kappa_categories,
     panel_analysis,
     residual_spread,
+    spread_difference,
 )
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "render_markdown",
     "residual_spread",
     "simulate_panel",
+    "spread_difference",
     "to_scale",
     "write_png",
 ]

@@ -36,7 +36,7 @@ def panel_json(result: PanelResult, data: PanelData | None = None) -> dict[str, 
     out["matrix"] = {j: {f: e.to_dict() for f, e in row.items()} for j, row in result.matrix.items()}
     out["agreement"] = [{
         "judge": a.judge, "n": a.n, "mean_residual": a.mean_residual.to_dict(), "spread": a.spread.to_dict(),
-        "kappa": _est(a.kappa), "kappa_reason": a.kappa_reason,
+        "kappa": _est(a.kappa), "kappa_reason": a.kappa_reason, "spread_vs_best": _est(a.spread_vs_best),
     } for a in result.agreement]
     out["jury_gaps"] = [{
         "family": g.family, "judges": {k: v.to_dict() for k, v in g.judges.items()},
@@ -91,12 +91,16 @@ def render_markdown(result: PanelResult, data: PanelData | None = None, *, digit
         lines.append(f"| {g.family} | {own} | " + " | ".join(_cell(g.juries.get(j), digits)
                                                          for j in ("jury (mean)", "jury (other families)")) + " |")
     lines += ["", "## Agreement with people", "",
-              "| judge | n | mean residual | residual spread (SD) | weighted kappa |", "|---|---|---|---|---|"]
+              "| judge | n | mean residual | residual spread (SD) | SD minus the smallest (paired) | weighted kappa |",
+              "|---|---|---|---|---|---|"]
     for a in result.agreement:
         kappa = _cell(a.kappa, 3) if a.kappa is not None else f"{MISSING} ({a.kappa_reason})"
-        lines.append(f"| {a.judge} | {a.n} | {_cell(a.mean_residual, digits)} | {_cell(a.spread, digits)} | {kappa} |")
+        versus = "(smallest)" if a.judge == result.best_spread else _cell(a.spread_vs_best, digits)
+        lines.append(f"| {a.judge} | {a.n} | {_cell(a.mean_residual, digits)} | {_cell(a.spread, digits)} | "
+                     f"{versus} | {kappa} |")
     lines += ["", f"Highest kappa: {result.best_kappa or MISSING}; smallest residual spread: "
-              f"{result.best_spread or MISSING} (overlapping intervals mean the data do not tell them apart).", ""]
+              f"{result.best_spread or MISSING}; a paired interval of the SD difference that holds 0 means the data do "
+              "not tell that judge from the best.", ""]
     if result.agreement and result.agreement[0].kappa is not None:
         lines += [f"Kappa: {result.agreement[0].kappa.method}.", ""]
     notes = list(result.notes) + (list(data.notes) if data is not None else [])

@@ -29,6 +29,7 @@ pure function of that table.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -95,6 +96,8 @@ class Agreement:
         spread: Standard deviation of judge − human, task-clustered interval.
         kappa: Quadratic-weighted kappa against the humans' rounded score, or ``None``.
         kappa_reason: Why there is no kappa.
+        spread_vs_best: This judge's residual spread minus the judge with the smallest one, on the
+            answers both scored (paired, task-clustered); ``None`` for that judge and the juries.
     """
 
     judge: str
@@ -103,6 +106,7 @@ class Agreement:
     spread: Estimate
     kappa: Estimate | None
     kappa_reason: str | None = None
+    spread_vs_best: Estimate | None = None
 
 
 @dataclass(frozen=True)
@@ -184,6 +188,8 @@ def panel_analysis(frame: pd.DataFrame, *, scale: str, level: float = 0.95, kapp
     with_kappa = [a for a in solo if a.kappa is not None and math.isfinite(a.kappa.estimate)]
     best_kappa = max(with_kappa, key=lambda a: a.kappa.estimate).judge if with_kappa else None  # type: ignore[union-attr]
     best_spread = min(solo, key=lambda a: a.spread.estimate).judge if solo else None
+    if best_spread is not None:
+        agreement = tuple(_versus_best(a, rows, best_spread, units, level) for a in agreement)
     n_mean = int((juries["judge"] == JURY_MEAN).sum())
     n_others = int((juries["judge"] == JURY_OTHERS).sum())
     if n_others < n_mean:
@@ -319,6 +325,47 @@ def residual_spread(residuals: npt.ArrayLike, clusters: npt.ArrayLike, *, units:
     method = (f"standard deviation of judge - human; linearised variance over {g} task clusters, "
               f"t interval with {g - 1} df")
     return Estimate(s, max(s - half, 0.0), s + half, n, method, units, level, {"se": se, "df": g - 1})
+
+
+def spread_difference(residuals_a: npt.ArrayLike, residuals_b: npt.ArrayLike, clusters: npt.ArrayLike, *,
+                      units: str, level: float = 0.95) -> Estimate:
+    """``SD(a) − SD(b)`` of two judges' residuals on the same answers, paired and task-clustered.
+
+    The influence values of the two standard deviations (as in :func:`residual_spread`) are
+    subtracted per answer before summing per task, so what the two judges share (a hard task,
+    a mislabelled answer) cancels; t interval with ``G − 1`` df.
+
+    >>> round(spread_difference([2.0, -2.0, 2.0, -2.0], [1.0, -1.0, 1.0, -1.0], list("abcd"),
+    ...                         units="points").estimate, 3)
+    1.0
+    """
+    a, b = np.asarray(residuals_a, dtype=float), np.asarray(residuals_b, dtype=float)
+    codes, uniques = pd.factorize(np.asarray(clusters))
+    g, n = len(uniques), a.size
+    sa, sb = float(a.std()), float(b.std())
+    if n < 2 or g < 2 or sa <= 0 or sb <= 0:
+        return Estimate(sa - sb, _NAN, _NAN, n, "difference of residual SDs; too few tasks for an interval", units,
+                        level)
+    psi = ((a - a.mean()) ** 2 - sa**2) / (2 * sa * n) - ((b - b.mean()) ** 2 - sb**2) / (2 * sb * n)
+    z = np.bincount(codes, weights=psi, minlength=g)
+    se = math.sqrt(g / (g - 1) * float((z**2).sum()))
+    half = float(special.stdtrit(g - 1, 0.5 + level / 2)) * se
+    method = (f"difference of residual SDs on the same answers; paired linearised variance over {g} task "
+              f"clusters, t interval with {g - 1} df")
+    return Estimate(sa - sb, sa - sb - half, sa - sb + half, n, method, units, level, {"se": se, "df": g - 1})
+
+
+def _versus_best(agreement: Agreement, rows: pd.DataFrame, best: str, units: str, level: float) -> Agreement:
+    """The agreement with its spread compared, answer by answer, with the best judge's."""
+    if agreement.judge in (best, JURY_MEAN, JURY_OTHERS):
+        return agreement
+    mine = rows[rows["judge"] == agreement.judge].set_index("answer_id")
+    theirs = rows[rows["judge"] == best].set_index("answer_id")
+    common = mine.index.intersection(theirs.index)
+    diff = spread_difference(mine.loc[common, "score"] - mine.loc[common, "human"],
+                             theirs.loc[common, "score"] - theirs.loc[common, "human"],
+                             mine.loc[common, "task_id"], units=units, level=level)
+    return dataclasses.replace(agreement, spread_vs_best=diff)
 
 
 def kappa_categories(values: npt.ArrayLike, scale: str) -> tuple[npt.NDArray[np.float64], str]:
