@@ -122,7 +122,7 @@ def heatmap(result: PanelResult) -> alt.LayerChart:
         y=alt.Y("judge:N", sort=order, title=None))
     cells = base.mark_rect().encode(color=alt.Color(
         "residual:Q", scale=alt.Scale(scheme="redblue", domain=[-limit, limit], reverse=True),
-        title=f"judge - human ({result.units})"))
+        title=["judge - human", result.units]))
     text = base.mark_text(fontSize=10).encode(text="label:N")
     return (cells + text).properties(title="Residual by judge and answer family (95% CI)",
                                      width=max(120 * frame["family"].nunique(), 240), height=28 * len(order))
