@@ -66,7 +66,7 @@ from judgelab.admin._designs import (
     apply_sample_design,
     draft_design,
 )
-from judgelab.admin._kept import KEPT, Kept, build_apart, calibration_report, warm_worker
+from judgelab.admin._kept import KEPT, Kept, build_apart, calibration_report, panel_report, warm_worker
 from judgelab.admin._overview import (
     Overview,
     median_seconds,
@@ -140,6 +140,7 @@ __all__ = [
     "median_seconds",
     "natural_key",
     "overview",
+    "panel_report",
     "rater_table",
     "reassign_stranded",
     "reissue_link",

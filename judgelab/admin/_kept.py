@@ -32,6 +32,7 @@ from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 from calibration.calibrate import CalibrationReport, build_report, load_calibration_data
+from calibration.panel import PanelData, PanelResult, load_panel, panel_analysis
 from labeler.store import Store
 
 T = TypeVar("T")
@@ -216,5 +217,27 @@ def calibration_report(
         if apart:
             return build_apart(build_report, data, **options)
         return build_report(data, **options)
+
+    return KEPT.get(key, compute)
+
+
+def panel_report(store: Store, run_ids: list[str]) -> tuple[PanelData, PanelResult]:
+    """The Calibration page's panel of judges, kept per input like :func:`calibration_report`.
+
+    Args:
+        store: The project store.
+        run_ids: The judge runs read as one panel.
+
+    Returns:
+        The panel's data and its analysis (:func:`calibration.panel.panel_analysis`).
+    """
+    runs = store.calibration_runs()
+    judged = runs[runs["run_id"].isin(run_ids)][["run_id", "n_pointwise"]]
+    key = ("panel", str(store.path), tuple(run_ids), store.label_watermark(),
+           tuple(map(tuple, judged.astype(str).to_numpy())))
+
+    def compute() -> tuple[PanelData, PanelResult]:
+        data = load_panel(store, list(run_ids))
+        return data, panel_analysis(data.frame, scale=data.scale)
 
     return KEPT.get(key, compute)

@@ -48,6 +48,8 @@ VERBS: dict[str, tuple[str, str]] = {
         "Create the project database (or bring an existing one up to date)."),
     "mock-api": ("judgelab.cli.probe:mock_api_command",
         "Serve a local Anthropic-compatible API backed by the fake judge, for dry runs."),
+    "panel": ("judgelab.cli.panel:panel_command",
+        "Read a panel of judges against the same human labels."),
     "position": ("judgelab.cli.position:position",
         "Consistency, first-shown advantage and accuracy against gold of a run's pairwise judgements."),
     "probe": ("judgelab.cli.probe:probe_command",

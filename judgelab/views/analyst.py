@@ -11,8 +11,10 @@ import streamlit as st
 
 from calibration.calibrate import HUMAN_SCORE_RULES
 from calibration.numbers import ci, num
+from calibration.panel import heatmap, judges_table
+from calibration.panel import render_markdown as render_panel
 from calibration.report import confusion_table, render_json, render_markdown, report_charts, report_tables
-from judgelab.admin import calibration_report
+from judgelab.admin import calibration_report, panel_report
 from judgelab.session import current_store, require_admin
 from labeler.errors import JudgelabError
 
@@ -133,6 +135,22 @@ for f in report.formats:
     with st.expander(f"What a pipeline should report: {f.format}"):
         for key, value in f.four_quantities().items():
             st.markdown(f"- **{key}**: {value}")
+
+st.header("Panel of judges")
+if len(runs) < 2:
+    st.caption("One judge run so far: a panel needs two or more runs scored against the same labels.")
+elif st.toggle(f"Read all {len(runs)} runs as a panel", key="analyst_panel"):
+    try:
+        panel_data, panel = panel_report(store, list(runs["run_id"]))
+    except (JudgelabError, ValueError) as exc:
+        st.error(str(exc))
+    else:
+        st.altair_chart(heatmap(panel), key="analyst_chart_panel")
+        st.dataframe(judges_table(panel), hide_index=True, key="analyst_panel_judges")
+        for note in panel_data.notes + panel.notes:
+            st.caption(note)
+        st.download_button("Download panel (markdown)", render_panel(panel, panel_data), file_name="panel.md",
+                           mime="text/markdown", key="analyst_download_panel")
 
 if report.skipped:
     st.header("Not computed")
