@@ -1,0 +1,98 @@
+"""Issue 32: intervals that never quietly shrink to a point, checked by simulation.
+
+Each test simulates a situation where the old interval collapsed (a near-perfect judge, a spread
+estimated at zero from few raters, ...) and checks coverage of the known truth; each failed on
+the code before the fix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calibration.stats._formats import format_diagnostics
+
+
+def _true_mean_tau_b(sd: float, n_cand: int, gen: np.random.Generator, draws: int = 20_000) -> float:
+    """The population mean within-prompt tau-b of a judge that reads ``1..n_cand`` with noise ``sd``."""
+    ref = np.arange(n_cand, dtype=float)
+    judge = ref[None, :] + gen.normal(0, sd, (draws, n_cand))
+    i, j = np.triu_indices(n_cand, 1)
+    concordant = np.sign(judge[:, j] - judge[:, i]) > 0
+    return float((2 * concordant.mean(axis=1) - 1).mean())
+
+
+def test_tau_b_of_a_near_perfect_judge_is_never_a_point_and_covers() -> None:
+    """A judge swapping ~1% of pairs: most datasets show +1.000 on every prompt.
+
+    Before the fix the bootstrap interval was "+1.000 to +1.000" then, and missed the truth
+    (0.98): coverage 30%. The rule-of-three floor runs the interval to 3 prompts with one pair
+    the other way.
+    """
+    gen = np.random.default_rng(32)
+    n_prompts, n_cand, sd = 5, 4, 0.28
+    truth = _true_mean_tau_b(sd, n_cand, gen)
+    assert 0.95 < truth < 0.995
+    reps, hits, points = 200, 0, 0
+    for _ in range(reps):
+        ref = np.tile(np.arange(n_cand, dtype=float), n_prompts)
+        judge = ref + gen.normal(0, sd, ref.size)
+        groups = np.repeat(np.arange(n_prompts), n_cand)
+        d = format_diagnostics(judge, ref, groups, n_resamples=200, rng=gen)
+        hits += d.tau_b.ci_low <= truth <= d.tau_b.ci_high
+        points += d.tau_b.ci_high - d.tau_b.ci_low <= 1e-12
+        if d.tau_b.extra["floor"]:
+            assert "rule of three" in d.tau_b.method
+    assert points == 0
+    assert hits / reps >= 0.93, hits / reps
+
+
+def test_perfect_agreement_prints_an_interval_not_a_point() -> None:
+    """The issue's line: 13 candidates in perfect order no longer read +1.000 to +1.000."""
+    ref = np.r_[np.arange(4), np.arange(4), np.arange(5)].astype(float)
+    groups = np.r_[[0] * 4, [1] * 4, [2] * 5]
+    d = format_diagnostics(ref * 10, ref, groups, rng=1)
+    assert d.tau_b.estimate == 1.0 and d.tau_b.ci_high == 1.0
+    assert d.tau_b.ci_low < 0.9
+    assert "one pair the other way" in d.tau_b.method
+
+
+@pytest.mark.parametrize("flip_rate", [0.01, 0.02, 0.03])
+def test_first_shown_advantage_of_a_judge_that_rarely_flips_covers(flip_rate: float) -> None:
+    """100 pairs judged in both orders; a flipping pair's first-shown answer wins both times.
+
+    Before the fix the pair-clustered interval had no between-pair variance to see when no pair
+    (or one) flipped: 0.0 [0.0, 0.0] at 100 of 100 consistent, coverage 37-75%. With the rule of
+    three's floor it covers at least 93% at 1-3% flips, and never collapses to a point.
+    """
+    from calibration.stats import position_statistics
+
+    gen = np.random.default_rng([32, int(1000 * flip_rate)])
+    n_pairs, reps = 100, 300
+    truth = 100 * flip_rate / 2  # share of first-shown wins 0.5 + f/2, minus 50%, in pp
+    hits = points = 0
+    pairs = np.repeat([f"p{i}" for i in range(n_pairs)], 2)
+    first = np.tile(["a", "b"], n_pairs)
+    for _ in range(reps):
+        preferred = np.where(gen.random(n_pairs) < 0.5, "a", "b")
+        flips = gen.random(n_pairs) < flip_rate
+        # Consistent: the preferred answer wins in both orders. Flipped: the first shown wins.
+        winners = np.where(np.repeat(flips, 2), first, np.repeat(preferred, 2))
+        adv = position_statistics(pairs, first, winners.tolist()).first_shown_advantage
+        hits += adv.ci_low <= truth <= adv.ci_high
+        points += adv.ci_high - adv.ci_low <= 1e-9
+    assert points == 0
+    assert hits / reps >= 0.93, hits / reps
+
+
+def test_a_judge_that_never_flips_says_its_advantage_interval_is_floored() -> None:
+    """100 of 100 consistent: about ±1.7 pp (consistency's interval allows ±1.9), and the line says why."""
+    from calibration.stats import position_statistics
+
+    pairs = np.repeat([f"p{i}" for i in range(100)], 2)
+    first = np.tile(["a", "b"], 100)
+    s = position_statistics(pairs, first, ["a"] * 200)
+    adv = s.first_shown_advantage
+    assert adv.estimate == 0.0
+    assert -2.5 < adv.ci_low < -1.0 and 1.0 < adv.ci_high < 2.5
+    assert adv.extra["floor"] and "rule of three" in adv.method
