@@ -73,6 +73,7 @@ from calibration.active._plan import (
     DEFAULT_FLOOR,
     ActivePool,
     BatchPlan,
+    SavingForecast,
     expected_population_variance,
     labels_still_needed,
     next_batch_size,
@@ -80,6 +81,7 @@ from calibration.active._plan import (
     plan_batch,
     planned_labels,
     planning_critical,
+    predicted_saving,
     stack_draws,
 )
 from calibration.active._simulate import (
@@ -128,6 +130,7 @@ __all__ = [
     "LookStatistics",
     "PoolModel",
     "RepeatedIntervals",
+    "SavingForecast",
     "SimulatedPool",
     "Spending",
     "active_figures",
@@ -148,6 +151,7 @@ __all__ = [
     "planning_critical",
     "pool_model",
     "predict_humans",
+    "predicted_saving",
     "rare_event_variance",
     "reassign_active_batch",
     "repeated_intervals",

@@ -8,6 +8,7 @@ the code before the fix.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from calibration.stats._formats import format_diagnostics
@@ -96,3 +97,77 @@ def test_a_judge_that_never_flips_says_its_advantage_interval_is_floored() -> No
     assert adv.estimate == 0.0
     assert -2.5 < adv.ci_low < -1.0 and 1.0 < adv.ci_high < 2.5
     assert adv.extra["floor"] and "rule of three" in adv.method
+
+
+def test_ppi_states_its_n_minus_1_convention_and_is_that_much_wider_than_ppi_py() -> None:
+    """Item 6: ppi_py's ppi_mean_ci divides by n; ours by n − 1, on purpose, and the line says so.
+
+    Simulated at 20 labels (a judge agreeing on 85%): ours covers at least as often as the
+    reference's convention, and each interval is wider by exactly the n/(n − 1) factors.
+    """
+    from scipy import stats as st
+
+    from calibration.stats import design_ppi_mean, ppi_mean
+
+    gen = np.random.default_rng(6)
+    n, big_n, truth = 20, 2000, 0.6
+    z = float(st.norm.ppf(0.975))
+    ours = ref = 0
+    for _ in range(400):
+        y = (gen.random(n + big_n) < truth).astype(float)
+        f = np.where(gen.random(n + big_n) < 0.85, y, 1 - y)
+        est = ppi_mean(y[:n], f[:n], f[n:], lam=1.0)
+        # ppi_py.ppi_mean_ci with lam=1: np.std (ddof=0) of the unlabelled verdicts and the rectifier.
+        se_ref = np.sqrt(f[n:].std() ** 2 / big_n + (y[:n] - f[:n]).std() ** 2 / n)
+        assert est.extra["se"] ** 2 == pytest.approx(
+            f[n:].var() / big_n * big_n / (big_n - 1) + (y[:n] - f[:n]).var() / n * n / (n - 1))
+        ours += est.ci_low <= truth <= est.ci_high
+        ref += abs(est.estimate - truth) <= z * se_ref
+    assert ours >= ref
+    assert "n − 1" in est.method and "ppi_py" in est.method
+    d = design_ppi_mean(y[:n], f[:n], f)
+    assert "G − 1" in d.method and "ppi_py" in d.method
+
+
+def test_no_active_design_stops_on_a_look_whose_labels_show_no_disagreement() -> None:
+    """Item 3: a first batch of a judge the plan trusts (predictions that foresee every label).
+
+    People disagree with the judge on 1% of a 4,000-task pool; the plan's prior says 0.1%, so its
+    predictions leave the corrections near 0 and the design variance with them. Before the guard
+    the look's interval was a point whenever the batch drew no disagreement (half of the runs),
+    and met a ±5 pp target on 80 labels while missing the pool's gap: coverage 55%. With the
+    floor of one disagreement among the drawn units no look is that narrow, and it covers.
+    """
+    from calibration.active import (
+        ActivePool,
+        estimand_coefficients,
+        look_statistics,
+        plan_batch,
+        repeated_intervals,
+        stack_draws,
+    )
+
+    gen = np.random.default_rng(3)
+    tasks = 4000
+    judge_pass = (gen.random(2 * tasks) < 0.5).astype(float)
+    frame = pd.DataFrame({"answer_id": [f"t{t}-{f}" for t in range(tasks) for f in ("own", "other")],
+                          "task_id": [f"t{t}" for t in range(tasks) for _ in range(2)],
+                          "family": ["own", "other"] * tasks, "judge_score": 2 + 3 * judge_pass,
+                          "judge_pass": judge_pass})
+    pool = ActivePool.from_frame(frame)
+    coef = estimand_coefficients(pool.family, own_family="own")
+    plan = plan_batch(pool, size=80.0, human_pass=np.full(2 * tasks, np.nan), own_family="own",
+                      disagreement=0.001)
+    hits = narrow = 0
+    reps = 200
+    judged = pool.judge_pass  # the pool's own order of answers
+    for _ in range(reps):
+        human = np.where(gen.random(2 * tasks) < 0.01, 1 - judged, judged)
+        truth = 100 * float(coef @ (judged - human))
+        xi = gen.random(pool.n_units) < plan.prob
+        stats = look_statistics(stack_draws(pool, [plan], [xi]), np.where(xi[pool.unit], human, np.nan), coef)
+        rci = repeated_intervals(stats.estimate, stats.variance, target_half_width=5.0, df=stats.df)
+        hits += rci.ci_low[0] <= truth <= rci.ci_high[0]
+        narrow += rci.half_width[0] < 1.0
+    assert narrow == 0
+    assert hits / reps >= 0.93, hits / reps
