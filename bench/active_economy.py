@@ -47,9 +47,10 @@ covered the true gap:
   endless pool (without the pool's own variance), and for the flipping judge (its flips seen).
 
 **Predicted against realised.** Before the team commits, the plan predicts its own saving from
-the labels it has (:func:`calibration.active.predicted_saving`, after the pilot and after the
-second batch): ``predicted x SRS`` on the active row (its ``active_ratio``) and on the stratified
-row (its ``stratified_ratio``), next to the realised ``x SRS fixed``.
+the labels it has (:func:`calibration.active.predicted_saving`, after the pilot, the second and
+the third batch): ``predicted x SRS`` on the active row (its ``ratio``: the larger of the model's
+prediction and the design effect the draws so far measure) and on the stratified row (its
+``stratified_ratio``), next to the realised ``x SRS fixed``.
 
 The ``x SRS fixed`` column divides by the SRS fixed n, ``x SRS rule`` by SRS read with the same
 rule (what a team that must also stop validly would use without the active design).
@@ -299,7 +300,7 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
             check_srs(sim, curve)
         srs.append(curve)
         strat.append(stratified_curve(sim, gen, grid))
-        run = run_active(sim, target_half_width=target, rng=gen, floor=args.floor, forecast_looks=2)
+        run = run_active(sim, target_half_width=target, rng=gen, floor=args.floor, forecast_looks=3)
         active.append(run)
         # The same judge reading every answer twice (its own stream, so the rows above keep theirs).
         other = np.random.default_rng([args.seed, int(agreement * 100), rep, scale == "numeric100", 1])
@@ -359,7 +360,7 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
                  **summarise([r.labels for r in active], [f["ci_low"] <= truth <= f["ci_high"] for f in finals]),
                  "looks": round(float(np.mean([len(r.looks) for r in active])), 2),
                  "met target %": round(100 * float(np.mean([r.stopped for r in active])), 1),
-                 **_predicted(active, "active_ratio")})
+                 **_predicted(active, "ratio")})
     score_truth = model.truths()["gap (score)"]
     if scale == "likert5":
         rows[-1]["score-gap coverage %"] = round(100 * float(np.mean(
@@ -389,9 +390,9 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
 
 
 def _predicted(runs: list[Any], field: str) -> dict[str, Any]:
-    """Mean (and 10-90% range) of the plan's predicted ratio after the pilot and after look 2."""
+    """Mean (and 10-90% range) of the plan's predicted ratio after the pilot, look 2 and look 3."""
     out: dict[str, Any] = {}
-    for k, name in ((0, "predicted x SRS, pilot"), (1, "predicted x SRS, look 2")):
+    for k, name in ((0, "predicted x SRS, pilot"), (1, "look 2"), (2, "look 3")):
         values = np.array([getattr(r.forecasts[k], field) for r in runs if len(r.forecasts) > k], dtype=float)
         values = values[np.isfinite(values)]
         if values.size:

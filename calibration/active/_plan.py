@@ -137,10 +137,15 @@ class ActivePool:
 
     def gap_coefficients(self, own_family: str | None) -> npt.NDArray[np.float64]:
         """The stopping rule's figure: the gap, or the first family's residual without a gap."""
-        fams = sorted(set(self.family.tolist()))
-        if own_family is not None and own_family in fams and len(fams) > 1:
-            return estimand_coefficients(self.family, own_family=own_family)
-        return estimand_coefficients(self.family, target=fams[0])
+        return _figure_coefficients(self.family, own_family)
+
+
+def _figure_coefficients(family: npt.NDArray[np.str_], own_family: str | None) -> npt.NDArray[np.float64]:
+    """:meth:`ActivePool.gap_coefficients` of answers of these families."""
+    fams = sorted(set(family.tolist()))
+    if own_family is not None and own_family in fams and len(fams) > 1:
+        return estimand_coefficients(family, own_family=own_family)
+    return estimand_coefficients(family, target=fams[0])
 
 
 @dataclass(frozen=True)
@@ -338,6 +343,10 @@ class SavingForecast:
         labels_seen: Labelled answers the prediction rests on.
         disagreements_seen: Human-judge disagreements among them.
         basis: The basis and the condition the prediction holds under, in words.
+        measured_ratio: The active design's design effect the draws so far show (its design
+            variance over that of SRS of as many units, from the same labels), when the draws
+            were given: a model that misplaces the judge's errors shows here, not in
+            ``active_ratio``. ``nan`` when not measured.
     """
 
     active_ratio: float
@@ -348,6 +357,12 @@ class SavingForecast:
     labels_seen: int
     disagreements_seen: float
     basis: str
+    measured_ratio: float = math.nan
+
+    @property
+    def ratio(self) -> float:
+        """The active design's ratio to plan on: the larger of the model's and the measured one."""
+        return float(np.nanmax([self.active_ratio, self.measured_ratio]))
 
 
 def predicted_saving(
@@ -360,6 +375,9 @@ def predicted_saving(
     disagreement: float = 0.2,
     prior_labels: float = 5.0,
     level: float = 0.95,
+    draws: ActiveDraws | None = None,
+    design_variance: float | None = None,
+    human_in_draws: npt.ArrayLike | None = None,
 ) -> SavingForecast:
     """Predict the active and stratified designs' labels against SRS from the labels so far.
 
@@ -383,6 +401,12 @@ def predicted_saving(
         disagreement: Planning disagreement rate for the prior.
         prior_labels: Weight of the prior in a stratum, in labels.
         level: Confidence level.
+        draws: The active design's draws so far, with ``design_variance`` (the last look's
+            :attr:`LookStatistics.design`): the design effect they show is measured too
+            (:attr:`SavingForecast.measured_ratio`).
+        design_variance: See ``draws``.
+        human_in_draws: ``human_pass`` in the order of ``draws.answer_id`` when it is not the
+            pool's order (default: the pool's).
 
     Returns:
         A :class:`SavingForecast`.
@@ -408,7 +432,35 @@ def predicted_saving(
         "show where people disagree with the judge; with few of them the model's prior (disagreement next to "
         "the pass threshold) speaks more than the data, and a judge whose errors lie anywhere saves less"
     )
-    return SavingForecast(ratio_a, ratio_s, total["active"], total["srs"], stratified, seen, disagreements, basis)
+    measured = math.nan
+    if draws is not None and design_variance is not None:
+        h_draws = h if human_in_draws is None else np.asarray(human_in_draws, dtype=float)
+        coef_draws = _figure_coefficients(draws.family, own_family) * _PP
+        measured = _measured_design_effect(draws, h_draws, coef_draws, design_variance)
+        basis += (f"; the draws so far measure a design effect of {measured:.2f} against simple random sampling of "
+                  "as many units (plan on the larger of the two)")
+    return SavingForecast(ratio_a, ratio_s, total["active"], total["srs"], stratified, seen, disagreements, basis,
+                          measured)
+
+
+def _measured_design_effect(
+    draws: ActiveDraws, h: npt.NDArray[np.float64], coef: npt.NDArray[np.float64], design_variance: float
+) -> float:
+    """The last look's design variance over SRS's of as many units, both from the labels so far.
+
+    SRS's is ``U² S²/n (1 − n/U)``, ``S²`` the variance of a unit's term ``Σ c (judge − human)``
+    over the pool, estimated from the drawn units weighted by ``1/π`` (``π`` of being drawn in
+    any batch so far).
+    """
+    ever = draws.drawn.any(axis=0)
+    pi = 1 - np.prod(np.where(draws.known, 1.0, 1 - draws.prob), axis=0)
+    z = np.bincount(draws.unit, weights=np.nan_to_num(coef * (draws.judge_pass - h)), minlength=draws.n_units)
+    w = 1 / np.maximum(pi[ever], 1e-12)
+    mean = float(w @ z[ever] / w.sum())
+    s2 = float(w @ (z[ever] - mean) ** 2 / w.sum())
+    units, n = draws.n_units, int(ever.sum())
+    srs = units**2 * s2 / max(n, 1) * (1 - n / units)
+    return float(design_variance / srs) if srs > 0 else math.nan
 
 
 def _stratified_factor(pool: ActivePool, pred: HumanPrediction, coef: npt.NDArray[np.float64]) -> float:

@@ -364,7 +364,7 @@ def run_active(
                      "critical": rci.critical[-1], "batch_size": size})
         if len(plans) <= forecast_looks:
             forecasts.append(predicted_saving(pool, target_half_width=target_half_width, human_pass=h, level=level,
-                                              **plan_kw))
+                                              draws=draws, design_variance=float(stats.design[-1]), **plan_kw))
         if rci.half_width[-1] <= target_half_width:
             stopped = True
             break

@@ -389,3 +389,20 @@ def test_the_store_names_the_scoring_run_and_the_format_study_as_the_runner_does
     from labeler.store._core import _READING_PROBES, _SCORING_PROBES
 
     assert _SCORING_PROBES == (SCORE_PROBE,) and _READING_PROBES == (NAME,)
+
+
+def test_the_design_states_its_predicted_saving_before_and_after_its_first_look(store: Store,
+                                                                                truth: pd.Series) -> None:
+    # Issue 32: a team reads the saving the plan expects, with its basis, before it commits.
+    from calibration.active import active_saving
+
+    first = draw_active_batch(store, target_half_width=12.0, seed=3)
+    apply_active_batch(store, first, 4)
+    before = active_saving(store)
+    assert before is not None and before.labels_seen == 0 and math.isnan(before.measured_ratio)
+    assert 0 < before.active_ratio <= 1.2 and 0 < before.stratified_ratio <= 1.2
+    label_everything(store, truth)
+    after = active_saving(store)
+    assert after is not None and after.labels_seen == first.n_new
+    assert math.isfinite(after.measured_ratio) and after.ratio >= after.active_ratio
+    assert "predicted from" in after.basis and "holds while" in after.basis and "design effect" in after.basis
