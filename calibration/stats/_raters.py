@@ -42,9 +42,10 @@ error, in the spirit of the rule of three under the residuals' variance
 (:func:`calibration.stats.rare_event_floor`), with ``R − 1`` df, and the report line says so. It
 fades as raters are added (``Σ π_r²`` falls as ``1/R`` too). Chosen by simulation
 (``bench/coverage.py --raters``): at 30 tasks, one label per answer and a spread of 0.4 points
-from 3-5 raters the residuals, gap and PPI cover 93-97%+ with it; a full standard error pushed the
-PPI to 98-99% in the cells with no spread at all, the price of not being able to tell 0 from 0.4
-points with five raters, which any floor pays there.
+from 3-5 raters the residuals, gap and PPI cover at least 92.8% with it (91.0% at worst without,
+90.0% at 100 tasks), erring wide (up to 99.5% for the PPI with three raters); a full standard error
+pushed the suite's pooled PPI coverage over 97%. In cells with no spread at all the intervals err
+wide (96.8-99.8%): the price of not being able to tell 0 from 0.4 points with a few raters.
 """
 
 from __future__ import annotations
