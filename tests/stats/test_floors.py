@@ -58,6 +58,7 @@ def test_perfect_agreement_prints_an_interval_not_a_point() -> None:
     assert "one pair the other way" in d.tau_b.method
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flip_rate", [0.01, 0.02, 0.03])
 def test_first_shown_advantage_of_a_judge_that_rarely_flips_covers(flip_rate: float) -> None:
     """100 pairs judged in both orders; a flipping pair's first-shown answer wins both times.
@@ -129,6 +130,7 @@ def test_ppi_states_its_n_minus_1_convention_and_is_that_much_wider_than_ppi_py(
     assert "G − 1" in d.method and "ppi_py" in d.method
 
 
+@pytest.mark.slow
 def test_no_active_design_stops_on_a_look_whose_labels_show_no_disagreement() -> None:
     """Item 3: a first batch of a judge the plan trusts (predictions that foresee every label).
 
@@ -196,6 +198,7 @@ def test_a_spread_from_four_raters_with_one_label_each_is_never_read_as_no_sprea
     assert max(res.floored[name] for name in _FIGURES) > 0.05
 
 
+@pytest.mark.slow
 def test_a_judge_whose_readings_are_partly_unrelated_to_quality_keeps_the_truths_not_the_savings() -> None:
     """Item 5: the second data model, and the plan's forecast of its saving under both.
 
