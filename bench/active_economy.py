@@ -1,7 +1,9 @@
 """How many labels does active labelling with its stopping rule need, against today's designs?
 
 Run: ``python bench/active_economy.py`` (about 15 minutes on 2 CPUs; ``--quick`` for a smoke run,
-``--scale likert5`` or ``numeric100`` for one judge scale).
+``--scale likert5`` or ``numeric100`` for one judge scale, ``--agreements 0.85`` for one level,
+``--unrelated 0.25`` for the second data model: a quarter of the judge's readings unrelated to
+quality, so its errors are not where its score sits next to the threshold).
 
 The pools (stated, because the saving depends on them): :mod:`calibration.active._simulate`,
 the coverage suite's model with the judge's and the humans' noise scaled so that the judge's pass
@@ -43,6 +45,12 @@ covered the true gap:
   answer's true chance of passing given the judge's score and family, no looks, at the size whose
   95% half-width meets the target; without a floor, with the active design's floor, with an
   endless pool (without the pool's own variance), and for the flipping judge (its flips seen).
+
+**Predicted against realised.** Before the team commits, the plan predicts its own saving from
+the labels it has (:func:`calibration.active.predicted_saving`, after the pilot, the second and
+the third batch): ``predicted x SRS`` on the active row (its ``ratio``: the larger of the model's
+prediction and the design effect the draws so far measure) and on the stratified row (its
+``stratified_ratio``), next to the realised ``x SRS fixed``.
 
 The ``x SRS fixed`` column divides by the SRS fixed n, ``x SRS rule`` by SRS read with the same
 rule (what a team that must also stop validly would use without the active design).
@@ -272,7 +280,7 @@ def summarise(labels: list[float], covered: list[bool]) -> dict[str, Any]:
 
 def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every strategy at one agreement level and judge scale."""
-    model = pool_model(agreement)
+    model = pool_model(agreement, unrelated=args.unrelated)
     truth = model.truths()["gap (pass)"]
     target = args.target
     z = 1.96
@@ -292,7 +300,7 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
             check_srs(sim, curve)
         srs.append(curve)
         strat.append(stratified_curve(sim, gen, grid))
-        run = run_active(sim, target_half_width=target, rng=gen, floor=args.floor)
+        run = run_active(sim, target_half_width=target, rng=gen, floor=args.floor, forecast_looks=3)
         active.append(run)
         # The same judge reading every answer twice (its own stream, so the rows above keep theirs).
         other = np.random.default_rng([args.seed, int(agreement * 100), rep, scale == "numeric100", 1])
@@ -300,7 +308,8 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
                               rereading=LLMBAR_REREADING)
         flipping.append(run_active(twice, target_half_width=target, rng=other, floor=args.floor))
     rows = []
-    label = {"agreement": f"{agreement:.0%}", "judge": scale, "true gap pp": round(truth, 2)}
+    label = {"agreement": f"{agreement:.0%}", "judge": scale, "unrelated": args.unrelated,
+             "true gap pp": round(truth, 2)}
     # SRS fixed n: the smallest size whose mean half-width meets the target.
     half = np.vstack([c["half"].to_numpy() for c in srs])
     half[:, :9] = np.inf  # at least ten tasks
@@ -336,7 +345,8 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
     k = int(met[0]) if met.size else len(grid) - 1
     rows.append({**label, "strategy": "stratified fixed n",
                  **summarise([s["labels"].iloc[k] for s in strat],
-                             [s["low"].iloc[k] <= truth <= s["high"].iloc[k] for s in strat])})
+                             [s["low"].iloc[k] <= truth <= s["high"].iloc[k] for s in strat]),
+                 **_predicted(active, "stratified_ratio")})
     labels, cover = [], []
     for s in strat:
         hit = s[s["half"] <= target]
@@ -349,7 +359,8 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
     rows.append({**label, "strategy": "active + rule",
                  **summarise([r.labels for r in active], [f["ci_low"] <= truth <= f["ci_high"] for f in finals]),
                  "looks": round(float(np.mean([len(r.looks) for r in active])), 2),
-                 "met target %": round(100 * float(np.mean([r.stopped for r in active])), 1)})
+                 "met target %": round(100 * float(np.mean([r.stopped for r in active])), 1),
+                 **_predicted(active, "ratio")})
     score_truth = model.truths()["gap (score)"]
     if scale == "likert5":
         rows[-1]["score-gap coverage %"] = round(100 * float(np.mean(
@@ -378,6 +389,18 @@ def one_level(agreement: float, scale: str, args: argparse.Namespace) -> list[di
     return rows
 
 
+def _predicted(runs: list[Any], field: str) -> dict[str, Any]:
+    """Mean (and 10-90% range) of the plan's predicted ratio after the pilot, look 2 and look 3."""
+    out: dict[str, Any] = {}
+    for k, name in ((0, "predicted x SRS, pilot"), (1, "look 2"), (2, "look 3")):
+        values = np.array([getattr(r.forecasts[k], field) for r in runs if len(r.forecasts) > k], dtype=float)
+        values = values[np.isfinite(values)]
+        if values.size:
+            lo, hi = np.quantile(values, [0.1, 0.9])
+            out[name] = f"{values.mean():.2f} ({lo:.2f}-{hi:.2f})"
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200, help="redraws per cell (default 200)")
@@ -386,6 +409,10 @@ def main() -> None:
     parser.add_argument("--scale", choices=["likert5", "numeric100", "both"], default="both")
     parser.add_argument("--floor", type=float, default=0.2, help="active design's floor (default 0.2)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--agreements", type=float, nargs="+", default=list(AGREEMENTS),
+                        help="agreement levels (default 0.70 0.85 0.95)")
+    parser.add_argument("--unrelated", type=float, default=0.0,
+                        help="share of the judge's readings unrelated to quality (default 0: the first data model)")
     parser.add_argument("--quick", action="store_true", help="20 redraws, for a smoke run")
     args = parser.parse_args()
     if args.quick:
@@ -394,7 +421,7 @@ def main() -> None:
     scales = ["likert5", "numeric100"] if args.scale == "both" else [args.scale]
     rows = []
     for scale in scales:
-        for agreement in AGREEMENTS:
+        for agreement in args.agreements:
             cell = time.perf_counter()
             rows += one_level(agreement, scale, args)
             print(f"  {scale}, {agreement:.0%} agreement: {time.perf_counter() - cell:.0f} s", file=sys.stderr)

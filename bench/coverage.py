@@ -3,7 +3,9 @@
 Run: ``python bench/coverage.py`` (the full 72-cell grid; ``--reps`` datasets per cell, 400 by
 default, roughly 20-40 minutes on 2 CPUs), ``--cells test`` for the subset the slow test runs,
 ``--compare`` for the interval methods side by side at 15 and 30 tasks (how the t interval was
-chosen), ``--small`` for 8 and 10 tasks (where the report starts calling intervals unreliable).
+chosen), ``--small`` for 8 and 10 tasks (where the report starts calling intervals unreliable),
+``--raters`` for the cells where the raters' spread comes from 3-5 raters with one label per
+answer (``RATER_CELLS``; the table then says how often the spread stood at its floor).
 
 The model, the truths and the intervals are :mod:`calibration.stats._coverage`'s: every interval
 is computed by the same functions the calibration report calls. Coverage is in percent; its Monte
@@ -29,6 +31,7 @@ from calibration.stats._bootstrap import percentile_interval
 from calibration.stats._coverage import (
     COVERAGE_GRID,
     INTERVALS,
+    RATER_CELLS,
     TEST_CELLS,
     CoverageCell,
     CoverageResult,
@@ -65,6 +68,12 @@ def _print(table: pd.DataFrame, results: list[CoverageResult], reps: int) -> Non
                 print(f"  {res.cell.label()}: {_short(c)} {100 * res.coverage[c]:.1f}%{note}")
     pooled = table[cols].mean()
     print("Mean coverage over the cells: " + ", ".join(f"{_short(k)} {v:.1f}" for k, v in pooled.items()))
+    used = [f"  {res.cell.label()}: " + ", ".join(f"{_short(c)} {100 * res.floored.get(c, 0.0):.0f}%" for c in cols
+                                                   if res.floored.get(c, 0.0) > 0)
+            for res in results if any(v > 0 for v in res.floored.values())]
+    if used:
+        print("Datasets whose interval carried the raters' spread at its floor (the report line says so):")
+        print("\n".join(used))
     print("worst bias/se: the largest |mean error| / its Monte Carlo se over the residuals, gaps and PPI "
           "(design-weighted in the judge-stratified cells); below ~3 is unbiased within Monte Carlo error.")
 
@@ -118,6 +127,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--compare", action="store_true", help="compare interval methods at 15 and 30 tasks")
     parser.add_argument("--small", action="store_true", help="8 and 10 tasks")
+    parser.add_argument("--raters", action="store_true", help="the raters' spread from 3-5 raters, one label each")
     args = parser.parse_args()
     started = time.perf_counter()
     if args.compare:
@@ -127,6 +137,8 @@ def main() -> None:
     if args.small:
         cells = tuple(CoverageCell(t, m, s, False, samp) for t in (8, 10) for m, s in ((1, 0.0), (2, 0.4))
                       for samp in ("srs", "judge-stratified"))
+    elif args.raters:
+        cells = RATER_CELLS
     else:
         cells = COVERAGE_GRID if args.cells == "full" else TEST_CELLS
 

@@ -14,6 +14,14 @@ equals the judge's) and one human label per answer:
 * a human scores ``round(q + s·ε)`` clipped, ``ε ~ N(0, 0.6²)``; pass is a score of 4 or more;
 * ``s`` is solved so that the agreement is the chosen one.
 
+A second data model (``unrelated``, the share of answers the judge reads without regard to their
+quality): on that share the judge's reading is drawn afresh from its own distribution
+(``N(μ_f + b_f, sd_q² + sd_judge²)``), independent of the answer, so its errors are not where its
+score sits next to the pass threshold but anywhere. The judge's pass rates, and so the truths, are
+those of the first model; ``s`` is solved for the agreement with that share in place. Active and
+stratified designs save labels by drawing where the judge's score says it is in doubt; on this
+model the score says less, and ``bench/active_economy.py --unrelated 0.25`` measures how much less.
+
 The truths are for the model (a fresh pool is drawn every time), in closed form.
 """
 
@@ -40,12 +48,14 @@ from calibration.active._plan import (
     DEFAULT_FLOOR,
     ActivePool,
     BatchPlan,
+    SavingForecast,
     expected_population_variance,
     labels_still_needed,
     next_batch_size,
     next_batch_variance,
     plan_batch,
     planned_labels,
+    predicted_saving,
     stack_draws,
 )
 from calibration.active._spending import Spending
@@ -78,11 +88,13 @@ class PoolModel:
         agreement: Share of answers whose human pass verdict equals the judge's.
         noise: ``s``, the factor on the judge's and the humans' noise that gives it.
         own_bias: ``b``: the judge's extra generosity to its own family, in scale points.
+        unrelated: Share of answers whose reading is unrelated to their quality (module docstring).
     """
 
     agreement: float
     noise: float
     own_bias: float
+    unrelated: float = 0.0
 
     @property
     def sd_judge(self) -> float:
@@ -109,7 +121,7 @@ class PoolModel:
         return out
 
 
-def _agreement(noise: float, own_bias: float) -> float:
+def _agreement(noise: float, own_bias: float, unrelated: float = 0.0) -> float:
     # A fine grid, not Gauss-Hermite: with little noise the verdicts are steps in the quality.
     nodes = np.linspace(-9, 9, 20001)
     weights = np.exp(-0.5 * nodes**2)
@@ -120,28 +132,40 @@ def _agreement(noise: float, own_bias: float) -> float:
     total = 0.0
     for f in range(2):
         q = _MU[f] + sd_q * nodes
-        pj = ndtr((q + (own_bias if f == 0 else 0.0) - _PASS) / sd_j)
+        bias = own_bias if f == 0 else 0.0
+        pj = ndtr((q + bias - _PASS) / sd_j)
         ph = ndtr((q - _PASS) / sd_h)
-        total += 0.5 * float(weights @ (pj * ph + (1 - pj) * (1 - ph)))
+        related = float(weights @ (pj * ph + (1 - pj) * (1 - ph)))
+        # An unrelated reading passes at the judge's own rate, independently of the person.
+        pj_all = float(ndtr((_MU[f] + bias - _PASS) / math.hypot(sd_q, sd_j)))
+        ph_all = float(weights @ ph)
+        total += 0.5 * ((1 - unrelated) * related + unrelated * (pj_all * ph_all + (1 - pj_all) * (1 - ph_all)))
     return total
 
 
-def pool_model(agreement: float, *, own_bias: float = 0.15) -> PoolModel:
+def pool_model(agreement: float, *, own_bias: float = 0.15, unrelated: float = 0.0) -> PoolModel:
     """The model whose judge agrees with humans on ``agreement`` of the answers.
 
+    ``unrelated``: the share of answers the judge reads without regard to their quality (the
+    second data model of the module docstring).
+
     Raises:
-        ValueError: If the bias alone already disagrees more often than asked.
+        ValueError: If the bias (and the unrelated readings) alone already disagree more often
+            than asked.
 
     Examples:
         >>> m = pool_model(0.85)
         >>> round(m.noise, 2), round(m.truths()["gap (pass)"], 1)
         (0.53, 6.0)
     """
-    top = _agreement(1e-6, own_bias)
+    if not 0 <= unrelated < 1:
+        raise ValueError(f"pool_model: unrelated must be in [0, 1); got {unrelated}")
+    top = _agreement(1e-6, own_bias, unrelated)
     if not 0.5 < agreement < top:
-        raise ValueError(f"pool_model: agreement must be in (0.5, {top:.3f}) with own_bias {own_bias}")
-    noise = optimize.brentq(lambda s: _agreement(s, own_bias) - agreement, 1e-6, 20.0, xtol=1e-10)
-    return PoolModel(agreement=agreement, noise=noise, own_bias=own_bias)
+        raise ValueError(f"pool_model: agreement must be in (0.5, {top:.3f}) with own_bias {own_bias} and "
+                         f"unrelated {unrelated}")
+    noise = optimize.brentq(lambda s: _agreement(s, own_bias, unrelated) - agreement, 1e-6, 20.0, xtol=1e-10)
+    return PoolModel(agreement=agreement, noise=noise, own_bias=own_bias, unrelated=unrelated)
 
 
 @dataclass(frozen=True)
@@ -216,6 +240,13 @@ def simulate_pool(
         # task's answers (and simple random sampling of tasks) is as before.
         stable = math.sqrt(1 - rereading) * noise
         readings = [q + bias + s * (stable + math.sqrt(rereading) * judge_noise()) for _ in range(2)]
+    if model.unrelated > 0:
+        # Drawn after the first model's draws, so unrelated=0 keeps them. The unrelated reading
+        # has the reading's own distribution and ignores the answer (both readings alike).
+        off = gen.random(task.size) < model.unrelated
+        sd = math.hypot(math.hypot(_SD_TASK, _SD_ANSWER), model.sd_judge)
+        fresh = np.asarray(_MU)[fam] + bias + gen.normal(0, sd, task.size)
+        readings = [np.where(off, fresh, r) for r in readings]
     judge, passed = _score_reading(readings[0], judge_scale)
     flipped = passed != _score_reading(readings[1], judge_scale)[1] if rereading > 0 else np.zeros(task.size, bool)
     human = np.clip(np.round(q + s * gen.normal(0, _SD_HUMAN, task.size)), 1, 5)
@@ -250,11 +281,14 @@ class ActiveRun:
             ``ci_high``, ``critical``, ``reached``, ``batch_size``.
         stopped: Whether the target was met (else the budget or the pool ran out).
         score_gap: ``(estimate, ci_low, ci_high)`` of the gap on the score scale at the last look.
+        forecasts: The plan's predicted saving (:func:`calibration.active.predicted_saving`) after
+            each of the first ``forecast_looks`` looks (the pilot first).
     """
 
     looks: pd.DataFrame
     stopped: bool
     score_gap: tuple[float, float, float]
+    forecasts: tuple[SavingForecast, ...] = ()
 
     @property
     def labels(self) -> int:
@@ -281,6 +315,7 @@ def run_active(
     spending: Spending = "obf",
     margin: float = DEFAULT_MARGIN,
     last_look: LastLook = "target",
+    forecast_looks: int = 0,
 ) -> ActiveRun:
     """Label ``sim`` in batches until the gap's repeated interval meets the target.
 
@@ -290,6 +325,8 @@ def run_active(
     the labels so far), or ``batch_size`` each, within ``max_labels``. A run ends at
     the first look that meets the target, or at one that spends the plan's alpha without meeting
     it (no later look would have an interval: the store's "plan spent"), or when the labels run out.
+    After each of the first ``forecast_looks`` looks the plan predicts its saving from the labels
+    it has (:func:`calibration.active.predicted_saving`), as a team would read it before going on.
 
     Returns:
         The :class:`ActiveRun`.
@@ -309,6 +346,7 @@ def run_active(
     plans: list[BatchPlan] = []
     drawn: list[npt.NDArray[np.bool_]] = []
     rows = []
+    forecasts: list[SavingForecast] = []
     stopped = False
     while True:
         plan = plan_batch(pool, size=size, human_pass=h, human_score=hs, **plan_kw)
@@ -324,6 +362,9 @@ def run_active(
         rows.append({"look": len(plans), "labels": int(stats.labels[-1]), "estimate": stats.estimate[-1],
                      "half_width": rci.half_width[-1], "ci_low": rci.ci_low[-1], "ci_high": rci.ci_high[-1],
                      "critical": rci.critical[-1], "batch_size": size})
+        if len(plans) <= forecast_looks:
+            forecasts.append(predicted_saving(pool, target_half_width=target_half_width, human_pass=h, level=level,
+                                              draws=draws, design_variance=float(stats.design[-1]), **plan_kw))
         if rci.half_width[-1] <= target_half_width:
             stopped = True
             break
@@ -348,4 +389,4 @@ def run_active(
     looks = pd.DataFrame(rows)
     looks["reached"] = looks["half_width"] <= target_half_width
     score = (float(score_stats.estimate[-1]), float(score_rci.ci_low[-1]), float(score_rci.ci_high[-1]))
-    return ActiveRun(looks=looks, stopped=stopped, score_gap=score)
+    return ActiveRun(looks=looks, stopped=stopped, score_gap=score, forecasts=tuple(forecasts))

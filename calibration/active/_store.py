@@ -26,12 +26,14 @@ from calibration.active._plan import (
     GROWTH,
     ActivePool,
     BatchPlan,
+    SavingForecast,
     expected_population_variance,
     labels_still_needed,
     next_batch_size,
     next_batch_variance,
     plan_batch,
     planned_labels,
+    predicted_saving,
 )
 from calibration.active._spending import SPENDINGS, Spending
 from calibration.design._assign import assign_items
@@ -579,6 +581,36 @@ def active_status(
     population = expected_population_variance(pool, human_pass=known, **model)
     return _judge_state(base, figures, batches, data.looks, (human, flagged, pool),
                         (future, float(data.draws.weight.sum()), population))
+
+
+def active_saving(store: Store, design_id: str | None = None) -> SavingForecast | None:
+    """The saving the newest (or the given) active design predicts for itself, from its labels so far.
+
+    What a team reads before it commits to the design (:func:`calibration.active.predicted_saving`:
+    the active and the stratified design against simple random sampling, with the basis and the
+    condition it holds under in ``basis``); after a look the design effect its draws measure is
+    included.
+
+    Returns:
+        The :class:`calibration.active.SavingForecast`, or ``None`` without an active design.
+    """
+    stored = _read(store, design_id)
+    if stored is None:
+        return None
+    params, pool = stored.params, stored.pool
+    known = np.where(stored.flagged, 0.5, stored.human)
+    model = {"own_family": params["own_family"], "disagreement": params["disagreement"],
+             "prior_labels": params["prior_labels"], "floor": params["floor"]}
+    data = _labelled(stored)
+    if data is None:
+        return predicted_saving(pool, target_half_width=float(params["target_half_width"]), human_pass=known,
+                                level=float(params["level"]), **model)
+    figures = active_figures(store, data, scale="pass", interval="panel")
+    # The draws list their answers in their own order: the labels follow them there.
+    in_draws = pd.Series(stored.human, index=pool.answer_id).reindex(data.draws.answer_id).to_numpy(float)
+    return predicted_saving(pool, target_half_width=float(params["target_half_width"]), human_pass=known,
+                            level=float(params["level"]), draws=data.draws,
+                            design_variance=float(figures.statistics.design[-1]), human_in_draws=in_draws, **model)
 
 
 def _batch_progress(batches: pd.DataFrame, draws: pd.DataFrame, pool: ActivePool, handled: np.ndarray,

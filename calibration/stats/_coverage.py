@@ -14,9 +14,10 @@ The model (a 1-5 scale; pass = a score of 4 or more):
 * the judge scores ``round(q + b_f + v + η)`` clipped to 1-5: ``b = +0.3`` on its own family
   (the self-preference to find), ``v ~ N(0, 0.4²)`` a misreading shared by a task's answers
   (so residuals correlate within a task), ``η ~ N(0, 0.5²)``;
-* a panel of five raters, each with a persistent leniency ``ℓ ~ N(0, σ_ℓ²)`` (0 or 0.4), scores
-  ``round(q + ℓ + ε)`` clipped, ``ε ~ N(0, 0.6²)``; each answer is labelled by ``m`` of the five
-  drawn at random, and its human score is their mean (kappa: their majority, ties to fail);
+* a panel of five raters (three to five in :data:`RATER_CELLS`), each with a persistent leniency
+  ``ℓ ~ N(0, σ_ℓ²)`` (0 or 0.4), scores ``round(q + ℓ + ε)`` clipped, ``ε ~ N(0, 0.6²)``; each
+  answer is labelled by ``m`` of the panel drawn at random, and its human score is their mean
+  (kappa: their majority, ties to fail);
 * a pool of ``4 × tasks`` tasks; the other family answered every task (balanced) or half of
   them (unbalanced); the sample is ``tasks`` whole tasks, drawn at random or within strata of
   the judge's verdicts on the task's answers (discordant verdicts oversampled twice).
@@ -46,7 +47,8 @@ from calibration.stats._ppi import design_ppi_mean
 from calibration.stats._residuals import family_residuals, residuals_and_gap
 from calibration.stats._result import Estimate
 
-__all__ = ["COVERAGE_GRID", "INTERVALS", "TEST_CELLS", "CoverageCell", "CoverageResult", "coverage_table", "run_cell"]
+__all__ = ["COVERAGE_GRID", "INTERVALS", "RATER_CELLS", "TEST_CELLS", "CoverageCell", "CoverageResult",
+           "coverage_table", "run_cell"]
 
 Sampling = Literal["srs", "judge-stratified"]
 
@@ -87,6 +89,8 @@ class CoverageCell:
         leniency: Sd of the raters' persistent leniency (scale points).
         unbalanced: The other family answered only half of the tasks.
         sampling: ``"srs"`` or ``"judge-stratified"``.
+        panel: Raters on the panel (each answer's ``raters`` are drawn from them). With one rater
+            per answer the raters' spread is estimated between raters, from ``panel`` of them.
     """
 
     n_tasks: int
@@ -94,11 +98,14 @@ class CoverageCell:
     leniency: float
     unbalanced: bool
     sampling: Sampling
+    panel: int = 5
 
     def label(self) -> str:
         """A short name for tables."""
         fam = "unbal" if self.unbalanced else "bal"
-        return f"{self.n_tasks:>3} tasks, {self.raters} rater(s), lenient {self.leniency:g}, {fam}, {self.sampling}"
+        of = f" of {self.panel}" if self.panel != _PANEL else ""
+        return (f"{self.n_tasks:>3} tasks, {self.raters} rater(s){of}, lenient {self.leniency:g}, {fam}, "
+                f"{self.sampling}")
 
 
 _SAMPLINGS: tuple[Sampling, ...] = ("srs", "judge-stratified")
@@ -126,6 +133,17 @@ _TEST_SPECS: tuple[tuple[int, int, float, bool, Sampling], ...] = (
 TEST_CELLS: tuple[CoverageCell, ...] = tuple(CoverageCell(*spec) for spec in _TEST_SPECS)
 """The slow test's subset: every level of every factor, each pair of tasks x raters once."""
 
+RATER_CELLS: tuple[CoverageCell, ...] = (
+    *(CoverageCell(30, 1, 0.4, False, "srs", panel) for panel in (3, 4, 5)),
+    CoverageCell(30, 1, 0.4, True, "judge-stratified", 4),
+    CoverageCell(15, 1, 0.4, False, "srs", 4),
+    CoverageCell(100, 1, 0.4, False, "srs", 4),
+    CoverageCell(30, 1, 0.0, False, "srs", 4),
+)
+"""Cells where the raters' spread is estimated between 3-5 raters from one label per answer
+(issue 32): where it was often estimated at zero, and where the floor of
+:mod:`calibration.stats._raters` is used; the last has no spread at all (the floor's price)."""
+
 
 @dataclass(frozen=True)
 class CoverageResult:
@@ -140,6 +158,8 @@ class CoverageResult:
         half_width: Mean half-width, per interval.
         unreliable: Share of datasets whose interval was flagged unreliable, per interval.
         seconds: Wall time of the cell.
+        floored: Share of datasets whose interval carried the raters' spread at its floor
+            (:mod:`calibration.stats._raters`), per interval.
     """
 
     cell: CoverageCell
@@ -150,6 +170,7 @@ class CoverageResult:
     half_width: dict[str, float]
     unreliable: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    floored: dict[str, float] = field(default_factory=dict)
 
     def mc_se(self, name: str) -> float:
         """Monte Carlo standard error of a coverage (at the observed share)."""
@@ -255,9 +276,9 @@ def _simulate(cell: CoverageCell, gen: np.random.Generator) -> _Data:
     chosen, weight_of_task, stratum_of_task = _sample_tasks(cell, judge >= 4, task, fam, n_pool, gen)
     keep = np.isin(task, chosen)
     rows = np.flatnonzero(keep)
-    lenient = gen.normal(0, cell.leniency, _PANEL) if cell.leniency > 0 else np.zeros(_PANEL)
+    lenient = gen.normal(0, cell.leniency, cell.panel) if cell.leniency > 0 else np.zeros(cell.panel)
     m = cell.raters
-    raters = np.argsort(gen.random((rows.size, _PANEL)), axis=1)[:, :m]
+    raters = np.argsort(gen.random((rows.size, cell.panel)), axis=1)[:, :m]
     scores = np.clip(np.round(q[rows][:, None] + lenient[raters] + gen.normal(0, _SD_RATER_NOISE, (rows.size, m))),
                      1, 5)
     labels = pd.DataFrame({"answer": np.repeat(np.arange(rows.size), m), "rater": raters.ravel(),
@@ -367,15 +388,16 @@ def run_cell(cell: CoverageCell, reps: int, *, seed: int = 0) -> CoverageResult:
     """
     started = time.perf_counter()
     key = [seed, cell.n_tasks, cell.raters, round(cell.leniency * 10), int(cell.unbalanced),
-           int(cell.sampling == "srs")]
+           int(cell.sampling == "srs")] + ([cell.panel] if cell.panel != _PANEL else [])
     gen = np.random.default_rng(key)
     truth = _truths(cell.leniency)
     share = (1 / 1.5, 0.5 / 1.5) if cell.unbalanced else (0.5, 0.5)
     hits = dict.fromkeys(INTERVALS, 0)
     flagged = dict.fromkeys(INTERVALS, 0)
+    floored = dict.fromkeys(INTERVALS, 0)
     errors: dict[str, list[float]] = {name: [] for name in INTERVALS}
     widths: dict[str, list[float]] = {name: [] for name in INTERVALS}
-    fixed = _panel_truths(np.zeros(_PANEL), cell.raters, share) if cell.leniency == 0 else None
+    fixed = _panel_truths(np.zeros(cell.panel), cell.raters, share) if cell.leniency == 0 else None
     for _ in range(reps):
         data = _simulate(cell, gen)
         target = {**truth, **(fixed or _panel_truths(data.lenient, cell.raters, share))}
@@ -383,6 +405,7 @@ def run_cell(cell: CoverageCell, reps: int, *, seed: int = 0) -> CoverageResult:
             value = target[name]
             hits[name] += bool(est.covers(value))
             flagged[name] += est.extra.get("unreliable") is not None
+            floored[name] += "raised to the floor" in str(est.extra.get("scope", ""))
             errors[name].append(est.estimate - value)
             widths[name].append(est.half_width)
     bias = {k: float(np.mean(v)) for k, v in errors.items()}
@@ -391,6 +414,7 @@ def run_cell(cell: CoverageCell, reps: int, *, seed: int = 0) -> CoverageResult:
         cell=cell, reps=reps, coverage={k: v / reps for k, v in hits.items()}, bias=bias, bias_se=bias_se,
         half_width={k: float(np.nanmean(v)) for k, v in widths.items()},
         unreliable={k: v / reps for k, v in flagged.items()}, seconds=time.perf_counter() - started,
+        floored={k: v / reps for k, v in floored.items()},
     )
 
 

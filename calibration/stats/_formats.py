@@ -566,9 +566,18 @@ def _mean_over_prompts(
     n_resamples: int,
     level: float,
     gen: np.random.Generator,
+    step: FloatArray,
+    bounds: tuple[float, float] = (-1.0, 1.0),
 ) -> Estimate:
-    defined = values[np.isfinite(values)]
-    extra: dict[str, Any] = {"prompts_defined": int(defined.size), "prompts": int(values.size)}
+    """Mean of the per-prompt values, with a percentile bootstrap over prompts.
+
+    ``step`` is how far one pair the other way moves each prompt's value (``2/pairs`` for the
+    tau and D statistics, 1 for top-1): the size of the rule-of-three floor when the bootstrap
+    interval collapses to a point.
+    """
+    ok = np.isfinite(values)
+    defined = values[ok]
+    extra: dict[str, Any] = {"prompts_defined": int(defined.size), "prompts": int(values.size), "floor": False}
     if pooled is not None:
         extra["pooled"] = pooled
     method = f"mean of within-prompt {what}; percentile bootstrap over prompts, {n_resamples} resamples"
@@ -577,7 +586,19 @@ def _mean_over_prompts(
     lo, hi, _ = cluster_bootstrap(
         weighted_mean, None, defined, n_resamples=n_resamples, level=level, rng=gen
     )
-    return Estimate(float(defined.mean()), lo, hi, int(defined.size), method, units, level, extra)
+    mean = float(defined.mean())
+    if hi - lo <= 1e-12:
+        # Every prompt gave the same value (a judge that orders every pair as the reference does:
+        # +1.000 on each), so every resample does and the interval is a point. The data cannot
+        # tell that from 3 of the prompts having one pair the other way (the rule of three, as the
+        # kappa floor in calibration.stats._agreement.design_kappa): the interval runs to there.
+        events = min(3, int(defined.size))
+        shift = events * float(step[ok].mean()) / defined.size
+        lo, hi = max(mean - shift, bounds[0]), min(mean + shift, bounds[1])
+        extra["floor"] = True
+        method += (f"; every prompt gave {mean:+.3f}, so the interval runs to {events} of {defined.size} "
+                   "prompts with one pair the other way (rule of three)")
+    return Estimate(mean, lo, hi, int(defined.size), method, units, level, extra)
 
 
 def format_diagnostics(
@@ -652,6 +673,9 @@ def format_diagnostics(
     j, r, c = s[use], ref[use], codes[use]
     within = _within_prompt(j, r, c) if j.size else {}
     empty = np.empty(0)
+    per_prompt_n = np.unique(c, return_counts=True)[1].astype(float) if j.size else empty
+    # One pair the other way moves a prompt's tau-a by 2/pairs (tau-b and D by about as much).
+    pair_step = 2.0 / np.maximum(per_prompt_n * (per_prompt_n - 1) / 2, 1.0)
 
     def agreement(name: str, pooled: float, units: str, what: str) -> Estimate:
         return _mean_over_prompts(
@@ -662,6 +686,7 @@ def format_diagnostics(
             n_resamples=n_resamples,
             level=level,
             gen=gen,
+            step=pair_step,
         )
 
     if j.size:
@@ -677,6 +702,8 @@ def format_diagnostics(
         n_resamples=n_resamples,
         level=level,
         gen=gen,
+        step=np.ones(top1_values.size),
+        bounds=(0.0, 1.0),
     )
     return FormatDiagnostics(
         format_name=format_name,

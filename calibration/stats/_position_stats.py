@@ -29,8 +29,10 @@ wide (about 4.5x on a consistent judge). Every interval here is a Wilson score i
 effective sample size of a pair-clustered ratio estimator: the design effect is the
 between-pair variance of ``sum(y) / n`` (``sum_c (Y_c - p n_c)^2 / n^2``, no small-sample
 correction) over the binomial variance ``p (1 - p) / n``, so with one element per pair the
-interval is exactly Wilson's. When the design effect is 0 (every pair contributes exactly its
-share) the interval is the point.
+interval is exactly Wilson's. When every pair contributes exactly its share (a judge that never
+flips: 100 of 100 pairs consistent) the between-pair variance is 0 and the interval would be a
+point; it is floored at the variance of 3 pairs off their share by one reply (the rule of three,
+as the report's residuals), and the method says so.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ Labels = npt.ArrayLike | Sequence[str | None]
 ACCURACY_KEYS = ("a_first", "b_first", "both_orders", "swap_averaged", "mean_of_orders")
 """The accuracy figures, in the order they are reported."""
 
+_RULE_OF_THREE = 3.0  # pseudo-events of the between-pair variance's floor (clustered_rate)
 _CLUSTERED = ("Wilson score interval with the effective sample size of the pair-clustered variance "
               "(design effect {deff})")
 
@@ -76,14 +79,15 @@ def clustered_rate(
 
     Returns:
         An :class:`Estimate` of the share, ``n`` the number of elements, ``extra`` holding
-        ``k`` (successes), ``clusters`` and ``design_effect``. Degenerate cases: no elements give
+        ``k`` (successes), ``clusters``, ``design_effect`` and ``floor`` (whether the
+        between-pair variance was raised to the rule of three's). Degenerate cases: no elements give
         ``nan``; a share of 0 or 1 has no between-pair variance to measure and gets the plain
         Wilson interval.
 
     Examples:
         >>> e = clustered_rate([1, 0, 1, 0], ["p", "p", "q", "q"], method="first wins", units="share")
-        >>> e.estimate, e.ci_low, e.ci_high
-        (0.5, 0.5, 0.5)
+        >>> e.estimate, round(e.ci_low, 4), round(e.ci_high, 4)  # no spread seen: rule of three's floor
+        (0.5, 0.0692, 0.9308)
         >>> e = clustered_rate([1, 1, 0, 1], ["p", "q", "r", "s"], method="x", units="share")
         >>> round(e.ci_low, 4), round(e.ci_high, 4)
         (0.3006, 0.9544)
@@ -99,16 +103,26 @@ def clustered_rate(
     per_cluster = np.bincount(codes, weights=y) - p * np.bincount(codes)
     n_clusters = int(codes.max()) + 1
     binomial = p * (1 - p) / n
-    deff = float(np.sum(per_cluster**2) / n**2 / binomial) if binomial > 0 else 1.0
+    spread = float(np.sum(per_cluster**2))
+    # Pairs that each contribute exactly their share (a judge that never flips: one first-shown
+    # win per pair) show no between-pair variance, and the interval would be a point. The data
+    # cannot tell that from 3 pairs off their share by one reply (the rule of three, as
+    # calibration.stats.rare_event_variance): the variance is floored there.
+    floored = n_clusters < n and binomial > 0 and spread < _RULE_OF_THREE
+    deff = float(max(spread, _RULE_OF_THREE) / n**2 / binomial) if floored else (
+        float(spread / n**2 / binomial) if binomial > 0 else 1.0)
     if binomial == 0 or n_clusters == n:
         # Nothing to cluster (one element per pair), or no variance to measure: plain Wilson.
         lo, hi = wilson_interval(round(k), n, level=level) if float(k).is_integer() else _wilson(p, n, level)
-    elif deff == 0:
-        lo = hi = p
     else:
         lo, hi = _wilson(p, n / deff, level)
-    extra = {"k": int(k) if float(k).is_integer() else k, "clusters": n_clusters, "design_effect": deff}
-    return Estimate(p, lo, hi, n, f"{method}; " + _CLUSTERED.format(deff=f"{deff:.3g}"), units, level, extra)
+    extra = {"k": int(k) if float(k).is_integer() else k, "clusters": n_clusters, "design_effect": deff,
+             "floor": floored}
+    text = f"{method}; " + _CLUSTERED.format(deff=f"{deff:.3g}")
+    if floored:
+        text += (f"; at the rule of three's floor: as if 3 of {n_clusters} pairs had been off their share by "
+                 "one reply")
+    return Estimate(p, lo, hi, n, text, units, level, extra)
 
 
 def _wilson(p: float, n: float, level: float) -> tuple[float, float]:
@@ -312,11 +326,11 @@ def first_shown_advantage_by_pair(
 
     Examples:
         A judge that picks answer x in both orders of both pairs: no advantage, and no
-        between-pair variation in it.
+        between-pair variation in it; the interval is the rule of three's (3 pairs flipped).
 
         >>> e = first_shown_advantage_by_pair([1, -1, -1, 1], ["p", "p", "q", "q"])
-        >>> e.estimate, e.ci_low, e.ci_high
-        (0.0, 0.0, 0.0)
+        >>> e.estimate, round(e.ci_low, 1), round(e.ci_high, 1), e.extra["floor"]
+        (0.0, -43.1, 43.1, True)
     """
     v = np.asarray(slot_verdicts, dtype=float)
     ids = np.asarray(pairs)

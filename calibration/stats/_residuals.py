@@ -363,7 +363,7 @@ def _scope(prep: _Prepared) -> str:
         return "this panel only (no per-rater labels to generalise from)"
     if not np.isfinite(prep.spread.variance):
         return "this panel only (one rater: their leniency cannot be told from the judge's)"
-    return f"raters like these ({prep.spread.n_raters} raters, leniency spread estimated {prep.spread.how})"
+    return f"raters like these ({prep.spread.n_raters} raters, {prep.spread.note()})"
 
 
 def _method(prep: _Prepared, parts: VarianceParts, *, gap: bool, n_other: int = 1) -> str:

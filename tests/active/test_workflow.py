@@ -428,3 +428,20 @@ def test_a_target_the_pool_cannot_reach_gets_one_piece_of_advice(store: Store, t
     assert "out of reach" in status.message and "or stop here" in status.message, status.message
     view = active_view(store)
     assert view is not None and "out of reach" in view.needed, view.needed
+
+
+def test_the_design_states_its_predicted_saving_before_and_after_its_first_look(store: Store,
+                                                                                truth: pd.Series) -> None:
+    # Issue 32: a team reads the saving the plan expects, with its basis, before it commits.
+    from calibration.active import active_saving
+
+    first = draw_active_batch(store, target_half_width=12.0, seed=3)
+    apply_active_batch(store, first, 4)
+    before = active_saving(store)
+    assert before is not None and before.labels_seen == 0 and math.isnan(before.measured_ratio)
+    assert 0 < before.active_ratio <= 1.2 and 0 < before.stratified_ratio <= 1.2
+    label_everything(store, truth)
+    after = active_saving(store)
+    assert after is not None and after.labels_seen == first.n_new
+    assert math.isfinite(after.measured_ratio) and after.ratio >= after.active_ratio
+    assert "predicted from" in after.basis and "holds while" in after.basis and "design effect" in after.basis
