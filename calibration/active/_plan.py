@@ -364,6 +364,18 @@ class SavingForecast:
         """The active design's ratio to plan on: the larger of the model's and the measured one."""
         return float(np.nanmax([self.active_ratio, self.measured_ratio]))
 
+    @property
+    def headline(self) -> str:
+        """The expected saving in one sentence, for a team deciding whether to commit to the design."""
+        if not math.isfinite(self.ratio):
+            return ("Expected saving: none to state (the active design cannot meet the target within the pool; "
+                    f"a design stratified by the judge's verdicts needs {self.stratified_ratio:.2f}x the labels "
+                    "of simple random sampling)")
+        verdict = "fewer" if self.ratio < 1 else "no fewer"
+        return (f"Expected labels against simple random sampling: active {self.ratio:.2f}x ({verdict}), stratified "
+                f"by the judge's verdicts {self.stratified_ratio:.2f}x, predicted from {self.labels_seen} labels; it "
+                "holds only where the judge's score tells where people disagree with it")
+
 
 def predicted_saving(
     pool: ActivePool,

@@ -16,6 +16,7 @@ from calibration.active import (
     DEFAULT_FLOOR,
     ActiveBatch,
     ActiveStatus,
+    active_saving,
     active_status,
     apply_active_batch,
     draw_active_batch,
@@ -233,6 +234,7 @@ def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str
             "batch": None if batch is None else {**batch.summary(), "design_id": batch.design_id,
                                                  "applied": None if applied is None else len(applied)},
             "reassigned": None if reassigned is None else len(reassigned),
+            "saving": _saving_payload(store, status),
         })
         return
     # What this command did first (the batch it drew, the answers it gave away), then where the
@@ -247,6 +249,20 @@ def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str
     if status is not None:
         click.echo("Status after this command:" if batch is not None or reassigned is not None else "Status:")
         _print_status(status)
+        forecast = active_saving(store, status.design_id)
+        if forecast is not None:
+            click.echo(forecast.headline)
+
+
+def _saving_payload(store: Store, status: ActiveStatus | None) -> dict[str, Any] | None:
+    """The design's predicted saving over simple random sampling, for ``--json``."""
+    forecast = None if status is None else active_saving(store, status.design_id)
+    if forecast is None:
+        return None
+    return _finite({"active_ratio": forecast.ratio, "active_ratio_model": forecast.active_ratio,
+                    "active_ratio_measured": forecast.measured_ratio, "stratified_ratio": forecast.stratified_ratio,
+                    "labels_seen": forecast.labels_seen, "basis": forecast.basis,
+                    "units": "labels of the design over labels of simple random sampling for the same target"})
 
 
 def _finite(x: Any) -> Any:

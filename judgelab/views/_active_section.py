@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from calibration.active import active_saving
 from judgelab.admin import KEPT, active_chart, active_view, apply_active_draft, draft_active_batch, reassign_stranded
 from labeler.errors import JudgelabError
 from labeler.store import Store
@@ -47,6 +48,10 @@ def overview_section(store: Store, *, labels_in_project: int | None = None) -> N
     else:
         st.info(view.message)
     st.markdown(f"**Labels needed:** {view.needed}.")
+    forecast = KEPT.get(("active_saving", str(store.path), store.activity_watermark()),
+                        lambda: active_saving(store, status.design_id))
+    if forecast is not None:
+        st.caption(forecast.headline + ".")
     # Two intervals of the same gap meet an admin on two pages; say why they differ (issue 29).
     st.caption(
         "**Why this interval is wider than the Calibration page's.** This one decides when to stop: it reads "

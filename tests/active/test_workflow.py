@@ -413,6 +413,9 @@ def test_cli_says_what_it_drew_before_the_status_with_one_count(store: Store) ->
     listed = int(re.search(r"  batch 1: (\d+) answers drawn to label", out).group(1))  # type: ignore[union-attr]
     assert said == listed, out
     assert "already in a rater's queue" in out, out
+    # Issue 32: the plan says what saving it expects, and when that holds, before the team commits.
+    assert "Expected labels against simple random sampling: active" in out, out
+    assert "holds only where the judge's score tells where people disagree with it" in out, out
 
 
 def test_a_target_the_pool_cannot_reach_gets_one_piece_of_advice(store: Store, truth: pd.Series) -> None:
