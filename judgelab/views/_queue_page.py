@@ -10,6 +10,10 @@ only. The handler runs as the form's callback, which Streamlit calls *before* th
 fragment (or the page) runs again; so it checks the invite token itself, first, and a
 revoked rater's submit writes nothing (:func:`judgelab.session.check_access`).
 
+Two tabs on one link: each write says which label the tab showed (the page's ``write``
+passes the item's ``done_id`` as the store's ``seen``), so a tab that is behind is told the
+item was labelled meanwhile and shown the stored label, and never overwrites it unseen.
+
 Blinding: navigation carries only the assignment id (a sequence number) of a queue
 position, and the form only the opaque item id.
 """
@@ -25,12 +29,13 @@ import streamlit as st
 from judgelab.session import check_access, refuse
 from judgelab.views._form import Action, FormData, pending_action, rating_form
 from labeler.blinding import inert_markdown
-from labeler.errors import AccessError, JudgelabError
+from labeler.errors import AccessError, JudgelabError, StaleLabelError
 from labeler.queue import KEYS, Kind, QueueItem, previous_index
 from labeler.store import Store
 
 #: What a write returns: the id of the rater's current label after it (the same id as
-#: before when nothing changed).
+#: before when nothing changed). Pages pass the item's ``done_id`` to the store as the label
+#: the form showed (``seen``).
 Write = Callable[[Action], int]
 
 
@@ -113,7 +118,7 @@ class QueuePage:
         try:
             check_access()
         except AccessError:
-            refuse(not_saved=action.do == "submit")
+            refuse(not_saved=action.do == "submit", kept=kept(action))
             return
         if action.item != item_key:
             return
@@ -133,7 +138,13 @@ class QueuePage:
         try:
             label_id = write(action)
         except AccessError:  # revoked since the check above: the write refused it
-            refuse(not_saved=True)
+            refuse(not_saved=True, kept=kept(action))
+            return
+        except StaleLabelError as exc:
+            # Another tab stored a label since this one drew the form: stay on the item, so the
+            # next run draws the stored label, with the refusal at the Submit button.
+            st.session_state[self.flash + ":error"] = str(exc)
+            st.session_state[self.at] = item.assignment_id
             return
         except JudgelabError as exc:
             st.session_state[self.flash + ":error"] = str(exc)
@@ -146,6 +157,11 @@ class QueuePage:
             message = changed
         st.session_state[self.flash] = message
         st.session_state[self.at] = None
+
+
+def kept(action: Action) -> str:
+    """The text the rater typed into the form (comment, flag reason): shown with a refusal to copy."""
+    return "\n\n".join(t for t in (action.comment.strip(), action.reason.strip() if action.flag else "") if t)
 
 
 def inert_text(text: str, *, heading: str = "", rule: bool = False) -> None:

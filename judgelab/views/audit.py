@@ -55,7 +55,7 @@ def audit_area() -> None:
         if action.choice is None:
             raise InputError("no answer is chosen", fix="answer yes or no first (keys Y / N).")
         return store.add_audit(rater.rater_id, item.assignment_id, bool(action.choice),
-                               note=action.comment, seconds=action.seconds)
+                               note=action.comment, seconds=action.seconds, seen=item.done_id)
 
     data = FormData(
         item=f"{item.item_id}:{item.item_b_id}:{view.current_id or 'new'}",

@@ -56,7 +56,7 @@ def compare_area() -> None:
         if action.choice is None:
             raise InputError("no preference is chosen", fix="choose a preference first (keys 1–5).")
         return store.add_pair_label(rater.rater_id, item.assignment_id, int(action.choice),
-                                    comment=action.comment, seconds=action.seconds)
+                                    comment=action.comment, seconds=action.seconds, seen=item.done_id)
 
     data = FormData(
         item=f"{item.item_id}:{item.item_b_id}:{view.current_id or 'new'}",
