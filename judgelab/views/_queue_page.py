@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from functools import partial
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
-from judgelab.session import check_access, refuse
-from judgelab.views._form import Action, FormData, pending_action, rating_form
+from judgelab.session import check_access, current_token, refuse
+from judgelab.views._form import Action, FormData, draft_scope, pending_action, rating_form
 from labeler.blinding import inert_markdown
 from labeler.errors import AccessError, JudgelabError, StaleLabelError
 from labeler.queue import KEYS, Kind, QueueItem, previous_index
@@ -101,7 +102,8 @@ class QueuePage:
         error = st.session_state.pop(self.flash + ":error", "")
         notice = st.session_state.pop(self.flash, "")
         rev = int(st.session_state.get(self.flash + ":rev", 0))
-        filled = FormData(**{**data.__dict__, "error": error, "notice": notice, "rev": rev})
+        filled = FormData(**{**data.__dict__, "error": error, "notice": notice, "rev": rev,
+                             "draft_scope": draft_scope(current_token(), self.kind)})
         rating_form(filled, key=self.form_key,
                     on_action=partial(self.act, index, data.item, write, saved, changed))
 
@@ -178,17 +180,44 @@ def inert_text(text: str, *, heading: str = "", rule: bool = False) -> None:
     st.markdown(lead + inert_markdown(text), unsafe_allow_html=False)
 
 
-def text_box(text: str, *, heading: str = "") -> None:
-    """:func:`inert_text` in a bordered box."""
-    with st.container(border=True):
+#: Height of the text boxes of a queue page, as Rate's: at 1366x768 the page never scrolls.
+TEXT_HEIGHT = 560
+#: Height of the task's box beside the form on Compare and Padding audit.
+TASK_HEIGHT = 170
+
+
+def text_box(text: str, *, heading: str = "", height: int | None = None) -> None:
+    """:func:`inert_text` in a bordered box; with a ``height`` (px) the box scrolls, not the page."""
+    with st.container(border=True, height="content" if height is None else height):
         inert_text(text, heading=heading)
 
 
-def side_by_side(left: tuple[str, str], right: tuple[str, str]) -> None:
+def side_by_side(left: tuple[str, str], right: tuple[str, str], *, height: int | None = None) -> None:
     """Two texts side by side, each given as ``(heading, markdown)`` (see :func:`text_box`)."""
-    for col, (heading, text) in zip(st.columns(2, gap="medium"), (left, right), strict=True):
+    for col, (heading, text) in zip(st.columns(2, gap="small"), (left, right), strict=True):
         with col:
-            text_box(text, heading=heading)
+            text_box(text, heading=heading, height=height)
+
+
+def two_texts_and_form(
+    prompt: str, left: tuple[str, str], right: tuple[str, str], *, note: str = ""
+) -> DeltaGenerator:
+    """Compare's and Padding audit's one-screen layout; returns the column the form goes in.
+
+    As on Rate, the texts scroll in bounded boxes and the question and Submit sit beside
+    them, so at 1366x768 nothing needs the page to scroll: the two texts side by side on
+    the left (two thirds), the task (its own scrolling box) and ``note`` above the form on
+    the right.
+    """
+    texts, side = st.columns([2, 1], gap="medium")
+    with texts:
+        side_by_side(left, right, height=TEXT_HEIGHT)
+    with side:
+        text_box(prompt, heading="Task", height=TASK_HEIGHT)
+        if note:
+            st.caption(note)
+    return side
+
 
 
 def keys_help(choice: str, *, editing: bool) -> str:

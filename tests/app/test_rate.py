@@ -369,7 +369,7 @@ def test_audit_page_stores_yes_no_and_a_note(served: Pool) -> None:
     rater, token = served.store.add_rater("hal")
     served.store.assign_audits(served.padded[:2], [rater.rater_id])
     at = open_app(token, "audit.py")
-    assert any("fact, caveat, recommendation, example" in h.value for h in at.subheader)
+    assert "fact, caveat, recommendation, example" in form_data(at)["choice"]["label"]
     assert any("×" in c.value for c in at.caption)
     assert_blind(at, served)
     act(at, "submit", choice=True, comment="adds a firmware tip")
