@@ -111,7 +111,7 @@ class QueuePage:
         """Handle the form's action for queue position ``index`` (the form's callback).
 
         The token is checked before anything else; an action drawn for another item (a
-        stale page) is ignored.
+        stale page) does nothing and says so.
         """
         st.session_state[self.flash + ":rev"] = int(st.session_state.get(self.flash + ":rev", 0)) + 1
         action = pending_action(self.form_key)
@@ -123,6 +123,11 @@ class QueuePage:
             refuse(not_saved=action.do == "submit", kept=kept(action))
             return
         if action.item != item_key:
+            # Sent from a form drawn for another item (it was answered late): act on nothing,
+            # and say so, so the rater presses again on the item now shown.
+            st.session_state[self.flash + ":error"] = (
+                "Not done: that key was meant for another item than this one. Press it again here."
+            )
             return
         item = self.queue[index]
         if action.do == "back":

@@ -283,6 +283,7 @@ def test_a_stale_form_is_ignored(served: Pool, alice: tuple[int, str]) -> None:
     at = open_app(token)
     act(at, "submit", choice=4, criteria=ALL, item="someone-else:new")
     assert served.store.rater_current_labels(rater_id).empty
+    assert "another item" in form_data(at)["error"]  # said, not silently dropped
 
 
 def test_finished_queue_says_so_and_back_returns_to_the_last_item(served: Pool) -> None:
