@@ -118,6 +118,7 @@ class RatingForm {
   }
 
   destroy() {
+    clearTimeout(this.timer);
     document.removeEventListener("keydown", this.onKey, true);
     for (const name of IDLE_EVENTS) document.removeEventListener(name, this.onActivity, true);
     document.removeEventListener("visibilitychange", this.onVisibility);
