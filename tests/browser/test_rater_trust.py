@@ -1,5 +1,6 @@
 """Rater trust in Chromium (issue 29): no key lost, unsent work kept, every page on one screen.
 
+* a tab opened before another one labelled the item is told so and shown the stored label;
 * keys pressed while a submit is on its way are acted on in order on the items that come
   (Ctrl+Enter included), and one a rater cannot use on the item that came is named at the
   Submit button; an earlier submit's timer never wipes keys queued for a later one (a
@@ -82,6 +83,29 @@ def test_an_earlier_submits_timer_leaves_later_keys_alone(demo: Demo, browser: A
     expect_text(page, "All 3 answers are rated")
     assert overall(demo, rater_id) == [4, 5, 2]
     page.close()
+
+
+def test_a_second_tab_is_told_the_item_was_labelled_meanwhile(demo: Demo, browser: Any) -> None:
+    rater_id, token = demo.new_rater("two-tabs-tove", score=2)
+    tab_b, _ = open_page(browser, f"{demo.url}/?t={token}", viewport=LAPTOP)
+    tab_a, _ = open_page(browser, f"{demo.url}/?t={token}", viewport=LAPTOP)
+    for tab in (tab_a, tab_b):
+        expect_text(tab, "Answer 1 of 2")
+    tab_a.keyboard.press("4")
+    tab_a.keyboard.press("Control+Enter")
+    expect_text(tab_a, "Answer 2 of 2")
+    tab_b.keyboard.press("2")
+    tab_b.keyboard.press("Control+Enter")
+    expect(tab_b.locator(".jl-message.error")).to_contain_text("labelled meanwhile, in another tab")
+    expect_text(tab_b, "Answer 1 of 2 · you rated this one")
+    expect(chosen(tab_b)).to_have_text("4")  # what tab A stored
+    assert overall(demo, rater_id) == [4]
+    tab_b.keyboard.press("2")  # having seen it, a deliberate change
+    tab_b.keyboard.press("Control+Enter")
+    expect(tab_b.locator(".jl-message")).to_have_text("Label changed")
+    assert overall(demo, rater_id) == [4, 2]
+    tab_a.close()
+    tab_b.close()
 
 
 def drafts(page: Any) -> list[str]:
