@@ -406,6 +406,7 @@ class RatingForm {
     if (option) return this.consume(e, () => this.pick(option.value));
     const go = this.navigation(k);
     if (go) return this.consume(e, () => this.act(go));
+    if (k === "s" || k === "f") return this.consume(e, () => this.refuseKeys([k], "Not used on this item:"));
     if (k === "u" && this.data.flag) return this.consume(e, () => this.setFlag(!this.values.flag, true));
     if (k === "c") return this.consume(e, () => this.root.querySelector(".jl-comment").focus());
     if ((k === "ArrowDown" || k === "ArrowUp") && (this.data.criteria || []).length) {
