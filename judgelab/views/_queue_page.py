@@ -224,7 +224,6 @@ def two_texts_and_form(
     return side
 
 
-
 def keys_help(choice: str, *, editing: bool) -> str:
     """The shortcut line under the form."""
     return (
