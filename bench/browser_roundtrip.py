@@ -414,6 +414,9 @@ async def _rater(browser: Any, url: str, total: int, items: int, seed: int, fig:
     await page.add_init_script(WATCH_JS.replace("__FIRST__", json.dumps(f"Answer 1 of {total}")))
     await page.goto(url)
     await page.wait_for_function("() => window.__benchRead().t1 !== null", timeout=120_000, polling=50)
+    # The first key once the form is drawn, as a person would: before its script has loaded
+    # (seconds after the text under load) no key can reach it.
+    await page.locator(".jl-buttons button.primary").wait_for(timeout=120_000)
     message = page.locator(".jl-message.error")
     shown = "t => { const s = window.__benchRead(); return s.t1 !== null && s.target === t; }"
 
