@@ -427,7 +427,11 @@ async def _rater(browser: Any, url: str, total: int, items: int, seed: int, fig:
         try:
             await page.wait_for_function(shown, arg=target(position), timeout=60_000, polling=50)
         except Exception:
-            fig.stalls.append(f"rater {seed}: {target(position)!r} never came")
+            form = page.locator(".jl-message")
+            said = await form.first.inner_text() if await form.count() else ""
+            main = (await page.get_by_test_id("stMain").inner_text())[:200].replace("\n", " / ")
+            fig.stalls.append(f"rater {seed}: {target(position)!r} never came; the form says {said!r};"
+                              f" the page shows {main!r}")
             return False
         if await message.count():
             fig.refusals.append(await message.first.inner_text())
