@@ -8,7 +8,7 @@
 //
 // No key is lost: while an action is on its way ("busy") the form's keys wait in a queue
 // and are replayed on the item that comes; a key that cannot be acted on (a refusal came
-// back, no answer came within WAIT_MS, F on a new item) is named in the message at the
+// back, no answer came within GIVE_UP_MS, F on a new item) is named in the message at the
 // Submit button. One timer per action, cleared by the answer, so an old action's timer
 // never touches a later one's keys.
 //
@@ -24,8 +24,11 @@ const forms = new WeakMap();
 const drafts = new Map();
 
 const IDLE_EVENTS = ["keydown", "pointerdown", "pointermove", "wheel", "scroll", "input"];
-// How long an action may wait for the server's answer before its queued keys are refused.
+// After WAIT_MS without the server's answer the form says it is still saving (the keys stay
+// queued: a loaded server answers late, not never); after GIVE_UP_MS it gives up, names
+// the queued keys as not used, and lets the rater act again.
 const WAIT_MS = 8000;
+const GIVE_UP_MS = 60000;
 const DRAFT_PREFIX = "judgelab-draft:";
 // Drafts older than this are dropped when a form starts (an item labelled elsewhere since).
 const DRAFT_DAYS = 30;
@@ -155,7 +158,10 @@ class RatingForm {
     this.busy = false;
     this.render();
     const back = restored ? "Your unsent changes to this item are back (kept in this browser)." : "";
-    this.say(data.error || data.notice || back, !!data.error);
+    // Keys given up on before this (late) answer came: still said, not overwritten by it.
+    const lost = this.lost ? `${this.lost} ` : "";
+    this.lost = "";
+    this.say(lost + (data.error || data.notice || back), !!(data.error || lost));
     if (!early.length) return;
     if (data.error) {
       // The server refused the action (or the item changed under it): the keys pressed
@@ -519,7 +525,7 @@ class RatingForm {
     // retry, and say which keys pressed meanwhile were not used. One timer per action,
     // cleared when the answer comes (update) or another action starts.
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.noAnswer(sent), WAIT_MS);
+    this.timer = setTimeout(() => this.slow(sent), WAIT_MS);
     const v = this.values;
     this.send({
       do: what,
@@ -544,7 +550,15 @@ class RatingForm {
     }, 0);
   }
 
-  /** No answer to action ``sent`` within WAIT_MS: let the rater act again; name the unused keys. */
+  /** No answer to action ``sent`` within WAIT_MS: say so; the keys stay queued. */
+  slow(sent) {
+    if (!this.busy || this.sent !== sent) return;
+    const waiting = this.early.length ? ` Keys waiting: ${this.early.map(keyName).join(", ")}.` : "";
+    this.say(`Still saving: the server is slow right now.${waiting}`, false);
+    this.timer = setTimeout(() => this.noAnswer(sent), GIVE_UP_MS - WAIT_MS);
+  }
+
+  /** No answer to action ``sent`` within GIVE_UP_MS: let the rater act again; name the unused keys. */
   noAnswer(sent) {
     if (!this.busy || this.sent !== sent) return;
     this.busy = false;
@@ -552,9 +566,10 @@ class RatingForm {
     const early = this.early;
     this.early = [];
     this.render();
-    const slow = "No answer from the server yet: wait a moment, then press again (or reload the page).";
-    if (early.length) this.refuseKeys(early, `${slow} Not used:`);
-    else this.say(slow, true);
+    const slow = "No answer from the server: press again (or reload the page).";
+    // Kept until the next answer's message, which then says it too.
+    this.lost = early.length ? `${slow} Not used: ${early.map(keyName).join(", ")}.` : slow;
+    this.say(this.lost, true);
   }
 }
 

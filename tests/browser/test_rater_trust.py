@@ -42,6 +42,17 @@ def slow_url(demo: Demo) -> Iterator[str]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def slower_url(demo: Demo) -> Iterator[str]:
+    """A server on the demo's file whose label writes take longer than the form's 8 s notice."""
+    server = serve(demo.db, launcher=Path(__file__).with_name("_slow_server.py"),
+                   env={"JUDGELAB_WRITE_DELAY": "9.5"})
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
 def overall(demo: Demo, rater_id: int) -> list[float]:
     return demo.store.query("SELECT overall FROM labels WHERE rater_id = ? ORDER BY label_id",
                             [rater_id])["overall"].tolist()
@@ -82,6 +93,22 @@ def test_an_earlier_submits_timer_leaves_later_keys_alone(demo: Demo, browser: A
     page.keyboard.press("Control+Enter")
     expect_text(page, "All 3 answers are rated")
     assert overall(demo, rater_id) == [4, 5, 2]
+    page.close()
+
+
+def test_a_submit_answered_after_8_s_keeps_the_keys_pressed_meanwhile(
+    demo: Demo, browser: Any, slower_url: str
+) -> None:
+    rater_id, token = demo.new_rater("patient-pat", score=2)
+    page, _ = open_page(browser, f"{slower_url}/?t={token}", viewport=LAPTOP)
+    expect_text(page, "Answer 1 of 2")
+    for key in ("4", "Control+Enter", "3"):
+        page.keyboard.press(key)
+    expect(page.locator(".jl-message")).to_contain_text("Still saving", timeout=9_000)
+    expect(page.locator(".jl-message")).to_contain_text("Keys waiting: 3")
+    expect_text(page, "Answer 2 of 2")
+    expect(chosen(page)).to_have_text("3")
+    assert overall(demo, rater_id) == [4]
     page.close()
 
 
