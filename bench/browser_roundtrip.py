@@ -19,6 +19,17 @@ served with the command line ``judgelab serve`` uses:
   ``/proc/<pid>/stat``, over each submit (Ctrl+Enter until the page is idle again), and over
   each score key likewise.
 
+With ``--raters 1,4,8`` it measures a crowd instead (:func:`crowd`): on the demo database
+(``judgelab demo``: judge runs, so the Calibration page has work to do), N raters at once,
+each in their own browser context, label ``--items`` answers with the keyboard; every
+fourth item the rater does not wait, pressing the next score and Ctrl+Enter while the
+submit is on its way (the keys are queued). ``--admin`` adds an admin reloading the
+Calibration page throughout (each reload recomputes: the labels keep changing), and
+``--import-running`` a ``judgelab import answers`` of fresh answers in a loop. For each N
+it prints submit -> next item p50/p95 (the waited submits) and keys pressed against keys
+acted on, read back from the database: a score key is acted on when the stored label of
+its item has that score, Ctrl+Enter when the item has a label; anything else is lost.
+
 The baseline, in the same run on the same machine, is a plain form app: one Flask page per
 item with the same fields, the score keys handled by a few lines of JavaScript, and a POST
 that writes the label to SQLite and redirects to the next item. Flask is installed into this
@@ -340,13 +351,242 @@ def pooled(rounds: list[Figures]) -> Figures:
     return out
 
 
+# -- a crowd of raters ---------------------------------------------------------------------------
+
+
+@dataclass
+class Crowd:
+    """One crowd run's figures."""
+
+    raters: int
+    submit_ms: list[float] = field(default_factory=list)
+    pressed: int = 0
+    acted: int = 0
+    refusals: list[str] = field(default_factory=list)
+    stalls: list[str] = field(default_factory=list)
+    admin_loads: int = 0
+    imports: int = 0
+
+    def line(self) -> str:
+        s50, s95 = percentiles(self.submit_ms)
+        extra = (f" · admin reloads {self.admin_loads}" if self.admin_loads else "") + (
+            f" · imports {self.imports}" if self.imports else "")
+        return (f"  N = {self.raters}: submit -> next item p50 {s50:5.0f} ms  p95 {s95:5.0f} ms"
+                f" ({len(self.submit_ms)} submits) · keys pressed {self.pressed}, acted on {self.acted},"
+                f" lost {self.pressed - self.acted} · refusals shown {len(self.refusals)}"
+                f" · stalls {len(self.stalls)}{extra}")
+
+
+def crowd_pool(db: Path, n: int, items: int) -> tuple[list[tuple[int, str]], str]:
+    """The demo database with ``n`` bench raters holding at least ``items`` answers each.
+
+    Returns each rater's ``(id, token)`` and the admin's token.
+    """
+    import math
+    import urllib.parse
+
+    from labeler.store import Store
+
+    judgelab_cli = str(Path(sys.executable).parent / "judgelab")
+    out = subprocess.run([judgelab_cli, "demo", "--no-serve", "--db", str(db)], capture_output=True,
+                         text=True, check=True, cwd=db.parent).stdout
+    admin_link = next(line.split(" link:", 1)[1].strip() for line in out.splitlines() if line.startswith("admin link:"))
+    admin = urllib.parse.parse_qs(urllib.parse.urlsplit(admin_link).query)["t"][0]
+    store = Store(db)
+    raters = [store.add_rater(f"bench-{i}") for i in range(n)]
+    answers = store.answers(variant="original")["answer_id"].tolist()
+    k = min(n, math.ceil(n * items / len(answers)) + 1)
+    store.assign_k(answers, k, [r.rater_id for r, _ in raters], seed=0)
+    for r, _ in raters:
+        if len(store.rater_queue(r.rater_id)) < items:
+            raise SystemExit(f"a bench rater got fewer than {items} answers: use fewer --items")
+    return [(r.rater_id, token) for r, token in raters], admin
+
+
+async def _rater(browser: Any, url: str, total: int, items: int, seed: int, fig: Crowd,
+                 plan: dict[int, int]) -> None:
+    """One rater: ``items`` labels by keyboard, every fourth pair pressed in one breath."""
+    import asyncio
+    import random
+
+    rng = random.Random(seed)
+    context = await browser.new_context(viewport=VIEWPORT)
+    page = await context.new_page()
+    await page.add_init_script(WATCH_JS.replace("__FIRST__", json.dumps(f"Answer 1 of {total}")))
+    await page.goto(url)
+    await page.wait_for_function("() => window.__benchRead().t1 !== null", timeout=120_000, polling=50)
+    # The first key once the form is drawn, as a person would: before its script has loaded
+    # (seconds after the text under load) no key can reach it.
+    await page.locator(".jl-buttons button.primary").wait_for(timeout=120_000)
+    message = page.locator(".jl-message.error")
+    shown = "t => { const s = window.__benchRead(); return s.t1 !== null && s.target === t; }"
+
+    def target(position: int) -> str:
+        return f"Answer {position} of {total}" if position <= total else "answers are rated"
+
+    async def arrive(position: int) -> bool:
+        try:
+            await page.wait_for_function(shown, arg=target(position), timeout=60_000, polling=50)
+        except Exception:
+            form = page.locator(".jl-message")
+            said = await form.first.inner_text() if await form.count() else ""
+            main = (await page.get_by_test_id("stMain").inner_text())[:200].replace("\n", " / ")
+            fig.stalls.append(f"rater {seed}: {target(position)!r} never came; the form says {said!r};"
+                              f" the page shows {main!r}")
+            return False
+        if await message.count():
+            fig.refusals.append(await message.first.inner_text())
+        return True
+
+    i = 1
+    while i <= items:
+        await asyncio.sleep(rng.uniform(0.1, 0.4))  # a hurried rater's reading time
+        score = rng.choice("2345")
+        plan[i] = int(score)
+        hurried = i % 4 == 0 and i < items
+        await page.keyboard.press(score)
+        fig.pressed += 2
+        if hurried:
+            second = rng.choice("2345")
+            plan[i + 1] = int(second)
+            await page.evaluate("t => window.__benchArm(t)", target(i + 2))
+            for key in ("Control+Enter", second, "Control+Enter"):
+                await page.keyboard.press(key)
+            fig.pressed += 2
+            if not await arrive(i + 2):
+                break
+            i += 2
+            continue
+        await page.evaluate("t => window.__benchArm(t)", target(i + 1))
+        await page.keyboard.press("Control+Enter")
+        if not await arrive(i + 1):
+            break
+        state = await page.evaluate("() => window.__benchRead()")
+        fig.submit_ms.append(float(state["t1"]) - float(state["t0"]))
+        i += 1
+    await context.close()
+
+
+async def _admin(browser: Any, url: str, stop: Any, fig: Crowd) -> None:
+    """An admin on the Calibration page, reloading it until ``stop`` is set."""
+    context = await browser.new_context(viewport=VIEWPORT)
+    page = await context.new_page()
+    await page.goto(url)
+    await page.get_by_role("link", name="Calibration").click(timeout=120_000)
+    while True:
+        await page.get_by_test_id("stMain").get_by_role("heading", name="Calibration").wait_for(timeout=120_000)
+        await page.wait_for_selector(READY, timeout=120_000)
+        fig.admin_loads += 1
+        if stop.is_set():
+            break
+        await page.reload()
+    await context.close()
+
+
+def _importer(db: Path, work: Path, stop: Any, fig: Crowd) -> None:
+    """``judgelab import answers`` of 140 fresh answers (new ids), again and again, until ``stop``."""
+    judgelab_cli = str(Path(sys.executable).parent / "judgelab")
+    rows = [json.loads(line) for line in example_path("answers.jsonl").read_text().splitlines() if line.strip()]
+    while not stop.is_set():
+        batch = work / f"import-{fig.imports}.jsonl"
+        batch.write_text("".join(json.dumps({**r, "answer_id": f"{r['answer_id']}-bench{fig.imports}"}) + "\n"
+                                 for r in rows))
+        done = subprocess.run([judgelab_cli, "import", "answers", str(batch), "--db", str(db)],
+                              capture_output=True, text=True, cwd=work)
+        if done.returncode != 0:
+            raise SystemExit(f"the import failed:\n{done.stdout}{done.stderr}")
+        fig.imports += 1
+
+
+def crowd(n: int, items: int, *, admin: bool, importing: bool) -> Crowd:
+    """N raters at once on one served demo database (see the module's docstring)."""
+    import asyncio
+    import threading
+
+    from playwright.async_api import async_playwright
+
+    from judgelab.cli.serve import streamlit_command
+    from labeler.store import Store
+
+    fig = Crowd(n)
+    with tempfile.TemporaryDirectory(prefix="judgelab-crowd-bench-") as tmp:
+        work = Path(tmp)
+        db = work / "crowd.duckdb"
+        raters, admin_token = crowd_pool(db, n, items)
+        totals = {rid: len(Store(db).rater_queue(rid)) for rid, _ in raters}
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        proc = start(streamlit_command(db, port, "127.0.0.1"), url, {**os.environ, "JUDGELAB_DB": str(db)},
+                     work, "/_stcore/health")
+        plans: dict[int, dict[int, int]] = {rid: {} for rid, _ in raters}
+        stop = threading.Event()
+        importer = threading.Thread(target=_importer, args=(db, work, stop, fig), daemon=True)
+
+        async def run() -> None:
+            astop = asyncio.Event()
+            async with async_playwright() as p:
+                browser = await p.chromium.launch(
+                    executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+                side = [asyncio.create_task(_admin(browser, f"{url}/?t={admin_token}", astop, fig))] if admin else []
+                if importing:
+                    importer.start()
+                await asyncio.gather(*[
+                    _rater(browser, f"{url}/?t={token}", totals[rid], items, seed, fig, plans[rid])
+                    for seed, (rid, token) in enumerate(raters)])
+                astop.set()
+                stop.set()
+                await asyncio.gather(*side)
+                await browser.close()
+
+        try:
+            asyncio.run(run())
+        finally:
+            stop.set()
+            proc.terminate()
+            proc.wait(timeout=15)
+        if importing:
+            importer.join(timeout=120)
+        store = Store(db)
+        for rid, _ in raters:
+            labels = store.rater_current_labels(rid)
+            queue = {q.assignment_id: q.position for q in store.rater_queue(rid)}
+            stored = {queue[int(a)]: float(o) for a, o in zip(labels["assignment_id"], labels["overall"], strict=True)}
+            for position, score in plans[rid].items():
+                fig.acted += (position in stored) + (stored.get(position) == score)
+    return fig
+
+
+def main_crowd(args: argparse.Namespace) -> None:
+    """``--raters``: the crowd mode, once per N."""
+    sizes = [int(x) for x in str(args.raters).split(",")]
+    print(f"raters at once in Chromium {VIEWPORT['width']}x{VIEWPORT['height']} · {args.items} labels each"
+          + (" · an admin reloading Calibration" if args.admin else "")
+          + (" · an import running" if args.import_running else ""))
+    print(f"  {machine()}")
+    for n in sizes:
+        fig = crowd(n, args.items, admin=args.admin, importing=args.import_running)
+        print(fig.line(), flush=True)
+        for what in sorted(set(fig.refusals))[:5]:
+            print(f"    refusal shown: {what!r}")
+        for what in fig.stalls[:5]:
+            print(f"    stall: {what}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--submits", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=1,
                         help="measure both apps this many times, interleaved (the first app alternates)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the Flask baseline")
+    parser.add_argument("--raters", help="crowd mode: comma-separated numbers of raters at once (e.g. 1,4,8)")
+    parser.add_argument("--items", type=int, default=20, help="crowd mode: labels per rater")
+    parser.add_argument("--admin", action="store_true", help="crowd mode: an admin reloads Calibration meanwhile")
+    parser.add_argument("--import-running", action="store_true",
+                        help="crowd mode: `judgelab import answers` runs in a loop meanwhile")
     args = parser.parse_args()
+    if args.raters:
+        main_crowd(args)
+        return
     if args.submits < 50:
         parser.error("--submits must be at least 50")
     if args.rounds < 1:

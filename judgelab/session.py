@@ -33,6 +33,7 @@ TOKEN_PARAM = "t"
 _TOKEN_STATE = "_judgelab_token"
 _REFUSED_STATE = "_judgelab_refused"
 _CHECKED_STATE = "_judgelab_checked"
+_KEPT_STATE = "_judgelab_kept"
 
 
 #: Seconds the app server keeps the database open without a unit of work. Raters take
@@ -120,9 +121,14 @@ def _checked_this_run() -> Rater | None:
     return memo[2] if memo[1] == current_token() else None
 
 
-def refuse(*, not_saved: bool) -> None:
-    """Remember a refused action, so the page says so when it shows "Access denied"."""
+def refuse(*, not_saved: bool, kept: str = "") -> None:
+    """Remember a refused action, so the page says so when it shows "Access denied".
+
+    ``kept``: text the rater typed into the refused form (a comment); shown under the
+    refusal, to copy, so it does not vanish with the form.
+    """
     st.session_state[_REFUSED_STATE] = "Your last submit was not saved." if not_saved else ""
+    st.session_state[_KEPT_STATE] = kept
 
 
 def current_rater() -> Rater:
@@ -138,7 +144,12 @@ def current_rater() -> Rater:
         return check_access()
     except AccessError as exc:
         refused = st.session_state.pop(_REFUSED_STATE, "")
+        kept = st.session_state.pop(_KEPT_STATE, "")
         st.error(f"Access denied: {exc}" + (f"  \n{refused}" if refused else ""))
+        if kept:
+            # Shown as typed (a code block renders no Markdown), with Streamlit's copy button.
+            st.caption("What you typed, to copy:")
+            st.code(kept, language=None, wrap_lines=True)
         st.stop()
         raise  # unreachable
 

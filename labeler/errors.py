@@ -60,6 +60,26 @@ class ConflictError(InputError):
     """An import would overwrite different data already stored under the same id."""
 
 
+class StaleLabelError(JudgelabError):
+    """A rater's write was based on a label that is no longer the current one.
+
+    Two tabs (or windows) on one invite link: the other one labelled the item after this
+    one showed it. Nothing was written; the caller shows the stored label instead.
+
+    Args:
+        current_id: The id of the label now stored (``None``: the item has none).
+    """
+
+    def __init__(self, current_id: int | None) -> None:
+        """Record which label is stored now."""
+        self.current_id = current_id
+        super().__init__(
+            "Not saved: this item was labelled meanwhile, in another tab or window."
+            "\nThe stored label is shown now: change it and submit again to replace it,"
+            " or go on to the next item."
+        )
+
+
 class AccessError(JudgelabError):
     """A token is missing, unknown or revoked, or lacks the role a page needs."""
 

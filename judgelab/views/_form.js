@@ -5,6 +5,17 @@
 // send one trigger ("action") with the values and the active seconds; the server answers
 // with the next item's data. Shortcuts are read on the whole document, so they work
 // whatever has focus; inside a text box only Ctrl+Enter and Escape do something.
+//
+// No key is lost: while an action is on its way ("busy") the form's keys wait in a queue
+// and are replayed on the item that comes; a key that cannot be acted on (a refusal came
+// back, no answer came within GIVE_UP_MS, F on a new item) is named in the message at the
+// Submit button. One timer per action, cleared by the answer, so an old action's timer
+// never touches a later one's keys.
+//
+// Unsent work survives a reload: the values of an item the rater changed are kept in the
+// browser's localStorage (keyed by the server's per-link scope and the item key, which
+// names the label the form showed), restored when the item is drawn again, and removed
+// once a submit of it is answered.
 
 const forms = new WeakMap();
 // The rater's values per item key, kept for the page's life: going back and forth
@@ -13,6 +24,46 @@ const forms = new WeakMap();
 const drafts = new Map();
 
 const IDLE_EVENTS = ["keydown", "pointerdown", "pointermove", "wheel", "scroll", "input"];
+// After WAIT_MS without the server's answer the form says it is still saving (the keys stay
+// queued: a loaded server answers late, not never); after GIVE_UP_MS it gives up, names
+// the queued keys as not used, and lets the rater act again.
+const WAIT_MS = 8000;
+const GIVE_UP_MS = 60000;
+const DRAFT_PREFIX = "judgelab-draft:";
+// Drafts older than this are dropped when a form starts (an item labelled elsewhere since).
+const DRAFT_DAYS = 30;
+
+// The browser's storage of unsent drafts; every call tolerates a browser that refuses it.
+const stored = {
+  key: (scope, item) => `${DRAFT_PREFIX}${scope}:${item}`,
+  load(scope, item) {
+    try { const raw = localStorage.getItem(this.key(scope, item)); return raw ? JSON.parse(raw).values : null; }
+    catch (e) { return null; }
+  },
+  save(scope, item, values) {
+    try { localStorage.setItem(this.key(scope, item), JSON.stringify({ at: Date.now(), values })); }
+    catch (e) { /* full or disabled: the in-page draft still holds the values */ }
+  },
+  remove(scope, item) { try { localStorage.removeItem(this.key(scope, item)); } catch (e) { /* as above */ } },
+  prune() {
+    try {
+      const old = Date.now() - DRAFT_DAYS * 86400000;
+      for (let i = localStorage.length - 1; i >= 0; i--) {
+        const k = localStorage.key(i);
+        if (!k || !k.startsWith(DRAFT_PREFIX)) continue;
+        let at = 0;
+        try { at = JSON.parse(localStorage.getItem(k)).at || 0; } catch (e) { at = 0; }
+        if (at < old) localStorage.removeItem(k);
+      }
+    } catch (e) { /* as above */ }
+  },
+};
+let pruned = false;
+
+// A key as the rater would name it in a message.
+function keyName(k) {
+  return k === "submit" ? "Ctrl+Enter" : k.length === 1 ? k.toUpperCase() : k;
+}
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -70,6 +121,7 @@ class RatingForm {
   }
 
   destroy() {
+    clearTimeout(this.timer);
     document.removeEventListener("keydown", this.onKey, true);
     for (const name of IDLE_EVENTS) document.removeEventListener(name, this.onActivity, true);
     document.removeEventListener("visibilitychange", this.onVisibility);
@@ -78,23 +130,25 @@ class RatingForm {
   update(data, send) {
     this.send = send;
     if (this.data && this.data.item === data.item && this.data.rev === data.rev) return;
+    if (!pruned) { pruned = true; stored.prune(); }
     const early = this.early || [];
     const moved = !this.data || this.data.item !== data.item;
+    const pending = this.pending;
+    clearTimeout(this.timer);  // the answer is here: this action's timer must not fire later
+    this.timer = null;
+    this.pending = null;
     this.early = [];
+    // A submit answered with another item (saved, or refused because another tab labelled
+    // it): its kept draft is done with. A refusal on the same item keeps it.
+    if (pending && pending.what === "submit" && moved) stored.remove(pending.scope, pending.item);
     this.data = data;
     let draft = drafts.get(data.item);
+    let restored = false;
     if (!draft) {
-      draft = {
-        values: {
-          choice: data.choice.value,
-          criteria: Object.fromEntries((data.criteria || []).map((c) => [c.id, c.value])),
-          touched: new Set((data.criteria || []).filter((c) => c.value !== null).map((c) => c.id)),
-          comment: data.comment.value || "",
-          flag: !!(data.flag && data.flag.value),
-          reason: (data.flag && data.flag.reason) || "",
-        },
-        clock: new Clock(1000 * data.idle_cap),
-      };
+      const fresh = this.initial(data);
+      const kept = data.draft_scope ? stored.load(data.draft_scope, data.item) : null;
+      restored = !!kept;
+      draft = { values: kept ? { ...kept, touched: new Set(kept.touched || []) } : fresh, clock: new Clock(1000 * data.idle_cap) };
       drafts.set(data.item, draft);
     }
     if (this.clock && this.clock !== draft.clock) this.clock.visibility();  // stop the old item's clock
@@ -103,17 +157,46 @@ class RatingForm {
     this.clock.resume();
     this.busy = false;
     this.render();
-    this.say(data.error || data.notice || "", !!data.error);
-    // Score keys pressed while the next item was on its way are its score; when the
-    // server kept the rater on the same item (a refusal), they are dropped.
-    if (moved && !data.error) {
-      for (const k of early) {
-        const option = data.choice.options.find((o) => o.key === k);
-        if (option) this.pick(option.value);
-        const go = this.navigation(k);
-        if (go) { this.act(go); break; }  // the next answer brings the next item; later keys wait for it
-      }
+    const back = restored ? "Your unsent changes to this item are back (kept in this browser)." : "";
+    // Keys given up on before this (late) answer came: still said, not overwritten by it.
+    const lost = this.lost ? `${this.lost} ` : "";
+    this.lost = "";
+    this.say(lost + (data.error || data.notice || back), !!(data.error || lost));
+    if (!early.length) return;
+    if (data.error) {
+      // The server refused the action (or the item changed under it): the keys pressed
+      // meanwhile were meant for another screen than this one. Say so; act on none.
+      this.refuseKeys(early, `${data.error} Keys pressed while it was saving were not used:`);
+      return;
     }
+    // Keys pressed while this item was on its way are for it, in order; an action among
+    // them sends again, and the keys after it wait for the item that one brings.
+    for (let i = 0; i < early.length; i++) {
+      this.press(early[i]);
+      if (this.busy) { this.early = early.slice(i + 1); this.queued(); return; }
+    }
+  }
+
+  /** The form's values as the server sent them (the rater's current label, or none). */
+  initial(data) {
+    return {
+      choice: data.choice.value,
+      criteria: Object.fromEntries((data.criteria || []).map((c) => [c.id, c.value])),
+      touched: new Set((data.criteria || []).filter((c) => c.value !== null).map((c) => c.id)),
+      comment: data.comment.value || "",
+      flag: !!(data.flag && data.flag.value),
+      reason: (data.flag && data.flag.reason) || "",
+    };
+  }
+
+  /** Keep this item's values in the browser when they differ from what the server sent. */
+  keep() {
+    const d = this.data;
+    if (!d || !d.draft_scope) return;
+    const plain = (v) => JSON.stringify({ ...v, touched: [...v.touched].sort() });
+    const now = { ...this.values, touched: [...this.values.touched].sort() };
+    if (plain(this.values) === plain(this.initial(d))) stored.remove(d.draft_scope, d.item);
+    else stored.save(d.draft_scope, d.item, now);
   }
 
   // -- drawing ------------------------------------------------------------------------------
@@ -219,7 +302,7 @@ class RatingForm {
     const box = el(tag, { id, cls, "aria-label": label });
     if (tag === "textarea") box.rows = 2;
     box.value = value;
-    box.addEventListener("input", () => set(box.value));
+    box.addEventListener("input", () => { set(box.value); this.keep(); });
     wrap.appendChild(box);
     return wrap;
   }
@@ -258,17 +341,20 @@ class RatingForm {
       // Untouched criteria follow the overall score.
       for (const c of this.data.criteria || []) if (!v.touched.has(c.id)) v.criteria[c.id] = value;
     }
+    this.keep();
     this.redraw();
   }
 
   setCriterion(id, value, advance) {
     this.values.criteria[id] = value;
     this.values.touched.add(id);
+    this.keep();
     this.redraw(id, advance);
   }
 
   setFlag(on, focusReason) {
     this.values.flag = on;
+    this.keep();
     this.redraw();
     if (on && focusReason !== false) {
       const reason = this.root.querySelector(".jl-reason");
@@ -302,10 +388,8 @@ class RatingForm {
     const path = e.composedPath();
     const target = path[0];
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
-      e.preventDefault();
-      e.stopPropagation();
-      this.act("submit");
-      return;
+      // Busy: the submit waits for the item that comes, like the keys before it.
+      return this.consume(e, () => (this.busy ? this.wait("submit") : this.act("submit")));
     }
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     if (typing(target)) {
@@ -316,10 +400,11 @@ class RatingForm {
     const inside = path.includes(this.shadow);
     if (!inside && target && target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
     const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
-    if (this.busy && (this.data.choice.options.some((o) => o.key === k) || ["b", "s", "f"].includes(k))) {
+    if (this.busy && (this.data.choice.options.some((o) => o.key === k) || ["b", "s", "f", "u", "c"].includes(k))) {
       // Sent, and the answer is not here yet: a score key is kept for the item that comes,
-      // and so is Back, Skip or Forward (B at once after a submit goes back to that item).
-      return this.consume(e, () => this.early.push(k));
+      // and so are Back, Skip, Forward, the flag and the comment (B at once after a submit
+      // goes back to that item).
+      return this.consume(e, () => this.wait(k));
     }
     const crit = path.find((n) => n.getAttribute && n.getAttribute("data-criterion"));
     if (this.criterionKey(e, k, crit)) return;
@@ -327,6 +412,7 @@ class RatingForm {
     if (option) return this.consume(e, () => this.pick(option.value));
     const go = this.navigation(k);
     if (go) return this.consume(e, () => this.act(go));
+    if (k === "s" || k === "f") return this.consume(e, () => this.refuseKeys([k], "Not used on this item:"));
     if (k === "u" && this.data.flag) return this.consume(e, () => this.setFlag(!this.values.flag, true));
     if (k === "c") return this.consume(e, () => this.root.querySelector(".jl-comment").focus());
     if ((k === "ArrowDown" || k === "ArrowUp") && (this.data.criteria || []).length) {
@@ -375,6 +461,33 @@ class RatingForm {
     run();
   }
 
+  /** A key pressed while busy: queued for the item that comes, and shown as waiting. */
+  wait(k) {
+    this.early.push(k);
+    this.queued();
+  }
+
+  queued() {
+    if (this.early.length) this.say(`Saving… then ${this.early.map(keyName).join(", ")}`, false);
+  }
+
+  /** A queued key acted on now, on the item just drawn (as its keydown would have been). */
+  press(k) {
+    if (k === "submit") return this.act("submit");
+    const option = this.data.choice.options.find((o) => o.key === k);
+    if (option) return this.pick(option.value);
+    const go = this.navigation(k);
+    if (go) return this.act(go);
+    if (k === "u" && this.data.flag) return this.setFlag(!this.values.flag, true);
+    if (k === "c") return this.root.querySelector(".jl-comment").focus();
+    return this.refuseKeys([k], "Not used on this item:");  // e.g. F on an item not done yet
+  }
+
+  /** Say which keys were not acted on, at the Submit button. */
+  refuseKeys(keys, why) {
+    this.say(`${why} ${keys.map(keyName).join(", ")}.`, true);
+  }
+
   // -- sending ----------------------------------------------------------------------------------
 
   missing() {
@@ -394,7 +507,7 @@ class RatingForm {
   }
 
   act(what) {
-    if (this.busy) return;
+    if (this.busy) return this.wait(what === "submit" ? "submit" : what[0]);
     if (what === "submit") {
       const problem = this.missing();
       if (problem) {
@@ -403,13 +516,17 @@ class RatingForm {
         return;
       }
     }
-    if (what === "back" && !this.data.can_back) return;
+    if (what === "back" && !this.data.can_back) return this.refuseKeys(["b"], "This is the first item: nothing to go back to with");
     this.busy = true;
     this.early = [];
-    // The server answers with the next item; should the answer never come, let the rater retry.
-    setTimeout(() => { this.busy = false; this.early = []; }, 8000);
-    const v = this.values;
     const sent = (this.sent = (this.sent || 0) + 1);
+    this.pending = { what, item: this.data.item, scope: this.data.draft_scope };
+    // The server answers with the next item; should the answer never come, let the rater
+    // retry, and say which keys pressed meanwhile were not used. One timer per action,
+    // cleared when the answer comes (update) or another action starts.
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.slow(sent), WAIT_MS);
+    const v = this.values;
     this.send({
       do: what,
       item: this.data.item,
@@ -424,8 +541,35 @@ class RatingForm {
     // "Saving…" only after Streamlit's send (its own zero-delay timer, queued first): a page
     // changed before the send is laid out and painted before the message leaves.
     setTimeout(() => {
-      if (this.busy && this.sent === sent) this.say(what === "submit" ? "Saving…" : "", false);
+      if (!this.busy || this.sent !== sent) return;
+      if (this.early.length) this.queued();
+      else this.say(what === "submit" ? "Saving…" : "", false);
+      // A click while busy would do nothing: the buttons say so by being disabled.
+      for (const b of this.root.querySelectorAll(".jl-buttons button")) b.disabled = true;
+      for (const t of this.root.querySelectorAll("textarea, input:not([type=checkbox])")) t.readOnly = true;
     }, 0);
+  }
+
+  /** No answer to action ``sent`` within WAIT_MS: say so; the keys stay queued. */
+  slow(sent) {
+    if (!this.busy || this.sent !== sent) return;
+    const waiting = this.early.length ? ` Keys waiting: ${this.early.map(keyName).join(", ")}.` : "";
+    this.say(`Still saving: the server is slow right now.${waiting}`, false);
+    this.timer = setTimeout(() => this.noAnswer(sent), GIVE_UP_MS - WAIT_MS);
+  }
+
+  /** No answer to action ``sent`` within GIVE_UP_MS: let the rater act again; name the unused keys. */
+  noAnswer(sent) {
+    if (!this.busy || this.sent !== sent) return;
+    this.busy = false;
+    this.timer = null;
+    const early = this.early;
+    this.early = [];
+    this.render();
+    const slow = "No answer from the server: press again (or reload the page).";
+    // Kept until the next answer's message, which then says it too.
+    this.lost = early.length ? `${slow} Not used: ${early.map(keyName).join(", ")}.` : slow;
+    this.say(this.lost, true);
   }
 }
 

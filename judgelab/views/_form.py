@@ -8,11 +8,14 @@ one :class:`Action` with the form's values and the item's active seconds. The pa
 
 What the browser receives is the rater's own item and label and the rubric: never an
 answer id, family, model or variant (the item key is the opaque item id and the id of
-the rater's own label).
+the rater's own label). Unsent changes are kept in the browser's localStorage per item
+(see ``_form.js``) under a scope derived from the invite link (:func:`draft_scope`), so
+a reload or a return to the item restores them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,6 +131,9 @@ class FormData:
         error: A refusal from the server to show at the Submit button.
         notice: What the last action did (``Label saved``), shown at the Submit button.
         rev: Changes with every answer of the server, so the form always redraws.
+        draft_scope: Where the browser keeps this form's unsent drafts (localStorage keys
+            start with it): one per invite link and page, not the token itself. ``""``
+            keeps none.
     """
 
     item: str
@@ -156,6 +162,7 @@ class FormData:
     error: str = ""
     notice: str = ""
     rev: int = 0
+    draft_scope: str = ""
 
     def payload(self) -> dict[str, Any]:
         """The JSON the browser side reads."""
@@ -178,6 +185,7 @@ class FormData:
                      "value": self.flagged, "reason": self.reason} if self.flag else None,
             "keys_help": self.keys_help, "editing": self.editing, "can_back": self.can_back,
             "error": self.error, "notice": self.notice, "idle_cap": IDLE_CAP_SECONDS,
+            "draft_scope": self.draft_scope,
         }
 
 
@@ -223,6 +231,22 @@ class Action:
             reason=str(raw.get("reason") or ""),
             seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
         )
+
+
+def draft_scope(token: str | None, kind: str) -> str:
+    """Where one link's drafts of one page live in the browser: a hash, never the token.
+
+    Two raters sharing a browser never see each other's drafts; a new link starts clean.
+
+    Examples:
+        >>> draft_scope("abc", "score") == draft_scope("abc", "score") != draft_scope("abd", "score")
+        True
+        >>> draft_scope(None, "score")
+        ''
+    """
+    if not token:
+        return ""
+    return hashlib.sha256(f"judgelab-draft\0{token}\0{kind}".encode()).hexdigest()[:20]
 
 
 def rating_form(data: FormData, *, key: str, on_action: Callable[[], None]) -> None:
@@ -277,6 +301,7 @@ __all__ = [
     "Action",
     "FormData",
     "Option",
+    "draft_scope",
     "level_definitions",
     "pending_action",
     "rating_form",

@@ -10,6 +10,10 @@ only. The handler runs as the form's callback, which Streamlit calls *before* th
 fragment (or the page) runs again; so it checks the invite token itself, first, and a
 revoked rater's submit writes nothing (:func:`judgelab.session.check_access`).
 
+Two tabs on one link: each write says which label the tab showed (the page's ``write``
+passes the item's ``done_id`` as the store's ``seen``), so a tab that is behind is told the
+item was labelled meanwhile and shown the stored label, and never overwrites it unseen.
+
 Blinding: navigation carries only the assignment id (a sequence number) of a queue
 position, and the form only the opaque item id.
 """
@@ -22,16 +26,18 @@ from dataclasses import dataclass
 from functools import partial
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
-from judgelab.session import check_access, refuse
-from judgelab.views._form import Action, FormData, pending_action, rating_form
+from judgelab.session import check_access, current_token, refuse
+from judgelab.views._form import Action, FormData, draft_scope, pending_action, rating_form
 from labeler.blinding import verbatim_html
-from labeler.errors import AccessError, JudgelabError
+from labeler.errors import AccessError, JudgelabError, StaleLabelError
 from labeler.queue import KEYS, Kind, QueueItem, previous_index
 from labeler.store import Store
 
 #: What a write returns: the id of the rater's current label after it (the same id as
-#: before when nothing changed).
+#: before when nothing changed). Pages pass the item's ``done_id`` to the store as the label
+#: the form showed (``seen``).
 Write = Callable[[Action], int]
 
 
@@ -97,7 +103,8 @@ class QueuePage:
         error = st.session_state.pop(self.flash + ":error", "")
         notice = st.session_state.pop(self.flash, "")
         rev = int(st.session_state.get(self.flash + ":rev", 0))
-        filled = FormData(**{**data.__dict__, "error": error, "notice": notice, "rev": rev})
+        filled = FormData(**{**data.__dict__, "error": error, "notice": notice, "rev": rev,
+                             "draft_scope": draft_scope(current_token(), self.kind)})
         rating_form(filled, key=self.form_key,
                     on_action=partial(self.act, index, data.item, write, saved, changed))
 
@@ -105,7 +112,7 @@ class QueuePage:
         """Handle the form's action for queue position ``index`` (the form's callback).
 
         The token is checked before anything else; an action drawn for another item (a
-        stale page) is ignored.
+        stale page) does nothing and says so.
         """
         st.session_state[self.flash + ":rev"] = int(st.session_state.get(self.flash + ":rev", 0)) + 1
         action = pending_action(self.form_key)
@@ -114,9 +121,14 @@ class QueuePage:
         try:
             check_access()
         except AccessError:
-            refuse(not_saved=action.do == "submit")
+            refuse(not_saved=action.do == "submit", kept=kept(action))
             return
         if action.item != item_key:
+            # Sent from a form drawn for another item (it was answered late): act on nothing,
+            # and say so, so the rater presses again on the item now shown.
+            st.session_state[self.flash + ":error"] = (
+                "Not done: that key was meant for another item than this one. Press it again here."
+            )
             return
         item = self.queue[index]
         if action.do == "back":
@@ -134,7 +146,13 @@ class QueuePage:
         try:
             label_id = write(action)
         except AccessError:  # revoked since the check above: the write refused it
-            refuse(not_saved=True)
+            refuse(not_saved=True, kept=kept(action))
+            return
+        except StaleLabelError as exc:
+            # Another tab stored a label since this one drew the form: stay on the item, so the
+            # next run draws the stored label, with the refusal at the Submit button.
+            st.session_state[self.flash + ":error"] = str(exc)
+            st.session_state[self.at] = item.assignment_id
             return
         except JudgelabError as exc:
             st.session_state[self.flash + ":error"] = str(exc)
@@ -147,6 +165,11 @@ class QueuePage:
             message = changed
         st.session_state[self.flash] = message
         st.session_state[self.at] = None
+
+
+def kept(action: Action) -> str:
+    """The text the rater typed into the form (comment, flag reason): shown with a refusal to copy."""
+    return "\n\n".join(t for t in (action.comment.strip(), action.reason.strip() if action.flag else "") if t)
 
 
 def inert_text(text: str, *, heading: str = "", rule: bool = False) -> None:
@@ -163,17 +186,43 @@ def inert_text(text: str, *, heading: str = "", rule: bool = False) -> None:
     st.html(lead + verbatim_html(text))
 
 
-def text_box(text: str, *, heading: str = "") -> None:
-    """:func:`inert_text` in a bordered box."""
-    with st.container(border=True):
+#: Height of the text boxes of a queue page, as Rate's: at 1366x768 the page never scrolls.
+TEXT_HEIGHT = 560
+#: Height of the task's box beside the form on Compare and Padding audit.
+TASK_HEIGHT = 170
+
+
+def text_box(text: str, *, heading: str = "", height: int | None = None) -> None:
+    """:func:`inert_text` in a bordered box; with a ``height`` (px) the box scrolls, not the page."""
+    with st.container(border=True, height="content" if height is None else height):
         inert_text(text, heading=heading)
 
 
-def side_by_side(left: tuple[str, str], right: tuple[str, str]) -> None:
+def side_by_side(left: tuple[str, str], right: tuple[str, str], *, height: int | None = None) -> None:
     """Two texts side by side, each given as ``(heading, markdown)`` (see :func:`text_box`)."""
-    for col, (heading, text) in zip(st.columns(2, gap="medium"), (left, right), strict=True):
+    for col, (heading, text) in zip(st.columns(2, gap="small"), (left, right), strict=True):
         with col:
-            text_box(text, heading=heading)
+            text_box(text, heading=heading, height=height)
+
+
+def two_texts_and_form(
+    prompt: str, left: tuple[str, str], right: tuple[str, str], *, note: str = ""
+) -> DeltaGenerator:
+    """Compare's and Padding audit's one-screen layout; returns the column the form goes in.
+
+    As on Rate, the texts scroll in bounded boxes and the question and Submit sit beside
+    them, so at 1366x768 nothing needs the page to scroll: the two texts side by side on
+    the left (two thirds), the task (its own scrolling box) and ``note`` above the form on
+    the right.
+    """
+    texts, side = st.columns([2, 1], gap="medium")
+    with texts:
+        side_by_side(left, right, height=TEXT_HEIGHT)
+    with side:
+        text_box(prompt, heading="Task", height=TASK_HEIGHT)
+        if note:
+            st.caption(note)
+    return side
 
 
 def keys_help(choice: str, *, editing: bool) -> str:

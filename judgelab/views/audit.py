@@ -3,7 +3,8 @@
 The padding probe reads a judge's score gap between an answer and its padded rewrite
 as verbosity bias, which is valid only if the rewrite adds nothing. This page asks a
 person to confirm that, one original/rewrite pair at a time, with the shared
-browser-side rating form (:mod:`judgelab.views._form`) drawn in a fragment.
+browser-side rating form (:mod:`judgelab.views._form`) drawn in a fragment; the question
+is the form's heading, beside the two texts, on one screen at 1366x768.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import streamlit as st
 
 from judgelab.session import current_rater, current_store
 from judgelab.views._form import Action, FormData, Option
-from judgelab.views._queue_page import QueuePage, keys_help, side_by_side, text_box
+from judgelab.views._queue_page import QueuePage, keys_help, two_texts_and_form
 from labeler.errors import InputError
 from labeler.store import AuditView
 
@@ -46,21 +47,20 @@ def audit_area() -> None:
     assert isinstance(screen.view, AuditView)
     view: AuditView = screen.view
     ratio = "—" if math.isinf(view.length_ratio) else f"{view.length_ratio:.2f}×"
-    st.caption(f"The rewrite is {ratio} the original's length in words.")
-    text_box(view.prompt)
-    side_by_side(("Original", view.original_text), ("Rewrite", view.rewrite_text))
-    st.subheader(QUESTION)
+    form_column = two_texts_and_form(view.prompt, ("Original", view.original_text),
+                                     ("Rewrite", view.rewrite_text),
+                                     note=f"The rewrite is {ratio} the original's length in words.")
 
     def write(action: Action) -> int:
         if action.choice is None:
             raise InputError("no answer is chosen", fix="answer yes or no first (keys Y / N).")
         return store.add_audit(rater.rater_id, item.assignment_id, bool(action.choice),
-                               note=action.comment, seconds=action.seconds)
+                               note=action.comment, seconds=action.seconds, seen=item.done_id)
 
     data = FormData(
         item=f"{item.item_id}:{item.item_b_id}:{view.current_id or 'new'}",
         title="Audit",
-        choice_label="Your answer",
+        choice_label=QUESTION,
         options=[Option(value=True, label="Yes, it adds something", key="y"),
                  Option(value=False, label="No, nothing new", key="n")],
         choice=view.current_adds_content,
@@ -71,7 +71,8 @@ def audit_area() -> None:
         editing=view.current_id is not None,
         can_back=index > 0,
     )
-    page.form(index, data, write, saved="Audit saved", changed="Audit changed")
+    with form_column:
+        page.form(index, data, write, saved="Audit saved", changed="Audit changed")
 
 
 audit_area()

@@ -3,7 +3,9 @@
 Which answer is A (left) was fixed when the pair was assigned: half of the raters see
 each pair one way round, half the other (:func:`labeler.queue.counterbalance`), and the
 label stores the order this rater saw. The form is the shared browser-side rating form
-(:mod:`judgelab.views._form`), drawn in a fragment.
+(:mod:`judgelab.views._form`), drawn in a fragment. At 1366x768 everything is on one screen:
+the two answers in scrolling boxes side by side, the task and the question beside them
+(:func:`~judgelab.views._queue_page.two_texts_and_form`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import streamlit as st
 
 from judgelab.session import current_rater, current_store
 from judgelab.views._form import Action, FormData, Option
-from judgelab.views._queue_page import QueuePage, keys_help, side_by_side, text_box
+from judgelab.views._queue_page import QueuePage, keys_help, two_texts_and_form
 from labeler.errors import InputError
 from labeler.store import PairView
 
@@ -49,14 +51,13 @@ def compare_area() -> None:
     item = queue[index]
     assert isinstance(screen.view, PairView)
     view: PairView = screen.view
-    text_box(view.prompt)
-    side_by_side(("A", view.left_text), ("B", view.right_text))
+    form_column = two_texts_and_form(view.prompt, ("A", view.left_text), ("B", view.right_text))
 
     def write(action: Action) -> int:
         if action.choice is None:
             raise InputError("no preference is chosen", fix="choose a preference first (keys 1–5).")
         return store.add_pair_label(rater.rater_id, item.assignment_id, int(action.choice),
-                                    comment=action.comment, seconds=action.seconds)
+                                    comment=action.comment, seconds=action.seconds, seen=item.done_id)
 
     data = FormData(
         item=f"{item.item_id}:{item.item_b_id}:{view.current_id or 'new'}",
@@ -72,7 +73,8 @@ def compare_area() -> None:
         editing=view.current_id is not None,
         can_back=index > 0,
     )
-    page.form(index, data, write, saved="Preference saved", changed="Preference changed")
+    with form_column:
+        page.form(index, data, write, saved="Preference saved", changed="Preference changed")
 
 
 compare_area()

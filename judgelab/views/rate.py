@@ -138,6 +138,7 @@ def rating_area() -> None:
             overall=None if action.choice is None else float(action.choice),
             criteria=action.criteria, comment=action.comment,
             flag_reason=action.reason if action.flag else None, seconds=action.seconds,
+            seen=item.done_id,  # another tab's label since this render is refused, not superseded
         )
 
     with right:

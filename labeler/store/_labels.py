@@ -19,6 +19,10 @@ Who gets which item is :mod:`labeler.store._assign` (the store's half) and
   the rater's link is not revoked.
 * **Unchanged is a no-op.** Resubmitting exactly the current label (or pair label, or
   audit) writes nothing and returns the current row's id.
+* **No silent overwrite.** The app's writes say which label the rater saw (``seen``: its
+  id, ``None`` for none); when another tab on the same link has stored a newer one since,
+  the write is refused (:class:`~labeler.errors.StaleLabelError`) in the same transaction
+  that would have superseded it, and the rater is shown what is stored.
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any, NamedTuple
 
 import duckdb
 import pandas as pd
 
-from labeler.errors import AccessError, InputError
+from labeler.errors import AccessError, InputError, StaleLabelError
 from labeler.models import Rubric
 from labeler.planner import AssignSummary
 from labeler.queue import KINDS, Kind, Progress, QueueItem, next_position, shown_index
@@ -40,6 +45,9 @@ from labeler.scales import format_range
 from labeler.store._assign import AssignMixin
 from labeler.store._core import check_comment
 from labeler.store._pool import blind_text
+
+#: The label a write's caller saw: its id, ``None`` (none), or ``...`` (not said: no check).
+Seen = int | None | EllipsisType
 
 #: Setting key (scope ``project`` or ``rubric:<id>``) that masks self-identifying spans.
 MASK_KEY = "mask_self_id"
@@ -318,9 +326,14 @@ class LabelMixin(AssignMixin):
             )
 
     def _context(
-        self, con: duckdb.DuckDBPyConnection, rater_id: int, assignment_id: int, kind: Kind
+        self, con: duckdb.DuckDBPyConnection, rater_id: int, assignment_id: int, kind: Kind,
+        seen: Seen = ...,
     ) -> _Context:
         """Everything a write needs about an assignment; refuses other raters' and revoked raters.
+
+        ``seen``: the id of the label the rater's form showed (``None``: none); when the
+        current label is another one, :class:`~labeler.errors.StaleLabelError`. ``...``
+        checks nothing.
 
         Plain indexed reads, the rest in Python: the assignment with its rater, then the
         rater's rows and queue events of this assignment (and, only when there are rows,
@@ -352,6 +365,8 @@ class LabelMixin(AssignMixin):
                 ).fetchall()
             }
             current_id = max((i for i in done if i not in superseded), default=None)
+        if seen is not ... and seen != current_id:
+            raise StaleLabelError(current_id)
         # The clock restarts at the latest submit or skip; it runs from the first open after that.
         since = max((at for event, _, at in history if event in ("done", "skip")), default=None)
         opened = min(
@@ -399,6 +414,7 @@ class LabelMixin(AssignMixin):
         comment: str = "",
         flag_reason: str | None = None,
         seconds: float | None = None,
+        seen: Seen = ...,
     ) -> int:
         """Append the rater's label of a score item; an existing label is superseded, not changed.
 
@@ -416,6 +432,9 @@ class LabelMixin(AssignMixin):
             flag_reason: Set to flag the item as unrateable (why, in words).
             seconds: Active seconds on the item as the app counted them (bounded by
                 the server's clock); ``None`` records the server's time.
+            seen: The id of the label the rater's form showed (``None``: none); the
+                write is refused when another label is current now. ``...`` (scripts,
+                the CLI): no check.
 
         Returns:
             The new label's id; the current label's id when nothing changed (then
@@ -423,6 +442,7 @@ class LabelMixin(AssignMixin):
 
         Raises:
             AccessError: The assignment is not this rater's, or the rater is revoked.
+            StaleLabelError: ``seen`` is not the current label (another tab wrote one).
             InputError: A score off the scale, unknown or missing criteria, a flag
                 without a reason, or a comment or reason over :data:`MAX_COMMENT_CHARS`.
         """
@@ -435,7 +455,7 @@ class LabelMixin(AssignMixin):
             )
         scores = {str(c): float(v) for c, v in (criteria or {}).items()}
         with self.connection() as con:
-            ctx = self._context(con, rater_id, assignment_id, "score")
+            ctx = self._context(con, rater_id, assignment_id, "score", seen)
             rubric = self._rubric_of(ctx.rubric_id, ctx.rubric_version)
             _check_scores(rubric, overall, scores, flagged=flag is not None)
             if ctx.current_id is not None:
@@ -463,14 +483,14 @@ class LabelMixin(AssignMixin):
 
     def add_pair_label(
         self, rater_id: int, assignment_id: int, preference: int, *, comment: str = "",
-        seconds: float | None = None,
+        seconds: float | None = None, seen: Seen = ...,
     ) -> int:
         """Append the rater's preference for a pair, from the LEFT answer's point of view.
 
         ``+2`` left much better, ``+1`` left better, ``0`` equal, ``-1`` right better,
         ``-2`` right much better. The shown order is copied from the assignment. The same
         preference and comment as the current pair label write nothing and return its id;
-        ``seconds`` as in :meth:`add_label`.
+        ``seconds`` and ``seen`` as in :meth:`add_label`.
         """
         check_comment(comment)
         if preference not in (-2, -1, 0, 1, 2):
@@ -479,7 +499,7 @@ class LabelMixin(AssignMixin):
                 fix="+2 left much better ... -2 right much better.",
             )
         with self.connection() as con:
-            ctx = self._context(con, rater_id, assignment_id, "pair")
+            ctx = self._context(con, rater_id, assignment_id, "pair", seen)
             if ctx.current_id is not None and con.execute(
                 "SELECT preference = ? AND comment = ? FROM pair_labels WHERE pair_label_id = ?",
                 [int(preference), comment, ctx.current_id],
@@ -497,16 +517,16 @@ class LabelMixin(AssignMixin):
 
     def add_audit(
         self, rater_id: int, assignment_id: int, adds_content: bool, *, note: str = "",
-        seconds: float | None = None,
+        seconds: float | None = None, seen: Seen = ...,
     ) -> int:
         """Append the rater's padding audit: does the rewrite add anything a reader could act on?
 
         The same answer and note as the current audit write nothing and return its id;
-        ``seconds`` as in :meth:`add_label`.
+        ``seconds`` and ``seen`` as in :meth:`add_label`.
         """
         check_comment(note, "note")
         with self.connection() as con:
-            ctx = self._context(con, rater_id, assignment_id, "audit")
+            ctx = self._context(con, rater_id, assignment_id, "audit", seen)
             if ctx.current_id is not None and con.execute(
                 "SELECT adds_content = ? AND note = ? FROM padding_audits WHERE audit_id = ?",
                 [bool(adds_content), note, ctx.current_id],

@@ -285,6 +285,7 @@ def test_a_stale_form_is_ignored(served: Pool, alice: tuple[int, str]) -> None:
     at = open_app(token)
     act(at, "submit", choice=4, criteria=ALL, item="someone-else:new")
     assert served.store.rater_current_labels(rater_id).empty
+    assert "another item" in form_data(at)["error"]  # said, not silently dropped
 
 
 def test_finished_queue_says_so_and_back_returns_to_the_last_item(served: Pool) -> None:
@@ -371,7 +372,7 @@ def test_audit_page_stores_yes_no_and_a_note(served: Pool) -> None:
     rater, token = served.store.add_rater("hal")
     served.store.assign_audits(served.padded[:2], [rater.rater_id])
     at = open_app(token, "audit.py")
-    assert any("fact, caveat, recommendation, example" in h.value for h in at.subheader)
+    assert "fact, caveat, recommendation, example" in form_data(at)["choice"]["label"]
     assert any("×" in c.value for c in at.caption)
     assert_blind(at, served)
     act(at, "submit", choice=True, comment="adds a firmware tip")
