@@ -128,3 +128,12 @@ def test_a_comment_longer_than_the_bound_is_refused_in_the_store(tmp_path: Path)
         store.add_label(ann.rater_id, item, overall=None, flag_reason=too_long)
     assert store.query("SELECT count(*) AS n FROM labels")["n"].iloc[0] == 0
     assert store.add_label(ann.rater_id, item, overall=3, criteria=crit, comment="x" * MAX_COMMENT_CHARS) > 0
+
+
+def test_the_rating_forms_text_boxes_stop_where_the_store_does() -> None:
+    # The browser caps what it sends at the store's bound, so an oversized comment never
+    # reaches Streamlit's message cap (the page hung silently there).
+    from labeler.store import MAX_COMMENT_CHARS
+
+    form = (Path(__file__).resolve().parent.parent / "judgelab" / "views" / "_form.js").read_text()
+    assert f"box.maxLength = {MAX_COMMENT_CHARS};" in form

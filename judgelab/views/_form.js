@@ -301,6 +301,9 @@ class RatingForm {
     wrap.appendChild(el("label", { for: id, text: label }));
     const box = el(tag, { id, cls, "aria-label": label });
     if (tag === "textarea") box.rows = 2;
+    // The store refuses longer free text (MAX_COMMENT_CHARS); the browser never sends it, so a
+    // pasted page cannot make a message past Streamlit's cap and hang the page.
+    box.maxLength = 5000;
     box.value = value;
     box.addEventListener("input", () => { set(box.value); this.keep(); });
     wrap.appendChild(box);
