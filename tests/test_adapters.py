@@ -244,6 +244,40 @@ def test_mt_bench_pair_judgements_keep_both_orders_and_ties(tmp_path: Path) -> N
     assert row["win_rate"]["estimate"] == pytest.approx(37.5) and row["unparsed"] == 1 and row["win_rate"]["n"] == 2
 
 
+def test_mt_bench_real_pair_judgments_give_both_games_and_the_swap_averaged_win_rate(tmp_path: Path) -> None:
+    # A real FastChat pair judgment file (phi-3 vs phi-3-dpo, GPT-4 judge, pair-v2): see tests/data/mt_bench/NOTICE.
+    db = str(tmp_path / "pair.duckdb")
+    for model in ("phi-3", "phi-3-dpo"):
+        out = run("import", "answers", str(MTB / "model_answer" / f"{model}.jsonl"), "--from", "mt-bench", "--db", db)
+        assert "14 answers added" in out  # 7 questions, 2 turns each
+    pair = MTB / "model_judgment" / "gpt-4_pair.jsonl"
+    records = [json.loads(line) for line in pair.read_text().splitlines()]
+    out = run("import", "judgements", str(pair), "--from", "mt-bench", "--db", db)
+    assert f"{2 * len(records)} judgements added" in out and len(records) == 7
+    got = export_table(Store(db), "judgements").set_index("call_id")
+    points = {"model_1": 1.0, "model_2": -1.0, "tie": 0.0}
+    for rec in records:
+        for game, order in (("g1", "AB"), ("g2", "BA")):
+            row = got.loc[f"{rec['question_id']}:phi-3-vs-phi-3-dpo:t1:{game}"]
+            assert (row["answer_id"], row["answer_b_id"], row["order"], row["judge_model"], row["format"]) == (
+                f"mtb-{rec['question_id']}-t1:phi-3", f"mtb-{rec['question_id']}-t1:phi-3-dpo", order, "gpt-4",
+                "pairwise5")
+            assert row["raw"] == rec[f"{game}_judgment"] and json.loads(row["meta"])["judge_prompt"] == rec["judge"][1]
+            if rec[f"{game}_winner"] == "error":
+                assert pd.isna(row["score"]) and "no [[A]], [[B]] or [[C]]" in row["parse_error"]
+            else:
+                assert row["score"] == points[rec[f"{game}_winner"]]
+    # The win rate, written out from the raw file: per question the mean over its parsed games of
+    # 1 (phi-3 won), 0.5 (tie) or 0, then the mean over questions.
+    share = {"model_1": 1.0, "tie": 0.5, "model_2": 0.0}
+    per_question = [np.mean([share[rec[g]] for g in ("g1_winner", "g2_winner") if rec[g] != "error"])
+                    for rec in records]
+    [row] = json.loads(run("winrate", "--baseline", "phi-3-dpo", "--json", "--db", db))
+    assert (row["model"], row["opponent"], row["judge_model"]) == ("phi-3", "phi-3-dpo", "gpt-4")
+    assert row["win_rate"]["estimate"] == pytest.approx(100 * np.mean(per_question))
+    assert row["win_rate"]["n"] == 7 and row["unparsed"] == 1
+
+
 def test_a_bad_mt_bench_file_is_refused_whole(tmp_path: Path) -> None:
     store = Store(tmp_path / "p.duckdb")
     import_from(store, "answers", MTB / "model_answer" / "granite-7b-lab.jsonl", tool="mt-bench")
