@@ -303,7 +303,7 @@ def test_a_bad_mt_bench_file_is_refused_whole(tmp_path: Path) -> None:
 
 
 def test_the_slices_are_small_and_licensed() -> None:
-    for folder in (AE, MTB, LS, DATA / "inspect", DATA / "promptfoo"):
+    for folder in (AE, MTB, LS, DATA / "inspect", DATA / "promptfoo", ARGILLA):
         files = [p for p in folder.rglob("*") if p.is_file()]
         assert sum(p.stat().st_size for p in files) < 150_000
         assert "Apache-2.0" in (folder / "NOTICE").read_text() or "MIT" in (folder / "NOTICE").read_text()
@@ -399,6 +399,39 @@ def test_argilla_records_import_as_answers_and_labels(tmp_path: Path) -> None:
         import_from(store, "labels", _write(tmp_path / "bad.json", bad), tool="argilla")
     assert (info.value.row, info.value.column) == (1, "quality.responses") and "different lengths" in \
         info.value.problem
+
+
+ARGILLA = DATA / "argilla"
+
+
+@pytest.mark.parametrize("name", ["records.jsonl", "records.parquet"])
+def test_argilla_export_written_by_argilla_imports_as_answers_and_submitted_labels(tmp_path: Path, name: str) -> None:
+    # Written by Argilla 2.8.0's own Dataset.records.to_datasets() code: see tests/data/argilla/NOTICE.
+    path, db = ARGILLA / name, str(tmp_path / "ar.duckdb")
+    raw = [json.loads(line) for line in (ARGILLA / "records.jsonl").read_text().splitlines()]
+    if name.endswith(".parquet"):  # the same records, as to_hub uploads them
+        assert pd.read_parquet(path)["id"].tolist() == [r["id"] for r in raw]
+    run("import", "rubric", str(example_path("rubric.toml")), "--db", db)
+    assert "4 tasks added, 8 answers added" in run("import", "answers", str(path), "--from", "argilla", "--db", db)
+    out = run("import", "labels", str(path), "--from", "argilla", "--db", db)
+    assert "2 draft or discarded response(s)" in out and "the suggestions" in out
+    answers = export_table(Store(db), "answers").set_index("answer_id")
+    for rec in raw:
+        assert answers.loc[rec["id"], ["prompt", "text", "model"]].tolist() == [rec["prompt"], rec["response"],
+                                                                                 rec["model"]]
+    want = {}
+    for rec in raw:
+        for value, user, status in zip(rec["rating.responses"], rec["rating.responses.users"],
+                                       rec["rating.responses.status"], strict=True):
+            if status == "submitted":
+                want[(user, rec["id"])] = (value, None)
+        for note, user, status in zip(rec["comment.responses"] or [], rec["comment.responses.users"] or [],
+                                      rec["comment.responses.status"] or [], strict=True):
+            if status == "submitted":
+                want[(user, rec["id"])] = (want[(user, rec["id"])][0], f"comment: {note}")
+    labels = export_table(Store(db), "labels")
+    got = {(r["rater"], r["answer_id"]): (r["score"], r["comment"] or None) for r in labels.to_dict("records")}
+    assert got == want and len(labels) == 14 and len({r for r, _ in got}) == 2
 
 
 @pytest.mark.parametrize(("kind", "path", "tool"), [
