@@ -438,6 +438,8 @@ def test_argilla_export_written_by_argilla_imports_as_answers_and_submitted_labe
     ("answers", AE_GPT4, "alpaca-eval"),
     ("judgements", MTB / "model_judgment" / "gpt-4_single.jsonl", "mt-bench"),
     ("labels", LS / "text_with_2_predictions.json", "label-studio"),
+    ("judgements", MTB / "model_judgment" / "gpt-4_pair.jsonl", "mt-bench"),
+    ("labels", ARGILLA / "records.parquet", "argilla"),
 ])
 def test_a_known_tools_file_without_from_says_which_from(tmp_path: Path, kind: str, path: Path, tool: str) -> None:
     result = CliRunner().invoke(main, ["import", kind, str(path), "--db", str(tmp_path / "p.duckdb")])
