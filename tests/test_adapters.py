@@ -244,6 +244,40 @@ def test_mt_bench_pair_judgements_keep_both_orders_and_ties(tmp_path: Path) -> N
     assert row["win_rate"]["estimate"] == pytest.approx(37.5) and row["unparsed"] == 1 and row["win_rate"]["n"] == 2
 
 
+def test_mt_bench_real_pair_judgments_give_both_games_and_the_swap_averaged_win_rate(tmp_path: Path) -> None:
+    # A real FastChat pair judgment file (phi-3 vs phi-3-dpo, GPT-4 judge, pair-v2): see tests/data/mt_bench/NOTICE.
+    db = str(tmp_path / "pair.duckdb")
+    for model in ("phi-3", "phi-3-dpo"):
+        out = run("import", "answers", str(MTB / "model_answer" / f"{model}.jsonl"), "--from", "mt-bench", "--db", db)
+        assert "14 answers added" in out  # 7 questions, 2 turns each
+    pair = MTB / "model_judgment" / "gpt-4_pair.jsonl"
+    records = [json.loads(line) for line in pair.read_text().splitlines()]
+    out = run("import", "judgements", str(pair), "--from", "mt-bench", "--db", db)
+    assert f"{2 * len(records)} judgements added" in out and len(records) == 7
+    got = export_table(Store(db), "judgements").set_index("call_id")
+    points = {"model_1": 1.0, "model_2": -1.0, "tie": 0.0}
+    for rec in records:
+        for game, order in (("g1", "AB"), ("g2", "BA")):
+            row = got.loc[f"{rec['question_id']}:phi-3-vs-phi-3-dpo:t1:{game}"]
+            assert (row["answer_id"], row["answer_b_id"], row["order"], row["judge_model"], row["format"]) == (
+                f"mtb-{rec['question_id']}-t1:phi-3", f"mtb-{rec['question_id']}-t1:phi-3-dpo", order, "gpt-4",
+                "pairwise5")
+            assert row["raw"] == rec[f"{game}_judgment"] and json.loads(row["meta"])["judge_prompt"] == rec["judge"][1]
+            if rec[f"{game}_winner"] == "error":
+                assert pd.isna(row["score"]) and "no [[A]], [[B]] or [[C]]" in row["parse_error"]
+            else:
+                assert row["score"] == points[rec[f"{game}_winner"]]
+    # The win rate, written out from the raw file: per question the mean over its parsed games of
+    # 1 (phi-3 won), 0.5 (tie) or 0, then the mean over questions.
+    share = {"model_1": 1.0, "tie": 0.5, "model_2": 0.0}
+    per_question = [np.mean([share[rec[g]] for g in ("g1_winner", "g2_winner") if rec[g] != "error"])
+                    for rec in records]
+    [row] = json.loads(run("winrate", "--baseline", "phi-3-dpo", "--json", "--db", db))
+    assert (row["model"], row["opponent"], row["judge_model"]) == ("phi-3", "phi-3-dpo", "gpt-4")
+    assert row["win_rate"]["estimate"] == pytest.approx(100 * np.mean(per_question))
+    assert row["win_rate"]["n"] == 7 and row["unparsed"] == 1
+
+
 def test_a_bad_mt_bench_file_is_refused_whole(tmp_path: Path) -> None:
     store = Store(tmp_path / "p.duckdb")
     import_from(store, "answers", MTB / "model_answer" / "granite-7b-lab.jsonl", tool="mt-bench")
@@ -269,7 +303,7 @@ def test_a_bad_mt_bench_file_is_refused_whole(tmp_path: Path) -> None:
 
 
 def test_the_slices_are_small_and_licensed() -> None:
-    for folder in (AE, MTB, LS, DATA / "inspect", DATA / "promptfoo"):
+    for folder in (AE, MTB, LS, DATA / "inspect", DATA / "promptfoo", ARGILLA):
         files = [p for p in folder.rglob("*") if p.is_file()]
         assert sum(p.stat().st_size for p in files) < 150_000
         assert "Apache-2.0" in (folder / "NOTICE").read_text() or "MIT" in (folder / "NOTICE").read_text()
@@ -367,10 +401,45 @@ def test_argilla_records_import_as_answers_and_labels(tmp_path: Path) -> None:
         info.value.problem
 
 
+ARGILLA = DATA / "argilla"
+
+
+@pytest.mark.parametrize("name", ["records.jsonl", "records.parquet"])
+def test_argilla_export_written_by_argilla_imports_as_answers_and_submitted_labels(tmp_path: Path, name: str) -> None:
+    # Written by Argilla 2.8.0's own Dataset.records.to_datasets() code: see tests/data/argilla/NOTICE.
+    path, db = ARGILLA / name, str(tmp_path / "ar.duckdb")
+    raw = [json.loads(line) for line in (ARGILLA / "records.jsonl").read_text().splitlines()]
+    if name.endswith(".parquet"):  # the same records, as to_hub uploads them
+        assert pd.read_parquet(path)["id"].tolist() == [r["id"] for r in raw]
+    run("import", "rubric", str(example_path("rubric.toml")), "--db", db)
+    assert "4 tasks added, 8 answers added" in run("import", "answers", str(path), "--from", "argilla", "--db", db)
+    out = run("import", "labels", str(path), "--from", "argilla", "--db", db)
+    assert "2 draft or discarded response(s)" in out and "the suggestions" in out
+    answers = export_table(Store(db), "answers").set_index("answer_id")
+    for rec in raw:
+        assert answers.loc[rec["id"], ["prompt", "text", "model"]].tolist() == [rec["prompt"], rec["response"],
+                                                                                 rec["model"]]
+    want = {}
+    for rec in raw:
+        for value, user, status in zip(rec["rating.responses"], rec["rating.responses.users"],
+                                       rec["rating.responses.status"], strict=True):
+            if status == "submitted":
+                want[(user, rec["id"])] = (value, None)
+        for note, user, status in zip(rec["comment.responses"] or [], rec["comment.responses.users"] or [],
+                                      rec["comment.responses.status"] or [], strict=True):
+            if status == "submitted":
+                want[(user, rec["id"])] = (want[(user, rec["id"])][0], f"comment: {note}")
+    labels = export_table(Store(db), "labels")
+    got = {(r["rater"], r["answer_id"]): (r["score"], r["comment"] or None) for r in labels.to_dict("records")}
+    assert got == want and len(labels) == 14 and len({r for r, _ in got}) == 2
+
+
 @pytest.mark.parametrize(("kind", "path", "tool"), [
     ("answers", AE_GPT4, "alpaca-eval"),
     ("judgements", MTB / "model_judgment" / "gpt-4_single.jsonl", "mt-bench"),
     ("labels", LS / "text_with_2_predictions.json", "label-studio"),
+    ("judgements", MTB / "model_judgment" / "gpt-4_pair.jsonl", "mt-bench"),
+    ("labels", ARGILLA / "records.parquet", "argilla"),
 ])
 def test_a_known_tools_file_without_from_says_which_from(tmp_path: Path, kind: str, path: Path, tool: str) -> None:
     result = CliRunner().invoke(main, ["import", kind, str(path), "--db", str(tmp_path / "p.duckdb")])
