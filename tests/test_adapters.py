@@ -303,7 +303,7 @@ def test_a_bad_mt_bench_file_is_refused_whole(tmp_path: Path) -> None:
 
 
 def test_the_slices_are_small_and_licensed() -> None:
-    for folder in (AE, MTB, LS, DATA / "inspect", DATA / "promptfoo", ARGILLA):
+    for folder in (AE, MTB, LS, DATA / "inspect", DATA / "promptfoo", ARGILLA, DATA / "hf"):
         files = [p for p in folder.rglob("*") if p.is_file()]
         assert sum(p.stat().st_size for p in files) < 150_000
         assert "Apache-2.0" in (folder / "NOTICE").read_text() or "MIT" in (folder / "NOTICE").read_text()
@@ -543,3 +543,29 @@ def test_promptfoo_grader_named_in_the_config_is_the_judge_and_bad_scores_are_re
         info.value.problem
     with pytest.raises(InputError, match="is not a promptfoo eval export"):
         import_from(store, "answers", _write(tmp_path / "c.json", [doc]), tool="promptfoo")
+
+
+def test_hf_files_written_by_the_datasets_library_import_as_answers_and_judgements(tmp_path: Path) -> None:
+    # Written by Hugging Face `datasets` 5.2.0's own to_json / to_parquet (tests/data/hf/make_files.py.txt)
+    # from real MT-Bench texts and FastChat single-v1 ratings: its JSON lines escape "/" as "\/", its Parquet
+    # keeps a missing rating as null. Checked against the files read independently here.
+    hf = DATA / "hf"
+    db = str(tmp_path / "hf.duckdb")
+    out = run("import", "answers", str(hf / "answers.jsonl"), "--from", "hf", "--db", db)
+    raw = [json.loads(line) for line in (hf / "answers.jsonl").read_text().splitlines()]
+    assert f"{len(raw)} answers added" in out
+    answers = export_table(Store(db), "answers").set_index("answer_id")
+    for rec in raw:
+        row = answers.loc[rec["id"]]
+        assert row["text"] == rec["response"] and row["prompt"] == rec["prompt"] and row["model"] == rec["model"]
+    out = run("import", "judgements", str(hf / "judgements.parquet"), "--from", "hf", "--db", db)
+    table = pd.read_parquet(hf / "judgements.parquet")
+    assert f"{len(table)} judgements added" in out
+    got = export_table(Store(db), "judgements").set_index("answer_id")
+    for rec in table.to_dict("records"):
+        row = got.loc[rec["id"]]
+        assert row["judge_model"] == rec["judge"] and row["raw"] == rec["raw"]
+        if rec["rating"] is None or pd.isna(rec["rating"]):
+            assert pd.isna(row["score"]) and row["parse_error"] == rec["parse_error"]
+        else:
+            assert row["score"] == rec["rating"]
