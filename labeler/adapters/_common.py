@@ -58,6 +58,22 @@ class Adapter:
     kinds: Mapping[str, Convert]
 
 
+def read_json_document(path: Path, *, fix: str) -> Any:
+    """One JSON document (a tool's single-object export), or one clear error naming the file.
+
+    Args:
+        path: The file.
+        fix: What to do when the file is not valid JSON (the tool's own way to export it).
+    """
+    name = str(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise InputError("no such file", file=name, fix="check the path.") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"is not valid JSON ({exc})", file=name, fix=fix) from None
+
+
 def as_id(text: str) -> str:
     """``text`` (a model or annotator name) as a judgelab id: other characters become ``_``."""
     cleaned = _NOT_ID.sub("_", text.strip()).strip("_.:~/-") or "x"

@@ -20,12 +20,11 @@ judgelab reads:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from labeler._rows import Rows
-from labeler.adapters._common import Adapted, Adapter, Source, as_id, rows_of
+from labeler.adapters._common import Adapted, Adapter, Source, as_id, read_json_document, rows_of
 from labeler.errors import InputError
 
 _GRADES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -34,13 +33,7 @@ _WHAT = "an Inspect AI eval log in JSON (inspect eval --log-format json)"
 
 def _log(path: Path) -> tuple[dict[str, Any], Source]:
     name = str(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise InputError("no such file", file=name, fix="check the path.") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"is not valid JSON ({exc})", file=name,
-                         fix="a binary .eval log must be converted: inspect log convert --to json.") from None
+    doc = read_json_document(path, fix="a binary .eval log must be converted: inspect log convert --to json.")
     if not isinstance(doc, dict) or not isinstance(doc.get("eval"), dict) or not isinstance(doc.get("samples"), list):
         raise InputError(f"is not {_WHAT}: it needs eval and samples", file=name,
                          fix="write the log with --log-format json, or convert it: inspect log convert --to json.")

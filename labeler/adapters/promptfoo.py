@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from labeler._rows import Rows
-from labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, rows_of
+from labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, read_json_document, rows_of
 from labeler.errors import InputError
 
 MODEL_GRADED = frozenset({"llm-rubric", "search-rubric", "model-graded-closedqa", "factuality", "g-eval",
@@ -34,12 +34,7 @@ _WHAT = "a promptfoo eval export (promptfoo eval -o out.json): results.results[]
 
 def _export(path: Path) -> tuple[dict[str, Any], Source]:
     name = str(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise InputError("no such file", file=name, fix="check the path.") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"is not valid JSON ({exc})", file=name, fix="export the eval again as JSON.") from None
+    doc = read_json_document(path, fix="export the eval again as JSON.")
     results = (doc.get("results") or {}).get("results") if isinstance(doc, dict) else None
     if not isinstance(results, list):
         raise InputError(f"is not {_WHAT}", file=name,
