@@ -39,7 +39,8 @@ class JudgeScores:
         self.rows = [(words(r.text), int(r.value)) for r in rows.itertuples()]
 
     def of(self, page: Any) -> int:
-        shown = page.get_by_test_id("stMarkdown").filter(has_text=re.compile(r"^\s*Answer")).first.inner_text()
+        # Answers render verbatim through st.html (the heading in the same element).
+        shown = page.get_by_test_id("stHtml").filter(has_text=re.compile(r"^\s*Answer")).first.inner_text()
         seen = words(shown.split("\n", 1)[1])
         overlap = [len(seen & w) / len(seen | w) for w, _ in self.rows]
         best = max(range(len(overlap)), key=overlap.__getitem__)
