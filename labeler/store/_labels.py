@@ -127,6 +127,17 @@ class _Context:
     rater_name: str
     current_id: int | None
     seconds: float | None
+    #: The write's ``seen`` was not the current label (another tab wrote one meanwhile).
+    stale: bool = False
+
+    def refuse_if_stale(self) -> None:
+        """Refuse a write based on a label that is no longer current (asked after the unchanged case).
+
+        A write equal to the stored label changes nothing, whichever tab sent it: only a
+        different one would silently overwrite what the other tab stored.
+        """
+        if self.stale:
+            raise StaleLabelError(self.current_id)
 
     def timed(self, active: float | None) -> float | None:
         """The seconds to store: the app's active seconds, never more than the server saw.
@@ -332,8 +343,8 @@ class LabelMixin(AssignMixin):
         """Everything a write needs about an assignment; refuses other raters' and revoked raters.
 
         ``seen``: the id of the label the rater's form showed (``None``: none); when the
-        current label is another one, :class:`~labeler.errors.StaleLabelError`. ``...``
-        checks nothing.
+        current label is another one the context is ``stale`` and the write, unless it
+        changes nothing, is refused (:meth:`_Context.refuse_if_stale`). ``...`` checks nothing.
 
         Plain indexed reads, the rest in Python: the assignment with its rater, then the
         rater's rows and queue events of this assignment (and, only when there are rows,
@@ -365,8 +376,6 @@ class LabelMixin(AssignMixin):
                 ).fetchall()
             }
             current_id = max((i for i in done if i not in superseded), default=None)
-        if seen is not ... and seen != current_id:
-            raise StaleLabelError(current_id)
         # The clock restarts at the latest submit or skip; it runs from the first open after that.
         since = max((at for event, _, at in history if event in ("done", "skip")), default=None)
         opened = min(
@@ -381,6 +390,7 @@ class LabelMixin(AssignMixin):
             current_id=current_id,
             # Server clock, both ends; never negative even if the clock stepped back.
             seconds=None if opened is None else max((row[8] - opened).total_seconds(), 0.0),
+            stale=seen is not ... and seen != current_id,
         )
 
     def _rubric_of(self, rubric_id: str | None, version: int | None) -> Rubric:
@@ -466,6 +476,7 @@ class LabelMixin(AssignMixin):
                 given = (None if overall is None else float(overall), scores, comment, flag)
                 if now is not None and _same_label(now, given):
                     return ctx.current_id
+            ctx.refuse_if_stale()
             made = con.execute(
                 "INSERT INTO labels (rater_id, rater_name, answer_id, rubric_id, rubric_version,"
                 " overall, passed, criteria, comment, flag_reason, seconds, supersedes, source,"
@@ -505,6 +516,7 @@ class LabelMixin(AssignMixin):
                 [int(preference), comment, ctx.current_id],
             ).fetchone() == (True,):
                 return ctx.current_id
+            ctx.refuse_if_stale()
             made = con.execute(
                 "INSERT INTO pair_labels (rater_id, rater_name, shown_left, shown_right,"
                 " preference, comment, seconds, supersedes, source, assignment_id)"
@@ -532,6 +544,7 @@ class LabelMixin(AssignMixin):
                 [bool(adds_content), note, ctx.current_id],
             ).fetchone() == (True,):
                 return ctx.current_id
+            ctx.refuse_if_stale()
             ratio = self._length_ratio(con, ctx.answer_id, ctx.answer_b_id or "")
             made = con.execute(
                 "INSERT INTO padding_audits (rater_id, original_id, rewrite_id, length_ratio,"

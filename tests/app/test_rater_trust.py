@@ -99,3 +99,25 @@ def test_a_revoked_raters_typed_comment_stays_on_screen_to_copy(served: Pool) ->
     act(at, "submit", choice=4, criteria=ALL, comment="Step 3 **is** wrong -- see $5 fee")
     assert " ".join(e.value for e in at.error).count("not saved") == 1
     assert [c.value for c in at.code] == ["Step 3 **is** wrong -- see $5 fee"]
+
+
+def test_a_second_tab_sending_exactly_the_stored_label_changes_nothing_and_is_not_refused(pool: Pool) -> None:
+    # Two tabs gave the same answer: nothing would be overwritten, so "labelled meanwhile" would
+    # be a false alarm; the write is the unchanged case (the stored label's id, no new row).
+    store = pool.store
+    rater, _ = store.add_rater("same-in-two-tabs")
+    store.assign_k(pool.originals[:1], 1, [rater.rater_id])
+    store.assign_pairs([(f"{FAMILIES[0]}-{pool.tasks[0]}", f"{FAMILIES[1]}-{pool.tasks[0]}")], [rater.rater_id])
+    store.assign_audits(pool.padded[:1], [rater.rater_id])
+    (score,) = store.rater_queue(rater.rater_id, "score")
+    (pair,) = store.rater_queue(rater.rater_id, "pair")
+    (audit,) = store.rater_queue(rater.rater_id, "audit")
+    first = store.add_label(rater.rater_id, score.assignment_id, overall=4, criteria=ALL, seen=None)
+    assert store.add_label(rater.rater_id, score.assignment_id, overall=4, criteria=ALL, seen=None) == first
+    p1 = store.add_pair_label(rater.rater_id, pair.assignment_id, 1, seen=None)
+    assert store.add_pair_label(rater.rater_id, pair.assignment_id, 1, seen=None) == p1
+    a1 = store.add_audit(rater.rater_id, audit.assignment_id, True, seen=None)
+    assert store.add_audit(rater.rater_id, audit.assignment_id, True, seen=None) == a1
+    counts = [int(store.query(f"SELECT count(*) AS n FROM {t} WHERE rater_id = ?", [rater.rater_id])["n"].iloc[0])
+              for t in ("labels", "pair_labels", "padding_audits")]
+    assert counts == [1, 1, 1]
