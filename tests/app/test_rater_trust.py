@@ -7,6 +7,8 @@ keeps the history; a revoked rater's refused submit shows the comment they typed
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from labeler.errors import StaleLabelError
@@ -21,15 +23,22 @@ def served(pool: Pool, monkeypatch: pytest.MonkeyPatch) -> Pool:
     return pool
 
 
-def test_a_write_based_on_an_older_label_is_refused(pool: Pool) -> None:
+def _one_of_each(pool: Pool, name: str) -> tuple[Any, Any, Any, Any]:
+    """A new rater holding one score, one pair and one audit item: ``(rater, score, pair, audit)``."""
     store = pool.store
-    rater, _ = store.add_rater("two-tabs")
+    rater, _ = store.add_rater(name)
     store.assign_k(pool.originals[:1], 1, [rater.rater_id])
     store.assign_pairs([(f"{FAMILIES[0]}-{pool.tasks[0]}", f"{FAMILIES[1]}-{pool.tasks[0]}")], [rater.rater_id])
     store.assign_audits(pool.padded[:1], [rater.rater_id])
     (score,) = store.rater_queue(rater.rater_id, "score")
     (pair,) = store.rater_queue(rater.rater_id, "pair")
     (audit,) = store.rater_queue(rater.rater_id, "audit")
+    return rater, score, pair, audit
+
+
+def test_a_write_based_on_an_older_label_is_refused(pool: Pool) -> None:
+    store = pool.store
+    rater, score, pair, audit = _one_of_each(pool, "two-tabs")
     first = store.add_label(rater.rater_id, score.assignment_id, overall=4, criteria=ALL, seen=None)
     with pytest.raises(StaleLabelError, match="labelled meanwhile") as caught:
         store.add_label(rater.rater_id, score.assignment_id, overall=2, criteria=ALL, seen=None)
@@ -105,13 +114,7 @@ def test_a_second_tab_sending_exactly_the_stored_label_changes_nothing_and_is_no
     # Two tabs gave the same answer: nothing would be overwritten, so "labelled meanwhile" would
     # be a false alarm; the write is the unchanged case (the stored label's id, no new row).
     store = pool.store
-    rater, _ = store.add_rater("same-in-two-tabs")
-    store.assign_k(pool.originals[:1], 1, [rater.rater_id])
-    store.assign_pairs([(f"{FAMILIES[0]}-{pool.tasks[0]}", f"{FAMILIES[1]}-{pool.tasks[0]}")], [rater.rater_id])
-    store.assign_audits(pool.padded[:1], [rater.rater_id])
-    (score,) = store.rater_queue(rater.rater_id, "score")
-    (pair,) = store.rater_queue(rater.rater_id, "pair")
-    (audit,) = store.rater_queue(rater.rater_id, "audit")
+    rater, score, pair, audit = _one_of_each(pool, "same-in-two-tabs")
     first = store.add_label(rater.rater_id, score.assignment_id, overall=4, criteria=ALL, seen=None)
     assert store.add_label(rater.rater_id, score.assignment_id, overall=4, criteria=ALL, seen=None) == first
     p1 = store.add_pair_label(rater.rater_id, pair.assignment_id, 1, seen=None)
