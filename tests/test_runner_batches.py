@@ -10,7 +10,6 @@ second batch and end with every call answered once.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -25,7 +24,7 @@ from calibration.mockapi import MockAnthropic
 from calibration.runner import RunSummary, run_plan
 from calibration.runner._batch import split_batches
 from labeler.store import Store
-from tests.reliability.fault_proxy import Handler, Proxy, _Server, read_log
+from tests.reliability.fault_proxy import Proxy, read_log, served_in_thread
 from tests.test_runner import RUBRIC, plan_of
 
 CREATES = "POST /v1/messages/batches"
@@ -140,15 +139,8 @@ def test_a_run_dying_at_each_step_of_the_batch_path_creates_no_second_batch(
 def fault_proxy(upstream: str, log: Path, **settings: Any) -> Iterator[str]:
     """The reliability tests' fault proxy, in a thread of this process."""
     proxy = Proxy(upstream, log=log, hang=settings.pop("hang", 1.0), retry_after=0.01, **settings)
-    server = _Server(("127.0.0.1", 0), type("_H", (Handler,), {"proxy": proxy}))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        proxy.stopping.set()
-        server.shutdown()
-        server.server_close()
+    with served_in_thread(proxy) as url:
+        yield url
 
 
 def _route(attempt: dict[str, Any]) -> str:

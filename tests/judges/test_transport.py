@@ -24,7 +24,7 @@ from calibration.judges._transport import _UNANSWERED, GovernorStats, RateGovern
 from calibration.mockapi import MockAnthropic
 from labeler.models import Rubric
 from tests.programs import counter, mock_api
-from tests.reliability.fault_proxy import Handler, Proxy, _Server, read_log
+from tests.reliability.fault_proxy import Proxy, read_log, served_in_thread
 
 
 class Clock:
@@ -194,15 +194,8 @@ def test_rate_limit_headers_are_read() -> None:
 def fault_proxy(upstream: str, log: Path, *, rate: float, kinds: tuple[str, ...]) -> Iterator[str]:
     """The reliability tests' fault proxy, served from a thread of this process."""
     proxy = Proxy(upstream, rate=rate, kinds=kinds, seed=3, hang=1.0, retry_after=0.01, log=log)
-    server = _Server(("127.0.0.1", 0), type("_H", (Handler,), {"proxy": proxy}))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        proxy.stopping.set()
-        server.shutdown()
-        server.server_close()
+    with served_in_thread(proxy) as url:
+        yield url
 
 
 def _score_all(

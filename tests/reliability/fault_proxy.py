@@ -47,6 +47,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,20 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Quiet: a client killed mid-request is what some tests do on purpose."""
+
+
+@contextlib.contextmanager
+def served_in_thread(proxy: Proxy) -> Iterator[str]:
+    """Serve ``proxy`` from a thread of this process; yields its URL (tests that need no child program)."""
+    server = _Server(("127.0.0.1", 0), type("_H", (Handler,), {"proxy": proxy}))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        proxy.stopping.set()
+        server.shutdown()
+        server.server_close()
 
 
 def endpoint_of(method: str, path: str) -> str | None:
