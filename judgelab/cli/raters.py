@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import click
 
 from judgelab.admin import invite_rater, reissue_link
+from judgelab.admin._quality import quality_table, rater_quality
 from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option, new_db_option
 from labeler.store import Store
 
@@ -14,7 +18,7 @@ _BASE_URL_HELP = ("App address for the link [default: $JUDGELAB_BASE_URL, else w
 
 @click.group(cls=JudgelabGroup)
 def raters() -> None:
-    """Invite, list and revoke raters."""
+    """Invite, list and revoke raters; their quality on gold items; pause and resume them."""
 
 
 @raters.command("add")
@@ -60,6 +64,50 @@ def raters_reissue(name: str, base_url: str | None, db: str | None) -> None:
     """Give a rater a new link (the old one stops working)."""
     click.echo(f"{name}: {reissue_link(Store(db), name, base=base_url)}")
 
+
+@raters.command("quality")
+@db_option
+@json_option
+def raters_quality(db: str | None, as_json: bool) -> None:
+    """Each rater's accuracy on gold (95% Wilson interval), attention failures, too-fast labels, state."""
+    report = rater_quality(Store(db))
+    table = quality_table(report)
+    if as_json:
+        echo_json({"settings": dataclasses.asdict(report.settings),
+                   "method": "Wilson score interval (scipy.stats.binomtest), 95%",
+                   "raters": [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+                              for row in table.to_dict(orient="records")]})
+        return
+    click.echo(f"{report.gold_items} gold item(s), {report.attention_items} attention check(s); accuracy is the "
+               "share of gold labels in the correct range, 95% Wilson interval (scipy.stats.binomtest)")
+    for r in report.raters:
+        acc = ("no gold labels" if r.accuracy.n == 0 else
+               f"gold {r.accuracy.estimate:.0%} [{r.accuracy.ci_low:.0%}, {r.accuracy.ci_high:.0%}] n={r.accuracy.n}")
+        fast = f"too fast {r.fast}/{r.timed}" if r.timed else "no timed labels"
+        click.echo(f"{r.rater:<20} {r.state:<13} {acc:<34} attention failed {r.attention_failed}/{r.attention}"
+                   f"  {fast}" + ("  labels excluded" if r.excluded else ""))
+        for warning in r.warnings:
+            click.echo(f"    WARN {warning}")
+
+
+@raters.command("pause")
+@click.argument("name")
+@click.option("--reason", default="", help="Why (shown to admins, not to the rater).")
+@click.option("--exclude-labels", is_flag=True, help="Leave this rater's labels out of calibration while paused.")
+@db_option
+def raters_pause(name: str, reason: str, exclude_labels: bool, db: str | None) -> None:
+    """Hold back a rater's live items (nothing is deleted; their page says they are paused)."""
+    Store(db).pause_rater(name, reason=reason, exclude_labels=exclude_labels)
+    click.echo(f"paused {name}" + ("; their labels are left out of calibration" if exclude_labels else ""))
+
+
+@raters.command("resume")
+@click.argument("name")
+@db_option
+def raters_resume(name: str, db: str | None) -> None:
+    """Give a paused rater their live items back (their labels count again)."""
+    Store(db).resume_rater(name)
+    click.echo(f"resumed {name}")
 
 
 COMMANDS: list[click.Command] = [raters]

@@ -27,11 +27,14 @@ from labeler.store._labels import (
     Screen,
 )
 from labeler.store._pool import ImportSummary, PoolMixin
+from labeler.store._quality import QualityMixin, RaterHold
 from labeler.store._raters import Rater, Role, hash_token
 from labeler.store._review import ADJUDICATED, ReviewMixin
 
 
-class Store(LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin):
+class Store(
+    LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin, QualityMixin
+):
     """The project database (one DuckDB file). Safe to share between threads and processes."""
 
 
@@ -48,6 +51,7 @@ __all__ = [
     "JudgementRecord",
     "PairView",
     "Rater",
+    "RaterHold",
     "Role",
     "ScoreView",
     "Screen",

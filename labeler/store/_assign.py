@@ -39,6 +39,7 @@ from labeler.queue import DEFAULT_GAP, Kind
 from labeler.store._bulk import insert_rows
 from labeler.store._core import DEAD_SCORE_ASSIGNMENTS
 from labeler.store._imports import ImportMixin
+from labeler.store._quality import mix_in
 
 __all__ = ["AssignMixin"]
 
@@ -153,6 +154,9 @@ class AssignMixin(ImportMixin):
              for r, a, b, pos in placed],
             id_from=("assignment_id", "seq_assignment"),
         )
+        if kind == "score":
+            # Gold items and attention checks keep their share of the grown queues (labeler.store._quality).
+            mix_in(con, planned)
         return plan.summary()
 
     def assign_k(

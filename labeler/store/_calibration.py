@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement, rubric_match
+from labeler.store._quality import EXCLUDED_RATERS_SQL
 from labeler.store._review import CURRENT_ADJUDICATION_RULE
 
 # The newest row per planned call of one run; rows without a call id each stand alone.
@@ -43,6 +44,8 @@ _CURRENT_SQL = f"""
            l.overall, l.passed, l.flag_reason, l.source
     FROM labels l
     JOIN raters r ON r.rater_id = l.rater_id
+        -- a rater paused with "exclude their labels" (labeler.store._quality) counts in no calibration
+        AND r.rater_id NOT IN ({EXCLUDED_RATERS_SQL})
     JOIN answers a ON a.answer_id = l.answer_id
     {CURRENT_LABEL_RULE}
 """

@@ -90,9 +90,11 @@ DEAD_SCORE_ASSIGNMENTS = f"""
 #: no other row supersedes it, and the window guards against two unsuperseded rows of one
 #: (rater, answer, rubric version) (e.g. an import and an app label): the newest wins. An
 #: admin's adjudicated label (``source = 'adjudicated'``, :mod:`labeler.store._review`) is not a
-#: rater's label and is left out, so no agreement figure counts the adjudicator as a rater.
+#: rater's label and is left out, so no agreement figure counts the adjudicator as a rater. A label
+#: of a gold item or attention check (migration 015) is no label of the pool and is left out too.
 CURRENT_LABEL_RULE = """
     WHERE l.source <> 'adjudicated'
+      AND l.answer_id NOT IN (SELECT answer_id FROM quality_items)
       AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
     QUALIFY row_number() OVER (
         PARTITION BY l.rater_id, l.answer_id, l.rubric_id, l.rubric_version

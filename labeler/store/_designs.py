@@ -139,6 +139,7 @@ class DesignMixin(StoreCore):
             "SELECT answer_id, count(*) AS n_labels,"
             " avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) AS human_pass"
             " FROM labels l WHERE passed IS NOT NULL AND flag_reason IS NULL AND source <> 'adjudicated'"
+            " AND answer_id NOT IN (SELECT answer_id FROM quality_items)"
             " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)"
             " GROUP BY answer_id ORDER BY answer_id"
         )

@@ -442,7 +442,9 @@ class ImportMixin(RaterMixin, PoolMixin):
                       " l.rubric_version, l.overall, l.passed, l.criteria, l.comment, l.flag_reason,"
                       " l.seconds, l.supersedes, l.source, l.created_at,"
                       " NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id) AS current"
-                      " FROM labels l LEFT JOIN answers a USING (answer_id) ORDER BY l.label_id",
+                      " FROM labels l LEFT JOIN answers a USING (answer_id)"
+                      # Gold and attention labels are no labels of the pool: `judgelab gold export` has them.
+                      " WHERE l.answer_id NOT IN (SELECT answer_id FROM quality_items) ORDER BY l.label_id",
             "pair_labels": "SELECT p.pair_label_id, p.rater_name AS rater, p.shown_left, p.shown_right, p.preference,"
                            " p.comment, p.seconds, p.supersedes, p.source, p.created_at,"
                            " NOT EXISTS (SELECT 1 FROM pair_labels s WHERE s.supersedes = p.pair_label_id) AS current"

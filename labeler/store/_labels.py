@@ -45,6 +45,7 @@ from labeler.scales import format_range
 from labeler.store._assign import AssignMixin
 from labeler.store._core import check_comment
 from labeler.store._pool import blind_text
+from labeler.store._quality import visible_rows
 
 #: The label a write's caller saw: its id, ``None`` (none), or ``...`` (not said: no check).
 Seen = int | None | EllipsisType
@@ -229,6 +230,8 @@ class LabelMixin(AssignMixin):
             done_id, is_flagged = current.get(a, (None, False))
             count, last = skip_counts.get(a, (0, None))
             rows.append((a, answer_id, answer_b_id, done_id, is_flagged, count, last, rubric_id, rubric_version))
+        # A paused or qualifying rater sees only gold items and attention checks (labeler.store._quality).
+        rows = visible_rows(con, rater_id, kind, rows)
         items = self._item_ids(con, [r[1] for r in rows] + [r[2] for r in rows if r[2] is not None])
         queue = [
             QueueItem(
@@ -258,7 +261,9 @@ class LabelMixin(AssignMixin):
         if missing:
             cache.update(
                 con.execute(
-                    "SELECT answer_id, item_id FROM answers WHERE answer_id IN (SELECT unnest($1::VARCHAR[]))",
+                    "SELECT answer_id, item_id FROM answers WHERE answer_id IN (SELECT unnest($1::VARCHAR[]))"
+                    " UNION ALL SELECT answer_id, item_id FROM quality_items"
+                    " WHERE answer_id IN (SELECT unnest($1::VARCHAR[]))",
                     [missing],
                 ).fetchall()
             )
@@ -616,7 +621,12 @@ class LabelMixin(AssignMixin):
             "SELECT t.prompt, a.text, a.self_id_spans,"
             " (SELECT value FROM settings WHERE key = $2 AND scope = $3),"
             " (SELECT value FROM settings WHERE key = $2 AND scope = 'project')"
-            " FROM answers a JOIN tasks t USING (task_id) WHERE a.answer_id = $1",
+            " FROM answers a JOIN tasks t USING (task_id) WHERE a.answer_id = $1"
+            # A gold item or attention check is shown exactly as an answer is (blinded the same way).
+            " UNION ALL SELECT q.prompt, q.text, q.self_id_spans,"
+            " (SELECT value FROM settings WHERE key = $2 AND scope = $3),"
+            " (SELECT value FROM settings WHERE key = $2 AND scope = 'project')"
+            " FROM quality_items q WHERE q.answer_id = $1",
             [answer_id, MASK_KEY, None if rubric_id is None else f"rubric:{rubric_id}"],
         ).fetchone()
         if row is None:

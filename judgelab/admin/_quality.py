@@ -1,0 +1,243 @@
+"""Rater quality for the admin: accuracy on gold, attention checks, too-fast labels, warnings.
+
+The figures come from the store's quality reads (:mod:`labeler.store._quality`); the statistics
+are small pure functions (:func:`gold_accuracy`, :func:`too_fast`), and :func:`rater_quality`
+puts them together per rater with the thresholds of :class:`~labeler.quality.QualitySettings`.
+Overview, Raters and ``judgelab raters quality`` show the same :class:`QualityReport`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from calibration.stats import Estimate, proportion
+from judgelab.admin._common import display_name
+from labeler._rows import Rows, read_rows
+from labeler.quality import QualitySettings, parse_quality_items, seconds_floor, within
+from labeler.scales import format_range
+from labeler.store import ImportSummary, Store
+
+__all__ = [
+    "QualityReport",
+    "RaterQuality",
+    "gold_accuracy",
+    "import_quality_file",
+    "quality_export",
+    "quality_table",
+    "rater_quality",
+    "too_fast",
+]
+
+
+def gold_accuracy(right: npt.ArrayLike, *, level: float = 0.95) -> Estimate:
+    """Share of a rater's gold labels inside the correct range, with its Wilson interval.
+
+    Args:
+        right: One 0/1 (or bool) per gold label: whether it was right.
+        level: Confidence level.
+
+    Returns:
+        An :class:`~calibration.stats.Estimate` (units: share of gold items right; ``n`` the gold
+        labels; ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``); ``nan`` when none.
+
+    >>> e = gold_accuracy([1, 1, 1, 0])
+    >>> round(e.estimate, 2), round(e.ci_low, 2), round(e.ci_high, 2), e.n
+    (0.75, 0.3, 0.95, 4)
+    """
+    found = proportion(np.asarray(right, dtype=float), level=level)
+    return Estimate(estimate=found.estimate, ci_low=found.ci_low, ci_high=found.ci_high, n=found.n,
+                    method=found.method, units="share of gold items right", level=level, extra=found.extra)
+
+
+def too_fast(seconds: npt.ArrayLike, n_words: npt.ArrayLike, *, words_per_second: float = 10.0,
+             min_seconds: float = 2.0) -> npt.NDArray[np.bool_]:
+    """Which labels took fewer active seconds than their answer's floor (:func:`labeler.quality.seconds_floor`).
+
+    A label without a recorded time is not flagged (nothing says it was fast).
+
+    >>> too_fast([1.0, 40.0, float("nan")], [300, 300, 300]).tolist()
+    [True, False, False]
+    """
+    secs = np.asarray(seconds, dtype=float)
+    words = np.asarray(n_words, dtype=float)
+    floors = np.array([seconds_floor(int(w) if np.isfinite(w) else 0, words_per_second=words_per_second,
+                                     min_seconds=min_seconds) for w in words])
+    return np.isfinite(secs) & (secs < floors)
+
+
+@dataclass(frozen=True)
+class RaterQuality:
+    """One rater's quality figures and what they call for.
+
+    Attributes:
+        rater_id: The rater.
+        rater: Their display name.
+        accuracy: Share of gold labels right, with interval (``n`` = gold labels).
+        attention: Attention checks answered.
+        attention_failed: Of those, answered wrongly.
+        timed: Labels with a recorded time (live and quality).
+        fast: Of those, under the too-fast floor.
+        state: ``paused``, ``qualifying``, ``not qualified``, ``warn`` or ``ok``.
+        warnings: Why the rater is flagged, one sentence each.
+        excluded: Their labels are left out of calibration (paused with that rule).
+    """
+
+    rater_id: int
+    rater: str
+    accuracy: Estimate
+    attention: int
+    attention_failed: int
+    timed: int
+    fast: int
+    state: str
+    warnings: tuple[str, ...]
+    excluded: bool = False
+
+    @property
+    def fast_share(self) -> float:
+        """Share of timed labels that were too fast (``nan`` when none is timed)."""
+        return self.fast / self.timed if self.timed else float("nan")
+
+
+@dataclass(frozen=True)
+class QualityReport:
+    """Every rater's quality and the settings it was judged by."""
+
+    settings: QualitySettings
+    raters: tuple[RaterQuality, ...]
+    gold_items: int
+    attention_items: int
+
+    @property
+    def flagged(self) -> tuple[RaterQuality, ...]:
+        """Raters with a warning (paused ones included)."""
+        return tuple(r for r in self.raters if r.warnings)
+
+
+def _warnings(acc: Estimate, failed: int, fast: int, timed: int, settings: QualitySettings) -> list[str]:
+    out = []
+    if acc.n >= settings.min_gold and acc.estimate < settings.min_accuracy:
+        out.append(f"gold accuracy {acc.estimate:.0%} (95% CI {acc.ci_low:.0%}–{acc.ci_high:.0%}, "
+                   f"n = {acc.n}) is below {settings.min_accuracy:.0%}")
+    if failed >= settings.max_attention_failures:
+        out.append(f"failed {failed} attention check(s) (threshold {settings.max_attention_failures})")
+    if timed and fast / timed > settings.max_fast_share:
+        out.append(f"{fast} of {timed} labels too fast ({fast / timed:.0%}, threshold {settings.max_fast_share:.0%})")
+    return out
+
+
+def rater_quality(store: Store) -> QualityReport:
+    """Accuracy on gold, attention failures, too-fast labels and state of every rater (not admins)."""
+    settings = store.quality_settings()
+    raters = store.raters()
+    raters = raters[raters["role"] == "rater"]
+    labels = store.quality_labels()
+    speeds = store.label_speeds()
+    pauses = store.rater_pauses().set_index("rater_id")
+    items = store.quality_items()
+    speeds = speeds.assign(fast=too_fast(speeds["seconds"], speeds["n_words"],
+                                         words_per_second=settings.words_per_second,
+                                         min_seconds=settings.min_seconds))
+    right = np.array([within(o, lo, hi) for o, lo, hi in zip(labels["overall"], labels["low"], labels["high"],
+                                                               strict=True)], dtype=bool)
+    labels = labels.assign(right=right)
+    out = []
+    for r in raters.itertuples(index=False):
+        rid = int(r.rater_id)
+        mine = labels[labels["rater_id"] == rid]
+        gold = mine[mine["kind"] == "gold"]
+        attention = mine[mine["kind"] == "attention"]
+        timed = speeds[(speeds["rater_id"] == rid) & speeds["seconds"].notna()]
+        acc = gold_accuracy(gold["right"].astype(int).to_numpy())
+        failed = int((~attention["right"].astype(bool)).sum())
+        warnings = _warnings(acc, failed, int(timed["fast"].sum()), len(timed), settings)
+        hold = store.rater_hold(rid)
+        excluded = bool(rid in pauses.index and pauses.loc[rid, "action"] == "pause"
+                        and pauses.loc[rid, "exclude_labels"])
+        state = ("paused" if hold is not None and hold.state == "paused"
+                 else "qualifying" if hold is not None and hold.state == "qualifying"
+                 else "not qualified" if hold is not None else "warn" if warnings else "ok")
+        if hold is not None and hold.state == "not_qualified":
+            warnings.append(f"did not qualify: fewer than {settings.qualify_min:.0%} of the first "
+                            f"{settings.qualify_n} gold items right")
+        out.append(RaterQuality(
+            rater_id=rid, rater=display_name(str(r.name), bool(r.simulated)), accuracy=acc,
+            attention=len(attention), attention_failed=failed, timed=len(timed), fast=int(timed["fast"].sum()),
+            state=state, warnings=tuple(warnings), excluded=excluded,
+        ))
+    kinds = items["kind"].value_counts()
+    return QualityReport(settings=settings, raters=tuple(out), gold_items=int(kinds.get("gold", 0)),
+                         attention_items=int(kinds.get("attention", 0)))
+
+
+def quality_table(report: QualityReport) -> pd.DataFrame:
+    """One row per rater, for the pages and ``--json``.
+
+    Columns: ``rater, state, gold_n, gold_accuracy, ci_low, ci_high, attention, attention_failed,
+    timed, too_fast, too_fast_share, excluded, warnings`` (``; ``-joined).
+    """
+    rows = [{
+        "rater": r.rater, "state": r.state, "gold_n": r.accuracy.n,
+        "gold_accuracy": r.accuracy.estimate, "ci_low": r.accuracy.ci_low, "ci_high": r.accuracy.ci_high,
+        "attention": r.attention, "attention_failed": r.attention_failed, "timed": r.timed,
+        "too_fast": r.fast, "too_fast_share": r.fast_share, "excluded": r.excluded,
+        "warnings": "; ".join(r.warnings),
+    } for r in report.raters]
+    columns = ["rater", "state", "gold_n", "gold_accuracy", "ci_low", "ci_high", "attention", "attention_failed",
+               "timed", "too_fast", "too_fast_share", "excluded", "warnings"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def import_quality_file(store: Store, path: str | Path, *, data: bytes | None = None) -> ImportSummary:
+    """Read gold items and attention checks from a file and store them (mixed into queues at once).
+
+    Args:
+        store: The project.
+        path: The file (CSV, JSONL, JSON array or Parquet); with ``data``, only its name counts.
+        data: The file's bytes (an upload on the Raters page) instead of reading ``path``.
+
+    Raises:
+        InputError: A bad file (naming row, column and the fix) or scores off the rubric's scale.
+    """
+    rubric = store.rubric()
+    scale = None
+    if rubric is not None:
+        try:
+            scale = format_range(rubric.scale)
+        except KeyError:  # a scale this judgelab does not know a range for: its buttons still bound the labels
+            scale = None
+    if data is None:
+        rows = read_rows(path)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            local = Path(tmp) / Path(str(path)).name
+            local.write_bytes(data)
+            rows = read_rows(local)
+            rows = Rows(Path(str(path)).name, rows.columns, rows.rows, rows.spreadsheet, rows.quoted)
+    items = parse_quality_items(rows, scale=scale)
+    return store.add_quality_items(items, source_file=Path(str(path)).name)
+
+
+def quality_export(store: Store) -> pd.DataFrame:
+    """Every rater label of a gold item or attention check, marked as such (``judgelab gold export``).
+
+    Columns: ``label_id, rater, answer_id, quality`` (``gold`` or ``attention``), ``low, high, score,
+    right, flag_reason, seconds, too_fast, created_at``.
+    """
+    settings = store.quality_settings()
+    labels = store.quality_labels()
+    right = [within(o, lo, hi) for o, lo, hi in zip(labels["overall"], labels["low"], labels["high"], strict=True)]
+    fast = too_fast(labels["seconds"], labels["n_words"], words_per_second=settings.words_per_second,
+                    min_seconds=settings.min_seconds)
+    return pd.DataFrame({
+        "label_id": labels["label_id"], "rater": labels["rater_name"], "answer_id": labels["answer_id"],
+        "quality": labels["kind"], "low": labels["low"], "high": labels["high"], "score": labels["overall"],
+        "right": right, "flag_reason": labels["flag_reason"], "seconds": labels["seconds"], "too_fast": fast,
+        "created_at": labels["created_at"],
+    })

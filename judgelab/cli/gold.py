@@ -1,0 +1,116 @@
+"""``judgelab gold``: gold items and attention checks, and how they are mixed into raters' queues."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import click
+
+from judgelab.admin._quality import import_quality_file, quality_export
+from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option
+from labeler.errors import InputError
+from labeler.exports import EXPORT_FORMATS, table_bytes
+from labeler.quality import QualitySettings
+from labeler.store import Store
+
+
+@click.group(cls=JudgelabGroup)
+def gold() -> None:
+    """Gold items and attention checks: import them, set how they are mixed in, export their labels."""
+
+
+def _settings_options(func: click.decorators.FC) -> click.decorators.FC:
+    """The quality settings as options (unset ones keep the stored value)."""
+    options = [
+        click.option("--rate", type=float, default=None,
+                     help="Gold and attention items per live item in each queue (0.1 = one per ten)."),
+        click.option("--qualify", "qualify_n", type=int, default=None,
+                     help="Gold items a rater labels before any live item appears."),
+        click.option("--qualify-min", type=float, default=None,
+                     help="Share of those a rater must get right to see live items."),
+        click.option("--mode", type=click.Choice(["silent", "training"]), default=None,
+                     help="silent: the rater is told nothing; training: the expected score after submit."),
+        click.option("--min-accuracy", type=float, default=None, help="Warn below this gold accuracy."),
+        click.option("--max-attention-failures", type=int, default=None,
+                     help="Warn at this many failed attention checks."),
+        click.option("--words-per-second", type=float, default=None,
+                     help="Reading speed of the too-fast floor (10 = 600 words a minute)."),
+        click.option("--seed", type=int, default=None, help="Seeds where quality items go in each queue."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _apply(store: Store, given: dict[str, object]) -> tuple[QualitySettings, dict[int, int]]:
+    """Store the given settings over the stored ones; mix quality items in accordingly."""
+    changes = {k: v for k, v in given.items() if v is not None}
+    settings = dataclasses.replace(store.quality_settings(), **changes)  # type: ignore[arg-type]
+    added = store.set_quality_settings(settings) if changes else store.mix_quality()
+    return settings, added
+
+
+def _describe(settings: QualitySettings) -> str:
+    return (f"rate {settings.rate:g} per live item, qualification {settings.qualify_n} gold item(s)"
+            + (f" ({settings.qualify_min:.0%} right)" if settings.qualify_min else "")
+            + f", {settings.mode} mode")
+
+
+@gold.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@_settings_options
+@db_option
+def gold_import(file: str, db: str | None, **given: object) -> None:
+    """Import gold items and attention checks (id, prompt, text, score or low/high, kind, explanation)."""
+    store = Store(db)
+    summary = import_quality_file(store, file)
+    settings, added = _apply(store, given)
+    click.echo(f"{file}: {summary}")
+    click.echo(f"settings: {_describe(settings)}; {sum(added.values())} quality item(s) added to "
+               f"{len(added)} rater queue(s)")
+
+
+@gold.command("settings")
+@_settings_options
+@db_option
+@json_option
+def gold_settings(db: str | None, as_json: bool, **given: object) -> None:
+    """Show or change how quality items are mixed into queues (mixes them in again)."""
+    settings, added = _apply(Store(db), given)
+    if as_json:
+        echo_json({"settings": dataclasses.asdict(settings), "added": {str(k): v for k, v in added.items()}})
+        return
+    click.echo(f"settings: {_describe(settings)}; {sum(added.values())} quality item(s) added to "
+               f"{len(added)} rater queue(s)")
+
+
+@gold.command("list")
+@db_option
+@json_option
+def gold_list(db: str | None, as_json: bool) -> None:
+    """List the gold items and attention checks with their correct scores."""
+    frame = Store(db).quality_items()
+    if as_json:
+        echo_json(frame.drop(columns=["text", "prompt"]).to_dict(orient="records"))
+        return
+    for r in frame.itertuples(index=False):
+        score = f"{r.low:g}" if r.low == r.high else f"{r.low:g}-{r.high:g}"
+        click.echo(f"{r.kind:<9} {r.answer_id:<24} correct {score:<8} {r.n_words} words")
+
+
+@gold.command("export")
+@click.option("--out", required=True, help="CSV, JSONL or Parquet file to write.")
+@db_option
+def gold_export(out: str, db: str | None) -> None:
+    """Export every rater label of a gold item or attention check, marked as such."""
+    fmt = Path(out).suffix.lower().lstrip(".")
+    if fmt not in EXPORT_FORMATS:
+        raise InputError(f"cannot tell the format of {out!r}", fix="name the file .csv, .jsonl or .parquet.")
+    frame = quality_export(Store(db))
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_bytes(table_bytes(frame, fmt))  # type: ignore[arg-type]  # checked above
+    click.echo(f"wrote {len(frame)} gold and attention label(s) to {out}")
+
+
+COMMANDS: list[click.Command] = [gold]
