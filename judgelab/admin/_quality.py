@@ -78,18 +78,20 @@ class RaterQuality:
     Attributes:
         rater_id: The rater.
         rater: Their display name.
+        name: Their name (what pausing them takes).
         accuracy: Share of gold labels right, with interval (``n`` = gold labels).
         attention: Attention checks answered.
         attention_failed: Of those, answered wrongly.
         timed: Labels with a recorded time (live and quality).
         fast: Of those, under the too-fast floor.
-        state: ``paused``, ``qualifying``, ``not qualified``, ``warn`` or ``ok``.
+        state: ``revoked``, ``paused``, ``qualifying``, ``not qualified``, ``warn`` or ``ok``.
         warnings: Why the rater is flagged, one sentence each.
         excluded: Their labels are left out of calibration (paused with that rule).
     """
 
     rater_id: int
     rater: str
+    name: str
     accuracy: Estimate
     attention: int
     attention_failed: int
@@ -157,17 +159,19 @@ def rater_quality(store: Store) -> QualityReport:
         acc = gold_accuracy(gold["right"].astype(int).to_numpy())
         failed = int((~attention["right"].astype(bool)).sum())
         warnings = _warnings(acc, failed, int(timed["fast"].sum()), len(timed), settings)
-        hold = store.rater_hold(rid)
+        # A revoked rater sees nothing any more: no hold to report, only their record.
+        hold = store.rater_hold(rid) if bool(r.active) else None
         excluded = bool(rid in pauses.index and pauses.loc[rid, "action"] == "pause"
                         and pauses.loc[rid, "exclude_labels"])
-        state = ("paused" if hold is not None and hold.state == "paused"
+        state = ("revoked" if not bool(r.active)
+                 else "paused" if hold is not None and hold.state == "paused"
                  else "qualifying" if hold is not None and hold.state == "qualifying"
                  else "not qualified" if hold is not None else "warn" if warnings else "ok")
         if hold is not None and hold.state == "not_qualified":
             warnings.append(f"did not qualify: fewer than {settings.qualify_min:.0%} of the first "
                             f"{settings.qualify_n} gold items right")
         out.append(RaterQuality(
-            rater_id=rid, rater=display_name(str(r.name), bool(r.simulated)), accuracy=acc,
+            rater_id=rid, rater=display_name(str(r.name), bool(r.simulated)), name=str(r.name), accuracy=acc,
             attention=len(attention), attention_failed=failed, timed=len(timed), fast=int(timed["fast"].sum()),
             state=state, warnings=tuple(warnings), excluded=excluded,
         ))

@@ -84,7 +84,7 @@ def raters_quality(db: str | None, as_json: bool) -> None:
         acc = ("no gold labels" if r.accuracy.n == 0 else
                f"gold {r.accuracy.estimate:.0%} [{r.accuracy.ci_low:.0%}, {r.accuracy.ci_high:.0%}] n={r.accuracy.n}")
         fast = f"too fast {r.fast}/{r.timed}" if r.timed else "no timed labels"
-        click.echo(f"{r.rater:<20} {r.state:<13} {acc:<34} attention failed {r.attention_failed}/{r.attention}"
+        click.echo(f"{r.rater:<24} {r.state:<13} {acc:<34} attention failed {r.attention_failed}/{r.attention}"
                    f"  {fast}" + ("  labels excluded" if r.excluded else ""))
         for warning in r.warnings:
             click.echo(f"    WARN {warning}")

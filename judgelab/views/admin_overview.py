@@ -10,6 +10,7 @@ import streamlit as st
 from judgelab.admin import overview
 from judgelab.session import current_store, require_admin
 from judgelab.views._active_section import overview_section
+from judgelab.views._quality_section import overview_quality
 from labeler.timing import IDLE_CAP_SECONDS, rater_times
 
 require_admin()
@@ -40,6 +41,8 @@ secs_col.metric(
 secs_col.caption(view.seconds_basis)
 hours_col.metric("Person-hours left", f"{view.person_hours_left:.1f} h")
 hours_col.caption(f"remaining items × {view.minutes_per_label:g} min per label ({view.minutes_source})")
+
+overview_quality(store)
 
 per = view.per_rater
 overview_section(store, labels_in_project=None if per.empty else int(per["labels"].sum()))

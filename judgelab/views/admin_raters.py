@@ -6,6 +6,7 @@ import streamlit as st
 
 from judgelab.admin import invite_rater, rater_table, reissue_link, revoke_rater
 from judgelab.session import current_store, require_admin
+from judgelab.views._quality_section import raters_quality
 from labeler.errors import JudgelabError
 
 # An action's outcome is kept for exactly one rerun, so the table below is redrawn
@@ -81,3 +82,5 @@ with right:
             st.error(str(exc))
         else:
             _done(f"Revoked {gone}.")
+
+raters_quality(store)

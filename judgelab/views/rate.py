@@ -23,6 +23,7 @@ from labeler.store import ScoreView, Screen, Store
 
 AT = "rate_at"  # assignment the rater went back to (None: resume position)
 FLASH = "rate_flash"
+FEEDBACK = "rate_feedback"  # training mode: what the last check item expected
 #: Height of the task-and-answer box: the page itself never needs to scroll at 1366x768.
 TEXT_HEIGHT = 560
 
@@ -52,6 +53,23 @@ def _nothing_assigned(store: Store, rater_id: int) -> None:
         + (f" You have work on {' and '.join(waiting)}: pick it in the menu." if waiting else
            " Your admin will let you know when there is.")
     )
+
+
+def _held(store: Store, rater_id: int) -> bool:
+    """Say so when the admin paused the rater's queue or it waits on a review; whether it is held.
+
+    A rater still qualifying is told nothing: their first items look like any others.
+    """
+    hold = store.rater_hold(rater_id)
+    if hold is None or hold.state == "qualifying":
+        return False
+    if hold.state == "paused":
+        st.warning("Your admin has paused your queue: no new answers will be shown to you for now. "
+                   "Everything you have rated is kept. Please contact your admin.")
+    else:
+        st.warning("Your queue is on hold until your admin has looked at your first answers. "
+                   "Everything you have rated is kept. Please contact your admin.")
+    return True
 
 
 def _form_data(view: ScoreView, index: int) -> FormData:
@@ -112,9 +130,14 @@ def rating_area() -> None:
             show_error(exc)
         return
     queue = screen.queue
+    if _held(store, rater.rater_id) and not queue:
+        return
     if not queue:
         _nothing_assigned(store, rater.rater_id)
         return
+    said = st.session_state.pop(FEEDBACK, None)
+    if said:  # training mode only: what the last submitted check item expected (labeler.store._quality)
+        st.info(said)
     page = QueuePage(store, rater.rater_id, "score", queue, AT, FLASH)
     view = screen.view
     item = queue[screen.index] if screen.index is not None else None
@@ -133,13 +156,17 @@ def rating_area() -> None:
             st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
 
     def write(action: Action) -> int:
-        return store.add_label(
+        label_id = store.add_label(
             rater.rater_id, item.assignment_id,
             overall=None if action.choice is None else float(action.choice),
             criteria=action.criteria, comment=action.comment,
             flag_reason=action.reason if action.flag else None, seconds=action.seconds,
             seen=item.done_id,  # another tab's label since this render is refused, not superseded
         )
+        said = store.quality_feedback(rater.rater_id, label_id)
+        if said:
+            st.session_state[FEEDBACK] = said
+        return label_id
 
     with right:
         page.form(index, _form_data(view, index), write,

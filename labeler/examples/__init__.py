@@ -28,6 +28,7 @@ EXAMPLES: dict[str, str] = {
     "pairs.jsonl": "34 similar-quality answer pairs for the probes: `--dataset FILE` (the `sample`)",
     "judge_spec.toml": "a complete judge spec (pairwise template, verdict rule, authors): `--judge-spec`",
     "truth.csv": "the author's 1-5 quality of every answer (the demo simulates raters from it)",
+    "gold.csv": "6 gold items and 2 attention checks with their correct scores: `judgelab gold import`",
     "README.md": "what each file holds and how it was written",
 }
 

@@ -5,6 +5,7 @@ Real DuckDB files in tmp_path, the real store and the real CLI (click's runner).
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -22,7 +23,7 @@ GOLD_CSV = """id,kind,prompt,text,score,low,high,explanation
 g1,gold,Ticket G1: refund twice charged,"Refund issued, apology, timeline given.",5,,,It answers everything.
 g2,gold,Ticket G2: password reset,"Just google it.",1,,,Rude and unhelpful.
 g3,gold,Ticket G3: slow app,"Clear cache, then reinstall; here is how.",,4,5,Helpful steps.
-a1,attention,Ticket A1: attention,"This is an attention check: please give this answer the overall score 2.",2,,,The text says 2.
+a1,attention,Ticket A1: attention,"Attention check: please give this answer the overall score 2.",2,,,It says 2.
 """
 
 
@@ -75,7 +76,7 @@ def test_gold_import_mixes_items_into_queues_spread_and_blind(tmp_path: Path) ->
     where = [i for i, item in enumerate(queue) if item.item_id in quality]
     # 20 live items at rate 0.2: 4 quality items, not at the start or bunched together.
     assert len(queue) == 24 and len(where) == 4
-    assert max(b - a for a, b in zip(where, where[1:], strict=False)) > 1
+    assert max(b - a for a, b in itertools.pairwise(where)) > 1
     # The page's view of a gold item has the same shape as a live one's: opaque id, text, rubric.
     view = store.score_view(ann.rater_id, queue[where[0]].assignment_id)
     assert view.item.item_id.startswith("i") and len(view.item.item_id) == len(queue[0].item_id)
@@ -133,7 +134,7 @@ def test_careless_rater_is_flagged_paused_and_excluded_and_gold_never_counts(tmp
 
 
 def test_a_paused_rater_sees_no_live_items(tmp_path: Path) -> None:
-    store, gold = _project(tmp_path)
+    store, _ = _project(tmp_path)
     bob, _ = store.add_rater("bob")
     _assign(store, k=1, seed=1)
     before = len(store.rater_queue(bob.rater_id))
