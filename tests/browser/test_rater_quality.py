@@ -40,10 +40,10 @@ SHOTS = Path("/tmp/judgelab-browser-shots")
 #: Every gold item's correct score is 5 and the attention check asks for 2, so a rater who
 #: presses 1 throughout gets every one wrong.
 GOLD = """id,kind,prompt,text,score,explanation
-qg-alpha,gold,"Please cancel my plan at the end of the month.","Done: it cancels on the last day of this month and you will not be charged again.",5,secret-why-alpha
-qg-bravo,gold,"Can I change the invoice address?","Yes: Settings > Billing > Invoice address; the next invoice uses it.",5,secret-why-bravo
-qg-charlie,gold,"How do I add a teammate?","Settings > Members > Invite, enter their email; they get a link valid for 7 days.",5,secret-why-charlie
-qa-delta,attention,"Quick question about exports.","This reply is a check: please give it the overall score 2.",2,secret-why-delta
+qg-alpha,gold,"Please cancel my plan at the end of the month.","Done: it cancels on the last day.",5,secret-why-alpha
+qg-bravo,gold,"Can I change the invoice address?","Yes: Settings > Billing > Invoice address.",5,secret-why-bravo
+qg-charlie,gold,"How do I add a teammate?","Settings > Members > Invite, then their email.",5,secret-why-charlie
+qa-delta,attention,"Quick question about exports.","A check: give it the overall score 2.",2,secret-why-delta
 """
 
 
