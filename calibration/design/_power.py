@@ -58,6 +58,8 @@ class Cost:
         raters: Raters sharing the work.
         hours_per_rater_per_day: Labelling hours each rater gives a day.
         calendar_days: Working days to finish with every rater at that pace.
+        quality_ratings: Of ``ratings``, the gold items and attention checks mixed into the
+            raters' queues (:func:`calibration.design._quality.with_quality`); 0 without them.
     """
 
     labels: int
@@ -68,6 +70,7 @@ class Cost:
     raters: int
     hours_per_rater_per_day: float
     calendar_days: int
+    quality_ratings: int = 0
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import pandas as pd
 from calibration.design._assign import plan_assignments
 from calibration.design._model import Allocation, Stratifier, planning_model
 from calibration.design._power import budget_labels
+from calibration.design._quality import quality_budget_hours, with_quality
 from calibration.design._sample import Design, design_sample, pairing_note
 from calibration.stats._bootstrap import RngLike
 from labeler.errors import InputError
@@ -173,6 +174,19 @@ class DrawnDesign:
         return None if rubric_id is None or version is None else (str(rubric_id), int(version))
 
 
+def _with_quality(design: Design, rate: float, qualify_n: int) -> Design:
+    """The design with the gold items and attention checks its raters also label in its cost."""
+    if rate <= 0 and qualify_n <= 0:
+        return design
+    cost = with_quality(design.cost, rate=rate, qualify_n=qualify_n)
+    target = design.target
+    if target is not None:
+        target = dataclasses.replace(target, cost=with_quality(target.cost, rate=rate, qualify_n=qualify_n))
+    note = (f"the cost includes {cost.quality_ratings} gold and attention label(s): {rate:g} per live label "
+            f"and {qualify_n} qualification item(s) per rater")
+    return dataclasses.replace(design, cost=cost, target=target, notes=(*design.notes, note))
+
+
 def draw_design(
     store: Store,
     *,
@@ -232,9 +246,13 @@ def draw_design(
         raise InputError("give exactly one of a label budget or a budget in person-hours",
                          fix="pass --n or --budget-hours.")
     time = label_time(store.label_seconds(), given=minutes_per_label)
+    quality = store.quality_settings()
     if n is None:
         assert budget_hours is not None
-        n = budget_labels(budget_hours, minutes_per_label=time.minutes, overlap=overlap)
+        # Gold items and attention checks are paid from the same budget (calibration.design._quality).
+        live_hours = quality_budget_hours(budget_hours, rate=quality.rate, qualify_n=quality.qualify_n,
+                                          raters=raters, minutes_per_label=time.minutes)
+        n = budget_labels(live_hours, minutes_per_label=time.minutes, overlap=overlap)
         if n < 1:
             raise InputError(
                 f"{budget_hours:g} person-hours do not pay for one label at {time.minutes:g} min",
@@ -253,4 +271,5 @@ def draw_design(
     note = pairing_note(pool, design, rng=seed)
     if note is not None:
         design = dataclasses.replace(design, notes=(*design.notes, note))
+    design = _with_quality(design, quality.rate, quality.qualify_n)
     return DrawnDesign(design=design, pool_info=info, label_time=time)

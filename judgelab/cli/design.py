@@ -119,7 +119,9 @@ def _print_design(design: Design, info: dict[str, Any], applied: pd.DataFrame | 
             )
     c = design.cost
     click.echo(
-        f"Cost: {c.labels} labels + {c.ratings - c.labels} second labels = {c.ratings} ratings "
+        f"Cost: {c.labels} labels + {c.ratings - c.labels - c.quality_ratings} second labels"
+        + (f" + {c.quality_ratings} gold and attention labels" if c.quality_ratings else "")
+        + f" = {c.ratings} ratings "
         f"x {c.minutes_per_label:g} min ({c.minutes_source}) = {c.person_hours:g} person-hours; "
         f"{c.raters} rater(s) at {c.hours_per_rater_per_day:g} h/day: "
         f"{c.calendar_days} calendar day(s)"

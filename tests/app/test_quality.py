@@ -202,3 +202,21 @@ def test_settings_are_validated(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "rate" in result.output
     shown = json.loads(_cli("gold", "settings", "--json", "--db", store.path))
     assert shown["settings"]["rate"] == 0.0
+
+
+def test_a_designs_cost_includes_the_quality_items(tmp_path: Path) -> None:
+    from calibration.design import draw_design
+
+    store, gold = _project(tmp_path, n_tasks=12)
+    plain = draw_design(store, n=10, strata=("family",), minutes_per_label=3.0, raters=2, seed=1).design
+    assert plain.cost.quality_ratings == 0
+    _cli("gold", "import", gold, "--rate", "0.25", "--qualify", "3", "--db", store.path)
+    mixed = draw_design(store, n=10, strata=("family",), minutes_per_label=3.0, raters=2, seed=1).design
+    extra = round(plain.cost.ratings * 0.25) + 3 * 2
+    assert mixed.cost.quality_ratings == extra and mixed.cost.ratings == plain.cost.ratings + extra
+    assert mixed.cost.person_hours == pytest.approx(mixed.cost.ratings * 3.0 / 60, abs=0.01)
+    assert any("gold and attention" in n for n in mixed.notes)
+    # A budget in person-hours pays for the quality items first: fewer live labels.
+    budget = plain.cost.person_hours
+    assert draw_design(store, budget_hours=budget, strata=("family",), minutes_per_label=3.0, raters=2,
+                       overlap=0.2, seed=1).design.n_labels < plain.n_labels
