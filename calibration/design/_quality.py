@@ -41,7 +41,7 @@ def quality_budget_hours(budget_hours: float, *, rate: float, qualify_n: int, ra
                          minutes_per_label: float) -> float:
     """The person-hours of a budget left for live labels once the quality items are paid for.
 
-    >>> quality_budget_hours(11.0, rate=0.1, qualify_n=6, raters=10, minutes_per_label=1.0)
+    >>> round(quality_budget_hours(12.0, rate=0.1, qualify_n=6, raters=10, minutes_per_label=1.0), 6)
     10.0
     """
     left = budget_hours - qualify_n * max(raters, 1) * minutes_per_label / 60

@@ -240,7 +240,7 @@ class QualityMixin(StoreCore):
         with self.connection() as con:
             return read_settings(con)
 
-    def set_quality_settings(self, settings: QualitySettings) -> dict[str, int]:
+    def set_quality_settings(self, settings: QualitySettings) -> dict[int, int]:
         """Store the settings and mix quality items into every queue accordingly; returns items added per rater."""
         with self.connection() as con:
             for key, value in settings.stored().items():
