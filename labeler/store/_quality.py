@@ -10,9 +10,9 @@ The rules this module keeps (the pure parts are :mod:`labeler.quality`):
   item id made like an answer's, its text blinded the same way, on the same page, at a seeded
   position among the live items (:func:`mix_in`). Nothing the page gets says it is one; only in
   training mode, after the rater submits it, does :meth:`QualityMixin.quality_feedback` say so.
-* **Held, not deleted.** A paused rater (the newest ``rater_holds`` row is a pause) and a rater
-  still qualifying (fewer than ``qualify_n`` gold labels, or too few of them right) see only
-  quality items: :func:`visible_rows` filters the queue. Their labels stay; a pause with
+* **Held, not deleted.** A paused rater (the newest ``rater_holds`` row is a pause) sees no item;
+  a rater still qualifying (fewer than ``qualify_n`` gold labels, or too few of them right) sees
+  only the quality items: :func:`visible_rows` filters the queue. Their labels stay; a pause with
   ``exclude_labels`` leaves their labels out of calibration (:data:`EXCLUDED_RATERS_SQL`).
 """
 
@@ -109,7 +109,9 @@ def visible_rows(
     hold = rater_hold(con, rater_id)
     if hold is None:
         return rows
-    if kind != "score" or not rows:
+    # A paused rater sees nothing: a queue cut down to its quality items would tell them
+    # (Back walks through it) which of the items they labelled were gold.
+    if hold.state == "paused" or kind != "score" or not rows:
         return []
     quality = {str(a) for (a,) in con.execute(
         "SELECT answer_id FROM quality_items WHERE answer_id IN (SELECT unnest($1::VARCHAR[]))",

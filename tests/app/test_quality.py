@@ -126,6 +126,8 @@ def test_careless_rater_is_flagged_paused_and_excluded_and_gold_never_counts(tmp
     assert set(marked["quality"]) == {"gold", "attention"} and set(marked["answer_id"]) == quality_ids
     _cli("raters", "pause", "careless", "--exclude-labels", "--db", store.path)
     assert store.rater_hold(careless.rater_id).state == "paused"  # type: ignore[union-attr]
+    # Not even the done quality items show: going Back through them alone would tell which were gold.
+    assert store.rater_queue(careless.rater_id) == []
     assert "careless" not in set(store.human_labels()["rater_name"])
     assert "careless" in set(store.current_labels()["rater_name"])  # nothing deleted
     assert quality_table(rater_quality(store)).set_index("rater").loc["careless", "state"] == "paused"
