@@ -45,7 +45,7 @@ from labeler.scales import format_range
 from labeler.store._assign import AssignMixin
 from labeler.store._core import check_comment
 from labeler.store._pool import blind_text
-from labeler.store._quality import visible_rows
+from labeler.store._quality import refuse_if_paused, visible_rows
 
 #: The label a write's caller saw: its id, ``None`` (none), or ``...`` (not said: no check).
 Seen = int | None | EllipsisType
@@ -366,6 +366,7 @@ class LabelMixin(AssignMixin):
         row = _own_row(row, rater_id, assignment_id, kind)
         if row[7] is not None:
             raise AccessError("this invite link was revoked. Ask your admin for a new one.")
+        refuse_if_paused(con, rater_id)
         history = con.execute(
             f"SELECT 'done', {id_col}, created_at FROM {table} WHERE rater_id = $1 AND assignment_id = $2"
             " UNION ALL SELECT event, event_id, created_at FROM queue_events"

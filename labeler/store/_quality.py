@@ -28,14 +28,23 @@ import duckdb
 import pandas as pd
 
 from labeler.blinding import detect_self_identifying, merge_spans
-from labeler.errors import ConflictError, InputError
+from labeler.errors import ConflictError, InputError, JudgelabError
 from labeler.quality import SCOPE, QualityItem, QualitySettings, quality_positions, within
 from labeler.queue import rater_rng
 from labeler.store._bulk import insert_rows
 from labeler.store._core import StoreCore
 from labeler.store._pool import ImportSummary
 
-__all__ = ["EXCLUDED_RATERS_SQL", "QUALITY_IDS_SQL", "QualityMixin", "RaterHold", "mix_in", "visible_rows"]
+__all__ = [
+    "EXCLUDED_RATERS_SQL",
+    "QUALITY_IDS_SQL",
+    "PausedError",
+    "QualityMixin",
+    "RaterHold",
+    "mix_in",
+    "refuse_if_paused",
+    "visible_rows",
+]
 
 #: Ids of every quality item: their labels count in no analysis.
 QUALITY_IDS_SQL = "SELECT answer_id FROM quality_items"
@@ -63,6 +72,18 @@ class RaterHold:
 
     state: Literal["paused", "qualifying", "not_qualified"]
     reason: str = ""
+
+
+class PausedError(JudgelabError):
+    """A paused rater's write (from a page drawn before the pause): nothing is stored."""
+
+
+def refuse_if_paused(con: duckdb.DuckDBPyConnection, rater_id: int) -> None:
+    """Refuse a write of a rater whose queue the admin paused (one indexed read)."""
+    row = con.execute("SELECT action FROM rater_holds WHERE rater_id = ? ORDER BY hold_id DESC LIMIT 1",
+                      [int(rater_id)]).fetchone()
+    if row is not None and row[0] == "pause":
+        raise PausedError("your admin has paused your queue, so this was not stored. Please contact your admin.")
 
 
 def read_settings(con: duckdb.DuckDBPyConnection) -> QualitySettings:

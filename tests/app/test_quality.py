@@ -17,6 +17,7 @@ from judgelab.cli import main
 from labeler.errors import ConflictError, InputError
 from labeler.quality import QualitySettings
 from labeler.store import Store
+from labeler.store._quality import PausedError
 from tests.app.conftest import build_pool
 
 GOLD_CSV = """id,kind,prompt,text,score,low,high,explanation
@@ -140,8 +141,13 @@ def test_a_paused_rater_sees_no_live_items(tmp_path: Path) -> None:
     bob, _ = store.add_rater("bob")
     _assign(store, k=1, seed=1)
     before = len(store.rater_queue(bob.rater_id))
+    first = store.rater_queue(bob.rater_id)[0]
     store.pause_rater("bob", reason="wrong on gold")
     assert store.rater_queue(bob.rater_id) == []
+    # A page drawn before the pause cannot store a label either.
+    with pytest.raises(PausedError, match="paused"):
+        store.add_label(bob.rater_id, first.assignment_id, overall=4.0,
+                        criteria={"correct": 4.0, "complete": 4.0, "tone": 4.0})
     store.resume_rater("bob")
     assert len(store.rater_queue(bob.rater_id)) == before
 
