@@ -285,6 +285,7 @@ class AssignMixin(ImportMixin):
                 " RETURNING assignment_id",
                 [rater_id, answer, (int(top[0]) if top else 0) + 1, rub[0], rub[1], k > 1],
             ).fetchone()
+            mix_in(con, [rater_id])  # pull mode keeps its share of gold and attention items too
         assert made is not None
         return int(made[0])
 

@@ -97,14 +97,16 @@ def rater_hold(con: duckdb.DuckDBPyConnection, rater_id: int) -> RaterHold | Non
     found = con.execute(
         "SELECT (SELECT action || ':' || reason FROM rater_holds WHERE rater_id = $1 ORDER BY hold_id DESC LIMIT 1),"
         " (SELECT value FROM settings WHERE scope = $2 AND key = 'qualify_n'),"
-        " (SELECT value FROM settings WHERE scope = $2 AND key = 'qualify_min')",
+        " (SELECT value FROM settings WHERE scope = $2 AND key = 'qualify_min'),"
+        " (SELECT count(*) FROM quality_items WHERE kind = 'gold')",
         [int(rater_id), SCOPE],
     ).fetchone()
     assert found is not None
-    latest, qualify_n, qualify_min = found
+    latest, qualify_n, qualify_min, n_gold = found
     if latest is not None and str(latest).startswith("pause:"):
         return RaterHold("paused", str(latest).split(":", 1)[1])
-    need = int(float(qualify_n or 0))
+    # Never more than there are gold items to give: a rater must always be able to qualify.
+    need = min(int(float(qualify_n or 0)), int(n_gold))
     if need <= 0:
         return None
     # The first ``need`` gold labels the rater gave decide, so a later slip does not hide live items again.
@@ -185,13 +187,14 @@ def _plan_rater(
     live = [r for r in have if str(r[0]) not in kinds]
     taken = {str(r[0]) for r in have if str(r[0]) in kinds}
     gold_taken = sum(1 for a in taken if kinds[a] == "gold")
-    wanted = settings.qualify_n + round(settings.rate * len(live))
+    qualify_n = min(settings.qualify_n, sum(1 for k in kinds.values() if k == "gold"))
+    wanted = qualify_n + round(settings.rate * len(live))
     if wanted <= len(taken):
         return []
     rng = rater_rng(settings.seed, rater_id, f"quality:{len(taken)}")
     free_gold = sorted(a for a, k in kinds.items() if k == "gold" and a not in taken)
     rng.shuffle(free_gold)
-    n_front = min(max(settings.qualify_n - gold_taken, 0), len(free_gold), wanted - len(taken))
+    n_front = min(max(qualify_n - gold_taken, 0), len(free_gold), wanted - len(taken))
     front_ids = free_gold[:n_front]
     rest = sorted(a for a in kinds if a not in taken and a not in front_ids)
     rng.shuffle(rest)

@@ -228,3 +228,21 @@ def test_a_designs_cost_includes_the_quality_items(tmp_path: Path) -> None:
     budget = plain.cost.person_hours
     assert draw_design(store, budget_hours=budget, strata=("family",), minutes_per_label=3.0, raters=2,
                        overlap=0.2, seed=1).design.n_labels < plain.n_labels
+
+
+def test_pull_mode_mixes_quality_items_in_and_qualification_needs_no_more_gold_than_exists(tmp_path: Path) -> None:
+    store, gold = _project(tmp_path, n_tasks=10)
+    puller, _ = store.add_rater("puller")
+    _cli("gold", "import", gold, "--rate", "0.5", "--qualify", "9", "--db", store.path)
+    # 3 gold items exist, so qualification asks for 3, not 9: they are in the queue at once.
+    assert len(store.rater_queue(puller.rater_id)) == 3
+    assert store.claim_next(puller.rater_id, 1) is not None
+    assert len(store.rater_queue(puller.rater_id)) == 3  # the claimed answer waits behind them
+    _label_all(store, puller.rater_id)
+    assert store.rater_hold(puller.rater_id) is None
+    for _ in range(3):
+        store.claim_next(puller.rater_id, 1)
+    quality = set(store.query("SELECT item_id FROM quality_items")["item_id"])
+    mixed = [i for i in store.rater_queue(puller.rater_id) if i.item_id in quality]
+    # 3 + round(0.5 x 4 live) = 5 wanted, but there are 4 quality items and none is given twice.
+    assert len(mixed) == 4 and len({i.item_id for i in mixed}) == 4
