@@ -114,6 +114,8 @@ class AdminMixin(StoreCore):
             SELECT answer_id, coalesce(assigned.n, 0) AS assigned,
                    coalesce(labelled.n, 0) AS labelled
             FROM assigned FULL OUTER JOIN labelled USING (answer_id)
+            -- gold items and attention checks are no answers of the pool (labeler.store._quality)
+            WHERE answer_id NOT IN (SELECT answer_id FROM quality_items)
             ORDER BY answer_id
             """
         )

@@ -246,3 +246,12 @@ def test_pull_mode_mixes_quality_items_in_and_qualification_needs_no_more_gold_t
     mixed = [i for i in store.rater_queue(puller.rater_id) if i.item_id in quality]
     # 3 + round(0.5 x 4 live) = 5 wanted, but there are 4 quality items and none is given twice.
     assert len(mixed) == 4 and len({i.item_id for i in mixed}) == 4
+
+
+def test_labels_per_answer_counts_no_quality_item(tmp_path: Path) -> None:
+    store, gold = _project(tmp_path)
+    store.add_rater("ann")
+    _assign(store, k=1, seed=1)
+    _cli("gold", "import", gold, "--rate", "0.5", "--db", store.path)
+    assert len(store.query("SELECT * FROM assignments s JOIN quality_items USING (answer_id)")) > 0
+    assert not set(store.quality_items()["answer_id"]) & set(store.labels_per_answer()["answer_id"])
