@@ -44,7 +44,8 @@ def _human_rule_option(func: F) -> F:
         "--human-rule", type=click.Choice(HUMAN_SCORE_RULES), default="mean", show_default=True,
         help="The human score of an answer: the mean of its raters' current labels, their most frequent "
              "label (ties to the lower), or 'adjudicated': an admin's adjudicated label (Review page) where "
-             "the answer has one, else the mean.",
+             "the answer has one, else the mean; 'dawid-skene': a model of the raters that estimates each rater's "
+             "confusion and the true labels jointly (binary and likert5 rubrics; posterior mean, mode for kappa).",
     )(func)
 
 
