@@ -267,7 +267,7 @@ def rater_model_table(report: CalibrationReport) -> pd.DataFrame:
         report: The report (empty table under the other rules).
 
     Returns:
-        ``labels of, rater, n_labels, accuracy`` and one column per category, ``"4→4"``: the
+        ``labels of, rater`` (the name), ``rater_id, n_labels, accuracy`` and one column per category, ``"4→4"``: the
         estimated chance the rater gives that category when it is the true one (the confusion
         matrix's diagonal; ``fail→fail``, ``pass→pass`` for verdicts). Columns of a category the
         other model lacks are empty. In the order of the label columns, then the raters.
@@ -278,7 +278,8 @@ def rater_model_table(report: CalibrationReport) -> pd.DataFrame:
         accuracy = model.accuracy()
         for r, rater in enumerate(model.raters):
             row: dict[str, object] = {"labels of": "pass verdict" if column == "pass" else "overall score",
-                                      "rater": str(rater), "n_labels": model.n_labels[r],
+                                      "rater": report.rater_names.get(str(rater), str(rater)),
+                                      "rater_id": str(rater), "n_labels": model.n_labels[r],
                                       "accuracy": float(accuracy[r])}
             for k, c in enumerate(model.categories):
                 name = _category(c, column)
@@ -403,7 +404,7 @@ def _rater_model_markdown(report: CalibrationReport) -> list[str]:
         lines += [f"On the {what}: {model.method}; estimated share of each true category: "
                   + ", ".join(f"{c:g}: {p:.0%}" for c, p in zip(model.categories, model.priors, strict=True)) + ".", ""]
     table = rater_model_table(report)
-    lines += _md_table(table, {c: functools.partial(_cell, digits=2) for c in table.columns[3:]})
+    lines += _md_table(table, {c: functools.partial(_cell, digits=2) for c in table.columns[4:]})
     return [*lines, "", "accuracy: the rater's estimated chance of giving the true category (the confusion "
                     "matrix's diagonal weighted by the categories' shares); k→k: the chance of saying k when the "
                     "true category is k. The whole matrices are in the JSON report (`rater_model`).", ""]

@@ -157,6 +157,7 @@ def build_report(
         compare_run_id=None if compare is None else compare.run_id,
         interval=interval,
         rater_models=models,
+        rater_names=_rater_names(data) if models else {},
     )
 
 
@@ -237,6 +238,12 @@ _SECTIONS: tuple[tuple[str, Callable[[_Inputs, _Sections], list[str]]], ...] = (
     ("format diagnostics", _formats),
 )
 """The report's sections in order: the name a skipped section is listed under, and its step."""
+
+
+def _rater_names(data: CalibrationData) -> dict[str, str]:
+    """Each rater's display name by id (the rater model's table names raters as the Raters page does)."""
+    labels = data.labels.drop_duplicates("rater_id")
+    return {str(i): str(n) for i, n in zip(labels["rater_id"], labels["rater_name"], strict=True) if n is not None}
 
 
 def _notes(data: CalibrationData, prov: ProvenanceNote | None, design: DesignNote | None) -> list[str]:

@@ -28,7 +28,7 @@ from calibration.calibrate._model import (
     ResidualSection,
     SelfPreferenceGap,
 )
-from calibration.calibrate._rater_model import fit_rater_models, model_human_scores
+from calibration.calibrate._rater_model import MODEL_REFITS, fit_rater_models, model_categories, model_human_scores
 from calibration.stats import (
     Estimate,
     ResidualScale,
@@ -39,8 +39,10 @@ from calibration.stats import (
     human_scores,
     krippendorff_alpha,
     level_for_scale,
+    model_refit_spread,
     provenance_note,
     residuals_and_gap,
+    with_model_variance,
 )
 
 _NO_KAPPA = "kappa: no answer has both a judge verdict and a human label"
@@ -242,13 +244,27 @@ def residual_section(
     tasks = frame["cluster"].astype(str).to_numpy()
     reason = _no_gap_reason(data.judge_family, sorted(set(fams)))
     gap: SelfPreferenceGap | None = None
-    if reason is None:
-        estimates, gap_estimate = residuals_and_gap(
-            judge, human, fams, tasks, own_family=str(data.judge_family), provenance=data.provenance, **common
-        )
+    gap_estimate: Estimate | None = None
+
+    def compute(**options: Any) -> tuple[dict[str, Estimate], Estimate | None]:
+        if reason is None:
+            return residuals_and_gap(judge, human, fams, tasks, own_family=str(data.judge_family),
+                                     provenance=data.provenance, **options)
+        return family_residuals(judge, human, fams, tasks, **options), None
+
+    estimates, gap_estimate = compute(**common)
+    if rule == "model":
+        # The model's scores move together when its fit moves: refit on task resamples and widen.
+        design, design_gap = compute(**{**common, "interval": "panel"})
+        sd = model_refit_spread(rater_level, answer_ids=frame["answer_id"].to_numpy(), judge=judge, family=fams,
+                                task=tasks, categories=model_categories(str(rubric.scale), label_col),
+                                own_family=None if reason else str(data.judge_family), weights=common["weights"],
+                                strata=common["strata"], scale=scale, n_refits=MODEL_REFITS, seed=opts.seed)
+        estimates = {f: with_model_variance(e, design[f], sd[f], MODEL_REFITS) for f, e in estimates.items()}
+        if gap_estimate is not None and design_gap is not None:
+            gap_estimate = with_model_variance(gap_estimate, design_gap, sd["gap"], MODEL_REFITS)
+    if gap_estimate is not None:
         gap = SelfPreferenceGap.from_estimate(gap_estimate)
-    else:
-        estimates = family_residuals(judge, human, fams, tasks, **common)
     families = {fam: FamilyResidual.from_estimate(fam, est) for fam, est in estimates.items()}
     units = next(iter(families.values())).units
     section = ResidualSection(scale, units, families, gap, reason, len(frame))

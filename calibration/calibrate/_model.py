@@ -644,6 +644,7 @@ class CalibrationReport:
             ``"panel"``).
         rater_models: Under the rule ``dawid-skene``, the model of the raters per label column
             (``"pass"``, ``"overall"``): each rater's estimated confusion.
+        rater_names: The display name of each rater id in ``rater_models``.
     """
 
     run_id: str
@@ -671,6 +672,7 @@ class CalibrationReport:
     compare_run_id: str | None = field(default=None)
     interval: RaterScope = "raters"
     rater_models: Mapping[str, RaterModel] = field(default_factory=dict)
+    rater_names: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def simulated(self) -> bool:
@@ -716,6 +718,11 @@ class CalibrationReport:
             return text + f" {answers} {verb} an adjudicated label, not used under this rule (`adjudicated` uses it)."
         return text
 
+    def _named(self, model: dict[str, Any]) -> dict[str, Any]:
+        """A model's JSON with each rater's display name beside their id."""
+        raters = [{**r, "name": self.rater_names.get(str(r["rater"]))} for r in model["raters"]]
+        return {**model, "raters": raters}
+
     def _revealed_words(self) -> str:
         """``"; 2 of them after revealing the family"`` (or nothing when every one was blind)."""
         k = self.labels.n_revealed
@@ -734,7 +741,7 @@ class CalibrationReport:
             "judge_format": self.judge_format,
             "human_rule": self.human_rule,
             "human_rule_text": self.human_rule_text(),
-            "rater_model": {k: m.to_dict() for k, m in self.rater_models.items()} or None,
+            "rater_model": {k: self._named(m.to_dict()) for k, m in self.rater_models.items()} or None,
             "interval": self.interval,
             "labels": self.labels.to_dict(),
             "design": None if self.design is None else self.design.to_dict(),

@@ -2,7 +2,10 @@
 
 Dawid and Skene's model (:func:`calibration.stats.dawid_skene`) is fitted to every rater's
 current labels of the rubric, once for the pass verdict and once for the overall score (the
-rubric's levels: two on ``binary``, five on ``likert5``), and read as follows:
+rubric's levels: two on ``binary``, five on ``likert5``), with one confusion matrix per rater and
+the true levels' shares (class priors) per model family, so that a family's mean posterior is
+unbiased for its true mean and the gap is not pulled towards zero by a pooled prior. It is read
+as follows:
 
 * **Residuals, the gap, PPI and the format diagnostics** use each answer's *posterior mean* on
   the scale (for pass verdicts: the posterior probability of a pass). It is what the residual
@@ -12,8 +15,11 @@ rubric's levels: two on ``binary``, five on ``likert5``), and read as follows:
 * **Intervals.** The task resampling carries each answer's posterior as it carries a mean of
   raters. For "raters like these" the raters' labels still give the spread of their leniency
   and each rater's share of the estimate is the mean rule's (``1/m`` per label): the model
-  corrects part of a panel's leniency, so this errs wide (``bench/rater_model.py`` measures it).
-  The fit itself (confusions estimated from the same labels) adds no term.
+  corrects part of a panel's leniency, so this errs wide. The fit itself moves every answer's
+  score at once, which the linearised variance misses: the residuals and the gap refit the model
+  on :data:`MODEL_REFITS` task resamples and add the spread beyond the design part
+  (:mod:`calibration.stats._model_variance`); ``bench/rater_model.py`` measures the coverage.
+  PPI and an active design's figures do not have this term yet.
 
 ``numeric100`` is refused: a 101x101 confusion matrix per rater cannot be estimated from a
 panel's labels, and binning the scale would be a choice the report should not make silently.
@@ -27,7 +33,10 @@ from calibration.calibrate._load import CalibrationData
 from calibration.stats import RaterModel, dawid_skene, human_scores
 from labeler.errors import InputError
 
-__all__ = ["COLUMN_NAMES", "fit_rater_models", "model_categories", "model_human_scores"]
+__all__ = ["COLUMN_NAMES", "MODEL_REFITS", "fit_rater_models", "model_categories", "model_human_scores"]
+
+MODEL_REFITS = 100
+"""Task resamples the model is refitted on for its own variance in the residuals and the gap."""
 
 COLUMN_NAMES: dict[str, str] = {"pass": "pass verdict", "overall": "overall score"}
 """The label column each model is fitted to, and its name in the report."""
@@ -65,7 +74,8 @@ def fit_rater_models(data: CalibrationData) -> dict[str, RaterModel]:
             continue
         try:
             out[column] = dawid_skene(rows["answer_id"].astype(str), rows["rater_id"].astype(str),
-                                      rows[column].astype(float), categories=model_categories(scale, column))
+                                      rows[column].astype(float), categories=model_categories(scale, column),
+                                      groups=rows["family"].astype(str))
         except ValueError as exc:
             raise InputError(
                 f"the human rule 'dawid-skene' cannot be fitted to the {COLUMN_NAMES[column]}s: {exc}",

@@ -25,6 +25,7 @@ from calibration.stats._formats import (
     top_tied_share,
 )
 from calibration.stats._humans import HumanRule, HumanScores, human_scores
+from calibration.stats._model_variance import model_refit_spread, with_model_variance
 from calibration.stats._multiple import (
     ADJUSTMENT_NAMES,
     ADJUSTMENTS,
@@ -62,7 +63,13 @@ from calibration.stats._probes import (
     verdict,
 )
 from calibration.stats._provenance import ProvenanceNote, provenance_note
-from calibration.stats._rater_sim import RaterSimulation, RuleReading, compare_rules, simulate_raters
+from calibration.stats._rater_sim import (
+    RULES_COMPARED,
+    RaterSimulation,
+    RuleReading,
+    compare_rules,
+    simulate_raters,
+)
 from calibration.stats._raters import RaterScope, RaterSpread, rater_spread, rater_variance
 from calibration.stats._residuals import (
     ResidualScale,
@@ -88,6 +95,7 @@ __all__ = [
     "ADJUSTMENTS",
     "ADJUSTMENT_NAMES",
     "MIN_CLUSTERS",
+    "RULES_COMPARED",
     "THRESHOLDS",
     "Adjustment",
     "ClusterDesign",
@@ -141,6 +149,7 @@ __all__ = [
     "length_controlled_win_rate",
     "level_for_scale",
     "lift_difference",
+    "model_refit_spread",
     "p_value_from_interval",
     "pairs_to_detect",
     "pairwise_kappas",
@@ -173,4 +182,5 @@ __all__ = [
     "verdict",
     "weighted_mean",
     "wilson_interval",
+    "with_model_variance",
 ]

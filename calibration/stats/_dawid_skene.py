@@ -18,6 +18,12 @@ counts and to every class count (a symmetric Dirichlet prior; EM then finds the 
 the parameters). Without it a rater who never gave some label for some category "can never" give
 it, and one such label rules the category out for that answer whatever the other raters said.
 
+**Groups.** With ``groups`` (e.g. the answer's model family) each group has its own class
+priors. A family's mean posterior is then unbiased for the family's true mean when the model holds
+(the tower rule), where one pooled prior pulls every family's posteriors towards the pooled share
+and biases a difference between families towards zero (``bench/rater_model.py`` showed 2-3
+percentage points on the gap with 300 answers per family). The confusions stay one per rater.
+
 **Extra starts.** EM finds a local maximum. ``n_starts > 1`` adds starts that mix the vote shares
 with random posteriors drawn from ``seed`` (half and half, so every start keeps the categories'
 names) and keeps the fit with the highest penalised log-likelihood.
@@ -35,7 +41,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import logsumexp
 
 from calibration.stats._bootstrap import RngLike, as_rng
 
@@ -55,6 +60,8 @@ class RaterModel:
             rater ``r`` gives label ``categories[l]`` to an item whose true category is
             ``categories[k]`` (each row sums to 1).
         priors: ``(K,)``: estimated share of each true category among the items.
+        groups: The groups of ``group_priors`` (``()`` without ``groups``).
+        group_priors: ``(n_groups, K)``: each group's class priors (``None`` without ``groups``).
         n_labels: Labels per rater, in the order of ``raters``.
         log_likelihood: Log-likelihood of the labels at the estimates (without the smoothing).
         iterations: EM iterations of the kept fit.
@@ -75,6 +82,8 @@ class RaterModel:
     converged: bool
     smoothing: float
     method: str
+    groups: tuple[Any, ...] = ()
+    group_priors: npt.NDArray[np.float64] | None = None
 
     def mode(self) -> npt.NDArray[np.float64]:
         """Each item's most probable true category (a tie goes to the lower category)."""
@@ -96,6 +105,8 @@ class RaterModel:
             "method": self.method,
             "categories": list(self.categories),
             "priors": self.priors.tolist(),
+            "group_priors": None if self.group_priors is None else {
+                str(_plain(g)): p.tolist() for g, p in zip(self.groups, self.group_priors, strict=True)},
             "iterations": self.iterations,
             "converged": self.converged,
             "log_likelihood": self.log_likelihood,
@@ -113,6 +124,7 @@ def dawid_skene(
     label: npt.ArrayLike,
     *,
     categories: npt.ArrayLike | None = None,
+    groups: npt.ArrayLike | None = None,
     smoothing: float = 0.01,
     max_iter: int = 500,
     tol: float = 1e-8,
@@ -126,6 +138,8 @@ def dawid_skene(
         rater: Rater id of each label.
         label: The label (a level of the scale; 0/1 for pass verdicts).
         categories: The scale's levels (default: the labels seen). Every label must be one.
+        groups: Optional group of each label's item (one group per item), for class priors per
+            group (module docstring).
         smoothing: Pseudo-count added to each confusion cell and class count (> 0 keeps every
             label possible for every category; 0 is plain maximum likelihood).
         max_iter: EM iterations at most, per start.
@@ -138,7 +152,8 @@ def dawid_skene(
 
     Raises:
         ValueError: On unequal lengths, missing values, a label outside ``categories``, a rater
-            labelling one item twice, bad options, or no item labelled by two or more raters
+            labelling one item twice, an item in two groups, bad options, or no item labelled by
+            two or more raters
             (with one label per item a rater's confusion cannot be told from the items').
 
     Examples:
@@ -174,7 +189,8 @@ def dawid_skene(
     if per_item.max() < 2:
         raise ValueError(f"{func}: no item has labels from two or more raters, so a rater's confusion cannot be "
                          "told from the items' categories; have some items labelled by several raters")
-    data = _Labels(i_idx, r_idx, l_idx, len(items), len(raters), cats.size)
+    group_names, item_group = _item_groups(func, groups, i_idx, len(items))
+    data = _Labels(i_idx, r_idx, l_idx, len(items), len(raters), cats.size, item_group, len(group_names))
     votes = np.zeros((data.n_items, data.k))
     np.add.at(votes, (i_idx, l_idx), 1.0)
     votes /= votes.sum(axis=1, keepdims=True)
@@ -194,14 +210,32 @@ def dawid_skene(
         raters=tuple(_plain(v) for v in raters),
         posterior=best.posterior,
         confusion=best.confusion,
-        priors=best.priors,
+        priors=best.posterior.mean(axis=0) if groups is not None else best.priors[0],
         n_labels=tuple(int(n) for n in np.bincount(r_idx, minlength=len(raters))),
         log_likelihood=best.log_likelihood,
         iterations=best.iterations,
         converged=best.converged,
         smoothing=float(smoothing),
-        method=method,
+        method=method + (f"; class priors per group ({len(group_names)} groups)" if groups is not None else ""),
+        groups=tuple(_plain(g) for g in group_names) if groups is not None else (),
+        group_priors=best.priors if groups is not None else None,
     )
+
+
+def _item_groups(
+    func: str, groups: npt.ArrayLike | None, i_idx: npt.NDArray[np.intp], n_items: int
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.intp]]:
+    """The group names and each item's group code (one group, ``0``, without ``groups``)."""
+    if groups is None:
+        return np.array([None], dtype=object), np.zeros(n_items, np.intp)
+    names, g_idx = _codes(func, "group", groups)
+    if g_idx.size != i_idx.size:
+        raise ValueError(f"{func}: groups must have one entry per label; got {g_idx.size} for {i_idx.size} labels")
+    item_group = np.full(n_items, -1, np.intp)
+    item_group[i_idx] = g_idx
+    if (item_group[i_idx] != g_idx).any():
+        raise ValueError(f"{func}: an item has labels in two groups; give each item one group")
+    return names, item_group
 
 
 @dataclass(frozen=True)
@@ -214,13 +248,15 @@ class _Labels:
     n_items: int
     n_raters: int
     k: int
+    group: npt.NDArray[np.intp]  # each item's group
+    n_groups: int
 
 
 @dataclass(frozen=True)
 class _Fit:
     posterior: npt.NDArray[np.float64]
     confusion: npt.NDArray[np.float64]
-    priors: npt.NDArray[np.float64]
+    priors: npt.NDArray[np.float64]  # (n_groups, K)
     log_likelihood: float
     objective: float
     iterations: int
@@ -231,14 +267,17 @@ def _m_step(
     data: _Labels, posterior: npt.NDArray[np.float64], smoothing: float
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Priors and confusion matrices that the posteriors imply (with the pseudo-counts)."""
-    counts = np.full((data.n_raters, data.k, data.k), smoothing)
-    # counts[r, :, l] += posterior of the item, for each label l given by rater r.
-    np.add.at(counts, (data.rater, slice(None), data.label), posterior[data.item])
+    # counts[r, k, l] = Σ posterior[item, k] over the labels l that rater r gave (one bincount per k).
+    flat = data.rater * data.k + data.label
+    size = data.n_raters * data.k
+    counts = np.stack([np.bincount(flat, weights=posterior[data.item, k], minlength=size).reshape(data.n_raters, data.k)
+                       for k in range(data.k)], axis=1) + smoothing
     totals = counts.sum(axis=2, keepdims=True)
     # A rater with no weight on a category (possible only without smoothing) gets a uniform row.
     confusion = np.divide(counts, totals, out=np.full_like(counts, 1.0 / data.k), where=totals > 0)
-    priors = posterior.sum(axis=0) + smoothing
-    return priors / priors.sum(), confusion
+    priors = np.stack([np.bincount(data.group, weights=posterior[:, k], minlength=data.n_groups)
+                       for k in range(data.k)], axis=1) + smoothing
+    return priors / priors.sum(axis=1, keepdims=True), confusion
 
 
 def _e_step(
@@ -247,9 +286,13 @@ def _e_step(
     """Each item's posterior over its true category, and the log-likelihood of the labels."""
     with np.errstate(divide="ignore"):
         log_conf = np.log(confusion)
-        log_joint = np.tile(np.log(priors), (data.n_items, 1))
-    np.add.at(log_joint, data.item, log_conf[data.rater, :, data.label])
-    norm = logsumexp(log_joint, axis=1, keepdims=True)
+        log_joint = np.log(priors)[data.group]
+    per_label = log_conf[data.rater, :, data.label]
+    for k in range(data.k):
+        log_joint[:, k] += np.bincount(data.item, weights=per_label[:, k], minlength=data.n_items)
+    # log Σ_k exp(·) per item, shifted by the row maximum (scipy's logsumexp costs more than the EM step).
+    top = log_joint.max(axis=1, keepdims=True)
+    norm = top + np.log(np.exp(log_joint - top).sum(axis=1, keepdims=True))
     return np.exp(log_joint - norm), float(norm.sum())
 
 

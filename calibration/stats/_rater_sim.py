@@ -24,6 +24,7 @@ of family ``f`` is ``E[judge − truth]`` over its answers, in percentage points
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +34,7 @@ from scipy.special import expit
 from calibration.stats._bootstrap import RngLike, as_rng
 from calibration.stats._dawid_skene import RaterModel, dawid_skene
 from calibration.stats._humans import human_scores
+from calibration.stats._model_variance import model_refit_spread, with_model_variance
 from calibration.stats._residuals import residuals_and_gap
 from calibration.stats._result import Estimate
 
@@ -160,15 +162,21 @@ def simulate_raters(
     return RaterSimulation(answers, labels, confusion, residuals, residuals["own"] - residuals["other"])
 
 
-def compare_rules(sim: RaterSimulation, *, level: float = 0.95) -> dict[str, RuleReading]:
+def compare_rules(
+    sim: RaterSimulation, *, level: float = 0.95, n_refits: int = 100, seed: RngLike = 0
+) -> dict[str, RuleReading]:
     """Read one dataset under each rule of :data:`RULES_COMPARED` against its known truth.
 
     The intervals are the calibration report's (:func:`calibration.stats.residuals_and_gap`,
-    speaking for raters like these, with the labels as ``rater_level``).
+    speaking for raters like these, with the labels as ``rater_level``); Dawid-Skene is fitted as
+    the report fits it (class priors per family).
 
     Args:
         sim: A dataset from :func:`simulate_raters`.
         level: Confidence level.
+        n_refits: Under Dawid-Skene, refits on task resamples for the model's own variance
+            (:mod:`calibration.stats._model_variance`; 0 leaves it out, as the report did before).
+        seed: Seed of those resamples.
 
     Returns:
         ``{rule: RuleReading}``.
@@ -180,8 +188,9 @@ def compare_rules(sim: RaterSimulation, *, level: float = 0.95) -> dict[str, Rul
     for rule in RULES_COMPARED:
         model = None
         if rule == "dawid-skene":
+            family = ans.set_index("answer_id")["family"].reindex(sim.labels["answer_id"]).to_numpy()
             model = dawid_skene(sim.labels["answer_id"], sim.labels["rater_id"], sim.labels["score"],
-                                categories=[0, 1])
+                                categories=[0, 1], groups=family)
             post = pd.Series(model.mean(), index=list(model.items))
             human = post.reindex(ids).to_numpy(dtype=float)
             category = pd.Series(model.mode(), index=list(model.items)).reindex(ids).to_numpy(dtype=float)
@@ -193,12 +202,16 @@ def compare_rules(sim: RaterSimulation, *, level: float = 0.95) -> dict[str, Rul
             category = human if rule == "majority" else (human > 0.5).astype(float)
             ratings = hs.ratings
             collapse = "majority" if rule == "majority" else "mean"
-        estimates, gap = residuals_and_gap(
-            ans["judge"].to_numpy(dtype=float), human, ans["family"].to_numpy(), ans["task_id"].to_numpy(),
-            own_family="own", scale="pass", rater_level=ratings, answer_ids=ids,
-            rule=collapse,  # type: ignore[arg-type]
-            level=level,
-        )
+        args = (ans["judge"].to_numpy(dtype=float), human, ans["family"].to_numpy(), ans["task_id"].to_numpy())
+        common: dict[str, Any] = {"own_family": "own", "scale": "pass", "rater_level": ratings, "answer_ids": ids,
+                                  "rule": collapse, "level": level}
+        estimates, gap = residuals_and_gap(*args, **common)
+        if model is not None and n_refits:
+            design, design_gap = residuals_and_gap(*args, **common, interval="panel")
+            sd = model_refit_spread(ratings, answer_ids=ids, judge=args[0], family=args[2], task=args[3],
+                                    categories=[0, 1], own_family="own", n_refits=n_refits, seed=seed)
+            estimates = {f: with_model_variance(e, design[f], sd[f], n_refits) for f, e in estimates.items()}
+            gap = with_model_variance(gap, design_gap, sd["gap"], n_refits)
         covered = {f: bool(estimates[f].ci_low <= sim.residuals[f] <= estimates[f].ci_high) for f in ("own", "other")}
         covered["gap"] = bool(gap.ci_low <= sim.gap <= gap.ci_high)
         out[rule] = RuleReading(rule, float((category != truth).mean()), float(((human - truth) ** 2).mean()),
