@@ -134,6 +134,10 @@ def test_the_cli_takes_the_rule(built: Built, tmp_path: Path) -> None:
     printed = json.loads(result.stdout)
     assert printed["human_rule"] == "dawid-skene" and len(printed["rater_model"]["pass"]["raters"]) == 5
     assert "The model of the raters" in out.read_text()
+    result = CliRunner().invoke(main, ["calibrate", "--db", str(built.store.path), "--out", str(out), "--resamples",
+                                       "100", "--human-rule", "dawid-skene"], catch_exceptions=False)
+    line = next(x for x in result.stdout.splitlines() if x.startswith("  rater model [pass]: estimated accuracy "))
+    assert all(f"r{k} 0." in line for k in range(1, 6))
 
 
 def test_the_calibration_page_shows_the_raters_confusion(built: Built, monkeypatch: pytest.MonkeyPatch) -> None:
