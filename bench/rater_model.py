@@ -1,8 +1,8 @@
 """The rater model against the majority on raters of known confusion: error rates, bias, coverage.
 
-Run: ``python bench/rater_model.py`` (200 datasets at 30, 60 and 150 tasks, a minute or two on
-2 CPUs); ``--reps N`` datasets per row, ``--tasks 60 150`` the task counts, ``--per-answer 3``
-raters per answer.
+Run: ``python bench/rater_model.py`` (200 datasets at 30, 60 and 150 tasks, about 7 CPU minutes:
+each Dawid-Skene reading refits the model on 100 task resamples); ``--reps N`` datasets per row,
+``--tasks 60 150`` the task counts, ``--per-answer 3`` raters per answer.
 
 The model is :func:`calibration.stats.simulate_raters`'s: pass/fail answers of two families with
 a known true verdict, a judge with a self-preference, and five raters of known confusion (one
