@@ -256,7 +256,42 @@ def report_tables(report: CalibrationReport) -> dict[str, pd.DataFrame]:
     out["probe_gaps"] = probe_gap_table(report)
     out["position"] = position_table(report)
     out["formats"] = format_table(report)
+    out["rater_model"] = rater_model_table(report)
     return out
+
+
+def rater_model_table(report: CalibrationReport) -> pd.DataFrame:
+    """Under the rule ``dawid-skene``, one row per (label column, rater): labels, accuracy, confusion diagonal.
+
+    Args:
+        report: The report (empty table under the other rules).
+
+    Returns:
+        ``labels of, rater`` (the name), ``rater_id, n_labels, accuracy`` and one column per category, ``"4→4"``: the
+        estimated chance the rater gives that category when it is the true one (the confusion
+        matrix's diagonal; ``fail→fail``, ``pass→pass`` for verdicts). Columns of a category the
+        other model lacks are empty. In the order of the label columns, then the raters.
+    """
+    rows = []
+    for column, model in report.rater_models.items():
+        diagonal = model.confusion.diagonal(axis1=1, axis2=2)
+        accuracy = model.accuracy()
+        for r, rater in enumerate(model.raters):
+            row: dict[str, object] = {"labels of": "pass verdict" if column == "pass" else "overall score",
+                                      "rater": report.rater_names.get(str(rater), str(rater)),
+                                      "rater_id": str(rater), "n_labels": model.n_labels[r],
+                                      "accuracy": float(accuracy[r])}
+            for k, c in enumerate(model.categories):
+                name = _category(c, column)
+                row[f"{name}→{name}"] = float(diagonal[r, k])
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _category(value: float, column: str) -> str:
+    if column == "pass":
+        return "pass" if value else "fail"
+    return f"{value:g}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,7 +390,24 @@ def _labels_markdown(report: CalibrationReport) -> list[str]:
         "",
         report.human_rule_text(),
         "",
+        *_rater_model_markdown(report),
     ]
+
+
+def _rater_model_markdown(report: CalibrationReport) -> list[str]:
+    """Each rater's estimated confusion under the rule ``dawid-skene`` (nothing under the others)."""
+    if not report.rater_models:
+        return []
+    lines = ["### The model of the raters (Dawid-Skene)", ""]
+    for column, model in report.rater_models.items():
+        what = "pass verdicts" if column == "pass" else "overall scores"
+        lines += [f"On the {what}: {model.method}; estimated share of each true category: "
+                  + ", ".join(f"{c:g}: {p:.0%}" for c, p in zip(model.categories, model.priors, strict=True)) + ".", ""]
+    table = rater_model_table(report)
+    lines += _md_table(table, {c: functools.partial(_cell, digits=2) for c in table.columns[4:]})
+    return [*lines, "", "accuracy: the rater's estimated chance of giving the true category (the confusion "
+                    "matrix's diagonal weighted by the categories' shares); k→k: the chance of saying k when the "
+                    "true category is k. The whole matrices are in the JSON report (`rater_model`).", ""]
 
 
 _RESIDUAL_TITLES = {"pass": "Pass rate (percentage points)", "score": "Overall score (rubric scale points)"}

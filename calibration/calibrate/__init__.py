@@ -13,7 +13,9 @@ Choices the report states rather than hides:
   judged more than once in that format counts with its first parsed judgement.
 * **Which human score.** Each rater's *current* label (edits supersede, flagged-unrateable
   labels are left out). Several raters of one answer are collapsed by the mean by default
-  (``human_rule``). Kappa needs one category per answer, so there the raters' majority is used,
+  (``human_rule``); under ``dawid-skene`` a model of the raters (each rater's confusion and the
+  true labels estimated jointly, :mod:`calibration.calibrate._rater_model`) gives the posterior
+  mean, and its mode for kappa. Kappa needs one category per answer, so there the raters' majority is used,
   ties going to the lower category (for pass verdicts: fail), and the report says so next to
   kappa with the number of tied answers.
 * **Which raters the intervals speak for.** By default (``interval="raters"``) the residuals,
@@ -42,7 +44,8 @@ Choices the report states rather than hides:
 
 Layout: ``_load`` reads the store into :class:`CalibrationData`; ``_model`` holds the frozen
 report model (it imports neither the builders nor the renderer, :mod:`calibration.report`);
-``_human``, ``_probes`` and ``_formats`` build the sections; ``_build`` runs them in order.
+``_human``, ``_probes`` and ``_formats`` build the sections (``_rater_model`` fits the model of the
+raters for the rule ``dawid-skene``); ``_build`` runs them in order.
 """
 
 from calibration.calibrate._build import build_report, calibrate

@@ -30,6 +30,7 @@ from calibration.calibrate._model import (
     ResidualSection,
 )
 from calibration.calibrate._probes import probe_section
+from calibration.calibrate._rater_model import fit_rater_models
 from calibration.stats import Estimate, ProvenanceNote, RaterScope, ResidualScale, provenance_note
 from labeler.errors import InputError
 from labeler.store import Store
@@ -54,8 +55,9 @@ def calibrate(
         run_id: The judge run (default: the newest with pointwise judgements). With
             ``compare_run`` this is the run *after* the change.
         compare_run: A run *before* a rubric change, for the padding/truncation comparison.
-        human_rule: ``"mean"`` (default), ``"majority"`` or ``"adjudicated"`` (an admin's
-            adjudicated label where the answer has one, else the mean; see :data:`HumanScoreRule`).
+        human_rule: ``"mean"`` (default), ``"majority"``, ``"adjudicated"`` (an admin's
+            adjudicated label where the answer has one, else the mean) or ``"dawid-skene"`` (a
+            model of the raters' confusions; see :data:`HumanScoreRule`).
         seed: Seed of every bootstrap (the same seed gives the same report).
         n_resamples: Bootstrap resamples per interval.
         level: Confidence level.
@@ -112,7 +114,10 @@ def build_report(
         raise InputError(f"unknown human rule {human_rule!r}", fix=f"use one of {', '.join(HUMAN_SCORE_RULES)}.")
     if not (isinstance(n_resamples, int) and n_resamples >= 10):
         raise InputError(f"resamples must be a whole number of at least 10; got {n_resamples!r}")
-    opts = ReportOptions(human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level, interval=interval)
+    # The model of the raters is fitted once, to every rater's labels, before any section reads it.
+    models = fit_rater_models(data) if human_rule == "dawid-skene" else {}
+    opts = ReportOptions(human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level, interval=interval,
+                         rater_models=models)
     analysis, design_note = analysis_set(data, opts)
     inputs = _Inputs(data, analysis, compare, opts)
     sections = _Sections()
@@ -151,6 +156,8 @@ def build_report(
         n_errors=data.n_errors,
         compare_run_id=None if compare is None else compare.run_id,
         interval=interval,
+        rater_models=models,
+        rater_names=_rater_names(data) if models else {},
     )
 
 
@@ -231,6 +238,12 @@ _SECTIONS: tuple[tuple[str, Callable[[_Inputs, _Sections], list[str]]], ...] = (
     ("format diagnostics", _formats),
 )
 """The report's sections in order: the name a skipped section is listed under, and its step."""
+
+
+def _rater_names(data: CalibrationData) -> dict[str, str]:
+    """Each rater's display name by id (the rater model's table names raters as the Raters page does)."""
+    labels = data.labels.drop_duplicates("rater_id")
+    return {str(i): str(n) for i, n in zip(labels["rater_id"], labels["rater_name"], strict=True) if n is not None}
 
 
 def _notes(data: CalibrationData, prov: ProvenanceNote | None, design: DesignNote | None) -> list[str]:

@@ -18,6 +18,7 @@ import pandas as pd
 from calibration.calibrate._load import CalibrationData, first_judgement
 from calibration.calibrate._model import FormatRow, HumanScoreRule, ProbeSection, ReportOptions
 from calibration.calibrate._probes import position_results
+from calibration.calibrate._rater_model import fit_rater_models, model_human_scores
 from calibration.numbers import ci, num
 from calibration.stats import (
     Estimate,
@@ -150,6 +151,11 @@ def _reference_scores(data: CalibrationData, reference: Reference, opts: ReportO
         rated = labels[labels["overall"].notna()]
         if rated.empty:
             return pd.Series(dtype=float), "human score (no labels yet)"
+        if opts.human_rule == "dawid-skene":
+            models = opts.rater_models or fit_rater_models(data)
+            scores, _ = model_human_scores(rated.rename(columns={"overall": "score"}),
+                                           models.get("overall") or models["pass"])
+            return scores, "human score per answer (posterior mean of the raters' overall labels under Dawid-Skene)"
         hs = human_scores(rated.rename(columns={"overall": "score"}), rule=opts.collapse, score_col="score")
         what = ("the adjudicated overall label, else the mean of the raters' current overall labels"
                 if opts.human_rule == "adjudicated" else f"{opts.human_rule} of the raters' current overall labels")

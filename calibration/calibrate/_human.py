@@ -28,6 +28,7 @@ from calibration.calibrate._model import (
     ResidualSection,
     SelfPreferenceGap,
 )
+from calibration.calibrate._rater_model import MODEL_REFITS, fit_rater_models, model_categories, model_human_scores
 from calibration.stats import (
     Estimate,
     ResidualScale,
@@ -38,8 +39,10 @@ from calibration.stats import (
     human_scores,
     krippendorff_alpha,
     level_for_scale,
+    model_refit_spread,
     provenance_note,
     residuals_and_gap,
+    with_model_variance,
 )
 
 _NO_KAPPA = "kappa: no answer has both a judge verdict and a human label"
@@ -127,8 +130,8 @@ def _active_section(
 
     def humans(column: str) -> tuple[np.ndarray, pd.DataFrame]:
         ratings = _ratings(data, list(ids), column, opts)
-        hs = human_scores(ratings, rule=opts.collapse, score_col="score")
-        return hs.scores.reindex(ids).to_numpy(dtype=float), hs.ratings
+        scores, rater_rows, _ = rule_scores(data, ratings, column, opts)
+        return scores.reindex(ids).to_numpy(dtype=float), rater_rows
 
     own = data.judge_family
     common: dict[str, Any] = {"interval": opts.interval}
@@ -167,6 +170,31 @@ def _ratings(data: CalibrationData, ids: Sequence[str], column: str, opts: Repor
                          "score": labels[column].to_numpy()})
 
 
+def rule_scores(
+    data: CalibrationData, ratings: pd.DataFrame, column: str, opts: ReportOptions, *, kind: str = "mean"
+) -> tuple[pd.Series, pd.DataFrame, str]:
+    """The human score per answer under the report's rule, the raters' rows, and the stats rule.
+
+    Args:
+        data: The run (for the rater model under ``dawid-skene``).
+        ratings: ``answer_id, rater_id, score`` from :func:`_ratings`.
+        column: The label column the scores come from (``"pass"`` or ``"overall"``).
+        opts: The report options.
+        kind: Under ``dawid-skene``: ``"mean"`` (posterior mean) or ``"mode"``.
+
+    Returns:
+        Scores (index: answer id), the per-rater table for ``rater_level``, and the ``rule`` to
+        pass to the residual functions (``"model"`` for a model's scores).
+    """
+    if opts.human_rule == "dawid-skene":
+        models = opts.rater_models or fit_rater_models(data)
+        model = models.get(column) or models["pass"]  # binary rubric: the overall score is the verdict
+        scores, raters = model_human_scores(ratings, model, kind=kind)
+        return scores, raters, "model"
+    hs = human_scores(ratings, rule=opts.collapse, score_col="score")
+    return hs.scores, hs.ratings, opts.collapse
+
+
 def residual_section(
     data: CalibrationData, analysis: pd.DataFrame, scale: ResidualScale, opts: ReportOptions
 ) -> tuple[ResidualSection | None, list[str]]:
@@ -199,15 +227,15 @@ def residual_section(
     frame = frame[isin(frame["answer_id"], ratings["answer_id"])].reset_index(drop=True)
     if frame.empty:
         return None, [f"residuals ({scale}): no answer has both a judge {judge_col} and a human {label_col}"]
-    hs = human_scores(ratings, rule=opts.collapse, score_col="score")
-    human = hs.scores.reindex(frame["answer_id"]).to_numpy(dtype=float)
+    scores, rater_level, rule = rule_scores(data, ratings, label_col, opts)
+    human = scores.reindex(frame["answer_id"]).to_numpy(dtype=float)
     common: dict[str, Any] = {
         "scale": scale,
         "weights": frame["weight"].to_numpy(dtype=float),
         "strata": _strata(frame),
-        "rater_level": hs.ratings,
+        "rater_level": rater_level,
         "answer_ids": frame["answer_id"].to_numpy(),
-        "rule": opts.collapse,
+        "rule": rule,
         "interval": opts.interval,
         "level": opts.level,
     }
@@ -216,13 +244,27 @@ def residual_section(
     tasks = frame["cluster"].astype(str).to_numpy()
     reason = _no_gap_reason(data.judge_family, sorted(set(fams)))
     gap: SelfPreferenceGap | None = None
-    if reason is None:
-        estimates, gap_estimate = residuals_and_gap(
-            judge, human, fams, tasks, own_family=str(data.judge_family), provenance=data.provenance, **common
-        )
+    gap_estimate: Estimate | None = None
+
+    def compute(**options: Any) -> tuple[dict[str, Estimate], Estimate | None]:
+        if reason is None:
+            return residuals_and_gap(judge, human, fams, tasks, own_family=str(data.judge_family),
+                                     provenance=data.provenance, **options)
+        return family_residuals(judge, human, fams, tasks, **options), None
+
+    estimates, gap_estimate = compute(**common)
+    if rule == "model":
+        # The model's scores move together when its fit moves: refit on task resamples and widen.
+        design, design_gap = compute(**{**common, "interval": "panel"})
+        sd = model_refit_spread(rater_level, answer_ids=frame["answer_id"].to_numpy(), judge=judge, family=fams,
+                                task=tasks, categories=model_categories(str(rubric.scale), label_col),
+                                own_family=None if reason else str(data.judge_family), weights=common["weights"],
+                                strata=common["strata"], scale=scale, n_refits=MODEL_REFITS, seed=opts.seed)
+        estimates = {f: with_model_variance(e, design[f], sd[f], MODEL_REFITS) for f, e in estimates.items()}
+        if gap_estimate is not None and design_gap is not None:
+            gap_estimate = with_model_variance(gap_estimate, design_gap, sd["gap"], MODEL_REFITS)
+    if gap_estimate is not None:
         gap = SelfPreferenceGap.from_estimate(gap_estimate)
-    else:
-        estimates = family_residuals(judge, human, fams, tasks, **common)
     families = {fam: FamilyResidual.from_estimate(fam, est) for fam, est in estimates.items()}
     units = next(iter(families.values())).units
     section = ResidualSection(scale, units, families, gap, reason, len(frame))
@@ -274,7 +316,10 @@ def kappa_rows(
         ratings = _ratings(data, list(frame["answer_id"]), label_col, opts)
         if ratings.empty:
             continue
-        major = human_scores(ratings, rule="majority", score_col="score").scores
+        if opts.human_rule == "dawid-skene":
+            major = rule_scores(data, ratings, label_col, opts, kind="mode")[0]
+        else:
+            major = human_scores(ratings, rule="majority", score_col="score").scores
         frame = frame[isin(frame["answer_id"], major.index)]
         judge = frame[judge_col].to_numpy(dtype=float).round().astype(int)
         human = major.reindex(frame["answer_id"]).to_numpy(dtype=float).round().astype(int)
@@ -282,6 +327,8 @@ def kappa_rows(
         tasks = frame["cluster"].astype(str).to_numpy()
         w = frame["weight"].to_numpy(dtype=float)
         tied = tied_majorities(ratings).reindex(frame["answer_id"]).fillna(False).to_numpy(dtype=bool)
+        if opts.human_rule == "dawid-skene":
+            tied = np.zeros(len(frame), bool)  # the model's mode, not a vote: no tie was broken by rule
         for scope in ["all", *sorted(set(fam))]:
             sel = np.ones(len(fam), bool) if scope == "all" else fam == scope
             if not sel.any():
@@ -351,8 +398,8 @@ def ppi_rows(data: CalibrationData, analysis: pd.DataFrame, opts: ReportOptions)
     ratings = _ratings(data, list(labelled["answer_id"]), "pass", opts)
     if ratings.empty:
         return [], ["PPI: no human pass verdicts"]
-    hs = human_scores(ratings, rule=opts.collapse, score_col="score")
-    labelled = labelled[isin(labelled["answer_id"], hs.scores.index)]
+    scores, rater_table, _ = rule_scores(data, ratings, "pass", opts)
+    labelled = labelled[isin(labelled["answer_id"], scores.index)]
     weighted = not np.allclose(labelled["weight"], 1.0) if len(labelled) else False
     rows: list[PPIRow] = []
     reasons: list[str] = []
@@ -369,9 +416,9 @@ def ppi_rows(data: CalibrationData, analysis: pd.DataFrame, opts: ReportOptions)
         if weighted and not lab["weight"].sum() > 0:
             reasons.append(f"PPI ({fam}): the design gives this family's labelled answers zero total weight")
             continue
-        y = hs.scores.reindex(lab["answer_id"]).to_numpy(dtype=float)
+        y = scores.reindex(lab["answer_id"]).to_numpy(dtype=float)
         position = pd.Series(np.arange(len(lab)), index=lab["answer_id"])
-        rater_level = hs.ratings[isin(hs.ratings["answer"], lab["answer_id"])]
+        rater_level = rater_table[isin(rater_table["answer"], lab["answer_id"])]
         rater_level = rater_level.assign(answer=rater_level["answer"].map(position).to_numpy())
         strata = _strata(lab)
         common: dict[str, Any] = {"weights": lab["weight"].to_numpy(dtype=float), "strata": strata,

@@ -27,21 +27,25 @@ from calibration.stats import (
     KappaResult,
     PositionStatistics,
     ProvenanceNote,
+    RaterModel,
     RaterScope,
     ResidualScale,
     RunComparison,
     SlotDecomposition,
 )
 
-HumanScoreRule = Literal["mean", "majority", "adjudicated"]
+HumanScoreRule = Literal["mean", "majority", "adjudicated", "dawid-skene"]
 """How the human score of an answer is defined in the report.
 
 ``"mean"`` (the default) and ``"majority"`` collapse the raters' current labels
 (:data:`calibration.stats.HumanRule`). ``"adjudicated"``: an admin's adjudicated label where the
 answer has one (it replaces the raters' labels of that answer), else the raters' mean.
+``"dawid-skene"``: a model of the raters (each rater's confusion and the true labels estimated
+jointly, :mod:`calibration.calibrate._rater_model`); the posterior mean on the scale, and its mode
+for kappa.
 """
 
-HUMAN_SCORE_RULES: tuple[HumanScoreRule, ...] = ("mean", "majority", "adjudicated")
+HUMAN_SCORE_RULES: tuple[HumanScoreRule, ...] = ("mean", "majority", "adjudicated", "dawid-skene")
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class ReportOptions:
         level: Confidence level.
         interval: Which raters the residual, gap and PPI intervals speak for: ``"raters"``
             (raters like these; default) or ``"panel"`` (this panel only).
+        rater_models: Under ``"dawid-skene"``, the fitted models per label column (``"pass"``,
+            ``"overall"``); fitted when needed if left empty.
     """
 
     human_rule: HumanScoreRule = "mean"
@@ -63,6 +69,7 @@ class ReportOptions:
     n_resamples: int = 2000
     level: float = 0.95
     interval: RaterScope = "raters"
+    rater_models: Mapping[str, RaterModel] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
     def collapse(self) -> HumanRule:
@@ -635,6 +642,9 @@ class CalibrationReport:
         compare_run_id: The "before" run of a rubric-change comparison, if any.
         interval: Which raters the residual, gap and PPI intervals speak for (``"raters"`` or
             ``"panel"``).
+        rater_models: Under the rule ``dawid-skene``, the model of the raters per label column
+            (``"pass"``, ``"overall"``): each rater's estimated confusion.
+        rater_names: The display name of each rater id in ``rater_models``.
     """
 
     run_id: str
@@ -661,6 +671,8 @@ class CalibrationReport:
     n_errors: int = 0
     compare_run_id: str | None = field(default=None)
     interval: RaterScope = "raters"
+    rater_models: Mapping[str, RaterModel] = field(default_factory=dict)
+    rater_names: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def simulated(self) -> bool:
@@ -677,6 +689,10 @@ class CalibrationReport:
             "majority": "the raters' most frequent current label, ties going to the lower score",
             "adjudicated": f"an admin's adjudicated label where the answer has one ({answers} adjudicated"
                            f"{self._revealed_words()}), else {mean}",
+            "dawid-skene": "the posterior mean on the scale (for pass verdicts the probability of a pass) under "
+                           "Dawid and Skene's model of the raters, which estimates each rater's confusion between "
+                           "the rubric's levels and every answer's true level jointly by EM; the raters' leniency "
+                           "spread and shares enter the intervals as under the mean rule, which errs wide",
         }[self.human_rule]
         kappa = "the raters' majority category"
         scope = (
@@ -687,10 +703,13 @@ class CalibrationReport:
         )
         if self.human_rule == "adjudicated":
             kappa = f"the adjudicated category, else {kappa}"
+        ties = ("a tie goes to the lower category (for pass verdicts an even split is a fail), which leans "
+                "kappa's human side towards fail")
+        if self.human_rule == "dawid-skene":
+            kappa, ties = "the model's most probable category", "a tie of the posterior goes to the lower category"
         text = (
             f"Human score per answer (rule `{self.human_rule}`): {rule}. Intervals speak for {scope}. Kappa uses "
-            f"{kappa}; a tie goes to the lower category (for pass verdicts an even split is a fail), which leans "
-            "kappa's human side towards fail."
+            f"{kappa}; {ties}."
         )
         if self.human_rule == "adjudicated":
             return text + " An adjudicator is never counted as a rater (alpha is among raters only)."
@@ -698,6 +717,11 @@ class CalibrationReport:
             verb = "has" if n == 1 else "have"
             return text + f" {answers} {verb} an adjudicated label, not used under this rule (`adjudicated` uses it)."
         return text
+
+    def _named(self, model: dict[str, Any]) -> dict[str, Any]:
+        """A model's JSON with each rater's display name beside their id."""
+        raters = [{**r, "name": self.rater_names.get(str(r["rater"]))} for r in model["raters"]]
+        return {**model, "raters": raters}
 
     def _revealed_words(self) -> str:
         """``"; 2 of them after revealing the family"`` (or nothing when every one was blind)."""
@@ -717,6 +741,7 @@ class CalibrationReport:
             "judge_format": self.judge_format,
             "human_rule": self.human_rule,
             "human_rule_text": self.human_rule_text(),
+            "rater_model": {k: self._named(m.to_dict()) for k, m in self.rater_models.items()} or None,
             "interval": self.interval,
             "labels": self.labels.to_dict(),
             "design": None if self.design is None else self.design.to_dict(),

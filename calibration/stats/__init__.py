@@ -11,6 +11,7 @@ from calibration.stats._agreement import (
 from calibration.stats._alpha import KrippendorffLevel, krippendorff_alpha, level_for_scale
 from calibration.stats._binomial import difference_of_proportions, proportion, wilson_interval
 from calibration.stats._bootstrap import RngLike, cluster_bootstrap, weighted_mean
+from calibration.stats._dawid_skene import RaterModel, dawid_skene
 from calibration.stats._detect import Detectable, PlanReading, detectable_effect, pairs_to_detect, per_test_alpha
 from calibration.stats._formats import (
     FormatDiagnostics,
@@ -24,6 +25,7 @@ from calibration.stats._formats import (
     top_tied_share,
 )
 from calibration.stats._humans import HumanRule, HumanScores, human_scores
+from calibration.stats._model_variance import model_refit_spread, with_model_variance
 from calibration.stats._multiple import (
     ADJUSTMENT_NAMES,
     ADJUSTMENTS,
@@ -61,6 +63,13 @@ from calibration.stats._probes import (
     verdict,
 )
 from calibration.stats._provenance import ProvenanceNote, provenance_note
+from calibration.stats._rater_sim import (
+    RULES_COMPARED,
+    RaterSimulation,
+    RuleReading,
+    compare_rules,
+    simulate_raters,
+)
 from calibration.stats._raters import RaterScope, RaterSpread, rater_spread, rater_variance
 from calibration.stats._residuals import (
     ResidualScale,
@@ -86,6 +95,7 @@ __all__ = [
     "ADJUSTMENTS",
     "ADJUSTMENT_NAMES",
     "MIN_CLUSTERS",
+    "RULES_COMPARED",
     "THRESHOLDS",
     "Adjustment",
     "ClusterDesign",
@@ -100,10 +110,13 @@ __all__ = [
     "PlanReading",
     "PositionStatistics",
     "ProvenanceNote",
+    "RaterModel",
     "RaterScope",
+    "RaterSimulation",
     "RaterSpread",
     "ResidualScale",
     "RngLike",
+    "RuleReading",
     "RunComparison",
     "SlotDecomposition",
     "Thresholds",
@@ -115,8 +128,10 @@ __all__ = [
     "cluster_design",
     "clustered_rate",
     "cohen_kappa",
+    "compare_rules",
     "compare_runs",
     "consistency_rate",
+    "dawid_skene",
     "design_kappa",
     "design_mean",
     "design_ppi_mean",
@@ -134,6 +149,7 @@ __all__ = [
     "length_controlled_win_rate",
     "level_for_scale",
     "lift_difference",
+    "model_refit_spread",
     "p_value_from_interval",
     "pairs_to_detect",
     "pairwise_kappas",
@@ -152,6 +168,7 @@ __all__ = [
     "reliability_note",
     "residuals_and_gap",
     "self_preference_gap",
+    "simulate_raters",
     "slot_decomposition",
     "somers_d",
     "swap_average",
@@ -165,4 +182,5 @@ __all__ = [
     "verdict",
     "weighted_mean",
     "wilson_interval",
+    "with_model_variance",
 ]

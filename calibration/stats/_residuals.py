@@ -52,6 +52,10 @@ from calibration.stats._variance import (
 __all__ = ["ResidualScale", "family_residuals", "residuals_and_gap", "self_preference_gap"]
 
 ResidualScale = Literal["pass", "score"]
+
+_MODEL_RULES: tuple[str, ...] = (*_RULES, "model")
+"""``"model"``: ``human`` comes from a model of the raters (:func:`calibration.stats.dawid_skene`'s
+posterior mean), not from collapsing ``rater_level``; the labels then serve the raters' spread only."""
 """``"pass"``: 0/1 pass verdicts, residuals in percentage points. ``"score"``: scores on the
 judge's scale (e.g. 1–5), residuals in judge scale points."""
 
@@ -123,7 +127,7 @@ def family_residuals(
     strata: npt.ArrayLike | None = None,
     rater_level: pd.DataFrame | None = None,
     answer_ids: npt.ArrayLike | None = None,
-    rule: HumanRule = "mean",
+    rule: HumanRule | Literal["model"] = "mean",
     interval: RaterScope = "raters",
     level: float = 0.95,
 ) -> dict[str, Estimate]:
@@ -152,7 +156,10 @@ def family_residuals(
         answer_ids: Id of each answer, to match ``rater_level["answer"]``.
         rule: The rule that collapsed the raters into ``human`` (see :data:`HumanRule`). The
             raters' share of the estimate is the mean rule's derivative under either rule (a
-            majority has none; the coverage suite checks the mean rule).
+            majority has none; the coverage suite checks the mean rule). ``"model"``: ``human``
+            is a model's score (Dawid-Skene's posterior mean), given, not collapsed from
+            ``rater_level``, whose labels then only feed the raters' spread and share (the mean
+            rule's, which errs wide: the model corrects part of a rater's leniency).
         interval: ``"raters"`` (default: raters like these) or ``"panel"`` (this panel only);
             see :data:`RaterScope`. Without ``rater_level`` (or with one rater) the interval can
             only speak for the panel, and the method says so.
@@ -189,7 +196,7 @@ def self_preference_gap(
     strata: npt.ArrayLike | None = None,
     rater_level: pd.DataFrame | None = None,
     answer_ids: npt.ArrayLike | None = None,
-    rule: HumanRule = "mean",
+    rule: HumanRule | Literal["model"] = "mean",
     interval: RaterScope = "raters",
     provenance: Iterable[tuple[str, str, str]] | None = None,
     level: float = 0.95,
@@ -250,7 +257,7 @@ def residuals_and_gap(
     strata: npt.ArrayLike | None = None,
     rater_level: pd.DataFrame | None = None,
     answer_ids: npt.ArrayLike | None = None,
-    rule: HumanRule = "mean",
+    rule: HumanRule | Literal["model"] = "mean",
     interval: RaterScope = "raters",
     provenance: Iterable[tuple[str, str, str]] | None = None,
     level: float = 0.95,
@@ -468,7 +475,7 @@ def _prepare(
     level: float,
 ) -> _Prepared:
     check_choice(func, "scale", scale, _SCALES)
-    check_choice(func, "rule", rule, _RULES)
+    check_choice(func, "rule", rule, _MODEL_RULES)
     check_choice(func, "interval", interval, RATER_SCOPES)
     check_level(func, level)
     j = _float_array(func, "judge", judge)
@@ -519,14 +526,15 @@ def _human_per_answer(
 ) -> npt.NDArray[np.float64]:
     """The human score per answer: given, or collapsed from the raters (and then checked against them)."""
     if human is None:
-        if ratings is None:
-            raise ValueError(f"{func}: pass human scores, or rater_level to compute them")
+        if ratings is None or rule == "model":
+            raise ValueError(f"{func}: pass human scores, or rater_level to compute them (not with rule='model')")
         h = ratings.collapsed()
     else:
         h = _float_array(func, "human", human)
         if h.shape != (n,):
             raise ValueError(f"{func}: human must have one score per answer ({n}); got {h.shape}")
-        if ratings is not None and not np.allclose(h, ratings.collapsed(), atol=1e-9, rtol=0):
+        # A model's human score is no collapse of the labels: nothing to check it against.
+        if ratings is not None and rule != "model" and not np.allclose(h, ratings.collapsed(), atol=1e-9, rtol=0):
             raise ValueError(
                 f"{func}: human scores disagree with rater_level collapsed by rule={rule!r}; "
                 "pass human=None to use rater_level alone, or the rule that made human"

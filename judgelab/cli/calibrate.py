@@ -15,6 +15,7 @@ import click
 
 from calibration.calibrate import (
     HUMAN_SCORE_RULES,
+    CalibrationReport,
     ReportOptions,
     calibrate,
     format_rows,
@@ -44,8 +45,18 @@ def _human_rule_option(func: F) -> F:
         "--human-rule", type=click.Choice(HUMAN_SCORE_RULES), default="mean", show_default=True,
         help="The human score of an answer: the mean of its raters' current labels, their most frequent "
              "label (ties to the lower), or 'adjudicated': an admin's adjudicated label (Review page) where "
-             "the answer has one, else the mean.",
+             "the answer has one, else the mean; 'dawid-skene': a model of the raters that estimates each rater's "
+             "confusion and the true labels jointly (binary and likert5 rubrics; posterior mean, mode for kappa).",
     )(func)
+
+
+def _rater_model_lines(report: CalibrationReport) -> list[str]:
+    """Each rater's estimated accuracy under the rule ``dawid-skene`` (no lines under the others)."""
+    lines = []
+    for column, model in report.rater_models.items():
+        named = zip((report.rater_names.get(str(r), str(r)) for r in model.raters), model.accuracy(), strict=True)
+        lines.append(f"  rater model [{column}]: estimated accuracy " + ", ".join(f"{n} {a:.2f}" for n, a in named))
+    return lines
 
 
 def _run_option(func: F) -> F:
@@ -104,7 +115,8 @@ def calibrate_command(
         click.echo(f"WARNING: {banner}")
     click.echo(f"Calibration report for judge run {report.run_id} ({report.judge_model}, family "
                f"{report.judge_family or 'not recorded'})")
-    click.echo(f"  human score: rule {report.human_rule}; {report.labels.n_adjudicated} answer(s) adjudicated")
+    click.echo("\n".join([f"  human score: rule {report.human_rule}; {report.labels.n_adjudicated} answer(s) "
+                          "adjudicated", *_rater_model_lines(report)]))
     click.echo(f"  intervals: {_scope_line(report.interval)}")
     for scale, section in report.residuals.items():
         digits = 1 if scale == "pass" else 2

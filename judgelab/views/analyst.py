@@ -40,7 +40,8 @@ compare = side.selectbox("Compare with an earlier run (before a rubric change)",
 rule = side.radio("Human score per answer", HUMAN_SCORE_RULES, horizontal=True, key="analyst_rule",
                   help="Several raters' labels of one answer become its human score by their mean, or "
                        "by the most frequent label (ties to the lower); `adjudicated` takes an admin's "
-                       "adjudicated label (Review page) where the answer has one, else the mean.")
+                       "adjudicated label (Review page) where the answer has one, else the mean; `dawid-skene` "
+                       "estimates each rater's confusion and the true labels jointly (posterior mean).")
 st.session_state.setdefault("analyst_resamples", 1000)
 resamples = int(side.select_slider("Bootstrap resamples", [300, 1000, 2000], key="analyst_resamples"))
 run_id = str(runs.loc[int(picked or 0), "run_id"])
@@ -111,6 +112,13 @@ for what in dict.fromkeys(k.what for k in report.kappas):
     st.caption(f"Confusion matrices, {what} (rows: judge, columns: humans), overall and per family")
     st.dataframe(confusion_table(report, what), hide_index=True, key=f"analyst_confusion_{what}")
 _table("alpha")
+if report.rater_models:
+    st.subheader("The model of the raters (Dawid-Skene)")
+    for column, model in report.rater_models.items():
+        st.caption(f"On the {'pass verdicts' if column == 'pass' else 'overall scores'}: {model.method}.")
+    _table("rater_model")
+    st.caption("accuracy: the rater's estimated chance of giving the true category; k→k: of saying k when the "
+               "true category is k. The whole confusion matrices are in the JSON report (`rater_model`).")
 
 st.header("Prediction-powered pass rates")
 if "ppi" in charts:
