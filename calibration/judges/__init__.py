@@ -1,4 +1,4 @@
-"""Judge back-ends: the :class:`Judge` protocol, the real Anthropic judge and a fake one."""
+"""Judge back-ends: the judge protocols, the Anthropic and OpenAI-compatible judges and a fake one."""
 
 from calibration.judges._anthropic import (
     DEFAULT_MODEL,
@@ -10,8 +10,22 @@ from calibration.judges._anthropic import (
     patiently,
     rejects_sampling_params,
 )
-from calibration.judges._base import Failure, FailureKind, Judge, JudgeCall, Judgement
+from calibration.judges._base import (
+    BatchJudge,
+    BuildingJudge,
+    Failure,
+    FailureKind,
+    Judge,
+    JudgeCall,
+    Judgement,
+)
 from calibration.judges._fake import FakeJudge, TextFeatures, text_features, text_quality
+from calibration.judges._openai import (
+    OpenAIBatchStatus,
+    OpenAIJudge,
+    create_openai_batch_once,
+    infer_family,
+)
 from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, Format, Kind
 
 __all__ = [
@@ -19,7 +33,9 @@ __all__ = [
     "PAIRWISE_FORMATS",
     "POINTWISE_FORMATS",
     "AnthropicJudge",
+    "BatchJudge",
     "BatchStatus",
+    "BuildingJudge",
     "Failure",
     "FailureKind",
     "FakeJudge",
@@ -29,9 +45,13 @@ __all__ = [
     "JudgeCallError",
     "Judgement",
     "Kind",
+    "OpenAIBatchStatus",
+    "OpenAIJudge",
     "TextFeatures",
     "create_batch_once",
+    "create_openai_batch_once",
     "find_batch",
+    "infer_family",
     "patiently",
     "rejects_sampling_params",
     "text_features",

@@ -264,6 +264,14 @@ class AnthropicJudge:
         """Request params recorded in each call and its cache key."""
         return {"max_tokens": self.max_tokens, "temperature": self.temperature}
 
+    def cache_identity(self) -> str:
+        """``""``: a Claude model id names one model, so the request alone decides the reply.
+
+        (The base URL is left out on purpose: a proxy or the mock serving a Claude model id
+        stands in for it, and the keys already stored must not change.)
+        """
+        return ""
+
     @property
     def client(self) -> anthropic.AsyncAnthropic:
         """The SDK client for the running event loop (call it inside ``async`` code).
