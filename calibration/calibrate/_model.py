@@ -635,6 +635,8 @@ class CalibrationReport:
         compare_run_id: The "before" run of a rubric-change comparison, if any.
         interval: Which raters the residual, gap and PPI intervals speak for (``"raters"`` or
             ``"panel"``).
+        judge_endpoint: The judge's provider and endpoint host (``"openai at
+            api.openai.com"``), when the run recorded it.
     """
 
     run_id: str
@@ -661,6 +663,7 @@ class CalibrationReport:
     n_errors: int = 0
     compare_run_id: str | None = field(default=None)
     interval: RaterScope = "raters"
+    judge_endpoint: str | None = None
 
     @property
     def simulated(self) -> bool:
@@ -713,6 +716,7 @@ class CalibrationReport:
             "compare_run_id": self.compare_run_id,
             "judge_model": self.judge_model,
             "judge_family": self.judge_family,
+            "judge_endpoint": self.judge_endpoint,
             "rubric": self.rubric,
             "judge_format": self.judge_format,
             "human_rule": self.human_rule,

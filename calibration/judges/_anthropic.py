@@ -264,6 +264,14 @@ class AnthropicJudge:
         """Request params recorded in each call and its cache key."""
         return {"max_tokens": self.max_tokens, "temperature": self.temperature}
 
+    @property
+    def endpoint(self) -> str:
+        """``anthropic at HOST``: the provider and the endpoint's host, as reports name them."""
+        from urllib.parse import urlparse
+
+        url = self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+        return f"anthropic at {urlparse(url).netloc or url}"
+
     def cache_identity(self) -> str:
         """``""``: a Claude model id names one model, so the request alone decides the reply.
 

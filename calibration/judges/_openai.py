@@ -287,9 +287,9 @@ class OpenAIJudge:
         return urlparse(self.base_url).netloc or self.base_url
 
     @property
-    def provider(self) -> str:
-        """``"openai"``: the API this judge speaks (recorded with each run)."""
-        return "openai"
+    def endpoint(self) -> str:
+        """``openai at HOST``: the provider and the endpoint's host, as reports name them."""
+        return f"openai at {self.host}"
 
     @property
     def params(self) -> dict[str, Any]:

@@ -87,7 +87,6 @@ class OpenAIAPI(MessagesAPI):
     """The OpenAI endpoints of the mock (a base of :class:`~calibration.mockapi.MockAnthropic`)."""
 
     batch_delay: float
-    base_url: str
     _files: dict[str, _File]
     _openai_batches: dict[str, _OpenAIBatch]
 
@@ -366,8 +365,9 @@ class OpenAIAPI(MessagesAPI):
         with self._lock:
             ids = list(self._openai_batches)
         batches = [self._openai_batch(i) for i in reversed(ids)]
-        after = (query.get("after") or [None])[0]
-        if after is not None:
+        afters = query.get("after")
+        if afters:
+            after = afters[0]
             order = [b.id for b in batches]
             batches = batches[order.index(after) + 1:] if after in order else []
         page = batches[:limit]
