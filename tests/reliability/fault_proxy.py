@@ -243,9 +243,15 @@ def served_in_thread(proxy: Proxy) -> Iterator[str]:
 
 
 def endpoint_of(method: str, path: str) -> str | None:
-    """``messages`` (``POST /v1/messages``), ``count_tokens``, ``batches`` (any batch route) or ``None``."""
-    if path == "/v1/messages":
+    """``messages`` (``POST /v1/messages``), ``count_tokens``, ``batches`` (any batch route) or ``None``.
+
+    The OpenAI API's judging endpoint (``POST /v1/chat/completions``) counts as ``messages``, and
+    its files and batches (input upload, create, retrieve, list, output file) as ``batches``.
+    """
+    if path in ("/v1/messages", "/v1/chat/completions"):
         return "messages" if method == "POST" else None
+    if path.startswith(("/v1/files", "/v1/batches")):
+        return "batches"
     if path == "/v1/messages/count_tokens":
         return "count_tokens"
     if path.startswith("/v1/messages/batches"):
