@@ -159,7 +159,8 @@ class Handler(BaseHTTPRequestHandler):
                                  "status": None, "t_done": None}
         fault = None
         if endpoint in self.proxy.endpoints:
-            key = body if endpoint == "messages" else f"{method} {self.path}\0".encode() + body
+            key = body if endpoint == "messages" else f"{method} {self.path}\0".encode() + _unbound(
+                body, self.headers.get("content-type", ""))
             entry["body"], fault = self.proxy.draw(key)
         entry["fault"] = fault
         try:
@@ -240,6 +241,18 @@ def served_in_thread(proxy: Proxy) -> Iterator[str]:
         proxy.stopping.set()
         server.shutdown()
         server.server_close()
+
+
+def _unbound(body: bytes, content_type: str) -> bytes:
+    """A multipart body (a file upload) without its boundary, which the SDK draws anew per attempt.
+
+    So that a retried upload is the same request to :meth:`Proxy.draw` (seen once before).
+    """
+    marker = "boundary="
+    if not content_type.startswith("multipart/") or marker not in content_type:
+        return body
+    boundary = content_type.split(marker, 1)[1].split(";", 1)[0].strip('"').encode()
+    return body.replace(boundary, b"BOUNDARY") if boundary else body
 
 
 def endpoint_of(method: str, path: str) -> str | None:
