@@ -10,15 +10,7 @@ from calibration.judges._anthropic import (
     patiently,
     rejects_sampling_params,
 )
-from calibration.judges._base import (
-    BatchJudge,
-    BuildingJudge,
-    Failure,
-    FailureKind,
-    Judge,
-    JudgeCall,
-    Judgement,
-)
+from calibration.judges._base import Failure, FailureKind, Judge, JudgeCall, Judgement
 from calibration.judges._fake import FakeJudge, TextFeatures, text_features, text_quality
 from calibration.judges._openai import (
     OpenAIBatchStatus,
@@ -26,6 +18,7 @@ from calibration.judges._openai import (
     create_openai_batch_once,
     infer_family,
 )
+from calibration.judges._protocols import BatchJudge, BuildingJudge
 from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, Format, Kind
 
 __all__ = [

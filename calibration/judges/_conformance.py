@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from calibration.judges._anthropic import AnthropicJudge
-    from calibration.judges._base import BatchJudge, BuildingJudge, Judge
+    from calibration.judges._base import Judge
     from calibration.judges._fake import FakeJudge
     from calibration.judges._openai import OpenAIJudge
+    from calibration.judges._protocols import BatchJudge, BuildingJudge
 
     def _anthropic(judge: AnthropicJudge) -> tuple[Judge, BuildingJudge, BatchJudge]:
         return judge, judge, judge

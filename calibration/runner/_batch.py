@@ -25,7 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from calibration.formats import passed_for
-from calibration.judges._base import BatchJudge, Judge, JudgeCall, Judgement
+from calibration.judges._base import Judge, JudgeCall, Judgement
+from calibration.judges._protocols import BatchJudge
 from calibration.runner._plan import PlannedCall, build_request
 from calibration.runner._sink import Ledger
 from labeler.models import Rubric

@@ -19,7 +19,8 @@ from typing import Any
 
 from calibration import formats
 from calibration.formats import passed_for
-from calibration.judges._base import BuildingJudge, Failure, Judge, Judgement
+from calibration.judges._base import Failure, Judge, Judgement
+from calibration.judges._protocols import BuildingJudge
 from calibration.runner._batch import run_batch
 from calibration.runner._plan import PlannedCall, build_request
 from calibration.runner._sink import Ledger

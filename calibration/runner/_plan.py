@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from calibration.formats import build_call
-from calibration.judges._base import BuildingJudge, Format, Judge, JudgeCall, Kind
+from calibration.judges._base import Format, Judge, JudgeCall, Kind
+from calibration.judges._protocols import BuildingJudge
 from labeler.models import Rubric
 
 __all__ = [
