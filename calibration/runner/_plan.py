@@ -85,6 +85,34 @@ class PlannedCall:
 
 # -- requests and their keys ------------------------------------------------------------
 
+_BUILDS: dict[type, bool] = {}
+
+
+def building(judge: Judge) -> BuildingJudge | None:
+    """``judge`` as a :class:`~calibration.judges.BuildingJudge`, or ``None`` when it builds no requests.
+
+    A judge that has a ``build`` method but lacks another member of the protocol (a misspelled
+    ``cache_identity``) is refused rather than treated as a plain judge: its requests and cache
+    keys would silently be someone else's. mypy checks the bundled back-ends statically
+    (:mod:`calibration.judges._conformance`); this catches the others at run time.
+
+    Raises:
+        TypeError: Naming the missing members.
+    """
+    kind = type(judge)
+    known = _BUILDS.get(kind)
+    if known is None:
+        known = isinstance(judge, BuildingJudge)
+        if not known and hasattr(judge, "build"):
+            missing = [m for m in ("cache_identity", "params", "spec", "run", "build") if not hasattr(judge, m)]
+            raise TypeError(
+                f"judge {kind.__name__} builds its own requests but lacks {', '.join(missing)} of the "
+                "BuildingJudge protocol (calibration.judges): without them its cache keys could be another "
+                "judge's. Add them (cache_identity() returns '' when the request alone decides the reply)."
+            )
+        _BUILDS[kind] = known
+    return judge if known else None  # type: ignore[return-value]  # checked by isinstance above
+
 def judge_identity(judge: Judge) -> str:
     """What, besides the request, decides a judge's reply.
 
@@ -94,7 +122,8 @@ def judge_identity(judge: Judge) -> str:
     OpenAI-compatible endpoint's host: one model name on two servers is two judges); it is
     folded into the cache key so that such judges never share cached replies.
     """
-    return judge.cache_identity() if isinstance(judge, BuildingJudge) else ""
+    builder = building(judge)
+    return builder.cache_identity() if builder is not None else ""
 
 
 def build_request(judge: Judge, rubric: Rubric, call: PlannedCall) -> JudgeCall:
@@ -106,11 +135,12 @@ def build_request(judge: Judge, rubric: Rubric, call: PlannedCall) -> JudgeCall:
     """
     answers = [call.answer] if call.answer_b is None else [call.answer, call.answer_b]
     chosen = call.rubric or rubric
-    if isinstance(judge, BuildingJudge):
+    builder = building(judge)
+    if builder is not None:
         # The task id picks a judge spec's reference answer (two tasks may share a prompt).
         if call.task_id is None:
-            return judge.build(call.kind, call.format, chosen, call.prompt, answers)
-        return judge.build(call.kind, call.format, chosen, call.prompt, answers, task_id=call.task_id)
+            return builder.build(call.kind, call.format, chosen, call.prompt, answers)
+        return builder.build(call.kind, call.format, chosen, call.prompt, answers, task_id=call.task_id)
     return build_call(call.kind, call.format, judge.model, chosen, call.prompt, answers, {})
 
 
@@ -139,7 +169,8 @@ def plan_hash(plan: Sequence[PlannedCall], keys: Mapping[str, str], *, reading: 
 
 def reading_of(judge: Judge, plan: Sequence[PlannedCall]) -> str:
     """The verdict rules a judge's spec reads the plan's replies by (``""`` without a spec)."""
-    spec = judge.spec if isinstance(judge, BuildingJudge) else None
+    builder = building(judge)
+    spec = builder.spec if builder is not None else None
     if spec is None:
         return ""
     kinds = sorted({(call.kind, call.format) for call in plan})

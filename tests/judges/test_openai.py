@@ -72,6 +72,27 @@ def test_every_back_end_is_the_judge_the_runner_takes_it_for() -> None:
     assert isinstance(FakeJudge(seed=0), BuildingJudge) and not isinstance(FakeJudge(seed=0), BatchJudge)
 
 
+class _Misspelled:
+    """A back-end that builds its own requests but misspelled ``cache_identity``."""
+
+    def __init__(self) -> None:
+        self._inner = FakeJudge(seed=0)
+        self.model, self.family, self.spec, self.params = "fake-judge", "claude", None, self._inner.params
+        self.build, self.run = self._inner.build, self._inner.run
+        self.score, self.compare = self._inner.score, self._inner.compare
+
+    def cache_identiy(self) -> str:
+        return "mine"
+
+
+def test_a_back_end_missing_part_of_the_protocol_is_refused_not_given_another_judges_keys(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="lacks cache_identity"):
+        cache_key_for(_Misspelled(), PROBE_RUBRIC, _plan(1)[0])
+    with pytest.raises(TypeError, match="lacks cache_identity"):
+        asyncio.run(arun_plan(_plan(2), _Misspelled(), Store(tmp_path / "m.duckdb"), rubric=PROBE_RUBRIC,
+                              judge_kind="fake", progress=False))
+
+
 def test_one_model_name_on_two_endpoints_never_shares_a_cache_key() -> None:
     call = _plan(1)[0]
     here, there = _judge("http://127.0.0.1:9/v1"), _judge("http://10.0.0.2:8000/v1")
