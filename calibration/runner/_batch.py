@@ -1,4 +1,7 @@
-"""The Message Batches path of a run: split the uncached calls into batches, submit, wait, collect.
+"""The batch path of a run: split the uncached calls into batches, submit, wait, collect.
+
+The judge is a :class:`~calibration.judges.BatchJudge`: Anthropic's Message Batches or OpenAI's
+Batch API (a file of requests, a batch marked in its metadata); the path below is the same.
 
 A batch holds at most :data:`MAX_BATCH_REQUESTS` requests and :data:`MAX_BATCH_BYTES` of
 request body (the API's limits), so a large run is split into several. Each batch is recorded
