@@ -116,6 +116,7 @@ def test_every_probe_through_the_openai_sdk_and_the_card_names_provider_and_host
     # The estimate against the run's cost: same calls, same price table (tokens approximated).
     assert run["cost_usd"] > 0 and estimate["cost_usd"] > 0
     assert 0.5 < run["cost_usd"] / estimate["cost_usd"] < 2.0
+    assert "has no token counter" in estimate["token_method"]
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["bias"] for r in rows} >= set(BIASES) - {"format"}
     assert {r["judge_family"] for r in rows} == {"gpt"}

@@ -523,6 +523,10 @@ async def aestimate_probes(
     )
     if unavailable:
         cost = replace(cost, token_method=cost.token_method + unavailable)
+    elif isinstance(judge, OpenAIJudge):
+        # Not for want of a key: Chat Completions has no token-counting endpoint to ask.
+        cost = replace(cost, token_method="approximate: ~4 characters per token (an OpenAI-compatible "
+                       "endpoint has no token counter; the run's cost comes from each reply's usage)")
     return ProbeEstimate(
         cost=cost,
         dataset=dataset_label(dataset),
