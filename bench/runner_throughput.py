@@ -1,7 +1,10 @@
 """Runner throughput against the local API server at 200 ms latency, with and without a rate limit.
 
 Run: ``python bench/runner_throughput.py`` (about three minutes). ``--calls``, ``--limited-calls``,
-``--latency``, ``--concurrency``, ``--rpm`` and ``--repeats`` change the set-up.
+``--latency``, ``--concurrency``, ``--rpm`` and ``--repeats`` change the set-up; ``--provider
+openai`` measures the OpenAI-compatible judge instead (:class:`~calibration.judges.OpenAIJudge`
+through the ``openai`` SDK, against the same server's ``/v1/chat/completions``, its limits
+stated in ``x-ratelimit-*`` headers), the SDK-alone path then being the bare ``openai`` client.
 
 Two questions, each answered against ``judgelab mock-api`` running in its own process (so its
 threads do not compete with the client for the interpreter lock), each path measured in a fresh
@@ -50,6 +53,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._measure import REPO, child, emit, machine
 from calibration.runner import PlannedCall
 
+PROVIDER = "anthropic"
+"""The back-end measured (``--provider``)."""
+
+_PATHS = {"anthropic": "POST /v1/messages", "openai": "POST /v1/chat/completions"}
+
+
+def _make_judge(base_url: str, **kwargs: Any) -> Any:
+    """The judge of the back-end measured, pointed at the mock API server."""
+    from calibration.judges import AnthropicJudge, OpenAIJudge
+
+    if PROVIDER == "openai":
+        return OpenAIJudge("gpt-4.1-mini", api_key="bench", base_url=base_url + "/v1", **kwargs)
+    return AnthropicJudge("claude-sonnet-4-6", api_key="bench", base_url=base_url, **kwargs)
+
 
 def _plan(n: int, offset: int = 0) -> list[PlannedCall]:
     # Distinct prompts: every call is a real request (no cache hits inside the plan).
@@ -66,6 +83,8 @@ def _plan(n: int, offset: int = 0) -> list[PlannedCall]:
 
 async def _sdk(base_url: str, calls: int, concurrency: int) -> float:
     """Seconds for ``calls`` requests through the bare SDK (after a warm-up round)."""
+    if PROVIDER == "openai":
+        return await _openai_sdk(base_url, calls, concurrency)
     import anthropic
 
     from calibration.datasets import PROBE_RUBRIC
@@ -95,15 +114,35 @@ async def _sdk(base_url: str, calls: int, concurrency: int) -> float:
         return time.perf_counter() - start
 
 
+async def _openai_sdk(base_url: str, calls: int, concurrency: int) -> float:
+    """Seconds for ``calls`` Chat Completions requests through the bare ``openai`` client."""
+    import openai
+
+    from calibration.datasets import PROBE_RUBRIC
+
+    builder = _make_judge(base_url)
+    bodies = [builder.request(builder.build("pointwise", "likert5", PROBE_RUBRIC, c.prompt, [c.answer]))
+              for c in _plan(calls + concurrency)]
+    client = openai.AsyncOpenAI(api_key="bench", base_url=base_url + "/v1", max_retries=0, timeout=30,
+                                http_client=openai.DefaultAsyncHttpxClient())
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(body: dict[str, Any]) -> None:
+        async with gate:
+            await client.chat.completions.create(**body)
+
+    async with client:
+        await asyncio.gather(*(one(b) for b in bodies[calls:]))  # warm the pool
+        start = time.perf_counter()
+        await asyncio.gather(*(one(b) for b in bodies[:calls]))
+        return time.perf_counter() - start
+
+
 async def _judge_alone(base_url: str, calls: int, concurrency: int) -> float:
     """Seconds for ``calls`` judge calls with nothing recorded (after a warm-up round)."""
     from calibration.datasets import PROBE_RUBRIC
-    from calibration.judges import AnthropicJudge
 
-    judge = AnthropicJudge(
-        "claude-sonnet-4-6", api_key="bench", base_url=base_url, max_concurrency=concurrency,
-        max_retries=6, timeout=30,
-    )
+    judge = _make_judge(base_url, max_concurrency=concurrency, max_retries=6, timeout=30)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(call: PlannedCall) -> None:
@@ -120,14 +159,10 @@ async def _judge_alone(base_url: str, calls: int, concurrency: int) -> float:
 async def _runner(base_url: str, calls: int, concurrency: int, workdir: Path) -> dict[str, float]:
     """Seconds for ``calls`` planned calls through the runner, and what the governor saw."""
     from calibration.datasets import PROBE_RUBRIC
-    from calibration.judges import AnthropicJudge
     from calibration.runner import arun_plan
     from labeler.store import Store
 
-    judge = AnthropicJudge(
-        "claude-sonnet-4-6", api_key="bench", base_url=base_url, max_concurrency=concurrency,
-        max_retries=6, timeout=30,
-    )
+    judge = _make_judge(base_url, max_concurrency=concurrency, max_retries=6, timeout=30)
     async with judge:
         # Warm the connection pool and the code paths so start-up is not in the figure.
         warm = _plan(concurrency, offset=10**6)
@@ -136,7 +171,7 @@ async def _runner(base_url: str, calls: int, concurrency: int, workdir: Path) ->
         plan = _plan(calls)  # the caller's work, like the SDK path's request bodies
         start = time.perf_counter()
         summary = await arun_plan(
-            plan, judge, store, rubric=PROBE_RUBRIC, judge_kind="anthropic",
+            plan, judge, store, rubric=PROBE_RUBRIC, judge_kind=PROVIDER,
             evidence=workdir / "evidence.jsonl", concurrency=concurrency, progress=False,
         )
         elapsed = time.perf_counter() - start
@@ -195,12 +230,13 @@ def _stop_server(proc: subprocess.Popen[str]) -> dict[str, int]:
 
 
 def _child_args(path: str, url: str, calls: int, args: argparse.Namespace) -> list[str]:
-    return ["--path", path, "--base-url", url, "--calls", str(calls), "--concurrency", str(args.concurrency)]
+    return ["--path", path, "--base-url", url, "--calls", str(calls), "--concurrency", str(args.concurrency),
+            "--provider", args.provider]
 
 
 def _unlimited(args: argparse.Namespace) -> None:
     bound = args.concurrency / args.latency
-    print(f"unlimited · {args.calls} calls · latency {args.latency * 1000:.0f} ms · concurrency "
+    print(f"unlimited · {args.provider} · {args.calls} calls · latency {args.latency * 1000:.0f} ms · concurrency "
           f"{args.concurrency} · bound {bound:.0f} calls/s · {args.repeats} interleaved repeats")
     server, url = _start_server(args.latency)
     labels = {
@@ -231,14 +267,14 @@ def _unlimited(args: argparse.Namespace) -> None:
 
 def _limited(args: argparse.Namespace) -> None:
     limit = args.rpm / 60
-    print(f"limited · {args.limited_calls} calls · latency {args.latency * 1000:.0f} ms · concurrency "
-          f"{args.concurrency} · mock enforces {args.rpm:g} requests/min = {limit:g}/s (bucket of 1 s)")
+    print(f"limited · {args.provider} · {args.limited_calls} calls · latency {args.latency * 1000:.0f} ms · "
+          f"concurrency {args.concurrency} · mock enforces {args.rpm:g} requests/min = {limit:g}/s (bucket of 1 s)")
     server, url = _start_server(args.latency, "--rpm", str(args.rpm))
     try:
         fig = child("runner_throughput.py", _child_args("runner", url, args.limited_calls, args))
     finally:
         counters = _stop_server(server)
-    received = counters.get("POST /v1/messages", 0)
+    received = counters.get(_PATHS[args.provider], 0)
     refused = counters.get("ratelimit:429", 0)
     warm = args.concurrency  # the warm-up round, sent before the clock started
     print(f"  runner {fig['calls_per_s']:.1f} calls/s = {fig['calls_per_s'] / limit:.1%} of the enforced limit "
@@ -261,7 +297,11 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--path", choices=["runner", "sdk", "judge"], default="runner", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--provider", choices=list(_PATHS), default="anthropic",
+                        help="The judge back-end measured: anthropic (Messages) or openai (Chat Completions).")
     args = parser.parse_args()
+    global PROVIDER
+    PROVIDER = args.provider
     if args.child:
         with tempfile.TemporaryDirectory() as tmp:
             emit(_measure(args.path, args.base_url, args.calls, args.concurrency, Path(tmp)))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 import tomllib
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -207,7 +208,9 @@ class PriceTable:
         head, _, tail = model.rpartition("-")
         if head and len(tail) == 8 and tail.isdigit():
             return self.models.get(head)
-        return None
+        # OpenAI dates its snapshots -YYYY-MM-DD ("gpt-4o-2024-08-06" is priced as "gpt-4o").
+        dated = re.fullmatch(r"(.+)-\d{4}-\d{2}-\d{2}", model)
+        return self.models.get(dated.group(1)) if dated else None
 
     def min_cache_tokens(self, model: str) -> int | None:
         """The model's minimum cacheable prompt length; ``None`` when the table does not say."""

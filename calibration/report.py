@@ -362,7 +362,8 @@ def _header_markdown(report: CalibrationReport) -> list[str]:
     lines += [f"# Calibration report: judge run `{report.run_id}`", ""]
     rub = report.rubric
     lines.append(
-        f"Judge `{report.judge_model}` (family `{report.judge_family or 'not recorded'}`), rubric "
+        f"Judge `{report.judge_model}` (family `{report.judge_family or 'not recorded'}`"
+        + (f", {report.judge_endpoint}" if report.judge_endpoint else "") + "), rubric "
         f"`{rub['rubric_id']}` v{rub['version']} ({rub['scale']}), judge scores read in "
         f"`{report.judge_format or 'no pointwise format'}`. All intervals are {round(report.level * 100)}%; "
         f"bootstraps use {report.n_resamples} resamples with seed {report.seed}."

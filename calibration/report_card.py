@@ -82,6 +82,8 @@ def header_line(analysis: Analysis, *, source: str | None = None) -> str:
     judge = ", ".join(analysis.models) or "unknown judge"
     if analysis.judge_families:
         judge += f" ({', '.join(analysis.judge_families)})"
+    if analysis.judge_endpoints:
+        judge += f" via {', '.join(analysis.judge_endpoints)}"
     parts = [f"judge: {judge}"]
     if source:
         parts.append(source)

@@ -21,7 +21,7 @@ from typing import Any
 
 from calibration.datasets import PoolAnswer
 from calibration.judges import Judge
-from calibration.probes import judge_kind_of, judge_spec, reference_tasks
+from calibration.probes import judge_endpoint, judge_kind_of, judge_spec, reference_tasks
 from calibration.runner import PlannedCall, RunSummary, arun_plan
 from calibration.spec import with_references
 from labeler.errors import InputError
@@ -212,6 +212,9 @@ async def ascore_answers(
     chosen = score_formats(judge, rubric, formats)
     spec = judge_spec(judge)
     record = {**(params or {}), "answer_set": what, "formats": list(chosen)}
+    endpoint = judge_endpoint(judge)
+    if endpoint is not None:
+        record["judge_endpoint"] = endpoint  # the calibration report names provider and host
     line = None
     if spec is not None:
         record["judge_spec"] = spec.describe(model=judge.model, params=getattr(judge, "params", None))

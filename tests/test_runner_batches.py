@@ -354,3 +354,51 @@ def test_several_batches_whose_ids_were_all_lost_are_found_again_each_for_its_ow
     assert creates == 4
     assert again.finished and again.errors == 0 and again.collected == 15 and again.issued == 0
     assert [b["n_requests"] for b in store.run_batches(again.run_id)] == [4, 4, 4, 3]
+
+
+# -- the same guarantees for an OpenAI-compatible judge (files upload, batches create/retrieve) --
+
+OPENAI_CREATES = "POST /v1/batches"
+
+
+def _openai_judge(url: str, **kwargs: Any) -> Any:
+    from calibration.judges import OpenAIJudge
+
+    kwargs.setdefault("max_retries", 6)
+    return OpenAIJudge("gpt-4.1-mini", api_key="test", base_url=url + "/v1", **kwargs)
+
+
+OPENAI_STEPS: dict[str, Callable[[Any, Store], None]] = {
+    **{name: step for name, step in STEPS.items() if name != "during results"},
+    "during results": lambda judge, store: crash_once(judge, "judgement", on_call=3),
+}
+
+
+@pytest.mark.parametrize("step", list(OPENAI_STEPS))
+def test_an_openai_run_dying_at_each_step_of_the_batch_path_creates_no_second_batch(
+    tmp_path: Path, step: str
+) -> None:
+    plan = plan_of(4)  # 12 distinct requests
+    store = Store(tmp_path / "p.duckdb")
+    with MockAnthropic(batch_delay=0.05) as mock:
+        judge = _openai_judge(mock.base_url)
+        OPENAI_STEPS[step](judge, store)
+        with pytest.raises(Crash):
+            run(plan, judge, store)
+        created_first = mock.count(OPENAI_CREATES)
+        again = run(plan, _openai_judge(mock.base_url), store)  # a new process: a fresh judge
+        creates = mock.count(OPENAI_CREATES)
+        sent_alone = mock.count("POST /v1/chat/completions")
+    assert created_first == (0 if step == "before create" else 1)
+    assert creates == 1, f"{step}: {creates} batches created for one plan"
+    assert sent_alone == 0
+    assert again.resumed and again.finished and again.errors == 0
+    assert again.parsed + again.parse_failures == len(plan)
+    rows = store.query("SELECT call_id FROM judgements WHERE run_id = ?", [again.run_id])
+    assert rows["call_id"].is_unique and len(rows) == len(plan)
+    batches = store.run_batches(again.run_id)
+    assert len(batches) == 1 and batches[0]["batch_id"] is not None
+    if step.startswith("after results are stored"):
+        assert again.issued == again.collected == 0
+    elif step != "before create":
+        assert again.issued == 0 and again.collected == 12

@@ -134,6 +134,7 @@ def build_report(
         run_id=data.run_id,
         judge_model=str(data.run.get("model")),
         judge_family=data.judge_family,
+        judge_endpoint=(data.run.get("params") or {}).get("judge_endpoint"),
         rubric={"rubric_id": rubric.rubric_id, "version": rubric.version, "scale": rubric.scale,
                 "name": rubric.name},
         judge_format=data.judge_format,

@@ -645,6 +645,8 @@ class CalibrationReport:
         rater_models: Under the rule ``dawid-skene``, the model of the raters per label column
             (``"pass"``, ``"overall"``): each rater's estimated confusion.
         rater_names: The display name of each rater id in ``rater_models``.
+        judge_endpoint: The judge's provider and endpoint host (``"openai at
+            api.openai.com"``), when the run recorded it.
     """
 
     run_id: str
@@ -673,6 +675,7 @@ class CalibrationReport:
     interval: RaterScope = "raters"
     rater_models: Mapping[str, RaterModel] = field(default_factory=dict)
     rater_names: Mapping[str, str] = field(default_factory=dict)
+    judge_endpoint: str | None = None
 
     @property
     def simulated(self) -> bool:
@@ -737,6 +740,7 @@ class CalibrationReport:
             "compare_run_id": self.compare_run_id,
             "judge_model": self.judge_model,
             "judge_family": self.judge_family,
+            "judge_endpoint": self.judge_endpoint,
             "rubric": self.rubric,
             "judge_format": self.judge_format,
             "human_rule": self.human_rule,

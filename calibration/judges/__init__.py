@@ -1,4 +1,4 @@
-"""Judge back-ends: the :class:`Judge` protocol, the real Anthropic judge and a fake one."""
+"""Judge back-ends: the judge protocols, the Anthropic and OpenAI-compatible judges and a fake one."""
 
 from calibration.judges._anthropic import (
     DEFAULT_MODEL,
@@ -12,6 +12,13 @@ from calibration.judges._anthropic import (
 )
 from calibration.judges._base import Failure, FailureKind, Judge, JudgeCall, Judgement
 from calibration.judges._fake import FakeJudge, TextFeatures, text_features, text_quality
+from calibration.judges._openai import (
+    OpenAIBatchStatus,
+    OpenAIJudge,
+    create_openai_batch_once,
+    infer_family,
+)
+from calibration.judges._protocols import BatchJudge, BuildingJudge
 from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, Format, Kind
 
 __all__ = [
@@ -19,7 +26,9 @@ __all__ = [
     "PAIRWISE_FORMATS",
     "POINTWISE_FORMATS",
     "AnthropicJudge",
+    "BatchJudge",
     "BatchStatus",
+    "BuildingJudge",
     "Failure",
     "FailureKind",
     "FakeJudge",
@@ -29,9 +38,13 @@ __all__ = [
     "JudgeCallError",
     "Judgement",
     "Kind",
+    "OpenAIBatchStatus",
+    "OpenAIJudge",
     "TextFeatures",
     "create_batch_once",
+    "create_openai_batch_once",
     "find_batch",
+    "infer_family",
     "patiently",
     "rejects_sampling_params",
     "text_features",

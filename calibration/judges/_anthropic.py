@@ -265,6 +265,22 @@ class AnthropicJudge:
         return {"max_tokens": self.max_tokens, "temperature": self.temperature}
 
     @property
+    def endpoint(self) -> str:
+        """``anthropic at HOST``: the provider and the endpoint's host, as reports name them."""
+        from urllib.parse import urlparse
+
+        url = self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+        return f"anthropic at {urlparse(url).netloc or url}"
+
+    def cache_identity(self) -> str:
+        """``""``: a Claude model id names one model, so the request alone decides the reply.
+
+        (The base URL is left out on purpose: a proxy or the mock serving a Claude model id
+        stands in for it, and the keys already stored must not change.)
+        """
+        return ""
+
+    @property
     def client(self) -> anthropic.AsyncAnthropic:
         """The SDK client for the running event loop (call it inside ``async`` code).
 

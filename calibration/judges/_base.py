@@ -6,10 +6,13 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from labeler.models import Rubric
 from labeler.scales import Format, Kind
+
+if TYPE_CHECKING:  # the spec module imports the formats, which import this package
+    pass
 
 FailureKind = Literal["api_error", "batch_error", "parse_failure"]
 """Why a judge call has no value.
@@ -172,3 +175,4 @@ class Judge(Protocol):
     ) -> Judgement:
         """Judge answer A (shown first) against answer B in a pairwise format."""
         ...
+

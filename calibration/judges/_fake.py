@@ -407,6 +407,10 @@ class FakeJudge:
         """Request params recorded in each :class:`JudgeCall` (so knobs separate cache keys)."""
         return {"fake": self.knobs()}
 
+    def cache_identity(self) -> str:
+        """``""``: the knobs and seed are in :attr:`params`, so in every request and its key."""
+        return ""
+
     # ------------------------------------------------------------------ Judge protocol
 
     async def score(

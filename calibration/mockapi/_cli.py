@@ -37,7 +37,8 @@ __all__ = ["mock_api_command"]
 @click.option("--fake-leniency", default=0.0, type=float, help="Fake judge: Likert points added.")
 @click.option("--fake-noise", default=0.0, type=float, help="Fake judge: noise SD in Likert points.")
 @click.option("--rpm", default=None, type=click.FloatRange(min=0, min_open=True),
-              help="Enforce this many requests per minute on /v1/messages (429 + retry-after).")
+              help="Enforce this many requests per minute on /v1/messages and /v1/chat/completions "
+              "(429 + retry-after).")
 @click.option("--tpm", default=None, type=click.FloatRange(min=0, min_open=True),
               help="Enforce this many tokens (prompt + completion) per minute.")
 @click.option("--burst-seconds", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
@@ -69,9 +70,10 @@ def mock_api_command(
     duration: float,
     judge_spec: str | None,
 ) -> None:
-    """Serve a local Anthropic-compatible API backed by the fake judge, for dry runs.
+    """Serve a local Anthropic- and OpenAI-compatible API backed by the fake judge, for dry runs.
 
-    Point a run at it with ANTHROPIC_BASE_URL=http://HOST:PORT and any ANTHROPIC_API_KEY.
+    Point a run at it with ANTHROPIC_BASE_URL=http://HOST:PORT and any ANTHROPIC_API_KEY, or
+    (--judge openai) with OPENAI_BASE_URL=http://HOST:PORT/v1 and any OPENAI_API_KEY.
     """
     from calibration.judges._fake import FakeJudge
     from calibration.spec import load_spec
@@ -103,6 +105,7 @@ def mock_api_command(
             )
             click.echo(f"Mock Anthropic API on {mock.base_url} ({judge!r}; fault rate {fault_rate:g}{limits})")
             click.echo(f"  export ANTHROPIC_BASE_URL={mock.base_url} ANTHROPIC_API_KEY=mock")
+            click.echo(f"  export OPENAI_BASE_URL={mock.openai_base_url} OPENAI_API_KEY=mock  # --judge openai")
             if duration > 0:
                 time.sleep(duration)
             else:

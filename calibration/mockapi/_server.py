@@ -22,6 +22,7 @@ from urllib.parse import parse_qs
 from calibration.mockapi._batches import Batch, BatchesAPI, batch_json, batch_list_json
 from calibration.mockapi._faults import FaultPlan, Limiter, RateLimit
 from calibration.mockapi._messages import ApiError, Responder, json_reply
+from calibration.mockapi._openai import OpenAIAPI, is_openai_path, openai_error_body
 
 __all__ = ["MockAnthropic", "ReceivedRequest"]
 
@@ -43,8 +44,12 @@ class ReceivedRequest:
     retry_count: int | None
 
 
-class MockAnthropic(BatchesAPI):
-    """A local Anthropic-compatible server on ``127.0.0.1`` (port 0 picks a free port).
+class MockAnthropic(OpenAIAPI, BatchesAPI):
+    """A local Anthropic- and OpenAI-compatible server on ``127.0.0.1`` (port 0 picks a free port).
+
+    It serves the Messages API and, for the OpenAI-compatible judge, Chat Completions, Files
+    and Batches (:mod:`calibration.mockapi._openai`; :attr:`openai_base_url` is that SDK's
+    ``base_url``), with the same latency, faults and rate limits.
 
     Use it as a context manager; :attr:`base_url` is the URL to give the SDK::
 
@@ -109,6 +114,8 @@ class MockAnthropic(BatchesAPI):
         self._attempts: Counter[tuple[str, str]] = Counter()  # (endpoint, body digest) -> attempts
         self._cache: set[str] = set()
         self._batches: dict[str, Batch] = {}
+        self._files = {}
+        self._openai_batches = {}
         self._ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -161,6 +168,11 @@ class MockAnthropic(BatchesAPI):
         """``http://127.0.0.1:<port>``: pass it to the SDK as ``base_url``."""
         return f"http://{self._host}:{self.port}"
 
+    @property
+    def openai_base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``: pass it to the ``openai`` SDK as ``base_url``."""
+        return f"{self.base_url}/v1"
+
     def count(self, key: str) -> int:
         """A counter's value (0 if never incremented)."""
         with self._lock:
@@ -184,17 +196,22 @@ class MockAnthropic(BatchesAPI):
             self.received.append(
                 ReceivedRequest(method, path, body, int(retry) if retry and retry.isdigit() else None)
             )
-        route = re.sub(r"/msgbatch_[A-Za-z0-9_]+", "/{id}", path)
+        route = re.sub(r"/(?:msgbatch_|batch_mock|file-mock)[A-Za-z0-9_]+", "/{id}", path)
         self._bump(f"{method} {route}")
         try:
             if not headers.get("x-api-key") and not headers.get("authorization"):
                 raise ApiError(401, "authentication_error",
                                "an API key is required (x-api-key header or Authorization: Bearer)")
-            if raw and body is None:
+            multipart = headers.get("content-type", "").startswith("multipart/")
+            if raw and body is None and not multipart:
                 raise ApiError(400, "invalid_request_error", "request body is not valid JSON")
+            answered = self._openai_route(method, path, raw, body, headers, parse_qs(query))
+            if answered is not None:
+                return answered
             return self._route(method, path, raw, body, parse_qs(query))
         except ApiError as err:
-            payload = {"type": "error", "error": {"type": err.kind, "message": err.message}}
+            payload = (openai_error_body(err) if is_openai_path(path)
+                       else {"type": "error", "error": {"type": err.kind, "message": err.message}})
             return err.status, err.headers, json.dumps(payload).encode()
 
     def _route(

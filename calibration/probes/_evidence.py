@@ -77,6 +77,8 @@ class Analysis:
         n_pool: Pool answers scored by pointwise probes.
         judge_specs: The judge specs the evidence was judged under, one line each (name, file
             hash, settings); empty for judgelab's built-in prompt.
+        judge_endpoints: The provider and endpoint host of each judge (``"openai at
+            api.openai.com"``); empty for an offline judge or older evidence.
         error_control: How the verdicts were adjusted for the number of rows tested, with the
             placebo arm's false-alarm check (:mod:`calibration.probes._errors`).
     """
@@ -95,6 +97,7 @@ class Analysis:
     n_pool: int = 0
     judge_specs: tuple[str, ...] = ()
     error_control: ErrorControl | None = None
+    judge_endpoints: tuple[str, ...] = ()
 
     def result(self, bias: str) -> BiasResult | None:
         """The result of one probe, if it ran."""
@@ -116,6 +119,7 @@ class Analysis:
             "n_pairs": self.n_pairs,
             "n_pool": self.n_pool,
             "judge_specs": list(self.judge_specs),
+            "judge_endpoints": list(self.judge_endpoints),
             "error_control": None if self.error_control is None else self.error_control.to_dict(),
         }
 
@@ -174,6 +178,7 @@ def analyse_evidence(
         n_pairs=int(pairwise["trial"].nunique()) if not pairwise.empty else 0,
         n_pool=int(pool_ids.nunique()),
         judge_specs=_distinct(rows, "judge_spec"),
+        judge_endpoints=_distinct(rows, "judge_endpoint"),
         error_control=control,
     )
 

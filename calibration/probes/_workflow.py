@@ -31,7 +31,7 @@ from calibration.datasets import (
     pool_from_store,
     project_pairs,
 )
-from calibration.judges import AnthropicJudge, FakeJudge, Judge, JudgeCall
+from calibration.judges import AnthropicJudge, FakeJudge, Judge, JudgeCall, OpenAIJudge
 from calibration.probes._base import PadModel, ProbeContext, ProbePlan, RewriteSpend, Variants
 from calibration.probes._plan import DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
 from calibration.probes.format_study import COMPARATIVE
@@ -233,7 +233,16 @@ def judge_kind_of(judge: Judge) -> str:
         return "fake"
     if isinstance(judge, AnthropicJudge):
         return "anthropic"
+    if isinstance(judge, OpenAIJudge):
+        return "openai"
     return type(judge).__name__
+
+
+def judge_endpoint(judge: Judge) -> str | None:
+    """``"openai at api.openai.com"``: the provider and endpoint host of a real judge (``None``: offline)."""
+    if isinstance(judge, AnthropicJudge | OpenAIJudge):
+        return judge.endpoint
+    return None
 
 
 # -- probe -------------------------------------------------------------------------------------
@@ -364,6 +373,10 @@ async def arun_probes(
     # part of any request, so neither the cache keys nor the plan hash change).
     extra: dict[str, Any] = {"dataset": dataset_label(dataset)}
     record = dict(params or {})
+    endpoint = judge_endpoint(judge)
+    if endpoint is not None:
+        # The report card names the provider and host with the model (no request changes).
+        extra["judge_endpoint"] = record["judge_endpoint"] = endpoint
     if spec is not None:
         extra["judge_spec"] = spec.card_line(model=judge.model, params=getattr(judge, "params", None))
         record["judge_spec"] = spec.describe(model=judge.model, params=getattr(judge, "params", None))
@@ -510,6 +523,10 @@ async def aestimate_probes(
     )
     if unavailable:
         cost = replace(cost, token_method=cost.token_method + unavailable)
+    elif isinstance(judge, OpenAIJudge):
+        # Not for want of a key: Chat Completions has no token-counting endpoint to ask.
+        cost = replace(cost, token_method="approximate: ~4 characters per token (an OpenAI-compatible "
+                       "endpoint has no token counter; the run's cost comes from each reply's usage)")
     return ProbeEstimate(
         cost=cost,
         dataset=dataset_label(dataset),

@@ -21,8 +21,12 @@ the project database and to a JSONL evidence file as it arrives:
   retries, an undecodable reply included) is recorded as a failed call with its reason: never
   dropped, never a score. The run goes on; it stays unfinished, so running it again retries
   exactly the failed calls.
-* **Batches.** With ``batch=True`` every uncached call is submitted as one Message Batch
-  through the judge's batch methods, polled and collected; the records are the same.
+* **Batches.** With ``batch=True`` every uncached call is submitted as one provider batch
+  (Anthropic's Message Batches, or OpenAI's Batch API) through the judge's
+  :class:`~calibration.judges.BatchJudge` methods, polled and collected; the records are the same.
+* **What a judge must declare.** Cache keys, requests and spec come from the
+  :class:`~calibration.judges.BuildingJudge` protocol, batches from
+  :class:`~calibration.judges.BatchJudge`; mypy checks every bundled back-end against them.
 
 The evidence file is rewritten from the database when the run ends, so after a resume it
 holds one row per planned call (the newest result), in plan order.

@@ -1,4 +1,7 @@
-"""The Message Batches path of a run: split the uncached calls into batches, submit, wait, collect.
+"""The batch path of a run: split the uncached calls into batches, submit, wait, collect.
+
+The judge is a :class:`~calibration.judges.BatchJudge`: Anthropic's Message Batches or OpenAI's
+Batch API (a file of requests, a batch marked in its metadata); the path below is the same.
 
 A batch holds at most :data:`MAX_BATCH_REQUESTS` requests and :data:`MAX_BATCH_BYTES` of
 request body (the API's limits), so a large run is split into several. Each batch is recorded
@@ -23,17 +26,15 @@ import asyncio
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from calibration.formats import passed_for
 from calibration.judges._base import Judge, JudgeCall, Judgement
+from calibration.judges._protocols import BatchJudge
 from calibration.runner._plan import PlannedCall, build_request
 from calibration.runner._sink import Ledger
 from labeler.models import Rubric
 
 __all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_REQUESTS", "check_batch_judge", "run_batch", "split_batches"]
-
-_BATCH_METHODS = ("submit_batch", "wait_batch", "collect_batch")
 
 MAX_BATCH_REQUESTS = 100_000
 """Most requests the Message Batches API takes in one batch."""
@@ -46,13 +47,14 @@ _ENVELOPE_BYTES = 16
 _SEPARATOR_BYTES = 2
 
 
-def check_batch_judge(judge: Judge) -> None:
-    """Refuse a judge without the Message Batches methods (``submit``, ``wait``, ``collect``)."""
-    if not all(hasattr(judge, name) for name in _BATCH_METHODS):
+def check_batch_judge(judge: Judge) -> BatchJudge:
+    """The judge as a :class:`~calibration.judges.BatchJudge`; refuse one without batch methods."""
+    if not isinstance(judge, BatchJudge):
         raise ValueError(
-            f"run_plan: judge {type(judge).__name__} has no Message Batches methods; "
-            "drop --batch or use the anthropic judge"
+            f"run_plan: judge {type(judge).__name__} has no Message Batches methods (no batch API); "
+            "drop --batch or use the anthropic or openai judge"
         )
+    return judge
 
 
 def split_batches(
@@ -119,7 +121,7 @@ async def run_batch(
     if not calls:
         return
     store = ledger.sink.store
-    batcher: Any = judge  # checked by check_batch_judge
+    batcher = check_batch_judge(judge)
     by_key = {ledger.keys[c.call_id]: c for c in calls}
     requests = {key: build_request(judge, rubric, c) for key, c in by_key.items()}
     done: set[str] = set()
@@ -145,11 +147,7 @@ async def run_batch(
     remaining = {cid: call for cid, call in requests.items() if cid not in done}
     if not remaining:
         return
-    body = batcher.batch_requests if hasattr(batcher, "batch_requests") else None
-    sizes = [
-        (cid, len(json.dumps(body({cid: call})[0]).encode()) if body is not None else 0)
-        for cid, call in remaining.items()
-    ]
+    sizes = [(cid, len(json.dumps(batcher.batch_requests({cid: call})[0]).encode())) for cid, call in remaining.items()]
     submitted: list[tuple[int, str, dict[str, JudgeCall]]] = []
     limits = {"max_requests": max_requests or MAX_BATCH_REQUESTS, "max_bytes": max_bytes or MAX_BATCH_BYTES}
     for chunk in split_batches(sizes, **limits):
@@ -177,7 +175,7 @@ async def _collect(
     poll_interval: float,
     collected_earlier: bool = False,
 ) -> None:
-    batcher: Any = judge
+    batcher = check_batch_judge(judge)
     await batcher.wait_batch(batch_id, poll_interval=poll_interval)
     # A batch found again may hold calls answered since (its results were stored, then the
     # execution died before marking it collected): only the pending ones are recorded.

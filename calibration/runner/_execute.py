@@ -20,6 +20,7 @@ from typing import Any
 from calibration import formats
 from calibration.formats import passed_for
 from calibration.judges._base import Failure, Judge, Judgement
+from calibration.judges._protocols import BuildingJudge
 from calibration.runner._batch import run_batch
 from calibration.runner._plan import PlannedCall, build_request
 from calibration.runner._sink import Ledger
@@ -96,7 +97,7 @@ class Execution:
         spec whose rule was edited reuses the stored replies and reads them under the new
         rule instead of buying them again. Without a spec the built-in reading stands.
         """
-        spec = getattr(self.judge, "spec", None)
+        spec = self.judge.spec if isinstance(self.judge, BuildingJudge) else None
         raw = row.get("raw")
         if spec is None or not isinstance(raw, str) or not raw:
             return row
@@ -107,12 +108,12 @@ class Execution:
     async def call(self, call: PlannedCall) -> Judgement:
         """Ask the judge for ``call`` (its own rubric, else the run's)."""
         rubric = call.rubric or self.rubric
-        spec = getattr(self.judge, "spec", None)
-        runner = getattr(self.judge, "run", None)
-        if call.task_id is not None and callable(runner) and getattr(spec, "uses", lambda _: False)("reference"):
+        judge = self.judge
+        if (call.task_id is not None and isinstance(judge, BuildingJudge) and judge.spec is not None
+                and judge.spec.uses("reference")):
             # A spec's reference answer is the call's task's: send the very request the cache
             # key was made of (score/compare know only the prompt, which two tasks may share).
-            return await runner(build_request(self.judge, self.rubric, call), rubric)  # type: ignore[no-any-return]
+            return await judge.run(build_request(judge, self.rubric, call), rubric)
         if call.kind == "pairwise":
             assert call.answer_b is not None  # checked by check_plan
             return await self.judge.compare(

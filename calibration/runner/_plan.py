@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from calibration.formats import build_call
 from calibration.judges._base import Format, Judge, JudgeCall, Kind
+from calibration.judges._protocols import BuildingJudge
 from labeler.models import Rubric
 
 __all__ = [
@@ -84,45 +85,63 @@ class PlannedCall:
 
 # -- requests and their keys ------------------------------------------------------------
 
+_BUILDS: dict[type, bool] = {}
+
+
+def building(judge: Judge) -> BuildingJudge | None:
+    """``judge`` as a :class:`~calibration.judges.BuildingJudge`, or ``None`` when it builds no requests.
+
+    A judge that has a ``build`` method but lacks another member of the protocol (a misspelled
+    ``cache_identity``) is refused rather than treated as a plain judge: its requests and cache
+    keys would silently be someone else's. mypy checks the bundled back-ends statically
+    (:mod:`calibration.judges._conformance`); this catches the others at run time.
+
+    Raises:
+        TypeError: Naming the missing members.
+    """
+    kind = type(judge)
+    known = _BUILDS.get(kind)
+    if known is None:
+        known = isinstance(judge, BuildingJudge)
+        if not known and hasattr(judge, "build"):
+            missing = [m for m in ("cache_identity", "params", "spec", "run", "build") if not hasattr(judge, m)]
+            raise TypeError(
+                f"judge {kind.__name__} builds its own requests but lacks {', '.join(missing)} of the "
+                "BuildingJudge protocol (calibration.judges): without them its cache keys could be another "
+                "judge's. Add them (cache_identity() returns '' when the request alone decides the reply)."
+            )
+        _BUILDS[kind] = known
+    return judge if known else None  # type: ignore[return-value]  # checked by isinstance above
+
 def judge_identity(judge: Judge) -> str:
     """What, besides the request, decides a judge's reply.
 
     A real model is identified by its model id, which is already in the request. A judge
-    with hidden settings (the fake judge's bias knobs and seed) exposes them as
-    ``cache_identity``; they are folded into the cache key so that two differently
-    configured fake judges never share cached replies.
+    that builds its own requests (:class:`~calibration.judges.BuildingJudge`) declares what
+    else decides its reply as :meth:`~calibration.judges.BuildingJudge.cache_identity` (an
+    OpenAI-compatible endpoint's host: one model name on two servers is two judges); it is
+    folded into the cache key so that such judges never share cached replies.
     """
-    identity = getattr(judge, "cache_identity", None)
-    if callable(identity):
-        identity = identity()
-    return "" if identity is None else str(identity)
+    builder = building(judge)
+    return builder.cache_identity() if builder is not None else ""
 
 
 def build_request(judge: Judge, rubric: Rubric, call: PlannedCall) -> JudgeCall:
     """The exact request ``judge`` would send for ``call`` (for its cache key and for batches).
 
-    A judge that builds its own requests (a ``build(kind, fmt, rubric, prompt, answers)``
-    method, as the fake and Anthropic judges have) is asked; otherwise the request is
-    :func:`calibration.formats.build_call` with the judge's ``params``.
+    A judge that builds its own requests (a :class:`~calibration.judges.BuildingJudge`, as
+    the fake, Anthropic and OpenAI judges are) is asked; otherwise the request is
+    :func:`calibration.formats.build_call` with no parameters.
     """
     answers = [call.answer] if call.answer_b is None else [call.answer, call.answer_b]
     chosen = call.rubric or rubric
-    builder = getattr(judge, "build", None)
-    if callable(builder):
+    builder = building(judge)
+    if builder is not None:
         # The task id picks a judge spec's reference answer (two tasks may share a prompt).
-        built = (builder(call.kind, call.format, chosen, call.prompt, answers) if call.task_id is None
-                 else builder(call.kind, call.format, chosen, call.prompt, answers, task_id=call.task_id))
-        if isinstance(built, JudgeCall):
-            return built
-    return build_call(
-        call.kind,
-        call.format,
-        judge.model,
-        chosen,
-        call.prompt,
-        answers,
-        dict(getattr(judge, "params", None) or {}),
-    )
+        if call.task_id is None:
+            return builder.build(call.kind, call.format, chosen, call.prompt, answers)
+        return builder.build(call.kind, call.format, chosen, call.prompt, answers, task_id=call.task_id)
+    return build_call(call.kind, call.format, judge.model, chosen, call.prompt, answers, {})
 
 
 def cache_key_for(judge: Judge, rubric: Rubric, call: PlannedCall) -> str:
@@ -150,7 +169,8 @@ def plan_hash(plan: Sequence[PlannedCall], keys: Mapping[str, str], *, reading: 
 
 def reading_of(judge: Judge, plan: Sequence[PlannedCall]) -> str:
     """The verdict rules a judge's spec reads the plan's replies by (``""`` without a spec)."""
-    spec = getattr(judge, "spec", None)
+    builder = building(judge)
+    spec = builder.spec if builder is not None else None
     if spec is None:
         return ""
     kinds = sorted({(call.kind, call.format) for call in plan})

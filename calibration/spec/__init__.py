@@ -8,7 +8,8 @@ run it (the bundled ``judge_spec.toml``, which ``judgelab examples DIR`` writes,
 
 ``[judge]``
     ``name``, ``model``, ``family`` (the judge's own model family, for the self-preference
-    gap), ``temperature``, ``max_tokens``. All optional.
+    gap), ``temperature``, ``max_tokens``, ``provider`` (``"anthropic"`` or ``"openai"``: any
+    OpenAI-compatible endpoint) and ``base_url`` (that endpoint). All optional.
 ``[rubric]``
     ``author``: who wrote the rubric and judging instructions the judge sees.
 ``[examples]``

@@ -17,9 +17,12 @@ from calibration.spec._verdict import VerdictRule
 from labeler.errors import InputError
 from labeler.scales import FORMAT_SPECS, FORMATS, Format, Kind
 
+PROVIDERS = ("anthropic", "openai")
+"""The APIs a judge spec's ``[judge] provider`` may name."""
+
 _KEYS: dict[str, tuple[str, ...]] = {
     "": ("judge", "rubric", "examples", "references", "templates"),
-    "judge": ("name", "model", "family", "temperature", "max_tokens"),
+    "judge": ("name", "model", "family", "temperature", "max_tokens", "provider", "base_url"),
     "rubric": ("author",),
     "examples": ("items", "separator", "author"),
     "references": ("source", "texts", "if_missing", "author"),
@@ -113,6 +116,8 @@ def _build(doc: Mapping[str, Any], *, file: str | None, sha256: str, name: str) 
         family=_text(judge, "family", "judge"),
         temperature=_number(judge, "temperature", "judge", 0.0, 1.0),
         max_tokens=_whole(judge, "max_tokens", "judge"),
+        provider=_provider(judge),
+        base_url=_text(judge, "base_url", "judge"),
         rubric_author=_author(rubric.get("author"), "rubric.author"),
         examples=items,
         examples_separator=_text(examples, "separator", "examples") or "\n\n",
@@ -179,6 +184,16 @@ def _text(table: Mapping[str, Any], key: str, where: str, *, required: bool = Fa
     if not isinstance(value, str) or (required and not value.strip()):
         raise _Located(where, f"{key} must be a non-empty string, not {value!r}",
                        "quote it; use '''...''' for text over several lines.")
+    return value
+
+
+def _provider(judge: Mapping[str, Any]) -> str | None:
+    """``[judge] provider``: the API the judge speaks (``anthropic`` or ``openai``), if named."""
+    value = _text(judge, "provider", "judge")
+    if value is not None and value not in PROVIDERS:
+        raise _Located("judge", f"provider must be one of {', '.join(PROVIDERS)}, not {value!r}",
+                       'write provider = "openai" for any OpenAI-compatible endpoint (OpenAI, Azure, '
+                       'vLLM, Ollama, Gemini), or leave it out for Claude.')
     return value
 
 

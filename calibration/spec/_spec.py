@@ -71,6 +71,9 @@ class JudgeSpec:
         family: The judge's own model family.
         temperature: Sampling temperature.
         max_tokens: Reply budget.
+        provider: The API the judge speaks: ``"anthropic"``, ``"openai"`` (any
+            OpenAI-compatible endpoint), or ``None`` (the command's ``--judge`` decides).
+        base_url: The endpoint, for an OpenAI-compatible judge (``--base-url`` overrides it).
         rubric_author: Who wrote the rubric and instructions the judge sees.
         examples: Few-shot examples, verbatim.
         examples_separator: What joins the examples in ``{examples}``.
@@ -94,6 +97,8 @@ class JudgeSpec:
     family: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    provider: str | None = None
+    base_url: str | None = None
     rubric_author: Author | None = None
     examples: tuple[str, ...] = ()
     examples_separator: str = "\n\n"

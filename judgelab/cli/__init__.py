@@ -49,7 +49,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "init": ("judgelab.cli.data:init",
         "Create the project database (or bring an existing one up to date)."),
     "mock-api": ("judgelab.cli.probe:mock_api_command",
-        "Serve a local Anthropic-compatible API backed by the fake judge, for dry runs."),
+        "Serve a local Anthropic- and OpenAI-compatible API backed by the fake judge, for dry runs."),
     "panel": ("judgelab.cli.panel:panel_command",
         "Read a panel of judges against the same human labels."),
     "position": ("judgelab.cli.position:position",

@@ -1,4 +1,4 @@
-"""Building the judge a command runs: the ``--judge-spec`` option, the Anthropic and fake judges.
+"""Building the judge a command runs: the ``--judge-spec`` option, the Anthropic, OpenAI and fake judges.
 
 Shared by the verbs that call a judge (``estimate``, ``probe``, ``score``), so that the same
 options make the same judge, and so the same requests and cache keys, whichever verb runs it.
@@ -12,9 +12,9 @@ from typing import Any
 import click
 
 from calibration.judges import DEFAULT_MODEL as JUDGE_DEFAULT_MODEL
-from calibration.judges import AnthropicJudge, FakeJudge
+from calibration.judges import AnthropicJudge, FakeJudge, Judge, OpenAIJudge
 from calibration.spec import JudgeSpec, load_spec
-from labeler.errors import InputError
+from labeler.errors import InputError, JudgeError
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -24,7 +24,10 @@ __all__ = [
     "default_fake_judge",
     "have_api",
     "judge_spec_option",
+    "make_judge",
+    "openai_judge",
     "resolve_judge_spec",
+    "resolve_provider",
     "spec_settings",
 ]
 
@@ -71,6 +74,62 @@ def anthropic_judge(
         model, api_key=api_key(), base_url=base_url, max_concurrency=concurrency, max_retries=max_retries,
         timeout=timeout, **spec_settings(spec),
     )
+
+
+def openai_judge(
+    model: str, base_url: str | None, concurrency: int = 8, max_retries: int = 6,
+    spec: JudgeSpec | None = None, timeout: float = 60.0,
+) -> OpenAIJudge:
+    """A judge on an OpenAI-compatible endpoint, through the ``openai`` SDK.
+
+    The endpoint is ``--base-url``, else the spec's ``base_url``, else ``OPENAI_BASE_URL``,
+    else OpenAI's; the key ``OPENAI_API_KEY`` (a local endpoint needs none). A judge ``spec``
+    gives the prompt, the verdict rules and the family, temperature and reply budget.
+
+    Raises:
+        InputError: No key for OpenAI's own endpoint.
+    """
+    url = base_url or (spec.base_url if spec is not None else None)
+    try:
+        return OpenAIJudge(model, base_url=url, max_concurrency=concurrency, max_retries=max_retries,
+                           timeout=timeout, **spec_settings(spec))
+    except JudgeError as exc:
+        raise InputError(
+            "the openai judge needs OPENAI_API_KEY in the environment for OpenAI's own endpoint",
+            fix="export OPENAI_API_KEY=..., or point --base-url (or OPENAI_BASE_URL) at your "
+            "OpenAI-compatible server (vLLM, Ollama, Azure, Gemini), or try --judge fake.",
+        ) from exc
+
+
+def resolve_provider(judge_kind: str, spec: JudgeSpec | None, model: str) -> tuple[str, str]:
+    """The back-end and model a command runs: ``--judge`` (else the spec's provider) and ``--model``.
+
+    Reads the click context to tell options given on the command line from their defaults:
+    a spec's ``provider`` stands unless ``--judge`` was given. The OpenAI-compatible judge has
+    no default model (judgelab's default is a Claude model).
+
+    Raises:
+        click.UsageError: ``--judge openai`` with no ``--model`` and no model in the spec.
+    """
+    ctx = click.get_current_context()
+    given = ctx.get_parameter_source("judge_kind") not in (None, click.core.ParameterSource.DEFAULT)
+    kind = judge_kind if given or spec is None or spec.provider is None else spec.provider
+    model_given = ctx.get_parameter_source("model") not in (None, click.core.ParameterSource.DEFAULT)
+    if kind == "openai" and not model_given and (spec is None or spec.model is None):
+        raise click.UsageError("--judge openai needs --model (the model id the endpoint serves, e.g. gpt-4.1)")
+    return kind, model
+
+
+def make_judge(
+    kind: str, model: str, base_url: str | None, *, concurrency: int = 8, max_retries: int = 6,
+    spec: JudgeSpec | None = None, timeout: float = 60.0, seed: int = 0,
+) -> Judge:
+    """The judge ``--judge KIND`` names: ``anthropic``, ``openai`` or the default ``fake``."""
+    if kind == "openai":
+        return openai_judge(model, base_url, concurrency, max_retries, spec, timeout)
+    if kind == "anthropic":
+        return anthropic_judge(model, base_url, concurrency, max_retries, spec, timeout)
+    return default_fake_judge(seed, spec)
 
 
 def default_fake_judge(seed: int, spec: JudgeSpec | None = None) -> FakeJudge:

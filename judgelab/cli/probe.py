@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import click
 
 from calibration import pricing
 from calibration.datasets import SAMPLE
-from calibration.judges import AnthropicJudge, FakeJudge, Judge
+from calibration.judges import AnthropicJudge, FakeJudge, Judge, OpenAIJudge
 from calibration.mockapi import mock_api_command
 from calibration.probes import (
     DEFAULT_BIASES,
@@ -43,12 +44,13 @@ from calibration.stats import ADJUSTMENTS, Adjustment
 from judgelab.cli._judge import (
     DEFAULT_MODEL,
     FAKE_FAMILY,
-    anthropic_judge,
     api_key,
     default_fake_judge,
     have_api,
     judge_spec_option,
+    make_judge,
     resolve_judge_spec,
+    resolve_provider,
     spec_settings,
 )
 from judgelab.cli._util import echo_json, json_option, new_db_option, png_option
@@ -111,10 +113,13 @@ def _dataset_options(func: Any) -> Any:
 @click.command("estimate")
 @_dataset_options
 @click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Judge model to price.")
-@click.option("--judge", "judge_kind", type=click.Choice(["anthropic", "fake"]),
-              default="anthropic", show_default=True, help="Judge the run would use.")
+@click.option("--judge", "judge_kind", type=click.Choice(["anthropic", "openai", "fake"]),
+              default="anthropic", show_default=True,
+              help="Judge the run would use ('openai': any OpenAI-compatible endpoint; needs --model) "
+              "[default: the judge spec's provider, else anthropic].")
 @click.option("--batch", is_flag=True, help="Also price the run as a Message Batch (half price).")
-@click.option("--base-url", default=None, help="Anthropic-compatible API URL (for token counts).")
+@click.option("--base-url", default=None,
+              help="API URL: Anthropic-compatible (for token counts), or the OpenAI-compatible endpoint.")
 @click.option("--output-tokens", type=click.IntRange(min=1), default=OUTPUT_TOKENS,
               show_default=True, help="Completion tokens assumed per judge reply.")
 @click.option("--detect", "detect", type=click.FloatRange(min=0, max=100, min_open=True, max_open=True),
@@ -139,9 +144,14 @@ def estimate_command(
     path = resolve_db_path(db)
     store = Store(path) if path.exists() else None
     spec, model = resolve_judge_spec(judge_spec, model)
+    judge_kind, model = resolve_provider(judge_kind, spec, model)
     judge: Judge
     if judge_kind == "fake":
         judge = default_fake_judge(seed, spec)
+    elif judge_kind == "openai":
+        # Builds the requests `probe` would send; an estimate sends none, so needs no key.
+        judge = OpenAIJudge(model, api_key=os.environ.get("OPENAI_API_KEY") or "judgelab-no-key",
+                            base_url=base_url or (spec.base_url if spec else None), **spec_settings(spec))
     else:
         # Builds exactly the requests `probe` would send (same params, same cache keys); with
         # no key it is never asked to send anything.
@@ -254,9 +264,11 @@ def _cache_line(c: pricing.PlanEstimate) -> str:
 # -- probe ---------------------------------------------------------------------------------------
 
 @click.command("probe")
-@click.option("--judge", "judge_kind", type=click.Choice(["anthropic", "fake"]),
+@click.option("--judge", "judge_kind", type=click.Choice(["anthropic", "openai", "fake"]),
               default="anthropic", show_default=True,
-              help="'anthropic' (needs ANTHROPIC_API_KEY or --base-url) or the built-in fake.")
+              help="'anthropic' (needs ANTHROPIC_API_KEY or --base-url), 'openai' (any OpenAI-compatible "
+              "endpoint: OPENAI_API_KEY, --base-url or OPENAI_BASE_URL; needs --model) or the built-in "
+              "fake [default: the judge spec's provider, else anthropic].")
 @click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Judge model.")
 @_dataset_options
 @click.option("--out", "out", default="results.jsonl", show_default=True,
@@ -294,7 +306,9 @@ def _cache_line(c: pricing.PlanEstimate) -> str:
               help="Seconds per HTTP attempt before it is abandoned and retried.")
 @click.option("--poll-interval", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
               help="Seconds between Message Batch status checks (--batch).")
-@click.option("--base-url", default=None, help="Anthropic-compatible API URL (e.g. a local mock).")
+@click.option("--base-url", default=None,
+              help="API URL: Anthropic-compatible, or with --judge openai the OpenAI-compatible endpoint "
+              "(e.g. http://localhost:11434/v1 for Ollama, a local mock's /v1).")
 @click.option("--resume", "resume", default=None, metavar="RUN_ID",
               help="Continue this interrupted run (a re-run of the same command does it too).")
 @click.option("--progress/--no-progress", default=None,
@@ -311,10 +325,11 @@ def probe_command(**opts: Any) -> None:
     """
     store = Store(opts["db"])
     spec, opts["model"] = resolve_judge_spec(opts["judge_spec"], opts["model"])
+    opts["judge_kind"], opts["model"] = resolve_provider(opts["judge_kind"], spec, opts["model"])
     judge = (
         _fake_judge(opts, spec) if opts["judge_kind"] == "fake"
-        else anthropic_judge(opts["model"], opts["base_url"], opts["concurrency"],
-                             opts["max_retries"], spec, opts["timeout"])
+        else make_judge(opts["judge_kind"], opts["model"], opts["base_url"], concurrency=opts["concurrency"],
+                        max_retries=opts["max_retries"], spec=spec, timeout=opts["timeout"])
     )
     # The options are stored with the run, for the record (not the ones that only steer this
     # execution).

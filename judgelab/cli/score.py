@@ -5,6 +5,7 @@
     judgelab score --judge-spec examples/judge_spec.toml --all      # the team's judge, whole pool
     judgelab score --judge anthropic --model M --design D-1 --batch  # built-in prompt, a design
     judgelab score --judge fake --labelled                           # offline, labelled answers
+    judgelab score --judge openai --model gpt-4.1 --all              # any OpenAI-compatible endpoint
 
 Each answer is judged once per format (``--formats``; default: the spec's pointwise formats,
 else the rubric's scale). Identical requests come from the cache, a re-run continues an
@@ -23,18 +24,21 @@ from calibration.judges import Judge
 from calibration.scoring import score_answers
 from judgelab.cli._judge import (
     DEFAULT_MODEL,
-    anthropic_judge,
-    default_fake_judge,
     judge_spec_option,
+    make_judge,
     resolve_judge_spec,
+    resolve_provider,
 )
 from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.store import Store
 
 
 @click.command("score")
-@click.option("--judge", "judge_kind", type=click.Choice(["anthropic", "fake"]), default="anthropic",
-              show_default=True, help="'anthropic' (needs ANTHROPIC_API_KEY or --base-url) or the built-in fake.")
+@click.option("--judge", "judge_kind", type=click.Choice(["anthropic", "openai", "fake"]), default="anthropic",
+              show_default=True,
+              help="'anthropic' (needs ANTHROPIC_API_KEY or --base-url), 'openai' (any OpenAI-compatible "
+              "endpoint: OPENAI_API_KEY, --base-url or OPENAI_BASE_URL; needs --model) or the built-in "
+              "fake [default: the judge spec's provider, else anthropic].")
 @click.option("--model", default=DEFAULT_MODEL, show_default=True,
               help="Judge model [default with --judge-spec: the spec's].")
 @judge_spec_option
@@ -52,7 +56,8 @@ from labeler.store import Store
               help="Retries per request on 429/529/5xx/timeouts.")
 @click.option("--poll-interval", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
               help="Seconds between Message Batch status checks (--batch).")
-@click.option("--base-url", default=None, help="Anthropic-compatible API URL (e.g. a local mock).")
+@click.option("--base-url", default=None,
+              help="API URL: Anthropic-compatible, or with --judge openai the OpenAI-compatible endpoint.")
 @click.option("--resume", default=None, metavar="RUN_ID", help="Continue this interrupted run.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: when stderr is a terminal].")
 @db_option
@@ -68,11 +73,9 @@ def score_command(**opts: Any) -> None:
         raise click.UsageError("choose one answer set: --all, --design ID or --labelled")
     store = Store(opts["db"])
     spec, opts["model"] = resolve_judge_spec(opts["judge_spec"], opts["model"])
-    judge: Judge
-    if opts["judge_kind"] == "fake":
-        judge = default_fake_judge(opts["seed"], spec)
-    else:
-        judge = anthropic_judge(opts["model"], opts["base_url"], opts["concurrency"], opts["max_retries"], spec)
+    opts["judge_kind"], opts["model"] = resolve_provider(opts["judge_kind"], spec, opts["model"])
+    judge: Judge = make_judge(opts["judge_kind"], opts["model"], opts["base_url"], concurrency=opts["concurrency"],
+                              max_retries=opts["max_retries"], spec=spec, seed=opts["seed"])
     params = {k: v for k, v in opts.items()
               if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval", "max_retries")}
     try:

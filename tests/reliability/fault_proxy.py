@@ -159,7 +159,8 @@ class Handler(BaseHTTPRequestHandler):
                                  "status": None, "t_done": None}
         fault = None
         if endpoint in self.proxy.endpoints:
-            key = body if endpoint == "messages" else f"{method} {self.path}\0".encode() + body
+            key = body if endpoint == "messages" else f"{method} {self.path}\0".encode() + _unbound(
+                body, self.headers.get("content-type", ""))
             entry["body"], fault = self.proxy.draw(key)
         entry["fault"] = fault
         try:
@@ -242,10 +243,28 @@ def served_in_thread(proxy: Proxy) -> Iterator[str]:
         server.server_close()
 
 
+def _unbound(body: bytes, content_type: str) -> bytes:
+    """A multipart body (a file upload) without its boundary, which the SDK draws anew per attempt.
+
+    So that a retried upload is the same request to :meth:`Proxy.draw` (seen once before).
+    """
+    marker = "boundary="
+    if not content_type.startswith("multipart/") or marker not in content_type:
+        return body
+    boundary = content_type.split(marker, 1)[1].split(";", 1)[0].strip('"').encode()
+    return body.replace(boundary, b"BOUNDARY") if boundary else body
+
+
 def endpoint_of(method: str, path: str) -> str | None:
-    """``messages`` (``POST /v1/messages``), ``count_tokens``, ``batches`` (any batch route) or ``None``."""
-    if path == "/v1/messages":
+    """``messages`` (``POST /v1/messages``), ``count_tokens``, ``batches`` (any batch route) or ``None``.
+
+    The OpenAI API's judging endpoint (``POST /v1/chat/completions``) counts as ``messages``, and
+    its files and batches (input upload, create, retrieve, list, output file) as ``batches``.
+    """
+    if path in ("/v1/messages", "/v1/chat/completions"):
         return "messages" if method == "POST" else None
+    if path.startswith(("/v1/files", "/v1/batches")):
+        return "batches"
     if path == "/v1/messages/count_tokens":
         return "count_tokens"
     if path.startswith("/v1/messages/batches"):

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -204,14 +205,39 @@ def _proxy(tmp: Path, upstream: str, log: Path, *extra: str) -> Program:
     )
 
 
-def _upstream_posts(stopped_output: str) -> int:
-    """``POST /v1/messages`` from the counters `judgelab mock-api` prints when stopped."""
-    found = re.search(r"POST /v1/messages=(\d+)", stopped_output)
+@dataclass(frozen=True)
+class Backend:
+    """A judge back-end as a user types it: its options, its API's path and key variable."""
+
+    name: str
+    args: tuple[str, ...]
+    path: str  # the judging endpoint
+    suffix: str  # appended to a server's URL to make the SDK's base URL
+    key_env: str
+
+    def url(self, server: str) -> str:
+        """The ``--base-url`` for a server at ``server``."""
+        return server + self.suffix
+
+
+BACKENDS = {
+    "anthropic": Backend("anthropic", (), "/v1/messages", "", "ANTHROPIC_API_KEY"),
+    # Any OpenAI-compatible endpoint, through the openai SDK (the mock serves Chat Completions).
+    "openai": Backend("openai", ("--judge", "openai", "--model", "gpt-4.1-mini"), "/v1/chat/completions", "/v1",
+                      "OPENAI_API_KEY"),
+}
+
+
+def _upstream_posts(stopped_output: str, backend: Backend = BACKENDS["anthropic"]) -> int:
+    """``POST`` to the judging endpoint, from the counters `judgelab mock-api` prints when stopped."""
+    found = re.search(rf"POST {re.escape(backend.path)}=(\d+)", stopped_output)
     assert found, stopped_output
     return int(found.group(1))
 
 
-def _probe(base_url: str, db: Path, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+def _probe(
+    base_url: str, db: Path, out: Path, *extra: str, backend: Backend = BACKENDS["anthropic"]
+) -> tuple[int, dict[str, Any]]:
     """``judgelab probe ... --json`` through the CLI entry point: (exit code, its JSON)."""
     from click.testing import CliRunner
 
@@ -219,9 +245,9 @@ def _probe(base_url: str, db: Path, out: Path, *extra: str) -> tuple[int, dict[s
 
     result = CliRunner().invoke(
         main,
-        ["probe", "--base-url", base_url, "--db", str(db), "--out", str(out), "--json",
-         *PROBE_ARGS, *extra],
-        env={"ANTHROPIC_API_KEY": "sk-ant-test-proxy"},
+        ["probe", *backend.args, "--base-url", backend.url(base_url), "--db", str(db), "--out", str(out),
+         "--json", *PROBE_ARGS, *extra],
+        env={backend.key_env: "sk-test-proxy"},
     )
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     return result.exit_code, json.loads(result.stdout)["run"]
@@ -233,7 +259,10 @@ def _verdicts(path: Path) -> dict[str, tuple[str, Any]]:
 
 
 @pytest.mark.slow
-def test_one_invocation_through_a_faulty_proxy_finishes_with_a_clean_runs_verdicts(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", list(BACKENDS.values()), ids=list(BACKENDS))
+def test_one_invocation_through_a_faulty_proxy_finishes_with_a_clean_runs_verdicts(
+    tmp_path: Path, backend: Backend
+) -> None:
     api = _mock_api(tmp_path)
     log = tmp_path / "attempts.jsonl"
     # 20% of attempts fail, all six faults; a stall holds the reply past the 2 s client timeout.
@@ -241,16 +270,16 @@ def test_one_invocation_through_a_faulty_proxy_finishes_with_a_clean_runs_verdic
                    "--retry-after", "0.05")
     try:
         code, run = _probe(proxy.url, tmp_path / "faulty.duckdb", tmp_path / "faulty.jsonl",
-                           "--timeout", "2", "--max-retries", "6", "--concurrency", "16")
+                           "--timeout", "2", "--max-retries", "6", "--concurrency", "16", backend=backend)
         # The reference: the same command straight against the healthy upstream.
-        clean_code, clean = _probe(api.url, tmp_path / "clean.duckdb", tmp_path / "clean.jsonl")
+        clean_code, clean = _probe(api.url, tmp_path / "clean.duckdb", tmp_path / "clean.jsonl", backend=backend)
     finally:
         proxy.stop()
-        posts = _upstream_posts(api.stop())
+        posts = _upstream_posts(api.stop(), backend)
     assert code == clean_code == 0
     distinct = clean["issued"]
     upstream = posts - distinct  # the clean run sent each distinct request once, unfaulted
-    attempts = [a for a in read_log(log) if a["path"] == "/v1/messages"]
+    attempts = [a for a in read_log(log) if a["path"] == backend.path]
     faults = Counter(a["fault"] for a in attempts if a["fault"])
     for kind in FAULTS:
         assert faults[kind] > 0, f"no {kind} fault was injected; change the seed"
@@ -267,7 +296,7 @@ def test_one_invocation_through_a_faulty_proxy_finishes_with_a_clean_runs_verdic
     assert upstream == distinct + forwarded_faults
     assert len(attempts) == distinct + faulted  # every fault retried once, nothing else
     print(
-        f"\n{run['planned']} planned calls, {distinct} distinct requests; through 20% faults "
+        f"\n{backend.name}: {run['planned']} planned calls, {distinct} distinct requests; through 20% faults "
         f"({', '.join(f'{k} {faults[k]}' for k in FAULTS)}): {len(attempts)} attempts, "
         f"{upstream} upstream requests = distinct + {upstream - distinct} "
         f"(bound: distinct + {faulted} faulted attempts); one invocation, exit 0, "
@@ -281,37 +310,39 @@ KILL_SEEDS = (1, 2, 3)
 CONCURRENCY = 16
 
 
-def _start_probe(tmp: Path, base_url: str, db: Path, out: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ANTHROPIC_API_KEY": "sk-ant-test-kill"}
+def _start_probe(tmp: Path, base_url: str, db: Path, out: Path, backend: Backend) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), backend.key_env: "sk-test-kill"}
     return subprocess.Popen(
-        [sys.executable, "-m", "judgelab", "probe", "--base-url", base_url, "--db", str(db),
+        [sys.executable, "-m", "judgelab", "probe", *backend.args, "--base-url", backend.url(base_url),
+         "--db", str(db),
          "--out", str(out), "--json", "--concurrency", str(CONCURRENCY), *PROBE_ARGS],
         cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
 
 
 @pytest.mark.slow
-def test_sigkill_at_random_moments_re_sends_at_most_the_calls_in_flight(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", list(BACKENDS.values()), ids=list(BACKENDS))
+def test_sigkill_at_random_moments_re_sends_at_most_the_calls_in_flight(tmp_path: Path, backend: Backend) -> None:
     # 200 ms per reply, as the issue measured: a run of ~200 distinct calls at concurrency 16
     # takes a few seconds, and each seed kills it at a different moment.
     api = _mock_api(tmp_path, "--latency", "0.2")
     report = []
     try:
         for seed in KILL_SEEDS:
-            report.append(_kill_and_rerun(tmp_path / f"seed{seed}", api.url, seed))
+            report.append(_kill_and_rerun(tmp_path / f"seed{seed}", api.url, seed, backend))
     finally:
         api.stop()
-    print("\nSIGKILL at concurrency 16 -> " + "; ".join(report))
+    print(f"\n{backend.name}: SIGKILL at concurrency 16 -> " + "; ".join(report))
 
 
-def _kill_and_rerun(work: Path, upstream: str, seed: int) -> str:
+def _kill_and_rerun(work: Path, upstream: str, seed: int, backend: Backend) -> str:
     rng = random.Random(seed)
     work.mkdir()
     log = work / "attempts.jsonl"
     proxy = _proxy(work, upstream, log, "--rate", "0")
     db, out = work / "kill.duckdb", work / "kill.jsonl"
     try:
-        child = _start_probe(work, proxy.url, db, out)
+        child = _start_probe(work, proxy.url, db, out, backend)
         # Kill after a random number of delivered replies plus a random fraction of a round
         # trip, while calls are in flight.
         target = rng.randint(10, 180)
@@ -324,13 +355,13 @@ def _kill_and_rerun(work: Path, upstream: str, seed: int) -> str:
         child.send_signal(signal.SIGKILL)
         killed_at = time.time()
         child.wait(timeout=10)
-        code, run = _probe(proxy.url, db, out, "--concurrency", str(CONCURRENCY))
+        code, run = _probe(proxy.url, db, out, "--concurrency", str(CONCURRENCY), backend=backend)
     finally:
         proxy.stop()
     assert code == 0 and run["resumed"] and run["finished"] and run["errors"] == 0
     # Billed attempts: the upstream answered them (a request the killed process was still
     # writing arrives cut short and is refused, never billed).
-    attempts = [a for a in read_log(log) if a["path"] == "/v1/messages" and a["status"] == 200]
+    attempts = [a for a in read_log(log) if a["path"] == backend.path and a["status"] == 200]
     sent = Counter(a["body"] for a in attempts)
     first_done: dict[str, float | None] = {}
     for a in attempts:

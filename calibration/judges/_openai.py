@@ -1,0 +1,672 @@
+"""A judge on any OpenAI-compatible endpoint, through the official ``openai`` SDK (3.x).
+
+Chat Completions is the one API that OpenAI, Azure OpenAI, vLLM, Ollama, Together and Gemini's
+OpenAI-compatible endpoint all speak, so that is what :class:`OpenAIJudge` sends. It gives
+the guarantees of the Claude path (:class:`~calibration.judges.AnthropicJudge`):
+
+* the SDK retries 408/409/429/5xx and lost connections with backoff honouring
+  ``retry-after``, up to ``max_retries``; the client's transport
+  (:mod:`calibration.judges._openai_transport`) adds that an undecodable 2xx, from any
+  endpoint, is retried within the same budget, and that every attempt waits for a permit from
+  a :class:`~calibration.judges._transport.RateGovernor` fed by the ``x-ratelimit-*`` headers;
+* a call that still fails raises :class:`~calibration.judges.JudgeCallError` with its attempts
+  and reason, never a score; a reply that does not parse is a recorded parse failure;
+* the cost of each reply is read from its ``usage`` (cached prompt tokens, from
+  ``prompt_tokens_details.cached_tokens``, at the cached rate) and the price table; a model the
+  table does not know (a local model on vLLM or Ollama) is honestly unpriced (``None``);
+* ``--batch`` goes through OpenAI's Batch API (a JSONL file uploaded, a batch created with a
+  marker in its metadata, the output and error files read back), at the batch price, and a
+  batch create whose reply was lost is found again rather than created twice
+  (:func:`create_openai_batch_once`);
+* :meth:`OpenAIJudge.cache_identity` is the endpoint's host: one model name on two servers
+  (a quantised "llama3" on Ollama, another on vLLM) is two judges, never one cache.
+
+The key comes from the caller or ``OPENAI_API_KEY``, the endpoint from the caller or
+``OPENAI_BASE_URL`` (the SDK's own variables). A local server that wants no key is sent a
+stand-in. The key is handed to the SDK client and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlparse
+
+import openai
+
+from calibration import formats, pricing
+from calibration.judges._anthropic import JudgeCallError
+from calibration.judges._base import Format, JudgeCall, Judgement, Kind
+from calibration.judges._openai_transport import GovernedTransport, undecodable_cause
+from calibration.judges._transport import RateGovernor
+from labeler.errors import InputError, JudgeError
+from labeler.models import Rubric
+
+if TYPE_CHECKING:
+    from calibration.spec import JudgeSpec
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "OPENAI_DEFAULT_BASE_URL",
+    "OpenAIBatchStatus",
+    "OpenAIJudge",
+    "create_openai_batch_once",
+    "infer_family",
+]
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Where the SDK sends requests when neither ``base_url`` nor ``OPENAI_BASE_URL`` is set."""
+
+_NO_KEY = "judgelab-no-key"
+
+T = TypeVar("T")
+
+
+async def patiently(ask: Callable[[], Awaitable[T]], *, tries: int = 4, what: str = "request") -> T:
+    """``await ask()``, asked again (``tries`` times in all) after a transient ``openai`` failure.
+
+    For reads that are safe to repeat (a batch's status, its files) that a run waits on.
+    """
+    for attempt in range(1, tries + 1):
+        try:
+            return await ask()
+        except openai.APIError as exc:
+            status = getattr(exc, "status_code", None)
+            if not (status is None or status in (408, 409, 429) or status >= 500) or attempt == tries:
+                raise
+            log.warning("%s failed (%s); asking again", what, type(exc).__name__)
+            await asyncio.sleep(min(2.0**attempt, 30.0))
+    raise AssertionError("unreachable")
+
+# Model-name prefixes -> family, for the self-preference gap when no family is given.
+_FAMILIES = (
+    (re.compile(r"^(gpt|o\d|chatgpt|text-davinci|davinci)", re.I), "gpt"),
+    (re.compile(r"^(models/)?gemini", re.I), "gemini"),
+    (re.compile(r"^claude", re.I), "claude"),
+    (re.compile(r"^(meta-llama/|llama)", re.I), "llama"),
+    (re.compile(r"^(qwen/|qwen)", re.I), "qwen"),
+    (re.compile(r"^(mistralai/|mistral|mixtral)", re.I), "mistral"),
+    (re.compile(r"^(google/)?gemma", re.I), "gemma"),
+    (re.compile(r"^(deepseek)", re.I), "deepseek"),
+)
+# OpenAI's reasoning models take max_completion_tokens and refuse a temperature other than 1.
+_REASONING = re.compile(r"^(o\d|gpt-5)")
+
+
+def infer_family(model: str) -> str | None:
+    """The model family a model id names, when its name says (``None`` otherwise).
+
+    >>> infer_family("gpt-4.1-mini"), infer_family("o3"), infer_family("gemini-2.5-flash"), infer_family("x")
+    ('gpt', 'gpt', 'gemini', None)
+    >>> infer_family("meta-llama/Llama-3.1-8B-Instruct"), infer_family("qwen2.5:7b")
+    ('llama', 'qwen')
+    """
+    name = model.rsplit("/", 1)[-1] if model.startswith(("models/",)) else model
+    for pattern, family in _FAMILIES:
+        if pattern.match(name) or pattern.match(model):
+            return family
+    return None
+
+
+@dataclass(frozen=True)
+class OpenAIBatchStatus:
+    """Where an OpenAI batch stands.
+
+    Attributes:
+        batch_id: The batch id.
+        processing_status: ``validating``, ``in_progress``, ``finalizing``, ``completed``,
+            ``failed``, ``expired``, ``cancelling`` or ``cancelled``.
+        counts: Requests by state (``total``, ``completed``, ``failed``).
+    """
+
+    batch_id: str
+    processing_status: str
+    counts: Mapping[str, int]
+
+    @property
+    def ended(self) -> bool:
+        """Whether the batch will change no more (its files can be read)."""
+        return self.processing_status in ("completed", "failed", "expired", "cancelled")
+
+
+def _attempts_of(exc: BaseException) -> int:
+    request = getattr(exc, "request", None)
+    try:
+        header = request.headers.get("x-stainless-retry-count") if request is not None else None
+    except RuntimeError:  # an error built without a request
+        header = None
+    return int(header) + 1 if header and header.isdigit() else 1
+
+
+def _call_error(model: str, host: str, what: str, exc: openai.APIError) -> JudgeCallError:
+    """A failed request as a :class:`JudgeCallError` naming the endpoint, attempts and fix."""
+    cut = undecodable_cause(exc)
+    if cut is not None:
+        return JudgeCallError(
+            f"{model} at {host}: {what} failed after {cut.attempts} attempt(s): undecodable reply "
+            f"(HTTP {cut.status_code}): {cut.reason}. Retries are exhausted; raise --max-retries or "
+            "check what sits between you and the endpoint (a proxy cutting replies short).",
+            model=model, attempts=cut.attempts, status_code=cut.status_code, error_type="undecodable_reply",
+        )
+    attempts = _attempts_of(exc)
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    error_type = type(exc).__name__
+    message = getattr(exc, "message", str(exc))
+    if isinstance(body, Mapping):
+        inner = body.get("error")
+        error: Mapping[str, Any] = inner if isinstance(inner, Mapping) else body
+        error_type = str(error.get("type") or error.get("code") or error_type)
+        message = str(error.get("message", message))
+    hint = ""
+    if status == 401:
+        hint = " Fix: check the API key (OPENAI_API_KEY) and the endpoint (--base-url or OPENAI_BASE_URL)."
+    elif status == 404:
+        hint = " Fix: check the model name and that the endpoint serves it (--base-url)."
+    elif status in (408, 409, 429) or status is None or status >= 500:
+        hint = " Retries are exhausted; lower --concurrency, raise --max-retries, or use --batch."
+    where = f"HTTP {status} {error_type}" if status is not None else error_type
+    return JudgeCallError(
+        f"{model} at {host}: {what} failed after {attempts} attempt(s): {where}: {message}.{hint}",
+        model=model, attempts=attempts, status_code=status, error_type=error_type,
+    )
+
+
+def _usage(usage: Any) -> pricing.TokenUsage | None:
+    """Chat Completions ``usage`` as billed tokens: cached prompt tokens apart (``None``: no usage)."""
+    if usage is None:
+        return None
+
+    def get(obj: Any, name: str) -> Any:
+        if obj is None:
+            return None
+        return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+    prompt = int(get(usage, "prompt_tokens") or 0)
+    cached = int(get(get(usage, "prompt_tokens_details"), "cached_tokens") or 0)
+    return pricing.TokenUsage(
+        input_tokens=max(prompt - cached, 0),
+        output_tokens=int(get(usage, "completion_tokens") or 0),
+        cache_read_tokens=min(cached, prompt),
+    )
+
+
+class OpenAIJudge:
+    """A judge on an OpenAI-compatible Chat Completions endpoint, behind the judge protocols.
+
+    Args:
+        model: The model id the endpoint serves (``gpt-4.1``, ``llama3.1:8b``...).
+        family: The judge's own model family (default: read from the model id by
+            :func:`infer_family`, else unknown).
+        api_key: The API key; default ``$OPENAI_API_KEY`` (a stand-in for a local endpoint).
+        base_url: The endpoint; default ``$OPENAI_BASE_URL``, else OpenAI's.
+        max_concurrency: Requests in flight at once, per event loop.
+        max_retries: The SDK's retry budget per request.
+        timeout: Seconds per HTTP attempt.
+        temperature: Sampling temperature (``None`` sends none; not sent to OpenAI's reasoning
+            models, which refuse any but the default).
+        max_tokens: Reply budget (default 1024; 8192 for reasoning models, whose reasoning
+            counts against it). Sent as ``max_completion_tokens`` to OpenAI's reasoning models.
+        prices: A loaded price table (default :func:`calibration.pricing.load_prices`).
+        spec: A team's judge spec (:mod:`calibration.spec`).
+
+    Raises:
+        JudgeError: If no key is set and no endpoint other than OpenAI's is given.
+        InputError: If a setting is out of range.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        family: str | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_concurrency: int = 8,
+        max_retries: int = 6,
+        timeout: float = 60.0,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        prices: pricing.PriceTable | None = None,
+        spec: JudgeSpec | None = None,
+    ) -> None:
+        if not model:
+            raise InputError("OpenAIJudge: a model is required (--model, or model in the judge spec)")
+        if max_concurrency < 1 or max_retries < 0 or timeout <= 0:
+            raise InputError(
+                "OpenAIJudge: need max_concurrency >= 1, max_retries >= 0 and timeout > 0; got "
+                f"{max_concurrency!r}, {max_retries!r}, {timeout!r}"
+            )
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL).rstrip("/")
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if self.base_url == OPENAI_DEFAULT_BASE_URL:
+                raise JudgeError(
+                    "OpenAIJudge: no API key. Set OPENAI_API_KEY, or point --base-url (OPENAI_BASE_URL) "
+                    "at a local OpenAI-compatible server (vLLM, Ollama)."
+                )
+            key = _NO_KEY  # a local server that checks no key
+        self.model = model
+        self.family = family if family is not None else infer_family(model)
+        self.spec = spec
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self._api_key = key
+        self._prices = prices
+        reasoning = bool(_REASONING.match(model))
+        self._reasoning = reasoning
+        self.temperature = None if reasoning else temperature
+        self.max_tokens = max_tokens if max_tokens is not None else (8192 if reasoning else 1024)
+        if self.max_tokens < 1:
+            raise InputError(f"OpenAIJudge: max_tokens must be >= 1, got {self.max_tokens!r}")
+        self._per_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[openai.AsyncOpenAI, asyncio.Semaphore, RateGovernor]
+        ] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self._batches: dict[str, dict[str, JudgeCall]] = {}
+
+    def __repr__(self) -> str:
+        return f"OpenAIJudge(model={self.model!r}, family={self.family!r}, host={self.host!r})"
+
+    @property
+    def host(self) -> str:
+        """The endpoint's host (and port): what the report card and calibration report name."""
+        return urlparse(self.base_url).netloc or self.base_url
+
+    @property
+    def endpoint(self) -> str:
+        """``openai at HOST``: the provider and the endpoint's host, as reports name them."""
+        return f"openai at {self.host}"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Request params recorded in each call and its cache key."""
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature}
+
+    def cache_identity(self) -> str:
+        """The endpoint: the same model name on two servers may be two different models."""
+        return f"openai-chat {self.host}"
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        """The SDK client for the running event loop (its transport checks and paces)."""
+        return self._resources()[0]
+
+    @property
+    def governor(self) -> RateGovernor:
+        """The rate governor of the running event loop."""
+        return self._resources()[2]
+
+    def _resources(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore, RateGovernor]:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            found = self._per_loop.get(loop)
+            if found is None:
+                governor = RateGovernor(self.max_concurrency)
+                client = openai.AsyncOpenAI(
+                    api_key=self._api_key,
+                    base_url=self.base_url,
+                    max_retries=self.max_retries,
+                    timeout=self.timeout,
+                    http_client=openai.DefaultAsyncHttpxClient(transport=GovernedTransport(lambda: governor)),
+                )
+                found = (client, asyncio.Semaphore(self.max_concurrency), governor)
+                self._per_loop[loop] = found
+            return found
+
+    async def aclose(self) -> None:
+        """Close the running loop's HTTP client."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            found = self._per_loop.pop(loop, None)
+        if found is not None:
+            await found[0].close()
+
+    async def __aenter__(self) -> OpenAIJudge:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------------ requests
+
+    def build(
+        self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str],
+        *, task_id: str | None = None,
+    ) -> JudgeCall:
+        """The :class:`JudgeCall` this judge makes (see :func:`calibration.formats.build_call`)."""
+        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec,
+                                  task_id=task_id)
+
+    def request(self, call: JudgeCall) -> dict[str, Any]:
+        """The Chat Completions body for ``call``: the rubric as the system message, then the user's."""
+        budget = int(call.params.get("max_tokens", self.max_tokens))
+        body: dict[str, Any] = {
+            "model": call.model,
+            "messages": [{"role": "system", "content": call.system}, {"role": "user", "content": call.user}],
+            ("max_completion_tokens" if self._reasoning else "max_tokens"): budget,
+        }
+        temperature = call.params.get("temperature", self.temperature)
+        if temperature is not None:
+            body["temperature"] = temperature
+        return body
+
+    # ------------------------------------------------------------------ Judge protocol
+
+    async def score(self, prompt: str, answer: str, rubric: Rubric, fmt: Format = "likert5") -> Judgement:
+        """Judge one answer in a pointwise format."""
+        return await self.run(self.build("pointwise", fmt, rubric, prompt, [answer]), rubric)
+
+    async def compare(
+        self, prompt: str, answer_a: str, answer_b: str, rubric: Rubric, fmt: Format = "pairwise5"
+    ) -> Judgement:
+        """Judge answer A (shown first) against answer B in a comparative format."""
+        return await self.run(self.build("pairwise", fmt, rubric, prompt, [answer_a, answer_b]), rubric)
+
+    async def run(self, call: JudgeCall, rubric: Rubric | None = None) -> Judgement:
+        """Send a prebuilt call and parse the reply.
+
+        Raises:
+            JudgeCallError: If the request failed after the SDK's retries (or was not retryable).
+        """
+        body = self.request(call)
+        client, semaphore, _ = self._resources()
+        async with semaphore:
+            start = time.perf_counter()
+            try:
+                raw = await client.chat.completions.with_raw_response.create(**body)
+                completion = raw.parse()
+            except openai.APIError as exc:
+                raise _call_error(self.model, self.host, f"{call.kind} {call.format} call", exc) from exc
+            latency = time.perf_counter() - start
+        return self.judgement(call, completion, rubric, attempts=raw.retries_taken + 1, latency=latency)
+
+    def judgement(
+        self, call: JudgeCall, completion: Any, rubric: Rubric | None, *,
+        attempts: int = 1, latency: float = 0.0, batch: bool = False,
+    ) -> Judgement:
+        """A chat completion (an SDK object or its JSON) read as the call's judgement."""
+        def get(obj: Any, name: str) -> Any:
+            return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+        choice = (get(completion, "choices") or [None])[0]
+        message = get(choice, "message") if choice is not None else None
+        text = str(get(message, "content") or "") if message is not None else ""
+        result = formats.parse(call.format, text, spec=self.spec)
+        error = result.error
+        finish = get(choice, "finish_reason") if choice is not None else None
+        if error is not None and finish in ("length", "content_filter"):
+            error = f"{error} (finish_reason={finish})"
+        usage = _usage(get(completion, "usage"))
+        table = self._prices if self._prices is not None else pricing.load_prices()
+        return Judgement(
+            kind=call.kind,
+            format=call.format,
+            model=str(get(completion, "model") or call.model),
+            cache_key=call.cache_key,
+            raw=text,
+            value=result.value,
+            passed=formats.passed_for(rubric, call.format, result.value) if rubric else None,
+            parse_error=error,
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            cache_read_tokens=usage.cache_read_tokens if usage else 0,
+            # No usage reported (some local servers): the cost is unknown, not zero.
+            cost_usd=table.cost(call.model, usage, batch=batch) if usage else None,
+            latency_s=latency,
+            attempts=attempts,
+        )
+
+    # ------------------------------------------------------------------ Batch API
+
+    def batch_requests(self, calls: Sequence[JudgeCall] | Mapping[str, JudgeCall]) -> list[dict[str, Any]]:
+        """The lines of a Batch API input file for ``calls`` (``custom_id``, method, url, body).
+
+        Raises:
+            InputError: If there are no calls.
+        """
+        by_id = dict(calls) if isinstance(calls, Mapping) else {c.cache_key: c for c in calls}
+        if not by_id:
+            raise InputError("submit_batch: no calls to submit")
+        return [{"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": self.request(call)}
+                for cid, call in by_id.items()]
+
+    async def submit_batch(
+        self,
+        calls: Sequence[JudgeCall] | Mapping[str, JudgeCall],
+        *,
+        since: datetime | None = None,
+        exclude: Collection[str] = (),
+    ) -> str:
+        """Upload the calls as a JSONL file and create one batch of them (batch price), exactly once.
+
+        Raises:
+            InputError: If there are no calls.
+            JudgeCallError: If the upload or the creation failed after retries.
+        """
+        by_id = dict(calls) if isinstance(calls, Mapping) else {c.cache_key: c for c in calls}
+        lines = self.batch_requests(by_id)
+        content = "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines).encode()
+        marker = hashlib.sha256(content).hexdigest()[:32]
+        client = self.client
+        try:
+            uploaded = await client.files.create(file=(f"judgelab-{marker}.jsonl", content, "application/jsonl"),
+                                                 purpose="batch")
+        except openai.APIError as exc:
+            raise _call_error(self.model, self.host, "batch input upload", exc) from exc
+        batch_id = await create_openai_batch_once(
+            client, uploaded.id, len(lines), marker=marker, since=since, exclude=exclude,
+            max_retries=self.max_retries, model=self.model, host=self.host,
+        )
+        self._batches[batch_id] = by_id
+        return batch_id
+
+    async def find_batch(self, n_requests: int, *, since: datetime, exclude: Collection[str] = ()) -> str | None:
+        """A judgelab batch of ``n_requests`` created after ``since`` and not in ``exclude`` (oldest first)."""
+        return await find_openai_batch(self.client, n_requests, since=since, exclude=exclude,
+                                       model=self.model, host=self.host)
+
+    async def poll_batch(self, batch_id: str) -> OpenAIBatchStatus:
+        """The batch's status and request counts (asked again after transient faults)."""
+        client = self.client
+        try:
+            batch = await patiently(lambda: client.batches.retrieve(batch_id),
+                                    what=f"batch {batch_id} status")
+        except openai.APIError as exc:
+            raise _call_error(self.model, self.host, f"batch {batch_id} status", exc) from exc
+        counts = batch.request_counts.model_dump() if batch.request_counts is not None else {}
+        return OpenAIBatchStatus(batch.id, batch.status, counts)
+
+    async def wait_batch(
+        self, batch_id: str, *, poll_interval: float = 30.0, timeout: float | None = None
+    ) -> OpenAIBatchStatus:
+        """Poll until the batch has ended (or ``timeout`` seconds pass).
+
+        Raises:
+            JudgeError: If ``timeout`` passes first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = await self.poll_batch(batch_id)
+            if status.ended:
+                return status
+            if deadline is not None and time.monotonic() >= deadline:
+                raise JudgeError(f"batch {batch_id} is still {status.processing_status} after {timeout:g} s")
+            await asyncio.sleep(poll_interval)
+
+    async def collect_batch(
+        self,
+        batch_id: str,
+        calls: Mapping[str, JudgeCall] | None = None,
+        rubric: Rubric | None = None,
+        *,
+        skip_unknown: bool = False,
+    ) -> dict[str, Judgement]:
+        """Every result of an ended batch, keyed by custom id; a request without a reply is a batch error.
+
+        Raises:
+            JudgeError: If the batch has not ended, or a result names an unknown custom id
+                (unless ``skip_unknown``).
+            JudgeCallError: If reading the batch or its files failed after retries.
+        """
+        known = dict(calls) if calls is not None else self._batches.get(batch_id)
+        if known is None:
+            raise JudgeError(
+                f"collect_batch: this judge did not submit {batch_id}; pass calls= (custom id -> JudgeCall)"
+            )
+        client = self.client
+        try:
+            batch = await patiently(lambda: client.batches.retrieve(batch_id),
+                                    what=f"batch {batch_id} status")
+        except openai.APIError as exc:
+            raise _call_error(self.model, self.host, f"batch {batch_id} status", exc) from exc
+        if batch.status not in ("completed", "failed", "expired", "cancelled"):
+            raise JudgeError(f"batch {batch_id} is still {batch.status}; poll until it has ended")
+        out: dict[str, Judgement] = {}
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if not file_id:
+                continue
+            for item in await self._read_file(file_id):
+                custom_id = str(item.get("custom_id"))
+                call = known.get(custom_id)
+                if call is None:
+                    if skip_unknown:
+                        continue
+                    raise JudgeError(f"batch {batch_id} returned unknown custom id {custom_id!r}")
+                out[custom_id] = self._batch_line(call, item, rubric)
+        why = f"batch {batch.status}" if batch.status != "completed" else "the output file did not mention it"
+        for custom_id, call in known.items():
+            if custom_id not in out:
+                out[custom_id] = _failed(call, f"batch result missing: {why}")
+        return out
+
+    async def _read_file(self, file_id: str) -> list[dict[str, Any]]:
+        """The JSON lines of a batch output or error file (its whole body is checked by the transport)."""
+        client = self.client
+
+        async def download() -> bytes:
+            return (await client.files.content(file_id)).content
+
+        try:
+            body = await patiently(download, what=f"file {file_id}")
+        except openai.APIError as exc:
+            raise _call_error(self.model, self.host, f"batch file {file_id}", exc) from exc
+        return [json.loads(line) for line in body.splitlines() if line.strip()]
+
+    def _batch_line(self, call: JudgeCall, item: Mapping[str, Any], rubric: Rubric | None) -> Judgement:
+        response = item.get("response") if isinstance(item.get("response"), Mapping) else None
+        error = item.get("error")
+        if response is not None and response.get("status_code") == 200 and isinstance(response.get("body"), Mapping):
+            return self.judgement(call, response["body"], rubric, batch=True)
+        if response is not None and isinstance(response.get("body"), Mapping):
+            detail = response["body"].get("error") or {}
+            message = detail.get("message") if isinstance(detail, Mapping) else detail
+            return _failed(call, f"batch errored: HTTP {response.get('status_code')}: {message}")
+        if isinstance(error, Mapping):
+            return _failed(call, f"batch errored: {error.get('code')}: {error.get('message')}")
+        return _failed(call, "batch errored: a result line without a response")
+
+
+# A batch found upstream may have been created up to this long before the intent was recorded.
+_CLOCK_MARGIN = timedelta(minutes=5)
+_REFUSED = frozenset({400, 401, 403, 404, 413, 422})
+_MARK = "judgelab_batch"
+_COUNT = "judgelab_requests"
+
+
+async def find_openai_batch(
+    client: openai.AsyncOpenAI, n_requests: int, *, since: datetime, exclude: Collection[str] = (),
+    model: str = "judge", host: str = "",
+) -> str | None:
+    """A batch judgelab created after ``since`` with ``n_requests`` requests and not in ``exclude``.
+
+    judgelab writes a marker and the request count into each batch's ``metadata``, so a batch
+    whose id was lost (a reply cut short, a process killed before it stored the id) is known
+    by them; of several matches the oldest is taken.
+
+    Raises:
+        JudgeCallError: If listing the batches failed after retries.
+    """
+    floor = (since.replace(tzinfo=UTC) if since.tzinfo is None else since) - _CLOCK_MARGIN
+    oldest: str | None = None
+    try:
+        async for batch in client.batches.list(limit=100):
+            if datetime.fromtimestamp(batch.created_at, UTC) < floor:
+                break  # newest first: the rest are older still
+            meta = batch.metadata or {}
+            if batch.id in exclude or _MARK not in meta or meta.get(_COUNT) != str(n_requests):
+                continue
+            oldest = str(batch.id)
+    except openai.APIError as exc:
+        raise _call_error(model, host, "batch list", exc) from exc
+    return oldest
+
+
+async def create_openai_batch_once(
+    client: openai.AsyncOpenAI,
+    input_file_id: str,
+    n_requests: int,
+    *,
+    marker: str,
+    since: datetime | None = None,
+    exclude: Collection[str] = (),
+    max_retries: int = 6,
+    model: str = "judge",
+    host: str = "",
+) -> str:
+    """Create a Chat Completions batch of an uploaded file and return its id, never twice.
+
+    As :func:`~calibration.judges.create_batch_once`: a create whose reply is lost may have
+    created the batch all the same, so before each new attempt the batches created since
+    ``since`` are listed and one with judgelab's marker and the same request count is adopted.
+    Only a refusal (a 4xx other than 408/409/429) is final at once.
+
+    Raises:
+        JudgeCallError: If no attempt created the batch.
+    """
+    start = since or datetime.now(UTC)
+    once = client.with_options(max_retries=0)
+    last: openai.APIError | None = None
+    for attempt in range(max_retries + 1):
+        if attempt:
+            found = await find_openai_batch(client, n_requests, since=start, exclude=exclude, model=model, host=host)
+            if found is not None:
+                log.info("batch create: adopted %s, created by an attempt whose reply was lost", found)
+                return found
+            await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 8.0))
+        try:
+            batch = await once.batches.create(
+                input_file_id=input_file_id, endpoint="/v1/chat/completions", completion_window="24h",
+                metadata={_MARK: marker, _COUNT: str(n_requests)},
+            )
+            return str(batch.id)
+        except openai.APIStatusError as exc:
+            if exc.status_code in _REFUSED:
+                raise _call_error(model, host, "batch submission", exc) from exc
+            last = exc
+        except openai.APIError as exc:  # connection, timeout, undecodable reply
+            last = exc
+    found = await find_openai_batch(client, n_requests, since=start, exclude=exclude, model=model, host=host)
+    if found is not None:
+        return found
+    assert last is not None
+    raise _call_error(model, host, "batch submission", last) from last
+
+
+def _failed(call: JudgeCall, reason: str) -> Judgement:
+    """A batch request that came back without a reply (never a parse failure, never a score)."""
+    return Judgement(kind=call.kind, format=call.format, model=call.model, cache_key=call.cache_key, raw="",
+                     value=None, parse_error=reason, failure_kind="batch_error")
