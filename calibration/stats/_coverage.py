@@ -405,7 +405,8 @@ def run_cell(cell: CoverageCell, reps: int, *, seed: int = 0) -> CoverageResult:
             value = target[name]
             hits[name] += bool(est.covers(value))
             flagged[name] += est.extra.get("unreliable") is not None
-            floored[name] += "raised to the floor" in str(est.extra.get("scope", ""))
+            scope = str(est.extra.get("scope", ""))
+            floored[name] += "raised to the floor" in scope or "not read as none" in scope
             errors[name].append(est.estimate - value)
             widths[name].append(est.half_width)
     bias = {k: float(np.mean(v)) for k, v in errors.items()}
