@@ -76,6 +76,8 @@ def test_the_two_way_variance_is_never_below_the_raters_mean_square_and_splits_i
 
 
 def test_the_ppi_line_says_when_the_spread_is_within_its_noise() -> None:
+    # Seed 8, the own family's pass labels: the spread is again within its noise; the PPI interval
+    # keeps the raters' few df (7.4 here, against the design's 29).
     d = _simulate(_CELL, np.random.default_rng(8))
     own = d.family == "own"
     pos = np.full(own.size, -1)
@@ -87,7 +89,9 @@ def test_the_ppi_line_says_when_the_spread_is_within_its_noise() -> None:
     est = design_ppi_mean(human, judge, d.pool_judge_pass[d.pool_family == "own"],
                           clusters=(d.task[own], d.pool_task[d.pool_family == "own"]), rater_level=lab)
     assert "raters like these (4 raters" in est.method
+    assert "within the noise of 4 raters' means: not read as none" in est.method
     assert math.isfinite(est.ci_low) and est.ci_low < est.estimate < est.ci_high
+    assert est.extra["df"] < 10
 
 
 _FIGURES = ("residual own (pass)", "residual other (pass)", "gap (pass)", "residual own (score)",
