@@ -42,7 +42,8 @@ one and covered the population truth 82-83%. The residuals and PPI therefore add
 ``gross − noise`` *unclipped* to the design variance, and read the total as two parts by what each
 rests on (:attr:`calibration.stats.VarianceParts.raters_clustered`): the raters' mean square
 ``Σ π_r² · gross`` on ``R − 1`` df, and the rest (the design variance less the rater noise it
-holds) on the design's df, with Satterthwaite's df for the sum. That is the method-of-moments
+holds) on the design's df, with Satterthwaite's df for the sum, the mean square's share counted as
+at least its noise (a mean square below its noise is no sign that the raters carry less). That is the method-of-moments
 variance of a sample crossed by tasks and raters (Cameron, Gelbach & Miller 2011, two-way
 clustering), and never below ``Σ π_r² · gross``. A spread estimated at or below its noise is thus
 not read as none: the interval leans on the spread of the raters' own means and their few df,
