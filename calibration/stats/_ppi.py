@@ -381,11 +381,11 @@ def design_ppi_mean(
     cov = float((z_rect * z_pool).sum())
     # The two-way interval (calibration.stats._raters): the raters' mean square on their df, less
     # the noise the design's variance already holds, never clipped to "no spread".
-    raters = rater_terms(w / total, rater_level, y.size, interval, covariates=f)
+    raters = rater_terms(w / total, rater_level, y.size, interval, covariates=f, clusters=ids_l)
     scope = raters.net_scope or raters.scope
     design_var = max(v_rect + v_pool + 2 * cov, v_rect)
-    parts = VarianceParts(design_var, df_rect, raters.net, raters.clustered_df, g, h, floor_units,
-                          raters.clustered)
+    parts = VarianceParts(design_var, df_rect, raters.net, raters.df, g, h, floor_units, raters.clustered,
+                          raters.clustered_df)
     lo, hi = t_interval(estimate, parts, level)
     weighted = not np.allclose(w, w[0])
     name = f"PPI++ mean (power-tuned λ={lam_used:.2g}, {_PAPER})" if lam is None else f"PPI mean (λ={lam_used:.2g})"

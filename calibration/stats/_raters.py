@@ -42,8 +42,7 @@ one and covered the population truth 82-83%. The residuals and PPI therefore add
 ``gross − noise`` *unclipped* to the design variance, and read the total as two parts by what each
 rests on (:attr:`calibration.stats.VarianceParts.raters_clustered`): the raters' mean square
 ``Σ π_r² · gross`` on ``R − 1`` df, and the rest (the design variance less the rater noise it
-holds) on the design's df, with Satterthwaite's df for the sum, the mean square's share counted as
-at least its noise (a mean square below its noise is no sign that the raters carry less). That is the method-of-moments
+holds) on the design's df, with Satterthwaite's df for the sum. That is the method-of-moments
 variance of a sample crossed by tasks and raters (Cameron, Gelbach & Miller 2011, two-way
 clustering), and never below ``Σ π_r² · gross``. A spread estimated at or below its noise is thus
 not read as none: the interval leans on the spread of the raters' own means and their few df,
@@ -135,7 +134,12 @@ class RaterSpread:
 
 
 def rater_spread(
-    answer: npt.ArrayLike, rater: npt.ArrayLike, score: npt.ArrayLike, *, covariates: npt.ArrayLike | None = None
+    answer: npt.ArrayLike,
+    rater: npt.ArrayLike,
+    score: npt.ArrayLike,
+    *,
+    covariates: npt.ArrayLike | None = None,
+    clusters: npt.ArrayLike | None = None,
 ) -> RaterSpread:
     """Estimate the variance of raters' leniencies from a long label table.
 
@@ -147,6 +151,10 @@ def rater_spread(
             or a ``(labels, k)`` array): the judge's score and the answer's family. Between
             raters they are taken out before the rater effects are compared (module docstring);
             within answers the answers' own effects already hold them.
+        clusters: Optional sampling cluster (task) of each label, with ``covariates``: what is
+            left of a task's quality after them is shared by its answers, which different raters
+            label, so the noise in the raters' effects is the task-clustered sandwich's, not
+            independent labels'.
 
     Returns:
         A :class:`RaterSpread` (module docstring for the two estimators). Degenerate case: one
@@ -180,7 +188,10 @@ def rater_spread(
     x = x.reshape(y.size, -1) if x.size else np.empty((y.size, 0))
     if x.shape[0] != y.size or not np.isfinite(x).all():
         raise ValueError("rater_spread: covariates must be finite, one row per label")
-    adjusted = _between_raters_adjusted(rat, y, n_raters, x)
+    cl = None if clusters is None else np.unique(np.asarray(clusters), return_inverse=True)[1].ravel()
+    if cl is not None and cl.shape != y.shape:
+        raise ValueError("rater_spread: clusters must hold one id per label")
+    adjusted = _between_raters_adjusted(rat, y, n_raters, x, cl)
     return adjusted if adjusted is not None else _between_raters(rat, y, n_raters)
 
 
@@ -261,7 +272,11 @@ def _between_raters(rat: npt.NDArray[np.intp], y: npt.NDArray[np.float64], n_rat
 
 
 def _between_raters_adjusted(
-    rat: npt.NDArray[np.intp], y: npt.NDArray[np.float64], n_raters: int, x: npt.NDArray[np.float64]
+    rat: npt.NDArray[np.intp],
+    y: npt.NDArray[np.float64],
+    n_raters: int,
+    x: npt.NDArray[np.float64],
+    clusters: npt.NDArray[np.intp] | None = None,
 ) -> RaterSpread | None:
     """Rater fixed effects after the covariates: least squares of the labels on both.
 
@@ -289,6 +304,15 @@ def _between_raters_adjusted(
     s2 = float((resid**2).sum() / dfe)
     gross = float(((beta - beta.mean()) ** 2).sum() / (n_raters - 1))
     noise = s2 * float(np.trace(c_plus)) / (n_raters - 1)
+    if clusters is not None and (g := int(clusters.max()) + 1) > 1:
+        # A task's answers share what the covariates leave of its quality, and go to different
+        # raters: their effects' noise is correlated, which independent labels overstate (and the
+        # spread, their difference, comes out too small). The task-clustered sandwich (CR1).
+        lever = z_res @ c_plus  # (labels, R): ∂β̂/∂y
+        per_task = np.stack([np.bincount(clusters, weights=lever[:, r] * resid, minlength=g) for r in range(n_raters)],
+                            axis=1)
+        small = g / (g - 1) * (y.size - 1) / dfe
+        noise = small * float((per_task**2).sum()) / (n_raters - 1)
     return _floored(gross, noise, _difference_df(gross, noise, n_raters - 1, dfe), n_raters, "between raters",
                     adjusted=True)
 
@@ -373,13 +397,13 @@ def rater_part(
     Returns:
         ``(variance, df, scope in words)``.
     """
-    part = rater_terms(gradient, rater_level, n, scope, covariates=covariates)
+    part = rater_terms(gradient, rater_level, n, scope, covariates=covariates)  # legacy: no clusters
     return part.variance, part.df, part.scope
 
 
 def rater_terms(
     gradient: npt.ArrayLike, rater_level: object, n: int, scope: RaterScope, *,
-    covariates: npt.ArrayLike | None = None,
+    covariates: npt.ArrayLike | None = None, clusters: npt.ArrayLike | None = None,
 ) -> RaterPart:
     """The raters' variance of an estimate over ``n`` answers, its df and the scope in words.
 
@@ -393,6 +417,7 @@ def rater_terms(
         scope: ``"raters"`` or ``"panel"``.
         covariates: Optional predictors of the human score per answer (``n`` rows), e.g. the
             judge's verdict, taken out before raters are compared (:func:`rater_spread`).
+        clusters: Optional task of each answer (``n`` entries), for :func:`rater_spread`.
 
     Returns:
         A :class:`RaterPart`; its variance is 0 when the interval speaks for the panel only
@@ -413,7 +438,8 @@ def rater_terms(
         return RaterPart(0.0, _NAN, "this panel only (no per-rater labels to generalise from)")
     raters = rater_level["rater"].to_numpy()[rated].astype(str)
     x = None if covariates is None else np.asarray(covariates, dtype=float).reshape(n, -1)[rows[rated]]
-    spread = rater_spread(rows[rated], raters, rater_level["score"].to_numpy(float)[rated], covariates=x)
+    cl = None if clusters is None else np.asarray(clusters)[rows[rated]]
+    spread = rater_spread(rows[rated], raters, rater_level["score"].to_numpy(float)[rated], covariates=x, clusters=cl)
     if not np.isfinite(spread.variance):
         return RaterPart(0.0, _NAN, "this panel only (one rater: their leniency cannot be told from the judge's)")
     per_answer = np.bincount(rows, minlength=n)

@@ -342,7 +342,8 @@ def _variance_parts(prep: _Prepared, coef: npt.NDArray[np.float64]) -> VarianceP
     raters = rater_variance(gradient, rater, prep.spread, part="net")
     clustered = rater_variance(gradient, rater, prep.spread, part="gross")
     # The mean square behind `clustered` rests on R − 1 df (VarianceParts.df splits by that).
-    return VarianceParts(design, df, raters, prep.spread.n_raters - 1, g, h, parts.floor_units, clustered)
+    return VarianceParts(design, df, raters, prep.spread.df, g, h, parts.floor_units, clustered,
+                         prep.spread.n_raters - 1)
 
 
 def _interval_fields(prep: _Prepared, estimate: float, parts: VarianceParts) -> tuple[float, float, dict[str, Any]]:
@@ -505,7 +506,8 @@ def _prepare(
         # Between raters, the judge's reading and the family take out much of what the answers'
         # quality spreads over the labels, so the raters' means are compared more sharply.
         covariates = np.column_stack([j, np.eye(families.size)[fam_codes][:, 1:]])[rows]
-        spread = rater_spread(rows, rater, score, covariates=covariates) if rows.size else None
+        spread = (rater_spread(rows, rater, score, covariates=covariates, clusters=tsk[rows]) if rows.size
+                  else None)
     return _Prepared(
         judge=j,
         human=h,

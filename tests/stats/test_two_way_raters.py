@@ -63,19 +63,19 @@ def test_a_spread_estimated_below_its_noise_is_not_read_as_none_and_the_line_say
     assert raters.extra["df"] < 20 < panel.extra["df"]
 
 
-def test_the_two_way_variance_is_never_below_the_raters_mean_square_and_splits_its_df_by_what_it_rests_on() -> None:
-    # Design 1.0 on 29 df; the raters' mean square 1.2 on 3 df, of which 0.5 is noise the design
-    # already holds: total 1.0 + (1.2 - 0.5), of which 1.2 rests on 3 df and 0.5 on 29.
-    parts = VarianceParts(1.0, 29.0, 1.2 - 0.5, 3.0, raters_clustered=1.2)
-    assert parts.total == pytest.approx(1.7)
-    assert parts.df == pytest.approx(1.7**2 / (0.5**2 / 29 + 1.2**2 / 3))
-    # A mean square below its noise (0.6 against 0.8): the df count the raters' share as the noise.
-    low = VarianceParts(1.0, 29.0, 0.6 - 0.8, 3.0, raters_clustered=0.6)
+def test_the_two_way_variance_is_never_below_the_raters_mean_square_and_takes_the_fewer_df() -> None:
+    # Design 2.0 on 29 df; the raters' mean square 0.6 on 3 df, 0.4 of it noise the design holds.
+    parts = VarianceParts(2.0, 29.0, 0.6 - 0.4, 3.0, raters_clustered=0.6, raters_clustered_df=3.0)
+    assert parts.total == pytest.approx(2.2)
+    two_way = 2.2**2 / (1.6**2 / 29 + 0.6**2 / 3)  # 23.2, below the split by source (32.0)
+    assert parts.df == pytest.approx(two_way)
+    # A mean square below its noise (0.6 against 0.8) carrying most of the total: the raters' df.
+    low = VarianceParts(1.0, 29.0, 0.6 - 0.8, 3.0, raters_clustered=0.6, raters_clustered_df=3.0)
     assert low.total == pytest.approx(0.8)
     assert low.df == pytest.approx(3.0)
     # A design variance below the raters' noise cannot take the total below their mean square.
-    assert VarianceParts(0.1, 29.0, -0.5, 3.0, raters_clustered=0.6).total == pytest.approx(0.6)
-    # Without the split, the former reading: raters alone on their df.
+    assert VarianceParts(0.1, 29.0, -0.5, 3.0, raters_clustered=0.6, raters_clustered_df=3.0).total == 0.6
+    # Without the two-way split, the former reading: raters alone on their df.
     assert VarianceParts(1.0, 29.0, 0.2, 3.0).df == pytest.approx(1.2**2 / (1 / 29 + 0.04 / 3))
 
 
