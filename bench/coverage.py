@@ -5,7 +5,9 @@ default, roughly 20-40 minutes on 2 CPUs), ``--cells test`` for the subset the s
 ``--compare`` for the interval methods side by side at 15 and 30 tasks (how the t interval was
 chosen), ``--small`` for 8 and 10 tasks (where the report starts calling intervals unreliable),
 ``--raters`` for the cells where the raters' spread comes from 3-5 raters with one label per
-answer (``RATER_CELLS``; the table then says how often the spread stood at its floor).
+answer (``RATER_CELLS``; the table then says how often the spread stood at its floor, or within
+its noise), ``--rater-study`` for issue 32's 24 cells (``RATER_STUDY``: 15/30/100 tasks x 1/3
+raters per answer of four x leniency 0/0.4 x simple random/judge-stratified).
 
 The model, the truths and the intervals are :mod:`calibration.stats._coverage`'s: every interval
 is computed by the same functions the calibration report calls. Coverage is in percent; its Monte
@@ -32,6 +34,7 @@ from calibration.stats._coverage import (
     COVERAGE_GRID,
     INTERVALS,
     RATER_CELLS,
+    RATER_STUDY,
     TEST_CELLS,
     CoverageCell,
     CoverageResult,
@@ -72,7 +75,8 @@ def _print(table: pd.DataFrame, results: list[CoverageResult], reps: int) -> Non
                                                    if res.floored.get(c, 0.0) > 0)
             for res in results if any(v > 0 for v in res.floored.values())]
     if used:
-        print("Datasets whose interval carried the raters' spread at its floor (the report line says so):")
+        print("Datasets whose raters' spread was estimated within its noise (two-way interval) or stood at its "
+              "floor; the report line says so:")
         print("\n".join(used))
     print("worst bias/se: the largest |mean error| / its Monte Carlo se over the residuals, gaps and PPI "
           "(design-weighted in the judge-stratified cells); below ~3 is unbiased within Monte Carlo error.")
@@ -128,6 +132,8 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="compare interval methods at 15 and 30 tasks")
     parser.add_argument("--small", action="store_true", help="8 and 10 tasks")
     parser.add_argument("--raters", action="store_true", help="the raters' spread from 3-5 raters, one label each")
+    parser.add_argument("--rater-study", action="store_true",
+                        help="issue 32's 24 cells: 15/30/100 tasks x 1/3 raters x leniency 0/0.4 x srs/stratified")
     args = parser.parse_args()
     started = time.perf_counter()
     if args.compare:
@@ -139,6 +145,8 @@ def main() -> None:
                       for samp in ("srs", "judge-stratified"))
     elif args.raters:
         cells = RATER_CELLS
+    elif args.rater_study:
+        cells = RATER_STUDY
     else:
         cells = COVERAGE_GRID if args.cells == "full" else TEST_CELLS
 

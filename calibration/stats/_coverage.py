@@ -47,7 +47,7 @@ from calibration.stats._ppi import design_ppi_mean
 from calibration.stats._residuals import family_residuals, residuals_and_gap
 from calibration.stats._result import Estimate
 
-__all__ = ["COVERAGE_GRID", "INTERVALS", "RATER_CELLS", "TEST_CELLS", "CoverageCell", "CoverageResult",
+__all__ = ["COVERAGE_GRID", "INTERVALS", "RATER_CELLS", "RATER_STUDY", "TEST_CELLS", "CoverageCell", "CoverageResult",
            "coverage_table", "run_cell"]
 
 Sampling = Literal["srs", "judge-stratified"]
@@ -144,6 +144,14 @@ RATER_CELLS: tuple[CoverageCell, ...] = (
 (issue 32): where it was often estimated at zero, and where the floor of
 :mod:`calibration.stats._raters` is used; the last has no spread at all (the floor's price)."""
 
+RATER_STUDY: tuple[CoverageCell, ...] = tuple(
+    CoverageCell(t, m, s, False, samp, 4)
+    for t, m, s, samp in itertools.product((15, 30, 100), (1, 3), (0.0, 0.4), _SAMPLINGS)
+)
+"""The raters study of issue 32: tasks {15, 30, 100} × raters per answer {1, 3} of a panel of four ×
+leniency {0, 0.4} × {simple random, judge-stratified}, balanced families: 24 cells, where the
+spread is estimated between raters (one label per answer) or within answers (three)."""
+
 
 @dataclass(frozen=True)
 class CoverageResult:
@@ -158,8 +166,9 @@ class CoverageResult:
         half_width: Mean half-width, per interval.
         unreliable: Share of datasets whose interval was flagged unreliable, per interval.
         seconds: Wall time of the cell.
-        floored: Share of datasets whose interval carried the raters' spread at its floor
-            (:mod:`calibration.stats._raters`), per interval.
+        floored: Share of datasets whose interval carried the raters' spread at its floor, or
+            estimated within its noise (the two-way interval; :mod:`calibration.stats._raters`),
+            per interval: the line says so in both cases.
     """
 
     cell: CoverageCell
@@ -405,7 +414,8 @@ def run_cell(cell: CoverageCell, reps: int, *, seed: int = 0) -> CoverageResult:
             value = target[name]
             hits[name] += bool(est.covers(value))
             flagged[name] += est.extra.get("unreliable") is not None
-            floored[name] += "raised to the floor" in str(est.extra.get("scope", ""))
+            scope = str(est.extra.get("scope", ""))
+            floored[name] += "raised to the floor" in scope or "not read as none" in scope
             errors[name].append(est.estimate - value)
             widths[name].append(est.half_width)
     bias = {k: float(np.mean(v)) for k, v in errors.items()}

@@ -37,7 +37,7 @@ import numpy.typing as npt
 from scipy import stats
 
 from calibration.stats._bootstrap import check_level, finite_vector
-from calibration.stats._raters import RaterScope, rater_part
+from calibration.stats._raters import RaterScope, rater_part, rater_terms
 from calibration.stats._result import Estimate
 from calibration.stats._variance import (
     VarianceParts,
@@ -379,9 +379,13 @@ def design_ppi_mean(
     z_rect = np.bincount(codes[: y.size], weights=psi_rect, minlength=all_ids.size)
     z_pool = np.bincount(codes[y.size:], weights=psi_pool, minlength=all_ids.size)
     cov = float((z_rect * z_pool).sum())
-    r_var, r_df, scope = rater_part(w / total, rater_level, y.size, interval)
+    # The two-way interval (calibration.stats._raters): the raters' mean square on their df, less
+    # the noise the design's variance already holds, never clipped to "no spread".
+    raters = rater_terms(w / total, rater_level, y.size, interval, covariates=f, clusters=ids_l)
+    scope = raters.net_scope or raters.scope
     design_var = max(v_rect + v_pool + 2 * cov, v_rect)
-    parts = VarianceParts(design_var, df_rect, r_var, r_df, g, h, floor_units)
+    parts = VarianceParts(design_var, df_rect, raters.net, raters.df, g, h, floor_units, raters.clustered,
+                          raters.clustered_df)
     lo, hi = t_interval(estimate, parts, level)
     weighted = not np.allclose(w, w[0])
     name = f"PPI++ mean (power-tuned λ={lam_used:.2g}, {_PAPER})" if lam is None else f"PPI mean (λ={lam_used:.2g})"

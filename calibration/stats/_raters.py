@@ -25,27 +25,40 @@ the former two-stage bootstrap, counted that spread twice (Davison & Hinkley 199
   the ``β̂`` (``C`` the reduced normal matrix of the rater effects, ``s²`` the residual variance);
 * **between raters** otherwise (one label per answer): the one-way random-effects ANOVA of labels
   by rater, ``σ̂² = (MS_between − MS_within) / n₀``, which needs answers dealt to raters at random.
+  Given the labels' covariates (the judge's reading of each answer and its family, as the
+  residuals and PPI pass them), the same moments as within answers come from least squares on
+  rater effects and the covariates: what the judge sees of an answer's quality no longer counts
+  as noise in a rater's mean (a fifth less noise in the coverage model's 1-5 scores). With the
+  labels' tasks the noise is the task-clustered sandwich's (CR1): what the covariates leave of a
+  task's quality is shared by its answers, which different raters label.
 
 Either way ``σ̂²`` rests on ``R − 1`` degrees of freedom at most (Satterthwaite's for the
 difference of mean squares), so five raters give a wide rater component; with one rater it is not
 estimable and the interval can only speak for that rater.
 
-**The floor.** With few raters the difference of mean squares is often negative and ``σ̂²`` is cut
-off at zero (at 30 tasks, one label per answer and a real spread of 0.4 points, a quarter of the
-four-rater panels): the "raters like these" interval then equals the this-panel-only one, and
-covered the population truth 82-83%. Zero from ``R`` raters does not mean no spread: the data
-cannot tell it from a spread a good part of the estimate's own standard error under no spread,
-``√(2/(R−1)) · noise`` (the noise term ``MS_within/n₀``, or ``s² tr C⁺/(R−1)``, is the variance a
-rater's mean leniency shows with no spread at all; ``√(2/(R−1))`` is a mean square's relative
-standard error on ``R − 1`` df). ``σ̂²`` is raised to ``noise/√(R−1)``, 0.71 of that standard
-error, in the spirit of the rule of three under the residuals' variance
-(:func:`calibration.stats.rare_event_floor`), with ``R − 1`` df, and the report line says so. It
-fades as raters are added (``Σ π_r²`` falls as ``1/R`` too). Chosen by simulation
-(``bench/coverage.py --raters``): at 30 tasks, one label per answer and a spread of 0.4 points
-from 3-5 raters the residuals, gap and PPI cover at least 92.8% with it (91.0% at worst without,
-90.0% at 100 tasks), erring wide (up to 99.5% for the PPI with three raters); a full standard error
-pushed the suite's pooled PPI coverage over 97%. In cells with no spread at all the intervals err
-wide (96.8-99.8%): the price of not being able to tell 0 from 0.4 points with a few raters.
+**The two-way interval: never "no spread".** With few raters the difference ``gross − noise``
+(``gross`` the raters' mean square, ``noise`` the part of it the labels' own noise makes) is often
+negative; cut off at zero (at 30 tasks, one label per answer and a real spread of 0.4 points, a
+quarter of the four-rater panels) the "raters like these" interval equalled the this-panel-only
+one and covered the population truth 82-83%. The residuals and PPI therefore add ``π``-weighted
+``gross − noise`` *unclipped* to the design variance, and read the total as two parts by what each
+rests on (:attr:`calibration.stats.VarianceParts.raters_clustered`): the raters' mean square
+``Σ π_r² · gross`` on ``R − 1`` df, and the rest (the design variance less the rater noise it
+holds) on the design's df, with Satterthwaite's df for the sum (or the split by source, if fewer),
+and the raters' own ``R − 1`` df where their mean square carries half the variance or more:
+shares estimated from four raters made Satterthwaite's df liberal (92-93% at 100 tasks). That is the method-of-moments
+variance of a sample crossed by tasks and raters (Cameron, Gelbach & Miller 2011, two-way
+clustering), and never below ``Σ π_r² · gross``. A spread estimated at or below its noise is thus
+not read as none: the interval leans on the spread of the raters' own means and their few df,
+and the report line says so ("... within the noise of 4 raters' means: not read as none, ...").
+Simulated (``bench/coverage.py --rater-study``, 400 datasets a cell): with one label per answer
+from four raters the former floor (below) covered 97.5-99.7% with no spread and up to 99% at 15
+tasks with one; the two-way interval covers 93-97% there except a few 15-task figures at 97-98%,
+where the this-panel-only interval itself covers 97-99%.
+
+**The floor** (kept for :func:`rater_part`'s callers, the active design). ``σ̂²`` clipped at 0 is
+raised to ``noise/√(R−1)``, 0.71 of the estimate's standard error under no spread
+(``√(2/(R−1)) · noise``), with ``R − 1`` df, and :meth:`RaterSpread.note` says so.
 """
 
 from __future__ import annotations
@@ -59,7 +72,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import sparse
 
-__all__ = ["RATER_SCOPES", "RaterScope", "RaterSpread", "rater_part", "rater_spread", "rater_variance"]
+__all__ = ["RATER_SCOPES", "RaterPart", "RaterScope", "RaterSpread", "rater_part", "rater_spread", "rater_terms",
+           "rater_variance"]
 
 RaterScope = Literal["raters", "panel"]
 """Which raters an interval speaks for.
@@ -85,6 +99,12 @@ class RaterSpread:
         how: ``"within answers"``, ``"between raters"`` or ``"one rater"``.
         floored: ``variance`` is the floor (module docstring), not the estimate, which was lower.
         estimate: The estimate before the floor (clipped at 0).
+        adjusted: Between raters, the labels' covariates (the judge's reading of each answer)
+            were taken out before the raters were compared.
+        gross: The raters' mean square in the units of ``variance``: the spread of their
+            estimated effects, estimation noise included (``σ̂²`` plus the noise term), on
+            ``n_raters − 1`` df; ``nan`` when not estimated.
+        noise: The part of ``gross`` that the labels' own noise makes with no spread at all.
     """
 
     variance: float
@@ -93,22 +113,53 @@ class RaterSpread:
     how: Literal["within answers", "between raters", "one rater"]
     floored: bool = False
     estimate: float = _NAN
+    adjusted: bool = False
+    gross: float = _NAN
+    noise: float = _NAN
 
-    def note(self) -> str:
-        """How the spread was estimated, in words for the report line."""
+    def note(self, *, net: bool = False) -> str:
+        """How the spread was estimated, in words for the report line.
+
+        Args:
+            net: Describe the two-way interval (module docstring), which uses ``gross − noise``
+                unclipped, rather than ``variance`` (clipped and floored).
+        """
+        how = f"{self.how} after the judge's reading" if self.adjusted else self.how
+        if net:
+            if not self.gross < self.noise:
+                return f"leniency spread estimated {how}"
+            # Not read as no spread: below its noise, the interval leans on the raters' means.
+            return (f"leniency spread estimated {how} at {self.gross - self.noise:.2g}, within the noise of "
+                    f"{self.n_raters} raters' means: not read as none, the interval carries their spread on "
+                    f"{self.n_raters - 1} df")
         if not self.floored:
-            return f"leniency spread estimated {self.how}"
-        return (f"leniency spread estimated {self.how} at {self.estimate:.2g}, raised to the floor "
+            return f"leniency spread estimated {how}"
+        return (f"leniency spread estimated {how} at {self.estimate:.2g}, raised to the floor "
                 f"{self.variance:.2g} that {self.n_raters} raters cannot rule out")
 
 
-def rater_spread(answer: npt.ArrayLike, rater: npt.ArrayLike, score: npt.ArrayLike) -> RaterSpread:
+def rater_spread(
+    answer: npt.ArrayLike,
+    rater: npt.ArrayLike,
+    score: npt.ArrayLike,
+    *,
+    covariates: npt.ArrayLike | None = None,
+    clusters: npt.ArrayLike | None = None,
+) -> RaterSpread:
     """Estimate the variance of raters' leniencies from a long label table.
 
     Args:
         answer: Answer id of each label.
         rater: Rater id of each label.
         score: The label (0/1 pass verdict or a score).
+        covariates: Optional answer-level predictors of the label, one row per label (a vector
+            or a ``(labels, k)`` array): the judge's score and the answer's family. Between
+            raters they are taken out before the rater effects are compared (module docstring);
+            within answers the answers' own effects already hold them.
+        clusters: Optional sampling cluster (task) of each label, with ``covariates``: what is
+            left of a task's quality after them is shared by its answers, which different raters
+            label, so the noise in the raters' effects is the task-clustered sandwich's, not
+            independent labels'.
 
     Returns:
         A :class:`RaterSpread` (module docstring for the two estimators). Degenerate case: one
@@ -134,23 +185,42 @@ def rater_spread(answer: npt.ArrayLike, rater: npt.ArrayLike, score: npt.ArrayLi
     if n_raters < 2:
         return RaterSpread(_NAN, _NAN, n_raters, "one rater")
     within = _within_answers(ans, rat, y, n_raters)
-    return within if within is not None else _between_raters(rat, y, n_raters)
+    if within is not None:
+        return within
+    if covariates is None:
+        return _between_raters(rat, y, n_raters)
+    x = np.asarray(covariates, dtype=float)
+    x = x.reshape(y.size, -1) if x.size else np.empty((y.size, 0))
+    if x.shape[0] != y.size or not np.isfinite(x).all():
+        raise ValueError("rater_spread: covariates must be finite, one row per label")
+    cl = None if clusters is None else np.unique(np.asarray(clusters), return_inverse=True)[1].ravel()
+    if cl is not None and cl.shape != y.shape:
+        raise ValueError("rater_spread: clusters must hold one id per label")
+    adjusted = _between_raters_adjusted(rat, y, n_raters, x, cl)
+    return adjusted if adjusted is not None else _between_raters(rat, y, n_raters)
 
 
-def rater_variance(gradient: npt.ArrayLike, rater: npt.ArrayLike, spread: RaterSpread) -> float:
+def rater_variance(
+    gradient: npt.ArrayLike, rater: npt.ArrayLike, spread: RaterSpread, *,
+    part: Literal["spread", "gross", "net"] = "spread",
+) -> float:
     """``σ̂²_rater · Σ_r π_r²``: the variance a different panel would add to the estimate.
 
     Args:
         gradient: ``∂θ̂/∂y_k`` per label (how much the estimate moves per point of that label).
         rater: Rater id of each label.
         spread: :func:`rater_spread` of the same labels.
+        part: Which ``σ̂²``: ``"spread"`` (:attr:`RaterSpread.variance`, clipped and floored),
+            ``"gross"`` (the raters' mean square, noise included: the part of the two-way
+            variance that rests on the raters' df) or ``"net"`` (``gross − noise``, unclipped).
 
     Returns:
         The variance (``nan`` when ``spread`` is not estimable).
     """
     codes = np.unique(np.asarray(rater), return_inverse=True)[1].ravel()
     share = np.bincount(codes, weights=np.asarray(gradient, dtype=float))
-    return float(spread.variance * (share**2).sum())
+    sigma2 = {"spread": spread.variance, "gross": spread.gross, "net": spread.gross - spread.noise}[part]
+    return float(sigma2 * (share**2).sum())
 
 
 def _within_answers(
@@ -201,21 +271,86 @@ def _between_raters(rat: npt.NDArray[np.intp], y: npt.NDArray[np.float64], n_rat
     msw = float(((y - means[rat]) ** 2).sum() / dfw) if dfw > 0 else 0.0
     n0 = (total - float((n_r**2).sum()) / total) / (n_raters - 1)
     if not n0 > 0:
-        return RaterSpread(0.0, float(n_raters - 1), n_raters, "between raters", estimate=0.0)
+        return RaterSpread(0.0, float(n_raters - 1), n_raters, "between raters", estimate=0.0, gross=0.0, noise=0.0)
     return _floored(msb / n0, msw / n0, _difference_df(msb, msw, n_raters - 1, max(dfw, 1.0)), n_raters,
                     "between raters")
 
 
+def _between_raters_adjusted(
+    rat: npt.NDArray[np.intp],
+    y: npt.NDArray[np.float64],
+    n_raters: int,
+    x: npt.NDArray[np.float64],
+    clusters: npt.NDArray[np.intp] | None = None,
+) -> RaterSpread | None:
+    """Rater fixed effects after the covariates: least squares of the labels on both.
+
+    The same moments as :func:`_within_answers` with the covariates (and an intercept) in place
+    of the answers' effects: ``C = Zᵀ M Z`` with ``M`` the projection off the covariates, ``β̂ = C⁺
+    Zᵀ M y``, and ``σ̂² = (Σ (β̂_r − β̄)² − s² tr C⁺) / (R − 1)``. ``None`` when the fit leaves no
+    residual df or the raters are not all identified.
+    """
+    q_basis = _orthonormal(np.column_stack([np.ones(y.size), x]))
+    z = np.zeros((y.size, n_raters))
+    z[np.arange(y.size), rat] = 1.0
+    z_res = z - q_basis @ (q_basis.T @ z)
+    y_res = y - q_basis @ (q_basis.T @ y)
+    c = z_res.T @ z_res
+    eig = np.linalg.eigvalsh(c)
+    if (eig > 1e-9 * max(eig.max(), 1.0)).sum() != n_raters - 1:
+        return None
+    dfe = y.size - q_basis.shape[1] - (n_raters - 1)
+    if dfe < 1:
+        return None
+    ones = np.full((n_raters, n_raters), 1.0 / n_raters)
+    c_plus = np.linalg.inv(c + ones) - ones
+    beta = c_plus @ (z_res.T @ y_res)
+    resid = y_res - z_res @ beta
+    s2 = float((resid**2).sum() / dfe)
+    gross = float(((beta - beta.mean()) ** 2).sum() / (n_raters - 1))
+    noise = s2 * float(np.trace(c_plus)) / (n_raters - 1)
+    if clusters is not None and (g := int(clusters.max()) + 1) > 1:
+        # A task's answers share what the covariates leave of its quality, and go to different
+        # raters: their effects' noise is correlated, which independent labels overstate (and the
+        # spread, their difference, comes out too small). The task-clustered sandwich (CR1).
+        lever = z_res @ c_plus  # (labels, R): ∂β̂/∂y
+        per_task = np.stack([np.bincount(clusters, weights=lever[:, r] * resid, minlength=g) for r in range(n_raters)],
+                            axis=1)
+        small = g / (g - 1) * (y.size - 1) / dfe
+        noise = small * float((per_task**2).sum()) / (n_raters - 1)
+    return _floored(gross, noise, _difference_df(gross, noise, n_raters - 1, dfe), n_raters, "between raters",
+                    adjusted=True)
+
+
+def _orthonormal(design: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """An orthonormal basis of the columns of ``design`` (dependent columns dropped)."""
+    u, sv, _ = np.linalg.svd(design, full_matrices=False)
+    return u[:, : int((sv > 1e-10 * max(sv.max(initial=0.0), 1.0)).sum())]
+
+
+def _floor_share(n_raters: int) -> float:
+    """The floor as a share of the noise term (module docstring)."""
+    return 1.0 / math.sqrt(n_raters - 1)
+
+
 def _floored(
-    gross: float, noise: float, df: float, n_raters: int, how: Literal["within answers", "between raters"]
+    gross: float,
+    noise: float,
+    df: float,
+    n_raters: int,
+    how: Literal["within answers", "between raters"],
+    *,
+    adjusted: bool = False,
 ) -> RaterSpread:
     """``gross − noise`` clipped at 0 and raised to the few-raters floor (module docstring)."""
     estimate = max(gross - noise, 0.0)
-    floor = noise / math.sqrt(n_raters - 1)
+    floor = noise * _floor_share(n_raters)
     if estimate >= floor:
-        return RaterSpread(estimate, df, n_raters, how, estimate=estimate)
+        return RaterSpread(estimate, df, n_raters, how, estimate=estimate, adjusted=adjusted, gross=gross,
+                           noise=noise)
     # The floor stands in for an estimate on R − 1 df: the t interval keeps that many for it.
-    return RaterSpread(floor, float(n_raters - 1), n_raters, how, floored=True, estimate=estimate)
+    return RaterSpread(floor, float(n_raters - 1), n_raters, how, floored=True, estimate=estimate,
+                       adjusted=adjusted, gross=gross, noise=noise)
 
 
 def _difference_df(gross: float, noise: float, df_gross: float, df_noise: float) -> float:
@@ -226,9 +361,55 @@ def _difference_df(gross: float, noise: float, df_gross: float, df_noise: float)
     return float(min(df_gross, (gross - noise) ** 2 / denom)) if denom > 0 else float(df_gross)
 
 
+@dataclass(frozen=True)
+class RaterPart:
+    """The raters' part of an estimate's variance (:func:`rater_terms`).
+
+    Attributes:
+        variance: ``σ̂²_rater · Σ_r π_r²`` (0 when the interval speaks for the panel only).
+        df: Its degrees of freedom (``nan`` when not estimated).
+        scope: Which raters the interval speaks for, in words.
+        clustered: ``Σ_r π_r²`` times the raters' mean square, for
+            :attr:`calibration.stats.VarianceParts.raters_clustered` (``nan`` when not estimated).
+        clustered_df: The mean square's df: raters minus one.
+        net: ``Σ_r π_r²`` times ``gross − noise`` (may be negative), for
+            :attr:`calibration.stats.VarianceParts.raters` beside ``clustered``.
+        net_scope: ``scope`` for that two-way interval.
+    """
+
+    variance: float
+    df: float
+    scope: str
+    clustered: float = _NAN
+    clustered_df: float = _NAN
+    net: float = 0.0
+    net_scope: str = ""
+
+
 def rater_part(
-    gradient: npt.ArrayLike, rater_level: object, n: int, scope: RaterScope
+    gradient: npt.ArrayLike, rater_level: object, n: int, scope: RaterScope, *,
+    covariates: npt.ArrayLike | None = None,
 ) -> tuple[float, float, str]:
+    """:func:`rater_terms` as ``(variance, df, scope in words)``.
+
+    Args:
+        gradient: As :func:`rater_terms`.
+        rater_level: As :func:`rater_terms`.
+        n: Answers.
+        scope: ``"raters"`` or ``"panel"``.
+        covariates: As :func:`rater_terms`.
+
+    Returns:
+        ``(variance, df, scope in words)``.
+    """
+    part = rater_terms(gradient, rater_level, n, scope, covariates=covariates)  # legacy: no clusters
+    return part.variance, part.df, part.scope
+
+
+def rater_terms(
+    gradient: npt.ArrayLike, rater_level: object, n: int, scope: RaterScope, *,
+    covariates: npt.ArrayLike | None = None, clusters: npt.ArrayLike | None = None,
+) -> RaterPart:
     """The raters' variance of an estimate over ``n`` answers, its df and the scope in words.
 
     Args:
@@ -239,15 +420,18 @@ def rater_part(
             adjudicated label): part of its answer's score, outside the raters' spread.
         n: Answers.
         scope: ``"raters"`` or ``"panel"``.
+        covariates: Optional predictors of the human score per answer (``n`` rows), e.g. the
+            judge's verdict, taken out before raters are compared (:func:`rater_spread`).
+        clusters: Optional task of each answer (``n`` entries), for :func:`rater_spread`.
 
     Returns:
-        ``(variance, df, scope in words)``; the variance is 0 when the interval speaks for the
-        panel only (asked for, no per-rater labels, or one rater).
+        A :class:`RaterPart`; its variance is 0 when the interval speaks for the panel only
+        (asked for, no per-rater labels, or one rater).
     """
     if scope == "panel":
-        return 0.0, _NAN, "this panel only"
+        return RaterPart(0.0, _NAN, "this panel only")
     if not isinstance(rater_level, pd.DataFrame) or not {"answer", "rater", "score"} <= set(rater_level.columns):
-        return 0.0, _NAN, "this panel only (no per-rater labels to generalise from)"
+        return RaterPart(0.0, _NAN, "this panel only (no per-rater labels to generalise from)")
     rows = rater_level["answer"].to_numpy().astype(np.intp)
     if rows.size == 0 or rows.min() < 0 or rows.max() >= n:
         raise ValueError(f"rater_level['answer'] must be row positions 0..{n - 1}")
@@ -256,12 +440,17 @@ def rater_part(
     # nor the panel's share.
     rated = rater_level["rater"].notna().to_numpy()
     if not rated.any():
-        return 0.0, _NAN, "this panel only (no per-rater labels to generalise from)"
+        return RaterPart(0.0, _NAN, "this panel only (no per-rater labels to generalise from)")
     raters = rater_level["rater"].to_numpy()[rated].astype(str)
-    spread = rater_spread(rows[rated], raters, rater_level["score"].to_numpy(float)[rated])
+    x = None if covariates is None else np.asarray(covariates, dtype=float).reshape(n, -1)[rows[rated]]
+    cl = None if clusters is None else np.asarray(clusters)[rows[rated]]
+    spread = rater_spread(rows[rated], raters, rater_level["score"].to_numpy(float)[rated], covariates=x, clusters=cl)
     if not np.isfinite(spread.variance):
-        return 0.0, _NAN, "this panel only (one rater: their leniency cannot be told from the judge's)"
+        return RaterPart(0.0, _NAN, "this panel only (one rater: their leniency cannot be told from the judge's)")
     per_answer = np.bincount(rows, minlength=n)
     g = np.asarray(gradient, dtype=float)[rows[rated]] / per_answer[rows[rated]]
-    variance = rater_variance(g, raters, spread)
-    return variance, spread.df, f"raters like these ({spread.n_raters} raters, {spread.note()})"
+    return RaterPart(rater_variance(g, raters, spread), spread.df,
+                     f"raters like these ({spread.n_raters} raters, {spread.note()})",
+                     rater_variance(g, raters, spread, part="gross"), float(spread.n_raters - 1),
+                     rater_variance(g, raters, spread, part="net"),
+                     f"raters like these ({spread.n_raters} raters, {spread.note(net=True)})")

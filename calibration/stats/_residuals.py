@@ -344,8 +344,13 @@ def _variance_parts(prep: _Prepared, coef: npt.NDArray[np.float64]) -> VarianceP
     # ∂θ/∂y_k = −c_f w_a / (m_a W_f) for label k on answer a (the mean rule's derivative).
     rows, rater, _ = r.by_raters()
     gradient = -scale[rows] / r.per_answer[rows]
-    raters = rater_variance(gradient, rater, prep.spread)
-    return VarianceParts(design, df, raters, prep.spread.df, g, h, parts.floor_units)
+    # The two-way interval (calibration.stats._raters): the raters' mean square on their df, less
+    # the noise the design's variance already holds, never clipped to "no spread".
+    raters = rater_variance(gradient, rater, prep.spread, part="net")
+    clustered = rater_variance(gradient, rater, prep.spread, part="gross")
+    # The mean square behind `clustered` rests on R − 1 df (VarianceParts.df splits by that).
+    return VarianceParts(design, df, raters, prep.spread.df, g, h, parts.floor_units, clustered,
+                         prep.spread.n_raters - 1)
 
 
 def _interval_fields(prep: _Prepared, estimate: float, parts: VarianceParts) -> tuple[float, float, dict[str, Any]]:
@@ -370,7 +375,7 @@ def _scope(prep: _Prepared) -> str:
         return "this panel only (no per-rater labels to generalise from)"
     if not np.isfinite(prep.spread.variance):
         return "this panel only (one rater: their leniency cannot be told from the judge's)"
-    return f"raters like these ({prep.spread.n_raters} raters, {prep.spread.note()})"
+    return f"raters like these ({prep.spread.n_raters} raters, {prep.spread.note(net=True)})"
 
 
 def _method(prep: _Prepared, parts: VarianceParts, *, gap: bool, n_other: int = 1) -> str:
@@ -505,7 +510,11 @@ def _prepare(
     spread = None
     if ratings is not None and ratings.rater is not None and interval == "raters":
         rows, rater, score = ratings.by_raters()
-        spread = rater_spread(rows, rater, score) if rows.size else None
+        # Between raters, the judge's reading and the family take out much of what the answers'
+        # quality spreads over the labels, so the raters' means are compared more sharply.
+        covariates = np.column_stack([j, np.eye(families.size)[fam_codes][:, 1:]])[rows]
+        spread = (rater_spread(rows, rater, score, covariates=covariates, clusters=tsk[rows]) if rows.size
+                  else None)
     return _Prepared(
         judge=j,
         human=h,
