@@ -20,9 +20,12 @@ function keyName(k) {
   return k === "submit" ? "Ctrl+Enter" : k.length === 1 ? k.toUpperCase() : k;
 }
 
+// A form of another page still on screen while the next page loads (Streamlit replaces the
+// old page's elements only as the new ones come) is not this page's: its keys are held too.
 function formLive() {
   const f = shared.form;
-  return !!(f && f.data && f.root && f.root.isConnected);
+  const here = shared.here;
+  return !!(f && f.data && f.root && f.root.isConnected && (!here || !here.scope || here.scope === f.data.draft_scope));
 }
 
 function editable(target) {

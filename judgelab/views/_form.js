@@ -391,7 +391,7 @@ class RatingForm {
   // -- keys -------------------------------------------------------------------------------------
 
   key(e) {
-    if (!this.data || !this.root.isConnected) return;
+    if (!this.data || !this.root.isConnected || !ownsPage(this)) return;
     const path = e.composedPath();
     const target = path[0];
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
@@ -595,6 +595,12 @@ function adoptHeld(form) {
   shared.held = [];
   if (shared.show) shared.show();
   return held;
+}
+
+/** Whether ``form`` belongs to the page now loading or shown (not a page being left). */
+function ownsPage(form) {
+  const here = catcher().here;
+  return !here || !here.scope || here.scope === form.data.draft_scope;
 }
 
 function releaseHeld(form) {
