@@ -647,7 +647,9 @@ Object.assign(RatingForm.prototype, {
     }
     if (to && to !== place) {
       if (this.poppedWhileBusy && early.length) {
-        this.refuseKeys(early, "You went back or forward in the browser meanwhile; keys not used:");
+        // Said now and again with the answer to the "goto" (its send clears the message).
+        this.lost = `You went back or forward in the browser while it was saving; keys not used: ${early.map(keyName).join(", ")}.`;
+        this.say(this.lost, true);
         early = [];
       }
       this.poppedWhileBusy = false;

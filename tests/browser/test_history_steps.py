@@ -3,20 +3,23 @@
 A hurried rater in Chromium at 1366x768 clicks and uses shortcuts, then the browser's Back
 and Forward: Back steps to the item seen before (its stored label shown, editable, as the
 in-app Back shows it), Forward returns, an edit from there is stored, a reload stays on the
-entry's item, the finished screen is an entry too, and switching to another app page and
-back still works. The URL only gains ``#item-N`` (or ``#done``): the query is the invite
-link's own, nothing new.
+entry's item, Back pressed while a submit is on its way goes back once the submit is stored
+(keys pressed meanwhile are named as not used), the finished screen is an entry too, and
+switching to another app page and back still works. The URL only gains ``#item-N`` (or
+``#done``): the query is the invite link's own, nothing new.
 """
 
 from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import LAPTOP, Demo, expect_text, go, open_page, playwright_api, wait_ready
+from tests.browser.conftest import LAPTOP, Demo, expect_text, go, open_page, playwright_api, serve, wait_ready
 
 pytestmark = pytest.mark.browser
 expect = playwright_api.expect
@@ -96,4 +99,38 @@ def test_back_and_forward_step_through_the_items(demo: Demo, browser: Any) -> No
     parts = urllib.parse.urlsplit(page.url)
     assert urllib.parse.parse_qs(parts.query) == {"t": [token]} and token not in parts.fragment
     assert overall(demo, rater_id) == [4, 3, 5, 2, 1]
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def slow_url(demo: Demo) -> Iterator[str]:
+    """A server on the demo's file whose label writes take 1.5 s (a submit stays on its way)."""
+    server = serve(demo.db, launcher=Path(__file__).with_name("_slow_server.py"),
+                   env={"JUDGELAB_WRITE_DELAY": "1.5"})
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def test_back_while_a_submit_is_on_its_way_goes_back_once_it_is_stored(
+    demo: Demo, browser: Any, slow_url: str
+) -> None:
+    rater_id, token = demo.new_rater("history-hasty", score=3)
+    page, _ = open_page(browser, f"{slow_url}/?t={token}", viewport=LAPTOP)
+    expect_text(page, "Answer 1 of 3")
+    page.keyboard.press("4")
+    page.keyboard.press("Control+Enter")
+    expect_text(page, "Answer 2 of 3")
+    page.keyboard.press("3")
+    page.keyboard.press("Control+Enter")
+    page.go_back()  # at once: the submit of item 2 is still being written
+    page.keyboard.press("5")
+    expect(page.locator(".jl-message.error")).to_contain_text("keys not used: 5", timeout=30_000)
+    expect_text(page, "Answer 1 of 3 · you rated this one")
+    expect(chosen(page)).to_have_text("4")
+    assert overall(demo, rater_id) == [4, 3]
+    page.go_forward()
+    expect_text(page, "Answer 2 of 3 · you rated this one")
+    expect(chosen(page)).to_have_text("3")
     page.close()
