@@ -43,7 +43,8 @@ function formKey(e) {
 }
 
 function onKey(e) {
-  if (!shared.holding || formLive()) return;  // a live form reads its own keys
+  // Only while a catcher is on screen (not on the admin pages after it), and a live form reads its own keys.
+  if (!shared.holding || !shared.here || !shared.here.connected() || formLive()) return;
   if (editable(e.composedPath()[0])) return;
   const k = formKey(e);
   if (!k) return;
@@ -143,7 +144,9 @@ export default function (component) {
   } else {
     show();
   }
+  const here = shared.here;
   return () => {
     if (shared.show === show) shared.show = null;
+    if (shared.here === here) shared.holding = false;
   };
 }
