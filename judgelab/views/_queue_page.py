@@ -14,6 +14,11 @@ Two tabs on one link: each write says which label the tab showed (the page's ``w
 passes the item's ``done_id`` as the store's ``seen``), so a tab that is behind is told the
 item was labelled meanwhile and shown the stored label, and never overwrites it unseen.
 
+Keys before the form, and the browser's history: the header draws the key catcher
+(:mod:`judgelab.views._catcher`) before anything of the item, so keys pressed before the form's
+script runs are held for it; each item shown is an entry in the browser's history (``#item-N``),
+and the browser's Back or Forward sends ``goto`` with the entry's place (:meth:`QueuePage.goto`).
+
 Blinding: navigation carries only the assignment id (a sequence number) of a queue
 position, and the form only the opaque item id.
 """
