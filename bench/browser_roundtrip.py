@@ -467,14 +467,14 @@ async def _rater(browser: Any, url: str, total: int, items: int, seed: int, fig:
     await context.close()
 
 
-async def _admin(browser: Any, url: str, stop: Any, fig: Crowd) -> None:
-    """An admin on the Calibration page, reloading it until ``stop`` is set."""
+async def _admin(browser: Any, url: str, stop: Any, fig: Crowd, title: str = "Calibration") -> None:
+    """An admin on the page ``title`` (Calibration, Agreement), reloading it until ``stop`` is set."""
     context = await browser.new_context(viewport=VIEWPORT)
     page = await context.new_page()
     await page.goto(url)
-    await page.get_by_role("link", name="Calibration").click(timeout=120_000)
+    await page.get_by_role("link", name=title).click(timeout=120_000)
     while True:
-        await page.get_by_test_id("stMain").get_by_role("heading", name="Calibration").wait_for(timeout=120_000)
+        await page.get_by_test_id("stMain").get_by_role("heading", name=title).wait_for(timeout=120_000)
         await page.wait_for_selector(READY, timeout=120_000)
         fig.admin_loads += 1
         if stop.is_set():
@@ -498,7 +498,7 @@ def _importer(db: Path, work: Path, stop: Any, fig: Crowd) -> None:
         fig.imports += 1
 
 
-def crowd(n: int, items: int, *, admin: bool, importing: bool) -> Crowd:
+def crowd(n: int, items: int, *, admin: bool, importing: bool, admin_page: str = "Calibration") -> Crowd:
     """N raters at once on one served demo database (see the module's docstring)."""
     import asyncio
     import threading
@@ -527,7 +527,8 @@ def crowd(n: int, items: int, *, admin: bool, importing: bool) -> Crowd:
             async with async_playwright() as p:
                 browser = await p.chromium.launch(
                     executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-                side = [asyncio.create_task(_admin(browser, f"{url}/?t={admin_token}", astop, fig))] if admin else []
+                side = ([asyncio.create_task(_admin(browser, f"{url}/?t={admin_token}", astop, fig, admin_page))]
+                        if admin else [])
                 if importing:
                     importer.start()
                 await asyncio.gather(*[
@@ -560,11 +561,11 @@ def main_crowd(args: argparse.Namespace) -> None:
     """``--raters``: the crowd mode, once per N."""
     sizes = [int(x) for x in str(args.raters).split(",")]
     print(f"raters at once in Chromium {VIEWPORT['width']}x{VIEWPORT['height']} · {args.items} labels each"
-          + (" · an admin reloading Calibration" if args.admin else "")
+          + (f" · an admin reloading {args.admin_page}" if args.admin else "")
           + (" · an import running" if args.import_running else ""))
     print(f"  {machine()}")
     for n in sizes:
-        fig = crowd(n, args.items, admin=args.admin, importing=args.import_running)
+        fig = crowd(n, args.items, admin=args.admin, importing=args.import_running, admin_page=args.admin_page)
         print(fig.line(), flush=True)
         for what in sorted(set(fig.refusals))[:5]:
             print(f"    refusal shown: {what!r}")
@@ -581,6 +582,8 @@ def main() -> None:
     parser.add_argument("--raters", help="crowd mode: comma-separated numbers of raters at once (e.g. 1,4,8)")
     parser.add_argument("--items", type=int, default=20, help="crowd mode: labels per rater")
     parser.add_argument("--admin", action="store_true", help="crowd mode: an admin reloads Calibration meanwhile")
+    parser.add_argument("--admin-page", default="Calibration", choices=("Calibration", "Agreement"),
+                        help="crowd mode: the page the admin reloads")
     parser.add_argument("--import-running", action="store_true",
                         help="crowd mode: `judgelab import answers` runs in a loop meanwhile")
     args = parser.parse_args()

@@ -15,6 +15,9 @@ Alongside them, in the same process or beside it:
   under the GIL), over and over with a new seed each time (no cached result);
 * **Calibration, now**: the same through :func:`judgelab.admin.calibration_report` (a snapshot
   read through the store, the report built in the worker process), a new seed each time;
+* **Agreement, old page** and **Agreement, now**: the same for the Agreement page's figures
+  (``agreement_report`` in the server process, as the page did before; then
+  :func:`judgelab.admin.agreement_kept`, whose bootstraps run in the worker process);
 * **import running**: ``judgelab import answers`` of ``--import-size`` new answers in a separate
   process, one import after another.
 
@@ -41,7 +44,7 @@ from bench.calibrate_scale import build as build_calibrated
 from labeler.store import Store
 
 TOKENS_ENV = "JUDGELAB_BENCH_TOKENS"
-SCENARIOS = ("alone", "calibration-old", "calibration-now", "import")
+SCENARIOS = ("alone", "calibration-old", "calibration-now", "agreement-old", "agreement-now", "import")
 CRITERIA = {"correct": 4.0, "complete": 4.0}
 
 
@@ -70,11 +73,13 @@ def _rater(store: Store, token: str, stop: threading.Event, out: list[float], pa
 
 def _admin(store: Store, scenario: str, stop: threading.Event, done: list[float]) -> None:
     from calibration.calibrate import calibrate
-    from judgelab.admin import KEPT, calibration_report, warm_worker
+    from judgelab.admin import KEPT, agreement_kept, agreement_report, calibration_report, warm_worker
 
     run_id = store.latest_scored_run()
     assert run_id is not None
-    if scenario == "calibration-now":
+    rubric = store.rubric()
+    assert rubric is not None
+    if scenario.endswith("-now"):
         warm_worker()
     seed = 0
     while not stop.is_set():
@@ -82,6 +87,11 @@ def _admin(store: Store, scenario: str, stop: threading.Event, done: list[float]
         start = time.perf_counter()
         if scenario == "calibration-old":
             calibrate(store, run_id, n_resamples=1000, seed=seed)
+        elif scenario == "agreement-old":
+            agreement_report(store, rubric.rubric_id, rubric.version, seed=seed)
+        elif scenario == "agreement-now":
+            KEPT.clear()
+            agreement_kept(store, rubric.rubric_id, rubric.version, seed=seed)
         else:
             KEPT.clear()
             calibration_report(store, run_id, n_resamples=1000, seed=seed)
@@ -117,7 +127,7 @@ def measure(db: str, tokens: list[str], scenario: str, seconds: float, pause: fl
     times: list[float] = []
     side: list[float] = []
     threads = [threading.Thread(target=_rater, args=(store, t, stop, times, pause)) for t in tokens]
-    if scenario.startswith("calibration"):
+    if scenario.startswith(("calibration", "agreement")):
         threads.append(threading.Thread(target=_admin, args=(store, scenario, stop, side)))
     elif scenario == "import":
         threads.append(threading.Thread(target=_imports, args=(db, import_size, stop, side)))
@@ -158,7 +168,8 @@ def main() -> None:
     tokens = [store.reissue_token(f"load-rater-{i:02d}") for i in range(args.raters)]
     store.release()
     words = {"alone": "alone", "calibration-old": "admin on Calibration, old page",
-             "calibration-now": "admin on Calibration, now", "import": "CLI import running"}
+             "calibration-now": "admin on Calibration, now", "agreement-old": "admin on Agreement, old page",
+             "agreement-now": "admin on Agreement, now", "import": "CLI import running"}
     for scenario in args.scenarios.split(","):
         fig = child("submit_under_load.py", ["--db", str(db), "--scenario", scenario, "--seconds", str(args.seconds),
                                              "--pause", str(args.pause), "--import-size", str(args.import_size)],

@@ -52,6 +52,9 @@ st.html(
     "<style>"
     "[data-testid='stMainBlockContainer']{padding:3.6rem 1.5rem 1rem}"
     "[data-testid='stMain'] h1{font-size:1.5rem;padding:0 0 .1rem}"
+    # The queue pages' key catcher (views/_catcher.py) shows itself fixed in a corner: its
+    # element takes no room, so it adds no gap to the one-screen layout.
+    "[class*='st-key-jl-catcher']{position:absolute;width:0;height:0;overflow:visible}"
     "</style>"
 )
 

@@ -23,7 +23,9 @@ from judgelab.admin._active import (
 from judgelab.admin._agreement import (
     AgreementReport,
     agreement_report,
+    build_agreement,
     label_criteria,
+    load_agreement_data,
     reliability_matrix,
 )
 from judgelab.admin._assignments import (
@@ -66,7 +68,15 @@ from judgelab.admin._designs import (
     apply_sample_design,
     draft_design,
 )
-from judgelab.admin._kept import KEPT, Kept, build_apart, calibration_report, panel_report, warm_worker
+from judgelab.admin._kept import (
+    KEPT,
+    Kept,
+    agreement_kept,
+    build_apart,
+    calibration_report,
+    panel_report,
+    warm_worker,
+)
 from judgelab.admin._overview import (
     Overview,
     median_seconds,
@@ -112,6 +122,7 @@ __all__ = [
     "active_raters",
     "active_view",
     "adjudicate",
+    "agreement_kept",
     "agreement_report",
     "answer_sheet",
     "apply_active_draft",
@@ -120,6 +131,7 @@ __all__ = [
     "assign_each_to_k",
     "assign_pairwise",
     "base_url",
+    "build_agreement",
     "build_apart",
     "calibration_report",
     "display_name",
@@ -134,6 +146,7 @@ __all__ = [
     "invite_link",
     "invite_rater",
     "label_criteria",
+    "load_agreement_data",
     "mask_scopes",
     "masking_state",
     "masking_table",

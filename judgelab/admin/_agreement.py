@@ -140,13 +140,21 @@ def agreement_report(
     Raises:
         InputError: No such rubric.
     """
-    from calibration.stats import (
-        krippendorff_alpha,
-        level_for_scale,
-        pairwise_kappas,
-        rater_leniency,
-    )
+    rubric, labels = load_agreement_data(store, rubric_id, version, include_unversioned=include_unversioned)
+    return build_agreement(rubric, labels, n_resamples=n_resamples, seed=seed)
 
+
+def load_agreement_data(
+    store: Store, rubric_id: str | None = None, version: int | None = None, *, include_unversioned: bool = True,
+) -> tuple[Rubric, pd.DataFrame]:
+    """What :func:`agreement_report` reads from the store: the rubric and the current labels.
+
+    Two short units of work; the figures are :func:`build_agreement` of them, a pure function
+    the app runs in its worker process (:func:`judgelab.admin.agreement_kept`).
+
+    Raises:
+        InputError: No such rubric.
+    """
     rubric = store.rubric(rubric_id, version)
     if rubric is None:
         raise InputError(
@@ -154,10 +162,31 @@ def agreement_report(
             else f"no rubric {rubric_id!r}" + (f" version {version}" if version else ""),
             fix="import a rubric on the Data page or with `judgelab import rubric FILE`.",
         )
-    level = level_for_scale(rubric.scale)
     labels = store.current_labels(
         rubric.rubric_id, rubric.version, include_unversioned=include_unversioned
     )
+    return rubric, labels
+
+
+def build_agreement(
+    rubric: Rubric, labels: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0
+) -> AgreementReport:
+    """:func:`agreement_report`'s figures from the rubric and its current labels (no store).
+
+    Args:
+        rubric: The rubric the labels were given under.
+        labels: :meth:`~labeler.store.Store.current_labels` under it.
+        n_resamples: Bootstrap resamples per figure.
+        seed: Seed for the bootstraps.
+    """
+    from calibration.stats import (
+        krippendorff_alpha,
+        level_for_scale,
+        pairwise_kappas,
+        rater_leniency,
+    )
+
+    level = level_for_scale(rubric.scale)
     # One label per rater and answer: a rater may hold an imported (unversioned) label
     # and an app label under the rubric for the same answer; the app one is theirs now.
     labels = (

@@ -2,7 +2,8 @@
 
 Two problems of the admin pages, one home (issue 29, items 6 and 11):
 
-* **Stalls.** The Calibration page's report is seconds of numpy and pandas (bootstrap intervals).
+* **Stalls.** The Calibration page's report is seconds of numpy and pandas (bootstrap intervals);
+  so are the Agreement page's figures (:func:`agreement_kept`, the same way).
   Computed in the app server it held the GIL for most of that time, and every rater's submit in the
   same process waited. :func:`calibration_report` reads a snapshot of the data through the store
   (short units of work, between which submits go ahead), then builds the report in a separate
@@ -33,6 +34,7 @@ from typing import Any, TypeVar
 
 from calibration.calibrate import CalibrationReport, build_report, load_calibration_data
 from calibration.panel import PanelData, PanelResult, load_panel, panel_analysis
+from judgelab.admin._agreement import AgreementReport, build_agreement, load_agreement_data
 from labeler.store import Store
 
 T = TypeVar("T")
@@ -239,5 +241,49 @@ def panel_report(store: Store, run_ids: list[str]) -> tuple[PanelData, PanelResu
     def compute() -> tuple[PanelData, PanelResult]:
         data = load_panel(store, list(run_ids))
         return data, panel_analysis(data.frame, scale=data.scale)
+
+    return KEPT.get(key, compute)
+
+
+def agreement_kept(
+    store: Store,
+    rubric_id: str,
+    version: int,
+    *,
+    include_unversioned: bool = True,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    apart: bool = True,
+) -> AgreementReport:
+    """The Agreement page's figures, kept per input and built away from the raters' submits.
+
+    As :func:`calibration_report`: the rubric and its current labels are read through the store
+    (two short units of work), the bootstraps run in the worker process. The key is the rubric,
+    the options and the label watermark (labels are append-only: any new or edited label moves it).
+
+    Args:
+        store: The project store.
+        rubric_id: The rubric.
+        version: Its version.
+        include_unversioned: Count imported labels (no rubric version) under this rubric.
+        n_resamples: Bootstrap resamples per figure.
+        seed: Seed of the bootstraps.
+        apart: Build in the worker process (``False``: in this thread).
+
+    Returns:
+        What :func:`judgelab.admin.agreement_report` returns for the same input.
+
+    Raises:
+        InputError: No such rubric.
+    """
+    key = ("agreement", str(store.path), rubric_id, version, include_unversioned, n_resamples, seed,
+           store.label_watermark())
+
+    def compute() -> AgreementReport:
+        rubric, labels = load_agreement_data(store, rubric_id, version, include_unversioned=include_unversioned)
+        options: dict[str, Any] = {"n_resamples": n_resamples, "seed": seed}
+        if apart:
+            return build_apart(build_agreement, rubric, labels, **options)
+        return build_agreement(rubric, labels, **options)
 
     return KEPT.get(key, compute)

@@ -121,6 +121,7 @@ class RatingForm {
   }
 
   destroy() {
+    releaseHeld(this);
     clearTimeout(this.timer);
     document.removeEventListener("keydown", this.onKey, true);
     for (const name of IDLE_EVENTS) document.removeEventListener(name, this.onActivity, true);
@@ -131,7 +132,9 @@ class RatingForm {
     this.send = send;
     if (this.data && this.data.item === data.item && this.data.rev === data.rev) return;
     if (!pruned) { pruned = true; stored.prune(); }
-    const early = this.early || [];
+    // A new form first takes the keys the key catcher held before its script ran.
+    const first = !this.data;
+    const early = first ? adoptHeld(this) : this.early || [];
     const moved = !this.data || this.data.item !== data.item;
     const pending = this.pending;
     clearTimeout(this.timer);  // the answer is here: this action's timer must not fire later
@@ -162,6 +165,7 @@ class RatingForm {
     const lost = this.lost ? `${this.lost} ` : "";
     this.lost = "";
     this.say(lost + (data.error || data.notice || back), !!(data.error || lost));
+    if (this.historyStep(data, first, early)) return;
     if (!early.length) return;
     if (data.error) {
       // The server refused the action (or the item changed under it): the keys pressed
@@ -387,7 +391,7 @@ class RatingForm {
   // -- keys -------------------------------------------------------------------------------------
 
   key(e) {
-    if (!this.data || !this.root.isConnected) return;
+    if (!this.data || !this.root.isConnected || !ownsPage(this)) return;
     const path = e.composedPath();
     const target = path[0];
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
@@ -509,7 +513,7 @@ class RatingForm {
     return null;
   }
 
-  act(what) {
+  act(what, to = "") {
     if (this.busy) return this.wait(what === "submit" ? "submit" : what[0]);
     if (what === "submit") {
       const problem = this.missing();
@@ -539,6 +543,7 @@ class RatingForm {
       flag: v.flag,
       reason: v.reason,
       seconds: this.clock ? this.clock.seconds() : null,
+      to,
       nonce: Math.random(),
     });
     // "Saving…" only after Streamlit's send (its own zero-delay timer, queued first): a page
@@ -575,6 +580,111 @@ class RatingForm {
     this.say(this.lost, true);
   }
 }
+
+// -- the key catcher's hand-over (_catcher.js) ---------------------------------------------------
+
+function catcher() {
+  return window.judgelabKeys || (window.judgelabKeys = { held: [], form: null, holding: false, show: null });
+}
+
+/** Register ``form`` as the page's live form; the keys held before it ran, in order. */
+function adoptHeld(form) {
+  const shared = catcher();
+  shared.form = form;
+  const held = shared.held;
+  shared.held = [];
+  if (shared.show) shared.show();
+  return held;
+}
+
+/** Whether ``form`` belongs to the page now loading or shown (not a page being left). */
+function ownsPage(form) {
+  const here = catcher().here;
+  return !here || !here.scope || here.scope === form.data.draft_scope;
+}
+
+function releaseHeld(form) {
+  const shared = catcher();
+  if (shared.form === form) shared.form = null;
+}
+
+// -- the browser's history: one entry per item (see _catcher.js) ----------------------------------
+
+/** The queue position an item key names: the key without its label part (as place_of in _form.py). */
+function placeOf(item) {
+  return item.slice(0, item.lastIndexOf(":"));
+}
+
+/** Once per scope: the entry a reload or the browser's Back/Forward asked this page to show. */
+function takeWanted(scope) {
+  const shared = catcher();
+  if (!shared.navChecked) {
+    shared.navChecked = true;
+    const nav = performance.getEntriesByType("navigation")[0];
+    const st = history.state && history.state.judgelab;
+    if (nav && (nav.type === "reload" || nav.type === "back_forward") && st) shared.wanted = st;
+  }
+  const wanted = shared.wanted;
+  if (!wanted || wanted.scope !== scope) return null;
+  shared.wanted = null;
+  return wanted;
+}
+
+Object.assign(RatingForm.prototype, {
+  /**
+   * After drawing an item: record it in the browser's history, or go where the history asks.
+   * Returns true when it sent a "goto" (the keys in ``early`` then wait for the item it brings).
+   */
+  historyStep(data, first, early) {
+    const scope = data.draft_scope;
+    if (!scope || !data.position) return false;
+    const place = placeOf(data.item);
+    let to = this.popTo || null;
+    this.popTo = null;
+    if (!to && first) {
+      const wanted = takeWanted(scope);
+      if (wanted && wanted.place !== place) to = wanted.place;
+    }
+    if (to && to !== place) {
+      if (this.poppedWhileBusy && early.length) {
+        // Said now and again with the answer to the "goto" (its send clears the message).
+        this.lost = `You went back or forward in the browser while it was saving; keys not used: ${early.map(keyName).join(", ")}.`;
+        this.say(this.lost, true);
+        early = [];
+      }
+      this.poppedWhileBusy = false;
+      this.traversing = true;
+      this.act("goto", to);
+      this.early = early;
+      this.queued();
+      return true;
+    }
+    const cur = history.state && history.state.judgelab;
+    const entry = { judgelab: { scope, place } };
+    const url = `${location.pathname}${location.search}#item-${data.position}`;
+    try {
+      // A new item after one of this page's entries is a new entry; otherwise the entry is
+      // this one (the answer to Back/Forward, a refusal, the page's first item).
+      if (!this.traversing && cur && cur.scope === scope && cur.place !== place) history.pushState(entry, "", url);
+      else history.replaceState(entry, "", url);
+    } catch (err) { /* a browser refusing history changes: Back then leaves the page, as before */ }
+    this.traversing = false;
+    return false;
+  },
+
+  /** The browser's Back or Forward landed on this page's entry for ``place``: show that item. */
+  traverse(place) {
+    if (!this.data || place === placeOf(this.data.item)) return;
+    if (this.busy) {
+      // The answer on its way brings another item; the form then goes to ``place``.
+      this.popTo = place;
+      this.poppedWhileBusy = true;
+      return;
+    }
+    this.traversing = true;
+    this.act("goto", place);
+  },
+});
 
 function fmt(v) {
   return Number.isInteger(v) ? String(v) : String(+v.toFixed(2));

@@ -86,7 +86,7 @@ _FORM = st.components.v2.component(
     js=(_HERE / "_form.js").read_text(encoding="utf-8"),
 )
 
-Do = Literal["submit", "back", "skip", "forward"]
+Do = Literal["submit", "back", "skip", "forward", "goto"]
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,8 @@ class FormData:
         rev: Changes with every answer of the server, so the form always redraws.
         draft_scope: Where the browser keeps this form's unsent drafts (localStorage keys
             start with it): one per invite link and page, not the token itself. ``""``
-            keeps none.
+            keeps none. Also names the page's entries in the browser's history.
+        position: The item's 1-based place in the rater's queue (the history entry's ``#item-N``).
     """
 
     item: str
@@ -163,6 +164,7 @@ class FormData:
     notice: str = ""
     rev: int = 0
     draft_scope: str = ""
+    position: int = 0
 
     def payload(self) -> dict[str, Any]:
         """The JSON the browser side reads."""
@@ -185,7 +187,7 @@ class FormData:
                      "value": self.flagged, "reason": self.reason} if self.flag else None,
             "keys_help": self.keys_help, "editing": self.editing, "can_back": self.can_back,
             "error": self.error, "notice": self.notice, "idle_cap": IDLE_CAP_SECONDS,
-            "draft_scope": self.draft_scope,
+            "draft_scope": self.draft_scope, "position": self.position,
         }
 
 
@@ -202,6 +204,9 @@ class Action:
         flag: Whether "flag as unrateable" is ticked.
         reason: The flag's reason.
         seconds: Active seconds on the item in this session, as the browser counted them.
+        to: For ``goto`` (the browser's Back or Forward): the place of the item to show (the
+            item key without its label part, see :func:`place_of`), or ``done`` for the
+            finished screen.
     """
 
     do: Do
@@ -212,11 +217,12 @@ class Action:
     flag: bool = False
     reason: str = ""
     seconds: float | None = None
+    to: str = ""
 
     @classmethod
     def parse(cls, raw: object) -> Action | None:
         """The action in a trigger payload; ``None`` for anything malformed."""
-        if not isinstance(raw, Mapping) or raw.get("do") not in ("submit", "back", "skip", "forward"):
+        if not isinstance(raw, Mapping) or raw.get("do") not in ("submit", "back", "skip", "forward", "goto"):
             return None
         crit = raw.get("criteria") or {}
         seconds = raw.get("seconds")
@@ -230,7 +236,20 @@ class Action:
             flag=bool(raw.get("flag")),
             reason=str(raw.get("reason") or ""),
             seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
+            to=str(raw.get("to") or ""),
         )
+
+
+def place_of(item_key: str) -> str:
+    """The queue position an item key names: the key without its last part (the label's id).
+
+    A browser history entry keeps the place, so it still names the item after the label changed.
+
+    Examples:
+        >>> place_of("a1b2:17"), place_of("a1b2:c3d4:new")
+        ('a1b2', 'a1b2:c3d4')
+    """
+    return item_key.rpartition(":")[0]
 
 
 def draft_scope(token: str | None, kind: str) -> str:
@@ -304,6 +323,7 @@ __all__ = [
     "draft_scope",
     "level_definitions",
     "pending_action",
+    "place_of",
     "rating_form",
     "rubric_levels",
     "score_options",

@@ -14,6 +14,11 @@ Two tabs on one link: each write says which label the tab showed (the page's ``w
 passes the item's ``done_id`` as the store's ``seen``), so a tab that is behind is told the
 item was labelled meanwhile and shown the stored label, and never overwrites it unseen.
 
+Keys before the form, and the browser's history: the header draws the key catcher
+(:mod:`judgelab.views._catcher`) before anything of the item, so keys pressed before the form's
+script runs are held for it; each item shown is an entry in the browser's history (``#item-N``),
+and the browser's Back or Forward sends ``goto`` with the entry's place (:meth:`QueuePage.goto`).
+
 Blinding: navigation carries only the assignment id (a sequence number) of a queue
 position, and the form only the opaque item id.
 """
@@ -29,6 +34,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from judgelab.session import check_access, current_token, refuse
+from judgelab.views._catcher import key_catcher
 from judgelab.views._form import Action, FormData, draft_scope, pending_action, rating_form
 from labeler.blinding import verbatim_html
 from labeler.errors import AccessError, JudgelabError, StaleLabelError
@@ -72,6 +78,20 @@ class QueuePage:
         """Open queue position ``i`` (``None``: the resume position)."""
         st.session_state[self.at] = None if i is None else self.queue[i].assignment_id
 
+    def index_of(self, place: str) -> int | None:
+        """The queue position whose item key has ``place`` (``None``: none, the resume position).
+
+        A place is an item key without its label part (:func:`~judgelab.views._form.place_of`).
+        """
+        for i, item in enumerate(self.queue):
+            if ":".join(p for p in (item.item_id, item.item_b_id) if p is not None) == place:
+                return i
+        return None
+
+    def goto(self, place: str) -> None:
+        """Show the item at ``place`` (the browser's Back or Forward; ``done``: resume)."""
+        self.go_to(self.index_of(place))
+
     def header(
         self, index: int | None, finished: str, *, back_help: str | None = None, where: str = ""
     ) -> int:
@@ -84,6 +104,9 @@ class QueuePage:
         Returns:
             ``index``, when there is an item to show.
         """
+        # First, before anything of the item: keys pressed before the form is live are held for it.
+        key_catcher(self.kind, form_follows=index is not None, scope=draft_scope(current_token(), self.kind),
+                    on_goto=self.goto)
         if index is None and self.flash in st.session_state:
             st.toast(st.session_state.pop(self.flash))
         done = sum(1 for item in self.queue if item.done)
@@ -104,7 +127,8 @@ class QueuePage:
         notice = st.session_state.pop(self.flash, "")
         rev = int(st.session_state.get(self.flash + ":rev", 0))
         filled = FormData(**{**data.__dict__, "error": error, "notice": notice, "rev": rev,
-                             "draft_scope": draft_scope(current_token(), self.kind)})
+                             "draft_scope": draft_scope(current_token(), self.kind),
+                             "position": self.queue[index].position})
         rating_form(filled, key=self.form_key,
                     on_action=partial(self.act, index, data.item, write, saved, changed))
 
@@ -135,6 +159,8 @@ class QueuePage:
             self.go_to(previous_index(self.queue, index))
         elif action.do == "forward":
             self.go_to(index + 1 if index + 1 < len(self.queue) else None)
+        elif action.do == "goto":
+            self.go_to(self.index_of(action.to))
         elif action.do == "skip":
             self.store.skip_item(self.rater_id, item.assignment_id, self.kind)
             st.session_state[self.at] = None

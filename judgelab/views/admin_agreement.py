@@ -8,8 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from calibration.numbers import ci, num
-from judgelab.admin import KEPT, AgreementReport, agreement_report
-from judgelab.session import current_store, db_path, require_admin
+from judgelab.admin import AgreementReport, agreement_kept
+from judgelab.session import current_store, require_admin
 from labeler.errors import JudgelabError
 
 require_admin()
@@ -18,16 +18,12 @@ store = current_store()
 st.title("Agreement")
 
 
-def _report(
-    path: str, rubric_id: str, version: int, include_unversioned: bool,
-    watermark: tuple[int, int],
-) -> AgreementReport:
-    # Labels are append-only, so (path, rubric, watermark) pins the input: a new or edited label
-    # moves the watermark and the figures are recomputed. Kept in judgelab.admin.KEPT, not
-    # st.cache_data, which any visitor's clear-cache message empties.
+def _report(rubric_id: str, version: int, include_unversioned: bool) -> AgreementReport:
+    # Kept per input (the label watermark pins it) where a visitor's clear-cache cannot drop it,
+    # and built in the worker process, so raters' submits in this server do not wait
+    # (judgelab.admin._kept).
     with st.spinner("Bootstrapping intervals…"):
-        return KEPT.get(("agreement", path, rubric_id, version, include_unversioned, watermark),
-                        lambda: agreement_report(store, rubric_id, version, include_unversioned=include_unversioned))
+        return agreement_kept(store, rubric_id, version, include_unversioned=include_unversioned)
 
 
 def _without_empty_reasons(frame: pd.DataFrame) -> pd.DataFrame:
@@ -51,8 +47,7 @@ include = st.checkbox(
 )
 row = rubrics.iloc[int(picked or 0)]
 try:
-    report = _report(db_path(), str(row["rubric_id"]), int(row["version"]), include,
-                     store.label_watermark())
+    report = _report(str(row["rubric_id"]), int(row["version"]), include)
 except JudgelabError as exc:
     st.error(str(exc))
     st.stop()

@@ -65,9 +65,14 @@ def everything(at: AppTest) -> str:
 _NONCES = itertools.count()
 
 
+def rating_forms(at: AppTest) -> list[Any]:
+    """The rating forms on the page (not the key catcher drawn before the item)."""
+    return [c for c in at.get("bidi_component") if "judgelab_rating_form" in c.proto.component_name]
+
+
 def form_data(at: AppTest) -> dict[str, Any]:
     """The data the rating form was drawn with (what the browser receives)."""
-    (form,) = at.get("bidi_component")
+    (form,) = rating_forms(at)
     return dict(json.loads(form.proto.json))
 
 
@@ -75,7 +80,7 @@ def act(at: AppTest, do: str, *, item: str | None = None, choice: Any = None,
         criteria: dict[str, float] | None = None, comment: str = "", flag: bool = False,
         reason: str = "", seconds: float | None = 2.0) -> AppTest:
     """What the browser sends when the rater presses Back, Skip, Forward or Submit."""
-    (form,) = at.get("bidi_component")
+    (form,) = rating_forms(at)
     payload = {"do": do, "item": item or json.loads(form.proto.json)["item"], "choice": choice,
                "criteria": criteria or {}, "comment": comment, "flag": flag, "reason": reason,
                "seconds": seconds, "nonce": next(_NONCES)}
@@ -134,7 +139,7 @@ def test_unknown_and_revoked_tokens_are_denied(served: Pool) -> None:
     assert any("not valid" in e.value for e in at.error)
     _, token = served.store.add_rater("carol")
     served.store.assign_k(served.originals, 1, [served.store.authenticate(token).rater_id])
-    assert open_app(token).get("bidi_component")  # the rating form, before the revoke
+    assert rating_forms(open_app(token))  # the rating form, before the revoke
     served.store.revoke_rater("carol")
     at = open_app(token)
     assert any("revoked" in e.value for e in at.error)

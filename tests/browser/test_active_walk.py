@@ -106,10 +106,11 @@ def test_a_team_starts_active_labelling_labels_and_is_told_to_stop(tmp_path: Pat
             if step == 5:
                 rater.reload()
                 wait_ready(rater)
-            if step == 9:
+            if step == 9:  # the browser's Back steps to the item just labelled; Forward returns
                 rater.go_back()
+                expect_text(rater, f"Answer {at} of {total}")
                 rater.go_forward()
-                wait_ready(rater)
+                expect_text(rater, f"Answer {at + 1} of {total}")
             assert position(rater) == (at + 1, total)
             at += 1
         expect_text(rater, f"All {total} answers are rated")
