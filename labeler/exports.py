@@ -56,6 +56,9 @@ def export_table(store: Store, kind: DataKind) -> pd.DataFrame:
     schema = SCHEMAS[kind]
     prefixed = [c for c in frame.columns if schema.prefix and str(c).startswith(schema.prefix)]
     out = frame.reindex(columns=schema.export_order(prefixed)).reset_index(drop=True)
+    if "n_raters" in out and out["n_raters"].isna().all():
+        # Only a file of annotator means carries n_raters; other exports keep their columns.
+        out = out.drop(columns=["n_raters"])
     for column in schema.columns:
         # Whole numbers stay whole where a value is missing (a float column would write 3.0).
         if column.type == "whole number" and column.name in out:

@@ -22,6 +22,7 @@ import pandas as pd
 from labeler.blinding import detect_self_identifying, mask, merge_spans
 from labeler.errors import ConflictError
 from labeler.models import Answer, Criterion, Pair, Rubric, Task
+from labeler.scales import FormatSpec, register_scale, scale_from_dict
 from labeler.store._bulk import drop_stored, insert_rows, staged
 from labeler.store._core import StoreCore
 
@@ -63,12 +64,13 @@ class PoolMixin(StoreCore):
                 return ImportSummary(added={}, unchanged={"rubrics": 1})
             con.execute(
                 "INSERT INTO rubrics (rubric_id, version, name, scale, pass_threshold, pass_rule,"
-                " instructions, author_kind, author, content_hash, source_file)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " instructions, author_kind, author, content_hash, source_file, scale_decl)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     rubric.rubric_id, rubric.version, rubric.name, rubric.scale,
                     rubric.pass_threshold, rubric.pass_rule, rubric.instructions,
                     rubric.author_kind, rubric.author, digest, source_file,
+                    None if rubric.declared_scale is None else json.dumps(rubric.declared_scale.as_dict()),
                 ],
             )
             insert_rows(
@@ -81,6 +83,13 @@ class PoolMixin(StoreCore):
                 ],
             )
         return ImportSummary(added={"rubrics": 1}, unchanged={})
+
+    def declared_scales(self) -> list[FormatSpec]:
+        """Every scale a stored rubric declares, registered so formats find them by name."""
+        with self.connection() as con:
+            rows = con.execute(
+                "SELECT DISTINCT scale_decl FROM rubrics WHERE scale_decl IS NOT NULL ORDER BY 1").fetchall()
+        return [register_scale(scale_from_dict(json.loads(r[0]))) for r in rows]
 
     def rubrics(self) -> pd.DataFrame:
         """Every stored rubric version, newest first."""
@@ -114,6 +123,7 @@ class PoolMixin(StoreCore):
                 [r["rubric_id"], int(r["version"])],
             ).fetchall()
         threshold = r["pass_threshold"]
+        decl = r["scale_decl"]
         return Rubric(
             rubric_id=str(r["rubric_id"]),
             version=int(r["version"]),
@@ -125,6 +135,7 @@ class PoolMixin(StoreCore):
             instructions=str(r["instructions"]),
             author_kind=r["author_kind"],
             author=str(r["author"]),
+            declared_scale=None if decl is None or pd.isna(decl) else scale_from_dict(json.loads(decl)),
         )
 
     # -- tasks and answers ---------------------------------------------------------------
