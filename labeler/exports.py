@@ -28,6 +28,7 @@ import pandas as pd
 from labeler._rows import neutralise
 from labeler.errors import InputError
 from labeler.models import Rubric, pair_of
+from labeler.scales import FORMAT_SPECS, format_spec, known_format
 from labeler.schemas import SCHEMAS, DataKind
 from labeler.store import Store
 
@@ -56,9 +57,10 @@ def export_table(store: Store, kind: DataKind) -> pd.DataFrame:
     schema = SCHEMAS[kind]
     prefixed = [c for c in frame.columns if schema.prefix and str(c).startswith(schema.prefix)]
     out = frame.reindex(columns=schema.export_order(prefixed)).reset_index(drop=True)
-    if "n_raters" in out and out["n_raters"].isna().all():
-        # Only a file of annotator means carries n_raters; other exports keep their columns.
-        out = out.drop(columns=["n_raters"])
+    for optional in ("n_raters", "scale"):
+        if optional in out and out[optional].isna().all():
+            # Only annotator means carry n_raters, only declared scales a scale: other exports keep their columns.
+            out = out.drop(columns=[optional])
     for column in schema.columns:
         # Whole numbers stay whole where a value is missing (a float column would write 3.0).
         if column.type == "whole number" and column.name in out:
@@ -122,6 +124,10 @@ def _judgements(store: Store) -> pd.DataFrame:
     value = raw["value"].to_numpy(float)
     out["score"] = np.where(flip & ~np.isnan(value), 0.0 - value, value)
     out["meta"] = [None if m in (None, "", "{}") else m for m in raw["meta"]]
+    store.declared_scales()
+    # A declared scale travels with its judgements, so the file re-imports into any project.
+    out["scale"] = [None if f in FORMAT_SPECS or not known_format(f) else json.dumps(format_spec(f).as_dict())
+                    for f in raw["format"]]
     for col in ("trial", "input_tokens", "output_tokens"):
         out[col] = out[col].astype("Int64")
     return out

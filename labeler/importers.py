@@ -35,8 +35,7 @@ from labeler._rows import (
 )
 from labeler.errors import InputError
 from labeler.models import Answer, Criterion, Pair, Rubric, Task
-from labeler.scales import FormatSpec
-from labeler.scales import ScaleError, scale_from_toml
+from labeler.scales import FormatSpec, ScaleError, scale_from_toml
 from labeler.schemas import DATA_KINDS, SCHEMAS, DataKind, unknown_columns
 from labeler.store import ImportSummary, Store
 

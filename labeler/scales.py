@@ -42,6 +42,7 @@ __all__ = [
     "Scale",
     "ScaleError",
     "declare_scale",
+    "declared_scales",
     "format_range",
     "format_spec",
     "is_pointwise",
@@ -315,6 +316,11 @@ def register_scale(spec: FormatSpec) -> FormatSpec:
             column="scale.name", fix="give the changed scale a new name (scores on the two must not mix).")
     _DECLARED[spec.name] = spec
     return spec
+
+
+def declared_scales() -> tuple[FormatSpec, ...]:
+    """Every scale declared in this process, by name."""
+    return tuple(_DECLARED[name] for name in sorted(_DECLARED))
 
 
 def format_spec(name: str) -> FormatSpec:

@@ -267,7 +267,10 @@ _JUDGEMENTS = Schema(
         Column("judge_model", "id", "yes", "the judge model"),
         Column("judge_family", "id", "no", "the judge's own model family"),
         Column("format", "text", "yes", "the scoring format",
-               "`binary`, `likert5`, `numeric100`, `pairwise5`, `anchored`, `tournament`"),
+               "`binary`, `likert5`, `numeric100`, `pairwise5`, `anchored`, `tournament`, or a declared scale"),
+        Column("scale", "JSON", "for a declared scale no stored rubric declares", "the declaration of a format "
+               "that is not in the catalogue (a judge spec's 1-10), written by export",
+               '`{"name": "mt10", "low": 1, "high": 10, "step": 1}`'),
         Column("answer_id", "id", "yes", "the answer scored; for pairwise, the answer the score is about",
                "an answer in the database, or `<pair>:a`/`<pair>:b` (and their probe variants `~...`) of a "
                "stored pair"),

@@ -41,6 +41,8 @@ from calibration.stats import (
     provenance_note,
     residuals_and_gap,
 )
+from labeler.models import Rubric
+from labeler.scales import FormatSpec
 
 _NO_KAPPA = "kappa: no answer has both a judge verdict and a human label"
 
@@ -187,7 +189,8 @@ def residual_section(
         if data.judge_format != rubric.scale:
             return None, [
                 f"residuals (score): the judge scored in {data.judge_format}, the humans in "
-                f"{rubric.scale}; scores on different scales cannot be subtracted"
+                f"{rubric.scale}; scores on different scales cannot be subtracted (pass --scale-map to state how "
+                "the judge's scale reads on the rubric's)"
             ]
         judge_col, label_col = "value", "overall"
     else:
@@ -220,13 +223,21 @@ def residual_section(
         estimates, gap_estimate = residuals_and_gap(
             judge, human, fams, tasks, own_family=str(data.judge_family), provenance=data.provenance, **common
         )
-        gap = SelfPreferenceGap.from_estimate(gap_estimate)
+        gap = SelfPreferenceGap.from_estimate(_in_points(gap_estimate, rubric, scale))
     else:
         estimates = family_residuals(judge, human, fams, tasks, **common)
-    families = {fam: FamilyResidual.from_estimate(fam, est) for fam, est in estimates.items()}
+    families = {fam: FamilyResidual.from_estimate(fam, _in_points(est, rubric, scale))
+                for fam, est in estimates.items()}
     units = next(iter(families.values())).units
     section = ResidualSection(scale, units, families, gap, reason, len(frame))
     return section, [f"self-preference gap ({scale}): {reason}"] if reason else []
+
+
+def _in_points(est: Estimate, rubric: Rubric, scale: ResidualScale) -> Estimate:
+    """A score residual on a declared scale, in its points ("scale points (0-2)"); others as they are."""
+    if scale != "score" or rubric.declared_scale is None:
+        return est
+    return dataclasses.replace(est, units=rubric.declared_scale.units)
 
 
 def _strata(frame: pd.DataFrame) -> np.ndarray | None:
@@ -269,6 +280,12 @@ def kappa_rows(
         levels = [1, 2, 3, 4, 5]
         specs += [("overall score", "value", "overall", levels, None),
                   ("overall score", "value", "overall", levels, "quadratic")]
+    declared = data.rubric.declared_scale
+    if declared is not None and data.judge_format == scale:
+        # A declared scale's categories are its levels, numbered 0..k-1 (0-10 by 0.5 has 21).
+        levels = list(range(len(declared.levels)))
+        specs += [("overall score", "value", "overall", levels, None),
+                  ("overall score", "value", "overall", levels, "quadratic")]
     for what, judge_col, label_col, cats, weights in specs:
         frame = analysis[analysis[judge_col].notna()]
         ratings = _ratings(data, list(frame["answer_id"]), label_col, opts)
@@ -276,8 +293,9 @@ def kappa_rows(
             continue
         major = human_scores(ratings, rule="majority", score_col="score").scores
         frame = frame[isin(frame["answer_id"], major.index)]
-        judge = frame[judge_col].to_numpy(dtype=float).round().astype(int)
-        human = major.reindex(frame["answer_id"]).to_numpy(dtype=float).round().astype(int)
+        judge = _categories(frame[judge_col].to_numpy(dtype=float), declared if judge_col == "value" else None)
+        human = _categories(major.reindex(frame["answer_id"]).to_numpy(dtype=float),
+                            declared if judge_col == "value" else None)
         fam = frame["family"].astype(str).to_numpy()
         tasks = frame["cluster"].astype(str).to_numpy()
         w = frame["weight"].to_numpy(dtype=float)
@@ -297,6 +315,17 @@ def kappa_rows(
     return rows, reasons if rows else [*reasons, _NO_KAPPA]
 
 
+def _categories(values: np.ndarray, scale: FormatSpec | None) -> np.ndarray:
+    """Kappa's categories: the value rounded, or on a declared scale the nearest level's index.
+
+    A mean of several raters, or a judge score mapped linearly, may lie between two levels; it
+    counts as the nearer one (kappa needs categories).
+    """
+    if scale is None:
+        return values.round().astype(int)
+    return np.clip(np.round((values - scale.low) / (scale.step or 1.0)), 0, len(scale.levels) - 1).astype(int)
+
+
 def tied_majorities(ratings: pd.DataFrame) -> pd.Series:
     """Per answer: did its raters' most frequent category tie (so the lower one was taken)?"""
     counts = ratings.groupby(["answer_id", "score"]).size()
@@ -312,7 +341,9 @@ def alphas(data: CalibrationData, opts: ReportOptions) -> tuple[dict[str, Estima
     out: dict[str, Estimate] = {}
     reasons: list[str] = []
     labels = data.labels
-    specs = [("overall score", "overall", level_for_scale(data.rubric.scale)), ("pass verdict", "pass", "nominal")]
+    # A declared scale is ordinal (its levels are ordered; the distances between them are not promised).
+    overall_level = "ordinal" if data.rubric.declared_scale is not None else level_for_scale(data.rubric.scale)
+    specs = [("overall score", "overall", overall_level), ("pass verdict", "pass", "nominal")]
     if data.rubric.scale == "binary":
         specs = specs[1:]
     for name, column, level in specs:

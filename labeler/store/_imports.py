@@ -202,7 +202,8 @@ class ImportMixin(RaterMixin, PoolMixin):
                         None if r[12] is None else int(r[12])), str(r[2]))
                 for r in con.execute(
                     "SELECT label_id, supersedes, source, rater_name, answer_id, rubric_id, rubric_version, overall,"
-                    " passed, criteria, comment, flag_reason, n_raters FROM labels WHERE answer_id IN (SELECT unnest(?))",
+                    " passed, criteria, comment, flag_reason, n_raters FROM labels"
+                    " WHERE answer_id IN (SELECT unnest(?))",
                     [sorted({lab.answer_id for lab in labels})],
                 ).fetchall()
             ]
@@ -397,6 +398,7 @@ class ImportMixin(RaterMixin, PoolMixin):
             for row in rows:
                 row[-1] = row[-1] or task_of.get(row[8]) or pair_of(row[8], pairs)
             insert_rows(con, "judgements", _JUDGEMENT_COLUMNS, rows, id_from=("judgement_id", "seq_judgement"))
+        self.keep_declared_scales(j.format for j in judgements)  # type: ignore[attr-defined]  # PoolMixin's
         return ImportSummary(
             added={"judgements": len(rows)}, unchanged={"judgements": len(judgements) - len(rows)}
         )

@@ -168,3 +168,24 @@ def test_a_named_scale_exports_as_before(store: Store, tmp_path: Path) -> None:
     from tests.conftest import DATA
     import_file(store, "rubric", DATA / "rubric.toml")
     assert "n_raters" not in export_table(store, "labels").columns
+
+
+def test_a_judgement_on_a_scale_no_rubric_declares_needs_its_declaration(store: Store, tmp_path: Path) -> None:
+    import_file(store, "rubric", _rubric(tmp_path))
+    (tmp_path / "answers.csv").write_text(ANSWERS)
+    import_file(store, "answers", tmp_path / "answers.csv")
+    bare = tmp_path / "bare.csv"
+    bare.write_text("answer_id,judge_model,format,score\nA1,m,judge9,4\n")
+    with pytest.raises(InputError, match="unknown format 'judge9'") as err:
+        import_file(store, "judgements", bare)
+    assert "row 1" in str(err.value) and "scale column" in str(err.value)
+    decl = '"{""name"": ""judge9"", ""low"": 1, ""high"": 9, ""step"": 1}"'
+    off = tmp_path / "off.csv"
+    off.write_text(f"answer_id,judge_model,format,score,scale\nA1,m,judge9,4.5,{decl}\n")
+    with pytest.raises(InputError, match="off the judge9 scale's grid"):
+        import_file(store, "judgements", off)
+    good = tmp_path / "good.csv"
+    good.write_text(f"answer_id,judge_model,format,score,scale\nA1,m,judge9,4,{decl}\n")
+    import_file(store, "judgements", good)
+    assert "judge9" in [s.name for s in store.declared_scales()]
+    assert export_table(store, "judgements")["score"].tolist() == [4.0]

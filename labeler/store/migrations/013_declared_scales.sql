@@ -33,3 +33,11 @@ DROP TABLE rubrics;
 ALTER TABLE rubrics_013 RENAME TO rubrics;
 
 ALTER TABLE labels ADD COLUMN n_raters INTEGER;
+
+-- Scales judgements are stored on that no rubric declares (a judge spec's own, MT-Bench's 1-10):
+-- their declaration, so a later process reads those judgements on the right grid.
+CREATE TABLE declared_scales (
+    name       VARCHAR PRIMARY KEY,
+    scale_decl VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
