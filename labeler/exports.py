@@ -57,10 +57,6 @@ def export_table(store: Store, kind: DataKind) -> pd.DataFrame:
     schema = SCHEMAS[kind]
     prefixed = [c for c in frame.columns if schema.prefix and str(c).startswith(schema.prefix)]
     out = frame.reindex(columns=schema.export_order(prefixed)).reset_index(drop=True)
-    for optional in ("n_raters", "scale"):
-        if optional in out and out[optional].isna().all():
-            # Only annotator means carry n_raters, only declared scales a scale: other exports keep their columns.
-            out = out.drop(columns=[optional])
     for column in schema.columns:
         # Whole numbers stay whole where a value is missing (a float column would write 3.0).
         if column.type == "whole number" and column.name in out:

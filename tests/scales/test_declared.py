@@ -164,10 +164,6 @@ def test_labels_import_on_the_grid_and_means_with_their_raters(store: Store, tmp
         out.drop(columns=["label_id", "created_at"]))
 
 
-def test_a_named_scale_exports_as_before(store: Store, tmp_path: Path) -> None:
-    from tests.conftest import DATA
-    import_file(store, "rubric", DATA / "rubric.toml")
-    assert "n_raters" not in export_table(store, "labels").columns
 
 
 def test_a_judgement_on_a_scale_no_rubric_declares_needs_its_declaration(store: Store, tmp_path: Path) -> None:
