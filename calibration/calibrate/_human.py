@@ -196,7 +196,8 @@ def residual_section(
     else:
         judge_col, label_col = "pass", "pass"
     if data.active is not None:
-        return _active_section(data, scale, opts)
+        active, why = _active_section(data, scale, opts)
+        return _section_in_points(active, rubric, scale), why
     frame = analysis[analysis[judge_col].notna()]
     ratings = _ratings(data, list(frame["answer_id"]), label_col, opts)
     frame = frame[isin(frame["answer_id"], ratings["answer_id"])].reset_index(drop=True)
@@ -238,6 +239,18 @@ def _in_points(est: Estimate, rubric: Rubric, scale: ResidualScale) -> Estimate:
     if scale != "score" or rubric.declared_scale is None:
         return est
     return dataclasses.replace(est, units=rubric.declared_scale.units)
+
+
+def _section_in_points(
+    section: ResidualSection | None, rubric: Rubric, scale: ResidualScale
+) -> ResidualSection | None:
+    """An (active) score section on a declared scale, in its points; any other as it is."""
+    if section is None or scale != "score" or rubric.declared_scale is None:
+        return section
+    units = rubric.declared_scale.units
+    families = {f: dataclasses.replace(r, units=units) for f, r in section.families.items()}
+    gap = None if section.gap is None else dataclasses.replace(section.gap, units=units)
+    return dataclasses.replace(section, units=units, families=families, gap=gap)
 
 
 def _strata(frame: pd.DataFrame) -> np.ndarray | None:

@@ -129,3 +129,46 @@ def test_a_1_to_7_likert_rubric_on_its_own_scale(store: Store, tmp_path: Path) -
     assert set(kappa) == {None, "quadratic"}
     assert "ordinal" in report.alphas["overall score"].method
     assert "scale points (1-7)" in render_markdown(report)
+
+
+def test_design_active_panel_and_the_calibration_page_on_a_1_to_7_scale(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+    from streamlit.testing.v1 import AppTest
+
+    from judgelab.cli import main
+
+    _project(store, tmp_path, LIKERT7.replace("pass_threshold = 5", "pass_threshold = 3"))
+    db = str(store.path)
+    runner = CliRunner()
+    score_answers(FakeJudge(seed=2), store, progress=False)
+    score_answers(FakeJudge(seed=4, model="other-judge"), store, progress=False)
+    fixed = runner.invoke(main, ["design", "--n", "12", "--strata", "family,judge_bin", "--judge-bins", "3",
+                                 "--db", db])
+    assert fixed.exit_code == 0, fixed.output
+    assert re.search(r"claude:score \d", fixed.output), fixed.output  # judge bins on the 1-7 scale
+    store.add_rater("rita")
+    active = runner.invoke(main, ["design", "--active", "--target-half-width", "20", "--batch-size", "10",
+                                  "--overlap", "0", "--apply", "--db", db])
+    assert active.exit_code == 0, active.output
+    drawn = store.query("SELECT answer_id FROM assignments WHERE kind = 'score'")["answer_id"]
+    assert len(drawn) > 0
+    rows = ["rater,answer_id,score"] + [f"rita,{a},{6 if a.endswith('-c') else 2}" for a in drawn]
+    import_file(store, "labels", write(tmp_path, "active.csv", "\n".join(rows) + "\n"))
+    report = calibrate(store, n_resamples=50)
+    assert report.residuals["score"].units == "scale points (1-7)"
+    assert "active AIPW" in (report.design.estimator if report.design else "")
+    assert [f.diagnostics.format_name for f in report.formats] == ["likert7"]
+    panel = runner.invoke(main, ["panel", "--no-kappa", "--db", db])
+    assert panel.exit_code == 0 and "Units: scale points (1-7)." in panel.output, panel.output
+
+    _, admin = store.add_rater("boss", role="admin")
+    monkeypatch.setenv("JUDGELAB_DB", db)
+    page = Path(__file__).resolve().parents[2] / "judgelab" / "views" / "analyst.py"
+    at = AppTest.from_file(str(page), default_timeout=120)
+    at.session_state["analyst_resamples"] = 50
+    at.query_params["t"] = admin
+    at.run()
+    assert not at.exception, at.exception
+    assert "Overall score (scale points (1-7))" in [h.value for h in at.subheader]
