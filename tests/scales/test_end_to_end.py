@@ -39,7 +39,7 @@ def test_a_1_to_10_judge_spec_on_a_0_to_2_rubric_with_annotator_means(store: Sto
     _project(store, tmp_path, CORRECT3)
     # Expert means of three people on 0-2: the long answers mostly right, the short ones mostly wrong.
     rows = ["rater,answer_id,score,n_raters"]
-    for t in range(1, 13):
+    for t in range(1, 12):  # task 12 stays unlabelled: PPI has a judged answer to add per family
         rows += [f"experts,T{t}-c,{[2, 5 / 3, 4 / 3][t % 3]!r},3", f"experts,T{t}-g,{[0, 1 / 3, 2 / 3][t % 3]!r},3"]
     import_file(store, "labels", write(tmp_path, "means.csv", "\n".join(rows) + "\n"))
     spec = load_spec(write(tmp_path, "mt_bench.toml", MT_BENCH_SPEC))
@@ -68,9 +68,13 @@ def test_a_1_to_10_judge_spec_on_a_0_to_2_rubric_with_annotator_means(store: Sto
     scores = judged.set_index("answer_id")["score"].astype(float)
     labels = export_table(store, "labels").set_index("answer_id")["score"]
     for fam, suffix in (("claude", "-c"), ("gpt", "-g")):
-        ids = [f"T{t}{suffix}" for t in range(1, 13)]
+        ids = [f"T{t}{suffix}" for t in range(1, 12)]
         want = float(np.mean([(scores[i] - 1) * 2 / 9 - labels[i] for i in ids]))
         assert section.families[fam].estimate == pytest.approx(want)
+    assert section.gap is not None and section.gap.units == "scale points (0-2)"
+    assert section.gap.estimate == pytest.approx(section.families["claude"].estimate - section.families["gpt"].estimate)
+    assert {row.family for row in report.ppi} == {"claude", "gpt"}  # pass rates under the rubric's threshold
+    assert report.residuals["pass"].units == "percentage points"
     text = render_markdown(report)
     assert note in text and "scale points (0-2)" in text
     with pytest.raises(InputError, match="the judge level"):
