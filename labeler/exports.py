@@ -217,12 +217,18 @@ def rubric_toml(rubric: Rubric) -> str:
         # characters beyond U+FFFF as surrogate pairs, which TOML refuses).
         return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
-    lines = [f"id = {s(rubric.rubric_id)}", f"version = {rubric.version}", f"name = {s(rubric.name)}",
-             f"scale = {s(rubric.scale)}"]
+    decl = rubric.declared_scale
+    lines = [f"id = {s(rubric.rubric_id)}", f"version = {rubric.version}", f"name = {s(rubric.name)}"]
+    if decl is None:
+        lines.append(f"scale = {s(rubric.scale)}")
     if rubric.pass_threshold is not None:
         lines.append(f"pass_threshold = {rubric.pass_threshold!r}")
     lines += [f"pass_rule = {s(rubric.pass_rule)}", f"instructions = {s(rubric.instructions)}", "", "[author]",
               f"kind = {s(rubric.author_kind)}", f"name = {s(rubric.author)}"]
+    if decl is not None:
+        labels = ", ".join(f"{s(f'{level:g}')} = {s(words)}" for level, words in decl.labels)
+        lines += ["", "[scale]", f"name = {s(decl.name)}", f"low = {decl.low!r}", f"high = {decl.high!r}",
+                  f"step = {decl.step!r}", f"labels = {{ {labels} }}"]
     for c in rubric.criteria:
         lines += ["", "[[criteria]]", f"id = {s(c.criterion_id)}", f"name = {s(c.name)}",
                   f"description = {s(c.description)}"]

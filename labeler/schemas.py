@@ -132,9 +132,17 @@ _RUBRIC = Schema(
         Column("id", "id", "yes", "the rubric's id"),
         Column("version", "whole number", "yes", "its version; changed content needs a new number", "1 or more"),
         Column("name", "text", "yes", "the rubric's title"),
-        Column("scale", "text", "yes", "the overall score's scale", "`binary`, `likert5`, `numeric100`"),
-        Column("pass_threshold", "number", "no", "overall score from which an answer passes "
-               "(default 4 on likert5, 70 on numeric100; binary passes at 1)", "on the scale"),
+        Column("scale", "text or table", "yes", "the overall score's scale: a name, or a `[scale]` table "
+               "declaring the rubric's own", "`binary`, `likert5`, `numeric100`, or `[scale]`"),
+        Column("scale.name", "id", "in `[scale]`", "the declared scale's name, carried by judgements and formats",
+               "lower-case letters, digits, `_`; not a built-in format"),
+        Column("scale.low", "number", "in `[scale]`", "the worst score", "below `scale.high`"),
+        Column("scale.high", "number", "in `[scale]`", "the best score"),
+        Column("scale.step", "number", "in `[scale]`", "the distance between levels", "divides high - low"),
+        Column("scale.labels", "table", "no", "words for some levels, shown to raters", "`{ 0 = \"wrong\" }`, "
+               "keys on the grid"),
+        Column("pass_threshold", "number", "with `[scale]`", "overall score from which an answer passes "
+               "(default 4 on likert5, 70 on numeric100; binary passes at 1)", "on the scale (its grid)"),
         Column("pass_rule", "text", "yes", "the pass rule in words, shown to raters and judge"),
         Column("instructions", "text", "no", "how to read and score, shown to raters and judge"),
         Column("author.kind", "text", "yes", "who drafted the rubric", "`human`, `model`"),

@@ -185,3 +185,20 @@ def test_a_judgement_on_a_scale_no_rubric_declares_needs_its_declaration(store: 
     import_file(store, "judgements", good)
     assert "judge9" in [s.name for s in store.declared_scales()]
     assert export_table(store, "judgements")["score"].tolist() == [4.0]
+
+
+@settings(max_examples=8, deadline=None)
+@given(spec=scales(), pick=st.integers(0, 10**6))
+def test_a_declared_rubric_exports_as_toml_that_imports_as_the_same_rubric(spec: FormatSpec, pick: int) -> None:
+    import tempfile
+
+    from labeler.exports import rubric_toml
+    from labeler.models import Criterion, Rubric
+
+    rubric = Rubric("r", 1, "R", spec.name, "pass", (Criterion("c", "C", "d"),),
+                    pass_threshold=spec.levels[pick % len(spec.levels)], declared_scale=spec)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "rubric.toml"
+        path.write_text(rubric_toml(rubric))
+        again = parse_rubric(path)
+    assert again == rubric and again.content_hash() == rubric.content_hash()
