@@ -544,7 +544,7 @@ def format_line(fmt: Format) -> str:
     """The format line of ``fmt``: the built-in one, or one written from a declared scale.
 
     >>> from labeler.scales import declare_scale, register_scale
-    >>> print(format_line(register_scale(declare_scale("mt10", 1, 10, 1)).name))  # doctest: +NORMALIZE_WHITESPACE
+    >>> print(format_line(register_scale(declare_scale("doc_ten", 1, 10, 1)).name))  # doctest: +NORMALIZE_WHITESPACE
     Rate the answer overall on a scale from 1 (worst) to 10 (best). End your reply with one final
     line of the form `VERDICT: <n>`, where <n> is a single whole number from 1 to 10 written in digits.
     """

@@ -10,11 +10,11 @@ through a mapping the user states (``--scale-map``), and the report says which:
   each value must be on the rubric's scale), e.g. ``1=0,2=0,3=0,4=1,5=1,6=1,7=1,8=2,9=2,10=2``.
 
     >>> from labeler.scales import declare_scale, register_scale
-    >>> j = register_scale(declare_scale("mt10", 1, 10, 1))
-    >>> r = register_scale(declare_scale("correct3", 0, 2, 1))
-    >>> m = parse_scale_map("linear", "mt10", "correct3")
+    >>> j = register_scale(declare_scale("doc_ten", 1, 10, 1))
+    >>> r = register_scale(declare_scale("doc_three", 0, 2, 1))
+    >>> m = parse_scale_map("linear", "doc_ten", "doc_three")
     >>> round(m.apply(7.0), 3), m.text
-    (1.333, 'mt10 1-10 mapped linearly onto correct3 0-2 (1 -> 0, 10 -> 2)')
+    (1.333, 'doc_ten 1-10 mapped linearly onto doc_three 0-2 (1 -> 0, 10 -> 2)')
 """
 
 from __future__ import annotations
