@@ -117,8 +117,13 @@ def test_a_1_to_7_likert_rubric_on_its_own_scale(store: Store, tmp_path: Path) -
     off = write(tmp_path, "off.csv", "rater,answer_id,score\ndee,T1-c,8\n")
     with pytest.raises(InputError, match="row 1"):
         import_file(store, "labels", off)
-    result = score_answers(FakeJudge(seed=2), store, progress=False)
-    assert result.formats == ("likert7",)
+    # judgelab's built-in prompt on the declared scale, through the real SDK against the mock API.
+    with MockAnthropic(responder=FakeJudge(seed=2).respond) as mock:
+        judge = AnthropicJudge("claude-sonnet-4-6", api_key="test", base_url=mock.base_url)
+        result = score_answers(judge, store, progress=False)
+        bodies = [r.body for r in mock.received if r.path == "/v1/messages"]
+    assert result.formats == ("likert7",) and result.summary.parse_failures == 0
+    assert all("a single whole number from 1 to 7" in b["messages"][0]["content"] for b in bodies)
     judged = export_table(store, "judgements")
     assert set(judged["format"]) == {"likert7"} and set(judged["score"]) <= set(range(1, 8))
     report = calibrate(store, n_resamples=200)
