@@ -29,6 +29,7 @@ from labeler.importers import import_file
 from labeler.store import Store
 from tests.scales.fixtures import CORRECT3, LIKERT7, MT_BENCH_SPEC, answers_csv, write
 
+pytestmark = pytest.mark.slow  # whole projects end to end: tens of seconds each
 
 def _project(store: Store, tmp_path: Path, rubric: str) -> None:
     import_file(store, "rubric", write(tmp_path, "rubric.toml", rubric))

@@ -23,6 +23,7 @@ from labeler.importers import import_file
 from labeler.store import Store
 from tests.scales.squality import convert, responses
 
+pytestmark = pytest.mark.slow  # whole projects end to end: tens of seconds each
 
 @pytest.fixture(scope="module")
 def raw() -> Path:
