@@ -354,6 +354,13 @@ def alphas(data: CalibrationData, opts: ReportOptions) -> tuple[dict[str, Estima
     out: dict[str, Estimate] = {}
     reasons: list[str] = []
     labels = data.labels
+    if data.annotator_means:
+        # A mean of several people is not one rater's rating: agreement among raters leaves it out.
+        keys = list(zip(labels["rater_id"].astype(int), labels["answer_id"].astype(str), strict=True))
+        mean = np.array([k in data.annotator_means for k in keys], dtype=bool)
+        labels = labels[~mean]
+        reasons.append(f"Krippendorff's alpha: {int(mean.sum())} label(s) that are already the mean of several "
+                       "people (n_raters above 1) are left out: alpha is agreement among single raters")
     # A declared scale is ordinal (its levels are ordered; the distances between them are not promised).
     overall_level = "ordinal" if data.rubric.declared_scale is not None else level_for_scale(data.rubric.scale)
     specs = [("overall score", "overall", overall_level), ("pass verdict", "pass", "nominal")]

@@ -61,6 +61,8 @@ class CalibrationData:
             labelled batch (then ``design`` holds its answers' chance of ever being drawn).
         scale_note: How the judge's scores were mapped onto the rubric's scale, when they were
             (:func:`calibration.calibrate.apply_scale_map`); ``None``: read as they are.
+        annotator_means: ``(rater_id, answer_id)`` of the labels that are already the mean of
+            several people (imported with ``n_raters`` above 1): a human score, not one rater's.
     """
 
     run: dict[str, Any]
@@ -79,6 +81,7 @@ class CalibrationData:
     adjudicated: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_LABEL_COLUMNS))
     active: ActiveData | None = None
     scale_note: str | None = None
+    annotator_means: frozenset[tuple[int, str]] = frozenset()
 
     @property
     def run_id(self) -> str:
@@ -177,6 +180,9 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
               .drop_duplicates(["rater_id", "answer_id"]).sort_values(["answer_id", "rater_id"])
               .reset_index(drop=True))
     labels["simulated"] = (labels["source"] == "simulated") | labels["rater_simulated"].astype(bool)
+    means = labels[pd.to_numeric(labels.get("n_raters"), errors="coerce").fillna(1) > 1] if "n_raters" in labels \
+        else labels.iloc[:0]
+    annotator_means = frozenset(zip(means["rater_id"].astype(int), means["answer_id"].astype(str), strict=True))
     labels = labels[_LABEL_COLUMNS]
     adjudicated, n_revealed = _adjudicated(store, rubric)
     summary = LabelSummary(
@@ -222,6 +228,7 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         n_errors=n_errors,
         adjudicated=adjudicated,
         active=active,
+        annotator_means=annotator_means,
     )
 
 

@@ -79,3 +79,6 @@ def test_squality_on_its_own_scale_matches_a_computation_from_the_raw_file(raw: 
         assert again.residuals["score"].families[fam].estimate == pytest.approx(est.estimate)
     exported = export_table(means, "labels")
     assert set(exported["n_raters"]) == {3}
+    # The means are human scores, not one rater's ratings: alpha among raters leaves them out.
+    assert again.alphas == {}
+    assert any("30 label(s) that are already the mean of several people" in s for s in again.skipped)
