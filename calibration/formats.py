@@ -38,7 +38,19 @@ from typing import Any, Literal, Protocol
 from calibration.judges._base import JudgeCall
 from labeler.errors import InputError
 from labeler.models import Rubric
-from labeler.scales import FORMATS, PAIRWISE_FORMATS, POINTWISE_FORMATS, Format, Kind, format_range
+from labeler.scales import (
+    FORMATS,
+    PAIRWISE_FORMATS,
+    POINTWISE_FORMATS,
+    Format,
+    FormatSpec,
+    Kind,
+    declared_scales,
+    format_range,
+    format_spec,
+    is_pointwise,
+    known_format,
+)
 
 __all__ = [
     "ANCHORED_LINE",
@@ -263,8 +275,31 @@ def parse(fmt: Format, reply: str, *, spec: PromptSpec | None = None) -> ParseRe
         return _parse_binary(value)
     if fmt in PAIRWISE_FORMATS:
         return _parse_pairwise(value)
+    if fmt not in FORMATS:
+        return parse_on_grid(value, format_spec(fmt))
     lo, hi = format_range(fmt)
     return _parse_whole_number(value, int(lo), int(hi))
+
+
+def parse_on_grid(value: str, spec: FormatSpec) -> ParseResult:
+    """Read a bare number on a declared scale's grid (``7``, ``7.5`` on 0-10 by 0.5).
+
+    >>> from labeler.scales import declare_scale
+    >>> s = declare_scale("halves10", 0, 10, 0.5)
+    >>> parse_on_grid("7.5", s).value, parse_on_grid("7.25", s).error
+    (7.5, '7.25 is off the halves10 scale; expected one of 0, 0.5, ..., 10 (0-10 by 0.5)')
+    """
+    expected = f"one of {spec.grid_text()}"
+    if not re.fullmatch(r"[+-]?\d+(?:\.\d+)?", value):
+        if len(_NUMBER.findall(value)) > 1 and "/" not in value:
+            return ParseResult(None, f"conflicting values in {value!r}; expected one number")
+        return ParseResult(None, f"{value!r} is not a bare number; expected {expected}")
+    number = float(value)
+    if not spec.low <= number <= spec.high:
+        return ParseResult(None, f"{value} is out of range; expected {expected}")
+    if not spec.on_grid(number):
+        return ParseResult(None, f"{value} is off the {spec.name} scale; expected {expected}")
+    return ParseResult(number, None)
 
 
 def _parse_binary(value: str) -> ParseResult:
@@ -415,6 +450,7 @@ def passed_for(rubric: Rubric, fmt: Format, value: float | None) -> bool | None:
         return None
     if fmt == rubric.scale:
         return rubric.passes(value)
+    # A judge scale other than the rubric's has no pass rule until calibrate is given a mapping.
     if fmt == "binary":
         return value >= 1
     return None
@@ -501,7 +537,26 @@ def user_text(fmt: Format, prompt: str, answers: Sequence[str]) -> str:
         blocks += [_block("response_a", answers[0]), _block("response_b", answers[1])]
     else:
         blocks.append(_block("answer", answers[0]))
-    return "\n\n".join([*blocks, FORMAT_LINES[fmt]])
+    return "\n\n".join([*blocks, format_line(fmt)])
+
+
+def format_line(fmt: Format) -> str:
+    """The format line of ``fmt``: the built-in one, or one written from a declared scale.
+
+    >>> from labeler.scales import declare_scale, register_scale
+    >>> print(format_line(register_scale(declare_scale("doc_ten", 1, 10, 1)).name))  # doctest: +NORMALIZE_WHITESPACE
+    Rate the answer overall on a scale from 1 (worst) to 10 (best). End your reply with one final
+    line of the form `VERDICT: <n>`, where <n> is a single whole number from 1 to 10 written in digits.
+    """
+    if fmt in FORMAT_LINES:
+        return FORMAT_LINES[fmt]
+    spec = format_spec(fmt)
+    if spec.whole and spec.step == 1:
+        what = f"a single whole number from {spec.low:g} to {spec.high:g} written in digits"
+    else:
+        what = f"a single number written in digits, one of {spec.grid_text()}"
+    return (f"Rate the answer overall on a scale from {spec.low:g} (worst) to {spec.high:g} (best). End your "
+            f"reply with one final\nline of the form `VERDICT: <n>`, where <n> is {what}.")
 
 
 def build_call(
@@ -547,7 +602,7 @@ def build_call(
     allowed = POINTWISE_FORMATS if kind == "pointwise" else PAIRWISE_FORMATS
     if kind not in ("pointwise", "pairwise"):
         raise InputError(f"build_call: unknown kind {kind!r}; expected 'pointwise' or 'pairwise'")
-    if fmt not in allowed:
+    if fmt not in allowed and not (kind == "pointwise" and is_pointwise(fmt)):
         raise InputError(
             f"build_call: format {fmt!r} is not a {kind} format; expected one of {list(allowed)}"
         )
@@ -614,8 +669,8 @@ def read_call(user: str, *, system: str = "", spec: PromptSpec | None = None) ->
         if found is not None:
             return found
     fmt: Format | None = None
-    for name in _READABLE_FORMATS:
-        if user.rstrip().endswith(FORMAT_LINES[name]):
+    for name in (*_READABLE_FORMATS, *(s.name for s in declared_scales())):
+        if user.rstrip().endswith(format_line(name)):
             fmt = name
             break
     prompt = _read_block("task", user)
@@ -633,7 +688,7 @@ def read_call(user: str, *, system: str = "", spec: PromptSpec | None = None) ->
 
 
 def _check_format(func: str, fmt: str) -> None:
-    if fmt not in FORMATS:
+    if not known_format(fmt):
         raise InputError(
             f"{func}: unknown format {fmt!r}; expected one of {', '.join(FORMATS)}",
             fix="pick a format from calibration.formats.FORMATS",

@@ -26,7 +26,7 @@ from calibration.runner import PlannedCall, RunSummary, arun_plan
 from calibration.spec import with_references
 from labeler.errors import InputError
 from labeler.models import Rubric
-from labeler.scales import POINTWISE_FORMATS, Format
+from labeler.scales import POINTWISE_FORMATS, Format, is_pointwise
 from labeler.store import Store
 
 __all__ = [
@@ -113,6 +113,8 @@ def score_formats(judge: Judge, rubric: Rubric, formats: str | Sequence[str] | N
     chosen: list[Format] = []
     for name in dict.fromkeys(names):
         fmt = next((f for f in POINTWISE_FORMATS if f == name), None)
+        if fmt is None and is_pointwise(name):
+            fmt = name  # type: ignore[assignment]  # a declared scale (a rubric's or a judge spec's)
         if fmt is None:
             raise InputError(f"--formats: {name!r} is not a pointwise format",
                              fix=f"pick from {', '.join(POINTWISE_FORMATS)}.")

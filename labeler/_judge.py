@@ -13,7 +13,15 @@ from typing import Any
 
 from labeler._rows import Checker, Rows
 from labeler.models import ImportedJudgement, Rubric
-from labeler.scales import FORMAT_SPECS, FORMATS, format_range
+from labeler.scales import (
+    FORMATS,
+    ScaleError,
+    format_range,
+    format_spec,
+    known_format,
+    register_scale,
+    scale_from_dict,
+)
 
 #: What a verdict row without a winner is recorded as, when the file does not say why.
 NO_VERDICT = "no verdict in the reply"
@@ -28,7 +36,7 @@ def _pair_fields(ck: Checker, i: int, fmt: str) -> tuple[str | None, str | None]
     if order is not None and order not in ("AB", "BA"):
         raise ck.fail(f"order {order!r} is not AB or BA", row=i, column="order",
                       fix="write AB when answer_id was shown first, BA when answer_b_id was.")
-    if FORMAT_SPECS[fmt].kind == "pairwise":  # type: ignore[index]  # checked against FORMATS
+    if format_spec(fmt).kind == "pairwise":
         if b_id is None:
             raise ck.fail(f"a {fmt} verdict compares two answers but answer_b_id is empty", row=i,
                           column="answer_b_id", fix="give the other answer in answer_b_id.")
@@ -55,6 +63,20 @@ def _outcome(ck: Checker, i: int, lo: float, hi: float) -> tuple[float | None, b
     return score, passed, parse_error, error
 
 
+def _declare(ck: Checker, i: int, fmt: str) -> None:
+    """Register the scale a row's ``scale`` column declares (it must be the row's format)."""
+    decl = ck.json_object(i, "scale") if ck.has("scale") else None
+    if decl is None:
+        return
+    try:
+        spec = register_scale(scale_from_dict(decl))
+    except ScaleError as exc:
+        raise ck.fail(str(exc), row=i, column="scale", fix=exc.fix) from None
+    if spec.name != fmt:
+        raise ck.fail(f"the scale declared is {spec.name!r}, but the format is {fmt!r}", row=i, column="scale",
+                      fix="declare the row's own format, or leave scale empty for a catalogue format.")
+
+
 def parse_judgements(rows: Rows, *, rubric: Rubric | None) -> list[ImportedJudgement]:
     """Judge replies: answer_id, judge_model, format, and a score, a pass or why there is none."""
     ck = Checker(rows)
@@ -63,11 +85,17 @@ def parse_judgements(rows: Rows, *, rubric: Rubric | None) -> list[ImportedJudge
     calls: dict[tuple[str, str], int] = {}
     for i in range(1, len(rows.rows) + 1):
         fmt = str(ck.text(i, "format"))
-        if fmt not in FORMATS:
-            raise ck.fail(f"unknown format {fmt!r}", row=i, column="format", fix=f"use one of {list(FORMATS)}.")
+        _declare(ck, i, fmt)
+        if not known_format(fmt):
+            raise ck.fail(f"unknown format {fmt!r}", row=i, column="format",
+                          fix=f"use one of {list(FORMATS)}, a scale a stored rubric declares, or give the scale's "
+                          'declaration in a scale column ({"name": ..., "low": ..., "high": ..., "step": ...}).')
         answer_id = str(ck.text(i, "answer_id", is_id=True))
         b_id, order = _pair_fields(ck, i, fmt)
         score, passed, parse_error, error = _outcome(ck, i, *format_range(fmt))
+        if score is not None and fmt not in FORMATS and not format_spec(fmt).on_grid(score):
+            raise ck.fail(f"{score:g} is off the {fmt} scale's grid {format_spec(fmt).grid_text()}", row=i,
+                          column="score", fix="a judgement on a declared scale is one of its levels.")
         if passed is None and score is not None and rubric is not None and fmt == rubric.scale:
             passed = rubric.passes(score)
         model = str(ck.text(i, "judge_model", is_id=True))

@@ -188,6 +188,8 @@ def parse_labels(rows: Rows, *, rubric_of: RubricLookup) -> list[ImportedLabel]:
         rubric = rubrics.of_row(i)
         lo, hi = format_range(rubric.scale)
         score = ck.number(i, "score", lo=lo, hi=hi, required=False)
+        n_raters = ck.integer(i, "n_raters", lo=1)
+        _check_grid(ck, i, rubric, score, n_raters)
         passed = ck.boolean(i, "pass")
         flag = ck.free_text(i, "flag_reason")
         if score is None and passed is None and flag is None:
@@ -198,7 +200,7 @@ def parse_labels(rows: Rows, *, rubric_of: RubricLookup) -> list[ImportedLabel]:
         labels.append(ImportedLabel(
             answer_id, rec.rater, score, passed, _criteria(ck, i, rubric, lo, hi),
             ck.free_text(i, "comment") or "", flag, rec.seconds, rec.created_at,
-            (rubric.rubric_id, rubric.version), rec.source, rec.ref, rec.supersedes,
+            (rubric.rubric_id, rubric.version), rec.source, rec.ref, rec.supersedes, n_raters,
         ))
         common.append(rec)
         groups.append((rec.rater, answer_id, rubric.rubric_id, rubric.version))
@@ -211,6 +213,23 @@ def parse_labels(rows: Rows, *, rubric_of: RubricLookup) -> list[ImportedLabel]:
 
     check_history(ck, common, groups, id_col="label_id", what="label", twice=twice)
     return labels
+
+
+def _check_grid(ck: Checker, i: int, rubric: Rubric, score: float | None, n_raters: int | None) -> None:
+    """Refuse a score off a declared scale's grid (a mean of ``n_raters`` people: off its finer grid).
+
+    The named scales keep the checks they always had (the store's, for whole numbers).
+    """
+    spec = rubric.scale_spec
+    if score is None or rubric.declared_scale is None or spec.on_grid(score, n_raters=n_raters or 1):
+        return
+    if n_raters and n_raters > 1:
+        raise ck.fail(f"{score:g} is not a mean of {n_raters} scores on the {spec.name} scale {spec.grid_text()}",
+                      row=i, column="score",
+                      fix=f"check the score and n_raters: a mean of {n_raters} levels is a multiple of "
+                          f"{spec.step:g}/{n_raters} from {spec.low:g}.")
+    raise ck.fail(f"{score:g} is off the {spec.name} scale's grid {spec.grid_text()}", row=i, column="score",
+                  fix="use one of the levels, or give n_raters when the score is the mean of several people.")
 
 
 # -- pair labels and audits -----------------------------------------------------------------------

@@ -28,6 +28,7 @@ import pandas as pd
 from labeler._rows import neutralise
 from labeler.errors import InputError
 from labeler.models import Rubric, pair_of
+from labeler.scales import FORMAT_SPECS, format_spec, known_format
 from labeler.schemas import SCHEMAS, DataKind
 from labeler.store import Store
 
@@ -119,6 +120,10 @@ def _judgements(store: Store) -> pd.DataFrame:
     value = raw["value"].to_numpy(float)
     out["score"] = np.where(flip & ~np.isnan(value), 0.0 - value, value)
     out["meta"] = [None if m in (None, "", "{}") else m for m in raw["meta"]]
+    store.declared_scales()
+    # A declared scale travels with its judgements, so the file re-imports into any project.
+    out["scale"] = [None if f in FORMAT_SPECS or not known_format(f) else json.dumps(format_spec(f).as_dict())
+                    for f in raw["format"]]
     for col in ("trial", "input_tokens", "output_tokens"):
         out[col] = out[col].astype("Int64")
     return out
@@ -212,12 +217,18 @@ def rubric_toml(rubric: Rubric) -> str:
         # characters beyond U+FFFF as surrogate pairs, which TOML refuses).
         return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
-    lines = [f"id = {s(rubric.rubric_id)}", f"version = {rubric.version}", f"name = {s(rubric.name)}",
-             f"scale = {s(rubric.scale)}"]
+    decl = rubric.declared_scale
+    lines = [f"id = {s(rubric.rubric_id)}", f"version = {rubric.version}", f"name = {s(rubric.name)}"]
+    if decl is None:
+        lines.append(f"scale = {s(rubric.scale)}")
     if rubric.pass_threshold is not None:
         lines.append(f"pass_threshold = {rubric.pass_threshold!r}")
     lines += [f"pass_rule = {s(rubric.pass_rule)}", f"instructions = {s(rubric.instructions)}", "", "[author]",
               f"kind = {s(rubric.author_kind)}", f"name = {s(rubric.author)}"]
+    if decl is not None:
+        labels = ", ".join(f"{s(f'{level:g}')} = {s(words)}" for level, words in decl.labels)
+        lines += ["", "[scale]", f"name = {s(decl.name)}", f"low = {decl.low!r}", f"high = {decl.high!r}",
+                  f"step = {decl.step!r}", f"labels = {{ {labels} }}"]
     for c in rubric.criteria:
         lines += ["", "[[criteria]]", f"id = {s(c.criterion_id)}", f"name = {s(c.name)}",
                   f"description = {s(c.description)}"]

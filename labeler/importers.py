@@ -35,7 +35,7 @@ from labeler._rows import (
 )
 from labeler.errors import InputError
 from labeler.models import Answer, Criterion, Pair, Rubric, Task
-from labeler.scales import SCALES, format_range
+from labeler.scales import FormatSpec, ScaleError, scale_from_toml
 from labeler.schemas import DATA_KINDS, SCHEMAS, DataKind, unknown_columns
 from labeler.store import ImportSummary, Store
 
@@ -132,12 +132,19 @@ def parse_rubric(path: str | Path, *, ignore: Collection[str] = ()) -> Rubric:
     version = toml.need(doc, "version", int)
     if version < 1:
         raise InputError("version must be 1 or more", file=name, column="version", fix="use 1, 2, ...")
-    scale = toml.need(doc, "scale", str)
-    if scale not in SCALES:
-        raise InputError(
-            f"unknown scale {scale!r}", file=name, column="scale", fix=f"use one of {list(SCALES)}."
-        )
-    threshold = _pass_threshold(doc.get("pass_threshold"), scale, file=name)
+    if "scale" not in doc:
+        raise InputError("missing key 'scale'", file=name, column="scale",
+                         fix='add `scale = "likert5"` (or binary, numeric100), or a [scale] table.')
+    try:
+        spec = scale_from_toml(doc["scale"])
+    except ScaleError as exc:
+        raise InputError(str(exc), file=name, column=exc.column, fix=exc.fix) from None
+    declared = spec if isinstance(doc["scale"], dict) else None
+    scale = spec.name
+    threshold = _pass_threshold(doc.get("pass_threshold"), spec, file=name)
+    if declared is not None and threshold is None:
+        raise InputError("a declared scale needs a pass_threshold", file=name, column="pass_threshold",
+                         fix=f"add `pass_threshold = <one of {declared.grid_text()}>` (the lowest passing score).")
     author = toml.need(doc, "author", dict)
     author_kind = toml.need(author, "kind", str, "author.")
     if author_kind not in ("human", "model"):
@@ -146,17 +153,29 @@ def parse_rubric(path: str | Path, *, ignore: Collection[str] = ()) -> Rubric:
             fix="write who drafted the rubric: kind = 'human' or 'model'.",
         )
     criteria = _criteria(toml, toml.need(doc, "criteria", list))
+    try:
+        return _rubric(doc, toml, author, rubric_id, version, scale, criteria, threshold, declared)
+    except ScaleError as exc:
+        raise InputError(str(exc), file=name, column=exc.column, fix=exc.fix) from None
+
+
+def _rubric(doc: dict[str, Any], toml: _Toml, author: dict[str, Any], rubric_id: str, version: int,
+            scale: str, criteria: tuple[Criterion, ...], threshold: float | None,
+            declared: FormatSpec | None) -> Rubric:
+    """The rubric the checked keys describe (registering a declared scale may still refuse it)."""
+    author_kind = author["kind"]
     return Rubric(
         rubric_id=rubric_id,
         version=version,
         name=toml.need(doc, "name", str),
-        scale=scale,  # type: ignore[arg-type]  # checked against SCALES above
+        scale=scale,
         pass_rule=toml.need(doc, "pass_rule", str),
         criteria=criteria,
         pass_threshold=threshold,
         instructions=str(doc.get("instructions", "")),
         author_kind=author_kind,  # type: ignore[arg-type]  # checked above
         author=toml.need(author, "name", str, "author."),
+        declared_scale=declared,
     )
 
 
@@ -183,17 +202,23 @@ class _Toml:
         return value
 
 
-def _pass_threshold(threshold: Any, scale: str, *, file: str) -> float | None:
+def _pass_threshold(threshold: Any, spec: FormatSpec, *, file: str) -> float | None:
     """The rubric's optional ``pass_threshold``, checked to be a number on ``scale``."""
     if threshold is None:
         return None
     if not isinstance(threshold, int | float) or isinstance(threshold, bool):
         raise InputError("pass_threshold must be a number", file=file, column="pass_threshold")
-    lo, hi = format_range(scale)
+    scale = spec.name
+    lo, hi = spec.range
     if not lo <= threshold <= hi:
         raise InputError(
             f"pass_threshold {threshold} is outside the {scale} scale ({lo:g}..{hi:g})",
             file=file, column="pass_threshold", fix="pick a score on the scale.",
+        )
+    if scale not in ("likert5", "numeric100", "binary") and not spec.on_grid(threshold):
+        raise InputError(
+            f"pass_threshold {threshold} is off the {scale} scale's grid {spec.grid_text()}",
+            file=file, column="pass_threshold", fix="pick one of the scale's levels (the lowest passing score).",
         )
     return float(threshold)
 
@@ -376,6 +401,7 @@ def import_file(
         return store.add_rubric(parse_rubric(path, ignore=ignore), source_file=name)
     if kind == "designs":
         return store.add_imported_designs(parse_designs(path, ignore=ignore), source_file=name)
+    store.declared_scales()  # a file may name a scale a stored rubric declares
     kind, rows = _checked_rows(kind, path, ignore, reader)
     if not rows.rows:
         return ImportSummary(added={}, unchanged={})  # an export of an empty kind: nothing to import

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from labeler.scales import Scale, format_range
+from labeler.scales import FormatSpec, ScaleError, format_range, format_spec, register_scale
 
 AuthorKind = Literal["human", "model"]
 
@@ -27,22 +27,53 @@ class Criterion:
 
 @dataclass(frozen=True)
 class Rubric:
-    """A versioned rubric, shown verbatim to raters and to the judge."""
+    """A versioned rubric, shown verbatim to raters and to the judge.
+
+    ``scale`` names the scale: a named one (``likert5``) or one the rubric declares, whose
+    declaration ``declared_scale`` carries (:func:`labeler.scales.declare_scale`); building the
+    rubric registers it, so every consumer finds it by name. A declared scale needs a
+    ``pass_threshold`` on its grid.
+    """
 
     rubric_id: str
     version: int
     name: str
-    scale: Scale
+    scale: str
     pass_rule: str
     criteria: tuple[Criterion, ...]
     pass_threshold: float | None = None
     instructions: str = ""
     author_kind: AuthorKind = "human"
     author: str = "unknown"
+    declared_scale: FormatSpec | None = None
+
+    def __post_init__(self) -> None:
+        """Register a declared scale and check the pass threshold is on it."""
+        if self.declared_scale is not None:
+            if self.declared_scale.name != self.scale:
+                raise ScaleError(f"the rubric's scale {self.scale!r} is not its declared scale "
+                                 f"{self.declared_scale.name!r}", column="scale.name",
+                                 fix="name the declared scale as the rubric's scale.")
+            register_scale(self.declared_scale)
+            if self.pass_threshold is None:
+                raise ScaleError("a declared scale needs a pass_threshold", column="pass_threshold",
+                                 fix=f"add `pass_threshold = <a level of {self.declared_scale.grid_text()}>`.")
+            if not self.declared_scale.on_grid(self.pass_threshold):
+                raise ScaleError(f"pass_threshold {self.pass_threshold:g} is off the scale "
+                                 f"{self.declared_scale.grid_text()}", column="pass_threshold",
+                                 fix="pick one of the scale's levels.")
+
+    @property
+    def scale_spec(self) -> FormatSpec:
+        """The rubric's scale: its declaration, or the named format's spec."""
+        return self.declared_scale if self.declared_scale is not None else format_spec(self.scale)
 
     def content_hash(self) -> str:
         """Hash of everything a rater or judge sees, used to detect conflicting re-imports."""
         payload = asdict(self)
+        # A named scale hashes as before the scale became data, so stored rubrics still match.
+        if payload.pop("declared_scale") is not None and self.declared_scale is not None:
+            payload["declared_scale"] = self.declared_scale.as_dict()
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def passes(self, overall: float) -> bool:
@@ -54,6 +85,8 @@ class Rubric:
         """
         if self.scale == "binary":
             return overall >= 1
+        if self.declared_scale is not None and self.pass_threshold is not None:
+            return overall >= self.pass_threshold - 1e-9
         threshold = self.pass_threshold if self.pass_threshold is not None else (
             4.0 if self.scale == "likert5" else 70.0
         )
@@ -63,6 +96,8 @@ class Rubric:
         """How the overall score is given, in words."""
         if self.scale == "binary":
             return "Overall: accept (1) or reject (0)."
+        if self.declared_scale is not None:
+            return _declared_text(self.declared_scale)
         lo, hi = format_range(self.scale)
         return f"Overall: a whole number from {lo:g} (worst) to {hi:g} (best)."
 
@@ -76,6 +111,16 @@ class Rubric:
             lines.append(f"- {c.name}: {c.description}")
         lines += ["", self.scale_text(), f"Pass rule: {self.pass_rule}"]
         return "\n".join(lines)
+
+
+def _declared_text(spec: FormatSpec) -> str:
+    """How a declared scale's overall score is given, in words (labels included)."""
+    kind = "a whole number" if spec.whole else "a number"
+    step = "" if spec.step == 1 else f" in steps of {spec.step:g}"
+    text = f"Overall: {kind} from {spec.low:g} (worst) to {spec.high:g} (best){step}."
+    if spec.labels:
+        text += " Levels: " + "; ".join(f"{level:g} = {words}" for level, words in spec.labels) + "."
+    return text
 
 
 @dataclass(frozen=True)
@@ -143,6 +188,7 @@ class ImportedLabel:
         source: ``"simulated"`` for a simulated rater's label (``None``: the import's source).
         ref: Its id within the file, for ``supersedes`` to name.
         supersedes: The ``ref`` of the earlier label (same rater, answer, rubric) it replaces.
+        n_raters: How many people ``overall`` is the mean of (``None``: one person's label).
     """
 
     answer_id: str
@@ -158,6 +204,7 @@ class ImportedLabel:
     source: Source | None = None
     ref: int | None = None
     supersedes: int | None = None
+    n_raters: int | None = None
 
 
 @dataclass(frozen=True)

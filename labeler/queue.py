@@ -22,6 +22,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from labeler.scales import format_spec, known_format
+
 Kind = Literal["score", "pair", "audit"]
 KINDS: tuple[Kind, ...] = ("score", "pair", "audit")
 
@@ -343,17 +345,63 @@ def scale_choices(scale: str) -> list[float]:
         return [1.0, 2.0, 3.0, 4.0, 5.0]
     if scale == "numeric100":
         return [0.0, 25.0, 50.0, 75.0, 100.0]
+    if known_format(scale) and format_spec(scale).kind == "pointwise" and format_spec(scale).levels:
+        levels = list(format_spec(scale).levels)
+        if len(levels) <= MAX_BUTTONS:
+            return levels
+        # A fine scale (0-100 by 1) gets evenly spaced anchors on its grid, as numeric100 does.
+        picks = sorted({round(i * (len(levels) - 1) / (MAX_BUTTONS - 1)) for i in range(MAX_BUTTONS)})
+        return [levels[i] for i in picks]
     raise ValueError(f"unknown scale {scale!r}")
+
+
+MAX_BUTTONS = 21
+"""The most overall-score buttons a rater's form shows (they must fit one row at 1366 px)."""
 
 
 def choice_keys(choices: Sequence[float]) -> list[str]:
     """Shortcut key per overall-score button.
 
-    The digit shown on it for binary and likert5, ``1``..``5`` for the numeric100 anchors.
+    The digit shown on it when every level is a digit (binary, likert5, a 1-7 scale); ``0`` for
+    10 on a 1-10 scale; ``1``..``n`` (``0`` for the tenth) for up to ten other buttons (the
+    numeric100 anchors); beyond ten, two keys typed one after the other: the level itself when
+    levels are whole numbers below 100 (``1`` then ``0`` for 10 on 0-10), else its position
+    (``01``..``21``).
+
+        >>> choice_keys([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0])
+        ['1', '2', '3', '4', '5', '6', '7', '8', '9', '0']
+        >>> choice_keys([float(v) for v in range(11)])[-3:]
+        ['8', '9', '10']
     """
     if all(float(c).is_integer() and 0 <= c <= 9 for c in choices):
         return [str(int(c)) for c in choices]
-    return [str(i) for i in range(1, len(choices) + 1)]
+    if [float(c) for c in choices] == [float(v) for v in range(1, 11)]:
+        return [*(str(v) for v in range(1, 10)), "0"]
+    if len(choices) <= 10:
+        return [str(i % 10) for i in range(1, len(choices) + 1)]
+    if all(float(c).is_integer() and 0 <= c <= 99 for c in choices):
+        return [str(int(c)) for c in choices]
+    return [f"{i:02d}" for i in range(1, len(choices) + 1)]
+
+
+def keys_text(choices: Sequence[float], keys: Sequence[str]) -> str:
+    """The overall-score keys as the key line names them.
+
+    >>> keys_text([1.0, 2.0, 3.0], ["1", "2", "3"])
+    '1–3'
+    >>> ten = [float(v) for v in range(1, 11)]
+    >>> keys_text(ten, choice_keys(ten))
+    '1–9, 0 = 10'
+    >>> eleven = [float(v) for v in range(11)]
+    >>> keys_text(eleven, choice_keys(eleven))
+    '0–10 (two digits: 1 then 0 = 10)'
+    """
+    if any(len(k) > 1 for k in keys):
+        two = next(k for k in keys if len(k) > 1)
+        return f"{keys[0]}–{keys[-1]} (two digits: {two[0]} then {two[1]} = {two})"
+    if len(keys) == 10 and keys[-1] == "0":
+        return f"1–9, 0 = {format_score(choices[-1])}"
+    return f"{keys[0]}–{keys[-1]}"
 
 
 def criteria_after_overall(
@@ -375,6 +423,7 @@ __all__ = [
     "DEFAULT_GAP",
     "KEYS",
     "KINDS",
+    "MAX_BUTTONS",
     "Kind",
     "Progress",
     "QueueItem",
@@ -382,6 +431,7 @@ __all__ = [
     "counterbalance",
     "criteria_after_overall",
     "format_score",
+    "keys_text",
     "min_same_group_distance",
     "next_position",
     "previous_index",

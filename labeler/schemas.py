@@ -132,9 +132,17 @@ _RUBRIC = Schema(
         Column("id", "id", "yes", "the rubric's id"),
         Column("version", "whole number", "yes", "its version; changed content needs a new number", "1 or more"),
         Column("name", "text", "yes", "the rubric's title"),
-        Column("scale", "text", "yes", "the overall score's scale", "`binary`, `likert5`, `numeric100`"),
-        Column("pass_threshold", "number", "no", "overall score from which an answer passes "
-               "(default 4 on likert5, 70 on numeric100; binary passes at 1)", "on the scale"),
+        Column("scale", "text or table", "yes", "the overall score's scale: a name, or a `[scale]` table "
+               "declaring the rubric's own", "`binary`, `likert5`, `numeric100`, or `[scale]`"),
+        Column("scale.name", "id", "in `[scale]`", "the declared scale's name, carried by judgements and formats",
+               "lower-case letters, digits, `_`; not a built-in format"),
+        Column("scale.low", "number", "in `[scale]`", "the worst score", "below `scale.high`"),
+        Column("scale.high", "number", "in `[scale]`", "the best score"),
+        Column("scale.step", "number", "in `[scale]`", "the distance between levels", "divides high - low"),
+        Column("scale.labels", "table", "no", "words for some levels, shown to raters", "`{ 0 = \"wrong\" }`, "
+               "keys on the grid"),
+        Column("pass_threshold", "number", "with `[scale]`", "overall score from which an answer passes "
+               "(default 4 on likert5, 70 on numeric100; binary passes at 1)", "on the scale (its grid)"),
         Column("pass_rule", "text", "yes", "the pass rule in words, shown to raters and judge"),
         Column("instructions", "text", "no", "how to read and score, shown to raters and judge"),
         Column("author.kind", "text", "yes", "who drafted the rubric", "`human`, `model`"),
@@ -194,6 +202,9 @@ _LABELS = Schema(
                "a rubric in the database"),
         Column("rubric_version", "whole number", "with `rubric_id`", "its version (default: the newest)"),
         Column("score", "number", "score or pass (or flag_reason)", "the overall score", "on the rubric's scale"),
+        Column("n_raters", "whole number", "no", "how many people `score` is the mean of (a public dataset's "
+               "annotator mean); such a score may lie between the scale's levels, on its grid divided by "
+               "`n_raters` (default: one person's label)", "1 or more"),
         Column("pass", "yes/no", "score or pass (or flag_reason)", "the pass verdict (default: the rubric's "
                "rule applied to `score`)", "true/false, yes/no, pass/fail, 1/0"),
         Column("comment", "text", "no", "the rater's comment"),
@@ -264,7 +275,10 @@ _JUDGEMENTS = Schema(
         Column("judge_model", "id", "yes", "the judge model"),
         Column("judge_family", "id", "no", "the judge's own model family"),
         Column("format", "text", "yes", "the scoring format",
-               "`binary`, `likert5`, `numeric100`, `pairwise5`, `anchored`, `tournament`"),
+               "`binary`, `likert5`, `numeric100`, `pairwise5`, `anchored`, `tournament`, or a declared scale"),
+        Column("scale", "JSON", "for a declared scale no stored rubric declares", "the declaration of a format "
+               "that is not in the catalogue (a judge spec's 1-10), written by export",
+               '`{"name": "mt10", "low": 1, "high": 10, "step": 1}`'),
         Column("answer_id", "id", "yes", "the answer scored; for pairwise, the answer the score is about",
                "an answer in the database, or `<pair>:a`/`<pair>:b` (and their probe variants `~...`) of a "
                "stored pair"),

@@ -70,6 +70,7 @@ from calibration.calibrate._model import (
     jsonable,
 )
 from calibration.calibrate._probes import position_results, variant_gaps
+from calibration.calibrate._scalemap import ScaleMap, apply_scale_map, parse_scale_map
 
 __all__ = [
     "HUMAN_SCORE_RULES",
@@ -87,13 +88,16 @@ __all__ = [
     "Reference",
     "ReportOptions",
     "ResidualSection",
+    "ScaleMap",
     "SelfPreferenceGap",
     "VariantGap",
+    "apply_scale_map",
     "build_report",
     "calibrate",
     "format_rows",
     "jsonable",
     "load_calibration_data",
+    "parse_scale_map",
     "position_results",
     "variant_gaps",
 ]

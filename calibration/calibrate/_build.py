@@ -31,8 +31,10 @@ from calibration.calibrate._model import (
 )
 from calibration.calibrate._probes import probe_section
 from calibration.calibrate._rater_model import fit_rater_models
+from calibration.calibrate._scalemap import apply_scale_map, parse_scale_map
 from calibration.stats import Estimate, ProvenanceNote, RaterScope, ResidualScale, provenance_note
 from labeler.errors import InputError
+from labeler.scales import is_pointwise
 from labeler.store import Store
 
 
@@ -47,6 +49,7 @@ def calibrate(
     level: float = 0.95,
     interval: RaterScope = "raters",
     judge_family: str | None = None,
+    scale_map: str | None = None,
 ) -> CalibrationReport:
     """Load a judge run (and optionally a "before" run) and build its calibration report.
 
@@ -64,6 +67,9 @@ def calibrate(
         interval: ``"raters"`` (default) or ``"panel"``: which raters the residual, gap and PPI
             intervals speak for.
         judge_family: The judge's own model family, for a run that records none (or another).
+        scale_map: How to read the judge's scores on the rubric's scale when the two differ
+            (``linear`` or ``J=R,...``, :func:`calibration.calibrate.parse_scale_map`); stated in
+            the report's notes. Without one, scores on different scales are never subtracted.
 
     Returns:
         A :class:`CalibrationReport`.
@@ -74,11 +80,23 @@ def calibrate(
     data = load_calibration_data(store, run_id)
     if judge_family is not None:
         data = dataclasses.replace(data, run={**data.run, "family": judge_family})
+    if scale_map is not None:
+        data = _mapped(data, scale_map)
     before = load_calibration_data(store, compare_run) if compare_run is not None else None
     return build_report(
         data, compare=before, human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level,
         interval=interval,
     )
+
+
+def _mapped(data: CalibrationData, text: str) -> CalibrationData:
+    """``data`` with the judge's scores read on the rubric's scale through the stated mapping."""
+    own = data.rubric.scale
+    others = [f for f in dict.fromkeys(data.pointwise["format"]) if f != own and is_pointwise(str(f))]
+    if not others:
+        raise InputError(f"--scale-map: the run's judgements are already on the rubric's scale {own}",
+                         fix="leave --scale-map out.")
+    return apply_scale_map(data, parse_scale_map(text, str(others[0]), own))
 
 
 def build_report(
@@ -257,6 +275,8 @@ def _notes(data: CalibrationData, prov: ProvenanceNote | None, design: DesignNot
         notes.append(f"The self-preference gap is an UPPER BOUND: {prov.reason}.")
     if design is not None:
         notes.append(design.text())
+    if data.scale_note:
+        notes.append(f"Judge scale: {data.scale_note}.")
     if data.n_errors:
         notes.append(f"{data.n_errors} judge call(s) failed with no reply; they are left out (never scored).")
     return notes

@@ -27,7 +27,7 @@ from calibration.stats import (
     proportion,
 )
 from labeler.errors import InputError
-from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS
+from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, is_pointwise
 
 Reference = str
 """What format diagnostics are measured against: ``"human"`` (the human score per answer) or
@@ -112,7 +112,8 @@ def format_rows(
     rows: list[FormatRow] = []
     skipped: list[str] = []
     point, pair = data.pointwise, data.pairwise
-    for fmt in [f for f in POINTWISE_FORMATS if f in set(point["format"])]:
+    declared = [f for f in dict.fromkeys(point["format"]) if f not in POINTWISE_FORMATS and is_pointwise(str(f))]
+    for fmt in [*(f for f in POINTWISE_FORMATS if f in set(point["format"])), *declared]:
         sub = point[(point["format"] == fmt) & (point["variant"].fillna("original") == "original")]
         n_replies, n_parsed = len(sub), int((sub["status"] == "parsed").sum())
         per = (sub.assign(ok=sub["status"] == "parsed").sort_values(["answer_id", "ok", "judgement_id"],
@@ -160,7 +161,7 @@ def _reference_scores(data: CalibrationData, reference: Reference, opts: ReportO
         what = ("the adjudicated overall label, else the mean of the raters' current overall labels"
                 if opts.human_rule == "adjudicated" else f"{opts.human_rule} of the raters' current overall labels")
         return hs.scores, f"human score per answer ({what})"
-    if reference not in POINTWISE_FORMATS:
+    if not is_pointwise(reference):
         raise InputError(
             f"unknown reference {reference!r}",
             fix=f"use 'human' or a pointwise format of the run ({', '.join(POINTWISE_FORMATS)}).",

@@ -44,6 +44,8 @@ from calibration.stats import (
     residuals_and_gap,
     with_model_variance,
 )
+from labeler.models import Rubric
+from labeler.scales import FormatSpec
 
 _NO_KAPPA = "kappa: no answer has both a judge verdict and a human label"
 
@@ -215,13 +217,15 @@ def residual_section(
         if data.judge_format != rubric.scale:
             return None, [
                 f"residuals (score): the judge scored in {data.judge_format}, the humans in "
-                f"{rubric.scale}; scores on different scales cannot be subtracted"
+                f"{rubric.scale}; scores on different scales cannot be subtracted (pass --scale-map to state how "
+                "the judge's scale reads on the rubric's)"
             ]
         judge_col, label_col = "value", "overall"
     else:
         judge_col, label_col = "pass", "pass"
     if data.active is not None:
-        return _active_section(data, scale, opts)
+        active, why = _active_section(data, scale, opts)
+        return _section_in_points(active, rubric, scale), why
     frame = analysis[analysis[judge_col].notna()]
     ratings = _ratings(data, list(frame["answer_id"]), label_col, opts)
     frame = frame[isin(frame["answer_id"], ratings["answer_id"])].reset_index(drop=True)
@@ -264,11 +268,31 @@ def residual_section(
         if gap_estimate is not None and design_gap is not None:
             gap_estimate = with_model_variance(gap_estimate, design_gap, sd["gap"], MODEL_REFITS)
     if gap_estimate is not None:
-        gap = SelfPreferenceGap.from_estimate(gap_estimate)
-    families = {fam: FamilyResidual.from_estimate(fam, est) for fam, est in estimates.items()}
+        gap = SelfPreferenceGap.from_estimate(_in_points(gap_estimate, rubric, scale))
+    families = {fam: FamilyResidual.from_estimate(fam, _in_points(est, rubric, scale))
+                for fam, est in estimates.items()}
     units = next(iter(families.values())).units
     section = ResidualSection(scale, units, families, gap, reason, len(frame))
     return section, [f"self-preference gap ({scale}): {reason}"] if reason else []
+
+
+def _in_points(est: Estimate, rubric: Rubric, scale: ResidualScale) -> Estimate:
+    """A score residual on a declared scale, in its points ("scale points (0-2)"); others as they are."""
+    if scale != "score" or rubric.declared_scale is None:
+        return est
+    return dataclasses.replace(est, units=rubric.declared_scale.units)
+
+
+def _section_in_points(
+    section: ResidualSection | None, rubric: Rubric, scale: ResidualScale
+) -> ResidualSection | None:
+    """An (active) score section on a declared scale, in its points; any other as it is."""
+    if section is None or scale != "score" or rubric.declared_scale is None:
+        return section
+    units = rubric.declared_scale.units
+    families = {f: dataclasses.replace(r, units=units) for f, r in section.families.items()}
+    gap = None if section.gap is None else dataclasses.replace(section.gap, units=units)
+    return dataclasses.replace(section, units=units, families=families, gap=gap)
 
 
 def _strata(frame: pd.DataFrame) -> np.ndarray | None:
@@ -311,6 +335,12 @@ def kappa_rows(
         levels = [1, 2, 3, 4, 5]
         specs += [("overall score", "value", "overall", levels, None),
                   ("overall score", "value", "overall", levels, "quadratic")]
+    declared = data.rubric.declared_scale
+    if declared is not None and data.judge_format == scale:
+        # A declared scale's categories are its levels, numbered 0..k-1 (0-10 by 0.5 has 21).
+        levels = list(range(len(declared.levels)))
+        specs += [("overall score", "value", "overall", levels, None),
+                  ("overall score", "value", "overall", levels, "quadratic")]
     for what, judge_col, label_col, cats, weights in specs:
         frame = analysis[analysis[judge_col].notna()]
         ratings = _ratings(data, list(frame["answer_id"]), label_col, opts)
@@ -321,8 +351,9 @@ def kappa_rows(
         else:
             major = human_scores(ratings, rule="majority", score_col="score").scores
         frame = frame[isin(frame["answer_id"], major.index)]
-        judge = frame[judge_col].to_numpy(dtype=float).round().astype(int)
-        human = major.reindex(frame["answer_id"]).to_numpy(dtype=float).round().astype(int)
+        judge = _categories(frame[judge_col].to_numpy(dtype=float), declared if judge_col == "value" else None)
+        human = _categories(major.reindex(frame["answer_id"]).to_numpy(dtype=float),
+                            declared if judge_col == "value" else None)
         fam = frame["family"].astype(str).to_numpy()
         tasks = frame["cluster"].astype(str).to_numpy()
         w = frame["weight"].to_numpy(dtype=float)
@@ -344,6 +375,17 @@ def kappa_rows(
     return rows, reasons if rows else [*reasons, _NO_KAPPA]
 
 
+def _categories(values: np.ndarray, scale: FormatSpec | None) -> np.ndarray:
+    """Kappa's categories: the value rounded, or on a declared scale the nearest level's index.
+
+    A mean of several raters, or a judge score mapped linearly, may lie between two levels; it
+    counts as the nearer one (kappa needs categories).
+    """
+    if scale is None:
+        return values.round().astype(int)
+    return np.clip(np.round((values - scale.low) / (scale.step or 1.0)), 0, len(scale.levels) - 1).astype(int)
+
+
 def tied_majorities(ratings: pd.DataFrame) -> pd.Series:
     """Per answer: did its raters' most frequent category tie (so the lower one was taken)?"""
     counts = ratings.groupby(["answer_id", "score"]).size()
@@ -359,7 +401,16 @@ def alphas(data: CalibrationData, opts: ReportOptions) -> tuple[dict[str, Estima
     out: dict[str, Estimate] = {}
     reasons: list[str] = []
     labels = data.labels
-    specs = [("overall score", "overall", level_for_scale(data.rubric.scale)), ("pass verdict", "pass", "nominal")]
+    if data.annotator_means:
+        # A mean of several people is not one rater's rating: agreement among raters leaves it out.
+        keys = list(zip(labels["rater_id"].astype(int), labels["answer_id"].astype(str), strict=True))
+        mean = np.array([k in data.annotator_means for k in keys], dtype=bool)
+        labels = labels[~mean]
+        reasons.append(f"Krippendorff's alpha: {int(mean.sum())} label(s) that are already the mean of several "
+                       "people (n_raters above 1) are left out: alpha is agreement among single raters")
+    # A declared scale is ordinal (its levels are ordered; the distances between them are not promised).
+    overall_level = "ordinal" if data.rubric.declared_scale is not None else level_for_scale(data.rubric.scale)
+    specs = [("overall score", "overall", overall_level), ("pass verdict", "pass", "nominal")]
     if data.rubric.scale == "binary":
         specs = specs[1:]
     for name, column, level in specs:

@@ -21,7 +21,7 @@ from calibration.calibrate._model import HumanScoreRule, LabelSummary
 from calibration.spec import recorded_provenance
 from labeler.errors import InputError
 from labeler.models import Rubric
-from labeler.scales import POINTWISE_FORMATS
+from labeler.scales import is_pointwise
 from labeler.store import Store
 
 _NAN = float("nan")
@@ -59,6 +59,10 @@ class CalibrationData:
             of ``labels`` (``rater_id`` is the admin's, ``source`` is ``adjudicated``).
         active: The active design the labels came from, when its plan used this run and it has a
             labelled batch (then ``design`` holds its answers' chance of ever being drawn).
+        scale_note: How the judge's scores were mapped onto the rubric's scale, when they were
+            (:func:`calibration.calibrate.apply_scale_map`); ``None``: read as they are.
+        annotator_means: ``(rater_id, answer_id)`` of the labels that are already the mean of
+            several people (imported with ``n_raters`` above 1): a human score, not one rater's.
     """
 
     run: dict[str, Any]
@@ -76,6 +80,8 @@ class CalibrationData:
     pair_gold: Mapping[str, str | None] = field(default_factory=dict)
     adjudicated: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_LABEL_COLUMNS))
     active: ActiveData | None = None
+    scale_note: str | None = None
+    annotator_means: frozenset[tuple[int, str]] = frozenset()
 
     @property
     def run_id(self) -> str:
@@ -123,6 +129,7 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
                 fix="run a probe (`judgelab probe ...`) or import judgements "
                 "(`judgelab import judgements FILE`, or verdicts) first.",
             )
+    store.declared_scales()  # judgements and labels may be on a scale a stored rubric declares
     run = store.run_info(run_id)
     if run is None:
         known = ", ".join(repr(r) for r in store.calibration_runs()["run_id"].head(5))
@@ -173,6 +180,9 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
               .drop_duplicates(["rater_id", "answer_id"]).sort_values(["answer_id", "rater_id"])
               .reset_index(drop=True))
     labels["simulated"] = (labels["source"] == "simulated") | labels["rater_simulated"].astype(bool)
+    means = labels[pd.to_numeric(labels.get("n_raters"), errors="coerce").fillna(1) > 1] if "n_raters" in labels \
+        else labels.iloc[:0]
+    annotator_means = frozenset(zip(means["rater_id"].astype(int), means["answer_id"].astype(str), strict=True))
     labels = labels[_LABEL_COLUMNS]
     adjudicated, n_revealed = _adjudicated(store, rubric)
     summary = LabelSummary(
@@ -218,6 +228,7 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         n_errors=n_errors,
         adjudicated=adjudicated,
         active=active,
+        annotator_means=annotator_means,
     )
 
 
@@ -299,7 +310,7 @@ def isna(value: Any) -> bool:
 def _choose_format(point: pd.DataFrame, rubric: Rubric) -> str | None:
     """The rubric's own scale when judged on originals, else binary, else the commonest."""
     usable = point[(point["status"] == "parsed") & (point["variant"] == "original") & point["in_pool"]
-                   & point["format"].isin(POINTWISE_FORMATS)]
+                   & point["format"].map(is_pointwise).astype(bool)]
     if usable.empty:
         return None
     counts = usable["format"].value_counts()

@@ -33,7 +33,7 @@ from calibration.stats import (
     truncation_gap,
     verdict,
 )
-from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, format_range
+from labeler.scales import PAIRWISE_FORMATS, format_range, is_pointwise
 
 # Refits for the length-controlled win rate: each resample is one logistic fit, so the count
 # is capped to keep a report to seconds; the method string states the number used.
@@ -43,14 +43,14 @@ _NAN = float("nan")
 
 def scale_unit(fmt: str) -> float:
     """A quarter of the format's range: thresholds written for 1-5 scale this way."""
-    lo, hi = format_range(fmt) if fmt in POINTWISE_FORMATS else format_range("likert5")
+    lo, hi = format_range(fmt) if is_pointwise(fmt) else format_range("likert5")
     return (hi - lo) / 4
 
 
 def variant_gaps(data: CalibrationData, opts: ReportOptions) -> list[VariantGap]:
     """Pointwise gap of every judged variant against its original, per format."""
     point = data.pointwise
-    parsed = point[(point["status"] == "parsed") & point["format"].isin(POINTWISE_FORMATS)]
+    parsed = point[(point["status"] == "parsed") & point["format"].map(is_pointwise).astype(bool)]
     variants = parsed[(parsed["variant"] != "original") & parsed["parent"].notna() & parsed["variant"].notna()]
     if variants.empty:
         return []

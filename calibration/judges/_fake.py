@@ -61,7 +61,7 @@ from calibration import formats, perturb, pricing
 from calibration.judges._base import JudgeCall, Judgement
 from labeler.errors import InputError
 from labeler.models import Rubric
-from labeler.scales import PAIRWISE_FORMATS, Format, Kind
+from labeler.scales import FORMATS, PAIRWISE_FORMATS, Format, Kind, format_spec
 
 if TYPE_CHECKING:  # the spec module imports the formats, which import this package
     from calibration.spec import JudgeSpec
@@ -563,6 +563,11 @@ class FakeJudge:
             return body, "ACCEPT" if level >= BINARY_CUT else "REJECT"
         if fmt == "numeric100":
             return body, str(_random_round(25.0 * (min(max(level, 1.0), 5.0) - 1.0), u))
+        if fmt not in FORMATS:
+            # A declared scale: L's 1..5 stretched onto low..high, randomly rounded to its grid.
+            spec = format_spec(fmt)
+            steps = (min(max(level, 1.0), 5.0) - 1.0) / 4.0 * (spec.high - spec.low) / (spec.step or 1.0)
+            return body, f"{spec.low + _random_round(steps, u) * (spec.step or 1.0):g}"
         return body, str(_random_round(min(max(level, 1.0), 5.0), u))
 
     def _compare_reply(self, a: str, b: str, rng: random.Random) -> tuple[str, str]:

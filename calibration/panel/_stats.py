@@ -41,7 +41,7 @@ from scipy import special
 
 from calibration.panel._ols import clustered_mean, clustered_ols
 from calibration.stats import Estimate, design_kappa
-from labeler.scales import FORMAT_SPECS
+from labeler.scales import FORMAT_SPECS, format_spec, is_pointwise
 
 _NAN = float("nan")
 COLUMNS = ("judge", "judge_model", "judge_family", "answer_id", "task_id", "answer_model", "answer_family",
@@ -169,12 +169,12 @@ def panel_analysis(frame: pd.DataFrame, *, scale: str, level: float = 0.95, kapp
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"panel_analysis: missing columns {missing}")
-    if scale not in ("binary", "likert5", "numeric100"):
+    if scale not in ("binary", "likert5", "numeric100") and not is_pointwise(scale):
         raise ValueError(f"panel_analysis: unknown scale {scale!r}")
     data = frame[frame["score"].notna() & frame["human"].notna()].reset_index(drop=True)
     if data.empty:
         raise ValueError("panel_analysis: no answer has both a judge score and a human score")
-    units = FORMAT_SPECS[scale].units  # type: ignore[index]
+    units = format_spec(scale).units
     notes: list[str] = []
     judges_meta = data.drop_duplicates("judge").set_index("judge")[["judge_model", "judge_family"]]
     biases = tuple(judge_bias(data[data["judge"] == j], str(j), units=units, level=level) for j in judges_meta.index)
@@ -377,6 +377,12 @@ def kappa_categories(values: npt.ArrayLike, scale: str) -> tuple[npt.NDArray[np.
     v = np.asarray(values, dtype=float)
     if scale == "numeric100":
         return np.clip(np.floor(v / 10.0), 0, 9), "0-100 scores in ten bins of ten points (90-100 the last)"
+    if scale not in FORMAT_SPECS:
+        # A declared scale: each level is a category, numbered 0..k-1; a mean between levels counts as the nearer.
+        spec = format_spec(scale)
+        step = spec.step or 1.0
+        return (np.clip(np.round((v - spec.low) / step), 0, len(spec.levels) - 1),
+                f"scores as the {scale} scale's {len(spec.levels)} levels (nearest level)")
     low, high = FORMAT_SPECS[scale].range  # type: ignore[index]
     return np.clip(np.round(v), low, high), "scores rounded to the scale's whole points"
 
@@ -390,7 +396,8 @@ def _agreement(rows: pd.DataFrame, name: str, scale: str, units: str, level: flo
         return Agreement(name, len(rows), mean, spread, None, "kappa not computed (--no-kappa)")
     judge_cat, how = kappa_categories(rows["score"], scale)
     human_cat, _ = kappa_categories(rows["human"], scale)
-    low, high = (0, 9) if scale == "numeric100" else FORMAT_SPECS[scale].range  # type: ignore[index]
+    low, high = ((0, 9) if scale == "numeric100" else FORMAT_SPECS[scale].range  # type: ignore[index]
+                 if scale in FORMAT_SPECS else (0, len(format_spec(scale).levels) - 1))
     labels = np.arange(low, high + 1, dtype=float)
     result = design_kappa(judge_cat, human_cat, weights="quadratic", labels=labels, clusters=tasks, level=level)
     kappa = result.kappa

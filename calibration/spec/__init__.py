@@ -44,7 +44,10 @@ the numeric labels of its mapping, or the format's range. A scale its own words 
 scale of 1 to 10") that differs is refused when the spec loads (a 1-10 reply read under
 ``numeric100`` without a mapping would be stored as 7 of 100); so is a run whose ``{rubric}``
 (or ``{levels}``, ``{instructions}``) tells the judge another scale. Without a mapping a reply
-off the declared scale is a parse failure.
+off the declared scale is a parse failure. A table ``scale = { name = "mt10", low = 1, high = 10,
+step = 1 }`` declares the judge's own scale instead (:mod:`labeler.scales`): the reply's number is
+read on that grid and the judgements carry ``mt10`` as their format; ``calibrate --scale-map``
+states how it reads on the rubric's scale.
 
 **References** are keyed by task: two tasks with one prompt keep their own (each call carries
 its task id).

@@ -8,14 +8,14 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from calibration.spec._scale import asked_scales, scale_words
 from calibration.spec._spec import AUTHOR_KINDS, Author, JudgeSpec, ReferenceSource
 from calibration.spec._template import _OTHER_KIND, REQUIRED_PLACEHOLDERS, Template, _Problem, _Text
 from calibration.spec._verdict import VerdictRule
 from labeler.errors import InputError
-from labeler.scales import FORMAT_SPECS, FORMATS, Format, Kind
+from labeler.scales import FORMATS, Format, Kind, ScaleError, format_spec, register_scale, scale_from_dict
 
 PROVIDERS = ("anthropic", "openai")
 """The APIs a judge spec's ``[judge] provider`` may name."""
@@ -334,7 +334,7 @@ def _asked_because(rule: VerdictRule) -> str:
 
 def _scale_fix(rule: VerdictRule, scale: tuple[int, int]) -> str:
     lo, hi = scale
-    f_lo, f_hi = (int(x) for x in FORMAT_SPECS[rule.format].range)
+    f_lo, f_hi = (int(x) for x in format_spec(rule.format).range)
     if rule.mapping or (lo, hi) == (f_lo, f_hi):
         return f"make the template's words and its verdict agree (declare scale = [{lo}, {hi}] and map each score)."
     return (f"declare scale = [{lo}, {hi}] and map each score to a {rule.format} value (mapping = "
@@ -347,11 +347,15 @@ def _verdict(value: Any, where: str, kind: Kind) -> VerdictRule:
         raise _Located(where, "is missing", "add [templates.verdict] with format, regex and samples.")
     _only(table, "verdict", where)
     fmt = table.get("format")
-    if fmt not in FORMATS:
+    declared = _declared_scale(table, where, kind)
+    if declared is not None:
+        # A declared scale's name is a format like the catalogue's (labeler.scales.format_spec reads it).
+        fmt = cast(Format, declared)
+    elif fmt not in FORMATS:
         raise _Located(where, f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}.")
-    if FORMAT_SPECS[fmt].kind != kind:
-        fits = ", ".join(f for f in FORMATS if FORMAT_SPECS[f].kind == kind)
-        raise _Located(where, f"{fmt!r} is a {FORMAT_SPECS[fmt].kind} format, not a {kind} one",
+    if format_spec(fmt).kind != kind:
+        fits = ", ".join(f for f in FORMATS if format_spec(f).kind == kind)
+        raise _Located(where, f"{fmt!r} is a {format_spec(fmt).kind} format, not a {kind} one",
                        f"a {kind} template takes one of {fits}.")
     regex = _text(table, "regex", where, required=True) or ""
     ignore_case = table.get("ignore_case", False)
@@ -359,9 +363,34 @@ def _verdict(value: Any, where: str, kind: Kind) -> VerdictRule:
         raise _Located(where, f"ignore_case must be true or false, not {ignore_case!r}", "write ignore_case = true.")
     _check_regex(regex, where)
     mapping = _mapping(table.get("mapping"), f"{where}.mapping", fmt, ignore_case)
-    rule = VerdictRule(fmt, regex, mapping, ignore_case, _scale(table.get("scale"), where, fmt, bool(mapping)))
+    scale = None if declared is not None else _scale(table.get("scale"), where, fmt, bool(mapping))
+    rule = VerdictRule(fmt, regex, mapping, ignore_case, scale)
     _check_samples(rule, table.get("samples"), where)
     return rule
+
+
+def _declared_scale(table: Mapping[str, Any], where: str, kind: Kind) -> str | None:
+    """The name of the scale ``[templates.verdict.scale]`` declares (MT-Bench's 1-10), or ``None``.
+
+    A table ``scale = { name = "mt10", low = 1, high = 10, step = 1 }`` is the scale the judge is
+    asked for, and the format its judgements carry; ``format``, if given, must name it. A scale
+    ``[lo, hi]`` (two numbers) keeps its old meaning: read onto ``format`` through a mapping.
+    """
+    value = table.get("scale")
+    if not isinstance(value, Mapping):
+        return None
+    if kind != "pointwise":
+        raise _Located(f"{where}.scale", "a declared scale is for a pointwise template",
+                       "declare the scale on the pointwise template, or remove it.")
+    try:
+        spec = register_scale(scale_from_dict(value))
+    except ScaleError as exc:
+        raise _Located(f"{where}.{exc.column}", str(exc), exc.fix) from None
+    fmt = table.get("format")
+    if fmt is not None and fmt != spec.name:
+        raise _Located(f"{where}.format", f"format {fmt!r} is not the declared scale {spec.name!r}",
+                       f"write format = \"{spec.name}\" or leave format out: the declared scale is the format.")
+    return spec.name
 
 
 def _check_regex(regex: str, where: str) -> None:
@@ -387,7 +416,7 @@ def _scale(value: Any, where: str, fmt: Format, mapped: bool) -> tuple[int, int]
         raise _Located(where, f"scale must be two whole numbers, lowest first, not {value!r}",
                        "write scale = [1, 10], say: the scale the template asks the judge for.")
     lo, hi = int(value[0]), int(value[1])
-    f_lo, f_hi = (int(x) for x in FORMAT_SPECS[fmt].range)
+    f_lo, f_hi = (int(x) for x in format_spec(fmt).range)
     if not mapped and not (f_lo <= lo and hi == f_hi):
         raise _Located(
             where,
@@ -400,7 +429,7 @@ def _scale(value: Any, where: str, fmt: Format, mapped: bool) -> tuple[int, int]
 
 def _mapping(value: Any, where: str, fmt: Format, ignore_case: bool = False) -> tuple[tuple[str, float], ...]:
     table = _table(value, where)
-    lo, hi = FORMAT_SPECS[fmt].range
+    lo, hi = format_spec(fmt).range
     out: list[tuple[str, float]] = []
     seen: dict[str, str] = {}
     for label, v in table.items():

@@ -14,7 +14,7 @@ from calibration.spec._scale import asked_scales, scale_words
 from calibration.spec._template import REQUIRED_PLACEHOLDERS, RUBRIC_PARTS, Template
 from labeler.errors import InputError
 from labeler.models import Rubric
-from labeler.scales import FORMAT_SPECS, Format, Kind
+from labeler.scales import Format, Kind, format_spec
 
 AuthorKind = Literal["human", "model", "unknown"]
 """Who wrote an artifact of the judge prompt: a human, a model (family), or nobody knows."""
@@ -229,7 +229,7 @@ class JudgeSpec:
 
     def parse(self, fmt: Format, reply: str) -> ParseResult:
         """Read a reply by the verdict rule of the template for ``fmt``."""
-        return self.template(FORMAT_SPECS[fmt].kind, fmt).verdict.parse(reply)
+        return self.template(format_spec(fmt).kind, fmt).verdict.parse(reply)
 
     def read(self, system: str, user: str) -> ReadCall | None:
         """Recover kind, format, task and answers from a request one of the templates wrote."""
@@ -243,7 +243,7 @@ class JudgeSpec:
 
     def verdict_text(self, fmt: Format, value: float) -> str:
         """A verdict the template for ``fmt`` reads as ``value`` (the fake judge's last line)."""
-        return self.template(FORMAT_SPECS[fmt].kind, fmt).verdict.render(value)
+        return self.template(format_spec(fmt).kind, fmt).verdict.render(value)
 
     # -- the record
 

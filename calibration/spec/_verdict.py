@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from calibration.formats import ParseResult, normalise_reply
+from calibration.formats import ParseResult, normalise_reply, parse_on_grid
 from labeler.errors import InputError
-from labeler.scales import FORMAT_SPECS, Format
+from labeler.scales import FORMATS, Format, format_spec
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class VerdictRule:
         if self.mapping:
             numbers = [int(k) for k, _ in self.mapping if re.fullmatch(r"[+-]?\d+", k)]
             return (min(numbers), max(numbers)) if len(numbers) == len(self.mapping) else None
-        lo, hi = FORMAT_SPECS[self.format].range
+        lo, hi = format_spec(self.format).range
         return int(lo), int(hi)
 
     @cached_property
@@ -86,13 +86,19 @@ class VerdictRule:
                 menu = ", ".join(k for k, _ in self.mapping)
                 return ParseResult(None, f"off-menu verdict {label!r}; expected one of: {menu}")
             return ParseResult(value, None)
+        if self.format not in FORMATS:
+            # A declared scale (the spec's own, e.g. MT-Bench's 1-10): the number on its grid.
+            return parse_on_grid(label, format_spec(self.format))
         return _whole_number(label, self.format, self.scale)
 
     def label_for(self, value: float) -> str:
         """The label that stands for ``value`` (the nearest one on the menu)."""
         if self.mapping:
             return min(self.mapping, key=lambda kv: abs(kv[1] - value))[0]
-        lo, hi = self.scale or FORMAT_SPECS[self.format].range
+        if self.format not in FORMATS:
+            spec = format_spec(self.format)
+            return f"{min(spec.levels, key=lambda level: abs(level - value)):g}"
+        lo, hi = self.scale or format_spec(self.format).range
         return str(int(min(max(round(value), lo), hi)))
 
     def render(self, value: float) -> str:
@@ -120,14 +126,14 @@ class VerdictRule:
         """``pairwise5 read by `...` (A = +2, B = -2, C = 0)``: the format, regex and mapping."""
         text = f"{self.format} read by `{self.regex}`"
         if self.mapping:
-            signed = FORMAT_SPECS[self.format].kind == "pairwise"
+            signed = format_spec(self.format).kind == "pairwise"
             shown = (f"{k} = {v:+g}" if signed and v else f"{k} = {v:g}" for k, v in self.mapping)
             text += " (" + ", ".join(shown) + ")"
         return text
 
 
 def _whole_number(label: str, fmt: Format, scale: tuple[int, int] | None = None) -> ParseResult:
-    lo, hi = scale or (int(x) for x in FORMAT_SPECS[fmt].range)
+    lo, hi = scale or (int(x) for x in format_spec(fmt).range)
     expected = f"a whole number from {lo} to {hi}"
     if not re.fullmatch(r"[+-]?\d+", label):
         return ParseResult(None, f"{label!r} is not a whole number; expected {expected}")

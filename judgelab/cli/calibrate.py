@@ -79,6 +79,10 @@ def _run_option(func: F) -> F:
 @click.option("--judge-family", default=None, metavar="FAMILY",
               help="The judge's own model family, for a run that records none (imported judgements without a "
                    "judge_family column): the self-preference gap is read against it.")
+@click.option("--scale-map", default=None, metavar="linear|J=R,...",
+              help="When the judge scored on another scale than the rubric's (a judge spec's 1-10 on a 0-2 "
+                   "rubric): how to read its scores on the rubric's scale, stated in the report. 'linear' "
+                   "(low to low, high to high) or every judge level's value, e.g. 1=0,2=0,...,10=2.")
 @_seed_option
 @_resamples_option
 def calibrate_command(
@@ -91,6 +95,7 @@ def calibrate_command(
     human_rule: str,
     interval: str,
     judge_family: str | None,
+    scale_map: str | None,
     seed: int,
     resamples: int,
 ) -> None:
@@ -104,6 +109,7 @@ def calibrate_command(
     report = calibrate(
         Store(db), run_id, compare_run=compare_run, human_rule=human_rule,  # type: ignore[arg-type]
         seed=seed, n_resamples=resamples, interval=interval, judge_family=judge_family,  # type: ignore[arg-type]
+        scale_map=scale_map,
     )
     json_path = Path(out).with_suffix(".json") if as_json else None
     written = write_report(report, out, png=png, json_path=json_path)

@@ -29,6 +29,9 @@ const IDLE_EVENTS = ["keydown", "pointerdown", "pointermove", "wheel", "scroll",
 // the queued keys as not used, and lets the rater act again.
 const WAIT_MS = 8000;
 const GIVE_UP_MS = 60000;
+// A scale with more levels than digits takes two keys ("1" then "0" is 10): after a digit that
+// starts a longer key, the form waits this long for the second one.
+const DIGIT_MS = 900;
 const DRAFT_PREFIX = "judgelab-draft:";
 // Drafts older than this are dropped when a form starts (an item labelled elsewhere since).
 const DRAFT_DAYS = 30;
@@ -415,6 +418,7 @@ class RatingForm {
     }
     const crit = path.find((n) => n.getAttribute && n.getAttribute("data-criterion"));
     if (this.criterionKey(e, k, crit)) return;
+    if (this.twoDigits(e, k)) return;
     const option = this.data.choice.options.find((o) => o.key === k);
     if (option) return this.consume(e, () => this.pick(option.value));
     const go = this.navigation(k);
@@ -429,6 +433,27 @@ class RatingForm {
       });
     }
     if (k === "Escape" && this.shadow.activeElement) this.shadow.activeElement.blur();
+  }
+
+  /** A digit on a scale whose keys are two digits: the level its digits name (alone or after the first). */
+  twoDigits(e, k) {
+    const options = this.data.choice.options;
+    if (!/^[0-9]$/.test(k) || !options.some((o) => o.key.length > 1)) return false;
+    const typed = (this.digits || "") + k;
+    clearTimeout(this.digitsTimer);
+    this.digits = "";
+    const exact = options.find((o) => o.key === typed);
+    if (options.some((o) => o.key.length > typed.length && o.key.startsWith(typed))) {
+      // "1" may be 1 or the start of 10: the second digit decides; without one, the first counts.
+      this.digits = typed;
+      this.digitsTimer = setTimeout(() => { this.digits = ""; if (exact) this.pick(exact.value); }, DIGIT_MS);
+      this.consume(e, () => this.say(`${typed}…`, false));
+    } else if (exact) {
+      this.consume(e, () => this.pick(exact.value));
+    } else {
+      this.consume(e, () => this.refuseKeys([typed], "No score has the keys"));
+    }
+    return true;
   }
 
   /** The action a navigation key asks for on this item (Skip on new items, Forward on done ones). */

@@ -96,7 +96,9 @@ if "residuals" in charts:
 if "gap" in charts:
     st.altair_chart(charts["gap"], key="analyst_chart_gap")
 for scale in report.residuals:
-    st.subheader("Pass rate (percentage points)" if scale == "pass" else "Overall score (scale points)")
+    units = report.residuals[scale].units  # a declared scale's own: "scale points (0-2)"
+    st.subheader("Pass rate (percentage points)" if scale == "pass" else
+                 "Overall score (scale points)" if units == "judge scale points" else f"Overall score ({units})")
     _table(f"residuals_{scale}")
 
 st.header("Provenance audit")

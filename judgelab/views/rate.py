@@ -18,7 +18,7 @@ from judgelab.session import current_rater, current_store, show_error
 from judgelab.views._form import Action, FormData, rubric_levels, score_options
 from judgelab.views._queue_page import QueuePage, inert_text, keys_help
 from labeler.errors import JudgelabError
-from labeler.queue import choice_keys, scale_choices
+from labeler.queue import choice_keys, format_score, keys_text, scale_choices
 from labeler.store import ScoreView, Screen, Store
 
 AT = "rate_at"  # assignment the rater went back to (None: resume position)
@@ -79,16 +79,20 @@ def _form_data(view: ScoreView, index: int) -> FormData:
     options = score_options(choices, keys)
     cur = view.current
     intro, levels = rubric_levels(rubric)
+    if not levels and rubric.scale_spec.labels:
+        # A declared scale's level labels ("0 = wrong ... 2 = right") are the score levels shown.
+        levels = [(format_score(level), words) for level, words in reversed(rubric.scale_spec.labels)]
+    shown = keys_text(choices, keys)
     return FormData(
         item=f"{view.item.item_id}:{cur.label_id if cur else 'new'}",
         title="Rating",
         choice_label="Overall score",
         options=options,
         choice=cur.overall if cur else None,
-        missing=f"Give an overall score first (keys {keys[0]}–{keys[-1]}), or flag the item.",
+        missing=f"Give an overall score first (keys {shown}), or flag the item.",
         comment_label="Comment (optional)",
         comment=cur.comment if cur else "",
-        keys_help=keys_help(f"{keys[0]}–{keys[-1]} overall (untouched criteria follow) · "
+        keys_help=keys_help(f"{shown} overall (untouched criteria follow) · "
                             "↓ then digits or ←/→ criteria · U flag · C comment", editing=cur is not None),
         editing=cur is not None,
         can_back=index > 0,

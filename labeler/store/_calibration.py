@@ -41,7 +41,7 @@ _RUN_ROWS_SQL = """
 _CURRENT_SQL = f"""
     SELECT l.label_id, l.rater_id, l.rater_name, r.simulated AS rater_simulated,
            l.answer_id, a.task_id, a.family, a.variant, l.rubric_id, l.rubric_version,
-           l.overall, l.passed, l.flag_reason, l.source
+           l.overall, l.passed, l.flag_reason, l.source, l.n_raters
     FROM labels l
     JOIN raters r ON r.rater_id = l.rater_id
         -- a rater paused with "exclude their labels" (labeler.store._quality) counts in no calibration

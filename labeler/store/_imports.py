@@ -32,7 +32,7 @@ ExportKind = Literal["labels", "judgements", "answers", "pair_labels", "audits",
 EXPORT_KINDS: tuple[ExportKind, ...] = ("labels", "pair_labels", "audits", "judgements", "answers", "pairs")
 
 _LABEL_COLUMNS = ("rater_id", "rater_name", "answer_id", "overall", "passed", "criteria", "comment", "source",
-                  "rubric_id", "rubric_version", "flag_reason", "seconds", "supersedes", "created_at")
+                  "rubric_id", "rubric_version", "flag_reason", "seconds", "supersedes", "created_at", "n_raters")
 _PAIR_LABEL_COLUMNS = ("rater_id", "rater_name", "shown_left", "shown_right", "preference", "comment", "seconds",
                        "source", "supersedes", "created_at")
 _AUDIT_COLUMNS = ("rater_id", "original_id", "rewrite_id", "length_ratio", "adds_content", "note", "seconds",
@@ -175,7 +175,7 @@ class ImportMixin(RaterMixin, PoolMixin):
         incoming = [
             Incoming(lab.ref, lab.supersedes, (lab.rater, lab.answer_id, *(lab.rubric or rubric or (None, None))),
                      (_opt_float(lab.overall), lab.passed, criteria_key(lab.criteria), lab.comment or "",
-                      _opt_text(lab.flag_reason)), lab.source or source)
+                      _opt_text(lab.flag_reason), lab.n_raters), lab.source or source)
             for lab in labels
         ]
         what = "label"
@@ -198,10 +198,12 @@ class ImportMixin(RaterMixin, PoolMixin):
         with self.connection() as con:
             stored = [
                 Stored(int(r[0]), r[1], (r[3], r[4], r[5], r[6]),
-                       (_opt_float(r[7]), r[8], stored_scores(r[9]), r[10] or "", _opt_text(r[11])), str(r[2]))
+                       (_opt_float(r[7]), r[8], stored_scores(r[9]), r[10] or "", _opt_text(r[11]),
+                        None if r[12] is None else int(r[12])), str(r[2]))
                 for r in con.execute(
                     "SELECT label_id, supersedes, source, rater_name, answer_id, rubric_id, rubric_version, overall,"
-                    " passed, criteria, comment, flag_reason FROM labels WHERE answer_id IN (SELECT unnest(?))",
+                    " passed, criteria, comment, flag_reason, n_raters FROM labels"
+                    " WHERE answer_id IN (SELECT unnest(?))",
                     [sorted({lab.answer_id for lab in labels})],
                 ).fetchall()
             ]
@@ -214,7 +216,7 @@ class ImportMixin(RaterMixin, PoolMixin):
                 lab, rec = labels[p.record], incoming[p.record]
                 rows.append([new_id, raters[lab.rater], lab.rater, lab.answer_id, rec.content[0], rec.content[1],
                              criteria_json(lab.criteria), rec.content[3], rec.source, rec.group[2], rec.group[3],
-                             rec.content[4], lab.seconds, parent, lab.created_at or now])
+                             rec.content[4], lab.seconds, parent, lab.created_at or now, lab.n_raters])
             insert_rows(con, "labels", ("label_id", *_LABEL_COLUMNS), rows)
         return ImportSummary(added={"labels": len(planned)}, unchanged={"labels": unchanged})
 
@@ -396,6 +398,7 @@ class ImportMixin(RaterMixin, PoolMixin):
             for row in rows:
                 row[-1] = row[-1] or task_of.get(row[8]) or pair_of(row[8], pairs)
             insert_rows(con, "judgements", _JUDGEMENT_COLUMNS, rows, id_from=("judgement_id", "seq_judgement"))
+        self.keep_declared_scales(j.format for j in judgements)  # type: ignore[attr-defined]  # PoolMixin's
         return ImportSummary(
             added={"judgements": len(rows)}, unchanged={"judgements": len(judgements) - len(rows)}
         )
@@ -439,7 +442,7 @@ class ImportMixin(RaterMixin, PoolMixin):
         """
         queries: dict[str, str] = {
             "labels": "SELECT l.label_id, l.rater_name AS rater, l.answer_id, a.task_id, l.rubric_id,"
-                      " l.rubric_version, l.overall, l.passed, l.criteria, l.comment, l.flag_reason,"
+                      " l.rubric_version, l.overall, l.n_raters, l.passed, l.criteria, l.comment, l.flag_reason,"
                       " l.seconds, l.supersedes, l.source, l.created_at,"
                       " NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id) AS current"
                       " FROM labels l LEFT JOIN answers a USING (answer_id)"

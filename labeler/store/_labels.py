@@ -791,6 +791,7 @@ def _check_scores(
     """Refuse scores the rubric's scale does not allow (see :data:`labeler.scales.FORMAT_SPECS`)."""
     lo, hi = format_range(rubric.scale)
     whole = rubric.scale in ("binary", "likert5")
+    grid = rubric.declared_scale  # a declared scale's levels are its grid (0-10 by 0.5 allows 7.5)
     names = {c.criterion_id: c.name for c in rubric.criteria}
     unknown = sorted(set(criteria) - set(names))
     if unknown:
@@ -814,7 +815,8 @@ def _check_scores(
     if overall is not None:
         values["overall"] = float(overall)
     for name, value in values.items():
-        if not (lo <= value <= hi) or (whole and value != int(value)) or math.isnan(value):
+        if (not (lo <= value <= hi) or (whole and value != int(value)) or math.isnan(value)
+                or (grid is not None and not grid.on_grid(value))):
             raise InputError(
                 f"the {name} score {value:g} is not on the {rubric.scale} scale",
                 column=name,

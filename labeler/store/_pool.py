@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -22,6 +22,7 @@ import pandas as pd
 from labeler.blinding import detect_self_identifying, mask, merge_spans
 from labeler.errors import ConflictError
 from labeler.models import Answer, Criterion, Pair, Rubric, Task
+from labeler.scales import FORMAT_SPECS, FormatSpec, format_spec, known_format, register_scale, scale_from_dict
 from labeler.store._bulk import drop_stored, insert_rows, staged
 from labeler.store._core import StoreCore
 
@@ -63,12 +64,13 @@ class PoolMixin(StoreCore):
                 return ImportSummary(added={}, unchanged={"rubrics": 1})
             con.execute(
                 "INSERT INTO rubrics (rubric_id, version, name, scale, pass_threshold, pass_rule,"
-                " instructions, author_kind, author, content_hash, source_file)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " instructions, author_kind, author, content_hash, source_file, scale_decl)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     rubric.rubric_id, rubric.version, rubric.name, rubric.scale,
                     rubric.pass_threshold, rubric.pass_rule, rubric.instructions,
                     rubric.author_kind, rubric.author, digest, source_file,
+                    None if rubric.declared_scale is None else json.dumps(rubric.declared_scale.as_dict()),
                 ],
             )
             insert_rows(
@@ -81,6 +83,28 @@ class PoolMixin(StoreCore):
                 ],
             )
         return ImportSummary(added={"rubrics": 1}, unchanged={})
+
+    def declared_scales(self) -> list[FormatSpec]:
+        """Every scale a stored rubric or judgement uses, registered so formats find them by name."""
+        with self.connection() as con:
+            rows = con.execute(
+                "SELECT scale_decl FROM rubrics WHERE scale_decl IS NOT NULL"
+                " UNION SELECT scale_decl FROM declared_scales ORDER BY 1").fetchall()
+        return [register_scale(scale_from_dict(json.loads(r[0]))) for r in rows]
+
+    def keep_declared_scales(self, formats: Iterable[str]) -> None:
+        """Store the declaration of each declared scale among ``formats`` (judgements' formats).
+
+        A judge spec's own scale (1-10) is declared by no rubric; kept here, a later process
+        reads its judgements on the right grid. Catalogue formats are left out.
+        """
+        specs = [format_spec(f) for f in dict.fromkeys(formats) if f not in FORMAT_SPECS and known_format(f)]
+        if not specs:
+            return
+        with self.connection() as con:
+            for spec in specs:
+                con.execute("INSERT INTO declared_scales (name, scale_decl) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                            [spec.name, json.dumps(spec.as_dict())])
 
     def rubrics(self) -> pd.DataFrame:
         """Every stored rubric version, newest first."""
@@ -114,6 +138,7 @@ class PoolMixin(StoreCore):
                 [r["rubric_id"], int(r["version"])],
             ).fetchall()
         threshold = r["pass_threshold"]
+        decl = r["scale_decl"]
         return Rubric(
             rubric_id=str(r["rubric_id"]),
             version=int(r["version"]),
@@ -125,6 +150,7 @@ class PoolMixin(StoreCore):
             instructions=str(r["instructions"]),
             author_kind=r["author_kind"],
             author=str(r["author"]),
+            declared_scale=None if decl is None or pd.isna(decl) else scale_from_dict(json.loads(decl)),
         )
 
     # -- tasks and answers ---------------------------------------------------------------

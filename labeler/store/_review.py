@@ -249,8 +249,10 @@ def _check_adjudication(rubric: Rubric, overall: float | None, criteria: Mapping
         )
     lo, hi = format_range(rubric.scale)
     whole = rubric.scale in ("binary", "likert5")
+    grid = rubric.declared_scale  # a declared scale's levels are its grid (0-10 by 0.5 allows 7.5)
     for cid, value in {"overall": float(overall), **criteria}.items():
-        if math.isnan(value) or not lo <= value <= hi or (whole and value != int(value)):
+        if (math.isnan(value) or not lo <= value <= hi or (whole and value != int(value))
+                or (grid is not None and not grid.on_grid(value))):
             raise InputError(
                 f"{known.get(cid, cid)} score {value:g} is not on the {rubric.scale} scale",
                 fix=rubric.scale_text(),
