@@ -91,7 +91,7 @@ DEAD_SCORE_ASSIGNMENTS = f"""
 #: (rater, answer, rubric version) (e.g. an import and an app label): the newest wins. An
 #: admin's adjudicated label (``source = 'adjudicated'``, :mod:`labeler.store._review`) is not a
 #: rater's label and is left out, so no agreement figure counts the adjudicator as a rater. A label
-#: of a gold item or attention check (migration 015) is no label of the pool and is left out too.
+#: of a gold item or attention check (migration 014) is no label of the pool and is left out too.
 CURRENT_LABEL_RULE = """
     WHERE l.source <> 'adjudicated'
       AND l.answer_id NOT IN (SELECT answer_id FROM quality_items)

@@ -2,7 +2,7 @@
 
 The rules this module keeps (the pure parts are :mod:`labeler.quality`):
 
-* **Apart from the pool.** Quality items live in their own table (migration 015), never in
+* **Apart from the pool.** Quality items live in their own table (migration 014), never in
   ``answers``: judge runs, designs and calibration read the pool and cannot meet one. Their labels
   go to ``labels`` like any other, and :data:`labeler.store._core.CURRENT_LABEL_RULE` leaves them
   out of every label loader by answer id (:data:`QUALITY_IDS_SQL`).

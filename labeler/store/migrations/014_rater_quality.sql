@@ -1,4 +1,4 @@
--- 015: rater quality: gold items, attention checks, and pausing a rater's live queue.
+-- 014: rater quality: gold items, attention checks, and pausing a rater's live queue.
 --
 -- A quality item is an answer whose correct overall score (a range low..high; a single score has
 -- low = high) the admin sets. `kind` 'gold' measures a rater's accuracy; 'attention' is an item
