@@ -23,6 +23,7 @@ from calibration.stats import RaterSimulation, compare_rules, simulate_raters
 from judgelab.cli import main
 from labeler.errors import InputError
 from labeler.models import Answer, Criterion, ImportedJudgement, ImportedLabel, Rubric, Task
+from labeler.scales import declare_scale, register_scale
 from labeler.store import Store
 from tests.app.test_analyst_page import open_page
 from tests.test_calibrate import Built, build_store, report_of
@@ -149,3 +150,23 @@ def test_the_calibration_page_shows_the_raters_confusion(built: Built, monkeypat
     assert "The model of the raters (Dawid-Skene)" in [s.value for s in at.subheader]
     table = next(df.value for df in at.dataframe if "pass→pass" in df.value.columns)
     assert sorted(table["rater"]) == ["r1", "r2", "r3", "r4", "r5"]
+
+
+def test_a_declared_scale_takes_its_own_levels_and_leaves_annotator_means_out(built: Built) -> None:
+    """The model's categories are a declared grid's levels; a mean of several people is not one rater's label."""
+    data = load_calibration_data(built.store, built.run_id)
+    register_scale(declare_scale("ds_pass3", low=0, high=2, step=1))
+    labels = data.labels.assign(overall=data.labels["overall"].astype(float) * 2)
+    mean_row = (int(labels["rater_id"].iloc[0]), str(labels["answer_id"].iloc[0]))
+    labels.loc[0, "overall"] = 5 / 3  # between levels: an imported annotator mean
+    three = dataclasses.replace(data, rubric=dataclasses.replace(data.rubric, scale="ds_pass3"), labels=labels,
+                                annotator_means=frozenset({mean_row}))
+    models = fit_rater_models(three)
+    assert models["overall"].categories == (0.0, 1.0, 2.0)
+    per_rater = {name: dict(zip(m.raters, m.n_labels, strict=True)) for name, m in models.items()}
+    given = int((labels["rater_id"].astype(int) == mean_row[0]).sum())
+    assert per_rater["overall"][str(mean_row[0])] == per_rater["pass"][str(mean_row[0])] == given - 1
+    eleven = dataclasses.replace(data, rubric=dataclasses.replace(data.rubric, scale="ds_twelve"))
+    register_scale(declare_scale("ds_twelve", low=0, high=11, step=1))
+    with pytest.raises(InputError, match="12 levels"):
+        fit_rater_models(eleven)

@@ -32,6 +32,7 @@ import pandas as pd
 from calibration.calibrate._load import CalibrationData
 from calibration.stats import RaterModel, dawid_skene, human_scores
 from labeler.errors import InputError
+from labeler.scales import format_spec
 
 __all__ = ["COLUMN_NAMES", "MODEL_REFITS", "fit_rater_models", "model_categories", "model_human_scores"]
 
@@ -41,7 +42,9 @@ MODEL_REFITS = 100
 COLUMN_NAMES: dict[str, str] = {"pass": "pass verdict", "overall": "overall score"}
 """The label column each model is fitted to, and its name in the report."""
 
-_LEVELS: dict[str, list[float]] = {"binary": [0.0, 1.0], "likert5": [1.0, 2.0, 3.0, 4.0, 5.0]}
+MAX_LEVELS = 11
+"""The most levels a scale may have for the model: a confusion matrix per rater has levels^2
+cells, and a rater's few dozen labels cannot fill more (0-10 by 1 is the largest grid taken)."""
 
 
 def fit_rater_models(data: CalibrationData) -> dict[str, RaterModel]:
@@ -59,17 +62,22 @@ def fit_rater_models(data: CalibrationData) -> dict[str, RaterModel]:
             labels from two raters (then a rater's confusion cannot be told from the answers').
     """
     scale = str(data.rubric.scale)
-    if scale not in _LEVELS:
+    if not 2 <= len(_levels(scale)) <= MAX_LEVELS:
         raise InputError(
             f"the human rule 'dawid-skene' estimates each rater's confusion between the rubric's levels; the rubric "
             f"{data.rubric.rubric_id!r} is on the {scale} scale ({_describe(scale)}), too many levels to estimate "
             "a confusion matrix per rater from their labels",
-            fix="use --human-rule mean or majority with this rubric, or label on a binary or likert5 rubric.",
+            fix=f"use --human-rule mean or majority with this rubric, or label on a scale of at most {MAX_LEVELS} "
+                "levels (binary, likert5 or a declared grid).",
         )
+    # A label that is already the mean of several people is not one rater's answer on the grid.
+    single = [(int(r), str(a)) not in data.annotator_means
+              for r, a in zip(data.labels["rater_id"], data.labels["answer_id"], strict=True)]
+    labels = data.labels[single]
     out: dict[str, RaterModel] = {}
     columns = ["pass"] if scale == "binary" else ["pass", "overall"]
     for column in columns:
-        rows = data.labels[data.labels[column].notna()]
+        rows = labels[labels[column].notna()]
         if rows.empty:
             continue
         try:
@@ -87,11 +95,16 @@ def fit_rater_models(data: CalibrationData) -> dict[str, RaterModel]:
 
 def model_categories(scale: str, column: str) -> list[float]:
     """The model's categories: 0/1 for pass verdicts, the rubric's levels for the overall score."""
-    return [0.0, 1.0] if column == "pass" else _LEVELS[scale]
+    return [0.0, 1.0] if column == "pass" else list(_levels(scale))
+
+
+def _levels(scale: str) -> tuple[float, ...]:
+    return format_spec(scale).levels
 
 
 def _describe(scale: str) -> str:
-    return "scores 0-100" if scale == "numeric100" else "not a short list of levels"
+    levels = _levels(scale)
+    return f"{len(levels)} levels" if levels else "scores without a grid"
 
 
 def model_human_scores(
