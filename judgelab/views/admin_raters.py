@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from judgelab.admin import invite_rater, rater_table, reissue_link, revoke_rater
@@ -54,7 +55,10 @@ st.subheader("All raters")
 if raters.empty:
     st.caption("No raters yet.")
 else:
-    st.dataframe(raters.drop(columns=["name"]), hide_index=True)
+    # A rater never revoked has no time there: a dash, not Streamlit's grey "None".
+    shown = raters.drop(columns=["name"]).assign(
+        revoked_at=[t.strftime("%Y-%m-%d %H:%M:%S") if pd.notna(t) else "—" for t in raters["revoked_at"]])
+    st.dataframe(shown, hide_index=True)
 
 names = raters["name"].tolist()
 active = raters.loc[raters["status"] == "active", "name"].tolist()

@@ -377,3 +377,12 @@ def test_assignments_pairs_and_audits(tokens: dict[str, str], db: Store) -> None
     assert at.success[0].value.startswith("2 assignments added over 2 items")
     kinds = db.assignment_progress().set_index("kind")["assigned"].to_dict()
     assert kinds == {"audit": 2, "pair": 3}
+
+
+def test_the_raters_table_shows_no_raw_none(tokens: dict[str, str], db: Store) -> None:
+    """A rater never revoked shows a dash where the revoke time would be, not Streamlit's ``None``."""
+    seed(db)
+    at = open_page("admin_raters.py", tokens["admin"])
+    table = frame(at, "rater", "status", "revoked_at")
+    assert not table.map(lambda v: v is None or v == "None" or (not isinstance(v, str) and pd.isna(v))).any().any()
+    assert set(table.loc[table["status"] == "active", "revoked_at"]) == {"—"}
