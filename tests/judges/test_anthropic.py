@@ -321,10 +321,11 @@ def test_batch_cancel(rubric: Rubric, task: str, answer: str) -> None:
     async def run(judge: AnthropicJudge) -> dict[str, Judgement]:
         batch_id = await judge.submit_batch([judge.build("pointwise", "binary", rubric, task, [answer])])
         assert (await judge.cancel_batch(batch_id)).processing_status == "canceling"
-        await judge.wait_batch(batch_id, poll_interval=0.05, timeout=5)
+        await judge.wait_batch(batch_id, poll_interval=0.05, timeout=15)
         return await judge.collect_batch(batch_id)
 
-    with MockAnthropic(batch_delay=0.05) as mock:
+    # The batch must still be processing when the cancel arrives: 50 ms was outrun under load.
+    with MockAnthropic(batch_delay=2.0) as mock:
         (result,) = _go(_judge(mock), run).values()
     assert result.value is None and result.parse_error == "batch canceled"
     assert result.failure == Failure("batch_error", "batch canceled")
