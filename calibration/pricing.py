@@ -501,6 +501,10 @@ class PlanEstimate:
         cost_usd_batch_high: The calls as a Message Batch with no cache hit at all: every
             request writes the rubric block at the 1-hour rate (the high end).
         batch: Whether the run would use Message Batches.
+        provider: Whose prompt-caching rules priced the cache: ``"anthropic"`` (the judge marks
+            the rubric block with a breakpoint; writes billed at the cache-write rates) or
+            ``"openai"`` (an OpenAI-compatible endpoint caches prefixes automatically and bills
+            no write: a block's first use is plain input, later uses are cached input).
         prompt_cache: Whether the rubric block is prompt-cached: ``"applies"`` (it reaches the
             model's minimum cacheable length: written once, then read), ``"below minimum"``
             (every prompt token priced as uncached, as the API bills it), ``"unknown
@@ -517,10 +521,6 @@ class PlanEstimate:
             batch price with ``batch`` (rewrites go through the batch too); ``None`` when
             unpriced.
         spent: Money the estimate itself spent: always 0.
-        provider: Whose prompt-caching rules priced the cache: ``"anthropic"`` (the judge marks
-            the rubric block with a breakpoint; writes billed at the cache-write rates) or
-            ``"openai"`` (an OpenAI-compatible endpoint caches prefixes automatically and bills
-            no write: a block's first use is plain input, later uses are cached input).
     """
 
     model: str
@@ -538,6 +538,7 @@ class PlanEstimate:
     cost_usd_batch: float | None
     cost_usd_batch_high: float | None
     batch: bool
+    provider: str
     prompt_cache: str
     cache_prefix_tokens: int
     prefix_method: str
@@ -547,7 +548,6 @@ class PlanEstimate:
     padding_output_tokens: int
     padding_cost_usd: float | None
     spent: float = 0.0
-    provider: str = "anthropic"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the padding tokens nested as ``{"input", "output"}``)."""
@@ -683,6 +683,7 @@ def estimate_plan(
         cost_usd=table.cost(model, usage) if known else None,
         cost_usd_batch=table.cost(model, batch_low, batch=True) if known else None,
         batch=batch,
+        provider=provider,
         prompt_cache=prompt_cache,
         cache_prefix_tokens=prefix,
         cache_min_tokens=table.min_cache_tokens(model),
@@ -690,7 +691,6 @@ def estimate_plan(
         padding_input_tokens=pad_usage.input_tokens,
         padding_output_tokens=pad_usage.output_tokens,
         padding_cost_usd=pad_usd,
-        provider=provider,
     )
 
 
