@@ -175,6 +175,7 @@ def test_exhausted_retries_are_recorded_bounded_and_resumed(tmp_path: Path, back
         first = asyncio.run(_run(plan, mock, store, tmp_path / "e.jsonl", max_retries=budget, backend=backend))
         per_body = _attempts_per_body(mock, path)
         posts = mock.count(f"POST {path}")
+        port = mock.port
     assert first.errors > 0, "no call exhausted its retries; raise the fault rate"
     assert not first.finished
     assert first.parsed + first.parse_failures + first.errors == len(plan)
@@ -186,8 +187,10 @@ def test_exhausted_retries_are_recorded_bounded_and_resumed(tmp_path: Path, back
     assert all(f"after {budget + 1} attempt(s)" in e for e in errors["error"]), errors["error"].tolist()
     assert errors["value"].isna().all(), "a failed call got a score"
 
-    # Resume against a healthy server: only the failed calls are sent again.
-    with MockAnthropic() as healthy:
+    # Resume against a healthy server at the same address (to the OpenAI judge a server
+    # elsewhere is another endpoint, so another judge with a cache of its own): only the failed
+    # calls are sent again.
+    with MockAnthropic(port=port) as healthy:
         second = asyncio.run(_run(plan, healthy, store, tmp_path / "e.jsonl", max_retries=budget, backend=backend))
         resent = healthy.count(f"POST {path}")
     assert second.run_id == first.run_id and second.resumed
