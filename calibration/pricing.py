@@ -501,6 +501,10 @@ class PlanEstimate:
         cost_usd_batch_high: The calls as a Message Batch with no cache hit at all: every
             request writes the rubric block at the 1-hour rate (the high end).
         batch: Whether the run would use Message Batches.
+        provider: Whose prompt-caching rules priced the cache: ``"anthropic"`` (the judge marks
+            the rubric block with a breakpoint; writes billed at the cache-write rates) or
+            ``"openai"`` (an OpenAI-compatible endpoint caches prefixes automatically and bills
+            no write: a block's first use is plain input, later uses are cached input).
         prompt_cache: Whether the rubric block is prompt-cached: ``"applies"`` (it reaches the
             model's minimum cacheable length: written once, then read), ``"below minimum"``
             (every prompt token priced as uncached, as the API bills it), ``"unknown
@@ -534,6 +538,7 @@ class PlanEstimate:
     cost_usd_batch: float | None
     cost_usd_batch_high: float | None
     batch: bool
+    provider: str
     prompt_cache: str
     cache_prefix_tokens: int
     prefix_method: str
@@ -570,6 +575,7 @@ def estimate_plan(
     prices: PriceTable | None = None,
     prefix_tokens: Mapping[str, int] | None = None,
     batch_cache_ttl: str = "1h",
+    provider: str = "anthropic",
 ) -> PlanEstimate:
     """Price a plan's judge calls and its padding rewrites.
 
@@ -597,6 +603,10 @@ def estimate_plan(
             characters per token) and are priced as counted.
         batch_cache_ttl: The cache TTL batch requests carry (``"1h"``, the judge's default:
             their cache writes are priced at the 1-hour rate; ``"5m"``).
+        provider: ``"anthropic"`` or ``"openai"``: whose caching rules apply. OpenAI caches a
+            prompt prefix automatically and charges nothing to write it, so the rubric block's
+            first use is priced as uncached input (whatever the table's cache-write rates), as
+            the OpenAI judge bills its replies (``cached_tokens`` read, no write).
 
     Returns:
         The :class:`PlanEstimate`; every cost is ``None`` when ``model`` is not in the table.
@@ -626,10 +636,16 @@ def estimate_plan(
             usage = replace(usage, input_tokens=max(exact_prompt_tokens - cached_part, 0))
         elif usage.prompt_tokens:
             usage = _scaled_prompt(usage, exact_prompt_tokens / usage.prompt_tokens)
+    if provider == "openai":
+        # No cache write charge: the block's first use is billed as plain input.
+        usage = replace(usage, input_tokens=usage.input_tokens + usage.cache_write_tokens, cache_write_tokens=0)
     # A batch sends the cache TTL the judge sets (1 hour by default): its writes cost the
     # 1-hour rate. Its cache hits are best effort: from the live run's one write and reads
     # (low) to every request writing the block (high).
-    if batch_cache_ttl == "1h":
+    if provider == "openai":
+        # Nothing to write: no hit at all bills the reads as plain input.
+        writes_low, writes_high = TokenUsage(), TokenUsage(input_tokens=usage.cache_read_tokens)
+    elif batch_cache_ttl == "1h":
         writes_low = TokenUsage(cache_write_1h_tokens=usage.cache_write_tokens)
         writes_high = TokenUsage(cache_write_1h_tokens=usage.cache_write_tokens + usage.cache_read_tokens)
     else:
@@ -667,6 +683,7 @@ def estimate_plan(
         cost_usd=table.cost(model, usage) if known else None,
         cost_usd_batch=table.cost(model, batch_low, batch=True) if known else None,
         batch=batch,
+        provider=provider,
         prompt_cache=prompt_cache,
         cache_prefix_tokens=prefix,
         cache_min_tokens=table.min_cache_tokens(model),

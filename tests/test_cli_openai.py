@@ -111,8 +111,12 @@ def test_every_probe_through_the_openai_sdk_and_the_card_names_provider_and_host
                         "--n", "4", "--biases", ",".join(BIASES), "--db", db, "--out", str(out), "--json")
         assert probed.exit_code == 0, probed.output
         sent = mock.count("POST /v1/chat/completions")
-    run = json.loads(probed.stdout)["run"]
-    assert run["finished"] and run["errors"] == 0 and run["issued"] == sent == estimate["calls"]
+    payload = json.loads(probed.stdout)
+    run, padding = payload["run"], payload["padding"]
+    assert run["finished"] and run["errors"] == 0 and run["issued"] == estimate["calls"]
+    # The verbosity probe's padded variants were rewritten by the model through the same
+    # endpoint (--pad llm is the default for a real judge), as the estimate foresaw.
+    assert padding["rewrites"] == estimate["padding_rewrites"] > 0 and sent == run["issued"] + padding["rewrites"]
     # The estimate against the run's cost: same calls, same price table (tokens approximated).
     assert run["cost_usd"] > 0 and estimate["cost_usd"] > 0
     assert 0.5 < run["cost_usd"] / estimate["cost_usd"] < 2.0

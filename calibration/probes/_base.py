@@ -29,10 +29,10 @@ import pandas as pd
 from calibration import perturb
 from calibration.datasets import PoolAnswer
 from calibration.judges._base import Format
+from calibration.probes._padding import AnthropicPadWriter, PadWriter
 from calibration.runner import PlannedCall
 from calibration.stats import Estimate, swap_average
 from calibration.stats._probes import Verdict
-from labeler.errors import JudgeError
 from labeler.models import Answer, Pair, Rubric
 from labeler.store import Store
 
@@ -43,14 +43,22 @@ class PadModel:
     """The model that writes padded variants (the LLM rewrite of seed 000).
 
     Attributes:
-        client: An ``anthropic.AsyncAnthropic`` client.
+        client: The judge's client: an ``anthropic.AsyncAnthropic`` (unless ``pad_writer``
+            is given).
         model: The rewriting model id.
         price: ``(input_tokens, output_tokens) -> USD or None`` for the spend report (at the
             batch price when ``batch``).
         concurrency: Rewrites in flight at once.
-        batch: Send the rewrites as one Message Batch (half price, results within 24 h)
+        batch: Send the rewrites as one provider batch (half price, results within 24 h)
             instead of one request each.
         poll_interval: Seconds between the batch's status checks.
+        pad_writer: How the rewrites are sent (default: the Messages API of ``client``,
+            :class:`~calibration.probes._padding.AnthropicPadWriter`); an
+            :class:`~calibration.probes._padding.OpenAIPadWriter` for an OpenAI-compatible
+            endpoint.
+        identity: What besides the model and prompt decides a rewrite (the endpoint, as in
+            the judge's ``cache_identity``): folded into the rewrite cache key when not empty,
+            so one model name on two servers never shares a stored rewrite.
     """
 
     client: Any
@@ -59,17 +67,30 @@ class PadModel:
     concurrency: int = 8
     batch: bool = False
     poll_interval: float = 30.0
+    pad_writer: PadWriter | None = None
+    identity: str = ""
+
+    def writer(self) -> PadWriter:
+        """How the rewrites are sent: :attr:`pad_writer`, else the Messages API of :attr:`client`."""
+        if self.pad_writer is not None:
+            return self.pad_writer
+        return AnthropicPadWriter(self.client, self.model)
 
 
 @dataclass
 class RewriteSpend:
-    """What preparing the padded variants cost."""
+    """What preparing the padded variants cost.
+
+    ``unpriced`` counts new rewrites by a model the price table does not know (a local model):
+    their cost is unknown, not zero, and is left out of ``cost_usd``.
+    """
 
     rewrites: int = 0
     reused: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    unpriced: int = 0
 
 
 class Variants:
@@ -150,7 +171,9 @@ class Variants:
     def rewrite_key(self, text: str) -> str:
         """Cache key of a model padding of ``text``."""
         assert self.pad_model is not None
-        payload = f"padded\0{self.pad_model.model}\0{perturb.pad_prompt(text)}"
+        # An Anthropic rewrite keeps the key it always had (stored rewrites stay valid).
+        identity = f"{self.pad_model.identity}\0" if self.pad_model.identity else ""
+        payload = f"padded\0{identity}{self.pad_model.model}\0{perturb.pad_prompt(text)}"
         return hashlib.sha256(payload.encode()).hexdigest()
 
     async def prepare(self) -> RewriteSpend:
@@ -177,10 +200,11 @@ class Variants:
             # one by one below (a resume finds the batch again instead of paying for it twice).
             todo = await self._batch_pad(model, todo, keys, spend)
         gate = asyncio.Semaphore(model.concurrency)
+        writer = model.writer()
 
         async def one(text: str) -> None:
             async with gate:
-                result, tokens_in, tokens_out = await _llm_pad(model, text)
+                result, tokens_in, tokens_out = await writer.one(text)
             await self._keep(model, text, keys[text], result, tokens_in, tokens_out, spend)
 
         await asyncio.gather(*(one(t) for t in todo))
@@ -196,6 +220,7 @@ class Variants:
         spend.input_tokens += tokens_in
         spend.output_tokens += tokens_out
         spend.cost_usd += cost or 0.0
+        spend.unpriced += cost is None
         self._padded[text] = result
         if self.store is not None:
             await asyncio.to_thread(
@@ -208,104 +233,41 @@ class Variants:
     async def _batch_pad(
         self, model: PadModel, todo: list[str], keys: dict[str, str], spend: RewriteSpend
     ) -> list[str]:
-        """Pad ``todo`` through one Message Batch; returns the texts it did not rewrite.
+        """Pad ``todo`` through one provider batch; returns the texts it did not rewrite.
 
         The intent is stored in the project's settings before the batch is created and its id
         as soon as it is known, keyed by the set of rewrites: a run interrupted while the
         batch works collects that batch on resume, and one interrupted before the id came back
-        finds the batch upstream (:func:`~calibration.judges.find_batch`) instead of paying
-        for it twice.
+        finds the batch upstream (:meth:`PadWriter.find <calibration.probes._padding.PadWriter.find>`)
+        instead of paying for it twice.
         """
-        import anthropic
-
-        from calibration.judges import create_batch_once, find_batch, patiently
-
+        writer = model.writer()
         label = hashlib.sha256("\n".join(sorted(keys[t] for t in todo)).encode()).hexdigest()[:40]
-        client = model.client
         store = self.store
-        try:
-            batch_id = store.setting(_PAD_BATCH_SCOPE, label) if store is not None else None
-            intent = store.setting(_PAD_BATCH_SCOPE, f"{label}:intent") if store is not None else None
-            claimed = store.known_batch_ids() if store is not None else set()
-            if batch_id is None and intent is not None:
-                batch_id = await find_batch(client, len(todo), since=datetime.fromisoformat(intent),
-                                            exclude=claimed, model=model.model)
-            if batch_id is None:
-                since = datetime.now(UTC)
-                if store is not None:
-                    await asyncio.to_thread(store.set_setting, _PAD_BATCH_SCOPE, f"{label}:intent", since.isoformat())
-                batch_id = await create_batch_once(
-                    client, [{"custom_id": keys[t], "params": _pad_params(model.model, t)} for t in todo],
-                    since=since, exclude=claimed, model=model.model,
-                )
+        batch_id = store.setting(_PAD_BATCH_SCOPE, label) if store is not None else None
+        intent = store.setting(_PAD_BATCH_SCOPE, f"{label}:intent") if store is not None else None
+        claimed = store.known_batch_ids() if store is not None else set()
+        if batch_id is None and intent is not None:
+            batch_id = await writer.find(len(todo), since=datetime.fromisoformat(intent), exclude=claimed)
+        if batch_id is None:
+            since = datetime.now(UTC)
             if store is not None:
-                await asyncio.to_thread(store.set_setting, _PAD_BATCH_SCOPE, label, batch_id)
-            ended = batch_id
-
-            async def status() -> str:
-                return str((await client.messages.batches.retrieve(ended)).processing_status)
-
-            while await patiently(status, what=f"padding batch {batch_id} status") != "ended":
-                await asyncio.sleep(model.poll_interval)
-            by_key = {keys[t]: t for t in todo}
-            done: set[str] = set()
-
-            async def results() -> list[Any]:
-                return [item async for item in await client.messages.batches.results(ended)]
-
-            for item in await patiently(results, what=f"padding batch {batch_id} results"):
-                text = by_key.get(item.custom_id)
-                if text is None or item.result.type != "succeeded" or text in done:
-                    continue
-                result, tokens_in, tokens_out = _padding_result(text, item.result.message)
-                await self._keep(model, text, item.custom_id, result, tokens_in, tokens_out, spend)
-                done.add(text)
-        except anthropic.APIError as exc:
-            raise JudgeError(f"padding batch with {model.model} failed: {exc}") from exc
+                await asyncio.to_thread(store.set_setting, _PAD_BATCH_SCOPE, f"{label}:intent", since.isoformat())
+            batch_id = await writer.create({keys[t]: t for t in todo}, since=since, exclude=claimed)
+        if store is not None:
+            await asyncio.to_thread(store.set_setting, _PAD_BATCH_SCOPE, label, batch_id)
+        while not await writer.ended(batch_id):
+            await asyncio.sleep(model.poll_interval)
+        by_key = {keys[t]: t for t in todo}
+        done: set[str] = set()
+        for key, (result, tokens_in, tokens_out) in (await writer.results(batch_id, by_key)).items():
+            await self._keep(model, by_key[key], key, result, tokens_in, tokens_out, spend)
+            done.add(by_key[key])
         return [t for t in todo if t not in done]
 
 
 _PAD_BATCH_SCOPE = "padding_batch"
-"""Settings scope of the Message Batches that write padded variants (key: the set of rewrites)."""
-
-_PAD_MAX_TOKENS = 4096
-
-
-def _pad_params(model: str, text: str) -> dict[str, Any]:
-    """The Messages request of one padding rewrite."""
-    return {
-        "model": model,
-        "max_tokens": _PAD_MAX_TOKENS,
-        "messages": [{"role": "user", "content": perturb.pad_prompt(text)}],
-    }
-
-
-def _padding_result(text: str, message: Any) -> tuple[perturb.Perturbed, int, int]:
-    """A rewrite's reply checked as padding, with the tokens it was billed for."""
-    reply = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
-    result = perturb.check_padding(text, reply)
-    if message.stop_reason == "max_tokens":
-        result = perturb.Perturbed(
-            result.text, result.variant, result.length_ratio,
-            (*result.warnings, f"the rewrite was cut off at max_tokens={_PAD_MAX_TOKENS}"),
-        )
-    usage = message.usage
-    return result, int(usage.input_tokens or 0), int(usage.output_tokens or 0)
-
-
-async def _llm_pad(model: PadModel, text: str) -> tuple[perturb.Perturbed, int, int]:
-    """One padding rewrite with its token usage (``perturb.llm_pad`` does not report usage).
-
-    A reply that cannot be decoded is retried by the judge's client like a 5xx; what still
-    fails after the retries is a :class:`~labeler.errors.JudgeError`, never a crash.
-    """
-    import anthropic
-
-    try:
-        message = await model.client.messages.create(**_pad_params(model.model, text))
-    except anthropic.APIError as exc:
-        raise JudgeError(f"padding with {model.model} failed: {exc}") from exc
-    return _padding_result(text, message)
+"""Settings scope of the provider batches that write padded variants (key: the set of rewrites)."""
 
 
 # -- context, plan, result -----------------------------------------------------------------

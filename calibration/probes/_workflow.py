@@ -1,7 +1,8 @@
 """The probe workflow behind ``judgelab probe`` and ``judgelab estimate``, as library calls.
 
 :func:`arun_probes` chooses the pairs (and the pool, for pool-based probes), plans the chosen
-probes, has the padded variants written by a model when the judge is the Anthropic one, stores
+probes, has the padded variants written by a model when the judge is a real one (through its
+own back-end: Anthropic or OpenAI-compatible), stores
 the new variant answers and runs the plan (:func:`~calibration.runner.arun_plan`).
 :func:`aestimate_probes` builds the same plan and prices it without calling the judge
 (:func:`~calibration.pricing.estimate_plan`). Both take a ready judge: the caller decides which
@@ -33,6 +34,7 @@ from calibration.datasets import (
 )
 from calibration.judges import AnthropicJudge, FakeJudge, Judge, JudgeCall, OpenAIJudge
 from calibration.probes._base import PadModel, ProbeContext, ProbePlan, RewriteSpend, Variants
+from calibration.probes._padding import OpenAIPadWriter, PadWriter
 from calibration.probes._plan import DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
 from calibration.probes.format_study import COMPARATIVE
 from calibration.runner import RunSummary, arun_plan, build_request, cache_key_for
@@ -270,22 +272,32 @@ def _pad_model(
 ) -> PadModel | None:
     """The model that writes padded variants: the judge's own client, unless padding offline.
 
-    ``None`` (offline padding) also when the plan pads nothing (``needed`` is false). With
-    ``batch`` the rewrites go out as one Message Batch, at the batch price.
+    The rewrites go through the back-end the run judges with (the Anthropic Messages API, or
+    Chat Completions on the OpenAI-compatible endpoint), through that judge's client and so with
+    its retries and rate governor. ``None`` (offline padding) also when the plan pads nothing
+    (``needed`` is false). With ``batch`` the rewrites go out as one provider batch, at the
+    batch price.
     """
-    if not isinstance(judge, AnthropicJudge):
+    if not isinstance(judge, AnthropicJudge | OpenAIJudge):
         if pad == "llm":
-            raise InputError("--pad llm needs the anthropic judge",
-                             fix="drop --pad (the fake judge pads offline) or use --judge anthropic.")
+            raise InputError("--pad llm needs a model: the anthropic or openai judge",
+                             fix="drop --pad (the fake judge pads offline) or use --judge anthropic or "
+                             "--judge openai.")
         return None
     if not needed or (pad or "llm") != "llm":
         return None
     table = pricing.load_prices()
     name = pad_model or judge.model
+    writer: PadWriter | None = None
+    identity = ""
+    if isinstance(judge, OpenAIJudge):
+        writer = OpenAIPadWriter(judge.client, name, host=judge.host, max_retries=judge.max_retries)
+        identity = judge.cache_identity()
     return PadModel(
         client=judge.client, model=name,
         price=lambda i, o: table.cost(name, pricing.TokenUsage(i, o), batch=batch),
         concurrency=concurrency, batch=batch, poll_interval=poll_interval,
+        pad_writer=writer, identity=identity,
     )
 
 
@@ -312,7 +324,8 @@ async def arun_probes(
 ) -> ProbeRunResult:
     """Run the chosen probes with ``judge``: every pair in both orders, every result recorded.
 
-    With the Anthropic judge and the verbosity probe, padded variants are rewritten by a model
+    With a real judge (Anthropic or OpenAI-compatible) and the verbosity probe, padded variants
+    are rewritten by a model through the judge's own back-end
     (``pad``): the plan is made once to collect the texts to pad, the rewrites are made (or
     reused from the database), and the plan is made again with them. New variant answers are
     stored in the pool before any call. Every judgement goes to ``store`` and to ``evidence``
@@ -330,12 +343,12 @@ async def arun_probes(
             class name).
         other: The family the byline probe contrasts with the judge's own (default:
             another family in the pool, else a well-known one).
-        pad: ``"llm"`` or ``"offline"`` (default: ``llm`` for the Anthropic judge, else
-            ``offline``; ``llm`` needs the Anthropic judge).
+        pad: ``"llm"`` or ``"offline"`` (default: ``llm`` for the Anthropic and OpenAI judges,
+            else ``offline``; ``llm`` needs one of them: the rewrites go through its back-end).
         pad_model: The model that pads (default: the judge's model).
         resume: Continue this run id.
         concurrency: Calls (and rewrites) in flight at once.
-        batch: Submit the calls as one Message Batch, and the padding rewrites as another.
+        batch: Submit the calls as one provider batch, and the padding rewrites as another.
         progress: Show a progress bar (default: when stderr is a terminal).
         poll_interval: Seconds between Message Batch status checks.
         params: The command's options, stored with the run (``pad`` is added).
@@ -465,8 +478,8 @@ async def aestimate_probes(
 
     Counts exactly the calls the run would make: identical requests once, and none that the
     database has already answered. Padded texts are estimated with the offline padding (about
-    twice the original, like the model rewrite); with the Anthropic judge the rewrites are
-    priced too.
+    twice the original, like the model rewrite); with a real judge (Anthropic or OpenAI) the
+    rewrites are priced too.
 
     Args:
         judge: The judge the run would use; it builds the requests (same parameters, same
@@ -514,12 +527,14 @@ async def aestimate_probes(
             # back to the approximation and says why.
             exact, prefixes = None, {}
             unavailable = f" (the API's token counter failed: {exc})"
-    pad_by_model = isinstance(judge, AnthropicJudge)
+    pad_by_model = isinstance(judge, AnthropicJudge | OpenAIJudge)
     cost = pricing.estimate_plan(
         requests, model=judge.model, planned_calls=len(plan.calls), cached=cached,
         exact_prompt_tokens=exact, output_tokens=output_tokens,
         padded_texts=padded_texts(plan).values() if pad_by_model else (), batch=batch,
         prefix_tokens=prefixes, batch_cache_ttl=getattr(judge, "batch_cache_ttl", "1h"),
+        # OpenAI caches prefixes on its own and bills no cache write: priced as its judge bills.
+        provider="openai" if isinstance(judge, OpenAIJudge) else "anthropic",
     )
     if unavailable:
         cost = replace(cost, token_method=cost.token_method + unavailable)

@@ -221,6 +221,9 @@ def _estimate_text(e: ProbeEstimate) -> str:
         lines.append(f"  cost at batch price: {_batch_money(c)} (50% off){chosen}")
         if c.cost_usd_batch_high is not None and c.cost_usd_batch != c.cost_usd_batch_high:
             lines.append(
+                "    a range: cache hits in a batch are best effort, from the rubric block read from "
+                "the cache after its first use, to no cache hit at all (OpenAI charges no cache write)"
+                if c.provider == "openai" else
                 "    a range: cache hits in a batch are best effort, from one write of the rubric "
                 "block and reads after it, to every request writing it at the 1-hour rate "
                 "(batches send a 1-hour cache TTL)"
@@ -229,7 +232,7 @@ def _estimate_text(e: ProbeEstimate) -> str:
         lines.append(
             f"  padding: {c.padding_rewrites} model rewrites, ~{c.padding_input_tokens:,}"
             f" + {c.padding_output_tokens:,} tokens, {_money(c.padding_cost_usd)}"
-            + (" through the batch (50% off)" if c.batch else " at list price")
+            + ("" if c.padding_cost_usd is None else " through the batch (50% off)" if c.batch else " at list price")
             + " (rewrites already stored are reused)"
         )
     lines.append("  nothing was spent.")
@@ -246,6 +249,8 @@ def _batch_money(c: pricing.PlanEstimate) -> str:
 
 def _cache_line(c: pricing.PlanEstimate) -> str:
     """Whether the rubric block is prompt-cached, and so how it was priced."""
+    if c.provider == "openai":
+        return _openai_cache_line(c)
     block = f"the {c.cache_prefix_tokens:,}-token rubric block" + (
         " (counted by the API)" if c.prefix_method == "exact" else " (~4 characters per token)"
     )
@@ -258,6 +263,24 @@ def _cache_line(c: pricing.PlanEstimate) -> str:
     if c.prompt_cache == "unknown minimum":
         return (f"  prompt cache: unknown ({c.model} has no minimum cacheable length in the price "
                 "table): priced as uncached, an upper bound")
+    return "  prompt cache: no calls to make"
+
+
+def _openai_cache_line(c: pricing.PlanEstimate) -> str:
+    """The prompt-cache line for an OpenAI-compatible endpoint: automatic prefix caching, no write charge."""
+    block = f"the {c.cache_prefix_tokens:,}-token rubric block (~4 characters per token)"
+    minimum = f"{c.cache_min_tokens:,}" if c.cache_min_tokens is not None else ""
+    if c.prompt_cache == "applies":
+        return (f"  prompt cache: automatic ({block} reaches the {minimum}-token minimum from which OpenAI "
+                "caches a prompt prefix): its first use priced as plain input (no cache write charge), "
+                "later uses at the cached-input price")
+    if c.prompt_cache == "below minimum":
+        return (f"  prompt cache: does not apply ({block} is below the {minimum}-token minimum from which "
+                "OpenAI caches a prompt prefix): every prompt token priced as uncached")
+    if c.prompt_cache == "unknown minimum":
+        return (f"  prompt cache: unknown ({c.model} has no minimum cacheable length in the price table; "
+                "OpenAI caches prefixes automatically from 1,024 tokens, other servers by their own "
+                "rules): priced as uncached, an upper bound")
     return "  prompt cache: no calls to make"
 
 
@@ -294,7 +317,9 @@ def _cache_line(c: pricing.PlanEstimate) -> str:
 @click.option("--other-family", default=None,
               help="Byline probe: the family contrasted with the judge's own.")
 @click.option("--pad", "pad_mode", type=click.Choice(["llm", "offline"]), default=None,
-              help="How padded variants are made [default: llm for anthropic, offline for fake].")
+              help="How padded variants are made: rewritten by a model through the judge's own back-end "
+              "(anthropic or openai; with --batch as a batch of their own), or offline "
+              "[default: llm for anthropic and openai, offline for fake].")
 @click.option("--pad-model", default=None, help="Model that writes padded variants [default: --model].")
 @click.option("--batch", is_flag=True, help="Submit the calls as one Message Batch (half price).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
@@ -361,8 +386,11 @@ def probe_command(**opts: Any) -> None:
     else:
         click.echo(str(summary))
         if spend.rewrites or spend.reused:
+            # A model the price table does not know (a local one) is unpriced, never $0.
+            paid = ("unpriced" if spend.rewrites and spend.unpriced == spend.rewrites
+                    else f"${spend.cost_usd:.4f}" + (f", {spend.unpriced} unpriced" if spend.unpriced else ""))
             click.echo(
-                f"  padding: {spend.rewrites} model rewrites (${spend.cost_usd:.4f}), "
+                f"  padding: {spend.rewrites} model rewrites ({paid}), "
                 f"{spend.reused} reused from earlier runs"
             )
         if summary.finished:

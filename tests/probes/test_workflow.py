@@ -48,7 +48,7 @@ def test_run_probes_records_every_call_and_a_rerun_is_free(store: Store, tmp_pat
     assert recorded["params"] == {"pad": "offline"}
     payload = result.to_dict()
     assert payload["padding"] == {
-        "rewrites": 0, "reused": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
+        "rewrites": 0, "reused": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "unpriced": 0,
     }
     assert payload["run"]["run_id"] == run.run_id
     again = run_probes(judge, store, n=4, biases=["formatting", "position"], evidence=out,
@@ -57,7 +57,7 @@ def test_run_probes_records_every_call_and_a_rerun_is_free(store: Store, tmp_pat
 
 
 def test_fake_judge_cannot_pad_with_a_model(store: Store) -> None:
-    with pytest.raises(InputError, match="--pad llm needs the anthropic judge"):
+    with pytest.raises(InputError, match="--pad llm needs a model: the anthropic or openai judge"):
         run_probes(FakeJudge(seed=0), store, n=2, biases="position", pad="llm")
 
 

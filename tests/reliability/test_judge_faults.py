@@ -28,7 +28,7 @@ import pytest
 
 from calibration import pricing
 from calibration.datasets import PROBE_RUBRIC, SAMPLE, choose, load_pairs, pool_from_pairs
-from calibration.judges import AnthropicJudge
+from calibration.judges import AnthropicJudge, OpenAIJudge
 from calibration.mockapi import FAULT_KINDS, MALFORMED_REPLY, FaultPlan, MockAnthropic
 from calibration.probes import ProbeContext, Variants, plan_probes
 from calibration.runner import PlannedCall, RunSummary, arun_plan
@@ -38,6 +38,7 @@ from tests.reliability.conftest import REPO
 from tests.reliability.fault_proxy import FAULTS, FORWARDED, read_log
 
 MODEL = "claude-sonnet-4-6"
+OPENAI_MODEL = "gpt-4.1-mini"
 MAX_RETRIES = 6
 #: Seconds per HTTP attempt, and how long a ``timeout`` fault holds a request (longer).
 CLIENT_TIMEOUT = 2.0
@@ -55,48 +56,65 @@ def probe_plan(biases: list[str], n: int = 34) -> list[PlannedCall]:
 
 
 async def _run(
-    plan: list[PlannedCall], mock: MockAnthropic, store: Store, evidence: Path, *, max_retries: int
+    plan: list[PlannedCall], mock: MockAnthropic, store: Store, evidence: Path, *, max_retries: int,
+    backend: str = "anthropic",
 ) -> RunSummary:
-    judge = AnthropicJudge(
-        MODEL, api_key="sk-ant-test-faults", base_url=mock.base_url, max_retries=max_retries,
-        timeout=CLIENT_TIMEOUT, max_concurrency=32,
-    )
+    judge: AnthropicJudge | OpenAIJudge
+    if backend == "openai":
+        judge = OpenAIJudge(
+            OPENAI_MODEL, api_key="sk-test-faults", base_url=mock.openai_base_url, max_retries=max_retries,
+            timeout=CLIENT_TIMEOUT, max_concurrency=32,
+        )
+    else:
+        judge = AnthropicJudge(
+            MODEL, api_key="sk-ant-test-faults", base_url=mock.base_url, max_retries=max_retries,
+            timeout=CLIENT_TIMEOUT, max_concurrency=32,
+        )
     async with judge:
         return await arun_plan(
-            plan, judge, store, rubric=PROBE_RUBRIC, judge_kind="anthropic", evidence=evidence,
+            plan, judge, store, rubric=PROBE_RUBRIC, judge_kind=backend, evidence=evidence,
             concurrency=32, progress=False,
         )
 
 
-def _attempts_per_body(mock: MockAnthropic) -> Counter[str]:
-    """How many times each distinct Messages request body arrived (first try plus retries)."""
+#: The judging endpoint of each back-end in the mock, and the counter of a reply cut at max tokens.
+JUDGING = {"anthropic": ("/v1/messages", "reply:max_tokens"), "openai": ("/v1/chat/completions", "reply:length")}
+
+
+def _attempts_per_body(mock: MockAnthropic, path: str = "/v1/messages") -> Counter[str]:
+    """How many times each distinct judging request body arrived (first try plus retries)."""
     return Counter(
         json.dumps(r.body, sort_keys=True)
         for r in mock.received
-        if r.method == "POST" and r.path == "/v1/messages"
+        if r.method == "POST" and r.path == path
     )
 
 
 @pytest.mark.slow
-def test_twenty_percent_faults_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", list(JUDGING))
+def test_twenty_percent_faults_lose_and_duplicate_nothing(tmp_path: Path, backend: str) -> None:
+    # The mock's own fault plan faults the judging endpoint of either API alike (the Messages
+    # API's, or Chat Completions through the openai SDK).
+    path, cut = JUDGING[backend]
     plan = probe_plan(["position", "formatting", "byline"])
     assert len(plan) >= 200
     store = Store(tmp_path / "faults.duckdb")
     faults = FaultPlan(rate=0.2, retry_after=0.05, hang=HANG, seed=7)
     with MockAnthropic(faults=faults) as mock:
-        summary = asyncio.run(_run(plan, mock, store, tmp_path / "e.jsonl", max_retries=MAX_RETRIES))
+        summary = asyncio.run(_run(plan, mock, store, tmp_path / "e.jsonl", max_retries=MAX_RETRIES,
+                                   backend=backend))
         counters = Counter(mock.counters)
-        per_body = _attempts_per_body(mock)
-        retry_headers = [r.retry_count or 0 for r in mock.received if r.path == "/v1/messages"]
+        per_body = _attempts_per_body(mock, path)
+        retry_headers = [r.retry_count or 0 for r in mock.received if r.path == path]
 
     # Every fault kind really happened, about a fifth of attempts in all.
     for kind in FAULT_KINDS:
         assert counters[f"fault:{kind}"] > 0, f"no {kind} fault was injected; change the seed"
-    posts = counters["POST /v1/messages"]
+    posts = counters[f"POST {path}"]
     injected = sum(counters[f"fault:{k}"] for k in FAULT_KINDS)
     assert 0.12 < injected / posts < 0.28
     # Conservation at the server: every attempt got exactly one outcome.
-    replies = counters["reply:ok"] + counters["reply:max_tokens"]
+    replies = counters["reply:ok"] + counters[cut]
     failed_attempts = sum(counters[f"fault:{k}"] for k in ("429", "529", "500", "timeout"))
     assert posts == replies + failed_attempts
 
@@ -134,7 +152,7 @@ def test_twenty_percent_faults_lose_and_duplicate_nothing(tmp_path: Path) -> Non
 
     by_kind = ", ".join(f"{k}: {counters['fault:' + k]}" for k in FAULT_KINDS)
     print(
-        f"{len(plan)} planned calls, {len(paid)} requests, {posts} attempts, "
+        f"\n{backend}: {len(plan)} planned calls, {len(paid)} requests, {posts} attempts, "
         f"{injected} faults ({by_kind}), "
         f"{summary.parsed} parsed, {summary.parse_failures} parse failures, 0 lost, 0 duplicated, "
         f"most attempts for one request {max(per_body.values())} (budget {MAX_RETRIES + 1})"
@@ -145,16 +163,19 @@ def test_twenty_percent_faults_lose_and_duplicate_nothing(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-def test_exhausted_retries_are_recorded_bounded_and_resumed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", list(JUDGING))
+def test_exhausted_retries_are_recorded_bounded_and_resumed(tmp_path: Path, backend: str) -> None:
     # 60% of attempts overloaded and a budget of 2 retries: some calls must give up.
+    path = JUDGING[backend][0]
     plan = probe_plan(["position"])
     store = Store(tmp_path / "exhaust.duckdb")
     budget = 2
     faults = FaultPlan(rate=0.6, kinds=("529",), retry_after=0.01, seed=3)
     with MockAnthropic(faults=faults) as mock:
-        first = asyncio.run(_run(plan, mock, store, tmp_path / "e.jsonl", max_retries=budget))
-        per_body = _attempts_per_body(mock)
-        posts = mock.count("POST /v1/messages")
+        first = asyncio.run(_run(plan, mock, store, tmp_path / "e.jsonl", max_retries=budget, backend=backend))
+        per_body = _attempts_per_body(mock, path)
+        posts = mock.count(f"POST {path}")
+        port = mock.port
     assert first.errors > 0, "no call exhausted its retries; raise the fault rate"
     assert not first.finished
     assert first.parsed + first.parse_failures + first.errors == len(plan)
@@ -166,10 +187,12 @@ def test_exhausted_retries_are_recorded_bounded_and_resumed(tmp_path: Path) -> N
     assert all(f"after {budget + 1} attempt(s)" in e for e in errors["error"]), errors["error"].tolist()
     assert errors["value"].isna().all(), "a failed call got a score"
 
-    # Resume against a healthy server: only the failed calls are sent again.
-    with MockAnthropic() as healthy:
-        second = asyncio.run(_run(plan, healthy, store, tmp_path / "e.jsonl", max_retries=budget))
-        resent = healthy.count("POST /v1/messages")
+    # Resume against a healthy server at the same address (to the OpenAI judge a server
+    # elsewhere is another endpoint, so another judge with a cache of its own): only the failed
+    # calls are sent again.
+    with MockAnthropic(port=port) as healthy:
+        second = asyncio.run(_run(plan, healthy, store, tmp_path / "e.jsonl", max_retries=budget, backend=backend))
+        resent = healthy.count(f"POST {path}")
     assert second.run_id == first.run_id and second.resumed
     assert second.finished and second.errors == 0
     failed_keys = set(errors["cache_key"])
@@ -384,24 +407,31 @@ def _kill_and_rerun(work: Path, upstream: str, seed: int, backend: Backend) -> s
 
 # -- every endpoint faulted: estimate and probe --batch still finish in one invocation -----------
 
-def _judgelab(*args: str) -> tuple[int, str]:
+def _judgelab(*args: str, backend: Backend = BACKENDS["anthropic"]) -> tuple[int, str]:
     """``judgelab ARGS`` through the CLI entry point: (exit code, its standard output)."""
     from click.testing import CliRunner
 
     from judgelab.cli import main
 
-    result = CliRunner().invoke(main, list(args), env={"ANTHROPIC_API_KEY": "sk-ant-test-proxy"})
+    result = CliRunner().invoke(main, list(args), env={backend.key_env: "sk-test-proxy"})
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     return result.exit_code, result.stdout
 
 
+#: Where each back-end creates a batch (the counter `judgelab mock-api` prints when stopped).
+BATCH_CREATE = {"anthropic": "/v1/messages/batches", "openai": "/v1/batches"}
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("backend", list(BACKENDS.values()), ids=list(BACKENDS))
 def test_estimate_and_probe_batch_through_faults_on_every_endpoint_create_the_clean_runs_batches(
-    tmp_path: Path,
+    tmp_path: Path, backend: Backend
 ) -> None:
-    # 40% of attempts at every endpoint (count_tokens, batch create, retrieve, list, results)
-    # fail: 429, 529, 500, a stall past the client's timeout, a reset, or a 200 cut short.
-    args = ["--n", "6", "--biases", "position,verbosity", "--seed", "0"]
+    # 40% of attempts at every endpoint fail: 429, 529, 500, a stall past the client's timeout,
+    # a reset, or a 200 cut short. Anthropic: count_tokens, batch create, retrieve, list,
+    # results. OpenAI: the batch input upload, batch create, retrieve, list and output file;
+    # OpenAI has no count_tokens endpoint, so its estimate sends nothing (it approximates).
+    args = [*backend.args, "--n", "6", "--biases", "position,verbosity", "--seed", "0"]
     runs = {}
     for label, rate in (("clean", None), ("faulty", "0.4")):
         api = _mock_api(tmp_path, "--batch-delay", "0.2")
@@ -409,24 +439,32 @@ def test_estimate_and_probe_batch_through_faults_on_every_endpoint_create_the_cl
         proxy = None if rate is None else _proxy(
             tmp_path, api.url, log, "--rate", rate, "--seed", "5", "--endpoints", "all", "--hang", "3",
             "--retry-after", "0.05")
-        url = api.url if proxy is None else proxy.url
+        url = backend.url(api.url if proxy is None else proxy.url)
         try:
-            est_code, est = _judgelab("estimate", "--base-url", url, "--batch", "--json", *args)
+            est_code, est = _judgelab("estimate", "--base-url", url, "--batch", "--json", *args, backend=backend)
             code, out = _judgelab("probe", "--base-url", url, "--db", str(tmp_path / f"{label}.duckdb"),
                                   "--out", str(tmp_path / f"{label}.jsonl"), "--batch", "--poll-interval", "0.2",
-                                  "--timeout", "2", "--json", *args)
+                                  "--timeout", "2", "--json", *args, backend=backend)
         finally:
             if proxy is not None:
                 proxy.stop()
             stopped = api.stop()
         assert est_code == code == 0
-        runs[label] = (json.loads(est), json.loads(out)["run"], stopped, read_log(log) if proxy else [])
-    (clean_est, clean, clean_api, _), (est, run, faulty_api, attempts) = runs["clean"], runs["faulty"]
+        runs[label] = (json.loads(est), json.loads(out), stopped, read_log(log) if proxy else [])
+    (clean_est, clean, clean_api, _), (est, probed, faulty_api, attempts) = runs["clean"], runs["faulty"]
+    run = probed["run"]
     faulted = Counter(a["endpoint"] for a in attempts if a["fault"])
-    assert faulted["count_tokens"] > 0 and faulted["batches"] > 0
-    assert est["token_method"] == clean_est["token_method"] == pricing.EXACT_METHOD
+    assert faulted["batches"] > 0
+    if backend.name == "anthropic":
+        assert faulted["count_tokens"] > 0
+        assert est["token_method"] == clean_est["token_method"] == pricing.EXACT_METHOD
+    else:
+        assert faulted["count_tokens"] == 0 and "has no token counter" in est["token_method"]
+        assert est["token_method"] == clean_est["token_method"]
     assert est["cost_usd_batch"] == clean_est["cost_usd_batch"]
-    assert run["finished"] and run["errors"] == 0 and run["parsed"] == clean["parsed"]
-    creates = re.compile(r"POST /v1/messages/batches=(\d+)")
+    assert run["finished"] and run["errors"] == 0 and run["parsed"] == clean["run"]["parsed"]
+    # The padding rewrites went through the back-end's own batch, all of them, in both runs.
+    assert probed["padding"]["rewrites"] == clean["padding"]["rewrites"] == est["padding_rewrites"] > 0
+    creates = re.compile(rf"POST {re.escape(BATCH_CREATE[backend.name])}=(\d+)")
     made = [m.group(1) if (m := creates.search(text)) else None for text in (clean_api, faulty_api)]
     assert made == ["2", "2"], made  # the rewrites' batch and the judge calls' batch, each once
