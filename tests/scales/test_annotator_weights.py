@@ -96,7 +96,7 @@ def test_the_report_panel_pilot_and_active_labels_weigh_an_annotator_mean_by_its
         passed = report.residuals["pass"].families[str(fam)]
         assert passed.estimate == pytest.approx(100 * ((rows["judge"] >= 2).astype(float) - rows["human_pass"]).mean())
     # The experts' means are no rater's labels: one rater (ann) is left for the spread and alpha.
-    assert "2 raters" not in report.residuals["score"].families["claude"].extra["scope"]
+    assert "2 raters" not in report.residuals["score"].families["claude"].scope
     assert report.labels.n_annotator_means == len(want)
     assert all(np.isnan(a.estimate) or a.extra.get("n_raters") == 1 for a in report.alphas.values())
     text = render_markdown(report)
