@@ -849,7 +849,7 @@ def active_figures(
         column = "passed" if scale == "pass" else "overall"
         rows = rows[rows[column].notna()]
         rater_level = pd.DataFrame({"answer": rows["answer_id"].astype(str), "rater": rows["rater_id"].astype(str),
-                                    "score": rows[column].astype(float)})
+                                    "score": rows[column].astype(float), "people": rows["people"].astype(int)})
     return active_residuals_and_gap(active, human, scale=scale, own_family=params.get("own_family"), critical=critical,
                                     rater_level=rater_level, interval=interval, **plan_options(params))
 

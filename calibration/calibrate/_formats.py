@@ -157,7 +157,8 @@ def _reference_scores(data: CalibrationData, reference: Reference, opts: ReportO
             scores, _ = model_human_scores(rated.rename(columns={"overall": "score"}),
                                            models.get("overall") or models["pass"])
             return scores, "human score per answer (posterior mean of the raters' overall labels under Dawid-Skene)"
-        hs = human_scores(rated.rename(columns={"overall": "score"}), rule=opts.collapse, score_col="score")
+        hs = human_scores(rated.rename(columns={"overall": "score"}), rule=opts.collapse, score_col="score",
+                          people_col="n_raters")
         what = ("the adjudicated overall label, else the mean of the raters' current overall labels"
                 if opts.human_rule == "adjudicated" else f"{opts.human_rule} of the raters' current overall labels")
         return hs.scores, f"human score per answer ({what})"

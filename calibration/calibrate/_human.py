@@ -168,8 +168,11 @@ def _ratings(data: CalibrationData, ids: Sequence[str], column: str, opts: Repor
     # out of the raters' spread (calibration.stats._raters), which one adjudication used to switch
     # (the admin read as one more rater connecting the panel).
     rater = labels["rater_id"].astype(object).where(labels["source"] != "adjudicated", None)
+    # An imported annotator mean weighs as its number of people in the answer's human score, and
+    # is no one rater's label (the stats leave a row of more than one person out of the spread).
+    people = labels["n_raters"].fillna(1) if "n_raters" in labels else pd.Series(1, labels.index)
     return pd.DataFrame({"answer_id": labels["answer_id"].to_numpy(), "rater_id": rater.to_numpy(),
-                         "score": labels[column].to_numpy()})
+                         "score": labels[column].to_numpy(), "people": people.to_numpy(dtype=int)})
 
 
 def rule_scores(
@@ -179,7 +182,7 @@ def rule_scores(
 
     Args:
         data: The run (for the rater model under ``dawid-skene``).
-        ratings: ``answer_id, rater_id, score`` from :func:`_ratings`.
+        ratings: ``answer_id, rater_id, score, people`` from :func:`_ratings`.
         column: The label column the scores come from (``"pass"`` or ``"overall"``).
         opts: The report options.
         kind: Under ``dawid-skene``: ``"mean"`` (posterior mean) or ``"mode"``.
@@ -193,7 +196,7 @@ def rule_scores(
         model = models.get(column) or models["pass"]  # binary rubric: the overall score is the verdict
         scores, raters = model_human_scores(ratings, model, kind=kind)
         return scores, raters, "model"
-    hs = human_scores(ratings, rule=opts.collapse, score_col="score")
+    hs = human_scores(ratings, rule=opts.collapse, score_col="score", people_col="people")
     return hs.scores, hs.ratings, opts.collapse
 
 
@@ -349,7 +352,7 @@ def kappa_rows(
         if opts.human_rule == "dawid-skene":
             major = rule_scores(data, ratings, label_col, opts, kind="mode")[0]
         else:
-            major = human_scores(ratings, rule="majority", score_col="score").scores
+            major = human_scores(ratings, rule="majority", score_col="score", people_col="people").scores
         frame = frame[isin(frame["answer_id"], major.index)]
         judge = _categories(frame[judge_col].to_numpy(dtype=float), declared if judge_col == "value" else None)
         human = _categories(major.reindex(frame["answer_id"]).to_numpy(dtype=float),
@@ -387,8 +390,12 @@ def _categories(values: np.ndarray, scale: FormatSpec | None) -> np.ndarray:
 
 
 def tied_majorities(ratings: pd.DataFrame) -> pd.Series:
-    """Per answer: did its raters' most frequent category tie (so the lower one was taken)?"""
-    counts = ratings.groupby(["answer_id", "score"]).size()
+    """Per answer: did its raters' most frequent category tie (so the lower one was taken)?
+
+    An annotator mean (``people`` above 1) counts as that many votes, as in the majority itself.
+    """
+    keys = ["answer_id", "score"]
+    counts = ratings.groupby(keys)["people"].sum() if "people" in ratings else ratings.groupby(keys).size()
     top = counts.groupby(level="answer_id").transform("max")
     return (counts == top).groupby(level="answer_id").sum() > 1
 

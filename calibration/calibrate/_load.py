@@ -26,7 +26,7 @@ from labeler.store import Store
 
 _NAN = float("nan")
 _LABEL_COLUMNS = ["answer_id", "task_id", "family", "variant", "rater_id", "rater_name", "overall", "pass",
-                  "simulated", "source"]
+                  "simulated", "source", "n_raters"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,9 @@ class CalibrationData:
             ``variant_a``/``variant_b`` and ``chars_a``/``chars_b`` describe the two answers.
         labels: The raters' current scored labels: ``answer_id``, ``task_id``, ``family``,
             ``variant``, ``rater_id``, ``rater_name``, ``overall``, ``pass`` (0/1 or ``nan``),
-            ``simulated``, ``source``. Admins' adjudicated labels are not among them.
+            ``simulated``, ``source``, ``n_raters`` (how many people ``overall`` is the mean of:
+            1 for a rater's own label, more for an imported annotator mean, which the human score
+            weighs as that many people). Admins' adjudicated labels are not among them.
         answers: Every answer of the pool (no text).
         design: Design weights of the chosen design (``answer_id``, ``weight``,
             ``inclusion_prob``, ``stratum``), or ``None``.
@@ -180,8 +182,9 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
               .drop_duplicates(["rater_id", "answer_id"]).sort_values(["answer_id", "rater_id"])
               .reset_index(drop=True))
     labels["simulated"] = (labels["source"] == "simulated") | labels["rater_simulated"].astype(bool)
-    means = labels[pd.to_numeric(labels.get("n_raters"), errors="coerce").fillna(1) > 1] if "n_raters" in labels \
-        else labels.iloc[:0]
+    people = pd.to_numeric(labels["n_raters"], errors="coerce") if "n_raters" in labels else pd.Series(1, labels.index)
+    labels["n_raters"] = people.fillna(1).astype(int)
+    means = labels[labels["n_raters"] > 1]
     annotator_means = frozenset(zip(means["rater_id"].astype(int), means["answer_id"].astype(str), strict=True))
     labels = labels[_LABEL_COLUMNS]
     adjudicated, n_revealed = _adjudicated(store, rubric)
@@ -195,6 +198,7 @@ def load_calibration_data(store: Store, run_id: str | None = None) -> Calibratio
         sources={str(k): int(v) for k, v in labels["source"].value_counts().sort_index().items()},
         n_adjudicated=len(adjudicated),
         n_revealed=n_revealed,
+        n_annotator_means=len(annotator_means),
     )
 
     judge_format = _choose_format(point, rubric)
@@ -255,7 +259,7 @@ def _adjudicated(store: Store, rubric: Rubric) -> tuple[pd.DataFrame, int]:
         The labels, and how many of them the admin gave after revealing the answer's family.
     """
     raw = store.adjudicated_labels(rubric.rubric_id, rubric.version)
-    raw = raw.assign(_versioned=raw["rubric_id"].notna(), simulated=False, source="adjudicated")
+    raw = raw.assign(_versioned=raw["rubric_id"].notna(), simulated=False, source="adjudicated", n_raters=1)
     raw["pass"] = [_human_pass(rubric, o, p) for o, p in zip(raw["overall"], raw["passed"], strict=True)]
     raw = raw[raw["overall"].notna() | raw["pass"].notna()]
     raw = (raw.sort_values(["_versioned", "label_id"], ascending=[False, False]).drop_duplicates("answer_id")

@@ -93,6 +93,9 @@ class LabelSummary:
             labels, never counted among the raters above).
         n_revealed: Of those, adjudications the admin gave after revealing the answer's
             family, model and unmasked text (the Review page adjudicates blind by default).
+        n_annotator_means: Labels that are already the mean of several people (imported with
+            ``n_raters`` above 1): each weighs as its number of people in its answer's human
+            score and is no rater's label in the raters' spread or alpha.
     """
 
     n_labels: int
@@ -104,6 +107,7 @@ class LabelSummary:
     sources: dict[str, int]
     n_adjudicated: int = 0
     n_revealed: int = 0
+    n_annotator_means: int = 0
 
     @property
     def simulated(self) -> bool:
@@ -714,12 +718,25 @@ class CalibrationReport:
             f"Human score per answer (rule `{self.human_rule}`): {rule}. Intervals speak for {scope}. Kappa uses "
             f"{kappa}; {ties}."
         )
+        if self.labels.n_annotator_means:
+            text += " " + self._annotator_means_text()
         if self.human_rule == "adjudicated":
             return text + " An adjudicator is never counted as a rater (alpha is among raters only)."
         if n:
             verb = "has" if n == 1 else "have"
             return text + f" {answers} {verb} an adjudicated label, not used under this rule (`adjudicated` uses it)."
         return text
+
+    def _annotator_means_text(self) -> str:
+        """How the labels that are already means of several people enter the human score."""
+        k = self.labels.n_annotator_means
+        how = ("the mean weighs each by its number of people (a mean of 3 people at 2.0 beside one rater's 0 "
+               "gives 1.5, the four people's mean; the majority counts it as that many votes)")
+        if self.human_rule == "dawid-skene":
+            how = "the rater model is fitted to single raters' labels only"
+        return (f"{k} label{'' if k == 1 else 's'} {'is' if k == 1 else 'are'} already the mean of several people "
+                f"(imported with n_raters): {how}; such a label is no one rater's, so the raters' spread and "
+                "alpha leave it out.")
 
     def _named(self, model: dict[str, Any]) -> dict[str, Any]:
         """A model's JSON with each rater's display name beside their id."""

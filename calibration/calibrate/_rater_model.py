@@ -123,7 +123,8 @@ def model_human_scores(
     """
     value = model.mean() if kind == "mean" else model.mode()
     per_item = pd.Series(value, index=pd.Index([str(i) for i in model.items]))
-    hs = human_scores(ratings, rule="mean", score_col="score")
+    hs = human_scores(ratings, rule="mean", score_col="score",
+                      people_col="people" if "people" in ratings.columns else None)
     ids = [str(a) for a in hs.scores.index]
     scores = pd.Series(per_item.reindex(ids).to_numpy(dtype=float), index=hs.scores.index, name="human_score")
     if scores.isna().any():

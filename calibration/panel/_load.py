@@ -17,6 +17,7 @@ import pandas as pd
 from calibration.calibrate import load_calibration_data
 from calibration.calibrate._load import first_judgement, isin
 from calibration.panel._stats import COLUMNS
+from calibration.stats import human_scores
 from labeler.errors import InputError
 from labeler.store import Store
 
@@ -72,7 +73,9 @@ def load_panel(store: Store, run_ids: Sequence[str] | None = None) -> PanelData:
             continue
         judged = first_judgement(data.pointwise, scale)
         labels = data.reference_labels("mean")
-        human = labels[labels["overall"].notna()].groupby("answer_id")["overall"].mean()
+        # The raters' mean, an imported annotator mean weighing as its number of people.
+        human = human_scores(labels[labels["overall"].notna()], rater_col="rater_id", score_col="overall",
+                             people_col="n_raters").scores
         judged = judged[isin(judged["answer_id"], human.index)]
         if judged.empty:
             notes.append(f"run {run_id} left out: none of its scored answers has a human score")

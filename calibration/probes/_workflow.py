@@ -41,7 +41,7 @@ from calibration.runner import RunSummary, arun_plan, build_request, cache_key_f
 from calibration.spec import JudgeSpec, with_references
 from labeler.errors import InputError, JudgeError
 from labeler.models import Pair, Rubric
-from labeler.scales import POINTWISE_FORMATS, Format
+from labeler.scales import POINTWISE_FORMATS, Format, declared_scales
 from labeler.store import Store
 
 PadMode = Literal["llm", "offline"]
@@ -123,11 +123,12 @@ def dataset_label(dataset: str) -> str:
     return dataset if dataset in (SAMPLE, PROJECT) else Path(dataset).name
 
 
-def parse_formats(text: str | Sequence[str] | None) -> tuple[Format, ...] | None:
+def parse_formats(text: str | Sequence[str] | None, store: Store | None = None) -> tuple[Format, ...] | None:
     """Validate a ``--formats`` value for the format study (comma-separated or a list).
 
-    ``None`` (or empty) keeps the default. Pointwise formats and the comparative ``anchored``
-    and ``tournament`` are accepted.
+    ``None`` (or empty) keeps the default. Pointwise formats, the comparative ``anchored`` and
+    ``tournament``, and any declared scale are accepted: one a stored rubric declares (read from
+    ``store``), or a loaded judge spec's verdict scale (declared when the spec was loaded).
 
     >>> parse_formats("likert5, anchored,tournament")
     ('likert5', 'anchored', 'tournament')
@@ -137,12 +138,18 @@ def parse_formats(text: str | Sequence[str] | None) -> tuple[Format, ...] | None
     """
     if text is None:
         return None
-    names = [n.strip().lower() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
-    allowed = (*POINTWISE_FORMATS, *COMPARATIVE)
+    if store is not None:
+        store.declared_scales()  # a rubric's [scale] is known by its name from here on
+    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
+    # Catalogue names are read in any case, as before; a declared scale's name exactly as declared.
+    names = [n.lower() if n.lower() in (*POINTWISE_FORMATS, *COMPARATIVE) else n for n in names]
+    declared = [s.name for s in declared_scales() if s.kind == "pointwise"]
+    allowed = (*POINTWISE_FORMATS, *COMPARATIVE, *declared)
     bad = [n for n in names if n not in allowed]
     if bad:
         raise InputError(f"the format study cannot run format {bad[0]!r}",
-                         fix=f"pick from {', '.join(allowed)} (comma-separated).")
+                         fix=f"pick from {', '.join(allowed)} (comma-separated); a scale of your own is "
+                             "known once a rubric in the database or the judge spec declares it.")
     return tuple(dict.fromkeys(names)) or None  # type: ignore[arg-type]  # checked above
 
 
@@ -373,7 +380,7 @@ async def arun_probes(
     )
     variants = Variants.for_pool(store, setup.pool, pad_model=padder)
     ctx = _context(setup, variants, judge.family, other or other_family(store, judge.family), spec,
-                   parse_formats(formats))
+                   parse_formats(formats, store))
     spend = RewriteSpend()
     if padder is not None:
         # First pass: only collect the texts to pad; the rewrites are made once, together.
@@ -504,7 +511,7 @@ async def aestimate_probes(
     judge = _with_references(judge, spec, store, setup.pairs)
     other = other_family(store, judge.family)
     ctx = _context(setup, Variants.for_pool(store, setup.pool), judge.family, other, spec,
-                   parse_formats(formats))
+                   parse_formats(formats, store))
     plan = plan_probes(ctx, chosen)
     requests: dict[str, JudgeCall] = {}
     for planned in plan.calls:

@@ -3,6 +3,11 @@
 :func:`human_scores` turns a long label table into one human score per answer and keeps the
 per-rater rows (:attr:`HumanScores.ratings`), which :func:`calibration.stats.family_residuals`
 reads to generalise its interval over raters (:mod:`calibration.stats._raters`).
+
+A row may already be the mean of several people (a public dataset's annotator mean, imported
+with ``n_raters`` above 1): with ``people_col`` it counts as that many people, so the human score
+of an answer with a mean of 3 people at 2.0 and one rater's 0 is (3·2 + 0)/4 = 1.5, the mean of
+the four people, not 1.0, the mean of two rows.
 """
 
 from __future__ import annotations
@@ -33,11 +38,13 @@ class HumanScores:
 
     Attributes:
         scores: Human score per answer (index: answer id), collapsed by ``rule``.
-        n_raters: Number of raters per answer.
+        n_raters: Number of raters per answer (with ``people_col``: people, an annotator
+            mean counting as its number of people).
         spread: Population standard deviation of the raters' scores per answer (0 with one
-            rater), a quick look at how much the raters disagree.
+            rater; with ``people_col`` each row weighted by its people), a quick look at how
+            much the raters disagree.
         ratings: The long per-rater table actually used, columns ``answer``, ``rater``,
-            ``score`` (missing scores dropped). Pass it as ``rater_level`` to
+            ``score`` (missing scores dropped), and ``people`` with ``people_col``. Pass it as ``rater_level`` to
             :func:`family_residuals` / :func:`self_preference_gap` so the interval can speak for
             raters like these (:mod:`calibration.stats._raters`).
         rule: The collapsing rule used.
@@ -57,6 +64,7 @@ def human_scores(
     answer_col: str = "answer_id",
     rater_col: str = "rater_id",
     score_col: str = "score",
+    people_col: str | None = None,
 ) -> HumanScores:
     """Collapse several raters per answer into one human score per answer.
 
@@ -67,6 +75,9 @@ def human_scores(
         answer_col: Column holding the answer id.
         rater_col: Column holding the rater id.
         score_col: Column holding the score (0/1 for pass verdicts).
+        people_col: Optional column holding how many people each row's score is the mean of
+            (missing: 1). The mean weights each row by it, the majority counts it as that many
+            votes for the row's score.
 
     Returns:
         A :class:`HumanScores`. Rows with a missing score are dropped first. Degenerate case:
@@ -77,11 +88,12 @@ def human_scores(
     """
     func = "human_scores"
     check_choice(func, "rule", rule, _RULES)
-    missing = [c for c in (answer_col, rater_col, score_col) if c not in labels.columns]
+    wanted = (answer_col, rater_col, score_col) + (() if people_col is None else (people_col,))
+    missing = [c for c in wanted if c not in labels.columns]
     if missing:
         raise ValueError(
             f"{func}: labels lack column(s) {missing!r}; have {list(labels.columns)!r} "
-            "(set answer_col=, rater_col=, score_col=)"
+            "(set answer_col=, rater_col=, score_col=, people_col=)"
         )
     ratings = pd.DataFrame(
         {
@@ -90,6 +102,11 @@ def human_scores(
             "score": pd.to_numeric(labels[score_col], errors="raise").to_numpy(dtype=float),
         }
     )
+    if people_col is not None:
+        people = pd.to_numeric(labels[people_col], errors="raise").fillna(1).to_numpy(dtype=float)
+        if (people < 1).any() or not np.equal(np.mod(people, 1), 0).all():
+            raise ValueError(f"{func}: {people_col!r} must be whole numbers of people, 1 or more")
+        ratings["people"] = people.astype(int)
     ratings = ratings[np.isfinite(ratings["score"].to_numpy())].reset_index(drop=True)
     dup = ratings.duplicated(["answer", "rater"])
     if dup.any():
@@ -100,14 +117,23 @@ def human_scores(
         )
     ratings = ratings.sort_values(["answer", "rater"], kind="stable").reset_index(drop=True)
     grouped = ratings.groupby("answer", sort=True)["score"]
-    n_raters = grouped.size().rename("n_raters")
-    spread = grouped.std(ddof=0).rename("spread")
+    people = ratings["people"].to_numpy(dtype=float) if people_col is not None else None
+    if people is None:
+        n_raters = grouped.size().rename("n_raters")
+        spread = grouped.std(ddof=0).rename("spread")
+    else:
+        by = ratings["answer"]
+        total = ratings["people"].groupby(by, sort=True).sum()
+        centre = (ratings["score"] * ratings["people"]).groupby(by, sort=True).sum() / total
+        dev2 = (ratings["score"] - by.map(centre)) ** 2 * ratings["people"]
+        n_raters = total.astype(int).rename("n_raters")
+        spread = np.sqrt(dev2.groupby(by, sort=True).sum() / total).rename("spread")
     values = ratings["score"].to_numpy(dtype=float)
     answers = ratings["answer"].to_numpy()
     starts = np.flatnonzero(np.r_[True, answers[1:] != answers[:-1]])
     collapsed = np.empty(0)
     if values.size:
-        collapsed = _collapse(values[None, :], starts, rule, np.unique(values))[0]
+        collapsed = _collapse(values[None, :], starts, rule, np.unique(values), people)[0]
     scores = pd.Series(collapsed, index=n_raters.index, name="human_score")
     return HumanScores(scores=scores, n_raters=n_raters, spread=spread, ratings=ratings, rule=rule)
 
@@ -117,12 +143,24 @@ def _collapse(
     starts: npt.NDArray[np.intp],
     rule: str,
     categories: npt.NDArray[np.float64],
+    people: npt.NDArray[np.float64] | None = None,
 ) -> npt.NDArray[np.float64]:
-    """Collapse ``(B, n_slots)`` rater scores grouped by ``starts`` into ``(B, n_answers)``."""
-    sizes = np.diff(np.r_[starts, matrix.shape[1]])
-    if rule == "mean":
-        return np.add.reduceat(matrix, starts, axis=1) / sizes
+    """Collapse ``(B, n_slots)`` rater scores grouped by ``starts`` into ``(B, n_answers)``.
+
+    ``people`` (one per slot, default 1): how many people a slot's score is the mean of; the
+    mean weights by it and the majority counts it as that many votes.
+    """
+    if people is None:
+        sizes = np.diff(np.r_[starts, matrix.shape[1]])
+        if rule == "mean":
+            return np.add.reduceat(matrix, starts, axis=1) / sizes
+        votes: npt.NDArray[np.float64] | None = None
+    else:
+        if rule == "mean":
+            return np.add.reduceat(matrix * people, starts, axis=1) / np.add.reduceat(people, starts)
+        votes = people
     # Majority: count each category (ascending); argmax takes the first maximum, so a tie goes
     # to the lowest score.
-    counts = np.stack([np.add.reduceat((matrix == c).astype(np.int32), starts, axis=1) for c in categories])
+    counts = np.stack([np.add.reduceat((matrix == c) * (1 if votes is None else votes), starts, axis=1)
+                       for c in categories])
     return np.asarray(categories[np.argmax(counts, axis=0)], dtype=float)

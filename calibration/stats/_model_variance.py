@@ -56,7 +56,8 @@ def model_refit_spread(
     """Standard deviation of each family's residual (and the gap) over refits on task resamples.
 
     Args:
-        labels: ``answer, rater, score``: the labels of the analysed answers.
+        labels: ``answer, rater, score``: the labels of the analysed answers (rows with a
+            ``people`` above 1, annotator means, are left out).
         answer_ids: The analysed answers, one per row of ``judge``.
         judge: The judge's verdict or score per answer.
         family: Each answer's family (also the model's prior group, as in the report).
@@ -74,6 +75,10 @@ def model_refit_spread(
         ``{family: sd, ..., "gap": sd}`` in the figures' units (``gap`` only with ``own_family``
         and two or more families).
     """
+    if "people" in labels.columns:
+        # A mean of several people (an imported annotator mean) is no rater's label: the model is
+        # fitted to single raters' labels (calibration.calibrate.fit_rater_models), refits too.
+        labels = labels[pd.to_numeric(labels["people"]).fillna(1) <= 1]
     ids = pd.Index(np.asarray(answer_ids).astype(str))
     j = np.asarray(judge, dtype=float)
     fam_names, fam = np.unique(np.asarray(family).astype(str), return_inverse=True)

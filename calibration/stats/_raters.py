@@ -417,7 +417,10 @@ def rater_terms(
             (a label moves its answer's mean-rule score by ``1/m_a``).
         rater_level: ``None`` or a DataFrame with ``answer`` (row position ``0..n−1``),
             ``rater`` and ``score``. A row whose ``rater`` is missing is a settled score (an
-            adjudicated label): part of its answer's score, outside the raters' spread.
+            adjudicated label): part of its answer's score, outside the raters' spread. An
+            optional ``people`` column (missing: 1) says how many people a row's score is the
+            mean of: the row weighs that much in its answer's mean, and a row of more than one
+            person (an imported annotator mean) is no rater's label, so it is settled too.
         n: Answers.
         scope: ``"raters"`` or ``"panel"``.
         covariates: Optional predictors of the human score per answer (``n`` rows), e.g. the
@@ -438,7 +441,9 @@ def rater_terms(
     # A row without a rater is a settled score (an admin's adjudication): it counts in its
     # answer's score, but no panel of raters would redraw it, so it enters neither the spread
     # nor the panel's share.
-    rated = rater_level["rater"].notna().to_numpy()
+    people = (pd.to_numeric(rater_level["people"]).fillna(1).to_numpy(dtype=float) if "people" in rater_level.columns
+              else np.ones(rows.size))
+    rated = rater_level["rater"].notna().to_numpy() & (people == 1)
     if not rated.any():
         return RaterPart(0.0, _NAN, "this panel only (no per-rater labels to generalise from)")
     raters = rater_level["rater"].to_numpy()[rated].astype(str)
@@ -447,8 +452,9 @@ def rater_terms(
     spread = rater_spread(rows[rated], raters, rater_level["score"].to_numpy(float)[rated], covariates=x, clusters=cl)
     if not np.isfinite(spread.variance):
         return RaterPart(0.0, _NAN, "this panel only (one rater: their leniency cannot be told from the judge's)")
-    per_answer = np.bincount(rows, minlength=n)
-    g = np.asarray(gradient, dtype=float)[rows[rated]] / per_answer[rows[rated]]
+    # A label moves its answer's mean by its share of the answer's people (1/m_a with one each).
+    per_answer = np.bincount(rows, weights=people, minlength=n)
+    g = np.asarray(gradient, dtype=float)[rows[rated]] * people[rated] / per_answer[rows[rated]]
     return RaterPart(rater_variance(g, raters, spread), spread.df,
                      f"raters like these ({spread.n_raters} raters, {spread.note()})",
                      rater_variance(g, raters, spread, part="gross"), float(spread.n_raters - 1),

@@ -74,8 +74,17 @@ class _Ratings:
     score: npt.NDArray[np.float64]
     per_answer: npt.NDArray[np.intp]  # labels per answer row
     rule: str
-    # Labels with a rater (False: a settled score, e.g. an adjudication, outside the raters' spread).
+    # Labels with a rater (False: a settled score, e.g. an adjudication or an annotator mean,
+    # outside the raters' spread).
     rated: npt.NDArray[np.bool_] | None = None
+    # People each label's score is the mean of (None: one each); weights the mean rule.
+    people: npt.NDArray[np.float64] | None = None
+
+    def share(self) -> npt.NDArray[np.float64]:
+        """Each label's share of its answer's mean-rule score: ``people_k / Σ people`` on its answer."""
+        if self.people is None:
+            return 1.0 / self.per_answer[self.row]
+        return self.people / np.bincount(self.row, weights=self.people, minlength=self.per_answer.size)[self.row]
 
     def by_raters(self) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float64]]:
         """``(row, rater, score)`` of the labels a rater gave (settled scores left out)."""
@@ -86,7 +95,8 @@ class _Ratings:
     def collapsed(self) -> npt.NDArray[np.float64]:
         order = np.argsort(self.row, kind="stable")
         starts = np.r_[0, np.cumsum(self.per_answer)[:-1]].astype(np.intp)
-        return _collapse(self.score[order][None, :], starts, self.rule, np.unique(self.score))[0]
+        people = None if self.people is None else self.people[order]
+        return _collapse(self.score[order][None, :], starts, self.rule, np.unique(self.score), people)[0]
 
 
 @dataclass(frozen=True)
@@ -152,7 +162,10 @@ def family_residuals(
             ``score`` and ``rater`` (e.g. :attr:`HumanScores.ratings`). Every answer needs at
             least one row. Needed for ``interval="raters"`` to generalise over raters. A row
             whose ``rater`` is missing is a settled score (an adjudicated label): it makes its
-            answer's human score and stays out of the raters' spread and share.
+            answer's human score and stays out of the raters' spread and share. An optional
+            ``people`` column says how many people a row's score is the mean of (missing: 1);
+            the mean weights the row by it, and a row of more than one person (an imported
+            annotator mean) is no one rater's label, so it too stays out of the spread and share.
         answer_ids: Id of each answer, to match ``rater_level["answer"]``.
         rule: The rule that collapsed the raters into ``human`` (see :data:`HumanRule`). The
             raters' share of the estimate is the mean rule's derivative under either rule (a
@@ -341,9 +354,11 @@ def _variance_parts(prep: _Prepared, coef: npt.NDArray[np.float64]) -> VarianceP
         return parts
     if not np.isfinite(prep.spread.variance):
         return parts
-    # ∂θ/∂y_k = −c_f w_a / (m_a W_f) for label k on answer a (the mean rule's derivative).
+    # ∂θ/∂y_k = −c_f w_a s_k / W_f for label k on answer a, s_k its share of the answer's mean
+    # (1/m_a; people_k / Σ people when some labels are already means of several people).
     rows, rater, _ = r.by_raters()
-    gradient = -scale[rows] / r.per_answer[rows]
+    keep = np.ones(r.row.size, bool) if r.rated is None else r.rated
+    gradient = -scale[rows] * r.share()[keep]
     # The two-way interval (calibration.stats._raters): the raters' mean square on their df, less
     # the noise the design's variance already holds, never clipped to "no spread".
     raters = rater_variance(gradient, rater, prep.spread, part="net")
@@ -597,15 +612,29 @@ def _build_ratings(
             f"{func}: {int((sizes == 0).sum())} answer(s) have no rows in rater_level; "
             "every answer needs at least one rating"
         )
+    people = _people(func, rater_level)
     rater_codes, rated = None, None
     if "rater" in rater_level.columns:
         # A missing rater marks a settled score (an adjudicated label): it makes its answer's
-        # human score but is no rater's, so the raters' spread never sees it.
+        # human score but is no rater's, so the raters' spread never sees it. Nor does a score
+        # that is already the mean of several people (an imported annotator mean).
         rated = rater_level["rater"].notna().to_numpy()
+        if people is not None:
+            rated = rated & (people == 1)
         raters = np.where(rated, rater_level["rater"].to_numpy().astype(str), "")
         rater_codes = np.unique(raters, return_inverse=True)[1].ravel().astype(np.intp)
     return _Ratings(row=row.astype(np.intp), rater=rater_codes, score=scores, per_answer=sizes.astype(np.intp),
-                    rule=rule, rated=rated)
+                    rule=rule, rated=rated, people=people)
+
+
+def _people(func: str, rater_level: pd.DataFrame) -> npt.NDArray[np.float64] | None:
+    """The optional ``people`` column: how many people each row's score is the mean of (``None``: one each)."""
+    if "people" not in rater_level.columns:
+        return None
+    people = pd.to_numeric(rater_level["people"]).fillna(1).to_numpy(dtype=float)
+    if (people < 1).any() or not np.equal(np.mod(people, 1), 0).all():
+        raise ValueError(f"{func}: rater_level['people'] must be whole numbers of people, 1 or more")
+    return people
 
 
 def _float_array(func: str, name: str, x: npt.ArrayLike) -> npt.NDArray[np.float64]:

@@ -175,7 +175,8 @@ def build_agreement(
 
     Args:
         rubric: The rubric the labels were given under.
-        labels: :meth:`~labeler.store.Store.current_labels` under it.
+        labels: :meth:`~labeler.store.Store.current_labels` under it. Annotator means
+            (``n_raters`` above 1) are left out: they are no one rater's label.
         n_resamples: Bootstrap resamples per figure.
         seed: Seed for the bootstraps.
     """
@@ -195,6 +196,10 @@ def build_agreement(
         .drop_duplicates(["rater_id", "answer_id"], keep="last")
         .drop(columns="_versioned")
     )
+    # A label that is already the mean of several people (imported with n_raters above 1) is not
+    # one rater's: agreement among raters leaves it out, as the calibration report's alpha does.
+    if "n_raters" in labels.columns:
+        labels = labels[pd.to_numeric(labels["n_raters"]).fillna(1) <= 1]
     flagged = labels["flag_reason"].notna()
     labels = label_criteria(labels[~flagged & labels["overall"].notna()].reset_index(drop=True))
     labels["passed"] = labels["passed"].astype("float")

@@ -102,8 +102,8 @@ def _dataset_options(func: Any) -> Any:
     func = click.option(
         "--formats", default=None,
         help="Formats the format study (--biases format) runs, comma-separated: binary, likert5, "
-        "numeric100, anchored, tournament [default: the three pointwise ones, or the judge "
-        "spec's].",
+        "numeric100, anchored, tournament, or a declared scale's name (the rubric's [scale] or the "
+        "judge spec's) [default: the three pointwise ones, or the judge spec's].",
     )(func)
     return func
 

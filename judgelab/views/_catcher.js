@@ -8,7 +8,9 @@
 // Ctrl+Enter"). The form takes the held keys when it starts and acts on them, or names the
 // ones it cannot use, as it does with keys pressed while a submit is on its way
 // (_form.js). On a screen without a form (the finished screen) held keys are named as
-// not used.
+// not used. Keys are held one by one as pressed; on a scale with two-digit keys (0-10) the
+// form joins a held digit that starts a longer key with the digit after it ("1", "0" is 10),
+// the rule it applies to digits typed on the live form.
 //
 // The hand-over is one object on the window, shared with _form.js: the form registers
 // itself there (shared.form) and takes shared.held.

@@ -137,7 +137,7 @@ class RatingForm {
     if (!pruned) { pruned = true; stored.prune(); }
     // A new form first takes the keys the key catcher held before its script ran.
     const first = !this.data;
-    const early = first ? adoptHeld(this) : this.early || [];
+    let early = first ? adoptHeld(this) : this.early || [];
     const moved = !this.data || this.data.item !== data.item;
     const pending = this.pending;
     clearTimeout(this.timer);  // the answer is here: this action's timer must not fire later
@@ -177,7 +177,10 @@ class RatingForm {
       return;
     }
     // Keys pressed while this item was on its way are for it, in order; an action among
-    // them sends again, and the keys after it wait for the item that one brings.
+    // them sends again, and the keys after it wait for the item that one brings. On a scale
+    // with two-digit keys, a digit that starts a longer key and the digit after it are one
+    // key ("1" then "0" held is 10), as they are when typed on the live form in time.
+    early = joinDigits(early, data.choice.options);
     for (let i = 0; i < early.length; i++) {
       this.press(early[i]);
       if (this.busy) { this.early = early.slice(i + 1); this.queued(); return; }
@@ -410,7 +413,9 @@ class RatingForm {
     const inside = path.includes(this.shadow);
     if (!inside && target && target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
     const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
-    if (this.busy && (this.data.choice.options.some((o) => o.key === k) || ["b", "s", "f", "u", "c"].includes(k))) {
+    const options = this.data.choice.options;
+    const scoreKey = options.some((o) => o.key === k) || (/^[0-9]$/.test(k) && twoDigitScale(options));
+    if (this.busy && (scoreKey || ["b", "s", "f", "u", "c"].includes(k))) {
       // Sent, and the answer is not here yet: a score key is kept for the item that comes,
       // and so are Back, Skip, Forward, the flag and the comment (B at once after a submit
       // goes back to that item).
@@ -418,8 +423,8 @@ class RatingForm {
     }
     const crit = path.find((n) => n.getAttribute && n.getAttribute("data-criterion"));
     if (this.criterionKey(e, k, crit)) return;
-    if (this.twoDigits(e, k)) return;
-    const option = this.data.choice.options.find((o) => o.key === k);
+    if (this.twoDigits(e, k, options, "overall", (value) => this.pick(value))) return;
+    const option = options.find((o) => o.key === k);
     if (option) return this.consume(e, () => this.pick(option.value));
     const go = this.navigation(k);
     if (go) return this.consume(e, () => this.act(go));
@@ -435,25 +440,43 @@ class RatingForm {
     if (k === "Escape" && this.shadow.activeElement) this.shadow.activeElement.blur();
   }
 
-  /** A digit on a scale whose keys are two digits: the level its digits name (alone or after the first). */
-  twoDigits(e, k) {
-    const options = this.data.choice.options;
-    if (!/^[0-9]$/.test(k) || !options.some((o) => o.key.length > 1)) return false;
+  /**
+   * A digit on a scale whose keys are two digits: the level its digits name (alone or after the first).
+   *
+   * The overall score and each criterion row read digits alike; ``where`` names which one the
+   * digits are for ("overall", or "criterion:<id>") and ``set`` sets the level's value there.
+   */
+  twoDigits(e, k, options, where, set) {
+    if (!/^[0-9]$/.test(k) || !twoDigitScale(options)) return false;
+    // A first digit still waiting for its second on another row counts alone, as its timer would have had it.
+    if (this.digits && this.digitsFor !== where) this.flushDigits();
     const typed = (this.digits || "") + k;
     clearTimeout(this.digitsTimer);
     this.digits = "";
+    this.digitsDone = null;
     const exact = options.find((o) => o.key === typed);
     if (options.some((o) => o.key.length > typed.length && o.key.startsWith(typed))) {
       // "1" may be 1 or the start of 10: the second digit decides; without one, the first counts.
       this.digits = typed;
-      this.digitsTimer = setTimeout(() => { this.digits = ""; if (exact) this.pick(exact.value); }, DIGIT_MS);
+      this.digitsFor = where;
+      this.digitsDone = () => { this.digits = ""; this.digitsDone = null; if (exact) set(exact.value); };
+      this.digitsTimer = setTimeout(() => { if (this.digitsDone) this.digitsDone(); }, DIGIT_MS);
       this.consume(e, () => this.say(`${typed}…`, false));
     } else if (exact) {
-      this.consume(e, () => this.pick(exact.value));
+      this.consume(e, () => set(exact.value));
     } else {
       this.consume(e, () => this.refuseKeys([typed], "No score has the keys"));
     }
     return true;
+  }
+
+  /** Act now on a first digit that was waiting for a second one (as if its wait were over). */
+  flushDigits() {
+    clearTimeout(this.digitsTimer);
+    const done = this.digitsDone;
+    this.digits = "";
+    this.digitsDone = null;
+    if (done) done();
   }
 
   /** The action a navigation key asks for on this item (Skip on new items, Forward on done ones). */
@@ -468,6 +491,8 @@ class RatingForm {
     const options = this.data.criterion_options;
     const rows = [...this.root.querySelectorAll("[data-criterion]")];
     const i = rows.indexOf(crit);
+    // On a scale with two-digit keys a criterion row reads digits as the overall score does.
+    if (this.twoDigits(e, k, options, `criterion:${id}`, (value) => this.setCriterion(id, value, true))) return true;
     const byKey = options.find((o) => o.key === k);
     if (byKey) { this.consume(e, () => this.setCriterion(id, byKey.value, true)); return true; }
     if (k === "ArrowLeft" || k === "ArrowRight") {
@@ -604,6 +629,33 @@ class RatingForm {
     this.lost = early.length ? `${slow} Not used: ${early.map(keyName).join(", ")}.` : slow;
     this.say(this.lost, true);
   }
+}
+
+// -- two-digit keys ------------------------------------------------------------------------------
+
+/** Whether a scale's keys include two-digit ones (more levels than digits, e.g. 0-10). */
+function twoDigitScale(options) {
+  return options.some((o) => o.key.length > 1);
+}
+
+/**
+ * Held or queued keys with each two-digit key joined: a digit that starts a longer key and the
+ * digit after it become that key when it is one ("1", "0" -> "10" on 0-10; "1", "s" stay).
+ */
+function joinDigits(keys, options) {
+  if (!twoDigitScale(options)) return keys;
+  const out = [];
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    const pair = k + (keys[i + 1] || "");
+    if (/^[0-9]$/.test(k) && /^[0-9]$/.test(keys[i + 1] || "") && options.some((o) => o.key === pair)) {
+      out.push(pair);
+      i += 1;
+    } else {
+      out.push(k);
+    }
+  }
+  return out;
 }
 
 // -- the key catcher's hand-over (_catcher.js) ---------------------------------------------------

@@ -45,7 +45,7 @@ _DONE_SQL = f"""
 _CURRENT_LABELS_SQL = f"""
     SELECT l.label_id, l.rater_id, l.rater_name, r.simulated, l.answer_id, a.task_id,
            a.family, a.variant, l.rubric_id, l.rubric_version, l.overall, l.passed,
-           l.criteria, l.flag_reason, l.seconds, l.source, l.created_at
+           l.criteria, l.flag_reason, l.seconds, l.source, l.created_at, l.n_raters
     FROM labels l
     JOIN raters r ON r.rater_id = l.rater_id
     LEFT JOIN answers a ON a.answer_id = l.answer_id
@@ -152,7 +152,8 @@ class AdminMixin(StoreCore):
             ``label_id``, ``rater_id``, ``rater_name``, ``simulated``, ``answer_id``,
             ``task_id``, ``family``, ``variant``, ``rubric_id``, ``rubric_version``,
             ``overall``, ``passed``, ``criteria`` (JSON text), ``flag_reason``,
-            ``seconds``, ``source``, ``created_at``.
+            ``seconds``, ``source``, ``created_at``, ``n_raters`` (people an imported annotator
+            mean stands for; ``None``: one person's label).
         """
         where: list[str] = []
         params: list[object] = []

@@ -130,14 +130,15 @@ class DesignMixin(StoreCore):
         """Per answer, the mean pass verdict of its current human labels (the design's pilot).
 
         A label is current when no later row supersedes it; flagged (unrateable) labels and
-        labels without a pass verdict do not count.
+        labels without a pass verdict do not count. An imported annotator mean weighs as its
+        ``n_raters`` people.
 
         Returns:
             Columns ``answer_id``, ``n_labels``, ``human_pass`` (a share in [0, 1]).
         """
         return self.query(
             "SELECT answer_id, count(*) AS n_labels,"
-            " avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) AS human_pass"
+            f" sum(CASE WHEN passed THEN {_PEOPLE} ELSE 0.0 END) / sum({_PEOPLE}) AS human_pass"
             " FROM labels l WHERE passed IS NOT NULL AND flag_reason IS NULL AND source <> 'adjudicated'"
             " AND answer_id NOT IN (SELECT answer_id FROM quality_items)"
             " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)"
@@ -467,13 +468,15 @@ class DesignMixin(StoreCore):
         Returns:
             ``answer_id``, ``n_labels`` (current labels, flagged ones included), ``human_pass``
             (mean pass verdict, ``nan`` when none), ``human_score`` (mean overall score),
-            ``flagged_only`` (every current label flags the answer unrateable).
+            ``flagged_only`` (every current label flags the answer unrateable). An imported
+            annotator mean weighs as its ``n_raters`` people in both means.
         """
+        verdict = "CASE WHEN passed IS NULL OR flag_reason IS NOT NULL THEN NULL WHEN passed THEN 1.0 ELSE 0.0 END"
+        score = "CASE WHEN flag_reason IS NULL THEN overall END"
         return self.query(
             "SELECT answer_id, count(*) AS n_labels,"
-            " avg(CASE WHEN passed IS NULL OR flag_reason IS NOT NULL THEN NULL"
-            "     WHEN passed THEN 1.0 ELSE 0.0 END) AS human_pass,"
-            " avg(CASE WHEN flag_reason IS NULL THEN overall END) AS human_score,"
+            f" sum(({verdict}) * {_PEOPLE}) / sum(CASE WHEN ({verdict}) IS NOT NULL THEN {_PEOPLE} END) AS human_pass,"
+            f" sum(({score}) * {_PEOPLE}) / sum(CASE WHEN ({score}) IS NOT NULL THEN {_PEOPLE} END) AS human_score,"
             " bool_and(flag_reason IS NOT NULL) AS flagged_only"
             f" FROM (SELECT l.* FROM labels l {CURRENT_LABEL_RULE}) GROUP BY answer_id ORDER BY answer_id"
         )
@@ -482,17 +485,20 @@ class DesignMixin(StoreCore):
         """Each rater's current label of some answers (for the raters' variance component).
 
         Returns:
-            ``answer_id``, ``rater_id``, ``passed`` (0/1, ``nan`` when flagged) and ``overall``.
+            ``answer_id``, ``rater_id``, ``passed`` (0/1, ``nan`` when flagged), ``overall`` and
+            ``people`` (how many people the label is the mean of: 1, more for an imported
+            annotator mean).
         """
         frame = pd.DataFrame({"answer_id": sorted({str(a) for a in answer_ids})})
         if frame.empty:
-            return pd.DataFrame(columns=["answer_id", "rater_id", "passed", "overall"])
+            return pd.DataFrame(columns=["answer_id", "rater_id", "passed", "overall", "people"])
         with self.connection() as con, registered(con, "_wanted_labels", frame):
             return con.execute(
                 "SELECT l.answer_id, l.rater_id,"
                 " CASE WHEN l.flag_reason IS NOT NULL OR l.passed IS NULL THEN NULL"
                 "      WHEN l.passed THEN 1.0 ELSE 0.0 END AS passed,"
-                " CASE WHEN l.flag_reason IS NULL THEN l.overall END AS overall"
+                " CASE WHEN l.flag_reason IS NULL THEN l.overall END AS overall,"
+                " coalesce(l.n_raters, 1) AS people"
                 " FROM labels l JOIN _wanted_labels w USING (answer_id)"
                 f" {CURRENT_LABEL_RULE} ORDER BY l.answer_id, l.rater_id"
             ).df()
@@ -716,6 +722,9 @@ class DesignMixin(StoreCore):
                                 file=source_file, fix="import into a fresh database, or leave this design out.")
         return True
 
+
+_PEOPLE = "coalesce(n_raters, 1)"
+"""How many people a label's score stands for: an imported annotator mean weighs as its ``n_raters``."""
 
 _ITEM_COLUMNS = ("design_id", "answer_id", "stratum", "inclusion_prob", "weight", "n_raters")
 _BATCH_COLUMNS = ("design_id", "batch", "draw_id", "weight", "expected_labels", "summary")

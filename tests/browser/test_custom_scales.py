@@ -9,6 +9,7 @@ about the answers' family or model reaches the browser.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,3 +111,38 @@ def test_a_declared_scale_is_rated_by_keys_at_1366x768(
     text = rec.received(page)
     assert "secretfam" not in text and "secretmodel-9" not in text
     assert rec.outside_requests() == []
+
+
+def test_a_criterion_on_the_0_to_10_scale_is_set_by_digits_as_the_overall_score_is(
+    served: Any, browser: Any
+) -> None:
+    store, url, rater_id = served(ELEVEN)
+    page, _ = open_page(browser, url, viewport=LAPTOP)
+    expect_text(page, "Answer 1 of 3")
+    overall = page.get_by_role("radiogroup", name="Overall score", exact=True)
+    helps = page.get_by_role("radiogroup", name="Helps", exact=True)
+    # 5 overall (the untouched criterion follows), then down to the criterion and 1, 0: ten.
+    page.keyboard.press("5")
+    expect(helps.get_by_role("radio", checked=True)).to_have_text("5")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("1")
+    page.keyboard.press("0")
+    expect(helps.get_by_role("radio", checked=True)).to_have_text("10")
+    expect(overall.get_by_role("radio", checked=True)).to_have_text("5")
+    page.keyboard.press("Control+Enter")
+    expect_text(page, "Answer 2 of 3")
+    # A lone 1 on the criterion waits for a second digit, then counts as 1.
+    page.keyboard.press("7")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("1")
+    expect(helps.get_by_role("radio", checked=True)).to_have_text("1")
+    expect(overall.get_by_role("radio", checked=True)).to_have_text("7")
+    # Submitted, and 1, 0 typed at once: kept for the next item while saving, still one key (10).
+    page.keyboard.press("Control+Enter")
+    page.keyboard.press("1")
+    page.keyboard.press("0")
+    expect_text(page, "Answer 3 of 3")
+    expect(overall.get_by_role("radio", checked=True)).to_have_text("10")
+    rows = store.query("SELECT overall, criteria FROM labels WHERE rater_id = ? ORDER BY label_id", [rater_id])
+    assert [float(v) for v in rows["overall"]] == [5.0, 7.0]
+    assert [json.loads(c) for c in rows["criteria"]] == [{"helps": 10}, {"helps": 1}]
