@@ -39,9 +39,7 @@ import asyncio
 import logging
 import os
 import re
-import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -51,6 +49,7 @@ import anthropic
 
 from calibration import formats, pricing
 from calibration.judges._base import Format, JudgeCall, Judgement, Kind
+from calibration.judges._loops import PerLoop
 from calibration.judges._transport import GovernorMiddleware, RateGovernor, UndecodableReply
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
@@ -245,13 +244,7 @@ class AnthropicJudge:
         self.max_tokens = max_tokens if max_tokens is not None else (8192 if rejects else 1024)
         if self.max_tokens < 1:
             raise InputError(f"AnthropicJudge: max_tokens must be >= 1, got {self.max_tokens!r}")
-        # One client, semaphore and rate governor per event loop: connection pools, semaphores
-        # and the governor's waiters are loop-bound, the app runs each action in a fresh loop,
-        # and Streamlit sessions are threads that may each run a loop at the same time.
-        self._per_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[anthropic.AsyncAnthropic, asyncio.Semaphore, RateGovernor]
-        ] = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
+        self._loops = PerLoop(self._new_client, self.max_concurrency)
         self._batches: dict[str, dict[str, JudgeCall]] = {}
         self._caches: dict[tuple[str, str], bool] = {}
 
@@ -295,33 +288,24 @@ class AnthropicJudge:
         return self._resources()[2]
 
     def _resources(self) -> tuple[anthropic.AsyncAnthropic, asyncio.Semaphore, RateGovernor]:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            found = self._per_loop.get(loop)
-            if found is None:
-                governor = RateGovernor(self.max_concurrency)
-                # Our own http_client: the SDK's default wrapper schedules its own close on
-                # whatever loop is running when it is garbage-collected, which fails noisily
-                # once the loop that owned its connections has closed.
-                client = anthropic.AsyncAnthropic(
-                    api_key=self._api_key,
-                    base_url=self.base_url,
-                    max_retries=self.max_retries,
-                    timeout=self.timeout,
-                    http_client=anthropic.DefaultAsyncHttpxClient(),
-                    middleware=[GovernorMiddleware(lambda: governor)],
-                )
-                found = (client, asyncio.Semaphore(self.max_concurrency), governor)
-                self._per_loop[loop] = found
-            return found
+        return self._loops.get()
+
+    def _new_client(self, governor: RateGovernor) -> anthropic.AsyncAnthropic:
+        # Our own http_client: the SDK's default wrapper schedules its own close on whatever
+        # loop is running when it is garbage-collected, which fails noisily once the loop that
+        # owned its connections has closed.
+        return anthropic.AsyncAnthropic(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            http_client=anthropic.DefaultAsyncHttpxClient(),
+            middleware=[GovernorMiddleware(lambda: governor)],
+        )
 
     async def aclose(self) -> None:
         """Close the running loop's HTTP client (the next call in this loop opens a new one)."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            found = self._per_loop.pop(loop, None)
-        if found is not None:
-            await found[0].close()
+        await self._loops.close()
 
     async def __aenter__(self) -> AnthropicJudge:
         return self

@@ -34,9 +34,7 @@ import json
 import logging
 import os
 import re
-import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -48,6 +46,7 @@ import openai
 from calibration import formats, pricing
 from calibration.judges._anthropic import JudgeCallError
 from calibration.judges._base import Format, JudgeCall, Judgement, Kind
+from calibration.judges._loops import PerLoop
 from calibration.judges._openai_transport import GovernedTransport, undecodable_cause
 from calibration.judges._transport import RateGovernor
 from labeler.errors import InputError, JudgeError
@@ -272,10 +271,7 @@ class OpenAIJudge:
         self.max_tokens = max_tokens if max_tokens is not None else (8192 if reasoning else 1024)
         if self.max_tokens < 1:
             raise InputError(f"OpenAIJudge: max_tokens must be >= 1, got {self.max_tokens!r}")
-        self._per_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[openai.AsyncOpenAI, asyncio.Semaphore, RateGovernor]
-        ] = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
+        self._loops = PerLoop(self._new_client, self.max_concurrency)
         self._batches: dict[str, dict[str, JudgeCall]] = {}
 
     def __repr__(self) -> str:
@@ -311,29 +307,20 @@ class OpenAIJudge:
         return self._resources()[2]
 
     def _resources(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore, RateGovernor]:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            found = self._per_loop.get(loop)
-            if found is None:
-                governor = RateGovernor(self.max_concurrency)
-                client = openai.AsyncOpenAI(
-                    api_key=self._api_key,
-                    base_url=self.base_url,
-                    max_retries=self.max_retries,
-                    timeout=self.timeout,
-                    http_client=openai.DefaultAsyncHttpxClient(transport=GovernedTransport(lambda: governor)),
-                )
-                found = (client, asyncio.Semaphore(self.max_concurrency), governor)
-                self._per_loop[loop] = found
-            return found
+        return self._loops.get()
+
+    def _new_client(self, governor: RateGovernor) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            http_client=openai.DefaultAsyncHttpxClient(transport=GovernedTransport(lambda: governor)),
+        )
 
     async def aclose(self) -> None:
         """Close the running loop's HTTP client."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            found = self._per_loop.pop(loop, None)
-        if found is not None:
-            await found[0].close()
+        await self._loops.close()
 
     async def __aenter__(self) -> OpenAIJudge:
         return self
