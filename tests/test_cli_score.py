@@ -163,4 +163,4 @@ def test_mock_api_takes_a_judge_spec(tmp_path: Path) -> None:
     assert served.exit_code == 0 and "Mock Anthropic API on http://127.0.0.1:" in served.output
     bad = CliRunner().invoke(main, ["mock-api", "--port", "0", "--duration", "0.05", "--judge-spec",
                                     str(Path(__file__).parent / "bad_specs" / "unknown_format.toml")])
-    assert bad.exit_code == 2 and "unknown format 'likert7'" in bad.output
+    assert bad.exit_code == 2 and "unknown format 'never_declared9'" in bad.output

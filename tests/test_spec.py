@@ -99,7 +99,7 @@ BAD_SPECS = [
     ("sample_does_not_parse.toml", "samples[2]: the sample reply ('Score: [[4]]') does not parse: no match"),
     ("sample_marked_failure_parses.toml", "parses to 4, but it is marked expect_failure"),
     ("no_samples.toml", "templates[1].verdict: has no samples"),
-    ("unknown_format.toml", "unknown format 'likert7'"),
+    ("unknown_format.toml", "unknown format 'never_declared9'"),
     ("format_of_other_kind.toml", "'pairwise5' is a pairwise format, not a pointwise one"),
     ("mapping_out_of_range.toml", "'A' = 3 is not a whole number from -2 to 2"),
     ("unknown_author_kind.toml", "examples.author: unknown author kind 'llm'"),

@@ -99,8 +99,10 @@ def test_parse_rejects_with_reason(fmt: formats.Format, reply: str, reason: str)
 
 
 def test_parse_unknown_format_is_an_input_error() -> None:
-    with pytest.raises(InputError, match="unknown format 'likert7'"):
-        parse("likert7", "VERDICT: 4")  # type: ignore[arg-type]
+    # A name no test declares: declared scales are known process-wide (tests on a 1-7 scale
+    # declare ``likert7``), so an undeclared name is what "unknown" means.
+    with pytest.raises(InputError, match="unknown format 'never_declared9'"):
+        parse("never_declared9", "VERDICT: 4")  # type: ignore[arg-type]
 
 
 def test_parse_result_requires_exactly_one_field() -> None:
