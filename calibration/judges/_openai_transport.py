@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx2
 
-from calibration.judges._transport import RateGovernor, RateLimits
+from calibration.judges._transport import RateGovernor, RateLimits, jsonl_results_problem
 from calibration.pricing import approx_tokens
 
 __all__ = [
@@ -170,7 +170,7 @@ def chat_request_tokens(body: Mapping[str, Any] | None) -> int:
 def _json_problem(endpoint: str, body: bytes, ctype: str) -> str | None:
     """Why a 2xx body is not what ``endpoint`` answers, or ``None`` when it is."""
     if endpoint == "file_content":
-        return _output_file_problem(body)
+        return jsonl_results_problem(body, what="batch output file", needs=())
     if not body.strip():
         return f"empty body (content-type {ctype})"
     try:
@@ -192,22 +192,6 @@ def _json_problem(endpoint: str, body: bytes, ctype: str) -> str | None:
             return "JSON that is not a batch (no status)"
     elif endpoint == "batch_list" and not isinstance(parsed.get("data"), list):
         return "JSON that is not a list of batches (no data list)"
-    return None
-
-
-def _output_file_problem(body: bytes) -> str | None:
-    """Why a batch output or error file (JSON Lines) is not whole, or ``None``."""
-    if body and not body.endswith(b"\n"):
-        return f"batch output file cut short ({len(body)} bytes, no final line break)"
-    for number, line in enumerate(body.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError:
-            return f"batch output file line {number} is not JSON"
-        if not isinstance(item, dict) or "custom_id" not in item:
-            return f"batch output file line {number} is not a batch result (no custom_id)"
     return None
 
 

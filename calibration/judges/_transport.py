@@ -154,23 +154,34 @@ def _decode_problem(endpoint: str, response: AsyncAPIResponse[Any], parsed: Any)
     return None
 
 
-def _results_problem(body: bytes) -> str | None:
-    """Why a batch results file (JSON Lines) is not whole, or ``None`` when every line is a result.
+def jsonl_results_problem(
+    body: bytes, *, what: str = "results file", needs: tuple[str, ...] = ("result",)
+) -> str | None:
+    r"""Why a batch results file (JSON Lines) is not whole, or ``None`` when every line is a result.
 
-    A file cut short ends in a partial line; a file cut at a line break is caught by the
-    caller, which compares the results with the batch's request counts.
+    Each line must be an object with a ``custom_id`` and, as objects, the fields ``needs``
+    (Anthropic's ``result``; OpenAI's output file needs none beyond ``custom_id``). A file cut
+    short ends in a partial line; a file cut at a line break is caught by the caller, which
+    compares the results with the batch's request counts.
+
+    >>> jsonl_results_problem(b'{"custom_id": "a", "result": {}}\n') is None
+    True
+    >>> jsonl_results_problem(b'{"custom_id": "a"', what="batch output file", needs=())
+    'batch output file cut short (17 bytes, no final line break)'
     """
     if body and not body.endswith(b"\n"):
-        return f"results file cut short ({len(body)} bytes, no final line break)"
+        return f"{what} cut short ({len(body)} bytes, no final line break)"
     for number, line in enumerate(body.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             item = json.loads(line)
         except ValueError:
-            return f"results file line {number} is not JSON ({len(body)} bytes)"
-        if not isinstance(item, dict) or "custom_id" not in item or not isinstance(item.get("result"), dict):
-            return f"results file line {number} is not a batch result (no custom_id or result)"
+            return f"{what} line {number} is not JSON ({len(body)} bytes)"
+        if not isinstance(item, dict) or "custom_id" not in item or any(
+                not isinstance(item.get(field), dict) for field in needs):
+            missing = " or ".join(("custom_id", *needs))
+            return f"{what} line {number} is not a batch result (no {missing})"
     return None
 
 
@@ -191,7 +202,7 @@ async def _check_decodes(endpoint: str, request: APIRequest, response: AsyncAPIR
                 f"results file not read whole: {type(exc).__name__}", request=response.http_request,
                 status_code=status, attempts=attempts,
             ) from exc
-        problem = _results_problem(body)
+        problem = jsonl_results_problem(body)
         if problem is not None:
             raise UndecodableReply(problem, request=response.http_request, status_code=status, attempts=attempts)
         return None
