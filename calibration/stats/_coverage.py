@@ -283,6 +283,10 @@ def _simulate(cell: CoverageCell, gen: np.random.Generator) -> _Data:
     judge = np.clip(np.round(q + bias + gen.normal(0, _SD_JUDGE_TASK, n_pool)[task]
                              + gen.normal(0, _SD_JUDGE, task.size)), 1, 5)
     chosen, weight_of_task, stratum_of_task = _sample_tasks(cell, judge >= 4, task, fam, n_pool, gen)
+    while np.unique(fam[np.isin(task, chosen)]).size < 2:
+        # An unbalanced 15-task sample can miss the other family (once in the 1,000-dataset grid): it
+        # has no gap to estimate, and a team would draw again, so the simulation does too.
+        chosen, weight_of_task, stratum_of_task = _sample_tasks(cell, judge >= 4, task, fam, n_pool, gen)
     keep = np.isin(task, chosen)
     rows = np.flatnonzero(keep)
     lenient = gen.normal(0, cell.leniency, cell.panel) if cell.leniency > 0 else np.zeros(cell.panel)

@@ -43,6 +43,7 @@ from calibration.stats._variance import (
     VarianceParts,
     cluster_design,
     design_variance,
+    narrower_note,
     rare_event_floor,
     reliability_note,
     t_interval,
@@ -387,6 +388,7 @@ def design_ppi_mean(
     parts = VarianceParts(design_var, df_rect, raters.net, raters.df, g, h, floor_units, raters.clustered,
                           raters.clustered_df)
     lo, hi = t_interval(estimate, parts, level)
+    scope += narrower_note(estimate, parts, level)
     weighted = not np.allclose(w, w[0])
     name = f"PPI++ mean (power-tuned λ={lam_used:.2g}, {_PAPER})" if lam is None else f"PPI mean (λ={lam_used:.2g})"
     method = (

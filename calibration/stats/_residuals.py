@@ -44,6 +44,7 @@ from calibration.stats._variance import (
     VarianceParts,
     cluster_design,
     design_variance,
+    narrower_note,
     rare_event_floor,
     reliability_note,
     t_interval,
@@ -370,7 +371,7 @@ def _variance_parts(prep: _Prepared, coef: npt.NDArray[np.float64]) -> VarianceP
 
 def _interval_fields(prep: _Prepared, estimate: float, parts: VarianceParts) -> tuple[float, float, dict[str, Any]]:
     lo, hi = t_interval(estimate, parts, prep.level)
-    scope = _scope(prep)
+    scope = _scope(prep) + narrower_note(estimate, parts, prep.level)
     short = f"t({parts.df:.0f}){parts.floor_note(short=True)}, {'raters' if scope.startswith('raters') else 'panel'}"
     extra: dict[str, Any] = {
         "interval": short,
@@ -393,7 +394,7 @@ def _scope(prep: _Prepared) -> str:
     return f"raters like these ({prep.spread.n_raters} raters, {prep.spread.note(net=True)})"
 
 
-def _method(prep: _Prepared, parts: VarianceParts, *, gap: bool, n_other: int = 1) -> str:
+def _method(prep: _Prepared, parts: VarianceParts, scope: str, *, gap: bool, n_other: int = 1) -> str:
     mean = "weighted (Hajek) mean" if prep.weighted else "mean"
     what = f"{mean} of judge − human"
     if gap:
@@ -403,7 +404,7 @@ def _method(prep: _Prepared, parts: VarianceParts, *, gap: bool, n_other: int = 
     paired = "paired " if gap else ""
     return (
         f"{what}; linearised variance over {parts.n_clusters} {paired}task clusters{strata}{parts.floor_note()}, "
-        f"t interval with {parts.df:.1f} df; raters: {_scope(prep)}"
+        f"t interval with {parts.df:.1f} df; raters: {scope}"
     )
 
 
@@ -419,7 +420,7 @@ def _family_estimate(prep: _Prepared, k: int) -> Estimate:
         ci_low=lo,
         ci_high=hi,
         n=n_tasks,
-        method=_method(prep, parts, gap=False),
+        method=_method(prep, parts, fields["scope"], gap=False),
         units=_UNITS[prep.scale],
         level=prep.level,
         extra={
@@ -466,7 +467,7 @@ def _gap_estimate(
         ci_low=lo,
         ci_high=hi,
         n=int(prep.design.n_clusters),
-        method=_method(prep, parts, gap=True, n_other=len(others)),
+        method=_method(prep, parts, fields["scope"], gap=True, n_other=len(others)),
         units=_UNITS[prep.scale],
         level=prep.level,
         extra=extra,

@@ -34,6 +34,7 @@ the degrees of freedom are Satterthwaite's (1946) for the sum.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -47,6 +48,7 @@ __all__ = [
     "VarianceParts",
     "cluster_design",
     "design_variance",
+    "narrower_note",
     "rare_event_floor",
     "rare_event_variance",
     "reliability_note",
@@ -134,6 +136,10 @@ class VarianceParts:
             df = min(float(self.total**2 / denom), by_source)
             return min(df, max(self.raters_clustered_df, 1.0)) if clustered >= self.total / 2 else df
         return by_source
+
+    def panel_only(self) -> VarianceParts:
+        """These parts without the raters' component: this panel's own interval's variance."""
+        return dataclasses.replace(self, raters=0.0, raters_df=_NAN, raters_clustered=_NAN, raters_clustered_df=_NAN)
 
     def _by_source_df(self) -> float:
         """Satterthwaite's df of ``design`` plus ``raters`` (clipped at 0), split by source."""
@@ -287,6 +293,26 @@ def t_interval(estimate: float, parts: VarianceParts, level: float) -> tuple[flo
     q = float(special.stdtrit(max(parts.df, 1.0), 0.5 + level / 2))
     half = q * math.sqrt(var)
     return estimate - half, estimate + half
+
+
+def narrower_note(estimate: float, parts: VarianceParts, level: float) -> str:
+    """What the line adds when the raters' two-way interval is narrower than this panel's own.
+
+    The two-way variance takes the raters' noise out of the design variance and puts back the
+    spread of their means; when those means agree more closely than their noise predicts the
+    interval for raters like these comes out narrower than the this-panel-only one. Forcing it
+    wider over-covers where there is no spread (``bench/coverage.py --rater-study``), so it is
+    kept, and said ("" when it is not narrower).
+    """
+    if not math.isfinite(parts.raters_clustered):
+        return ""
+    lo, hi = t_interval(estimate, parts, level)
+    panel_lo, panel_hi = t_interval(estimate, parts.panel_only(), level)
+    if not hi - lo < panel_hi - panel_lo:
+        return ""
+    half, panel_half = (hi - lo) / 2, (panel_hi - panel_lo) / 2
+    return (f"; narrower than this panel's own interval (±{half:.3g} against ±{panel_half:.3g}): "
+            "the raters' means agree more closely than their labels' noise predicts")
 
 
 def reliability_note(parts: VarianceParts) -> str | None:

@@ -63,6 +63,28 @@ def test_a_spread_estimated_below_its_noise_is_not_read_as_none_and_the_line_say
     assert raters.extra["df"] < 20 < panel.extra["df"]
 
 
+def test_a_raters_interval_narrower_than_the_panels_own_says_so_with_both_widths() -> None:
+    # Seed 8, the other family's pass residual: the four raters' means agree more closely than their
+    # noise predicts, so the two-way interval is narrower than this panel's own one. It was kept
+    # narrower without a word; the line now says so and gives both half-widths.
+    d = _simulate(_CELL, np.random.default_rng(8))
+    args = (d.judge >= 4, None, d.family, d.task)
+    pass_labels = d.labels.assign(score=(d.labels["score"] >= 4).astype(float))
+    raters = family_residuals(*args, rater_level=pass_labels)
+    panel = family_residuals(*args, rater_level=pass_labels, interval="panel")
+    other, other_panel = raters["other"], panel["other"]
+    assert other.half_width < other_panel.half_width
+    said = (f"narrower than this panel's own interval (±{other.half_width:.3g} against "
+            f"±{other_panel.half_width:.3g}): the raters' means agree more closely")
+    assert said in other.extra["scope"] and said in other.method
+    # Where the raters' interval is the wider one, nothing is added.
+    for fam in ("own", "other"):
+        est = family_residuals(d.judge, None, d.family, d.task, scale="score", rater_level=d.labels)[fam]
+        wider = est.half_width >= family_residuals(d.judge, None, d.family, d.task, scale="score",
+                                                   rater_level=d.labels, interval="panel")[fam].half_width
+        assert wider == ("narrower than this panel" not in est.extra["scope"])
+
+
 def test_the_two_way_variance_is_never_below_the_raters_mean_square_and_takes_the_fewer_df() -> None:
     # Design 2.0 on 29 df; the raters' mean square 0.6 on 3 df, 0.4 of it noise the design holds.
     parts = VarianceParts(2.0, 29.0, 0.6 - 0.4, 3.0, raters_clustered=0.6, raters_clustered_df=3.0)
