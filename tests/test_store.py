@@ -140,7 +140,7 @@ def test_cli_writes_while_serve_and_an_app_writer_hold_the_database(tmp_path: Pa
         writer = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(db), "8"], env=env, stdout=subprocess.PIPE, text=True
         )
-        names = [f"cli-rater-{i}" for i in range(12)]
+        names = [f"cli-rater-{i}" for i in range(6)]
         for name in names:
             done = subprocess.run(
                 [judgelab, "raters", "add", name, "--db", str(db)], env=env, capture_output=True, text=True,
