@@ -311,7 +311,9 @@ def narrower_note(estimate: float, parts: VarianceParts, level: float) -> str:
     if not hi - lo < panel_hi - panel_lo:
         return ""
     half, panel_half = (hi - lo) / 2, (panel_hi - panel_lo) / 2
-    return (f"; narrower than this panel's own interval (±{half:.3g} against ±{panel_half:.3g}): "
+    # Both to the same decimals, three significant digits of the wider ("±11.3 against ±12.0").
+    digits = max(0, 2 - math.floor(math.log10(panel_half))) if panel_half > 0 else 3
+    return (f"; narrower than this panel's own interval (±{half:.{digits}f} against ±{panel_half:.{digits}f}): "
             "the raters' means agree more closely than their labels' noise predicts")
 
 

@@ -74,8 +74,8 @@ def test_a_raters_interval_narrower_than_the_panels_own_says_so_with_both_widths
     panel = family_residuals(*args, rater_level=pass_labels, interval="panel")
     other, other_panel = raters["other"], panel["other"]
     assert other.half_width < other_panel.half_width
-    said = (f"narrower than this panel's own interval (±{other.half_width:.3g} against "
-            f"±{other_panel.half_width:.3g}): the raters' means agree more closely")
+    said = (f"narrower than this panel's own interval (±{other.half_width:.1f} against "
+            f"±{other_panel.half_width:.1f}): the raters' means agree more closely")
     assert said in other.extra["scope"] and said in other.method
     # Where the raters' interval is the wider one, nothing is added.
     for fam in ("own", "other"):
