@@ -50,7 +50,11 @@ shares estimated from four raters made Satterthwaite's df liberal (92-93% at 100
 variance of a sample crossed by tasks and raters (Cameron, Gelbach & Miller 2011, two-way
 clustering), and never below ``Σ π_r² · gross``. A spread estimated at or below its noise is thus
 not read as none: the interval leans on the spread of the raters' own means and their few df,
-and the report line says so ("... within the noise of 4 raters' means: not read as none, ...").
+and the report line says so ("... within the noise of 4 raters' means: not read as none, ..."). When
+the raters' means agree more closely than their noise predicts, the total is below the design
+variance and the interval narrower than this panel's own; it is kept (forcing it wider covered
+96-99.5% where there is no spread) and the line gives both half-widths
+(:func:`calibration.stats._variance.narrower_note`).
 Simulated (``bench/coverage.py --rater-study``, 400 datasets a cell): with one label per answer
 from four raters the former floor (below) covered 97.5-99.7% with no spread and up to 99% at 15
 tasks with one; the two-way interval covers 93-97% there except a few 15-task figures at 97-98%,
