@@ -48,8 +48,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anthropic
 
 from calibration import formats, pricing
-from calibration.judges._base import Format, JudgeCall, Judgement, Kind
+from calibration.judges._base import JudgeCall, Judgement
 from calibration.judges._loops import PerLoop
+from calibration.judges._provider import ProviderJudge
 from calibration.judges._transport import GovernorMiddleware, RateGovernor, UndecodableReply
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
@@ -172,7 +173,7 @@ class BatchStatus:
 _CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class AnthropicJudge:
+class AnthropicJudge(ProviderJudge[BatchStatus]):
     """A Claude judge behind the :class:`~calibration.judges.Judge` protocol.
 
     Args:
@@ -303,25 +304,9 @@ class AnthropicJudge:
             middleware=[GovernorMiddleware(lambda: governor)],
         )
 
-    async def aclose(self) -> None:
-        """Close the running loop's HTTP client (the next call in this loop opens a new one)."""
-        await self._loops.close()
-
-    async def __aenter__(self) -> AnthropicJudge:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     # ------------------------------------------------------------------ building requests
 
-    def build(
-        self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str],
-        *, task_id: str | None = None,
-    ) -> JudgeCall:
-        """The :class:`JudgeCall` this judge makes (see :func:`calibration.formats.build_call`)."""
-        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec,
-                                  task_id=task_id)
 
     def caches_prefix(self, call: JudgeCall) -> bool:
         """Whether ``call``'s rubric block is long enough for the API to cache it.
@@ -366,16 +351,6 @@ class AnthropicJudge:
         return body
 
     # ------------------------------------------------------------------ Judge protocol
-
-    async def score(self, prompt: str, answer: str, rubric: Rubric, fmt: Format = "likert5") -> Judgement:
-        """Judge one answer in a pointwise format."""
-        return await self.run(self.build("pointwise", fmt, rubric, prompt, [answer]), rubric)
-
-    async def compare(
-        self, prompt: str, answer_a: str, answer_b: str, rubric: Rubric, fmt: Format = "pairwise5"
-    ) -> Judgement:
-        """Judge answer A (shown first) against answer B in a comparative format."""
-        return await self.run(self.build("pairwise", fmt, rubric, prompt, [answer_a, answer_b]), rubric)
 
     async def run(self, call: JudgeCall, rubric: Rubric | None = None) -> Judgement:
         """Send a prebuilt call and parse the reply.
@@ -558,23 +533,6 @@ class AnthropicJudge:
         except anthropic.APIError as exc:
             raise _call_error(self.model, f"batch {batch_id} status", exc) from exc
         return BatchStatus(batch.id, batch.processing_status, batch.request_counts.model_dump())
-
-    async def wait_batch(
-        self, batch_id: str, *, poll_interval: float = 30.0, timeout: float | None = None
-    ) -> BatchStatus:
-        """Poll until the batch ends (or ``timeout`` seconds pass).
-
-        Raises:
-            JudgeError: If ``timeout`` passes first (the batch keeps running; poll again later).
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            status = await self.poll_batch(batch_id)
-            if status.ended:
-                return status
-            if deadline is not None and time.monotonic() >= deadline:
-                raise JudgeError(f"batch {batch_id} is still {status.processing_status} after {timeout:g} s")
-            await asyncio.sleep(poll_interval)
 
     async def collect_batch(
         self,

@@ -45,9 +45,10 @@ import openai
 
 from calibration import formats, pricing
 from calibration.judges._anthropic import JudgeCallError
-from calibration.judges._base import Format, JudgeCall, Judgement, Kind
+from calibration.judges._base import JudgeCall, Judgement
 from calibration.judges._loops import PerLoop
 from calibration.judges._openai_transport import GovernedTransport, undecodable_cause
+from calibration.judges._provider import ProviderJudge
 from calibration.judges._transport import RateGovernor
 from labeler.errors import InputError, JudgeError
 from labeler.models import Rubric
@@ -202,7 +203,7 @@ def _usage(usage: Any) -> pricing.TokenUsage | None:
     )
 
 
-class OpenAIJudge:
+class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
     """A judge on an OpenAI-compatible Chat Completions endpoint, behind the judge protocols.
 
     Args:
@@ -318,25 +319,9 @@ class OpenAIJudge:
             http_client=openai.DefaultAsyncHttpxClient(transport=GovernedTransport(lambda: governor)),
         )
 
-    async def aclose(self) -> None:
-        """Close the running loop's HTTP client."""
-        await self._loops.close()
-
-    async def __aenter__(self) -> OpenAIJudge:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     # ------------------------------------------------------------------ requests
 
-    def build(
-        self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str],
-        *, task_id: str | None = None,
-    ) -> JudgeCall:
-        """The :class:`JudgeCall` this judge makes (see :func:`calibration.formats.build_call`)."""
-        return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec,
-                                  task_id=task_id)
 
     def request(self, call: JudgeCall) -> dict[str, Any]:
         """The Chat Completions body for ``call``: the rubric as the system message, then the user's."""
@@ -352,16 +337,6 @@ class OpenAIJudge:
         return body
 
     # ------------------------------------------------------------------ Judge protocol
-
-    async def score(self, prompt: str, answer: str, rubric: Rubric, fmt: Format = "likert5") -> Judgement:
-        """Judge one answer in a pointwise format."""
-        return await self.run(self.build("pointwise", fmt, rubric, prompt, [answer]), rubric)
-
-    async def compare(
-        self, prompt: str, answer_a: str, answer_b: str, rubric: Rubric, fmt: Format = "pairwise5"
-    ) -> Judgement:
-        """Judge answer A (shown first) against answer B in a comparative format."""
-        return await self.run(self.build("pairwise", fmt, rubric, prompt, [answer_a, answer_b]), rubric)
 
     async def run(self, call: JudgeCall, rubric: Rubric | None = None) -> Judgement:
         """Send a prebuilt call and parse the reply.
@@ -476,23 +451,6 @@ class OpenAIJudge:
             raise _call_error(self.model, self.host, f"batch {batch_id} status", exc) from exc
         counts = batch.request_counts.model_dump() if batch.request_counts is not None else {}
         return OpenAIBatchStatus(batch.id, batch.status, counts)
-
-    async def wait_batch(
-        self, batch_id: str, *, poll_interval: float = 30.0, timeout: float | None = None
-    ) -> OpenAIBatchStatus:
-        """Poll until the batch has ended (or ``timeout`` seconds pass).
-
-        Raises:
-            JudgeError: If ``timeout`` passes first.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            status = await self.poll_batch(batch_id)
-            if status.ended:
-                return status
-            if deadline is not None and time.monotonic() >= deadline:
-                raise JudgeError(f"batch {batch_id} is still {status.processing_status} after {timeout:g} s")
-            await asyncio.sleep(poll_interval)
 
     async def collect_batch(
         self,
