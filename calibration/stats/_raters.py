@@ -109,6 +109,10 @@ class RaterSpread:
             estimated effects, estimation noise included (``σ̂²`` plus the noise term), on
             ``n_raters − 1`` df; ``nan`` when not estimated.
         noise: The part of ``gross`` that the labels' own noise makes with no spread at all.
+        effects: Each rater's estimated effect, centred (``β̂_r``, in the order of the sorted
+            rater ids), when estimated by least squares; ``()`` otherwise.
+        effect_noise: The variance of each ``β̂_r`` from the labels' noise alone (``Var β̂_r``
+            with no spread), beside ``effects``.
     """
 
     variance: float
@@ -120,6 +124,8 @@ class RaterSpread:
     adjusted: bool = False
     gross: float = _NAN
     noise: float = _NAN
+    effects: tuple[float, ...] = ()
+    effect_noise: tuple[float, ...] = ()
 
     def note(self, *, net: bool = False) -> str:
         """How the spread was estimated, in words for the report line.
@@ -223,6 +229,14 @@ def rater_variance(
     """
     codes = np.unique(np.asarray(rater), return_inverse=True)[1].ravel()
     share = np.bincount(codes, weights=np.asarray(gradient, dtype=float))
+    if part != "spread" and len(spread.effects) == share.size:
+        # Each rater's own deviation and noise, at their own share: a rater with two labels has a
+        # noisy effect, which averaged over the panel took the noise of the raters who carry the
+        # estimate far above theirs (the demo with one such rater: ±4.0 against the panel's ±12.0).
+        # E[β̂_r² − Var β̂_r] = σ² (R − 1)/R for centred effects, so each is unbiased after R/(R − 1).
+        scale = share.size / (share.size - 1) * share**2
+        gross = float((scale * np.square(spread.effects)).sum())
+        return gross if part == "gross" else gross - float((scale * np.asarray(spread.effect_noise)).sum())
     sigma2 = {"spread": spread.variance, "gross": spread.gross, "net": spread.gross - spread.noise}[part]
     return float(sigma2 * (share**2).sum())
 
@@ -262,7 +276,8 @@ def _within_answers(
     s2 = float((resid**2).sum() / dfe)
     gross = float(((beta - beta.mean()) ** 2).sum() / (n_raters - 1))
     noise = s2 * float(np.trace(c_plus)) / (n_raters - 1)
-    return _floored(gross, noise, _difference_df(gross, noise, n_raters - 1, dfe), n_raters, "within answers")
+    return _floored(gross, noise, _difference_df(gross, noise, n_raters - 1, dfe), n_raters, "within answers",
+                    effects=beta - beta.mean(), effect_noise=s2 * np.diag(c_plus))
 
 
 def _between_raters(rat: npt.NDArray[np.intp], y: npt.NDArray[np.float64], n_raters: int) -> RaterSpread:
@@ -313,6 +328,7 @@ def _between_raters_adjusted(
     s2 = float((resid**2).sum() / dfe)
     gross = float(((beta - beta.mean()) ** 2).sum() / (n_raters - 1))
     noise = s2 * float(np.trace(c_plus)) / (n_raters - 1)
+    effect_noise = s2 * np.diag(c_plus)
     if clusters is not None and (g := int(clusters.max()) + 1) > 1:
         # A task's answers share what the covariates leave of its quality, and go to different
         # raters: their effects' noise is correlated, which independent labels overstate (and the
@@ -321,9 +337,10 @@ def _between_raters_adjusted(
         per_task = np.stack([np.bincount(clusters, weights=lever[:, r] * resid, minlength=g) for r in range(n_raters)],
                             axis=1)
         small = g / (g - 1) * (y.size - 1) / dfe
-        noise = small * float((per_task**2).sum()) / (n_raters - 1)
+        effect_noise = small * (per_task**2).sum(axis=0)
+        noise = float(effect_noise.sum()) / (n_raters - 1)
     return _floored(gross, noise, _difference_df(gross, noise, n_raters - 1, dfe), n_raters, "between raters",
-                    adjusted=True)
+                    adjusted=True, effects=beta - beta.mean(), effect_noise=effect_noise)
 
 
 def _orthonormal(design: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -345,16 +362,20 @@ def _floored(
     how: Literal["within answers", "between raters"],
     *,
     adjusted: bool = False,
+    effects: npt.NDArray[np.float64] | None = None,
+    effect_noise: npt.NDArray[np.float64] | None = None,
 ) -> RaterSpread:
     """``gross − noise`` clipped at 0 and raised to the few-raters floor (module docstring)."""
     estimate = max(gross - noise, 0.0)
     floor = noise * _floor_share(n_raters)
+    fx = () if effects is None else tuple(map(float, effects))
+    fx_noise = () if effect_noise is None else tuple(map(float, effect_noise))
     if estimate >= floor:
         return RaterSpread(estimate, df, n_raters, how, estimate=estimate, adjusted=adjusted, gross=gross,
-                           noise=noise)
+                           noise=noise, effects=fx, effect_noise=fx_noise)
     # The floor stands in for an estimate on R − 1 df: the t interval keeps that many for it.
     return RaterSpread(floor, float(n_raters - 1), n_raters, how, floored=True, estimate=estimate,
-                       adjusted=adjusted, gross=gross, noise=noise)
+                       adjusted=adjusted, gross=gross, noise=noise, effects=fx, effect_noise=fx_noise)
 
 
 def _difference_df(gross: float, noise: float, df_gross: float, df_noise: float) -> float:
