@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from calibration.judges import AnthropicJudge
+from calibration.judges._identity import is_tagged, key_prefix, new_tag, wire_id
 from calibration.mockapi import MockAnthropic
 from calibration.runner import RunSummary, run_plan
 from calibration.runner._batch import split_batches
@@ -224,8 +225,11 @@ def test_a_run_past_the_limits_goes_out_as_several_batches_all_collected(tmp_pat
     batches = store.run_batches(summary.run_id)
     assert [b["n_requests"] for b in batches] == [4, 4, 4, 3]
     assert all(b["collected"] and b["batch_id"] for b in batches)
-    assert sorted(c for b in batches for c in b["custom_ids"]) == sorted(
-        store.query("SELECT cache_key FROM judgements WHERE run_id = ?", [summary.run_id])["cache_key"]
+    # Each batch's custom ids are its own tag and the calls' cache keys (cut to 64 characters).
+    assert all(is_tagged(b["custom_ids"]) for b in batches)
+    assert len({b["custom_ids"][0][:14] for b in batches}) == 4, "two batches share a tag"
+    assert sorted(key_prefix(c) for b in batches for c in b["custom_ids"]) == sorted(
+        k[:49] for k in store.query("SELECT cache_key FROM judgements WHERE run_id = ?", [summary.run_id])["cache_key"]
     )
 
 
@@ -287,7 +291,8 @@ def test_cut_bodies_on_every_endpoint_the_runner_calls_are_retried_never_a_crash
         first_only=True,
     ) as url:
         judge = judge_for(url)
-        calls = {f"c{i}": build_request(judge, RUBRIC, c) for i, c in enumerate(plan)}
+        tag = new_tag()  # custom ids only this submission writes: a lost create is found by them
+        calls = {wire_id(tag, f"{i:02d}"): build_request(judge, RUBRIC, c) for i, c in enumerate(plan)}
 
         async def every_endpoint() -> tuple[list[int], list[Any], str | None, int]:
             async with judge:
@@ -297,7 +302,7 @@ def test_cut_bodies_on_every_endpoint_the_runner_calls_are_retried_never_a_crash
                 batch_id = await judge.submit_batch(calls, since=since)
                 await judge.wait_batch(batch_id, poll_interval=0.02)
                 results = await judge.collect_batch(batch_id, calls=calls)
-                found = await judge.find_batch(len(calls), since=since)
+                found = await judge.find_batch(list(calls), since=since, poll_interval=0.02)
                 return counted, judged, found if found == batch_id else None, len(results)
 
         counted, judged, found, n_results = asyncio.run(every_endpoint())
