@@ -49,6 +49,7 @@ import anthropic
 
 from calibration import formats, pricing
 from calibration.judges._base import JudgeCall, Judgement
+from calibration.judges._hints import fix_for, origin_of
 from calibration.judges._identity import BatchInDoubt, BatchSearch, identify, is_tagged
 from calibration.judges._loops import PerLoop
 from calibration.judges._provider import ProviderJudge
@@ -120,8 +121,8 @@ def _call_error(model: str, what: str, exc: anthropic.APIError) -> JudgeCallErro
         # and retried like one until the budget ran out.
         return JudgeCallError(
             f"{model}: {what} failed after {exc.attempts} attempt(s): undecodable reply "
-            f"(HTTP {exc.status_code}): {exc.reason}. Retries are exhausted; raise max_retries "
-            "or check what sits between you and the API (a proxy cutting replies short).",
+            f"(HTTP {exc.status_code}): {exc.reason}. Fix: raise --max-retries, or check what sits between "
+            f"you and {origin_of(exc)} (a proxy cutting replies short).",
             model=model,
             attempts=exc.attempts,
             status_code=exc.status_code,
@@ -135,11 +136,8 @@ def _call_error(model: str, what: str, exc: anthropic.APIError) -> JudgeCallErro
     if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
         error_type = str(body["error"].get("type", error_type))
         message = str(body["error"].get("message", message))
-    hint = ""
-    if status == 401:
-        hint = " Fix: check the API key (ANTHROPIC_API_KEY or the app's secret)."
-    elif status in (408, 409, 429) or (status is not None and status >= 500) or status is None:
-        hint = " Retries are exhausted; lower max_concurrency, raise max_retries, or use --batch."
+    hint = " " + fix_for(status, timed_out=isinstance(exc, anthropic.APITimeoutError), provider="anthropic",
+                         url=origin_of(exc))
     where = f"HTTP {status} {error_type}" if status is not None else error_type
     return JudgeCallError(
         f"{model}: {what} failed after {attempts} attempt(s): {where}: {message}.{hint}",

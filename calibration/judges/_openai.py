@@ -45,6 +45,7 @@ import openai
 from calibration import formats, pricing
 from calibration.judges._anthropic import JudgeCallError
 from calibration.judges._base import JudgeCall, Judgement
+from calibration.judges._hints import fix_for, origin_of
 from calibration.judges._identity import BatchInDoubt, BatchSearch, marker_of
 from calibration.judges._loops import PerLoop
 from calibration.judges._openai_transport import GovernedTransport, undecodable_cause
@@ -156,8 +157,8 @@ def _call_error(model: str, host: str, what: str, exc: openai.APIError) -> Judge
     if cut is not None:
         return JudgeCallError(
             f"{model} at {host}: {what} failed after {cut.attempts} attempt(s): undecodable reply "
-            f"(HTTP {cut.status_code}): {cut.reason}. Retries are exhausted; raise --max-retries or "
-            "check what sits between you and the endpoint (a proxy cutting replies short).",
+            f"(HTTP {cut.status_code}): {cut.reason}. Fix: raise --max-retries, or check what sits between "
+            f"you and {host} (a proxy cutting replies short).",
             model=model, attempts=cut.attempts, status_code=cut.status_code, error_type="undecodable_reply",
         )
     attempts = _attempts_of(exc)
@@ -170,13 +171,8 @@ def _call_error(model: str, host: str, what: str, exc: openai.APIError) -> Judge
         error: Mapping[str, Any] = inner if isinstance(inner, Mapping) else body
         error_type = str(error.get("type") or error.get("code") or error_type)
         message = str(error.get("message", message))
-    hint = ""
-    if status == 401:
-        hint = " Fix: check the API key (OPENAI_API_KEY) and the endpoint (--base-url or OPENAI_BASE_URL)."
-    elif status == 404:
-        hint = " Fix: check the model name and that the endpoint serves it (--base-url)."
-    elif status in (408, 409, 429) or status is None or status >= 500:
-        hint = " Retries are exhausted; lower --concurrency, raise --max-retries, or use --batch."
+    hint = " " + fix_for(status, timed_out=isinstance(exc, openai.APITimeoutError), provider="openai",
+                         url=origin_of(exc) if origin_of(exc) != "the API" else host)
     where = f"HTTP {status} {error_type}" if status is not None else error_type
     return JudgeCallError(
         f"{model} at {host}: {what} failed after {attempts} attempt(s): {where}: {message}.{hint}",

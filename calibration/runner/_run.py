@@ -291,7 +291,6 @@ async def _run(
         finished=finished,
         evidence_path=None if evidence_path is None else str(evidence_path),
         error_samples=samples,
-        done=int(counts["answered_or_failed"] - counts["errors"]),
         batches_created=tally.batches_created,
         batch_requests_created=tally.batch_requests_created,
         in_doubt=tuple(ledger.doubts),

@@ -95,7 +95,6 @@ class RunSummary:
         unpriced: Replies the price table could not price (their model is not in it).
         model: The judge model.
         price_table: The price table's file (where to add a missing model).
-        done: Planned calls with a reply now (parsed or not), this execution's and earlier ones.
         batches_created: Provider batches this execution created (each billed as it runs).
         batch_requests_created: Requests in those batches.
         in_doubt: Batches whose id was lost and that could not be told from another run's,
@@ -129,7 +128,6 @@ class RunSummary:
     unpriced: int = 0
     model: str = ""
     price_table: str = ""
-    done: int = 0
     batches_created: int = 0
     batch_requests_created: int = 0
     in_doubt: tuple[str, ...] = ()
@@ -138,11 +136,16 @@ class RunSummary:
     unknown_retries: int = 0
 
     @property
+    def done(self) -> int:
+        """Planned calls with a reply now (parsed or not), this execution's and earlier ones."""
+        return self.parsed + self.parse_failures
+
+    @property
     def outcome(self) -> str:
         """``finished``, ``finished with errors`` or ``not finished`` (a key of :data:`EXIT_CODES`)."""
         if self.in_doubt or self.done + self.errors < self.planned:
             return "not finished"
-        if self.errors:
+        if self.errors or not self.finished:
             return "finished with errors"
         return "finished"
 
@@ -154,7 +157,7 @@ class RunSummary:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``cost_usd`` is ``None`` when no reply could be priced)."""
         out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
-        out["outcome"], out["exit_code"] = self.outcome, self.exit_code
+        out["done"], out["outcome"], out["exit_code"] = self.done, self.outcome, self.exit_code
         if self.unpriced and not self.cost_usd:
             out["cost_usd"] = None
         return out
