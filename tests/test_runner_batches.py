@@ -508,3 +508,28 @@ def test_a_lost_batch_that_cannot_be_told_apart_is_left_in_doubt_then_adopted_by
     assert creates == before, "adopting a named batch created another"
     assert right.exit_code == 0 and right.finished and right.collected == len(bare)
     assert store.run_batches(right.run_id)[0]["batch_id"] == id_a
+
+
+def test_two_projects_on_one_key_each_collect_only_their_own_openai_batch(tmp_path: Path) -> None:
+    # The same on OpenAI's Batch API: B's same-plan, same-size batch first; A's file upload,
+    # batch create, list, retrieve and output-file replies cut on their first attempt.
+    plan = plan_of(4)
+    store_a, store_b = Store(tmp_path / "a.duckdb"), Store(tmp_path / "b.duckdb")
+    log = tmp_path / "attempts.jsonl"
+    with MockAnthropic(batch_delay=0.1) as mock:
+        b = run(plan, _openai_judge(mock.base_url), store_b)
+        with fault_proxy(mock.base_url, log, rate=1.0, kinds=("cut",), seed=1, endpoints=("batches",),
+                         first_only=True) as url:
+            a = run(plan, _openai_judge(url), store_a)
+        creates = mock.count(OPENAI_CREATES)
+    cut = {(x["method"], x["path"].split("?")[0].split("/")[2]) for x in read_log(log) if x["fault"] == "cut"}
+    assert {("POST", "files"), ("POST", "batches"), ("GET", "batches"), ("GET", "files")} <= cut, cut
+    assert creates == 2, f"{creates} batches created for two projects"
+    assert a.exit_code == b.exit_code == 0
+    id_a = store_a.run_batches(a.run_id)[0]["batch_id"]
+    id_b = store_b.run_batches(b.run_id)[0]["batch_id"]
+    assert id_a != id_b, "project A collected project B's batch"
+    for store, summary in ((store_a, a), (store_b, b)):
+        rows = store.run_judgements(summary.run_id)
+        assert len(rows) == len(plan) and rows["error"].isna().all()
+    assert a.batch_requests_created == 12 and a.collected == 0
