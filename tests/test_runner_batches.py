@@ -153,11 +153,17 @@ def _route(attempt: dict[str, Any]) -> str:
     return "retrieve"
 
 
-def test_cut_replies_on_every_batch_endpoint_are_retried_and_create_one_batch(tmp_path: Path) -> None:
+def test_cut_replies_on_every_batch_endpoint_are_retried_and_create_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # 35% of batch-endpoint attempts answered by a cut, empty or HTML 200, a reset or a 500;
-    # over these seeds the faults fall on create, list, retrieve and the results file.
+    # over these seeds the faults fall on create, list, retrieve and the results file. The
+    # proxy draws its faults from the request bodies, so the batch tag (random in use) is fixed.
+    from calibration.runner import _batch
+
+    monkeypatch.setattr(_batch, "new_tag", lambda: "jl0123456789ab")
     faulted: set[str] = set()
-    for seed in (2, 3, 6):
+    for seed in (3, 4):
         plan = plan_of(4)
         store = Store(tmp_path / f"p{seed}.duckdb")
         log = tmp_path / f"attempts{seed}.jsonl"
