@@ -539,3 +539,20 @@ def test_two_projects_on_one_key_each_collect_only_their_own_openai_batch(tmp_pa
         rows = store.run_judgements(summary.run_id)
         assert len(rows) == len(plan) and rows["error"].isna().all()
     assert a.batch_requests_created == 12 and a.collected == 0
+
+
+def test_a_cut_reply_asked_again_is_counted_billed_each_time(tmp_path: Path) -> None:
+    # Issue 42, point 3: the first reply to every judging request is cut on the way (the API
+    # answered and billed it); each call is asked again. The summary counts both replies.
+    plan = plan_of(3)  # 9 distinct requests
+    log = tmp_path / "attempts.jsonl"
+    with MockAnthropic() as mock, fault_proxy(mock.base_url, log, rate=1.0, kinds=("cut",), seed=0,
+                                              endpoints=("messages",), first_only=True) as url:
+        summary = run_plan(plan, judge_for(url), Store(tmp_path / "p.duckdb"), rubric=RUBRIC,
+                           judge_kind="anthropic", progress=False)
+        reached = mock.count("POST /v1/messages")
+    cuts = sum(1 for a in read_log(log) if a["fault"] == "cut")
+    assert cuts == 9 and reached == 18
+    assert summary.exit_code == 0 and summary.done == 9 and summary.issued == 9
+    assert summary.billed_replies == reached == 18 and summary.billed_retries == cuts
+    assert "billed: 18 replies (9 of them cut short on the way and asked again" in str(summary)
