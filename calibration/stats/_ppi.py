@@ -387,6 +387,9 @@ def design_ppi_mean(
     design_var = max(v_rect + v_pool + 2 * cov, v_rect)
     parts = VarianceParts(design_var, df_rect, raters.net, raters.df, g, h, floor_units, raters.clustered,
                           raters.clustered_df)
+    if raters.refused is not None:
+        # Two raters: a mean of their labels moves with their mean leniency, seen on no df.
+        parts = parts.refuse(raters.refused, level)
     lo, hi = t_interval(estimate, parts, level)
     scope += narrower_note(estimate, parts, level)
     weighted = not np.allclose(w, w[0])
@@ -395,7 +398,8 @@ def design_ppi_mean(
         f"{name}: judge pass rate on the whole pool + "
         f"{'design-weighted (Hajek) ' if weighted else ''}mean of human − λ·judge on the labels; "
         f"linearised variance over {g} labelled task clusters{f' in {h} strata' if h > 1 else ''}"
-        f"{parts.floor_note(events=1)} and the pool ({_DESIGN_CONVENTION}), t interval with {parts.df:.1f} df; "
+        f"{parts.floor_note(events=1)} and the pool ({_DESIGN_CONVENTION}), "
+        f"{f't interval with {parts.df:.1f} df' if parts.refused is None else f'no interval: {parts.refused}'}; "
         f"raters: {scope}"
     )
     extra = {"lam": lam_used, "n_pool": int(fp.size), **_fields(parts, scope)}
@@ -413,6 +417,7 @@ def _design_weights(func: str, weights: npt.ArrayLike | None, n: int) -> npt.NDA
 
 def _fields(parts: VarianceParts, scope: str) -> dict[str, Any]:
     who = "raters" if scope.startswith("raters") else "panel"
-    short = f"t({parts.df:.0f}){parts.floor_note(short=True, events=1)}, {who}"
+    short = (f"t({parts.df:.0f}){parts.floor_note(short=True, events=1)}, {who}" if parts.refused is None
+             else f"none (2 raters), {who}")
     se = math.sqrt(parts.total) if math.isfinite(parts.total) else _NAN
     return {"se": se, "df": parts.df, "interval": short, "scope": scope, "unreliable": reliability_note(parts)}

@@ -60,6 +60,20 @@ from four raters the former floor (below) covered 97.5-99.7% with no spread and 
 tasks with one; the two-way interval covers 93-97% there except a few 15-task figures at 97-98%,
 where the this-panel-only interval itself covers 97-99%.
 
+**Two raters: refused where the panel's mean leniency enters.** With two raters the spread of
+their leniency rests on one squared difference, 1 df, and no interval built on it is both honest
+and of use: an estimate the raters move together (a family's residual, a PPI mean: the raters'
+shares ``π_r`` sum to ``±1``) is off by the panel's mean leniency ``(ℓ₁ + ℓ₂)/2``, which the data
+cannot see, and its ratio to the one difference the data show, ``(ℓ₁ − ℓ₂)/2``, is Cauchy: the
+honest interval is a t(1), twelve standard errors wide (7 points on a 1-5 scale). Read on more df
+it covered 49-67% whenever the two raters happened to agree (issue 43: 100 tasks, one label per
+answer, a spread of 0.4 points). Such an interval is therefore refused
+(:func:`two_rater_refusal`): the line says why, and that this panel's own interval
+(``interval="panel"``) or a third rater is the fix. A contrast whose shares sum to 0 (the
+self-preference gap: each family's labels carry ``±1``) does not see the panel's mean leniency at
+all, only the difference between the two raters weighted by how unevenly they labelled the two
+families; it keeps the two-way interval (93-97% in ``bench/coverage.py --two-raters``).
+
 **The floor** (kept for :func:`rater_part`'s callers, the active design). ``σ̂²`` clipped at 0 is
 raised to ``noise/√(R−1)``, 0.71 of the estimate's standard error under no spread
 (``√(2/(R−1)) · noise``), with ``R − 1`` df, and :meth:`RaterSpread.note` says so.
@@ -77,7 +91,7 @@ import pandas as pd
 from scipy import sparse
 
 __all__ = ["RATER_SCOPES", "RaterPart", "RaterScope", "RaterSpread", "rater_part", "rater_spread", "rater_terms",
-           "rater_variance"]
+           "rater_variance", "two_rater_refusal"]
 
 RaterScope = Literal["raters", "panel"]
 """Which raters an interval speaks for.
@@ -241,6 +255,46 @@ def rater_variance(
     return float(sigma2 * (share**2).sum())
 
 
+def two_rater_refusal(gradient: npt.ArrayLike, rater: npt.ArrayLike, spread: RaterSpread) -> str | None:
+    """Why two raters cannot give this estimate an interval for raters like these, or ``None``.
+
+    With two raters the spread of their leniency rests on 1 df (module docstring): an estimate
+    whose raters' shares do not sum to 0 moves with the panel's mean leniency, which the data
+    cannot see, so its interval is refused. A contrast (shares summing to 0, as the gap's do) is
+    free of that mean and keeps the two-way interval.
+
+    Args:
+        gradient: ``∂θ̂/∂y_k`` per label, as :func:`rater_variance`.
+        rater: Rater id of each label.
+        spread: :func:`rater_spread` of the same labels.
+
+    Returns:
+        The reason, in words for the report line (the caller adds the fix and the panel's
+        half-width: :meth:`calibration.stats.VarianceParts.refuse`); ``None`` when the estimate may
+        have its interval (three raters or more, one rater, or a contrast).
+
+    Examples:
+        >>> s = rater_spread([1, 2, 3, 4] * 2, ["a"] * 4 + ["b"] * 4, [1, 2, 4, 5, 2, 3, 5, 6])
+        >>> two_rater_refusal([-0.125] * 8, ["a"] * 4 + ["b"] * 4, s)[:60]  # a residual: shares sum to -1
+        'only 2 raters: the spread of their leniency rests on 1 degre'
+        >>> two_rater_refusal([-0.25, 0.25] * 4, ["a"] * 4 + ["b"] * 4, s) is None  # a contrast
+        True
+    """
+    if spread.n_raters != 2:
+        return None
+    g = np.asarray(gradient, dtype=float)
+    codes = np.unique(np.asarray(rater), return_inverse=True)[1].ravel()
+    share = np.bincount(codes, weights=g)
+    # The panel's mean leniency moves the estimate by Σ_r π_r; rounding leaves ~1e-16 of a gap's 0.
+    together = float(share.sum())
+    if not abs(together) > 1e-9 * max(float(np.abs(g).sum()), 1e-300):
+        return None
+    return ("only 2 raters: the spread of their leniency rests on 1 degree of freedom and their mean "
+            f"leniency moves this estimate in full (the raters' shares sum to {together:+.2f}), so no "
+            "interval can speak for raters like these (on 1 df it would be a t(1), about 12 standard "
+            "errors wide)")
+
+
 def _within_answers(
     ans: npt.NDArray[np.intp], rat: npt.NDArray[np.intp], y: npt.NDArray[np.float64], n_raters: int
 ) -> RaterSpread | None:
@@ -400,6 +454,8 @@ class RaterPart:
         net: ``Σ_r π_r²`` times ``gross − noise`` (may be negative), for
             :attr:`calibration.stats.VarianceParts.raters` beside ``clustered``.
         net_scope: ``scope`` for that two-way interval.
+        refused: Why the interval for raters like these is refused (:func:`two_rater_refusal`),
+            else ``None``.
     """
 
     variance: float
@@ -409,6 +465,7 @@ class RaterPart:
     clustered_df: float = _NAN
     net: float = 0.0
     net_scope: str = ""
+    refused: str | None = None
 
 
 def rater_part(
@@ -484,4 +541,5 @@ def rater_terms(
                      f"raters like these ({spread.n_raters} raters, {spread.note()})",
                      rater_variance(g, raters, spread, part="gross"), float(spread.n_raters - 1),
                      rater_variance(g, raters, spread, part="net"),
-                     f"raters like these ({spread.n_raters} raters, {spread.note(net=True)})")
+                     f"raters like these ({spread.n_raters} raters, {spread.note(net=True)})",
+                     two_rater_refusal(g, raters, spread))
