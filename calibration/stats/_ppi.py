@@ -37,7 +37,7 @@ import numpy.typing as npt
 from scipy import stats
 
 from calibration.stats._bootstrap import check_level, finite_vector
-from calibration.stats._raters import RaterScope, rater_part, rater_terms
+from calibration.stats._raters import RaterScope, rater_terms
 from calibration.stats._result import Estimate
 from calibration.stats._variance import (
     VarianceParts,
@@ -291,12 +291,17 @@ def design_mean(
     design = cluster_design(ids, strata, weights=None if weights is None else w, func=func)
     psi = w * (values - mean) / total
     var, df, g, h = design_variance(psi, design)
-    r_var, r_df, scope = rater_part(w / total, rater_level, values.size, interval)
-    parts = VarianceParts(var, df, r_var, r_df, g, h)
+    raters = rater_terms(w / total, rater_level, values.size, interval)
+    scope = raters.scope
+    parts = VarianceParts(var, df, raters.variance, raters.df, g, h)
+    if raters.refused is not None:
+        # Two raters: a mean of their labels moves with their mean leniency, seen on no df.
+        parts = parts.refuse(raters.refused, level)
     lo, hi = t_interval(mean, parts, level)
     mean_kind = "design-weighted (Hajek) mean" if not np.allclose(w, w[0]) else "mean"
+    how = f"t interval with {parts.df:.1f} df" if parts.refused is None else f"no interval: {parts.refused}"
     method = (f"{mean_kind} of the human labels; linearised variance over {g} task clusters"
-              f"{f' in {h} strata' if h > 1 else ''}, t interval with {parts.df:.1f} df; raters: {scope}")
+              f"{f' in {h} strata' if h > 1 else ''}, {how}; raters: {scope}")
     return Estimate(mean, lo, hi, int(values.size), method, units, level, _fields(parts, scope))
 
 
