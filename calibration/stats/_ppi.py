@@ -40,6 +40,7 @@ from calibration.stats._bootstrap import check_level, finite_vector
 from calibration.stats._raters import RaterScope, rater_terms
 from calibration.stats._result import Estimate
 from calibration.stats._variance import (
+    REFUSED_METHOD,
     VarianceParts,
     cluster_design,
     design_variance,
@@ -299,7 +300,7 @@ def design_mean(
         parts = parts.refuse(raters.refused, level)
     lo, hi = t_interval(mean, parts, level)
     mean_kind = "design-weighted (Hajek) mean" if not np.allclose(w, w[0]) else "mean"
-    how = f"t interval with {parts.df:.1f} df" if parts.refused is None else f"no interval: {parts.refused}"
+    how = f"t interval with {parts.df:.1f} df" if parts.refused is None else REFUSED_METHOD
     method = (f"{mean_kind} of the human labels; linearised variance over {g} task clusters"
               f"{f' in {h} strata' if h > 1 else ''}, {how}; raters: {scope}")
     return Estimate(mean, lo, hi, int(values.size), method, units, level, _fields(parts, scope))
@@ -404,7 +405,7 @@ def design_ppi_mean(
         f"{'design-weighted (Hajek) ' if weighted else ''}mean of human − λ·judge on the labels; "
         f"linearised variance over {g} labelled task clusters{f' in {h} strata' if h > 1 else ''}"
         f"{parts.floor_note(events=1)} and the pool ({_DESIGN_CONVENTION}), "
-        f"{f't interval with {parts.df:.1f} df' if parts.refused is None else f'no interval: {parts.refused}'}; "
+        f"{f't interval with {parts.df:.1f} df' if parts.refused is None else REFUSED_METHOD}; "
         f"raters: {scope}"
     )
     extra = {"lam": lam_used, "n_pool": int(fp.size), **_fields(parts, scope)}

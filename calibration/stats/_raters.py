@@ -290,9 +290,8 @@ def two_rater_refusal(gradient: npt.ArrayLike, rater: npt.ArrayLike, spread: Rat
     if not abs(together) > 1e-9 * max(float(np.abs(g).sum()), 1e-300):
         return None
     return ("only 2 raters: the spread of their leniency rests on 1 degree of freedom and their mean "
-            f"leniency moves this estimate in full (the raters' shares sum to {together:+.2f}), so no "
-            "interval can speak for raters like these (on 1 df it would be a t(1), about 12 standard "
-            "errors wide)")
+            "leniency moves this estimate, so no interval can speak for raters like these (on 1 df it "
+            "would be a t(1), 12.7 standard errors wide)")
 
 
 def _within_answers(

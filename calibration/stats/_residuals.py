@@ -47,6 +47,7 @@ from calibration.stats._raters import (
 )
 from calibration.stats._result import Estimate
 from calibration.stats._variance import (
+    REFUSED_METHOD,
     ClusterDesign,
     VarianceParts,
     cluster_design,
@@ -414,7 +415,7 @@ def _method(prep: _Prepared, parts: VarianceParts, scope: str, *, gap: bool, n_o
         what += f"; own-family residual minus {other}"
     strata = f" in {parts.n_strata} strata" if prep.stratified else ""
     paired = "paired " if gap else ""
-    interval = f"t interval with {parts.df:.1f} df" if parts.refused is None else f"no interval: {parts.refused}"
+    interval = f"t interval with {parts.df:.1f} df" if parts.refused is None else REFUSED_METHOD
     return (
         f"{what}; linearised variance over {parts.n_clusters} {paired}task clusters{strata}{parts.floor_note()}, "
         f"{interval}; raters: {scope}"

@@ -45,6 +45,7 @@ from scipy import special
 __all__ = [
     "MIN_CLUSTERS",
     "MIN_DF",
+    "REFUSED_METHOD",
     "VarianceParts",
     "cluster_design",
     "design_variance",
@@ -60,6 +61,8 @@ __all__ = [
 MIN_CLUSTERS = 15
 #: Fewest degrees of freedom at which the interval is trusted (a 2-rater panel gives about 1).
 MIN_DF = 3.0
+#: What a refused interval's method says (:meth:`VarianceParts.refuse`; the note gives the reason).
+REFUSED_METHOD = "no interval for raters like these (2 raters: their leniency spread rests on 1 df)"
 
 _NAN = float("nan")
 
@@ -156,7 +159,7 @@ class VarianceParts:
         half = _half_width(panel, level)
         where = f" (±{half:.3g} here)" if math.isfinite(half) else ""
         return dataclasses.replace(self, refused=f"{reason}; this panel's own interval{where} is "
-                                                 "`--interval panel` (interval='panel'), or add a third rater")
+                                                 "`--interval panel`, or add a third rater")
 
     def _by_source_df(self) -> float:
         """Satterthwaite's df of ``design`` plus ``raters`` (clipped at 0), split by source."""
