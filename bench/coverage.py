@@ -77,12 +77,12 @@ def _print(table: pd.DataFrame, results: list[CoverageResult], reps: int) -> Non
             if far.loc[i, c]:
                 note = " (marked unreliable)" if flagged.loc[i, c] else ""
                 print(f"  {res.cell.label()}: {_short(c)} {100 * res.coverage[c]:.1f}%{note}")
-    refusals = [f"  {res.cell.label()}: " + ", ".join(f"{_short(c)} {100 * res.refused[c]:.0f}%" for c in cols
+    refusals = [f"  {res.cell.label()}: " + ", ".join(f"{_short(c)} {round(res.refused[c] * reps)}" for c in cols
                                                     if res.refused.get(c, 0.0) > 0)
                 for res in results if any(v > 0 for v in res.refused.values())]
     if refusals:
-        print("Datasets whose interval was refused (two raters: no interval for raters like these; the line says why "
-              "and names --interval panel or a third rater); coverage counts the others:")
+        print(f"Datasets (of {reps}) whose interval was refused (two raters: no interval for raters like these; the "
+              "line says why and names --interval panel or a third rater); coverage counts the others:")
         print("\n".join(refusals))
     pooled = table[cols].mean()
     print("Mean coverage over the cells: " + ", ".join(f"{_short(k)} {v:.1f}" for k, v in pooled.items()))
