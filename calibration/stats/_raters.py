@@ -72,7 +72,12 @@ answer, a spread of 0.4 points). Such an interval is therefore refused
 (``interval="panel"``) or a third rater is the fix. A contrast whose shares sum to 0 (the
 self-preference gap: each family's labels carry ``±1``) does not see the panel's mean leniency at
 all, only the difference between the two raters weighted by how unevenly they labelled the two
-families; it keeps the two-way interval (93-97% in ``bench/coverage.py --two-raters``).
+families; it keeps the two-way interval (93-97% in ``bench/coverage.py --two-raters``), unless
+the two raters' labels fall so unevenly on the two families that their difference carries half its
+variance or more (its df are then the raters' one), or that their leniencies cannot be told from
+the families': it is refused too (:data:`TWO_RATERS_UNEVEN`; where one rater labelled each family
+the former interval was a t(1) marked unreliable, ±2.5-5.5 points on 1-5, or, where the two
+raters' means happened to agree, unmarked and ±0.0-0.3).
 
 **The floor** (kept for :func:`rater_part`'s callers, the active design). ``σ̂²`` clipped at 0 is
 raised to ``noise/√(R−1)``, 0.71 of the estimate's standard error under no spread
@@ -88,10 +93,20 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import sparse
+from scipy import sparse, stats
 
-__all__ = ["RATER_SCOPES", "RaterPart", "RaterScope", "RaterSpread", "rater_part", "rater_spread", "rater_terms",
-           "rater_variance", "two_rater_refusal"]
+__all__ = [
+    "RATER_SCOPES",
+    "TWO_RATERS_UNEVEN",
+    "RaterPart",
+    "RaterScope",
+    "RaterSpread",
+    "rater_part",
+    "rater_spread",
+    "rater_terms",
+    "rater_variance",
+    "two_rater_refusal",
+]
 
 RaterScope = Literal["raters", "panel"]
 """Which raters an interval speaks for.
@@ -104,6 +119,9 @@ the interval resamples tasks and treats the raters' leniencies as fixed.
 RATER_SCOPES: tuple[RaterScope, ...] = ("raters", "panel")
 
 _NAN = float("nan")
+#: Below this p-value two raters' shares of a contrast are more uneven than dealing them at random
+#: would make them (:func:`two_rater_refusal`): about 1 contrast in 100 dealt at random is refused.
+_UNEVEN_P = 0.01
 
 
 @dataclass(frozen=True)
@@ -255,6 +273,15 @@ def rater_variance(
     return float(sigma2 * (share**2).sum())
 
 
+TWO_RATERS_UNEVEN = ("only 2 raters, whose labels fall unevenly on what this estimate compares: the difference "
+                     "between their leniencies rests on 1 degree of freedom and carries much of this estimate's "
+                     "error, so no interval can speak for raters like these")
+"""Why a contrast (the gap) is refused with two raters: their shares sum to 0, but the two-way
+variance leans on their one df for half or more (:attr:`calibration.stats.VarianceParts.df`), or
+their leniencies cannot be told from the families' (one rater labelled each family: the spread is
+then compared without the family and judge taken out)."""
+
+
 def two_rater_refusal(gradient: npt.ArrayLike, rater: npt.ArrayLike, spread: RaterSpread) -> str | None:
     """Why two raters cannot give this estimate an interval for raters like these, or ``None``.
 
@@ -271,13 +298,14 @@ def two_rater_refusal(gradient: npt.ArrayLike, rater: npt.ArrayLike, spread: Rat
     Returns:
         The reason, in words for the report line (the caller adds the fix and the panel's
         half-width: :meth:`calibration.stats.VarianceParts.refuse`); ``None`` when the estimate may
-        have its interval (three raters or more, one rater, or a contrast).
+        have its interval (three raters or more, one rater, or a contrast whose labels the two
+        raters share about as evenly as dealing them at random would: a χ²(1) test at 1%).
 
     Examples:
         >>> s = rater_spread([1, 2, 3, 4] * 2, ["a"] * 4 + ["b"] * 4, [1, 2, 4, 5, 2, 3, 5, 6])
         >>> two_rater_refusal([-0.125] * 8, ["a"] * 4 + ["b"] * 4, s)[:60]  # a residual: shares sum to -1
         'only 2 raters: the spread of their leniency rests on 1 degre'
-        >>> two_rater_refusal([-0.25, 0.25] * 4, ["a"] * 4 + ["b"] * 4, s) is None  # a contrast
+        >>> two_rater_refusal([-0.25, 0.25] * 4, ["a"] * 4 + ["b"] * 4, s) is None  # a contrast, dealt evenly
         True
     """
     if spread.n_raters != 2:
@@ -288,6 +316,15 @@ def two_rater_refusal(gradient: npt.ArrayLike, rater: npt.ArrayLike, spread: Rat
     # The panel's mean leniency moves the estimate by Σ_r π_r; rounding leaves ~1e-16 of a gap's 0.
     together = float(share.sum())
     if not abs(together) > 1e-9 * max(float(np.abs(g).sum()), 1e-300):
+        # A contrast: free of the mean leniency, not of the two raters' difference, which the design's
+        # variance carries only as far as the raters were dealt to the labels at random. Dealt at
+        # random, rater a's share has variance p(1 − p)·Σg² (p their share of the labels), so
+        # share² / that is χ²(1); beyond its 99th centile the labels fall unevenly (at 75/25 by family
+        # the gap's interval covered 89% at 100 tasks).
+        p = float(np.mean(codes == 0))
+        spread_if_random = p * (1.0 - p) * float((g**2).sum())
+        if spread_if_random > 0 and stats.chi2.sf(share[0] ** 2 / spread_if_random, 1) < _UNEVEN_P:
+            return TWO_RATERS_UNEVEN
         return None
     return ("only 2 raters: the spread of their leniency rests on 1 degree of freedom and their mean "
             "leniency moves this estimate, so no interval can speak for raters like these (on 1 df it "

@@ -39,6 +39,7 @@ from calibration.stats._humans import _RULES, HumanRule, _collapse
 from calibration.stats._provenance import provenance_note
 from calibration.stats._raters import (
     RATER_SCOPES,
+    TWO_RATERS_UNEVEN,
     RaterScope,
     RaterSpread,
     rater_spread,
@@ -375,8 +376,15 @@ def _variance_parts(prep: _Prepared, coef: npt.NDArray[np.float64]) -> VarianceP
     # The mean square behind `clustered` rests on R − 1 df (VarianceParts.df splits by that).
     two_way = VarianceParts(design, df, raters, prep.spread.df, g, h, parts.floor_units, clustered,
                             prep.spread.n_raters - 1)
-    # Two raters: 1 df for their spread; a residual moves with their mean leniency (refused).
+    # Two raters: 1 df for their spread; a residual moves with their mean leniency (refused), and a
+    # gap whose raters' difference carries half its variance would be read on that one df, as would
+    # one whose raters cannot be told from the families (compared without the covariates: one rater
+    # per family, whose equal means gave a zero-width interval).
     reason = two_rater_refusal(gradient, rater, prep.spread)
+    uneven = (not two_way.raters_clustered < two_way.total / 2
+              or (prep.spread.how == "between raters" and not prep.spread.adjusted))
+    if reason is None and prep.spread.n_raters == 2 and uneven:
+        reason = TWO_RATERS_UNEVEN
     return two_way if reason is None else two_way.refuse(reason, prep.level)
 
 

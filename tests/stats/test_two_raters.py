@@ -100,3 +100,23 @@ def test_two_raters_every_default_interval_covers_93_to_97_or_is_refused(cell: C
     outside = {k: round(100 * res.coverage[k], 1) for k in given
                if not 0.93 - 2.5 * se <= res.coverage[k] <= 0.97 + 2.5 * se}
     assert not outside, outside
+
+
+@pytest.mark.parametrize("swap", [0.0, 0.25])
+def test_a_gap_whose_two_raters_split_by_family_is_refused_too(swap: float) -> None:
+    # One rater labels the own family and the other the other family (or 75/25): the gap then
+    # carries the difference between their leniencies, which rests on 1 df. Before, the interval
+    # was a t(1) marked unreliable (±2.5-5.5 points), or unmarked and ±0.0-0.3 when their means
+    # happened to agree; at 75/25 unmarked intervals covered 89% at 100 tasks.
+    gen = np.random.default_rng(7)
+    d = _simulate(_TWO, gen)
+    lab = d.labels.copy()
+    other = d.family[lab["answer"].to_numpy()] == "other"
+    lab["rater"] = (other ^ (gen.random(len(lab)) < swap)).astype(int)
+    _, gap = residuals_and_gap(d.judge, None, d.family, d.task, scale="score", own_family="own", rater_level=lab)
+    assert math.isnan(gap.ci_low) and gap.extra["interval"] == "none (2 raters), raters"
+    assert gap.extra["unreliable"].startswith("only 2 raters, whose labels fall unevenly on what this estimate")
+    assert "`--interval panel`, or add a third rater" in gap.extra["unreliable"]
+    # Dealt at random (the simulation's own raters), the same gap keeps its interval.
+    _, dealt = residuals_and_gap(d.judge, None, d.family, d.task, scale="score", own_family="own", rater_level=d.labels)
+    assert dealt.ci_low < dealt.estimate < dealt.ci_high
