@@ -65,9 +65,10 @@ their leniency rests on one squared difference, 1 df, and no interval built on i
 and of use: an estimate the raters move together (a family's residual, a PPI mean: the raters'
 shares ``π_r`` sum to ``±1``) is off by the panel's mean leniency ``(ℓ₁ + ℓ₂)/2``, which the data
 cannot see, and its ratio to the one difference the data show, ``(ℓ₁ − ℓ₂)/2``, is Cauchy: the
-honest interval is a t(1), twelve standard errors wide (7 points on a 1-5 scale). Read on more df
-it covered 49-67% whenever the two raters happened to agree (issue 43: 100 tasks, one label per
-answer, a spread of 0.4 points). Such an interval is therefore refused
+honest interval is a t(1), 12.7 standard errors wide (±2.8-3.4 points on a 1-5 scale at 100 tasks,
+marked unreliable in 58-84% of datasets); read on more df where the two raters happened to agree,
+unmarked, it covered 43-71% (100 tasks, one label per answer, a spread of 0.4 points; 300 datasets a
+cell). Such an interval is therefore refused
 (:func:`two_rater_refusal`): the line says why, and that this panel's own interval
 (``interval="panel"``) or a third rater is the fix. A contrast whose shares sum to 0 (the
 self-preference gap: each family's labels carry ``±1``) does not see the panel's mean leniency at
