@@ -154,6 +154,17 @@ class VarianceParts:
 
         The reason names the fix; the this-panel-only interval is one, so its half-width is given
         beside it (a reader sees what ``--interval panel`` would print without running it).
+
+        Args:
+            reason: Why no interval can be given (e.g. :func:`calibration.stats._raters.two_rater_refusal`).
+            level: Confidence level of the panel's half-width.
+
+        Returns:
+            A copy with :attr:`refused` set to the reason, the fix and that half-width.
+
+        Examples:
+            >>> VarianceParts(0.01, 99.0).refuse("only 2 raters", 0.95).refused
+            "only 2 raters; this panel's own interval (±0.198 here) is `--interval panel`, or add a third rater"
         """
         panel = self.panel_only()
         half = _half_width(panel, level)
@@ -306,7 +317,7 @@ def design_variance(
 
 
 def t_interval(estimate: float, parts: VarianceParts, level: float) -> tuple[float, float]:
-    """``estimate ± t_{df, (1+level)/2} · √variance``; ``(nan, nan)`` when the variance is undefined."""
+    """``estimate ± t_{df, (1+level)/2} · √variance``; ``(nan, nan)`` when undefined or refused."""
     if parts.refused is not None or not math.isfinite(estimate):
         return _NAN, _NAN
     half = _half_width(parts, level)
