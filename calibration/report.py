@@ -53,8 +53,13 @@ def residual_table(section: ResidualSection) -> pd.DataFrame:
 
 
 def _interval_name(short: str, unreliable: str | None) -> str:
-    """The interval's method in a table cell, marked when it is not to be trusted."""
-    return f"{short} (UNRELIABLE)" if unreliable else short
+    """The interval's method in a table cell, marked when it is not to be trusted (a refused one says its name)."""
+    return f"{short} (UNRELIABLE)" if unreliable and not short.startswith("none") else short
+
+
+def _not_trusted(short: str) -> str:
+    """The heading of the note beside an interval: refused (two raters) or unreliable."""
+    return "No interval" if short.startswith("none") else "UNRELIABLE interval"
 
 
 def gap_table(report: CalibrationReport) -> pd.DataFrame:
@@ -427,12 +432,12 @@ def _residual_markdown(report: CalibrationReport) -> list[str]:
         level_fmt: Callable[[Any], str] = functools.partial(_cell, digits=digits)
         lines += _md_table(table, dict.fromkeys(names, level_fmt))
         lines += ["", f"Residual = judge − human, in {section.units}; {section.method}.", ""]
-        lines += [f"> **UNRELIABLE interval ({fam}):** {r.unreliable}." for fam, r in section.families.items()
+        lines += [f"> **{_not_trusted(r.interval)} ({fam}):** {r.unreliable}." for fam, r in section.families.items()
                   if r.unreliable]
         g = section.gap
         if g is not None:
             bound = " This is an **upper bound** (see the provenance audit)." if g.upper_bound else ""
-            shaky = f" **UNRELIABLE interval:** {g.unreliable}." if g.unreliable else ""
+            shaky = f" **{_not_trusted(g.interval)}:** {g.unreliable}." if g.unreliable else ""
             lines += [
                 f"**Self-preference gap** (own family `{g.own_family}` minus `{', '.join(g.other_families)}`): "
                 f"**{num(g.estimate, digits, signed=True, unit=g.units)}** ({ci(g, digits)}; n = {g.n} tasks; "

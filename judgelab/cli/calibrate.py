@@ -156,8 +156,10 @@ def _scope_line(interval: str) -> str:
 
 
 def _how(short: str, unreliable: str | None) -> str:
-    """The interval method for a summary line, and the warning when it is not to be trusted."""
-    return f"{short}; UNRELIABLE: {unreliable}" if unreliable else short
+    """The interval method for a summary line, and the warning when it is not to be trusted or refused."""
+    if not unreliable:
+        return short
+    return f"{short}; NO INTERVAL: {unreliable}" if short.startswith("none") else f"{short}; UNRELIABLE: {unreliable}"
 
 
 @click.command("formats")
