@@ -420,7 +420,7 @@ def _kappa(weights: npt.NDArray[np.float64], post: npt.NDArray[np.float64],
            onehot: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Kappa of the confusion each row of ``weights`` (how often each answer counts) implies (:func:`_agreement`)."""
     # joint[b, k, l] = Σ_i w_bi · post[i, k] · 1[label_i = l]: the M step's counts, per resample.
-    joint = np.einsum("bi,ik,il->bkl", weights, post, onehot)
+    joint = np.einsum("bi,ik,il->bkl", weights, post, onehot, optimize=True)
     shares = joint.sum(axis=2)  # Σ_i w_bi · post[i, k]
     total = shares.sum(axis=1)
     p_o = np.trace(joint, axis1=1, axis2=2) / total
