@@ -272,10 +272,11 @@ def rater_model_table(report: CalibrationReport) -> pd.DataFrame:
         report: The report (empty table under the other rules).
 
     Returns:
-        ``labels of, rater`` (the name), ``rater_id, n_labels, accuracy`` and one column per category, ``"4→4"``: the
-        estimated chance the rater gives that category when it is the true one (the confusion
-        matrix's diagonal; ``fail→fail``, ``pass→pass`` for verdicts). Columns of a category the
-        other model lacks are empty. In the order of the label columns, then the raters.
+        ``labels of, rater`` (the name), ``rater_id, n_labels, accuracy``, ``kappa`` (the accuracy
+        chance-corrected at the rater's own label rates: near 0 for a random or constant rater) and
+        one column per category, ``"4→4"``: the estimated chance the rater gives that category when it
+        is the true one (the confusion matrix's diagonal; ``fail→fail``, ``pass→pass`` for verdicts).
+        Columns of a category the other model lacks are empty. In the order of the label columns, then the raters.
     """
     rows = []
     for column, model in report.rater_models.items():
@@ -285,7 +286,8 @@ def rater_model_table(report: CalibrationReport) -> pd.DataFrame:
             row: dict[str, object] = {"labels of": "pass verdict" if column == "pass" else "overall score",
                                       "rater": report.rater_names.get(str(rater), str(rater)),
                                       "rater_id": str(rater), "n_labels": model.n_labels[r],
-                                      "accuracy": float(accuracy[r])}
+                                      "accuracy": float(accuracy[r]),
+                                      "kappa": model.agreement[r].estimate if model.agreement else None}
             for k, c in enumerate(model.categories):
                 name = _category(c, column)
                 row[f"{name}→{name}"] = float(diagonal[r, k])
@@ -411,9 +413,13 @@ def _rater_model_markdown(report: CalibrationReport) -> list[str]:
                   + ", ".join(f"{c:g}: {p:.0%}" for c, p in zip(model.categories, model.priors, strict=True)) + ".", ""]
     table = rater_model_table(report)
     lines += _md_table(table, {c: functools.partial(_cell, digits=2) for c in table.columns[4:]})
+    warned = [f"- **WARN** {w}" for w in report.rater_warnings()]
     return [*lines, "", "accuracy: the rater's estimated chance of giving the true category (the confusion "
-                    "matrix's diagonal weighted by the categories' shares); k→k: the chance of saying k when the "
-                    "true category is k. The whole matrices are in the JSON report (`rater_model`).", ""]
+                    "matrix's diagonal weighted by the categories' shares); kappa: the accuracy chance-corrected "
+                    "at the rater's own label rates, on answers shared with other raters (near 0 for a random "
+                    "rater or one who always gives the same level); k→k: the chance of "
+                    "saying k when the true category is k. The whole matrices, and each kappa's interval, are in "
+                    "the JSON report (`rater_model`).", "", *([*warned, ""] if warned else [])]
 
 
 _RESIDUAL_TITLES = {"pass": "Pass rate (percentage points)", "score": "Overall score (rubric scale points)"}

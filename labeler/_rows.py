@@ -27,6 +27,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -389,6 +390,32 @@ class Checker:
                 file=self.rows.file, row=row, column=col, fix="use the rubric's scale.",
             )
         return number
+
+    def decimals(self, col: str) -> int | None:
+        """The most decimal places a number in ``col`` is written with (``None``: no numbers).
+
+        A CSV cell counts as written (``1.667``: 3; ``2``: 0); a JSON or Parquet number as its
+        shortest round-trip text (``repr``), which is what the writer's rounding left. Cells that
+        are not numbers are left to :meth:`number` to refuse.
+
+        >>> Checker(Rows("f.csv", ("score",), [{"score": "1.667"}, {"score": "2.5"}, {"score": 4.0},
+        ...                                     {"score": ""}])).decimals("score")
+        3
+        """
+        most: int | None = None
+        for record in self.rows.rows:
+            value = record.get(col)
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                continue
+            text = value.strip() if isinstance(value, str) else repr(value)
+            try:
+                exponent = Decimal(text).as_tuple().exponent
+            except InvalidOperation:
+                continue
+            if isinstance(exponent, int):  # not NaN or infinity
+                places = max(0, -exponent)
+                most = places if most is None else max(most, places)
+        return most
 
     def integer(self, row: int, col: str, *, required: bool = False, lo: int | None = None) -> int | None:
         """A whole number, or ``None`` when empty and not required."""

@@ -56,7 +56,7 @@ def _rater_model_lines(report: CalibrationReport) -> list[str]:
     for column, model in report.rater_models.items():
         named = zip((report.rater_names.get(str(r), str(r)) for r in model.raters), model.accuracy(), strict=True)
         lines.append(f"  rater model [{column}]: estimated accuracy " + ", ".join(f"{n} {a:.2f}" for n, a in named))
-    return lines
+    return lines + [f"    WARN {w}" for w in report.rater_warnings()]
 
 
 def _run_option(func: F) -> F:
