@@ -62,6 +62,9 @@ def import_(kind: str, file: str, ignore_columns: str, tool: str | None, maps: t
     done = import_from(Store(db), kind, file, tool=tool, column_map=parse_map(maps),  # type: ignore[arg-type]
                        ignore_columns=ignore)
     click.echo(f"{file}: {done.summary}")
+    if done.parse_failures:
+        click.echo(f"  {done.parse_failures} judge repl{'y' if done.parse_failures == 1 else 'ies'} did not parse: "
+                   "imported without a score, counted as parse failures (see parse_error)")
     for line in done.dropped:
         click.echo(f"  left out: {line}")
 

@@ -59,10 +59,13 @@ class AdaptedImport:
     Attributes:
         summary: The store's import summary.
         dropped: What the conversion left out and why, one sentence each.
+        parse_failures: Judge replies in the file that did not parse: imported without a score,
+            with a ``parse_error``, and counted as parse failures.
     """
 
     summary: ImportSummary
     dropped: tuple[str, ...] = field(default=())
+    parse_failures: int = 0
 
 
 def _looks_like(columns: Collection[str]) -> str | None:
@@ -82,6 +85,9 @@ def _looks_like(columns: Collection[str]) -> str | None:
 
 def with_hint(exc: InputError, path: str | Path) -> InputError:
     """``exc`` with a fix that names ``--from TOOL`` when ``path`` looks like that tool's export."""
+    if Path(path).suffix.lower() == ".eval":  # Inspect's default log format, a zip read_rows refuses
+        return InputError(exc.problem, file=exc.file, row=exc.row, column=exc.column,
+                          fix=f"this looks like an Inspect AI log: add --from inspect. Otherwise: {exc.fix}")
     try:
         tool = _looks_like(read_rows(path).columns)
     except InputError:
@@ -185,7 +191,8 @@ def import_from(
                          fix=f"import the {kind} without --from/--map.")
     adapted = adapt(tool, kind, path, column_map=column_map)
     summary = import_file(store, kind, path, ignore_columns=ignore_columns, reader=lambda _: adapted.rows)
-    return AdaptedImport(summary, adapted.dropped)
+    failures = sum(1 for r in adapted.rows.rows if kind == "judgements" and isinstance(r.get("parse_error"), str))
+    return AdaptedImport(summary, adapted.dropped, failures)
 
 
 def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes, int]:
