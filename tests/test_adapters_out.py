@@ -127,6 +127,7 @@ def test_label_studio_bad_files_name_the_task(tmp_path: Path, original: str) -> 
     result = CliRunner().invoke(main, ["import", "judgements", str(out), "--from", "label-studio", "--db", original])
     assert result.exit_code == 2 and "row 2" in result.stderr and "scoring format" in result.stderr
     tasks[1]["data"].pop("answer_id")
+    tasks[1].pop("id")
     out.write_text(json.dumps(tasks))
     result = CliRunner().invoke(main, ["import", "labels", str(out), "--from", "label-studio", "--db", original])
     assert result.exit_code == 2 and "row 2" in result.stderr and "answer_id" in result.stderr

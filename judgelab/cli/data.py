@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from judgelab.cli._util import db_option, new_db_option
-from labeler.adapters import ADAPTERS, EXPORT_TOOLS, export_to, import_from, parse_map, with_hint
+from labeler.adapters import ADAPTERS, EXPORT_TOOLS, export_to, import_from, label_studio_config, parse_map, with_hint
 from labeler.errors import InputError
 from labeler.exports import EXPORT_FORMATS, designs_json, export_table, rubric_toml, table_bytes
 from labeler.importers import IMPORT_KINDS, import_file
@@ -94,6 +94,10 @@ def export(kind: str, fmt: str | None, out: str, tool: str | None, db: str | Non
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         click.echo(f"wrote {n} {'tasks' if tool == 'label-studio' else f'{kind} rows'} for {tool} to {out}")
+        if tool == "label-studio":  # the project's labeling config, so the tasks open in Label Studio as they are
+            config = path.with_suffix(".label_config.xml")
+            config.write_text(label_studio_config(store, data), encoding="utf-8")
+            click.echo(f"wrote the labeling config to {config} (Settings > Labeling Interface > Code)")
         return
     if kind == "rubric":
         rubric = store.rubric()

@@ -29,10 +29,10 @@ from typing import Any
 import pandas as pd
 
 from labeler._rows import Rows, read_rows
-from labeler.adapters import alpaca_eval, inspect_ai, mt_bench, promptfoo
+from labeler.adapters import alpaca_eval, inspect_ai, label_studio, mt_bench, promptfoo
 from labeler.adapters._common import Adapted, Adapter
 from labeler.adapters.hf import ARGILLA, HF
-from labeler.adapters.label_studio import LABEL_STUDIO, to_label_studio
+from labeler.adapters.label_studio import LABEL_STUDIO, label_config, to_label_studio
 from labeler.errors import InputError
 from labeler.exports import export_table, table_bytes
 from labeler.importers import import_file
@@ -40,7 +40,7 @@ from labeler.schemas import DataKind
 from labeler.store import ImportSummary, Store
 
 __all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "adapt", "apply_map", "export_to",
-           "import_from", "parse_map", "with_hint"]
+           "import_from", "label_studio_config", "parse_map", "with_hint"]
 
 ADAPTERS: dict[str, Adapter] = {
     a.name: a for a in (alpaca_eval.ADAPTER, ARGILLA, HF, inspect_ai.ADAPTER, LABEL_STUDIO, mt_bench.ADAPTER,
@@ -172,8 +172,14 @@ def adapt(tool: str | None, kind: DataKind, path: str | Path, *,
     if convert is None:
         raise InputError(f"judgelab reads {sorted(adapter.kinds)} from {tool}'s files, not {kind}",
                          file=str(path), fix=f"import it as one of {sorted(adapter.kinds)}.")
-    adapted = convert(Path(path))
-    return Adapted(apply_map(adapted.rows, column_map or {}), adapted.dropped)
+    column_map = dict(column_map or {})
+    if tool == "label-studio" and kind in ("labels", "judgements") and "." not in column_map.get("pass", "."):
+        # --map pass=<from_name> names a result of the annotations, not a field of the rows.
+        adapted = label_studio.people(Path(path), "annotations" if kind == "labels" else "predictions",
+                                      pass_from=column_map.pop("pass"))
+    else:
+        adapted = convert(Path(path))
+    return Adapted(apply_map(adapted.rows, column_map), adapted.dropped)
 
 
 def import_from(
@@ -231,6 +237,18 @@ def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes,
         raise InputError(f"a Hugging Face dataset is JSON lines or Parquet, not {fmt!r}",
                          fix="pass --out FILE.jsonl or FILE.parquet.")
     return table_bytes(frame, fmt), len(frame)  # type: ignore[arg-type]  # checked above
+
+
+def label_studio_config(store: Store, tasks_json: bytes) -> str:
+    """The labeling config (XML) for tasks :func:`export_to` wrote for Label Studio, from the store's rubric.
+
+    Written beside the tasks, it makes a Label Studio project that opens them as they are: every
+    result's control, named as in the results, with the rubric's criteria names and instructions.
+    """
+    rubric = store.rubric()
+    criteria = [(c.criterion_id, c.name) for c in rubric.criteria] if rubric else []
+    names = [("score", f"Overall ({rubric.scale})" if rubric else "Overall"), ("pass", "Pass"), *criteria]
+    return label_config(json.loads(tasks_json), criteria=names, instructions=rubric.instructions if rubric else "")
 
 
 def _hf_frame(frame: pd.DataFrame, answers: pd.DataFrame, kind: str) -> pd.DataFrame:
