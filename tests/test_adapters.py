@@ -347,6 +347,30 @@ def test_label_studio_predictions_need_a_judge_and_a_format(tmp_path: Path) -> N
         info.value.problem
 
 
+def test_label_studio_yes_no_questions_are_not_a_pass_verdict_unless_mapped(tmp_path: Path) -> None:
+    # Label Studio's "Chatbot Model Assessment" template, annotated by label-studio-sdk (see NOTICE):
+    # eleven Yes/No questions (hallucination, fails_to_follow, ...), none of them "the answer passes".
+    path = str(LS / "chatbot_assessment.json")
+    task = json.loads((LS / "chatbot_assessment.json").read_text())[0]
+    db = str(tmp_path / "c.duckdb")
+    run("import", "rubric", str(example_path("rubric.toml")), "--db", db)
+    said = run("import", "answers", path, "--from", "label-studio", "--db", db)
+    assert "1 answers added" in said and "they are 'unknown'" in said  # no model/family in data: not refused
+    [answer] = export_table(Store(db), "answers").to_dict("records")
+    assert (answer["family"], answer["model"]) == ("unknown", "unknown")
+    assert answer["text"] == task["data"]["messages"][-1]["content"]  # the last assistant turn
+    result = CliRunner().invoke(main, ["import", "labels", path, "--from", "label-studio", "--db", db])
+    assert result.exit_code == 2 and "choices 'hallucination'" in result.stderr and "--map pass=" in result.stderr
+    assert n_rows(Store(db), "labels") == 0
+    said = run("import", "labels", path, "--from", "label-studio", "--map", "pass=satisfies_constraint", "--db", db)
+    assert "2 labels added" in said and "'hallucination'" in said.split("left out: the choices result(s)")[1]
+    want = {a["created_username"].split(",")[0].replace("@", "_"):
+            next(r["value"]["choices"][0] == "Yes" for r in a["result"] if r["from_name"] == "satisfies_constraint")
+            for a in task["annotations"]}
+    got = {r["rater"]: r["pass"] for r in export_table(Store(db), "labels").to_dict("records")}
+    assert got == want and set(got) == {"ann_example.com", "bob_example.com"}
+
+
 # -- Hugging Face dataset-style tables and Argilla --------------------------------------------------
 
 

@@ -42,6 +42,7 @@ from labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, is
 
 UNKNOWN = "unknown"
 """The family and model of an answer whose task data names neither."""
+_UNMAPPED = "\0choices:"  # marks an unmapped choices result's name among the dropped sentences
 _PASS = {"pass": True, "yes": True, "true": True, "fail": False, "no": False, "false": False}
 _WHAT = "a Label Studio JSON export (an array of tasks with data and annotations)"
 _PROMPTS = ("prompt", "instruction", "question")
@@ -58,7 +59,7 @@ def _rater(value: Any, username: Any = None) -> str | None:
         value = value.get("email") or value.get("username") or value.get("id")
     if isinstance(value, int) and isinstance(username, str) and username.strip():
         name, _, uid = username.strip().rpartition(", ")
-        return name if name and uid == str(value) else username.strip()
+        return as_id(name if name and uid == str(value) else username.strip())
     if is_missing(value):
         return None
     return as_id(str(value) if not isinstance(value, int) else f"ls-user-{value}")
@@ -97,8 +98,7 @@ def _results(src: Source, i: int, where: str, result: Any, out: dict[str, Any], 
                                fix="map as pass a question answered with one of pass/fail, yes/no, true/false.")
             out["pass"] = _PASS[picked[0]]
         elif kind == "choices":
-            dropped.add(f"the choices result {name!r}: not mapped (--map pass={name} reads it as the pass "
-                        "verdict when Yes means the answer passes)")
+            dropped.add(f"{_UNMAPPED}{name}")
         elif kind == "textarea":
             text = "\n".join(str(t) for t in value.get("text") or [])
             out[name if name in ("flag_reason", "raw") else "comment"] = text
@@ -141,6 +141,23 @@ def _tasks(path: Path) -> Source:
     return src
 
 
+def _dialogue(messages: list[Any]) -> tuple[str | None, str | None]:
+    """A chat (``data.messages`` of ``role``/``content``, as Label Studio's chat templates show) as prompt and answer.
+
+    The answer is the last assistant turn; the prompt is the dialogue before it, one ``role: content``
+    line per turn (only the text when the dialogue before it is one user turn).
+    """
+    turns = [(str(m.get("role")), str(m.get("content"))) for m in messages
+             if isinstance(m, dict) and not is_missing(m.get("content"))]
+    last = max((k for k, (role, _) in enumerate(turns) if role == "assistant"), default=None)
+    if last is None or last == 0:
+        return None, None
+    before = turns[:last]
+    if len(before) == 1:
+        return before[0][1], turns[last][1]
+    return "\n\n".join(f"{role}: {content}" for role, content in before), turns[last][1]
+
+
 def _answers(path: Path) -> Adapted:
     src = _tasks(path)
     out = []
@@ -149,6 +166,8 @@ def _answers(path: Path) -> Adapted:
         data = src.rows.rows[i - 1]["data"]
         prompt = next((data[k] for k in _PROMPTS if not is_missing(data.get(k))), None)
         text = next((data[k] for k in _TEXTS if not is_missing(data.get(k))), None)
+        if prompt is None and text is None and isinstance(data.get("messages"), list):
+            prompt, text = _dialogue(data["messages"])
         if prompt is None or text is None:
             raise src.fail(f"data has no {'prompt' if prompt is None else 'answer text'}; it has {sorted(data)}",
                            row=i, column="data", fix=f"name the fields one of {list(_PROMPTS)} and {list(_TEXTS)}.")
@@ -160,7 +179,7 @@ def _answers(path: Path) -> Adapted:
                     "family": as_id(str(family)) if family is not None else UNKNOWN,
                     "model": as_id(str(model)) if model is not None else UNKNOWN, "text": text})
     extra = sorted({k for r in src.rows.rows for k in r["data"]} - {*_PROMPTS, *_TEXTS, "answer_id", "id", "task_id",
-                                                                    "category", "family", "model"})
+                                                                    "category", "family", "model", "messages"})
     dropped = ["the annotations and predictions (import the file as labels or judgements)"]
     if unknown:
         dropped.append(f"the family and model of {unknown} task(s): their data has neither, so they are {UNKNOWN!r} "
@@ -230,6 +249,11 @@ def people(path: Path, key: str, *, pass_from: str = "pass") -> Adapted:
             out.append(_item(src, i, n, key, item, dropped, pass_from))
     if cancelled:
         dropped.add(f"{cancelled} cancelled (skipped) annotation(s)")
+    unmapped = sorted(d.removeprefix(_UNMAPPED) for d in dropped if d.startswith(_UNMAPPED))
+    if unmapped:
+        dropped = {d for d in dropped if not d.startswith(_UNMAPPED)}
+        dropped.add(f"the choices result(s) {unmapped}: not mapped (--map pass=<from_name> reads one as the pass "
+                    "verdict, when its Yes/pass means the answer passes)")
     dropped.add("the rubric version and the label's source: Label Studio has no place for them (the newest rubric; "
                 "source import)" if key == "annotations" else
                 "the run, call, probe, tokens, cost and latency: Label Studio keeps the score, pass, format and raw "
