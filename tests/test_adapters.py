@@ -369,6 +369,11 @@ def test_label_studio_yes_no_questions_are_not_a_pass_verdict_unless_mapped(tmp_
             for a in task["annotations"]}
     got = {r["rater"]: r["pass"] for r in export_table(Store(db), "labels").to_dict("records")}
     assert got == want and set(got) == {"ann_example.com", "bob_example.com"}
+    # Or the user says which family wrote them.
+    other = str(tmp_path / "f.duckdb")
+    run("import", "answers", path, "--from", "label-studio", "--family", "claude", "--db", other)
+    [answer] = export_table(Store(other), "answers").to_dict("records")
+    assert (answer["family"], answer["model"]) == ("claude", "claude")
 
 
 # -- Hugging Face dataset-style tables and Argilla --------------------------------------------------

@@ -185,8 +185,13 @@ def adapt(tool: str | None, kind: DataKind, path: str | Path, *,
 def import_from(
     store: Store, kind: DataKind, path: str | Path, *, tool: str | None = None,
     column_map: Mapping[str, str] | None = None, ignore_columns: Collection[str] = (),
+    family: str | None = None,
 ) -> AdaptedImport:
     """Import another tool's ``path`` as ``kind``, all-or-nothing, through ``tool``'s adapter or a column map.
+
+    ``family`` (answers only) is the model family of every answer whose file does not name one
+    (empty, or ``unknown`` from an adapter), and its model too when that is missing: a Label
+    Studio project's tasks rarely carry either.
 
     Raises:
         InputError: No such adapter, a kind it does not read, or anything in the file that cannot
@@ -196,9 +201,23 @@ def import_from(
         raise InputError(f"a {kind} is judgelab's own file; --from and --map are for tables",
                          fix=f"import the {kind} without --from/--map.")
     adapted = adapt(tool, kind, path, column_map=column_map)
+    if family is not None:
+        if kind != "answers":
+            raise InputError(f"--family is for answers, not {kind}", fix="drop --family.")
+        adapted = Adapted(_with_family(adapted.rows, family), adapted.dropped)
     summary = import_file(store, kind, path, ignore_columns=ignore_columns, reader=lambda _: adapted.rows)
     failures = sum(1 for r in adapted.rows.rows if kind == "judgements" and isinstance(r.get("parse_error"), str))
     return AdaptedImport(summary, adapted.dropped, failures)
+
+
+def _with_family(rows: Rows, family: str) -> Rows:
+    """``rows`` with ``family`` (and model) filled in where they are empty or ``unknown``."""
+    def unnamed(value: Any) -> bool:
+        return value is None or (isinstance(value, float) and value != value) or str(value).strip() in ("", "unknown")
+
+    out = [{**r, **{c: family for c in ("family", "model") if unnamed(r.get(c))}} for r in rows.rows]
+    columns = tuple(dict.fromkeys((*rows.columns, "family", "model")))
+    return Rows(rows.file, columns, out, rows.spreadsheet, rows.quoted)
 
 
 def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes, int]:

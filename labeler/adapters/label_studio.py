@@ -11,18 +11,24 @@ judgelab reads, from tasks whose answer is ``data.answer_id`` (judgelab's export
 else ``ls-task-<task id>``:
 
 - ``answers``: one per task, from ``data``: ``prompt`` (or ``instruction``/``question``), ``text``
-  (or ``response``/``output``/``answer``), and optional ``task_id``, ``category``, ``model``, ``family``.
-- ``labels``: one per annotation not cancelled: ``completed_by`` (an email, a username or a user
-  id) as the rater; the ``rating``/``number`` result named ``score`` (or the only one) as the
-  score and the others as ``criterion:<from_name>``; a ``choices`` result of pass/fail (yes/no)
-  as the pass verdict; ``textarea`` results named ``flag_reason`` as the flag and others as the
-  comment; ``lead_time`` as seconds; the annotation's ``id`` and ``parent_annotation`` as the
-  label's ``label_id`` and ``supersedes``.
+  (or ``response``/``output``/``answer``), or a chat in ``messages`` (the last assistant turn is
+  the answer, the turns before it the prompt); optional ``task_id``, ``category``, ``model``,
+  ``family``. Tasks that name no family or model get ``unknown`` (or ``--family``).
+- ``labels``: one per annotation not cancelled: ``completed_by`` (an email, a username, or a user
+  id with the user's email in ``created_username``) as the rater; the ``rating``/``number``
+  result named ``score`` (or the only one) as the score and the others as
+  ``criterion:<from_name>``; the ``choices`` result named ``pass``, or the one ``--map
+  pass=<from_name>`` names, as the pass verdict (a Yes/No question such as "hallucination?" is
+  not one: the others are left out, and listed); ``textarea`` results named ``flag_reason`` as
+  the flag and others as the comment; ``lead_time`` as seconds; the annotation's ``id`` and
+  ``parent_annotation`` as the label's ``label_id`` and ``supersedes``.
 - ``judgements``: one per prediction, ``model_version`` as the judge, the same results, the
   scoring format from a ``choices`` result named ``format`` (judgelab's export writes it; Label
   Studio has no notion of one) and the judge's reply from a ``textarea`` named ``raw``.
 
-``judgelab export labels|judgements --to label-studio`` writes this shape (:func:`to_label_studio`);
+``judgelab export labels|judgements --to label-studio`` writes this shape (:func:`to_label_studio`):
+tasks numbered in ``id``, raters as user ids with their names in ``created_username``, and a
+labeling config beside the tasks (:func:`label_config`) so that a project opens them as they are;
 ``data`` carries no family or model, which Label Studio would show to its annotators.
 """
 
