@@ -189,7 +189,7 @@ def _answers(path: Path) -> Adapted:
     dropped = ["the annotations and predictions (import the file as labels or judgements)"]
     if unknown:
         dropped.append(f"the family and model of {unknown} task(s): their data has neither, so they are {UNKNOWN!r} "
-                       "(give data.family and data.model, or --map family=... on a flat file, to compare families)")
+                       "(give data.family and data.model, or --family NAME, to compare families)")
     if extra:
         dropped.append(f"the data field(s) {extra}")
     cols = ("task_id", "prompt", "category", "answer_id", "family", "model", "text")
