@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from judgelab.cli._util import db_option, new_db_option
-from labeler.adapters import ADAPTERS, EXPORT_TOOLS, export_to, import_from, parse_map, with_hint
+from labeler.adapters import ADAPTERS, EXPORT_TOOLS, export_to, import_from, label_studio_config, parse_map, with_hint
 from labeler.errors import InputError
 from labeler.exports import EXPORT_FORMATS, designs_json, export_table, rubric_toml, table_bytes
 from labeler.importers import IMPORT_KINDS, import_file
@@ -38,10 +38,13 @@ def init(db: str | None) -> None:
               help="Read the file as this tool exports it (the kinds each reads are listed above); what the "
               "conversion leaves out is printed.")
 @click.option("--map", "maps", multiple=True, metavar="COLUMN=FIELD",
-              help="Read judgelab's COLUMN from the file's FIELD (a dotted path reaches into JSON); repeatable.")
+              help="Read judgelab's COLUMN from the file's FIELD (a dotted path reaches into JSON); repeatable. "
+              "With --from label-studio, --map pass=NAME reads the Choices result NAME as the pass verdict.")
+@click.option("--family", default=None, metavar="NAME",
+              help="Answers: the model family (and model) of every answer the file names none for.")
 @new_db_option
 def import_(kind: str, file: str, ignore_columns: str, tool: str | None, maps: tuple[str, ...],
-            db: str | None) -> None:
+            family: str | None, db: str | None) -> None:
     """Import a rubric (TOML), answers, pairs, labels, pair_labels, audits, judgements, verdicts or designs (JSON).
 
     Tables are CSV, JSONL, JSON arrays (.json) or Parquet with the columns of the
@@ -50,7 +53,7 @@ def import_(kind: str, file: str, ignore_columns: str, tool: str | None, maps: t
     and nothing is written. Importing the same file twice changes nothing.
     """
     ignore = [c for c in ignore_columns.split(",") if c.strip()]
-    if tool is None and not maps:
+    if tool is None and not maps and family is None:
         try:
             summary = import_file(Store(db), kind, file, ignore_columns=ignore)  # type: ignore[arg-type]  # a Choice
         except InputError as exc:
@@ -60,8 +63,11 @@ def import_(kind: str, file: str, ignore_columns: str, tool: str | None, maps: t
         click.echo(f"{file}: {summary}")
         return
     done = import_from(Store(db), kind, file, tool=tool, column_map=parse_map(maps),  # type: ignore[arg-type]
-                       ignore_columns=ignore)
+                       ignore_columns=ignore, family=family)
     click.echo(f"{file}: {done.summary}")
+    if done.parse_failures:
+        click.echo(f"  {done.parse_failures} judge repl{'y' if done.parse_failures == 1 else 'ies'} did not parse: "
+                   "imported without a score, counted as parse failures (see parse_error)")
     for line in done.dropped:
         click.echo(f"  left out: {line}")
 
@@ -91,6 +97,10 @@ def export(kind: str, fmt: str | None, out: str, tool: str | None, db: str | Non
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         click.echo(f"wrote {n} {'tasks' if tool == 'label-studio' else f'{kind} rows'} for {tool} to {out}")
+        if tool == "label-studio":  # the project's labeling config, so the tasks open in Label Studio as they are
+            config = path.with_suffix(".label_config.xml")
+            config.write_text(label_studio_config(store, data), encoding="utf-8")
+            click.echo(f"wrote the labeling config to {config} (Settings > Labeling Interface > Code)")
         return
     if kind == "rubric":
         rubric = store.rubric()

@@ -29,10 +29,10 @@ from typing import Any
 import pandas as pd
 
 from labeler._rows import Rows, read_rows
-from labeler.adapters import alpaca_eval, inspect_ai, mt_bench, promptfoo
+from labeler.adapters import alpaca_eval, inspect_ai, label_studio, mt_bench, promptfoo
 from labeler.adapters._common import Adapted, Adapter
 from labeler.adapters.hf import ARGILLA, HF
-from labeler.adapters.label_studio import LABEL_STUDIO, to_label_studio
+from labeler.adapters.label_studio import LABEL_STUDIO, label_config, to_label_studio
 from labeler.errors import InputError
 from labeler.exports import export_table, table_bytes
 from labeler.importers import import_file
@@ -40,7 +40,7 @@ from labeler.schemas import DataKind
 from labeler.store import ImportSummary, Store
 
 __all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "adapt", "apply_map", "export_to",
-           "import_from", "parse_map", "with_hint"]
+           "import_from", "label_studio_config", "parse_map", "with_hint"]
 
 ADAPTERS: dict[str, Adapter] = {
     a.name: a for a in (alpaca_eval.ADAPTER, ARGILLA, HF, inspect_ai.ADAPTER, LABEL_STUDIO, mt_bench.ADAPTER,
@@ -59,10 +59,13 @@ class AdaptedImport:
     Attributes:
         summary: The store's import summary.
         dropped: What the conversion left out and why, one sentence each.
+        parse_failures: Judge replies in the file that did not parse: imported without a score,
+            with a ``parse_error``, and counted as parse failures.
     """
 
     summary: ImportSummary
     dropped: tuple[str, ...] = field(default=())
+    parse_failures: int = 0
 
 
 def _looks_like(columns: Collection[str]) -> str | None:
@@ -82,6 +85,9 @@ def _looks_like(columns: Collection[str]) -> str | None:
 
 def with_hint(exc: InputError, path: str | Path) -> InputError:
     """``exc`` with a fix that names ``--from TOOL`` when ``path`` looks like that tool's export."""
+    if Path(path).suffix.lower() == ".eval":  # Inspect's default log format, a zip read_rows refuses
+        return InputError(exc.problem, file=exc.file, row=exc.row, column=exc.column,
+                          fix=f"this looks like an Inspect AI log: add --from inspect. Otherwise: {exc.fix}")
     try:
         tool = _looks_like(read_rows(path).columns)
     except InputError:
@@ -166,15 +172,26 @@ def adapt(tool: str | None, kind: DataKind, path: str | Path, *,
     if convert is None:
         raise InputError(f"judgelab reads {sorted(adapter.kinds)} from {tool}'s files, not {kind}",
                          file=str(path), fix=f"import it as one of {sorted(adapter.kinds)}.")
-    adapted = convert(Path(path))
-    return Adapted(apply_map(adapted.rows, column_map or {}), adapted.dropped)
+    column_map = dict(column_map or {})
+    if tool == "label-studio" and kind in ("labels", "judgements") and "." not in column_map.get("pass", "."):
+        # --map pass=<from_name> names a result of the annotations, not a field of the rows.
+        adapted = label_studio.people(Path(path), "annotations" if kind == "labels" else "predictions",
+                                      pass_from=column_map.pop("pass"))
+    else:
+        adapted = convert(Path(path))
+    return Adapted(apply_map(adapted.rows, column_map), adapted.dropped)
 
 
 def import_from(
     store: Store, kind: DataKind, path: str | Path, *, tool: str | None = None,
     column_map: Mapping[str, str] | None = None, ignore_columns: Collection[str] = (),
+    family: str | None = None,
 ) -> AdaptedImport:
     """Import another tool's ``path`` as ``kind``, all-or-nothing, through ``tool``'s adapter or a column map.
+
+    ``family`` (answers only) is the model family of every answer whose file does not name one
+    (empty, or ``unknown`` from an adapter), and its model too when that is missing: a Label
+    Studio project's tasks rarely carry either.
 
     Raises:
         InputError: No such adapter, a kind it does not read, or anything in the file that cannot
@@ -184,8 +201,23 @@ def import_from(
         raise InputError(f"a {kind} is judgelab's own file; --from and --map are for tables",
                          fix=f"import the {kind} without --from/--map.")
     adapted = adapt(tool, kind, path, column_map=column_map)
+    if family is not None:
+        if kind != "answers":
+            raise InputError(f"--family is for answers, not {kind}", fix="drop --family.")
+        adapted = Adapted(_with_family(adapted.rows, family), adapted.dropped)
     summary = import_file(store, kind, path, ignore_columns=ignore_columns, reader=lambda _: adapted.rows)
-    return AdaptedImport(summary, adapted.dropped)
+    failures = sum(1 for r in adapted.rows.rows if kind == "judgements" and isinstance(r.get("parse_error"), str))
+    return AdaptedImport(summary, adapted.dropped, failures)
+
+
+def _with_family(rows: Rows, family: str) -> Rows:
+    """``rows`` with ``family`` (and model) filled in where they are empty or ``unknown``."""
+    def unnamed(value: Any) -> bool:
+        return value is None or (isinstance(value, float) and value != value) or str(value).strip() in ("", "unknown")
+
+    out = [{**r, **{c: family for c in ("family", "model") if unnamed(r.get(c))}} for r in rows.rows]
+    columns = tuple(dict.fromkeys((*rows.columns, "family", "model")))
+    return Rows(rows.file, columns, out, rows.spreadsheet, rows.quoted)
 
 
 def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes, int]:
@@ -224,6 +256,18 @@ def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes,
         raise InputError(f"a Hugging Face dataset is JSON lines or Parquet, not {fmt!r}",
                          fix="pass --out FILE.jsonl or FILE.parquet.")
     return table_bytes(frame, fmt), len(frame)  # type: ignore[arg-type]  # checked above
+
+
+def label_studio_config(store: Store, tasks_json: bytes) -> str:
+    """The labeling config (XML) for tasks :func:`export_to` wrote for Label Studio, from the store's rubric.
+
+    Written beside the tasks, it makes a Label Studio project that opens them as they are: every
+    result's control, named as in the results, with the rubric's criteria names and instructions.
+    """
+    rubric = store.rubric()
+    criteria = [(c.criterion_id, c.name) for c in rubric.criteria] if rubric else []
+    names = [("score", f"Overall ({rubric.scale})" if rubric else "Overall"), ("pass", "Pass"), *criteria]
+    return label_config(json.loads(tasks_json), criteria=names, instructions=rubric.instructions if rubric else "")
 
 
 def _hf_frame(frame: pd.DataFrame, answers: pd.DataFrame, kind: str) -> pd.DataFrame:
