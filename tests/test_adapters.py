@@ -388,9 +388,10 @@ def test_hf_rows_with_other_names_import_as_answers_and_labels(tmp_path: Path) -
     path.write_text("\n".join(json.dumps(r) for r in rows))
     store = Store(tmp_path / "p.duckdb")
     import_file(store, "rubric", example_path("rubric.toml"))
-    done = import_from(store, "answers", path, tool="hf", ignore_columns=["annotator", "rating"])
+    done = import_from(store, "answers", path, tool="hf")  # the rating is left out, and said
     assert done.summary.added == {"tasks": 1, "answers": 2} and "family is the model's name" in done.dropped[0]
-    done = import_from(store, "labels", path, tool="hf", ignore_columns=["generator"])
+    assert "['annotator', 'rating']" in done.dropped[1]
+    done = import_from(store, "labels", path, tool="hf")
     labels = export_table(store, "labels")
     assert labels[["answer_id", "rater", "score"]].values.tolist() == [["q1-m1", "ann", 5], ["q1-m2", "ann", 3]]
     assert "belong to the answer" in done.dropped[0]

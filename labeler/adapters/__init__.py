@@ -7,7 +7,9 @@ nothing written on any error; importing twice changes nothing). What a conversio
 is said, one sentence per kind of thing, in :attr:`AdaptedImport.dropped`.
 
 A file no adapter knows is read with a column map instead: ``--map judgelab_column=their_field``
-renames a field (a dotted path reaches into a JSON object: ``prompt=data.text``).
+renames a field (a dotted path reaches into a JSON object: ``prompt=data.text``). ``--set
+column=value`` gives a column the file lacks one value on every row (a plain table of ratings
+has no rater or judge: ``--set rater=alice``).
 
 Out again (:func:`export_to`): ``judgelab export K --to hf`` writes dataset-style rows (the kind's
 own columns with the answer's ``id``, ``prompt`` and ``response``), which ``--from hf`` reads back;
@@ -39,8 +41,8 @@ from labeler.importers import import_file
 from labeler.schemas import DataKind
 from labeler.store import ImportSummary, Store
 
-__all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "adapt", "apply_map", "export_to",
-           "import_from", "label_studio_config", "parse_map", "with_hint"]
+__all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "adapt", "apply_map", "apply_values",
+           "export_to", "import_from", "label_studio_config", "parse_map", "parse_set", "with_hint"]
 
 ADAPTERS: dict[str, Adapter] = {
     a.name: a for a in (alpaca_eval.ADAPTER, ARGILLA, HF, inspect_ai.ADAPTER, LABEL_STUDIO, mt_bench.ADAPTER,
@@ -118,6 +120,42 @@ def parse_map(pairs: Collection[str]) -> dict[str, str]:
     return out
 
 
+def parse_set(pairs: Collection[str]) -> dict[str, str]:
+    """``--set`` values (``judgelab_column=value``) as a dict, checked.
+
+    >>> parse_set(["rater=alice", "format=likert5"])
+    {'rater': 'alice', 'format': 'likert5'}
+    """
+    out: dict[str, str] = {}
+    for item in pairs:
+        column, sep, value = item.partition("=")
+        column, value = column.strip(), value.strip()
+        if not sep or not column or not value:
+            raise InputError(f"--set {item!r} is not judgelab_column=value",
+                             fix="write e.g. --set rater=alice (repeat --set for more columns).")
+        if column in out:
+            raise InputError(f"--set names judgelab's column {column!r} twice", fix="set each column once.")
+        out[column] = value
+    return out
+
+
+def apply_values(rows: Rows, values: Mapping[str, str]) -> Rows:
+    """``rows`` with each column of ``values`` added, holding its value on every row.
+
+    Raises:
+        InputError: The rows already have such a column (the file's own values are not overwritten).
+    """
+    if not values:
+        return rows
+    clash = [c for c in values if c in rows.columns]
+    if clash:
+        raise InputError(f"--set gives column(s) {clash}, which the file already has", file=rows.file,
+                         fix=f"drop --set {clash[0]}= (the file's own values are used), or --map {clash[0]}= "
+                             "from another field.")
+    return Rows(rows.file, (*rows.columns, *values), [row | dict(values) for row in rows.rows], rows.spreadsheet,
+                rows.quoted)
+
+
 def _lookup(row: dict[str, Any], path: str) -> tuple[bool, Any]:
     """``row[path]``, or the value a dotted path reaches through JSON objects; ``(found, value)``."""
     if path in row:
@@ -160,11 +198,11 @@ def apply_map(rows: Rows, column_map: Mapping[str, str]) -> Rows:
 
 
 def adapt(tool: str | None, kind: DataKind, path: str | Path, *,
-          column_map: Mapping[str, str] | None = None) -> Adapted:
-    """``path`` converted to rows of ``kind``: by ``tool``'s adapter, or read as it is; then mapped."""
+          column_map: Mapping[str, str] | None = None, values: Mapping[str, str] | None = None) -> Adapted:
+    """``path`` converted to rows of ``kind``: by ``tool``'s adapter, or read as it is; then mapped and set."""
     if tool is None:
         rows = read_rows(path)
-        return Adapted(apply_map(rows, column_map or {}))
+        return Adapted(apply_values(apply_map(rows, column_map or {}), values or {}))
     adapter = ADAPTERS.get(tool)
     if adapter is None:
         raise InputError(f"no adapter for {tool!r}", fix=f"use one of {sorted(ADAPTERS)}, or --map for other files.")
@@ -179,13 +217,13 @@ def adapt(tool: str | None, kind: DataKind, path: str | Path, *,
                                       pass_from=column_map.pop("pass"))
     else:
         adapted = convert(Path(path))
-    return Adapted(apply_map(adapted.rows, column_map), adapted.dropped)
+    return Adapted(apply_values(apply_map(adapted.rows, column_map), values or {}), adapted.dropped)
 
 
 def import_from(
     store: Store, kind: DataKind, path: str | Path, *, tool: str | None = None,
     column_map: Mapping[str, str] | None = None, ignore_columns: Collection[str] = (),
-    family: str | None = None,
+    values: Mapping[str, str] | None = None, family: str | None = None,
 ) -> AdaptedImport:
     """Import another tool's ``path`` as ``kind``, all-or-nothing, through ``tool``'s adapter or a column map.
 
@@ -200,7 +238,7 @@ def import_from(
     if kind in ("rubric", "designs"):
         raise InputError(f"a {kind} is judgelab's own file; --from and --map are for tables",
                          fix=f"import the {kind} without --from/--map.")
-    adapted = adapt(tool, kind, path, column_map=column_map)
+    adapted = adapt(tool, kind, path, column_map=column_map, values=values)
     if family is not None:
         if kind != "answers":
             raise InputError(f"--family is for answers, not {kind}", fix="drop --family.")
