@@ -96,6 +96,7 @@ class SelfNames:
         fillers: Words a self-description passes through, all languages.
         self_nouns: Nouns of a self-description, all languages.
         cjk_cues: First-person phrases of Chinese and Japanese (no spaces between words).
+        cjk_after: What follows a name those phrases introduce (a particle, a comma, "开发").
         languages: The languages the file has cues for (English is built in).
     """
 
@@ -107,6 +108,7 @@ class SelfNames:
     fillers: frozenset[str]
     self_nouns: frozenset[str]
     cjk_cues: tuple[str, ...]
+    cjk_after: tuple[str, ...]
     languages: tuple[str, ...]
 
 
@@ -195,6 +197,7 @@ def _language_cues(where: str, languages: Any) -> dict[str, Any]:
     made: list[str] = []
     after: list[str] = []
     cjk: list[str] = []
+    cjk_after: list[str] = []
     fillers: set[str] = set()
     nouns: set[str] = set()
     for code, lang in languages.items():
@@ -203,6 +206,7 @@ def _language_cues(where: str, languages: Any) -> dict[str, Any]:
             raise SelfNamesError(f"{where}: {key} must be a table, not {lang!r}")
         if code in ("zh", "ja"):  # no spaces between words: a cue before the name in its sentence
             cjk += _patterns_at(where, lang.get("self", []), f"{key}.self")
+            cjk_after += _patterns_at(where, lang.get("after_name", []), f"{key}.after_name")
             continue
         cues += _patterns_at(where, lang.get("self", []), f"{key}.self")
         made += _patterns_at(where, lang.get("made", []), f"{key}.made")
@@ -210,7 +214,8 @@ def _language_cues(where: str, languages: Any) -> dict[str, Any]:
         fillers |= _words_at(where, lang.get("fillers", ""), f"{key}.fillers")
         nouns |= _words_at(where, lang.get("self_nouns", ""), f"{key}.self_nouns")
     return {"cues": tuple(cues), "made": tuple(made), "after": tuple(after), "fillers": frozenset(fillers),
-            "self_nouns": frozenset(nouns), "cjk_cues": tuple(cjk), "languages": tuple(languages)}
+            "self_nouns": frozenset(nouns), "cjk_cues": tuple(cjk), "cjk_after": tuple(cjk_after),
+            "languages": tuple(languages)}
 
 
 _DATA = load_self_names()
@@ -318,6 +323,9 @@ _MADE_AFTER = re.compile(
 #: A Chinese or Japanese first-person phrase before a name in the same sentence.
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff]")
 _CJK_CUE = re.compile("(?:" + "|".join(_DATA.cjk_cues) + ")[^。！？!?\n]{0,40}$") if _DATA.cjk_cues else None
+#: What follows a name that a Chinese or Japanese self-introduction names ("我是通义千问，",
+#: "私はClaudeです", "Anthropicが開発した"); "私はGoogleで検索した" is not one.
+_CJK_AFTER = re.compile("(?:" + "|".join(_DATA.cjk_after) + ")") if _DATA.cjk_after else None
 #: Words before a name that use it as an attribute ("an Amazon seller"): then the name must
 #: be followed by a self-noun ("an OpenAI model") unless a "by"/"from" came between.
 _DETERMINERS = _words("a an the your my our this")
@@ -440,7 +448,8 @@ def _names_in_context(
             weak.add(i)
         if cue == "chain" or (cue == "made" and _MADE_AFTER.match(after)) or (
                 _CJK_CUE is not None and _CJK.search(lower, sentence_start, s)
-                and _CJK_CUE.search(lower, sentence_start, s)):
+                and _CJK_CUE.search(lower, sentence_start, s)
+                and (_CJK_AFTER is None or _CJK_AFTER.match(lower, e))):
             hits.add(i)
             weak.discard(i)
         # "ERNIE by Baidu", "Kimi from Moonshot AI": a product named with its maker.
@@ -475,7 +484,9 @@ class _Everyday:
     def __call__(self, start: int, end: int) -> bool:
         """Whether ``lower[start:end]`` is a context-sensitive word in its everyday sense."""
         word = self.lower[start:end]
-        senses = [(i, sense) for i, sense in enumerate(_DATA.everyday) if sense.name.fullmatch(word)]
+        # The word's own part: a pool name's match can carry a version ("sonnet 18").
+        senses = [(i, sense) for i, sense in enumerate(_DATA.everyday)
+                  if (m := sense.name.match(word)) and not word[m.end() : m.end() + 1].isalnum()]
         if not senses:
             return False
         first = _sentence_start(self.lower, start)
@@ -559,8 +570,8 @@ def _cue_before(
         bare = word.group(0).strip("'-")
         first = first or bare
         provenance = provenance or bare in _PROVENANCE
-        # A compound of self-description words ("KI-Assistent", "open-source") is one of them.
-        parts = bare.split("-") if "-" in bare and bare not in _FILLERS else [bare]
+        # A compound of self-description words ("KI-Assistent", "l'entreprise") is one of them.
+        parts = re.split("[-']", bare) if bare not in _FILLERS else [bare]
         if any(w in _SELF_NOUNS for w in parts) and all(w in _SELF_NOUNS or w in _FILLERS for w in parts):
             noun = True
         elif not all(w in _FILLERS for w in parts) and not bare[:1].isdigit():
@@ -652,17 +663,30 @@ def _joined_letters(read: str, starts: list[int], ends: list[int]) -> tuple[str,
 
 @functools.lru_cache(maxsize=4096)
 def _fold(chars: str) -> str:
-    """What ``chars`` read as: invisible and combining characters dropped, look-alikes as Latin."""
-    read = []
+    """What ``chars`` read as: invisible and combining characters dropped, look-alikes as Latin.
+
+    Compatibility forms are folded (NFKD: fullwidth letters, ligatures, the non-breaking
+    hyphen); a combining mark on a Latin, Greek or Cyrillic letter (an accent) is dropped,
+    but one on a letter of another script stays and is composed back (NFC): the voicing
+    mark of a kana is part of the letter ("が" is not "か").
+    """
+    read: list[str] = []
     for ch in unicodedata.normalize("NFKD", chars):
         category = unicodedata.category(ch)
+        if category in ("Mn", "Me") and read and ord(read[-1]) >= 0x0590:
+            read.append(ch)
+            continue
         if category in ("Cf", "Mn", "Me", "Cc") and ch not in "\t\n\r":
             continue
-        if category in ("Pd", "Zs"):  # every dash reads as "-", every space as " "
-            read.append("-" if category == "Pd" else " ")
+        if category in ("Pd", "Zs") or ch in _MINUS_SIGNS:  # every dash reads as "-", every space as " "
+            read.append(" " if category == "Zs" else "-")
             continue
         read.append(_lookalike(ch) if ord(ch) > 0x7F else ch)
-    return "".join(read)
+    return unicodedata.normalize("NFC", "".join(read))
+
+
+#: Minus signs and hyphen look-alikes that are not dashes to Unicode (``GPT−4o``).
+_MINUS_SIGNS = frozenset("\u2212\u2043\u02d7\u2796\ufe63\uff0d")
 
 
 def _lookalike(ch: str) -> str:
