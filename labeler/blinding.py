@@ -305,7 +305,7 @@ _SELF_NOUNS = _words(
 #: assistant", "Claude wrote this reply".
 _SELF_AFTER = re.compile(
     r"^(?:'s)?\s*(?:(?:[\w'-]+\s+){0,3}?(?:created|built|trained|developed|made|designed|programmed|fine-tuned)"
-    r"\s+me\b|here\b|,\s*your\s+(?:[\w-]+\s+){0,3}?(?:assistant|model|ai|chatbot|bot|llm|helper)\b"
+    r"\s+me\b|here\b|speaking\b|,\s*your\s+(?:[\w-]+\s+){0,3}?(?:assistant|model|ai|chatbot|bot|llm|helper)\b"
     r"|,\s*an?\s+(?:[\w.-]+\s+){0,3}?(?:assistant|model|ai|chatbot|bot|llm)\s*,?\s*here\b"
     r"|(?:[\w'-]+\s+){0,3}?(?:wrote|drafted|generated|composed|produced|prepared)\s+(?:this|the)\s+"
     r"(?:reply|response|answer|text|message|email|draft)\b)"
@@ -438,7 +438,7 @@ def _names_in_context(
         after = lower[e : e + 80]
         sentence_start = _sentence_start(lower, s)
         intro = _SELF_AFTER.match(after)
-        if intro and (not after.lstrip().startswith("here") or sentence_start >= s - 12):
+        if intro and (not after.lstrip().startswith(("here", "speaking")) or sentence_start >= s - 12):
             # "Claude, an Anthropic model, here": the names inside the introduction too.
             hits.update(j for j in range(i, len(found)) if found[j][0] < e + intro.end())
         k = bisect.bisect_left(other_at, sentence_start)
