@@ -266,7 +266,9 @@ _CUE = re.compile(
 #: only in a sentence that holds one somewhere (:data:`_OTHER_CUE_ANYWHERE`), since every
 #: step of a walk tries the cues and a long alternation at every step is slow.
 _OTHER_CUE = re.compile("(?:" + "|".join(_DATA.cues) + ")$") if _DATA.cues else None
-_OTHER_CUE_ANYWHERE = re.compile("|".join(_DATA.cues)) if _DATA.cues else None
+#: Loosened to match anywhere: a cue anchored at a sentence's start (``(?:^|...)soy``) must
+#: be found at any sentence's start, not only the text's.
+_OTHER_CUE_ANYWHERE = re.compile("|".join(c.replace("(?:^|", "(?:|") for c in _DATA.cues)) if _DATA.cues else None
 #: Cues that name the writer only when the name is followed by what a self-introduction
 #: says next (:data:`_AS_AFTER`): "As Opus, I ..." but not "As Google reported".
 _AS_CUE = re.compile(

@@ -82,6 +82,19 @@ def test_each_language_masks_its_leaks_and_keeps_its_ordinary_sentences(lang: st
     assert again == []
 
 
+def test_the_corpus_joined_into_one_answer_is_masked_line_by_line() -> None:
+    # One answer of many lines (as an import brings them): a cue that opens a sentence
+    # ("Soy", "Sono") opens any line, not only the text's first.
+    rows = [r for lang in LANGUAGES for r in _rows(lang) if not r.get("pool")]
+    text = "\n".join(r["text"].replace("\n", " ") for r in rows)
+    lines = mask(text, detect_self_identifying(text)).split("\n")
+    assert len(lines) == len(rows)
+    missed = [(r["text"], line) for r, line in zip(rows, lines, strict=True)
+              if any(readable(line, n) for n in r["names"])]
+    changed = [line for r, line in zip(rows, lines, strict=True) if not r["names"] and line != r["text"]]
+    assert missed == [] and changed == [], json.dumps([missed, changed], ensure_ascii=False, indent=1)
+
+
 @pytest.mark.parametrize(
     ("text", "read"),
     [
