@@ -133,10 +133,14 @@ def test_a_comment_longer_than_the_bound_is_refused_in_the_store(tmp_path: Path)
 def test_the_rating_forms_text_boxes_stop_where_the_store_does() -> None:
     # The browser caps what it sends at the store's bound, so an oversized comment never
     # reaches Streamlit's message cap (the page hung silently there).
+    from judgelab.views._form import FormData
     from labeler.store import MAX_COMMENT_CHARS
 
     form = (Path(__file__).resolve().parent.parent / "judgelab" / "views" / "_form.js").read_text()
-    assert f"box.maxLength = {MAX_COMMENT_CHARS};" in form
+    assert "const max = this.data.max_chars;" in form and "box.value.slice(0, end)" in form
+    data = FormData(item="i:new", title="t", choice_label="c", options=(), choice=None, missing="m",
+                    comment_label="Comment", comment="", keys_help="", editing=False, can_back=False)
+    assert data.payload()["max_chars"] == MAX_COMMENT_CHARS
 
 
 def test_a_newer_database_names_the_judgelab_that_wrote_it_and_the_one_to_install(tmp_path: Path) -> None:
