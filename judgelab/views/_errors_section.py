@@ -21,17 +21,13 @@ def server_errors() -> None:
     st.subheader("Recent server errors")
     st.caption(f"Raters were told only: \u201c{SAVE_FAILED}\u201d (or that the page could not load). "
                "The full messages, newest first; the server log has each with its traceback.")
-    st.dataframe(
-        pd.DataFrame({
-            "when": [i.at.strftime("%Y-%m-%d %H:%M:%S UTC") for i in incidents],
-            "where": [i.where for i in incidents],
-            "who": [i.rater or "—" for i in incidents],
-            "error": [i.detail for i in incidents],
-        }),
-        hide_index=True, width="stretch",
-        column_config={"when": "When", "where": "Doing", "who": "Rater", "error": st.column_config.TextColumn(
-            "Error (with the fix)", width="large")},
-    )
+    # A plain table: the messages are long and wrap (a data grid would cut them to one line).
+    st.table(pd.DataFrame({
+        "When": [i.at.strftime("%Y-%m-%d %H:%M:%S UTC") for i in incidents],
+        "Doing": [i.where for i in incidents],
+        "Rater": [i.rater or "—" for i in incidents],
+        "Error (with the fix)": [i.detail for i in incidents],
+    }).set_index("When"))
     if st.button("Clear this list", key="server_errors_clear"):
         clear()
         st.rerun()
