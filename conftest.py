@@ -4,4 +4,6 @@ The Streamlit entry point and pages draw widgets when imported, and ``python -m 
 starts the command line; none of them holds a doctest.
 """
 
-collect_ignore = ["judgelab/app.py", "judgelab/__main__.py", "judgelab/views"]
+# tests/data holds the scripts that wrote the fixtures with other tools (Inspect, Label Studio);
+# they import those tools, which the suite does not need, and hold no test.
+collect_ignore = ["judgelab/app.py", "judgelab/__main__.py", "judgelab/views", "tests/data"]
