@@ -7,7 +7,11 @@ chosen), ``--small`` for 8 and 10 tasks (where the report starts calling interva
 ``--raters`` for the cells where the raters' spread comes from 3-5 raters with one label per
 answer (``RATER_CELLS``; the table then says how often the spread stood at its floor, or within
 its noise), ``--rater-study`` for issue 32's 24 cells (``RATER_STUDY``: 15/30/100 tasks x 1/3
-raters per answer of four x leniency 0/0.4 x simple random/judge-stratified).
+raters per answer of four x leniency 0/0.4 x simple random/judge-stratified), ``--two-raters`` for
+issue 43's 8 cells (``TWO_RATER_CELLS``: a panel of two raters, one label per answer, 30/100 tasks x
+leniency 0/0.4 x balanced/unbalanced families), with every residual and gap also under
+``interval="panel"`` against the panel's own truth; there a family's residual and PPI are refused
+an interval for raters like these, and the table says how often (coverage counts the others).
 
 The model, the truths and the intervals are :mod:`calibration.stats._coverage`'s: every interval
 is computed by the same functions the calibration report calls. Coverage is in percent; its Monte
@@ -33,9 +37,11 @@ from calibration.stats._bootstrap import percentile_interval
 from calibration.stats._coverage import (
     COVERAGE_GRID,
     INTERVALS,
+    PANEL_INTERVALS,
     RATER_CELLS,
     RATER_STUDY,
     TEST_CELLS,
+    TWO_RATER_CELLS,
     CoverageCell,
     CoverageResult,
     _simulate,
@@ -46,22 +52,24 @@ from calibration.stats._coverage import (
 
 def _short(name: str) -> str:
     return (name.replace("residual ", "r ").replace(" (pass)", "").replace(" (score)", " sc")
-            .replace(" (pass, panel)", " panel"))
+            .replace(" (pass, panel)", " panel").replace(" (score, panel)", " sc panel"))
 
 
 def _print(table: pd.DataFrame, results: list[CoverageResult], reps: int) -> None:
-    shown = table.rename(columns={n: _short(n) for n in INTERVALS})
-    with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_rows", 200):
-        print(shown.to_string(index=False))
+    names = INTERVALS + tuple(n for n in PANEL_INTERVALS if n not in INTERVALS)
+    shown = table.rename(columns={n: _short(n) for n in names})
+    with pd.option_context("display.width", 300, "display.max_columns", 40, "display.max_rows", 200):
+        print(shown.to_string(index=False, na_rep="refused"))
     se = 100 * math.sqrt(0.95 * 0.05 / reps)
-    cols = [c for c in INTERVALS if c in table]
+    cols = [c for c in names if c in table]
     outside = (table[cols] < 93) | (table[cols] > 97)
     far = (table[cols] < 93 - 2 * se) | (table[cols] > 97 + 2 * se)
     # An interval the report marks unreliable in most datasets is not printed plainly, so its
     # coverage is not a promise (the minority family of an unbalanced 15-task sample).
     flagged = pd.DataFrame([{c: res.unreliable.get(c, 0.0) > 0.5 for c in cols} for res in results])
     print(f"\n{reps} datasets per cell; Monte Carlo se of a 95% coverage: {se:.2f} points. "
-          f"Cells x intervals outside 93-97: {int(outside.to_numpy().sum())} of {outside.size}; "
+          f"Cells x intervals outside 93-97: {int(outside.to_numpy().sum())} of "
+          f"{int(table[cols].notna().to_numpy().sum())} (refused ones left out); "
           f"outside 93-97 by more than 2 se: {int(far.to_numpy().sum())}, of which "
           f"{int((far & flagged).to_numpy().sum())} marked unreliable in most datasets.")
     for i, res in enumerate(results):
@@ -69,6 +77,13 @@ def _print(table: pd.DataFrame, results: list[CoverageResult], reps: int) -> Non
             if far.loc[i, c]:
                 note = " (marked unreliable)" if flagged.loc[i, c] else ""
                 print(f"  {res.cell.label()}: {_short(c)} {100 * res.coverage[c]:.1f}%{note}")
+    refusals = [f"  {res.cell.label()}: " + ", ".join(f"{_short(c)} {round(res.refused[c] * reps)}" for c in cols
+                                                    if res.refused.get(c, 0.0) > 0)
+                for res in results if any(v > 0 for v in res.refused.values())]
+    if refusals:
+        print(f"Datasets (of {reps}) whose interval was refused (two raters: no interval for raters like these; the "
+              "line says why and names --interval panel or a third rater); coverage counts the others:")
+        print("\n".join(refusals))
     pooled = table[cols].mean()
     print("Mean coverage over the cells: " + ", ".join(f"{_short(k)} {v:.1f}" for k, v in pooled.items()))
     used = [f"  {res.cell.label()}: " + ", ".join(f"{_short(c)} {100 * res.floored.get(c, 0.0):.0f}%" for c in cols
@@ -134,6 +149,9 @@ def main() -> None:
     parser.add_argument("--raters", action="store_true", help="the raters' spread from 3-5 raters, one label each")
     parser.add_argument("--rater-study", action="store_true",
                         help="issue 32's 24 cells: 15/30/100 tasks x 1/3 raters x leniency 0/0.4 x srs/stratified")
+    parser.add_argument("--two-raters", action="store_true",
+                        help="issue 43's 8 cells: two raters, one label per answer, 30/100 tasks x leniency 0/0.4 x "
+                             "balanced/unbalanced, raters vs panel")
     args = parser.parse_args()
     started = time.perf_counter()
     if args.compare:
@@ -147,14 +165,16 @@ def main() -> None:
         cells = RATER_CELLS
     elif args.rater_study:
         cells = RATER_STUDY
+    elif args.two_raters:
+        cells = TWO_RATER_CELLS
     else:
         cells = COVERAGE_GRID if args.cells == "full" else TEST_CELLS
 
     def progress(res: CoverageResult) -> None:
-        low = min(res.coverage.values())
+        low = min(v for v in res.coverage.values() if not math.isnan(v))
         print(f"  {res.cell.label()}: lowest {100 * low:.1f}%, {res.seconds:.0f} s", file=sys.stderr, flush=True)
 
-    table, results = coverage_table(cells, args.reps, seed=args.seed, progress=progress)
+    table, results = coverage_table(cells, args.reps, seed=args.seed, progress=progress, panel_scope=args.two_raters)
     _print(table, results, args.reps)
     print(f"\n{time.perf_counter() - started:.0f} s")
 

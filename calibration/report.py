@@ -53,8 +53,13 @@ def residual_table(section: ResidualSection) -> pd.DataFrame:
 
 
 def _interval_name(short: str, unreliable: str | None) -> str:
-    """The interval's method in a table cell, marked when it is not to be trusted."""
-    return f"{short} (UNRELIABLE)" if unreliable else short
+    """The interval's method in a table cell, marked when it is not to be trusted (a refused one says its name)."""
+    return f"{short} (UNRELIABLE)" if unreliable and not short.startswith("none") else short
+
+
+def _not_trusted(short: str) -> str:
+    """The heading of the note beside an interval: refused (two raters) or unreliable."""
+    return "No interval" if short.startswith("none") else "UNRELIABLE interval"
 
 
 def gap_table(report: CalibrationReport) -> pd.DataFrame:
@@ -267,10 +272,11 @@ def rater_model_table(report: CalibrationReport) -> pd.DataFrame:
         report: The report (empty table under the other rules).
 
     Returns:
-        ``labels of, rater`` (the name), ``rater_id, n_labels, accuracy`` and one column per category, ``"4→4"``: the
-        estimated chance the rater gives that category when it is the true one (the confusion
-        matrix's diagonal; ``fail→fail``, ``pass→pass`` for verdicts). Columns of a category the
-        other model lacks are empty. In the order of the label columns, then the raters.
+        ``labels of, rater`` (the name), ``rater_id, n_labels, accuracy``, ``kappa`` (the accuracy
+        chance-corrected at the rater's own label rates: near 0 for a random or constant rater) and
+        one column per category, ``"4→4"``: the estimated chance the rater gives that category when it
+        is the true one (the confusion matrix's diagonal; ``fail→fail``, ``pass→pass`` for verdicts).
+        Columns of a category the other model lacks are empty. In the order of the label columns, then the raters.
     """
     rows = []
     for column, model in report.rater_models.items():
@@ -280,7 +286,8 @@ def rater_model_table(report: CalibrationReport) -> pd.DataFrame:
             row: dict[str, object] = {"labels of": "pass verdict" if column == "pass" else "overall score",
                                       "rater": report.rater_names.get(str(rater), str(rater)),
                                       "rater_id": str(rater), "n_labels": model.n_labels[r],
-                                      "accuracy": float(accuracy[r])}
+                                      "accuracy": float(accuracy[r]),
+                                      "kappa": model.agreement[r].estimate if model.agreement else None}
             for k, c in enumerate(model.categories):
                 name = _category(c, column)
                 row[f"{name}→{name}"] = float(diagonal[r, k])
@@ -406,9 +413,13 @@ def _rater_model_markdown(report: CalibrationReport) -> list[str]:
                   + ", ".join(f"{c:g}: {p:.0%}" for c, p in zip(model.categories, model.priors, strict=True)) + ".", ""]
     table = rater_model_table(report)
     lines += _md_table(table, {c: functools.partial(_cell, digits=2) for c in table.columns[4:]})
+    warned = [f"- **WARN** {w}" for w in report.rater_warnings()]
     return [*lines, "", "accuracy: the rater's estimated chance of giving the true category (the confusion "
-                    "matrix's diagonal weighted by the categories' shares); k→k: the chance of saying k when the "
-                    "true category is k. The whole matrices are in the JSON report (`rater_model`).", ""]
+                    "matrix's diagonal weighted by the categories' shares); kappa: the accuracy chance-corrected "
+                    "at the rater's own label rates, on answers shared with other raters (near 0 for a random "
+                    "rater or one who always gives the same level); k→k: the chance of "
+                    "saying k when the true category is k. The whole matrices, and each kappa's interval, are in "
+                    "the JSON report (`rater_model`).", "", *([*warned, ""] if warned else [])]
 
 
 _RESIDUAL_TITLES = {"pass": "Pass rate (percentage points)", "score": "Overall score (rubric scale points)"}
@@ -427,12 +438,12 @@ def _residual_markdown(report: CalibrationReport) -> list[str]:
         level_fmt: Callable[[Any], str] = functools.partial(_cell, digits=digits)
         lines += _md_table(table, dict.fromkeys(names, level_fmt))
         lines += ["", f"Residual = judge − human, in {section.units}; {section.method}.", ""]
-        lines += [f"> **UNRELIABLE interval ({fam}):** {r.unreliable}." for fam, r in section.families.items()
+        lines += [f"> **{_not_trusted(r.interval)} ({fam}):** {r.unreliable}." for fam, r in section.families.items()
                   if r.unreliable]
         g = section.gap
         if g is not None:
             bound = " This is an **upper bound** (see the provenance audit)." if g.upper_bound else ""
-            shaky = f" **UNRELIABLE interval:** {g.unreliable}." if g.unreliable else ""
+            shaky = f" **{_not_trusted(g.interval)}:** {g.unreliable}." if g.unreliable else ""
             lines += [
                 f"**Self-preference gap** (own family `{g.own_family}` minus `{', '.join(g.other_families)}`): "
                 f"**{num(g.estimate, digits, signed=True, unit=g.units)}** ({ci(g, digits)}; n = {g.n} tasks; "

@@ -185,6 +185,7 @@ async def ascore_answers(
     progress: bool | None = None,
     poll_interval: float = 30.0,
     params: Mapping[str, Any] | None = None,
+    adopt_batches: Sequence[str] = (),
 ) -> ScoreRunResult:
     """Judge every answer of the chosen set once per format, recording a judge run.
 
@@ -202,6 +203,8 @@ async def ascore_answers(
         progress: Show a progress bar (default: when stderr is a terminal).
         poll_interval: Seconds between batch status checks.
         params: The command's options, stored with the run.
+        adopt_batches: Batch ids named as this run's (``--adopt-batch``) for a batch whose
+            create reply was lost; each is checked before it is adopted.
 
     Raises:
         InputError: No rubric, an empty or unknown answer set, or a bad format.
@@ -227,6 +230,7 @@ async def ascore_answers(
         plan_scores(answers, chosen, rubric), judge, store, rubric=rubric,
         judge_kind=judge_kind or judge_kind_of(judge), evidence=evidence, resume=resume,
         concurrency=concurrency, batch=batch, progress=progress, params=record, poll_interval=poll_interval,
+        adopt_batches=adopt_batches,
     )
     return ScoreRunResult(summary, len(answers), what, chosen, line)
 

@@ -26,7 +26,8 @@ import os
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from labeler.errors import AccessError, JudgelabError
+from judgelab.admin._incidents import LOAD_FAILED, record
+from labeler.errors import AccessError, JudgelabError, StoreError
 from labeler.store import Rater, Store, resolve_db_path
 
 TOKEN_PARAM = "t"
@@ -58,10 +59,17 @@ def current_store() -> Store:
     """The project store for ``$JUDGELAB_DB`` (one per path per process)."""
     try:
         return _store_for(db_path())
+    except StoreError as exc:
+        # Nobody is signed in yet (that needs the store): the path and the fix go to the server's
+        # log only, and everyone reads one plain sentence.
+        record(exc, where="open the project database")
+        st.error(LOAD_FAILED)
+        st.stop()
+        raise  # unreachable: st.stop() raises; keeps type checkers honest
     except JudgelabError as exc:
         show_error(exc)
         st.stop()
-        raise  # unreachable: st.stop() raises; keeps type checkers honest
+        raise  # unreachable
 
 
 def current_token() -> str | None:

@@ -182,6 +182,7 @@ def parse_labels(rows: Rows, *, rubric_of: RubricLookup) -> list[ImportedLabel]:
     labels: list[ImportedLabel] = []
     common: list[_Common] = []
     groups: list[tuple[Any, ...]] = []
+    decimals = ck.decimals("score") if ck.has("score") else None
     for i in range(1, len(rows.rows) + 1):
         rec = _common(ck, i, "label_id", ("app", "import", "simulated", "adjudicated"))
         answer_id = str(ck.text(i, "answer_id", is_id=True))
@@ -189,7 +190,8 @@ def parse_labels(rows: Rows, *, rubric_of: RubricLookup) -> list[ImportedLabel]:
         lo, hi = format_range(rubric.scale)
         score = ck.number(i, "score", lo=lo, hi=hi, required=False)
         n_raters = ck.integer(i, "n_raters", lo=1)
-        _check_grid(ck, i, rubric, score, n_raters)
+        published = score
+        score = _check_grid(ck, i, rubric, score, n_raters, decimals)
         passed = ck.boolean(i, "pass")
         flag = ck.free_text(i, "flag_reason")
         if score is None and passed is None and flag is None:
@@ -201,6 +203,7 @@ def parse_labels(rows: Rows, *, rubric_of: RubricLookup) -> list[ImportedLabel]:
             answer_id, rec.rater, score, passed, _criteria(ck, i, rubric, lo, hi),
             ck.free_text(i, "comment") or "", flag, rec.seconds, rec.created_at,
             (rubric.rubric_id, rubric.version), rec.source, rec.ref, rec.supersedes, n_raters,
+            published if published != score else None,
         ))
         common.append(rec)
         groups.append((rec.rater, answer_id, rubric.rubric_id, rubric.version))
@@ -215,19 +218,34 @@ def parse_labels(rows: Rows, *, rubric_of: RubricLookup) -> list[ImportedLabel]:
     return labels
 
 
-def _check_grid(ck: Checker, i: int, rubric: Rubric, score: float | None, n_raters: int | None) -> None:
-    """Refuse a score off a declared scale's grid (a mean of ``n_raters`` people: off its finer grid).
+def _check_grid(ck: Checker, i: int, rubric: Rubric, score: float | None, n_raters: int | None,
+                decimals: int | None) -> float | None:
+    """The score on its scale's grid, or an error (a mean of ``n_raters`` people: on its finer grid).
 
-    The named scales keep the checks they always had (the store's, for whole numbers).
+    A mean of several people published rounded (1.667 for 5/3, in a file that writes 3
+    decimals) is read as the exact mean it rounds: within half a unit of the file's last decimal
+    (``decimals``, the most any score in the file shows), when that rounding names one mean.
+    Otherwise a declared scale refuses a score off its grid; the named scales keep the checks
+    they always had (the store's, for whole numbers).
     """
     spec = rubric.scale_spec
-    if score is None or rubric.declared_scale is None or spec.on_grid(score, n_raters=n_raters or 1):
-        return
+    if score is None or spec.on_grid(score, n_raters=n_raters or 1):
+        return score
+    if n_raters and n_raters > 1 and decimals is not None:
+        exact = spec.rounded_mean(score, n_raters=n_raters, decimals=decimals)
+        if exact is not None:
+            return exact
+    if rubric.declared_scale is None:
+        return score
     if n_raters and n_raters > 1:
-        raise ck.fail(f"{score:g} is not a mean of {n_raters} scores on the {spec.name} scale {spec.grid_text()}",
+        rounding = "" if decimals is None else (
+            f", nor within the file's rounding ({decimals} decimal{'s' * (decimals != 1)}) of one")
+        raise ck.fail(f"{score:g} is not a mean of {n_raters} scores on the {spec.name} scale "
+                      f"{spec.grid_text()}{rounding}",
                       row=i, column="score",
                       fix=f"check the score and n_raters: a mean of {n_raters} levels is a multiple of "
-                          f"{spec.step:g}/{n_raters} from {spec.low:g}.")
+                          f"{spec.step:g}/{n_raters} from {spec.low:g} (give it exactly, or rounded to the "
+                          "same decimals as the file's other scores).")
     raise ck.fail(f"{score:g} is off the {spec.name} scale's grid {spec.grid_text()}", row=i, column="score",
                   fix="use one of the levels, or give n_raters when the score is the mean of several people.")
 

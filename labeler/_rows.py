@@ -1,7 +1,8 @@
 """Reading tabular files into rows, and typed field access with errors that point at a cell.
 
 CSV, JSON lines, JSON arrays (``.json``: one array of objects, as Label Studio and AlpacaEval
-export) and Parquet all become :class:`Rows`: the columns in file order and one dict per
+export), Parquet and Arrow (an ``.arrow`` file, or the folder Hugging Face ``datasets`` writes with
+``Dataset.save_to_disk``) all become :class:`Rows`: the columns in file order and one dict per
 data row. Everything a user can get wrong in a file is an :class:`~labeler.errors.InputError`
 naming the file, the row (1-based, header not counted), the column and the fix.
 
@@ -27,12 +28,13 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 from labeler.errors import InputError
 
-TABLE_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".json", ".parquet")
+TABLE_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".json", ".parquet", ".arrow")
 
 #: Longest value accepted in one field. Longer is almost always a broken export.
 MAX_FIELD_CHARS = 100_000
@@ -104,13 +106,19 @@ def decode(path: Path, data: bytes) -> str:
 
 
 def read_rows(path: str | Path) -> Rows:
-    """Read a CSV, JSONL, JSON-array or Parquet file into rows, with clear errors for broken files.
+    """Read a CSV, JSONL, JSON-array, Parquet or Arrow file into rows, with clear errors for broken files.
+
+    A folder is read as Hugging Face ``datasets`` writes one with ``save_to_disk`` (see
+    :func:`_read_saved_dataset`).
 
     A table with no rows (a header only, an empty JSON-lines file, a Parquet file of no rows) is
     read as no rows: that is what an export of an empty kind writes.
     """
     path = Path(path)
     name = str(path)
+    if path.is_dir():
+        columns, rows = _read_saved_dataset(path)
+        return Rows(name, tuple(columns), rows)
     if not path.is_file():
         raise InputError("no such file", file=name, fix="check the path.")
     suffix = path.suffix.lower()
@@ -118,8 +126,11 @@ def read_rows(path: str | Path) -> Rows:
         raise InputError(
             f"unsupported file type {suffix or '(none)'!r}",
             file=name,
-            fix="use .csv, .jsonl, .json (an array of objects) or .parquet.",
+            fix="use .csv, .jsonl, .json (an array of objects), .parquet, .arrow, or a datasets save_to_disk folder.",
         )
+    if suffix == ".arrow":
+        columns, rows = _read_arrow(path)
+        return Rows(name, tuple(columns), rows)
     data = path.read_bytes()
     if not data.strip():
         if suffix in (".jsonl", ".ndjson"):
@@ -251,6 +262,88 @@ def _read_parquet(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
             f"is not a readable Parquet file ({exc})", file=str(path), fix="export it again."
         ) from None
     return list(table.column_names), table.to_pylist()
+
+
+def _read_arrow(path: Path, features: dict[str, Any] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+    """Columns and rows of an Arrow IPC file: the stream format ``datasets`` writes, or the file format.
+
+    Args:
+        path: The ``.arrow`` file.
+        features: The ``features`` of the dataset's ``dataset_info.json``, when known: a
+            ``ClassLabel`` column's integers are read as its names (what the dataset means).
+    """
+    import pyarrow as pa
+
+    try:
+        try:
+            table = pa.ipc.open_stream(path).read_all()  # datasets' cache and save_to_disk files
+        except pa.ArrowInvalid:
+            table = pa.ipc.open_file(path).read_all()  # Feather v2 / IPC file format
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise InputError(f"is not a readable Arrow file ({exc})", file=str(path),
+                         fix="write it again (Dataset.save_to_disk, or pyarrow's IPC writer).") from None
+    rows = table.to_pylist()
+    for column, feature in (features or {}).items():
+        names = feature.get("names") if isinstance(feature, dict) and feature.get("_type") == "ClassLabel" else None
+        if names and column in table.column_names:
+            for row in rows:
+                value = row.get(column)
+                # -1 is datasets' missing class label.
+                row[column] = names[value] if isinstance(value, int) and 0 <= value < len(names) else None
+    return list(table.column_names), rows
+
+
+def _read_saved_dataset(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """Columns and rows of a folder written by ``datasets``' ``Dataset.save_to_disk``.
+
+    The folder holds ``state.json`` (its ``_data_files`` name the shards in order),
+    ``dataset_info.json`` (the features) and ``data-NNNNN-of-NNNNN.arrow`` shards in Arrow's
+    stream format. A ``DatasetDict`` folder (``dataset_dict.json``) holds one such folder per
+    split: the user picks one, as a table has no splits.
+    """
+    name = str(path)
+    if (path / "dataset_dict.json").is_file():
+        try:
+            splits = json.loads((path / "dataset_dict.json").read_text(encoding="utf-8")).get("splits", [])
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            splits = []
+        first = (path / str(splits[0])) if splits else path / "train"
+        raise InputError(f"is a DatasetDict folder with the splits {splits}; judgelab reads one split at a time",
+                         file=name, fix=f"pass one split's folder, e.g. {first}.")
+    state_file = path / "state.json"
+    if not state_file.is_file():
+        raise InputError("is a folder, not a table file (and not a datasets save_to_disk folder: no state.json)",
+                         file=name, fix="pass a .csv, .jsonl, .json, .parquet or .arrow file, or the folder "
+                                        "Dataset.save_to_disk wrote.")
+    try:
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        shards = [str(f["filename"]) for f in state["_data_files"]]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+        raise InputError(f"has a state.json that datasets did not write ({type(exc).__name__}: {exc})",
+                         file=str(state_file), fix="save the dataset again with Dataset.save_to_disk.") from None
+    if state.get("_indices_data_files"):  # an older datasets kept a selection as an indices file
+        raise InputError("holds an indices mapping (a select/shuffle not flattened)", file=name,
+                         fix="save it again after dataset = dataset.flatten_indices().")
+    features: dict[str, Any] = {}
+    info_file = path / "dataset_info.json"
+    if info_file.is_file():
+        try:
+            features = dict(json.loads(info_file.read_text(encoding="utf-8")).get("features") or {})
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError, ValueError):
+            features = {}  # the names of class labels are a nicety; the Arrow data is the table
+    columns: list[str] = []
+    rows: list[dict[str, Any]] = []
+    for shard in shards:
+        if not (path / shard).is_file():
+            raise InputError(f"state.json names the shard {shard!r}, which is not in the folder", file=name,
+                             fix="copy the whole folder Dataset.save_to_disk wrote.")
+        shard_columns, shard_rows = _read_arrow(path / shard, features)
+        if columns and shard_columns != columns:
+            raise InputError(f"shard {shard!r} has the columns {shard_columns}, not {columns}", file=name,
+                             fix="save the dataset again with Dataset.save_to_disk.")
+        columns = shard_columns
+        rows.extend(shard_rows)
+    return columns, rows
 
 
 # -- field checks ---------------------------------------------------------------------------
@@ -389,6 +482,32 @@ class Checker:
                 file=self.rows.file, row=row, column=col, fix="use the rubric's scale.",
             )
         return number
+
+    def decimals(self, col: str) -> int | None:
+        """The most decimal places a number in ``col`` is written with (``None``: no numbers).
+
+        A CSV cell counts as written (``1.667``: 3; ``2``: 0); a JSON or Parquet number as its
+        shortest round-trip text (``repr``), which is what the writer's rounding left. Cells that
+        are not numbers are left to :meth:`number` to refuse.
+
+        >>> Checker(Rows("f.csv", ("score",), [{"score": "1.667"}, {"score": "2.5"}, {"score": 4.0},
+        ...                                     {"score": ""}])).decimals("score")
+        3
+        """
+        most: int | None = None
+        for record in self.rows.rows:
+            value = record.get(col)
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                continue
+            text = value.strip() if isinstance(value, str) else repr(value)
+            try:
+                exponent = Decimal(text).as_tuple().exponent
+            except InvalidOperation:
+                continue
+            if isinstance(exponent, int):  # not NaN or infinity
+                places = max(0, -exponent)
+                most = places if most is None else max(most, places)
+        return most
 
     def integer(self, row: int, col: str, *, required: bool = False, lo: int | None = None) -> int | None:
         """A whole number, or ``None`` when empty and not required."""

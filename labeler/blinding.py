@@ -47,33 +47,183 @@ written, nothing interpreted).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import html
 import re
+import tomllib
 import unicodedata
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+#: The maintained list of makers, products, model-name patterns, descriptions, everyday
+#: senses and per-language cues: data, shipped in the wheel beside this module.
+SELF_NAMES_FILE = "self_names.toml"
+
+
+class SelfNamesError(ValueError):
+    """The self-names file is malformed: names the file, the entry and what is wrong."""
+
+
+def _plain(word: str) -> str:
+    """``word`` folded as the reading folds text: compatibility forms, no accents, lower case."""
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(ch for ch in decomposed if unicodedata.category(ch) not in ("Mn", "Me")).lower()
+
+
+@dataclass(frozen=True)
+class EverydaySense:
+    """A context-sensitive name (``claude``, ``gemini``) and the contexts of its everyday sense."""
+
+    name: re.Pattern[str]
+    collocations: tuple[re.Pattern[str], ...]
+    sentence: re.Pattern[str] | None
+
+
+@dataclass(frozen=True)
+class SelfNames:
+    """The self-names file, checked and compiled (see ``labeler/self_names.toml``).
+
+    Attributes:
+        known: Every maker, product, model-name and description pattern.
+        everyday: The context-sensitive names and where they carry their everyday sense.
+        cues: First-person cues of the languages beyond English (matched before a name).
+        made: Sentence-opening "made by" cues of those languages.
+        after: First-person words that may follow a name ("..., je").
+        fillers: Words a self-description passes through, all languages.
+        self_nouns: Nouns of a self-description, all languages.
+        cjk_cues: First-person phrases of Chinese and Japanese (no spaces between words).
+        cjk_after: What follows a name those phrases introduce (a particle, a comma, "开发").
+        languages: The languages the file has cues for (English is built in).
+    """
+
+    known: tuple[str, ...]
+    everyday: tuple[EverydaySense, ...]
+    cues: tuple[str, ...]
+    made: tuple[str, ...]
+    after: tuple[str, ...]
+    fillers: frozenset[str]
+    self_nouns: frozenset[str]
+    cjk_cues: tuple[str, ...]
+    cjk_after: tuple[str, ...]
+    languages: tuple[str, ...]
+
+
+def load_self_names(path: str | Path | None = None) -> SelfNames:
+    """Read and check the self-names file (by default the one packaged with :mod:`labeler`).
+
+    Args:
+        path: Another file of the same shape (for tests and for teams that extend it).
+
+    Returns:
+        The compiled lists.
+
+    Raises:
+        SelfNamesError: The file cannot be read, is not TOML, or an entry is missing, of the
+            wrong type or not a valid regular expression; the message names the entry.
+
+    Examples:
+        >>> names = load_self_names()
+        >>> "Anthropic" in names.known and {"fr", "de", "es", "zh"} <= set(names.languages)
+        True
+    """
+    where = str(path) if path is not None else f"labeler/{SELF_NAMES_FILE}"
+    try:
+        raw = (Path(path).read_text(encoding="utf-8") if path is not None
+               else resources.files("labeler").joinpath(SELF_NAMES_FILE).read_text(encoding="utf-8"))
+        doc = tomllib.loads(raw)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise SelfNamesError(f"{where}: cannot read the self-names file: {err}") from err
+
+    if doc.get("version") != 1:
+        raise SelfNamesError(f"{where}: version must be 1 (this judgelab reads version 1), not {doc.get('version')!r}")
+    names = doc.get("names")
+    if not isinstance(names, dict) or not names:
+        raise SelfNamesError(f"{where}: a [names] table with makers, products, models and descriptions is required")
+    known = tuple(p for kind in ("makers", "products", "models", "descriptions")
+                  for p in _patterns_at(where, names.get(kind, []), f"names.{kind}"))
+    return SelfNames(known, _everyday_senses(where, doc.get("ordinary", [])),
+                     **_language_cues(where, doc.get("languages", {})))
+
+
+def _patterns_at(where: str, value: Any, key: str) -> tuple[str, ...]:
+    """``value`` checked to be a list of valid regular expressions (``key`` names it in errors)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise SelfNamesError(f"{where}: {key} must be a list of non-empty strings, not {value!r}")
+    for i, pattern in enumerate(value):
+        try:
+            re.compile(pattern, re.IGNORECASE)
+        except re.error as err:
+            raise SelfNamesError(
+                f"{where}: {key}[{i}] {pattern!r} is not a valid regular expression: {err}") from err
+    return tuple(value)
+
+
+def _words_at(where: str, value: Any, key: str) -> frozenset[str]:
+    """``value``, one string of space-separated words, as a set of folded words."""
+    if not isinstance(value, str):
+        raise SelfNamesError(f"{where}: {key} must be one string of space-separated words, not {value!r}")
+    return frozenset(_plain(w) for w in value.split())
+
+
+def _everyday_senses(where: str, entries: Any) -> tuple[EverydaySense, ...]:
+    """The file's ``[[ordinary]]`` entries, compiled."""
+    if not isinstance(entries, list):
+        raise SelfNamesError(f"{where}: ordinary must be a list of [[ordinary]] tables, not {entries!r}")
+    senses = []
+    for i, entry in enumerate(entries):
+        key = f"ordinary[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise SelfNamesError(f"{where}: {key} needs a name (a regular expression), got {entry!r}")
+        (name,) = _patterns_at(where, [entry["name"]], f"{key}.name")
+        collocations = _patterns_at(where, entry.get("collocations", []), f"{key}.collocations")
+        sentence = _patterns_at(where, entry.get("sentence", []), f"{key}.sentence")
+        senses.append(EverydaySense(
+            re.compile(name, re.IGNORECASE),
+            tuple(re.compile(c, re.IGNORECASE) for c in collocations),
+            re.compile(r"\b(?:" + "|".join(sentence) + ")", re.IGNORECASE) if sentence else None,
+        ))
+    return tuple(senses)
+
+
+def _language_cues(where: str, languages: Any) -> dict[str, Any]:
+    """The file's ``[languages.*]`` tables, merged: the cue fields of :class:`SelfNames`."""
+    if not isinstance(languages, dict):
+        raise SelfNamesError(f"{where}: [languages] must be a table of languages, not {languages!r}")
+    cues: list[str] = []
+    made: list[str] = []
+    after: list[str] = []
+    cjk: list[str] = []
+    cjk_after: list[str] = []
+    fillers: set[str] = set()
+    nouns: set[str] = set()
+    for code, lang in languages.items():
+        key = f"languages.{code}"
+        if not isinstance(lang, dict):
+            raise SelfNamesError(f"{where}: {key} must be a table, not {lang!r}")
+        if code in ("zh", "ja"):  # no spaces between words: a cue before the name in its sentence
+            cjk += _patterns_at(where, lang.get("self", []), f"{key}.self")
+            cjk_after += _patterns_at(where, lang.get("after_name", []), f"{key}.after_name")
+            continue
+        cues += _patterns_at(where, lang.get("self", []), f"{key}.self")
+        made += _patterns_at(where, lang.get("made", []), f"{key}.made")
+        after += sorted(_words_at(where, lang.get("after", ""), f"{key}.after"))
+        fillers |= _words_at(where, lang.get("fillers", ""), f"{key}.fillers")
+        nouns |= _words_at(where, lang.get("self_nouns", ""), f"{key}.self_nouns")
+    return {"cues": tuple(cues), "made": tuple(made), "after": tuple(after), "fillers": frozenset(fillers),
+            "self_nouns": frozenset(nouns), "cjk_cues": tuple(cjk), "cjk_after": tuple(cjk_after),
+            "languages": tuple(languages)}
+
+
+_DATA = load_self_names()
 
 #: Makers and model/product names (regular expressions, matched case-insensitively on the
-#: normalised text) that identify an answer's author in a self-identification context.
-KNOWN_NAMES: tuple[str, ...] = (
-    # Makers, in the spellings answers use.
-    r"Open[\s-]?AI", "Anthropic", r"Google(?:\s+(?:DeepMind|Research|Brain|AI|Cloud))?", r"Deep\s?Mind",
-    "Alphabet", r"Meta(?:\s+(?:AI|Platforms|Superintelligence\s+Labs))?",
-    r"Facebook(?:\s+AI(?:\s+Research)?)?", r"Microsoft(?:\s+(?:Research|AI|Azure))?", r"Mistral(?:\s+AI)?",
-    r"Alibaba(?:\s+(?:Cloud|Group|Qwen\s+Team))?", r"Qwen\s+Team", "Baidu", r"Moonshot(?:\s+AI)?",
-    r"Deep\s?Seek(?:\s+AI)?", r"Zhipu(?:\s+AI)?", r"Z\.ai", r"x\.?AI", r"Cohere(?:\s+(?:For\s+AI|Labs))?",
-    r"01[.\s-]?AI", r"Lingyi(?:\s?Wanwu)?", r"AI21(?:\s+Labs)?", r"Amazon(?:\s+(?:Web\s+Services|AGI))?",
-    "AWS", "NVIDIA", r"IBM(?:\s+Research)?", "TII", r"Technology\s+Innovation\s+Institute",
-    r"Hugging\s?Face", r"Stability\s+AI", r"Inflection(?:\s+AI)?", "Perplexity", "Tencent", "ByteDance",
-    "MiniMax", "StepFun", r"Reka(?:\s+AI)?", r"Allen\s+Institute(?:\s+for\s+AI)?", "AI2",
-    # Products and model names.
-    "Claude", "Sonnet", "Opus", "Haiku", "ChatGPT", r"GPT(?:[\s-]?\d(?:[\w]|\.(?=\w))*)?",
-    r"o[1-9](?:-(?:mini|pro|preview))?", "Codex", "Gemini", "Gemma", "Bard", "PaLM", "LaMDA",
-    "Llama", r"Phi(?=[\s-]?\d)", "Copilot", r"Bing\s+Chat", "Mixtral", "Codestral", r"Le\s+Chat", "Qwen",
-    r"Tongyi(?:\s+Qianwen)?", r"ERNIE(?:\s+Bot)?", r"Wenxin(?:\s+Yiyan)?", "Kimi", "ChatGLM", "GLM",
-    "Grok", r"Command(?:[\s-]R\+?|\s+A)(?!\w)", "Aya", "Yi", "Jamba", "Jurassic", "Nova",
-    "Titan", "Nemotron", "Granite", "Falcon", "Hunyuan", "Doubao", "OLMo", r"Pi(?=,)",
-)
+#: normalised text) that identify an answer's author in a self-identification context;
+#: from :data:`SELF_NAMES_FILE`.
+KNOWN_NAMES: tuple[str, ...] = _DATA.known
 
 #: A version, size or tier after a name: part of the name (``GPT-4o``, ``Claude 3.5 Sonnet``).
 _SUFFIX = (
@@ -112,6 +262,13 @@ _CUE = re.compile(
     r"|\bthis\s+(?:assistant|model|ai|chatbot|bot|response|answer|reply)"
     r"|\b(?:speaking|writing|answering|responding|replying|acting|serving|here)\s+as)$"
 )
+#: The other languages' cues, from the self-names file ("je suis", "ich bin", "soy"): tried
+#: only in a sentence that holds one somewhere (:data:`_OTHER_CUE_ANYWHERE`), since every
+#: step of a walk tries the cues and a long alternation at every step is slow.
+_OTHER_CUE = re.compile("(?:" + "|".join(_DATA.cues) + ")$") if _DATA.cues else None
+#: Loosened to match anywhere: a cue anchored at a sentence's start (``(?:^|...)soy``) must
+#: be found at any sentence's start, not only the text's.
+_OTHER_CUE_ANYWHERE = re.compile("|".join(c.replace("(?:^|", "(?:|") for c in _DATA.cues)) if _DATA.cues else None
 #: Cues that name the writer only when the name is followed by what a self-introduction
 #: says next (:data:`_AS_AFTER`): "As Opus, I ..." but not "As Google reported".
 _AS_CUE = re.compile(
@@ -120,8 +277,9 @@ _AS_CUE = re.compile(
 #: A sentence that opens with its maker: "Trained by Google." or "Built by OpenAI, I ..."
 #: (:data:`_MADE_AFTER`), but not "Developed by Google, Kubernetes is ...".
 _MADE_CUE = re.compile(
-    r"^(?:(?:hi|hello|hey)[\s,!]+)?(?:trained|developed|built|created|made|designed|engineered|programmed"
-    r"|fine-tuned|brought\s+to\s+you)\s+(?:by|at)$"
+    r"^(?:(?:hi|hello|hey|bonjour|hallo|hola|ciao|ola)[\s,!]+)?(?:(?:trained|developed|built|created|made|designed"
+    r"|engineered|programmed|fine-tuned|brought\s+to\s+you)\s+(?:by|at)"
+    + "".join(f"|{c}" for c in _DATA.made) + ")$"
 )
 def _words(text: str) -> frozenset[str]:
     """The set of the whitespace-separated words of ``text``."""
@@ -139,26 +297,37 @@ _FILLERS = _words(
     "engineered programmed fine-tuned finetuned pretrained pre-trained released brought to you team "
     "teams people folks engineers researchers scientists group lab labs product creation proud top "
     "done drafted written generated produced composed prepared help assistance s 's"
-)
+) | _DATA.fillers
 #: Nouns of a self-description ("an experimental AI", "the Chinese company"): past one, up to
 #: two other words may be passed on the way to the cue.
-_SELF_NOUNS = _words("ai model models assistant chatbot bot llm system helper companion company startup firm lab")
+_SELF_NOUNS = _words(
+    "ai model models assistant chatbot bot llm system helper companion company startup firm lab"
+) | _DATA.self_nouns
 #: What follows a name that introduces the writer: "... trained me", "Claude here", "Claude, your
 #: assistant", "Claude wrote this reply".
 _SELF_AFTER = re.compile(
     r"^(?:'s)?\s*(?:(?:[\w'-]+\s+){0,3}?(?:created|built|trained|developed|made|designed|programmed|fine-tuned)"
-    r"\s+me\b|here\b|,\s*your\s+(?:[\w-]+\s+){0,3}?(?:assistant|model|ai|chatbot|bot|llm|helper)\b"
+    r"\s+me\b|here\b|speaking\b|,\s*your\s+(?:[\w-]+\s+){0,3}?(?:assistant|model|ai|chatbot|bot|llm|helper)\b"
     r"|,\s*an?\s+(?:[\w.-]+\s+){0,3}?(?:assistant|model|ai|chatbot|bot|llm)\s*,?\s*here\b"
     r"|(?:[\w'-]+\s+){0,3}?(?:wrote|drafted|generated|composed|produced|prepared)\s+(?:this|the)\s+"
     r"(?:reply|response|answer|text|message|email|draft)\b)"
 )
+#: First-person words after a name, all languages ("As Opus, I ...", "..., je").
+_FIRST_PERSON = "|".join(["i", "i'm", "my", "we", *(re.escape(w) for w in _DATA.after)])
 _AS_AFTER = re.compile(  # after a weak cue: the name must be the writer ("As Opus, I ...").
-    r"^(?:'s)?\s*(?:[,:;.!?)]|$|(?:i|i'm|my|we)\b"
-    r"|(?:[\w-]+\s+){0,2}?(?:assistant|model|models|ai|llm|chatbot|bot|system|family|series)\b)"
+    rf"^(?:'s)?\s*(?:[,:;.!?)]|$|(?:{_FIRST_PERSON})\b|speaking\b"
+    r"|(?:[\w-]+\s+){0,2}?(?:assistant|model|models|ai|llm|chatbot|bot|system|family|series"
+    + "".join(f"|{re.escape(n)}" for n in sorted(_DATA.self_nouns)) + r")\b)"
 )
 _MADE_AFTER = re.compile(
-    r"^\s*(?:[.!?)]|$|,?\s*(?:and\s+)?(?:i|i'm|my|we)\b)"
+    rf"^\s*(?:[.!?)]|$|,?\s*(?:and\s+|et\s+|und\s+|y\s+)?(?:{_FIRST_PERSON})\b)"
 )
+#: A Chinese or Japanese first-person phrase before a name in the same sentence.
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff]")
+_CJK_CUE = re.compile("(?:" + "|".join(_DATA.cjk_cues) + ")[^。！？!?\n]{0,40}$") if _DATA.cjk_cues else None
+#: What follows a name that a Chinese or Japanese self-introduction names ("我是通义千问，",
+#: "私はClaudeです", "Anthropicが開発した"); "私はGoogleで検索した" is not one.
+_CJK_AFTER = re.compile("(?:" + "|".join(_DATA.cjk_after) + ")") if _DATA.cjk_after else None
 #: Words before a name that use it as an attribute ("an Amazon seller"): then the name must
 #: be followed by a self-noun ("an OpenAI model") unless a "by"/"from" came between.
 _DETERMINERS = _words("a an the your my our this")
@@ -226,9 +395,16 @@ def detect_self_identifying(
     spans: list[tuple[int, int]] = []
     for pattern in _PHRASES:
         spans += [m.span("span") if "span" in pattern.groupindex else m.span() for m in pattern.finditer(read)]
-    masked = [] if own is None else [m.span() for m in own.finditer(read)]
     found = [m.span() for m in known.finditer(read)]
-    masked += _names_in_context(read, found)
+    in_context, strong = _names_in_context(read, found)
+    # A context-sensitive word in its everyday sense ("Claude Monet", "a llama in Peru") stays,
+    # even as a pool name or after a weak cue ("I'm a Gemini, born in June"); a strong cue
+    # ("I'm Claude", "Gemini here") names the writer whatever the sentence says.
+    everyday = _Everyday(read.lower())
+    masked = [] if own is None else [
+        m.span() for m in own.finditer(read)
+        if not everyday(*m.span()) or any(a < m.end() and m.start() < b for a, b in strong)]
+    masked += [span for span in in_context if span in strong or not everyday(*span)]
     spans += masked + _joined_names(read, found, masked)
     raw = [_with_closing_markup(text, starts[s], ends[e - 1]) for s, e in spans if e > s]
     return merge_spans(text, raw)
@@ -245,27 +421,88 @@ def _with_closing_markup(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _names_in_context(read: str, found: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The known-name matches ``found`` in ``read`` that stand in a self-identification context."""
+def _names_in_context(
+    read: str, found: list[tuple[int, int]]
+) -> tuple[list[tuple[int, int]], set[tuple[int, int]]]:
+    """The known-name matches ``found`` in ``read`` that stand in a self-identification context.
+
+    Returns:
+        The matches in context, and those of them reached by a strong cue (all but a weak
+        "as"/"this is"/"I'm a" cue alone): an everyday sense cannot unmask those.
+    """
     lower = read.lower()
     ends = {e: s for s, e in found}
     hits: set[int] = set()
+    weak: set[int] = set()
+    # Where the other languages' cues stand (one pass): only a sentence holding one tries them.
+    other_at = [] if _OTHER_CUE_ANYWHERE is None else [m.end() for m in _OTHER_CUE_ANYWHERE.finditer(lower)]
     for i, (s, e) in enumerate(found):
         after = lower[e : e + 80]
         sentence_start = _sentence_start(lower, s)
         intro = _SELF_AFTER.match(after)
-        if intro and (not after.lstrip().startswith("here") or sentence_start >= s - 12):
+        if intro and (not after.lstrip().startswith(("here", "speaking")) or sentence_start >= s - 12):
             # "Claude, an Anthropic model, here": the names inside the introduction too.
             hits.update(j for j in range(i, len(found)) if found[j][0] < e + intro.end())
-        cue = _cue_before(lower, s, sentence_start, ends)
-        if cue == "chain" or (cue == "as" and _AS_AFTER.match(after)) or (
-                cue == "made" and _MADE_AFTER.match(after)):
+        k = bisect.bisect_left(other_at, sentence_start)
+        others = _OTHER_CUE if k < len(other_at) and other_at[k] <= s else None
+        cue = _cue_before(lower, s, sentence_start, ends, others)
+        if cue == "as" and _AS_AFTER.match(after) and i not in hits:
+            weak.add(i)
+        if cue == "chain" or (cue == "made" and _MADE_AFTER.match(after)) or (
+                _CJK_CUE is not None and _CJK.search(lower, sentence_start, s)
+                and _CJK_CUE.search(lower, sentence_start, s)
+                and (_CJK_AFTER is None or _CJK_AFTER.match(lower, e))):
             hits.add(i)
+            weak.discard(i)
         # "ERNIE by Baidu", "Kimi from Moonshot AI": a product named with its maker.
         by = re.match(r"\s+(?:by|from)\s+", after)
         if by and i + 1 < len(found) and found[i + 1][0] == e + by.end():
             hits.update((i, i + 1))
-    return [found[i] for i in sorted(hits)]
+    weak -= hits
+    return [found[i] for i in sorted(hits | weak)], {found[i] for i in hits}
+
+
+class _Everyday:
+    """Which context-sensitive words of one text carry their everyday sense.
+
+    The self-names file's ``ordinary`` entries: a collocation covering the word ("Claude
+    Monet", "a llama"), or a keyword anywhere in its sentence ("zodiac", "wind"). Each
+    entry's patterns run once over the whole text (lazily), so a text full of names costs
+    one pass per entry, not one per name.
+    """
+
+    def __init__(self, lower: str) -> None:
+        """Prepare for ``lower``, the text as read, in lower case."""
+        self.lower = lower
+        self._found: dict[int, tuple[list[tuple[int, int]], list[int]]] = {}
+
+    def _hits(self, index: int, sense: EverydaySense) -> tuple[list[tuple[int, int]], list[int]]:
+        if index not in self._found:
+            spans = sorted(m.span() for c in sense.collocations for m in c.finditer(self.lower))
+            keys = [] if sense.sentence is None else [m.start() for m in sense.sentence.finditer(self.lower)]
+            self._found[index] = spans, keys
+        return self._found[index]
+
+    def __call__(self, start: int, end: int) -> bool:
+        """Whether ``lower[start:end]`` is a context-sensitive word in its everyday sense."""
+        word = self.lower[start:end]
+        # The word's own part: a pool name's match can carry a version ("sonnet 18").
+        senses = [(i, sense) for i, sense in enumerate(_DATA.everyday)
+                  if (m := sense.name.match(word)) and not word[m.end() : m.end() + 1].isalnum()]
+        if not senses:
+            return False
+        first = _sentence_start(self.lower, start)
+        stop = _BOUNDARY.search(self.lower, end, min(len(self.lower), end + 200))
+        last = stop.start() if stop else min(len(self.lower), end + 200)
+        for i, sense in senses:
+            spans, keys = self._hits(i, sense)
+            at = bisect.bisect_right(spans, (start, len(self.lower)))
+            if any(e >= end for _, e in spans[max(0, at - 8) : at]):
+                return True
+            k = bisect.bisect_left(keys, first)
+            if k < len(keys) and keys[k] < last:
+                return True
+        return False
 
 
 def _joined_names(read: str, found: list[tuple[int, int]], masked: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -294,7 +531,9 @@ def _sentence_start(lower: str, at: int) -> int:
     return starts[-1] if starts else window_start
 
 
-def _cue_before(lower: str, at: int, stop: int, name_ends: dict[int, int]) -> str | None:
+def _cue_before(
+    lower: str, at: int, stop: int, name_ends: dict[int, int], others: re.Pattern[str] | None = None
+) -> str | None:
     """Which cue reaches ``at`` through self-description words, or ``None``.
 
     Walks back from ``at`` to ``stop`` over whitespace and light punctuation, other names
@@ -317,7 +556,7 @@ def _cue_before(lower: str, at: int, stop: int, name_ends: dict[int, int]) -> st
         head = lower[stop:p]
         # Cues are short: look at the end only (a marker keeps "^" for a real sentence start).
         tail = head if len(head) <= 60 else "\x01" + head[-60:]
-        if _CUE.search(tail):
+        if _CUE.search(tail) or (others is not None and others.search(tail)):
             return "as" if first in _DETERMINERS and not provenance else "chain"
         if _AS_CUE.search(tail):
             return "as"
@@ -333,9 +572,11 @@ def _cue_before(lower: str, at: int, stop: int, name_ends: dict[int, int]) -> st
         bare = word.group(0).strip("'-")
         first = first or bare
         provenance = provenance or bare in _PROVENANCE
-        if bare in _SELF_NOUNS:
+        # A compound of self-description words ("KI-Assistent", "l'entreprise") is one of them.
+        parts = re.split("[-']", bare) if bare not in _FILLERS else [bare]
+        if any(w in _SELF_NOUNS for w in parts) and all(w in _SELF_NOUNS or w in _FILLERS for w in parts):
             noun = True
-        elif bare not in _FILLERS and not bare[:1].isdigit():
+        elif not all(w in _FILLERS for w in parts) and not bare[:1].isdigit():
             if not noun or budget == 0:
                 return None
             budget -= 1
@@ -397,22 +638,57 @@ def rendered_reading(text: str) -> tuple[str, list[int], list[int]]:
             out.append(ch)
             starts.append(a)
             ends.append(b)
-    return "".join(out), starts, ends
+    return _joined_letters("".join(out), starts, ends)
+
+
+#: Three or more single letters or digits, one separator apart ("C-l-a-u-d-e", "C l a u d e",
+#: "C.l.a.u.d.e"): a word spelled out, read as the word. The separator repeats (\2), so
+#: "a C-l-a-u-d-e" does not swallow the article.
+_SPELLED = re.compile(r"(?<![\w'])(\w)([ .\-\u00b7/*+|:]{1,3})\w(?!\w)(?:\2\w(?!\w))+")
+
+
+def _joined_letters(read: str, starts: list[int], ends: list[int]) -> tuple[str, list[int], list[int]]:
+    """``read`` with every spelled-out word joined (its separators dropped), offsets kept."""
+    drop: list[int] = []
+    for m in _SPELLED.finditer(read):
+        begin, sep = m.start(), m.group(2)
+        letters = range(begin, m.end(), len(sep) + 1)
+        if len(letters) > 3 and read[begin].islower() and read[begin + len(sep) + 1].isupper():
+            letters = letters[1:]  # "a C l a u d e": the article stays a word of its own
+        drop += [i for first in letters[:-1] for i in range(first + 1, first + 1 + len(sep))]
+    if not drop:
+        return read, starts, ends
+    gone = set(drop)
+    keep = [i for i in range(len(read)) if i not in gone]
+    return "".join(read[i] for i in keep), [starts[i] for i in keep], [ends[i] for i in keep]
 
 
 @functools.lru_cache(maxsize=4096)
 def _fold(chars: str) -> str:
-    """What ``chars`` read as: invisible and combining characters dropped, look-alikes as Latin."""
-    read = []
+    """What ``chars`` read as: invisible and combining characters dropped, look-alikes as Latin.
+
+    Compatibility forms are folded (NFKD: fullwidth letters, ligatures, the non-breaking
+    hyphen); a combining mark on a Latin, Greek or Cyrillic letter (an accent) is dropped,
+    but one on a letter of another script stays and is composed back (NFC): the voicing
+    mark of a kana is part of the letter ("が" is not "か").
+    """
+    read: list[str] = []
     for ch in unicodedata.normalize("NFKD", chars):
         category = unicodedata.category(ch)
+        if category in ("Mn", "Me") and read and ord(read[-1]) >= 0x0590:
+            read.append(ch)
+            continue
         if category in ("Cf", "Mn", "Me", "Cc") and ch not in "\t\n\r":
             continue
-        if category in ("Pd", "Zs"):  # every dash reads as "-", every space as " "
-            read.append("-" if category == "Pd" else " ")
+        if category in ("Pd", "Zs") or ch in _MINUS_SIGNS:  # every dash reads as "-", every space as " "
+            read.append(" " if category == "Zs" else "-")
             continue
         read.append(_lookalike(ch) if ord(ch) > 0x7F else ch)
-    return "".join(read)
+    return unicodedata.normalize("NFC", "".join(read))
+
+
+#: Minus signs and hyphen look-alikes that are not dashes to Unicode (``GPT−4o``).
+_MINUS_SIGNS = frozenset("\u2212\u2043\u02d7\u2796\ufe63\uff0d")
 
 
 def _lookalike(ch: str) -> str:

@@ -13,8 +13,9 @@ existing id is a :class:`~labeler.errors.ConflictError`.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from labeler._rows import (
     restore,
 )
 from labeler.errors import InputError
-from labeler.models import Answer, Criterion, Pair, Rubric, Task
+from labeler.models import Answer, Criterion, ImportedLabel, Pair, Rubric, Task
 from labeler.scales import FormatSpec, ScaleError, scale_from_toml
 from labeler.schemas import DATA_KINDS, SCHEMAS, DataKind, unknown_columns
 from labeler.store import ImportSummary, Store
@@ -410,7 +411,9 @@ def import_file(
     if kind == "pairs":
         return store.add_pairs(parse_pairs(rows), source_file=name)
     if kind == "labels":
-        return store.add_imported_labels(parse_labels(rows, rubric_of=store.rubric), source_file=name)
+        labels = parse_labels(rows, rubric_of=store.rubric)
+        summary = store.add_imported_labels(labels, source_file=name)
+        return replace(summary, notes=summary.notes + _rounded_means_note(rows, labels))
     if kind == "pair_labels":
         return store.add_imported_pair_labels(parse_pair_labels(rows), source_file=name)
     if kind == "audits":
@@ -418,3 +421,16 @@ def import_file(
     if kind == "judgements":
         return store.add_imported_judgements(parse_judgements(rows, rubric=store.rubric()), source_file=name)
     return store.add_imported_judgements(parse_verdicts(rows, pairs=store.pair_ids()), source_file=name)
+
+
+def _rounded_means_note(rows: Rows, labels: Sequence[ImportedLabel]) -> tuple[str, ...]:
+    """The import message's line on scores read as the exact means they round (none: empty)."""
+    rounded = [(i, lab) for i, lab in enumerate(labels, start=1) if lab.published is not None]
+    if not rounded:
+        return ()
+    decimals = Checker(rows).decimals("score")
+    row, first = rounded[0]
+    mean = Fraction(first.overall or 0.0).limit_denominator(10_000)
+    return (f"{len(rounded)} score{'s' * (len(rounded) != 1)} read as the exact mean of n_raters people that "
+            f"the file's rounding ({decimals} decimals) shows (row {row}: {first.published:g} stored as "
+            f"{mean.numerator}/{mean.denominator} = {first.overall!r})",)

@@ -189,6 +189,8 @@ class ImportedLabel:
         ref: Its id within the file, for ``supersedes`` to name.
         supersedes: The ``ref`` of the earlier label (same rater, answer, rubric) it replaces.
         n_raters: How many people ``overall`` is the mean of (``None``: one person's label).
+        published: The score as the file wrote it when that was a rounded mean of ``n_raters``
+            people (``1.667``; ``overall`` then holds the exact mean, 5/3), else ``None``.
     """
 
     answer_id: str
@@ -205,6 +207,7 @@ class ImportedLabel:
     ref: int | None = None
     supersedes: int | None = None
     n_raters: int | None = None
+    published: float | None = None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ items go in a queue (:func:`quality_positions`) and what counts as right (:func:
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -30,6 +29,7 @@ __all__ = [
     "QualityItem",
     "QualityKind",
     "QualitySettings",
+    "interleave",
     "parse_quality_items",
     "quality_positions",
     "seconds_floor",
@@ -159,10 +159,14 @@ def quality_positions(
 ) -> tuple[list[int], list[int]]:
     """Queue positions for quality items: ``n_front`` before every live item, ``n_spread`` among them.
 
-    The spread ones are stratified: the live queue is cut into ``n_spread`` equal stretches and
-    each item goes to a random place in its own stretch, so they are neither bunched nor at a
-    fixed period a rater could learn. An item takes a live item's position and sorts right
-    after it (the store orders equal positions by assignment id).
+    The spread ones are placed by a uniformly random interleaving: every order of the live and
+    the quality items is equally likely (``rng.sample`` draws which of the ``n_live + n_spread``
+    places are quality items). So nothing a rater can count tells them apart: no period, no
+    distance since the last one, no place after a submit. (Cutting the queue into equal stretches
+    with one item in each, as before, made them alternate exactly with live items at rate 1, and
+    kept them apart at any rate.) Two may follow each other, as chance has it. An item takes
+    the position of the live item before it and sorts right after it (the store orders equal
+    positions by assignment id); one drawn before every live item goes just before the first.
 
     Args:
         live_positions: The queue positions already taken (any order).
@@ -171,10 +175,10 @@ def quality_positions(
         rng: The rater's generator.
 
     Returns:
-        ``(front, spread)`` positions.
+        ``(front, spread)`` positions, ``spread`` in queue order.
 
     >>> quality_positions([1, 2, 3, 4], 2, 1, rng=random.Random(0))
-    ([0], [2, 4])
+    ([0], [3, 4])
     """
     ordered = sorted(live_positions)
     first = ordered[0] if ordered else 1
@@ -182,13 +186,24 @@ def quality_positions(
     if not ordered or n_spread <= 0:
         # With no live items there is nothing to spread among: the items simply follow the front.
         return front, [first + i for i in range(max(n_spread, 0))] if not ordered else []
-    spread = []
-    step = len(ordered) / n_spread
-    for i in range(n_spread):
-        lo = math.floor(i * step)
-        hi = max(lo, math.ceil((i + 1) * step) - 1)
-        spread.append(ordered[min(rng.randint(lo, hi), len(ordered) - 1)])
-    return front, spread
+    gaps = interleave(len(ordered), n_spread, rng=rng)
+    return front, [ordered[g - 1] if g else first - 1 for g in gaps]
+
+
+def interleave(n_live: int, n_quality: int, *, rng: random.Random) -> list[int]:
+    """A uniformly random interleaving: how many live items come before each quality item.
+
+    ``n_quality`` of the ``n_live + n_quality`` places are drawn without replacement, so each of
+    the ``C(n_live + n_quality, n_quality)`` orders is equally likely.
+
+    Returns:
+        One count per quality item, ascending (0: before every live item; ``n_live``: after all).
+
+    >>> interleave(3, 2, rng=random.Random(1))
+    [0, 0]
+    """
+    places = sorted(rng.sample(range(n_live + n_quality), n_quality))
+    return [place - i for i, place in enumerate(places)]
 
 
 def parse_quality_items(rows: Rows, *, scale: tuple[float, float] | None = None) -> list[QualityItem]:

@@ -123,6 +123,44 @@ class FormatSpec:
         k = (value - self.low) * n_raters / self.step
         return abs(k - round(k)) < 1e-6 * max(1.0, abs(k))
 
+    def rounded_mean(self, value: float, *, n_raters: int, decimals: int) -> float | None:
+        """The exact mean of ``n_raters`` levels that ``value`` is, rounded to ``decimals`` places.
+
+        A published mean of three people's 1-5 scores reads 1.667 for 5/3: it is off the grid
+        ``step / n_raters`` only by its rounding. The mean is returned when ``value`` is within
+        half a unit of the last decimal of one grid mean, and that rounding is fine enough to
+        name a single mean (half a unit below half the grid's spacing); otherwise ``None``.
+
+        Args:
+            value: The published score.
+            n_raters: How many people it is the mean of.
+            decimals: The decimal places the file writes its scores to (0 or more).
+
+        Returns:
+            The exact mean (``low + k * step / n_raters``), or ``None`` (off the grid beyond
+            the rounding, out of range, a scale without a step, or a rounding too coarse).
+
+        >>> s = format_spec("likert5")
+        >>> s.rounded_mean(1.667, n_raters=3, decimals=3) == 5 / 3
+        True
+        >>> s.rounded_mean(1.7, n_raters=3, decimals=1) == 5 / 3  # a 1-decimal file
+        True
+        >>> s.rounded_mean(1.67, n_raters=3, decimals=3), s.rounded_mean(2.0, n_raters=3, decimals=0)
+        (None, None)
+        """
+        if self.step is None or decimals < 0 or not self.low - _EPS <= value <= self.high + _EPS:
+            return None
+        spacing = self.step / n_raters
+        half_unit = 0.5 * 10.0 ** -decimals
+        if half_unit >= spacing / 2:  # two means round to the same figure: the file cannot say which
+            return None
+        k = round((value - self.low) / spacing)
+        mean = (self.low * n_raters + k * self.step) / n_raters  # one division: 5/3, not 1 + 2/3
+        # A hair of slack for binary floats: 1.667 - 5/3 is 0.000333..., well inside 0.0005.
+        if abs(value - mean) <= half_unit * (1 + 1e-9) and self.low - _EPS <= mean <= self.high + _EPS:
+            return mean
+        return None
+
     def grid_text(self) -> str:
         """The grid in words, for error messages: ``0, 1, 2 (0-2 by 1)``.
 

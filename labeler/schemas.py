@@ -204,7 +204,8 @@ _LABELS = Schema(
         Column("score", "number", "score or pass (or flag_reason)", "the overall score", "on the rubric's scale"),
         Column("n_raters", "whole number", "no", "how many people `score` is the mean of (a public dataset's "
                "annotator mean); such a score may lie between the scale's levels, on its grid divided by "
-               "`n_raters` (default: one person's label)", "1 or more"),
+               "`n_raters`, written exactly or rounded to the file's decimals (1.667 is stored as 5/3) "
+               "(default: one person's label)", "1 or more"),
         Column("pass", "yes/no", "score or pass (or flag_reason)", "the pass verdict (default: the rubric's "
                "rule applied to `score`)", "true/false, yes/no, pass/fail, 1/0"),
         Column("comment", "text", "no", "the rater's comment"),

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -345,6 +347,35 @@ def test_label_studio_predictions_need_a_judge_and_a_format(tmp_path: Path) -> N
         info.value.problem
 
 
+def test_label_studio_yes_no_questions_are_not_a_pass_verdict_unless_mapped(tmp_path: Path) -> None:
+    # Label Studio's "Chatbot Model Assessment" template, annotated by label-studio-sdk (see NOTICE):
+    # eleven Yes/No questions (hallucination, fails_to_follow, ...), none of them "the answer passes".
+    path = str(LS / "chatbot_assessment.json")
+    task = json.loads((LS / "chatbot_assessment.json").read_text())[0]
+    db = str(tmp_path / "c.duckdb")
+    run("import", "rubric", str(example_path("rubric.toml")), "--db", db)
+    said = run("import", "answers", path, "--from", "label-studio", "--db", db)
+    assert "1 answers added" in said and "they are 'unknown'" in said  # no model/family in data: not refused
+    [answer] = export_table(Store(db), "answers").to_dict("records")
+    assert (answer["family"], answer["model"]) == ("unknown", "unknown")
+    assert answer["text"] == task["data"]["messages"][-1]["content"]  # the last assistant turn
+    result = CliRunner().invoke(main, ["import", "labels", path, "--from", "label-studio", "--db", db])
+    assert result.exit_code == 2 and "choices 'hallucination'" in result.stderr and "--map pass=" in result.stderr
+    assert n_rows(Store(db), "labels") == 0
+    said = run("import", "labels", path, "--from", "label-studio", "--map", "pass=satisfies_constraint", "--db", db)
+    assert "2 labels added" in said and "'hallucination'" in said.split("left out: the choices result(s)")[1]
+    want = {a["created_username"].split(",")[0].replace("@", "_"):
+            next(r["value"]["choices"][0] == "Yes" for r in a["result"] if r["from_name"] == "satisfies_constraint")
+            for a in task["annotations"]}
+    got = {r["rater"]: r["pass"] for r in export_table(Store(db), "labels").to_dict("records")}
+    assert got == want and set(got) == {"ann_example.com", "bob_example.com"}
+    # Or the user says which family wrote them.
+    other = str(tmp_path / "f.duckdb")
+    run("import", "answers", path, "--from", "label-studio", "--family", "claude", "--db", other)
+    [answer] = export_table(Store(other), "answers").to_dict("records")
+    assert (answer["family"], answer["model"]) == ("claude", "claude")
+
+
 # -- Hugging Face dataset-style tables and Argilla --------------------------------------------------
 
 
@@ -357,9 +388,10 @@ def test_hf_rows_with_other_names_import_as_answers_and_labels(tmp_path: Path) -
     path.write_text("\n".join(json.dumps(r) for r in rows))
     store = Store(tmp_path / "p.duckdb")
     import_file(store, "rubric", example_path("rubric.toml"))
-    done = import_from(store, "answers", path, tool="hf", ignore_columns=["annotator", "rating"])
+    done = import_from(store, "answers", path, tool="hf")  # the rating is left out, and said
     assert done.summary.added == {"tasks": 1, "answers": 2} and "family is the model's name" in done.dropped[0]
-    done = import_from(store, "labels", path, tool="hf", ignore_columns=["generator"])
+    assert "['annotator', 'rating']" in done.dropped[1]
+    done = import_from(store, "labels", path, tool="hf")
     labels = export_table(store, "labels")
     assert labels[["answer_id", "rater", "score"]].values.tolist() == [["q1-m1", "ann", 5], ["q1-m2", "ann", 3]]
     assert "belong to the answer" in done.dropped[0]
@@ -476,12 +508,85 @@ def test_inspect_bad_logs_are_refused(tmp_path: Path) -> None:
     assert (info.value.row, info.value.column) == (1, "scores") and "'maybe'" in info.value.problem
     with pytest.raises(InputError, match="needs eval and samples"):
         import_from(Store(tmp_path / "p.duckdb"), "answers", _write(tmp_path / "x.json", [log]), tool="inspect")
-    # A scorer that made no model call is not a judge: left out, and said.
+    # A scorer that made no model call is not a judge; a log with no judge at all is refused, not "nothing".
     log["samples"][0]["events"] = [e for e in log["samples"][0]["events"] if e.get("event") != "model"]
     log["samples"][0]["scores"]["model_graded_fact"]["value"] = "C"
-    done = import_from(Store(tmp_path / "q.duckdb"), "judgements", _write(tmp_path / "m.json", log), tool="inspect")
-    assert done.summary.added == {} or not any(done.summary.added.values())
-    assert any("made no model call" in d for d in done.dropped)
+    with pytest.raises(InputError) as info:
+        import_from(Store(tmp_path / "q.duckdb"), "judgements", _write(tmp_path / "m.json", log), tool="inspect")
+    assert "['model_graded_fact'] made no model call" in info.value.problem and "as answers only" in info.value.fix
+    assert n_rows(Store(tmp_path / "q.duckdb"), "judgements") == 0
+
+
+@pytest.fixture(scope="module")
+def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A .json and a .eval log written by the installed (current) Inspect AI: tests/data/inspect/make_logs.py."""
+    out = tmp_path_factory.mktemp("inspect")
+    done = subprocess.run([sys.executable, str(DATA / "inspect" / "make_logs.py"), str(out)], cwd=out,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    json_log, eval_log, _version = done.stdout.split()
+    return {"json": Path(json_log), "eval": Path(eval_log)}
+
+
+@pytest.mark.parametrize("fmt", ["json", "eval"])
+def test_current_inspect_logs_give_grades_and_count_a_failed_grader(
+    tmp_path: Path, inspect_logs: dict[str, Path], fmt: str
+) -> None:
+    log, db = str(inspect_logs[fmt]), str(tmp_path / "i.duckdb")
+    assert "3 answers added" in run("import", "answers", log, "--from", "inspect", "--db", db)
+    said = run("import", "judgements", log, "--from", "inspect", "--db", db)
+    assert "3 judgements added" in said and "1 judge reply did not parse" in said
+    assert "left out: the scorer(s) ['match']: they made no model call" in said
+    answers = export_table(Store(db), "answers")
+    assert answers["text"].tolist() == ["Paris is the capital of France.", "Berlin.", "I am not sure."]
+    assert answers["prompt"].tolist()[2] == "Name the capital of France."  # the user's turn of a chat input
+    assert set(answers["model"]) == {"mockllm/model"}
+    judged = export_table(Store(db), "judgements").sort_values("answer_id").to_dict("records")
+    # The judge is the grader's own call (mockllm/grader), not the model under test.
+    assert [(j["judge_model"], j["format"], j["input_tokens"]) for j in judged] == [
+        ("mockllm/grader", "binary", 200), ("mockllm/grader", "binary", 201), ("mockllm/grader", "binary", 202)]
+    assert [j["score"] for j in judged[:2]] == [1.0, 0.0]
+    failed = judged[2]  # grader_failed: a counted parse failure with the grader's words, never a score
+    assert pd.isna(failed["score"]) and failed["parse_error"] == "Inspect recorded no grade (grader_failed)"
+    assert failed["raw"] == "I cannot tell from this."
+    assert json.loads(failed["meta"])["inspect_reason"] == "grader_failed"
+    assert "already present" in run("import", "judgements", log, "--from", "inspect", "--db", db)
+
+
+def test_an_eval_log_reads_the_same_from_its_zip_as_through_inspect(
+    tmp_path: Path, inspect_logs: dict[str, Path]
+) -> None:
+    from labeler.adapters.inspect_ai import read_eval_zip
+
+    # The zip reader (used where inspect_ai is not installed) against Inspect's own reader, on one file.
+    as_json = tmp_path / "from_zip.json"
+    as_json.write_text(json.dumps(read_eval_zip(inspect_logs["eval"])))  # NaN stays NaN, as Inspect writes it
+    one, two = str(tmp_path / "one.duckdb"), str(tmp_path / "two.duckdb")
+    for path, db in ((inspect_logs["eval"], one), (as_json, two)):
+        for kind in ("answers", "judgements"):
+            run("import", kind, str(path), "--from", "inspect", "--db", db)
+    for kind in ("answers", "judgements"):
+        left, right = export_table(Store(one), kind), export_table(Store(two), kind)  # type: ignore[arg-type]
+        assert left.drop(columns=["imported_at"], errors="ignore").equals(
+            right.drop(columns=["imported_at"], errors="ignore")), kind
+
+
+def test_an_inspect_log_with_grader_calls_never_imports_nothing_quietly(
+    tmp_path: Path, inspect_logs: dict[str, Path]
+) -> None:
+    log = json.loads(inspect_logs["json"].read_text())
+    # Spans judgelab cannot follow (here: removed): the calls are there, so the import refuses.
+    for sample in log["samples"]:
+        sample["events"] = [e for e in sample["events"] if e["event"] not in ("span_begin", "span_end")]
+    bad = tmp_path / "no_spans.json"
+    bad.write_text(json.dumps(log))
+    result = CliRunner().invoke(main, ["import", "judgements", str(bad), "--from", "inspect",
+                                       "--db", str(tmp_path / "p.duckdb")])
+    assert result.exit_code == 2 and "6 model call(s) outside any span" in result.stderr, result.stderr
+    # A .eval log without --from says which --from.
+    result = CliRunner().invoke(main, ["import", "answers", str(inspect_logs["eval"]),
+                                       "--db", str(tmp_path / "p.duckdb")])
+    assert result.exit_code == 2 and "add --from inspect" in result.stderr, result.stderr
 
 
 def test_win_rate_faces_the_baseline_and_refuses_what_is_not_a_win(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pandas as pd
 import pytest
@@ -105,6 +106,16 @@ def test_label_studio_export_round_trips_what_label_studio_carries(tmp_path: Pat
         assert "left out:" in said
     tasks = json.loads((tmp_path / "ls_labels.json").read_text())
     assert all(set(t["data"]) == {"answer_id", "task_id", "prompt", "text"} for t in tasks), "never family or model"
+    assert [t["id"] for t in tasks] == list(range(1, len(tasks) + 1))
+    # Label Studio reads a user id; the rater's name travels beside it as Label Studio's export writes it.
+    people = {(a["completed_by"], a["created_username"]) for t in tasks for a in t["annotations"]}
+    assert people == {(1, "ann, 1"), (2, "bob, 2")}
+    for kind in ("labels", "judgements"):  # every result has its control, of its type, in the config beside
+        config = ElementTree.parse(tmp_path / f"ls_{kind}.label_config.xml").getroot()
+        controls = {c.get("name"): c.tag.lower() for c in config.iter() if c.get("toName") == "text"}
+        for t in json.loads((tmp_path / f"ls_{kind}.json").read_text()):
+            for item in (r for a in t["annotations"] + t["predictions"] for r in a["result"]):
+                assert controls[item["from_name"]] == item["type"], item
     first = next(t for t in tasks if t["data"]["answer_id"] == "t1-a")
     assert [a["parent_annotation"] for a in first["annotations"]] == [None, 1]
     assert {"from_name": "score", "to_name": "text", "type": "rating", "value": {"rating": 4}} in \
@@ -127,6 +138,7 @@ def test_label_studio_bad_files_name_the_task(tmp_path: Path, original: str) -> 
     result = CliRunner().invoke(main, ["import", "judgements", str(out), "--from", "label-studio", "--db", original])
     assert result.exit_code == 2 and "row 2" in result.stderr and "scoring format" in result.stderr
     tasks[1]["data"].pop("answer_id")
+    tasks[1].pop("id")
     out.write_text(json.dumps(tasks))
     result = CliRunner().invoke(main, ["import", "labels", str(out), "--from", "label-studio", "--db", original])
     assert result.exit_code == 2 and "row 2" in result.stderr and "answer_id" in result.stderr

@@ -399,15 +399,22 @@ def test_alpha_among_raters(seed_report: CalibrationReport) -> None:
     assert overall.n == 200
 
 
-def test_ppi_beside_human_only(seed_report: CalibrationReport) -> None:
+def test_ppi_beside_human_only(seed_store: Built, seed_report: CalibrationReport) -> None:
     report = seed_report
     rows = {r.family: r for r in report.ppi}
     assert set(rows) == {OWN, OTHER}
     for fam, row in rows.items():
         assert row.n_labelled == 100 and row.n_unlabelled == 40
         assert row.human_only.estimate == pytest.approx({OWN: 71, OTHER: 68}[fam])
-        assert row.ppi.units == "percent" and row.ppi.ci_low < row.ppi.estimate < row.ppi.ci_high
-        assert "PPI++" in row.ppi.method
+        assert row.ppi.units == "percent" and "PPI++" in row.ppi.method
+        # Two raters: a mean of their labels moves with their mean leniency, on 1 df: no
+        # interval for raters like these, and the line names the fix (issue 43).
+        for est in (row.ppi, row.human_only):
+            assert math.isnan(est.ci_low) and est.extra["unreliable"].startswith("only 2 raters")
+            assert "`--interval panel`" in est.extra["unreliable"]
+    panel = {r.family: r for r in report_of(seed_store, interval="panel").ppi}
+    for row in panel.values():
+        assert row.ppi.ci_low < row.ppi.estimate < row.ppi.ci_high
         # PPI++ never loses precision against the classical interval by much (clipped lambda).
         assert row.ppi.half_width <= row.human_only.half_width * 1.05
 

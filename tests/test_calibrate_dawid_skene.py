@@ -81,8 +81,8 @@ def test_each_raters_confusion_is_in_every_form_of_the_report(built: Built) -> N
     assert list(report.rater_models) == ["pass"]  # binary rubric: the overall score is the verdict
     table = rater_model_table(report)
     assert len(table) == 5 and table["n_labels"].sum() == 3 * 160
-    assert list(table.columns) == ["labels of", "rater", "rater_id", "n_labels", "accuracy", "fail→fail",
-                                   "pass→pass"]
+    assert list(table.columns) == ["labels of", "rater", "rater_id", "n_labels", "accuracy", "kappa",
+                                   "fail→fail", "pass→pass"]
     # The careless rater (r5, close to a coin) is found the least accurate; 96 labels each are too few
     # to rank the others reliably (tests/stats/test_dawid_skene.py does it on 360 each).
     by_rater = table.set_index("rater")["accuracy"]
@@ -139,6 +139,17 @@ def test_the_cli_takes_the_rule(built: Built, tmp_path: Path) -> None:
                                        "100", "--human-rule", "dawid-skene"], catch_exceptions=False)
     line = next(x for x in result.stdout.splitlines() if x.startswith("  rater model [pass]: estimated accuracy "))
     assert all(f"r{k} 0." in line for k in range(1, 6))
+    # The careless rater (close to a coin) is flagged as `raters quality` flags a rater: in the text,
+    # the JSON and the report; the careful one is not.
+    warns = [x for x in result.stdout.splitlines() if x.startswith("    WARN ")]
+    assert len(warns) == 1 and warns[0].startswith("    WARN rater r5 (pass verdicts): labels tell the true level no "
+                                                   "better than chance: kappa ")
+    assert "is below 0.20" in warns[0] and "answers shared with other raters" in warns[0]
+    assert printed["rater_warnings"] == [warns[0].removeprefix("    WARN ")]
+    by_name = {r["name"]: r for r in printed["rater_model"]["pass"]["raters"]}
+    assert by_name["r5"]["warnings"] and not by_name["r1"]["warnings"]
+    assert by_name["r5"]["agreement"]["units"] == "kappa" and by_name["r5"]["agreement"]["estimate"] < 0.2
+    assert f"- **WARN** {printed['rater_warnings'][0]}" in out.read_text()
 
 
 def test_the_calibration_page_shows_the_raters_confusion(built: Built, monkeypatch: pytest.MonkeyPatch) -> None:

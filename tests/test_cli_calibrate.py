@@ -130,3 +130,26 @@ def test_every_summary_line_names_its_interval_and_kappa_its_tie_rule(simulated_
     assert figures and all(("t(" in line and line.rstrip().endswith(("panel]", "panel]  (upper bound)")))
                            or "UNRELIABLE" in line for line in figures)
     assert any("a tie goes to the lower category" in line for line in lines if line.startswith("  kappa"))
+
+
+def test_two_raters_get_no_residual_interval_for_raters_like_these_and_the_line_names_the_fix(
+    simulated_db: Built, tmp_path: Path
+) -> None:
+    # SMALL_CELLS has two raters on every answer: a family's residual moves with their mean
+    # leniency, whose spread rests on 1 df (issue 43). The gap, where it cancels, keeps its interval.
+    out = tmp_path / "r.md"
+    code, stdout, _ = run("calibrate", "--db", str(simulated_db.store.path), "--out", str(out), "--resamples", "100")
+    assert code == 0
+    residuals = [line for line in stdout.splitlines() if line.startswith("  residual [")]
+    assert len(residuals) == 4
+    for line in residuals:
+        assert "(no interval; n=20) [none (2 raters), raters; NO INTERVAL: only 2 raters" in line
+        assert "this panel's own interval (±" in line and "is `--interval panel`, or add a third rater]" in line
+    assert any(line.startswith("  self-preference gap [score]:") and "95% CI" in line for line in stdout.splitlines())
+    assert "> **No interval (claude):** only 2 raters" in out.read_text()
+    code, stdout, _ = run("calibrate", "--db", str(simulated_db.store.path), "--out", str(out), "--resamples", "100",
+                          "--interval", "panel", "--json")
+    assert code == 0
+    families = json.loads(stdout)["residuals"]["score"]["families"]
+    for fam in families.values():
+        assert fam["ci_low"] < fam["estimate"] < fam["ci_high"] and fam["extra"]["unreliable"] is None

@@ -185,17 +185,19 @@ def test_pool_probes_use_the_project_database(tmp_path: Path) -> None:
     assert json.loads(invoke("report", str(out), "--json", "--db", db).stdout)["analysis"]["runs"] == [run_id]
 
 
-def test_unfinished_run_exits_zero_with_failures_counted_and_resumes(tmp_path: Path) -> None:
+def test_a_run_with_failed_calls_exits_3_with_failures_counted_and_resumes(tmp_path: Path) -> None:
     db = str(tmp_path / "p.duckdb")
     out = str(tmp_path / "r.jsonl")
     args = ["probe", "--n", "3", "--biases", "position", "--db", db, "--out", out, "--json",
             "--max-retries", "0"]
     with MockAnthropic(faults=FaultPlan(rate=1.0, kinds=("500",))) as mock:
         failed = CliRunner().invoke(main, [*args, "--base-url", mock.base_url, "--concurrency", "2"])
-        # Issue 14: failures after retries are recorded and counted; the run ends normally.
-        assert failed.exit_code == 0
+        # Issue 14: failures after retries are recorded and counted; issue 42: and the run
+        # says so in its exit code (3: finished with errors), for scripts and CI.
+        assert failed.exit_code == 3
         run = json.loads(failed.stdout)["run"]
         assert run["errors"] == 6 and not run["finished"] and run["error_samples"]
+        assert run["outcome"] == "finished with errors" and run["exit_code"] == 3
         mock.faults = FaultPlan()
         done = invoke(*args, "--base-url", mock.base_url)
         again = json.loads(done.stdout)["run"]

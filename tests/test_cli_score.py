@@ -122,7 +122,7 @@ def test_an_interrupted_scoring_run_resumes_without_paying_twice(tmp_path: Path)
         args = ["score", "--judge-spec", str(SPEC), "--base-url", mock.base_url, "--max-retries", "0",
                 "--db", db, "--json"]
         first = invoke(*args)
-        assert first.exit_code == 1, "an unfinished run exits non-zero"
+        assert first.exit_code == 3, "a run whose calls ended in errors exits 3 (issue 42)"
         run = json.loads(first.stdout)["run"]
         assert not run["finished"] and run["errors"] > 0 and run["parsed"] + run["errors"] == 140
         mock.faults = FaultPlan()

@@ -76,10 +76,11 @@ def test_not_in_a_terminal_the_run_id_comes_at_once_then_plain_progress_lines(tm
     now[0] = 6.0
     plain.advance(1, spend=0.02, unpriced=1)
     now[0] = 7.0
-    plain.advance(4, spend=0.03, unpriced=1)  # the end: always a line
+    plain.advance(4, spend=0.03, unpriced=1, failed=2, retried=5)  # the end: always a line
+    # Done counts replies only; failed results (no reply) and retried attempts apart (issue 42).
     assert out.getvalue().splitlines()[1:] == [
-        "run run-x: 6/10 calls done, $0.0200 + 1 unpriced, 6 s",
-        "run run-x: 10/10 calls done, $0.0300 + 1 unpriced, 7 s",
+        "run run-x: 6/10 calls done, 0 failed, 0 retried, $0.0200 + 1 unpriced, 6 s",
+        "run run-x: 8/10 calls done, 2 failed, 5 retried, $0.0300 + 1 unpriced, 7 s",
     ]
 
 

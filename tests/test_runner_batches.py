@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from calibration.judges import AnthropicJudge
+from calibration.judges._identity import is_tagged, key_prefix, new_tag, wire_id
 from calibration.mockapi import MockAnthropic
 from calibration.runner import RunSummary, run_plan
 from calibration.runner._batch import split_batches
@@ -152,11 +153,17 @@ def _route(attempt: dict[str, Any]) -> str:
     return "retrieve"
 
 
-def test_cut_replies_on_every_batch_endpoint_are_retried_and_create_one_batch(tmp_path: Path) -> None:
+def test_cut_replies_on_every_batch_endpoint_are_retried_and_create_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # 35% of batch-endpoint attempts answered by a cut, empty or HTML 200, a reset or a 500;
-    # over these seeds the faults fall on create, list, retrieve and the results file.
+    # over these seeds the faults fall on create, list, retrieve and the results file. The
+    # proxy draws its faults from the request bodies, so the batch tag (random in use) is fixed.
+    from calibration.runner import _batch
+
+    monkeypatch.setattr(_batch, "new_tag", lambda: "jl0123456789ab")
     faulted: set[str] = set()
-    for seed in (2, 3, 6):
+    for seed in (3, 4):
         plan = plan_of(4)
         store = Store(tmp_path / f"p{seed}.duckdb")
         log = tmp_path / f"attempts{seed}.jsonl"
@@ -224,8 +231,11 @@ def test_a_run_past_the_limits_goes_out_as_several_batches_all_collected(tmp_pat
     batches = store.run_batches(summary.run_id)
     assert [b["n_requests"] for b in batches] == [4, 4, 4, 3]
     assert all(b["collected"] and b["batch_id"] for b in batches)
-    assert sorted(c for b in batches for c in b["custom_ids"]) == sorted(
-        store.query("SELECT cache_key FROM judgements WHERE run_id = ?", [summary.run_id])["cache_key"]
+    # Each batch's custom ids are its own tag and the calls' cache keys (cut to 64 characters).
+    assert all(is_tagged(b["custom_ids"]) for b in batches)
+    assert len({b["custom_ids"][0][:14] for b in batches}) == 4, "two batches share a tag"
+    assert sorted(key_prefix(c) for b in batches for c in b["custom_ids"]) == sorted(
+        k[:49] for k in store.query("SELECT cache_key FROM judgements WHERE run_id = ?", [summary.run_id])["cache_key"]
     )
 
 
@@ -287,7 +297,8 @@ def test_cut_bodies_on_every_endpoint_the_runner_calls_are_retried_never_a_crash
         first_only=True,
     ) as url:
         judge = judge_for(url)
-        calls = {f"c{i}": build_request(judge, RUBRIC, c) for i, c in enumerate(plan)}
+        tag = new_tag()  # custom ids only this submission writes: a lost create is found by them
+        calls = {wire_id(tag, f"{i:02d}"): build_request(judge, RUBRIC, c) for i, c in enumerate(plan)}
 
         async def every_endpoint() -> tuple[list[int], list[Any], str | None, int]:
             async with judge:
@@ -297,7 +308,7 @@ def test_cut_bodies_on_every_endpoint_the_runner_calls_are_retried_never_a_crash
                 batch_id = await judge.submit_batch(calls, since=since)
                 await judge.wait_batch(batch_id, poll_interval=0.02)
                 results = await judge.collect_batch(batch_id, calls=calls)
-                found = await judge.find_batch(len(calls), since=since)
+                found = await judge.find_batch(list(calls), since=since, poll_interval=0.02)
                 return counted, judged, found if found == batch_id else None, len(results)
 
         counted, judged, found, n_results = asyncio.run(every_endpoint())
@@ -402,3 +413,146 @@ def test_an_openai_run_dying_at_each_step_of_the_batch_path_creates_no_second_ba
         assert again.issued == again.collected == 0
     elif step != "before create":
         assert again.issued == 0 and again.collected == 12
+
+
+# -- issue 42: two projects on one key; a lost batch is this run's only by what this run wrote ------
+
+def _upstream_batches(url: str) -> list[Any]:
+    """Every batch the key's workspace holds, through the real SDK (what was billed)."""
+    import anthropic
+
+    async def main() -> list[Any]:
+        client = anthropic.AsyncAnthropic(api_key="test", base_url=url)
+        try:
+            return [b async for b in client.messages.batches.list(limit=100)]
+        finally:
+            await client.close()
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("loss", ["cut create reply", "killed before its id is stored"])
+def test_two_projects_on_one_key_each_collect_only_their_own_same_size_batch(tmp_path: Path, loss: str) -> None:
+    # Project B (its own database) runs the very same plan on the same key first: a batch of the
+    # same size, created a moment before project A's. A's create reply is then lost; before
+    # issue 42 A took B's batch (the oldest same-size batch of the last 5 minutes).
+    plan = plan_of(4)  # 12 distinct requests per batch
+    store_a, store_b = Store(tmp_path / "a.duckdb"), Store(tmp_path / "b.duckdb")
+    log = tmp_path / "attempts.jsonl"
+    with MockAnthropic(batch_delay=0.3) as mock:
+        b = run(plan, judge_for(mock.base_url), store_b)
+        if loss == "cut create reply":
+            # Every batch endpoint's first attempt is cut: the create (which the API carried
+            # out), then the first list and results reads of the search for it.
+            with fault_proxy(mock.base_url, log, rate=1.0, kinds=("cut",), seed=1, endpoints=("batches",),
+                             first_only=True) as url:
+                a = run(plan, judge_for(url), store_a)
+            assert any(a_["fault"] == "cut" and _route(a_) == "create" for a_ in read_log(log))
+        else:
+            judge = judge_for(mock.base_url)
+            crash_once(store_a, "set_batch_id")
+            with pytest.raises(Crash):
+                run(plan, judge, store_a)
+            # A third same-size batch, of another project, created after A's intent and before
+            # A looks again: newer and older ones alike are not A's.
+            run(plan, judge_for(mock.base_url), Store(tmp_path / "c.duckdb"))
+            a = run(plan, judge_for(mock.base_url), store_a)
+        upstream = _upstream_batches(mock.base_url)
+        creates = mock.count(CREATES)
+    projects = 2 if loss == "cut create reply" else 3
+    assert creates == projects, f"{creates} batches created for {projects} projects: one was paid twice"
+    assert sum(sum(x.request_counts.model_dump().values()) for x in upstream) == 12 * projects
+    assert a.finished and b.finished and a.errors == b.errors == 0
+    id_a = store_a.run_batches(a.run_id)[0]["batch_id"]
+    id_b = store_b.run_batches(b.run_id)[0]["batch_id"]
+    assert id_a != id_b, "project A collected project B's batch"
+    for store, summary in ((store_a, a), (store_b, b)):
+        rows = store.run_judgements(summary.run_id)
+        assert len(rows) == len(plan) and rows["error"].isna().all(), "a verdict is missing or failed"
+        assert (rows["source"] == "judge").all()
+    # What A's summary says it paid for: its own 12 requests, once.
+    assert (a.batch_requests_created + a.collected) == 12
+    assert a.exit_code == 0 and "finished (exit code 0)" in str(a)
+
+
+def test_a_lost_batch_that_cannot_be_told_apart_is_left_in_doubt_then_adopted_by_name(tmp_path: Path) -> None:
+    # An intent written before batch tags existed (bare cache keys as custom ids) whose create
+    # reply was lost, while another project's same-size batch exists too: the run must not
+    # guess. It sends nothing again, stays unfinished (exit 4) and names --adopt-batch; the
+    # user's choice is checked (another project's batch refused), then the right one adopted.
+    from calibration.runner import build_request
+
+    plan = plan_of(3)
+    store = Store(tmp_path / "a.duckdb")
+    with MockAnthropic(batch_delay=0.05) as mock:
+        other = run(plan, judge_for(mock.base_url), Store(tmp_path / "b.duckdb"))
+        id_b = str(Store(tmp_path / "b.duckdb").run_batches(other.run_id)[0]["batch_id"])
+        judge = judge_for(mock.base_url)
+        crash_once(judge, "submit_batch")
+        with pytest.raises(Crash):
+            run(plan, judge, store)
+        rid = str(store.unfinished_runs()["run_id"].iloc[0])
+        [entry] = store.run_batches(rid)
+        store.drop_batch_intent(rid, entry["batch_no"])
+        bare = {c.cache_key: c for c in (build_request(judge, RUBRIC, p) for p in plan)}
+        store.plan_run_batch(rid, sorted(bare))  # as judgelab wrote intents before issue 42
+
+        async def old_create() -> str:  # the create whose reply never came back
+            async with judge_for(mock.base_url) as j:
+                return await j.submit_batch(bare)
+
+        id_a = asyncio.run(old_create())
+        before = mock.count(CREATES)
+        doubt = run(plan, judge_for(mock.base_url), store)
+        assert mock.count(CREATES) == before, "a batch in doubt was sent again"
+        assert doubt.outcome == "not finished" and doubt.exit_code == 4 and doubt.done == 0
+        assert id_a in str(doubt) and f"--adopt-batch {id_a}" in str(doubt)
+        wrong = run(plan, judge_for(mock.base_url), store, adopt_batches=[id_b])
+        assert wrong.exit_code == 4 and "not this run's" in str(wrong) and wrong.done == 0
+        right = run(plan, judge_for(mock.base_url), store, adopt_batches=[id_a])
+        creates = mock.count(CREATES)
+    assert creates == before, "adopting a named batch created another"
+    assert right.exit_code == 0 and right.finished and right.collected == len(bare)
+    assert store.run_batches(right.run_id)[0]["batch_id"] == id_a
+
+
+def test_two_projects_on_one_key_each_collect_only_their_own_openai_batch(tmp_path: Path) -> None:
+    # The same on OpenAI's Batch API: B's same-plan, same-size batch first; A's file upload,
+    # batch create, list, retrieve and output-file replies cut on their first attempt.
+    plan = plan_of(4)
+    store_a, store_b = Store(tmp_path / "a.duckdb"), Store(tmp_path / "b.duckdb")
+    log = tmp_path / "attempts.jsonl"
+    with MockAnthropic(batch_delay=0.1) as mock:
+        b = run(plan, _openai_judge(mock.base_url), store_b)
+        with fault_proxy(mock.base_url, log, rate=1.0, kinds=("cut",), seed=1, endpoints=("batches",),
+                         first_only=True) as url:
+            a = run(plan, _openai_judge(url), store_a)
+        creates = mock.count(OPENAI_CREATES)
+    cut = {(x["method"], x["path"].split("?")[0].split("/")[2]) for x in read_log(log) if x["fault"] == "cut"}
+    assert {("POST", "files"), ("POST", "batches"), ("GET", "batches"), ("GET", "files")} <= cut, cut
+    assert creates == 2, f"{creates} batches created for two projects"
+    assert a.exit_code == b.exit_code == 0
+    id_a = store_a.run_batches(a.run_id)[0]["batch_id"]
+    id_b = store_b.run_batches(b.run_id)[0]["batch_id"]
+    assert id_a != id_b, "project A collected project B's batch"
+    for store, summary in ((store_a, a), (store_b, b)):
+        rows = store.run_judgements(summary.run_id)
+        assert len(rows) == len(plan) and rows["error"].isna().all()
+    assert a.batch_requests_created == 12 and a.collected == 0
+
+
+def test_a_cut_reply_asked_again_is_counted_billed_each_time(tmp_path: Path) -> None:
+    # Issue 42, point 3: the first reply to every judging request is cut on the way (the API
+    # answered and billed it); each call is asked again. The summary counts both replies.
+    plan = plan_of(3)  # 9 distinct requests
+    log = tmp_path / "attempts.jsonl"
+    with MockAnthropic() as mock, fault_proxy(mock.base_url, log, rate=1.0, kinds=("cut",), seed=0,
+                                              endpoints=("messages",), first_only=True) as url:
+        summary = run_plan(plan, judge_for(url), Store(tmp_path / "p.duckdb"), rubric=RUBRIC,
+                           judge_kind="anthropic", progress=False)
+        reached = mock.count("POST /v1/messages")
+    cuts = sum(1 for a in read_log(log) if a["fault"] == "cut")
+    assert cuts == 9 and reached == 18
+    assert summary.exit_code == 0 and summary.done == 9 and summary.issued == 9
+    assert summary.billed_replies == reached == 18 and summary.billed_retries == cuts
+    assert "billed: 18 replies (9 of them cut short on the way and asked again" in str(summary)

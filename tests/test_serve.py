@@ -164,3 +164,21 @@ def test_a_png_without_the_renderer_is_refused_at_once_with_the_extra_to_install
 
     with pytest.raises(InputError, match=r"judgelab\[png\]"):
         png_renderer()
+
+
+def test_serve_announces_a_read_only_database_and_writes_nothing_to_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 47 item 3: ``serve`` serves a file it cannot write (the browser test serves one for real)."""
+    from judgelab.cli.serve import _announce
+    from labeler.store import release_all
+
+    db = tmp_path / "ro.duckdb"
+    Store(db).add_rater("ann")
+    release_all()
+    store = Store(db, read_only=True)
+    _announce(store, "127.0.0.1", 8599, "http://127.0.0.1:8599")
+    said = capsys.readouterr().out
+    assert f"serving {store.path} (read-only)" in said
+    assert "raters are told rating is paused" in said and "http://127.0.0.1:8599/?t=<token>" in said
+    assert store.setting("project", BASE_URL_SETTING) is None  # nothing recorded in a file it must not write

@@ -133,7 +133,48 @@ def test_a_comment_longer_than_the_bound_is_refused_in_the_store(tmp_path: Path)
 def test_the_rating_forms_text_boxes_stop_where_the_store_does() -> None:
     # The browser caps what it sends at the store's bound, so an oversized comment never
     # reaches Streamlit's message cap (the page hung silently there).
+    from judgelab.views._form import FormData
     from labeler.store import MAX_COMMENT_CHARS
 
     form = (Path(__file__).resolve().parent.parent / "judgelab" / "views" / "_form.js").read_text()
-    assert f"box.maxLength = {MAX_COMMENT_CHARS};" in form
+    assert "const max = this.data.max_chars;" in form and "box.value.slice(0, end)" in form
+    data = FormData(item="i:new", title="t", choice_label="c", options=(), choice=None, missing="m",
+                    comment_label="Comment", comment="", keys_help="", editing=False, can_back=False)
+    assert data.payload()["max_chars"] == MAX_COMMENT_CHARS
+
+
+def test_a_newer_database_names_the_judgelab_that_wrote_it_and_the_one_to_install(tmp_path: Path) -> None:
+    """Issue 47 item 6: each migration records the judgelab version that applied it."""
+    from judgelab import __version__
+
+    db = project(tmp_path / "p.duckdb")
+    recorded = Store(db).applied_migrations()
+    release_all()
+    assert set(recorded["judgelab_version"]) == {__version__}
+    newer = max(v for v, _, _ in migrations()) + 2
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO _migrations (version, name, judgelab_version) VALUES (?, 'from_the_future', '9.4.1')",
+                [newer])
+    con.close()
+    before = digest(db)
+    done = judgelab("raters", "list", "--db", str(db))
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert f"judgelab 9.4.1 added migration {newer:03d}" in done.stderr, done.stderr
+    assert f"this judgelab ({__version__}) knows migrations up to {newer - 2:03d}" in done.stderr, done.stderr
+    assert "pip install 'judgelab>=9.4.1'" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert digest(db) == before
+
+
+def test_a_database_made_before_versions_were_recorded_gains_the_column(tmp_path: Path) -> None:
+    db = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE _migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
+                " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)")
+    for version, name, sql in migrations():
+        for statement in con.extract_statements(sql):
+            con.execute(statement)
+        con.execute("INSERT INTO _migrations (version, name) VALUES (?, ?)", [version, name])
+    con.close()
+    recorded = Store(db).applied_migrations()
+    release_all()
+    assert recorded["judgelab_version"].isna().all() and len(recorded) == len(migrations())

@@ -26,6 +26,7 @@ from calibration.active._estimate import (
 )
 from calibration.active._model import HumanPrediction, predict_humans, sampling_probabilities, task_uncertainty
 from calibration.active._spending import Spending
+from calibration.stats._result import Estimate
 
 __all__ = [
     "DEFAULT_FLOOR",
@@ -358,15 +359,35 @@ class SavingForecast:
     disagreements_seen: float
     basis: str
     measured_ratio: float = math.nan
+    evidence: Estimate | None = None
+
+    @property
+    def no_saving(self) -> bool:
+        """Whether the labels so far show no link between the judge's score and its errors (``evidence``).
+
+        Then the active design is expected to save nothing (a judge wrong at random made it need
+        2.5-3x the labels of simple random sampling): :attr:`ratio` is 1 and the headline says to
+        label by simple random sampling.
+        """
+        return self.evidence is not None and not self.evidence.ci_low > 0
 
     @property
     def ratio(self) -> float:
-        """The active design's ratio to plan on: the larger of the model's and the measured one."""
+        """The active design's ratio to plan on: the larger of the model's and the measured one (1: no saving)."""
+        if self.no_saving:
+            return 1.0
         return float(np.nanmax([self.active_ratio, self.measured_ratio]))
 
     @property
     def headline(self) -> str:
         """The expected saving in one sentence, for a team deciding whether to commit to the design."""
+        if self.no_saving and self.evidence is not None:
+            e = self.evidence
+            return ("No saving expected: the labels so far show people disagreeing with the judge no more often "
+                    f"where its score says they would ({e.extra['upper_share']:.0%} there against "
+                    f"{e.extra['lower_share']:.0%} elsewhere: {e.estimate:+.1f} pp, 95% CI {e.ci_low:+.1f} to "
+                    f"{e.ci_high:+.1f}, n = {e.n} labels); label by simple random sampling instead of the active "
+                    "design")
         if not math.isfinite(self.ratio):
             return ("Expected saving: none to state (the active design cannot meet the target within the pool; "
                     f"a design stratified by the judge's verdicts needs {self.stratified_ratio:.2f}x the labels "
@@ -375,6 +396,55 @@ class SavingForecast:
         return (f"Expected labels against simple random sampling: active {self.ratio:.2f}x ({verdict}), stratified "
                 f"by the judge's verdicts {self.stratified_ratio:.2f}x, predicted from {self.labels_seen} labels; it "
                 "holds only where the judge's score tells where people disagree with it")
+
+
+MIN_EVIDENCE_LABELS = 20
+"""Labelled answers needed before the forecast reads the judge's errors from them (else the prior speaks)."""
+
+
+def score_tells_errors(
+    pool: ActivePool, *, human_pass: npt.ArrayLike, disagreement: float = 0.2, prior_labels: float = 5.0,
+    level: float = 0.95,
+) -> Estimate | None:
+    """How much more often people disagree with the judge where its score says they would, from the labels so far.
+
+    The active design saves labels only when the judge's score tells where its errors are: it
+    draws the answers the model of :func:`calibration.active.predict_humans` puts next to the
+    pass threshold (or flipped) more often. Before the labels so far are used, that model's prior
+    ranks every answer by its expected disagreement; on the labelled answers this compares the
+    observed disagreement share ``|human − judge|`` in the upper half of that ranking with the lower
+    half. A judge wrong at random shows no difference, and then no saving is to be expected.
+
+    Returns:
+        The difference (upper half minus lower half, percentage points) with a Wald interval on
+        the two shares, or ``None`` with fewer than :data:`MIN_EVIDENCE_LABELS` labelled answers
+        or fewer than 5 in either half.
+    """
+    h = np.asarray(human_pass, dtype=float)
+    seen = np.isfinite(h)
+    if seen.sum() < MIN_EVIDENCE_LABELS:
+        return None
+    prior = predict_humans(pool.judge_pass, pool.family, judge_score=pool.judge_score, flipped=pool.flipped,
+                           disagreement=disagreement, prior_labels=prior_labels)
+    q = np.asarray(prior.disagreement, dtype=float)[seen]
+    wrong = np.abs(h[seen] - pool.judge_pass[seen])
+    # Ties in the prior (a verdict-only judge: one value per stratum) go by rank, so the halves are halves.
+    order = np.argsort(np.argsort(q, kind="stable"), kind="stable")
+    upper = order >= q.size / 2
+    if min(upper.sum(), (~upper).sum()) < 5:
+        return None
+    a, b = wrong[upper], wrong[~upper]
+    diff = float(a.mean() - b.mean())
+    se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size) if a.size > 1 and b.size > 1 else math.nan
+    z = float(special.ndtri(0.5 + level / 2))
+    if not se > 0:  # no disagreement anywhere (or everywhere): the data cannot place an error
+        se = 0.0
+    return Estimate(_PP * diff, _PP * (diff - z * se), _PP * (diff + z * se), int(seen.sum()),
+                    "disagreement share |human - judge| of the labelled answers in the upper half of the plan's "
+                    "prior expected disagreement minus the lower half; Wald interval on the two shares",
+                    "percentage points", level,
+                    {"upper_share": float(a.mean()), "lower_share": float(b.mean()), "n_upper": int(a.size),
+                     "n_lower": int(b.size)})
 
 
 def predicted_saving(
@@ -451,8 +521,14 @@ def predicted_saving(
         measured = _measured_design_effect(draws, h_draws, coef_draws, design_variance)
         basis += (f"; the draws so far measure a design effect of {measured:.2f} against simple random sampling of "
                   "as many units (plan on the larger of the two)")
+    evidence = score_tells_errors(pool, human_pass=h, disagreement=disagreement, prior_labels=prior_labels,
+                                  level=level)
+    if evidence is not None:
+        basis += (f"; in the labels so far people disagreed with the judge on {evidence.extra['upper_share']:.0%} of "
+                  f"the answers its score puts where they would, against {evidence.extra['lower_share']:.0%} elsewhere "
+                  f"({evidence.estimate:+.1f} pp, 95% CI {evidence.ci_low:+.1f} to {evidence.ci_high:+.1f})")
     return SavingForecast(ratio_a, ratio_s, total["active"], total["srs"], stratified, seen, disagreements, basis,
-                          measured)
+                          measured, evidence)
 
 
 def _measured_design_effect(

@@ -24,6 +24,9 @@ Choices the report states rather than hides:
   another panel from the same population had labelled. ``interval="panel"`` speaks for this
   panel only. Kappa always speaks for the panel. Every line names its interval method
   (``t(df), raters``) and marks an interval unreliable below 15 tasks or 3 degrees of freedom.
+  With two raters a residual's or PPI's interval for raters like these is refused (``none (2
+  raters)``: their leniency spread rests on 1 df), and the line names ``interval="panel"`` or a
+  third rater (:func:`calibration.stats._raters.two_rater_refusal`).
 * **Intervals.** Design-based: the variance is linearised and estimated from task totals within
   the design's strata (kappa: jackknifed over tasks, strata left out, which errs wide), and the
   interval is t with the design's degrees of freedom (:mod:`calibration.stats._variance`); it

@@ -727,6 +727,21 @@ class CalibrationReport:
             return text + f" {answers} {verb} an adjudicated label, not used under this rule (`adjudicated` uses it)."
         return text
 
+    def rater_warnings(self) -> list[str]:
+        """Under the rule ``dawid-skene``, one sentence per flagged rater and label column (else none).
+
+        A rater whose labels tell the true level no better than chance (a random rater, one
+        who always gives the same level) is estimated as such by the model but still weighs in its
+        posterior: the sentence names them, as ``judgelab raters quality`` names a rater below the
+        gold accuracy (:meth:`calibration.stats.RaterModel.warnings`).
+        """
+        out = []
+        for column, model in self.rater_models.items():
+            what = "pass verdicts" if column == "pass" else "overall scores"
+            for rater, warnings in zip(model.raters, model.warnings(), strict=True):
+                out += [f"rater {self.rater_names.get(str(rater), str(rater))} ({what}): {w}" for w in warnings]
+        return out
+
     def _annotator_means_text(self) -> str:
         """How the labels that are already means of several people enter the human score."""
         k = self.labels.n_annotator_means
@@ -763,6 +778,7 @@ class CalibrationReport:
             "human_rule": self.human_rule,
             "human_rule_text": self.human_rule_text(),
             "rater_model": {k: self._named(m.to_dict()) for k, m in self.rater_models.items()} or None,
+            "rater_warnings": self.rater_warnings(),
             "interval": self.interval,
             "labels": self.labels.to_dict(),
             "design": None if self.design is None else self.design.to_dict(),

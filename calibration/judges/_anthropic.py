@@ -49,6 +49,8 @@ import anthropic
 
 from calibration import formats, pricing
 from calibration.judges._base import JudgeCall, Judgement
+from calibration.judges._hints import fix_for, origin_of
+from calibration.judges._identity import BatchInDoubt, BatchSearch, identify, is_tagged
 from calibration.judges._loops import PerLoop
 from calibration.judges._provider import ProviderJudge
 from calibration.judges._transport import GovernorMiddleware, RateGovernor, UndecodableReply
@@ -119,8 +121,8 @@ def _call_error(model: str, what: str, exc: anthropic.APIError) -> JudgeCallErro
         # and retried like one until the budget ran out.
         return JudgeCallError(
             f"{model}: {what} failed after {exc.attempts} attempt(s): undecodable reply "
-            f"(HTTP {exc.status_code}): {exc.reason}. Retries are exhausted; raise max_retries "
-            "or check what sits between you and the API (a proxy cutting replies short).",
+            f"(HTTP {exc.status_code}): {exc.reason}. Fix: raise --max-retries, or check what sits between "
+            f"you and {origin_of(exc)} (a proxy cutting replies short).",
             model=model,
             attempts=exc.attempts,
             status_code=exc.status_code,
@@ -134,11 +136,8 @@ def _call_error(model: str, what: str, exc: anthropic.APIError) -> JudgeCallErro
     if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
         error_type = str(body["error"].get("type", error_type))
         message = str(body["error"].get("message", message))
-    hint = ""
-    if status == 401:
-        hint = " Fix: check the API key (ANTHROPIC_API_KEY or the app's secret)."
-    elif status in (408, 409, 429) or (status is not None and status >= 500) or status is None:
-        hint = " Retries are exhausted; lower max_concurrency, raise max_retries, or use --batch."
+    hint = " " + fix_for(status, timed_out=isinstance(exc, anthropic.APITimeoutError), provider="anthropic",
+                         url=origin_of(exc))
     where = f"HTTP {status} {error_type}" if status is not None else error_type
     return JudgeCallError(
         f"{model}: {what} failed after {attempts} attempt(s): {where}: {message}.{hint}",
@@ -481,13 +480,16 @@ class AnthropicJudge(ProviderJudge[BatchStatus]):
         *,
         since: datetime | None = None,
         exclude: Collection[str] = (),
+        poll_interval: float = 30.0,
     ) -> str:
         """Submit calls as one Message Batch (half price, results within 24 h), exactly once.
 
         Args:
-            calls: The calls (see :meth:`batch_requests` for their custom ids).
+            calls: The calls (see :meth:`batch_requests` for their custom ids; the runner's
+                carry the intent's tag, :func:`~calibration.judges._identity.wire_id`).
             since: When the caller recorded its intent to submit (UTC); default now.
             exclude: Batch ids already claimed by other work (never adopted).
+            poll_interval: Seconds between looks at same-size batches after a lost create reply.
 
         Returns:
             The batch id, for :meth:`poll_batch` and :meth:`collect_batch`.
@@ -495,26 +497,54 @@ class AnthropicJudge(ProviderJudge[BatchStatus]):
         Raises:
             InputError: If there are no calls or a custom id is invalid.
             JudgeCallError: If the submission failed after retries.
+            BatchInDoubt: A lost create left same-size batches that cannot be checked.
         """
         by_id = dict(calls) if isinstance(calls, Mapping) else {c.cache_key: c for c in calls}
         requests = self.batch_requests(by_id)
         batch_id = await create_batch_once(
-            self.client, requests, since=since, exclude=exclude, max_retries=self.max_retries, model=self.model
+            self.client, requests, since=since, exclude=exclude, max_retries=self.max_retries, model=self.model,
+            poll_interval=poll_interval,
         )
         self._batches[batch_id] = by_id
         return batch_id
 
     async def find_batch(
-        self, n_requests: int, *, since: datetime, exclude: Collection[str] = ()
+        self, custom_ids: Collection[str], *, since: datetime, exclude: Collection[str] = (),
+        poll_interval: float = 30.0, timeout: float | None = None,
     ) -> str | None:
-        """The batch of ``n_requests`` requests created after ``since`` that is not in ``exclude``.
+        """The batch of exactly ``custom_ids`` created after ``since``, if the API holds one.
 
-        See :func:`find_batch`.
+        Same-size candidates still processing are waited for (see :func:`find_batch` and
+        :func:`~calibration.judges._identity.identify`).
 
         Raises:
             JudgeCallError: If listing the batches failed after retries.
+            BatchInDoubt: Candidates remain that cannot be checked.
         """
-        return await find_batch(self.client, n_requests, since=since, exclude=exclude, model=self.model)
+        client, model = self.client, self.model
+        return await identify(
+            lambda: find_batch(client, custom_ids, since=since, exclude=exclude, model=model),
+            poll_interval=poll_interval, timeout=timeout, what="lost batch",
+        )
+
+    async def check_batch(self, batch_id: str, custom_ids: Collection[str], *, poll_interval: float = 30.0) -> None:
+        """Make sure batch ``batch_id`` holds exactly ``custom_ids`` (``--adopt-batch``), waiting for it to end.
+
+        Raises:
+            BatchInDoubt: Its results name other requests than ``custom_ids``.
+            JudgeCallError: If reading it failed after retries.
+        """
+        await self.wait_batch(batch_id, poll_interval=poll_interval)
+        client = self.client
+
+        async def ids_of() -> set[str]:
+            return {item.custom_id async for item in await client.messages.batches.results(batch_id)}
+
+        try:
+            held = await patiently(ids_of, tries=_POLL_TRIES, what=f"batch {batch_id} results")
+        except anthropic.APIError as exc:
+            raise _call_error(self.model, f"batch {batch_id} results", exc) from exc
+        _check_held(batch_id, held, custom_ids)
 
     async def poll_batch(self, batch_id: str) -> BatchStatus:
         """The batch's processing status and request counts.
@@ -637,28 +667,29 @@ _REFUSED = frozenset({400, 401, 403, 404, 413, 422})
 
 async def find_batch(
     client: anthropic.AsyncAnthropic,
-    n_requests: int,
+    custom_ids: Collection[str],
     *,
     since: datetime,
     exclude: Collection[str] = (),
     model: str = "judge",
-) -> str | None:
-    """A batch this workspace created after ``since`` with ``n_requests`` requests, if any.
+) -> BatchSearch:
+    """Look once for the batch of exactly ``custom_ids`` created after ``since``.
 
     The Message Batches API keeps no client-side marker on a batch (``create`` takes only the
-    requests) and shows a batch's custom ids only once it has ended, so a batch whose id was
-    lost (a reply cut short, a process killed before it stored the id) is recognised by what
-    the list shows: its creation time (after the recorded intent, less a margin for clock
-    skew) and its request count; batches already claimed (``exclude``) are skipped, and of
-    several matches the oldest is taken. Results whose custom ids the caller did not intend
-    are left out when collected (their calls come back "missing" and are asked again).
+    requests) and shows a batch's custom ids only in its results, once it has ended. So the
+    batches created since the intent (less a margin for clock skew), not in ``exclude`` and of
+    the same request count are candidates, and a candidate is this intent's only when its
+    results name exactly ``custom_ids`` (which carry the intent's random tag:
+    :mod:`calibration.judges._identity`); candidates still processing are reported as
+    ``pending``, never adopted.
 
     Raises:
         JudgeCallError: If listing the batches failed after retries.
     """
+    wanted = set(custom_ids)
     floor = since.replace(tzinfo=UTC) if since.tzinfo is None else since
     floor -= _CLOCK_MARGIN
-    oldest: str | None = None
+    candidates: list[tuple[str, str]] = []
     try:
         async for batch in client.messages.batches.list(limit=100):
             created = batch.created_at if batch.created_at.tzinfo else batch.created_at.replace(tzinfo=UTC)
@@ -666,13 +697,33 @@ async def find_batch(
                 break  # newest first: the rest are older still
             if batch.id in exclude:
                 continue
-            if sum(int(v) for v in batch.request_counts.model_dump().values()) == n_requests:
-                # The oldest match: a run's batches were created one after another, each after
-                # its intent, so intents found again in order take them in order.
-                oldest = str(batch.id)
+            if sum(int(v) for v in batch.request_counts.model_dump().values()) == len(wanted):
+                candidates.append((str(batch.id), str(batch.processing_status)))
     except anthropic.APIError as exc:
         raise _call_error(model, "batch list", exc) from exc
-    return oldest
+    pending: list[str] = []
+    foreign: list[str] = []
+    undecidable: list[str] = []
+    for batch_id, status in reversed(candidates):  # oldest first
+        if status != "ended":
+            pending.append(batch_id)
+            continue
+
+        async def ids_of(batch_id: str = batch_id) -> set[str]:
+            return {item.custom_id async for item in await client.messages.batches.results(batch_id)}
+
+        try:
+            held = await patiently(ids_of, tries=_POLL_TRIES, what=f"batch {batch_id} results")
+        except anthropic.APIError:
+            undecidable.append(batch_id)
+            continue
+        if held != wanted:
+            foreign.append(batch_id)
+        elif not is_tagged(wanted):
+            undecidable.append(batch_id)  # untagged ids: another project's same plan looks alike
+        else:
+            return BatchSearch(batch_id, foreign=tuple(foreign))
+    return BatchSearch(None, pending=tuple(pending), foreign=tuple(foreign), undecidable=tuple(undecidable))
 
 
 async def create_batch_once(
@@ -683,23 +734,35 @@ async def create_batch_once(
     exclude: Collection[str] = (),
     max_retries: int = 6,
     model: str = "judge",
+    poll_interval: float = 30.0,
+    identify_timeout: float | None = None,
 ) -> str:
     """Create a Message Batch and return its id, never creating it twice.
 
     A create whose reply is lost (cut short, a timeout, a reset, a 5xx) may have created the
     batch all the same, so it is not retried blindly as the SDK would: before each new attempt
-    the batches created since ``since`` are listed (:func:`find_batch`) and one of the same
-    size is adopted. Only a refusal (4xx other than 408/409/429) is final at once.
+    the batch of exactly these custom ids is looked for (:func:`find_batch`), waiting for
+    same-size candidates to end (only then do they show their custom ids), and adopted if
+    found. Only a refusal (4xx other than 408/409/429) is final at once.
 
     Raises:
         JudgeCallError: If no attempt created the batch (after ``max_retries`` retries).
+        BatchInDoubt: A lost create left candidates that cannot be checked.
     """
     start = since or datetime.now(UTC)
     once = client.with_options(max_retries=0)
+    custom_ids = [str(r["custom_id"]) for r in requests]
+
+    async def search() -> str | None:
+        return await identify(
+            lambda: find_batch(client, custom_ids, since=start, exclude=exclude, model=model),
+            poll_interval=poll_interval, timeout=identify_timeout, what="batch submission",
+        )
+
     last: anthropic.APIError | None = None
     for attempt in range(max_retries + 1):
         if attempt:
-            found = await find_batch(client, len(requests), since=start, exclude=exclude, model=model)
+            found = await search()
             if found is not None:
                 log.info("batch create: adopted %s, created by an attempt whose reply was lost", found)
                 return found
@@ -713,11 +776,24 @@ async def create_batch_once(
             last = exc
         except anthropic.APIError as exc:  # connection, timeout, undecodable reply
             last = exc
-    found = await find_batch(client, len(requests), since=start, exclude=exclude, model=model)
+    found = await search()
     if found is not None:
         return found
     assert last is not None
     raise _call_error(model, "batch submission", last) from last
+
+
+def _check_held(batch_id: str, held: Collection[str], custom_ids: Collection[str]) -> None:
+    """Refuse to adopt a batch whose requests are not exactly the intent's."""
+    wanted = set(custom_ids)
+    if set(held) != wanted:
+        other = sorted(set(held) - wanted)
+        raise BatchInDoubt(
+            f"batch {batch_id} holds requests that are not this run's ({len(set(held) & wanted)} of its "
+            f"{len(set(held))} custom ids are this batch's {len(wanted)}"
+            + (f"; e.g. {other[0]!r}" if other else "") + "): not adopted",
+            candidates=[batch_id], custom_ids=sorted(wanted),
+        )
 
 
 def transient(exc: anthropic.APIError) -> bool:

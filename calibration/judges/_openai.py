@@ -29,7 +29,6 @@ stand-in. The key is handed to the SDK client and nowhere else.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import os
@@ -46,6 +45,8 @@ import openai
 from calibration import formats, pricing
 from calibration.judges._anthropic import JudgeCallError
 from calibration.judges._base import JudgeCall, Judgement
+from calibration.judges._hints import fix_for, origin_of
+from calibration.judges._identity import BatchInDoubt, BatchSearch, marker_of
 from calibration.judges._loops import PerLoop
 from calibration.judges._openai_transport import GovernedTransport, undecodable_cause
 from calibration.judges._provider import ProviderJudge
@@ -156,8 +157,8 @@ def _call_error(model: str, host: str, what: str, exc: openai.APIError) -> Judge
     if cut is not None:
         return JudgeCallError(
             f"{model} at {host}: {what} failed after {cut.attempts} attempt(s): undecodable reply "
-            f"(HTTP {cut.status_code}): {cut.reason}. Retries are exhausted; raise --max-retries or "
-            "check what sits between you and the endpoint (a proxy cutting replies short).",
+            f"(HTTP {cut.status_code}): {cut.reason}. Fix: raise --max-retries, or check what sits between "
+            f"you and {host} (a proxy cutting replies short).",
             model=model, attempts=cut.attempts, status_code=cut.status_code, error_type="undecodable_reply",
         )
     attempts = _attempts_of(exc)
@@ -170,13 +171,8 @@ def _call_error(model: str, host: str, what: str, exc: openai.APIError) -> Judge
         error: Mapping[str, Any] = inner if isinstance(inner, Mapping) else body
         error_type = str(error.get("type") or error.get("code") or error_type)
         message = str(error.get("message", message))
-    hint = ""
-    if status == 401:
-        hint = " Fix: check the API key (OPENAI_API_KEY) and the endpoint (--base-url or OPENAI_BASE_URL)."
-    elif status == 404:
-        hint = " Fix: check the model name and that the endpoint serves it (--base-url)."
-    elif status in (408, 409, 429) or status is None or status >= 500:
-        hint = " Retries are exhausted; lower --concurrency, raise --max-retries, or use --batch."
+    hint = " " + fix_for(status, timed_out=isinstance(exc, openai.APITimeoutError), provider="openai",
+                         url=origin_of(exc) if origin_of(exc) != "the API" else host)
     where = f"HTTP {status} {error_type}" if status is not None else error_type
     return JudgeCallError(
         f"{model} at {host}: {what} failed after {attempts} attempt(s): {where}: {message}.{hint}",
@@ -412,8 +408,12 @@ class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
         *,
         since: datetime | None = None,
         exclude: Collection[str] = (),
+        poll_interval: float = 30.0,
     ) -> str:
         """Upload the calls as a JSONL file and create one batch of them (batch price), exactly once.
+
+        The batch's ``metadata`` carries the digest of its custom ids, so that a batch whose
+        create reply was lost is found again as this one, never another run's.
 
         Raises:
             InputError: If there are no calls.
@@ -422,24 +422,61 @@ class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
         by_id = dict(calls) if isinstance(calls, Mapping) else {c.cache_key: c for c in calls}
         lines = self.batch_requests(by_id)
         content = "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines).encode()
-        marker = hashlib.sha256(content).hexdigest()[:32]
+        marker = marker_of(list(by_id))
         client = self.client
         try:
+            # An upload whose reply was lost is sent again by the SDK: at worst an unused file
+            # is stored upstream (files are not billed as requests; nothing is judged twice).
             uploaded = await client.files.create(file=(f"judgelab-{marker}.jsonl", content, "application/jsonl"),
                                                  purpose="batch")
         except openai.APIError as exc:
             raise _call_error(self.model, self.host, "batch input upload", exc) from exc
         batch_id = await create_openai_batch_once(
-            client, uploaded.id, len(lines), marker=marker, since=since, exclude=exclude,
+            client, uploaded.id, list(by_id), since=since, exclude=exclude,
             max_retries=self.max_retries, model=self.model, host=self.host,
         )
         self._batches[batch_id] = by_id
         return batch_id
 
-    async def find_batch(self, n_requests: int, *, since: datetime, exclude: Collection[str] = ()) -> str | None:
-        """A judgelab batch of ``n_requests`` created after ``since`` and not in ``exclude`` (oldest first)."""
-        return await find_openai_batch(self.client, n_requests, since=since, exclude=exclude,
-                                       model=self.model, host=self.host)
+    async def find_batch(
+        self, custom_ids: Collection[str], *, since: datetime, exclude: Collection[str] = (),
+        poll_interval: float = 30.0, timeout: float | None = None,
+    ) -> str | None:
+        """The batch created after ``since`` whose metadata marks it as exactly ``custom_ids``, if any."""
+        found = await find_openai_batch(self.client, custom_ids, since=since, exclude=exclude,
+                                        model=self.model, host=self.host)
+        return found.found
+
+    async def check_batch(self, batch_id: str, custom_ids: Collection[str], *, poll_interval: float = 30.0) -> None:
+        """Make sure batch ``batch_id`` holds exactly ``custom_ids`` (``--adopt-batch``).
+
+        Its metadata marker settles it at once; without one (a batch made by hand, or by an
+        older judgelab) it is waited for and its output and error files read.
+
+        Raises:
+            BatchInDoubt: It holds other requests than ``custom_ids``.
+            JudgeCallError: If reading it failed after retries.
+        """
+        client = self.client
+        try:
+            batch = await patiently(lambda: client.batches.retrieve(batch_id), what=f"batch {batch_id} status")
+        except openai.APIError as exc:
+            raise _call_error(self.model, self.host, f"batch {batch_id} status", exc) from exc
+        meta = batch.metadata or {}
+        if _MARK in meta:
+            if meta[_MARK] != marker_of(custom_ids):
+                raise BatchInDoubt(f"batch {batch_id} carries another run's marker ({meta[_MARK]}): not adopted",
+                                   candidates=[batch_id], custom_ids=sorted(custom_ids))
+            return
+        await self.wait_batch(batch_id, poll_interval=poll_interval)
+        batch = await patiently(lambda: client.batches.retrieve(batch_id), what=f"batch {batch_id} status")
+        held: set[str] = set()
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                held |= {str(item.get("custom_id")) for item in await self._read_file(file_id)}
+        if held != set(custom_ids):
+            raise BatchInDoubt(f"batch {batch_id} holds requests that are not this run's: not adopted",
+                               candidates=[batch_id], custom_ids=sorted(custom_ids))
 
     async def poll_batch(self, batch_id: str) -> OpenAIBatchStatus:
         """The batch's status and request counts (asked again after transient faults)."""
@@ -533,39 +570,43 @@ _COUNT = "judgelab_requests"
 
 
 async def find_openai_batch(
-    client: openai.AsyncOpenAI, n_requests: int, *, since: datetime, exclude: Collection[str] = (),
+    client: openai.AsyncOpenAI, custom_ids: Collection[str], *, since: datetime, exclude: Collection[str] = (),
     model: str = "judge", host: str = "",
-) -> str | None:
-    """A batch judgelab created after ``since`` with ``n_requests`` requests and not in ``exclude``.
+) -> BatchSearch:
+    """Look once for the batch of exactly ``custom_ids`` created after ``since``, not in ``exclude``.
 
-    judgelab writes a marker and the request count into each batch's ``metadata``, so a batch
-    whose id was lost (a reply cut short, a process killed before it stored the id) is known
-    by them; of several matches the oldest is taken.
+    judgelab writes the digest of a batch's custom ids (:func:`~calibration.judges._identity.marker_of`;
+    the ids carry the intent's random tag) and its request count into the batch's ``metadata``,
+    which the API shows at once: a batch is this intent's only when both match. A batch of
+    another project, or another judgelab database on the same key, never does.
 
     Raises:
         JudgeCallError: If listing the batches failed after retries.
     """
     floor = (since.replace(tzinfo=UTC) if since.tzinfo is None else since) - _CLOCK_MARGIN
-    oldest: str | None = None
+    marker, count = marker_of(custom_ids), str(len(set(custom_ids)))
+    foreign: list[str] = []
     try:
         async for batch in client.batches.list(limit=100):
             if datetime.fromtimestamp(batch.created_at, UTC) < floor:
                 break  # newest first: the rest are older still
             meta = batch.metadata or {}
-            if batch.id in exclude or _MARK not in meta or meta.get(_COUNT) != str(n_requests):
+            if batch.id in exclude:
                 continue
-            oldest = str(batch.id)
+            if meta.get(_MARK) == marker and meta.get(_COUNT) == count:
+                return BatchSearch(str(batch.id), foreign=tuple(foreign))
+            if meta.get(_COUNT) == count:
+                foreign.append(str(batch.id))
     except openai.APIError as exc:
         raise _call_error(model, host, "batch list", exc) from exc
-    return oldest
+    return BatchSearch(None, foreign=tuple(foreign))
 
 
 async def create_openai_batch_once(
     client: openai.AsyncOpenAI,
     input_file_id: str,
-    n_requests: int,
+    custom_ids: Sequence[str],
     *,
-    marker: str,
     since: datetime | None = None,
     exclude: Collection[str] = (),
     max_retries: int = 6,
@@ -576,8 +617,9 @@ async def create_openai_batch_once(
 
     As :func:`~calibration.judges.create_batch_once`: a create whose reply is lost may have
     created the batch all the same, so before each new attempt the batches created since
-    ``since`` are listed and one with judgelab's marker and the same request count is adopted.
-    Only a refusal (a 4xx other than 408/409/429) is final at once.
+    ``since`` are listed and the one whose ``metadata`` carries the digest of these custom ids
+    is adopted (:func:`find_openai_batch`). Only a refusal (a 4xx other than 408/409/429) is
+    final at once.
 
     Raises:
         JudgeCallError: If no attempt created the batch.
@@ -585,9 +627,15 @@ async def create_openai_batch_once(
     start = since or datetime.now(UTC)
     once = client.with_options(max_retries=0)
     last: openai.APIError | None = None
+    metadata = {_MARK: marker_of(custom_ids), _COUNT: str(len(set(custom_ids)))}
+
+    async def search() -> str | None:
+        found = await find_openai_batch(client, custom_ids, since=start, exclude=exclude, model=model, host=host)
+        return found.found
+
     for attempt in range(max_retries + 1):
         if attempt:
-            found = await find_openai_batch(client, n_requests, since=start, exclude=exclude, model=model, host=host)
+            found = await search()
             if found is not None:
                 log.info("batch create: adopted %s, created by an attempt whose reply was lost", found)
                 return found
@@ -595,7 +643,7 @@ async def create_openai_batch_once(
         try:
             batch = await once.batches.create(
                 input_file_id=input_file_id, endpoint="/v1/chat/completions", completion_window="24h",
-                metadata={_MARK: marker, _COUNT: str(n_requests)},
+                metadata=metadata,
             )
             return str(batch.id)
         except openai.APIStatusError as exc:
@@ -604,7 +652,7 @@ async def create_openai_batch_once(
             last = exc
         except openai.APIError as exc:  # connection, timeout, undecodable reply
             last = exc
-    found = await find_openai_batch(client, n_requests, since=start, exclude=exclude, model=model, host=host)
+    found = await search()
     if found is not None:
         return found
     assert last is not None

@@ -234,6 +234,7 @@ class GovernedTransport(httpx2.AsyncBaseTransport):
             try:
                 response = await self._inner.handle_async_request(request)
             except httpx2.HTTPError:
+                governor.stats.no_reply += 1
                 governor.observe(permit, None, RateLimits())
                 raise
             limits = openai_rate_limits(response.headers)
@@ -242,9 +243,15 @@ class GovernedTransport(httpx2.AsyncBaseTransport):
                 return response
             try:
                 parsed = await self._check(endpoint, request, response, attempts)
-            except httpx2.HTTPError:
+            except httpx2.TimeoutException:
+                governor.stats.no_reply += 1
                 governor.observe(permit, None, limits)
                 raise
+            except httpx2.HTTPError:
+                governor.stats.undecodable += 1
+                governor.observe(permit, None, limits)
+                raise
+            governor.stats.replies += 1
             usage = parsed.get("usage") if isinstance(parsed, dict) else None
             out = usage.get("completion_tokens") if isinstance(usage, dict) else None
             governor.observe(permit, response.status_code, limits,

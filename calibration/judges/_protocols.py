@@ -77,9 +77,11 @@ class BatchStatusLike(Protocol):
 class BatchJudge(BuildingJudge, Protocol):
     """A judge that can send its calls as one provider batch (``--batch``), each batch once.
 
-    The runner records each batch's intent before :meth:`submit_batch` and its id after, and
-    after a crash asks :meth:`find_batch` for a batch whose id was lost, so that no batch is
-    created twice (:mod:`calibration.runner._batch`).
+    The runner records each batch's intent (its custom ids, which carry a random tag drawn for
+    it) before :meth:`submit_batch` and its id after, and after a crash asks :meth:`find_batch`
+    for the batch of exactly those custom ids, so that no batch is created twice and no other
+    run's batch is ever taken (:mod:`calibration.runner._batch`,
+    :mod:`calibration.judges._identity`).
     """
 
     def batch_requests(self, calls: Sequence[JudgeCall] | Mapping[str, JudgeCall]) -> list[dict[str, Any]]:
@@ -92,12 +94,24 @@ class BatchJudge(BuildingJudge, Protocol):
         *,
         since: datetime | None = None,
         exclude: Collection[str] = (),
+        poll_interval: float = 30.0,
     ) -> str:
         """Create the batch exactly once; its id."""
         ...
 
-    async def find_batch(self, n_requests: int, *, since: datetime, exclude: Collection[str] = ()) -> str | None:
-        """A batch of ``n_requests`` created after ``since`` and not in ``exclude``, if any."""
+    async def find_batch(
+        self, custom_ids: Collection[str], *, since: datetime, exclude: Collection[str] = (),
+        poll_interval: float = 30.0, timeout: float | None = None,
+    ) -> str | None:
+        """The batch of exactly ``custom_ids`` created after ``since`` and not in ``exclude``, if any.
+
+        Raises:
+            BatchInDoubt: Same-size batches remain that cannot be told apart from it.
+        """
+        ...
+
+    async def check_batch(self, batch_id: str, custom_ids: Collection[str], *, poll_interval: float = 30.0) -> None:
+        """Refuse (:class:`~calibration.judges._identity.BatchInDoubt`) a batch that is not exactly ``custom_ids``."""
         ...
 
     async def wait_batch(

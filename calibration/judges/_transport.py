@@ -402,9 +402,17 @@ class GovernorStats:
         window_min: Smallest window reached.
         held: Times an attempt waited for a reply because :data:`_UNANSWERED` attempts had
             gone out since the latest one.
+        replies: Attempts answered with a 2xx that decoded (billed, and read).
+        undecodable: Attempts answered with a 2xx whose body was cut or garbled: the provider
+            billed them, the reply was lost, and the call was asked again.
+        no_reply: Attempts sent whose reply never came whole (timeout, reset): the provider
+            may have billed them; nobody can tell.
     """
 
     attempts: int = 0
+    replies: int = 0
+    undecodable: int = 0
+    no_reply: int = 0
     rate_limited: int = 0
     overloaded: int = 0
     decreases: int = 0
@@ -627,6 +635,7 @@ class GovernorMiddleware(Middleware):
             try:
                 response = await call_next(request)
             except anthropic.APIConnectionError:
+                governor.stats.no_reply += 1
                 governor.observe(permit, None, RateLimits())
                 raise
             http = response.http_response
@@ -637,8 +646,10 @@ class GovernorMiddleware(Middleware):
             try:
                 message = await _check_decodes(endpoint, request, response)
             except UndecodableReply:
+                governor.stats.undecodable += 1
                 governor.observe(permit, None, limits)
                 raise
+            governor.stats.replies += 1
             usage = getattr(message, "usage", None)
             out = getattr(usage, "output_tokens", None)
             governor.observe(permit, http.status_code, limits, output_tokens=out if isinstance(out, int) else None)

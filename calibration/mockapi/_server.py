@@ -13,7 +13,7 @@ import re
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -71,6 +71,7 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
         port: Port to bind (0 = any free port).
         max_received: How many requests :attr:`received` keeps (a long dry run must not grow
             without bound).
+        api_keys: The keys it accepts (default: any non-empty key); any other is answered 401.
 
     Attributes:
         counters: Requests per route (``"POST /v1/messages"``), faults injected
@@ -92,6 +93,7 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
         host: str = "127.0.0.1",
         port: int = 0,
         max_received: int = 10_000,
+        api_keys: Collection[str] | None = None,
     ) -> None:
         """Configure the server; :meth:`start` binds the port."""
         if responder is None:
@@ -99,6 +101,7 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
 
             responder = FakeJudge(seed=0).respond
         self.responder = responder
+        self.api_keys = None if api_keys is None else frozenset(api_keys)
         self.latency = latency
         self.faults = faults or FaultPlan()
         self.batch_delay = batch_delay
@@ -202,6 +205,9 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
             if not headers.get("x-api-key") and not headers.get("authorization"):
                 raise ApiError(401, "authentication_error",
                                "an API key is required (x-api-key header or Authorization: Bearer)")
+            given = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+            if self.api_keys is not None and given not in self.api_keys:
+                raise ApiError(401, "authentication_error", "invalid x-api-key")
             multipart = headers.get("content-type", "").startswith("multipart/")
             if raw and body is None and not multipart:
                 raise ApiError(400, "invalid_request_error", "request body is not valid JSON")

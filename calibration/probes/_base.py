@@ -29,6 +29,7 @@ import pandas as pd
 from calibration import perturb
 from calibration.datasets import PoolAnswer
 from calibration.judges._base import Format
+from calibration.judges._identity import new_tag, wire_id
 from calibration.probes._padding import AnthropicPadWriter, PadWriter
 from calibration.runner import PlannedCall
 from calibration.stats import Estimate, swap_average
@@ -247,22 +248,31 @@ class Variants:
         batch_id = store.setting(_PAD_BATCH_SCOPE, label) if store is not None else None
         intent = store.setting(_PAD_BATCH_SCOPE, f"{label}:intent") if store is not None else None
         claimed = store.known_batch_ids() if store is not None else set()
-        if batch_id is None and intent is not None:
-            batch_id = await writer.find(len(todo), since=datetime.fromisoformat(intent), exclude=claimed)
+        # The intent is "<moment>|<tag>": the tag, drawn for this intent alone, heads every custom
+        # id, so a lost batch is found by what only this project wrote (never by size and time).
+        moment, _, tag = (intent or "").partition("|")
+        if batch_id is None and intent is not None and tag:
+            ids = [wire_id(tag, keys[t]) for t in todo]
+            batch_id = await writer.find(ids, since=datetime.fromisoformat(moment), exclude=claimed,
+                                         poll_interval=model.poll_interval)
         if batch_id is None:
-            since = datetime.now(UTC)
+            since, tag = datetime.now(UTC), new_tag()
             if store is not None:
-                await asyncio.to_thread(store.set_setting, _PAD_BATCH_SCOPE, f"{label}:intent", since.isoformat())
-            batch_id = await writer.create({keys[t]: t for t in todo}, since=since, exclude=claimed)
+                await asyncio.to_thread(store.set_setting, _PAD_BATCH_SCOPE, f"{label}:intent",
+                                        f"{since.isoformat()}|{tag}")
+            batch_id = await writer.create({wire_id(tag, keys[t]): t for t in todo}, since=since, exclude=claimed,
+                                           poll_interval=model.poll_interval)
         if store is not None:
             await asyncio.to_thread(store.set_setting, _PAD_BATCH_SCOPE, label, batch_id)
         while not await writer.ended(batch_id):
             await asyncio.sleep(model.poll_interval)
-        by_key = {keys[t]: t for t in todo}
+        # A batch recorded before tags existed was sent under the bare keys.
+        by_id = {(wire_id(tag, keys[t]) if tag else keys[t]): t for t in todo}
         done: set[str] = set()
-        for key, (result, tokens_in, tokens_out) in (await writer.results(batch_id, by_key)).items():
-            await self._keep(model, by_key[key], key, result, tokens_in, tokens_out, spend)
-            done.add(by_key[key])
+        for cid, (result, tokens_in, tokens_out) in (await writer.results(batch_id, by_id)).items():
+            text = by_id[cid]
+            await self._keep(model, text, keys[text], result, tokens_in, tokens_out, spend)
+            done.add(text)
         return [t for t in todo if t not in done]
 
 

@@ -19,7 +19,6 @@ Either creates a batch at most once (:func:`~calibration.judges.create_batch_onc
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime
@@ -30,6 +29,7 @@ import openai
 
 from calibration import perturb
 from calibration.judges import create_batch_once, find_batch, patiently
+from calibration.judges._identity import identify, marker_of
 from calibration.judges._openai import (
     _REASONING,
     create_openai_batch_once,
@@ -56,11 +56,13 @@ class PadWriter(Protocol):
         """One rewrite of ``text``, sent on its own."""
         ...
 
-    async def find(self, n_requests: int, *, since: datetime, exclude: Collection[str]) -> str | None:
-        """A batch of ``n_requests`` created after ``since`` and not in ``exclude`` (a lost id)."""
+    async def find(self, custom_ids: Collection[str], *, since: datetime, exclude: Collection[str],
+                   poll_interval: float) -> str | None:
+        """The batch of exactly ``custom_ids`` created after ``since``, not in ``exclude`` (a lost id)."""
         ...
 
-    async def create(self, texts: Mapping[str, str], *, since: datetime, exclude: Collection[str]) -> str:
+    async def create(self, texts: Mapping[str, str], *, since: datetime, exclude: Collection[str],
+                     poll_interval: float) -> str:
         """One batch of the rewrites of ``texts`` (custom id -> original), created at most once."""
         ...
 
@@ -126,16 +128,23 @@ class AnthropicPadWriter:
             message = await self.client.messages.create(**self.params(text))
         return self.read(text, message)
 
-    async def find(self, n_requests: int, *, since: datetime, exclude: Collection[str]) -> str | None:
-        """A Message Batch of ``n_requests`` created after ``since`` (see :func:`~calibration.judges.find_batch`)."""
+    async def find(self, custom_ids: Collection[str], *, since: datetime, exclude: Collection[str],
+                   poll_interval: float) -> str | None:
+        """The Message Batch of exactly ``custom_ids`` (see :func:`~calibration.judges.find_batch`)."""
+        client, model = self.client, self.model
         with self._failing("padding batch"):
-            return await find_batch(self.client, n_requests, since=since, exclude=exclude, model=self.model)
+            return await identify(
+                lambda: find_batch(client, custom_ids, since=since, exclude=exclude, model=model),
+                poll_interval=poll_interval, what="lost padding batch",
+            )
 
-    async def create(self, texts: Mapping[str, str], *, since: datetime, exclude: Collection[str]) -> str:
+    async def create(self, texts: Mapping[str, str], *, since: datetime, exclude: Collection[str],
+                     poll_interval: float) -> str:
         """One Message Batch of the rewrites, created at most once."""
         requests = [{"custom_id": key, "params": self.params(text)} for key, text in texts.items()]
         with self._failing("padding batch"):
-            return await create_batch_once(self.client, requests, since=since, exclude=exclude, model=self.model)
+            return await create_batch_once(self.client, requests, since=since, exclude=exclude, model=self.model,
+                                           poll_interval=poll_interval)
 
     async def ended(self, batch_id: str) -> bool:
         """Whether the Message Batch's processing has ended."""
@@ -217,22 +226,25 @@ class OpenAIPadWriter:
             completion = await self.client.chat.completions.create(**self.body(text))
         return self.read(text, completion)
 
-    async def find(self, n_requests: int, *, since: datetime, exclude: Collection[str]) -> str | None:
-        """A judgelab batch of ``n_requests`` created after ``since`` (found by its metadata marker)."""
-        return await find_openai_batch(self.client, n_requests, since=since, exclude=exclude,
-                                       model=self.model, host=self.host)
+    async def find(self, custom_ids: Collection[str], *, since: datetime, exclude: Collection[str],
+                   poll_interval: float) -> str | None:
+        """The judgelab batch of exactly ``custom_ids`` created after ``since`` (found by its metadata marker)."""
+        found = await find_openai_batch(self.client, custom_ids, since=since, exclude=exclude,
+                                        model=self.model, host=self.host)
+        return found.found
 
-    async def create(self, texts: Mapping[str, str], *, since: datetime, exclude: Collection[str]) -> str:
+    async def create(self, texts: Mapping[str, str], *, since: datetime, exclude: Collection[str],
+                     poll_interval: float) -> str:
         """Upload the rewrites as a JSONL file and create one batch of them, at most once."""
         lines = [{"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": self.body(text)}
                  for key, text in texts.items()]
         content = "".join(json.dumps(line, sort_keys=True) + "\n" for line in lines).encode()
-        marker = hashlib.sha256(content).hexdigest()[:32]
+        marker = marker_of(list(texts))
         with self._failing("padding batch input upload"):
             uploaded = await self.client.files.create(
                 file=(f"judgelab-padding-{marker}.jsonl", content, "application/jsonl"), purpose="batch")
         return await create_openai_batch_once(
-            self.client, uploaded.id, len(lines), marker=marker, since=since, exclude=exclude,
+            self.client, uploaded.id, list(texts), since=since, exclude=exclude,
             max_retries=self.max_retries, model=self.model, host=self.host,
         )
 

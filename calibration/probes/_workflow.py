@@ -328,6 +328,7 @@ async def arun_probes(
     poll_interval: float = 30.0,
     params: Mapping[str, Any] | None = None,
     formats: str | Sequence[str] | None = None,
+    adopt_batches: Sequence[str] = (),
 ) -> ProbeRunResult:
     """Run the chosen probes with ``judge``: every pair in both orders, every result recorded.
 
@@ -361,6 +362,8 @@ async def arun_probes(
         params: The command's options, stored with the run (``pad`` is added).
         formats: The format study's formats (:func:`parse_formats`; default: the pointwise
             three, or the judge spec's).
+        adopt_batches: Batch ids named as this run's (``--adopt-batch``) for a batch whose
+            create reply was lost; each is checked before it is adopted.
 
     Returns:
         The run's :class:`ProbeRunResult`.
@@ -408,6 +411,7 @@ async def arun_probes(
         judge_kind=judge_kind or judge_kind_of(judge), evidence=evidence, resume=resume,
         concurrency=concurrency, batch=batch, progress=progress,
         params={**record, "pad": variants.pad_source}, poll_interval=poll_interval, started=started,
+        adopt_batches=adopt_batches,
     )
     return ProbeRunResult(summary, spend)
 

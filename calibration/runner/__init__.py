@@ -54,10 +54,11 @@ from calibration.runner._records import (
     write_evidence,
 )
 from calibration.runner._run import arun_plan, run_plan
-from calibration.runner._summary import RunSummary
+from calibration.runner._summary import EXIT_CODES, RunSummary
 
 __all__ = [
     "EVIDENCE_FIELDS",
+    "EXIT_CODES",
     "EvidenceStatus",
     "Order",
     "PlannedCall",

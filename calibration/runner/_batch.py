@@ -10,10 +10,13 @@ in the project database *before* it is created (write-ahead, ``judge_batches`` a
 moment an execution dies at, the next one finds every batch it started:
 
 * an intent without an id: the batch may exist upstream (the create reached the API but the
-  id never came back); the judge looks for it among the batches the API lists
-  (:meth:`~calibration.judges.AnthropicJudge.find_batch`: created after the intent, same
-  request count, not claimed by another record) and adopts it, else the intent is dropped and
-  its calls go into a new batch;
+  id never came back). Its custom ids carry a tag drawn for that intent alone
+  (:mod:`calibration.judges._identity`), so the judge looks for the batch of exactly those ids
+  (:meth:`~calibration.judges.AnthropicJudge.find_batch`: Anthropic's results once it has
+  ended, OpenAI's metadata at once), never one that merely has the same size and age: another
+  project on the same key may have one. Found, it is adopted; certainly absent, the intent is
+  dropped and its calls go into a new batch; undecidable, it is left in doubt for the user
+  (``--adopt-batch ID``), and its calls are not sent again;
 * a batch with an id that was not collected: it is waited for and collected;
 * a collected batch: its results are in the database already.
 
@@ -24,15 +27,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from calibration.formats import passed_for
-from calibration.judges._base import Judge, JudgeCall, Judgement
+from calibration.judges._base import Failure, Judge, JudgeCall, Judgement
+from calibration.judges._identity import BatchInDoubt, key_prefix, new_tag, wire_id
 from calibration.judges._protocols import BatchJudge
 from calibration.runner._plan import PlannedCall, build_request
 from calibration.runner._sink import Ledger
+from labeler.errors import JudgeError
 from labeler.models import Rubric
+from labeler.store import Store
 
 __all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_REQUESTS", "check_batch_judge", "run_batch", "split_batches"]
 
@@ -109,59 +116,154 @@ async def run_batch(
     poll_interval: float,
     max_requests: int | None = None,
     max_bytes: int | None = None,
+    adopt: Sequence[str] = (),
 ) -> None:
-    """Submit the calls as Message Batches within the API's limits; wait, collect, record all.
+    """Submit the calls as provider batches within the API's limits; wait, collect, record all.
 
     Batches of this run that an earlier execution started (recorded, created, or not yet
     collected) are found and collected first; only the calls none of them holds are
-    submitted, each new batch recorded before it is created. ``max_requests`` and
+    submitted, each new batch recorded (with a fresh tag in its custom ids) before it is
+    created. A batch whose id was lost is looked for by those custom ids (never by size and
+    time), or taken from ``adopt`` (``--adopt-batch``: checked the same way); one that cannot
+    be told from another run's is left in doubt (:attr:`Ledger.doubts`): its calls are
+    neither re-sent nor given up, and the run stays unfinished. ``max_requests`` and
     ``max_bytes`` default to the API's limits (:data:`MAX_BATCH_REQUESTS`,
     :data:`MAX_BATCH_BYTES`).
     """
     if not calls:
         return
-    store = ledger.sink.store
-    batcher = check_batch_judge(judge)
+    check_batch_judge(judge)
     by_key = {ledger.keys[c.call_id]: c for c in calls}
     requests = {key: build_request(judge, rubric, c) for key, c in by_key.items()}
+    by_prefix = {key_prefix(wire_id("jl000000000000", key)): key for key in requests}
+
+    def key_of(custom_id: str) -> str | None:
+        # Custom ids recorded before batch tags existed are the cache keys themselves.
+        return custom_id if custom_id in requests else by_prefix.get(key_prefix(custom_id))
+
+    done = await _earlier_batches(judge, rubric, ledger, requests, by_key, key_of, poll_interval, adopt)
+    remaining = {key: call for key, call in requests.items() if key not in done}
+    if remaining:
+        await _new_batches(judge, rubric, ledger, remaining, by_key, poll_interval,
+                           max_requests=max_requests, max_bytes=max_bytes)
+
+
+async def _earlier_batches(
+    judge: Judge, rubric: Rubric, ledger: Ledger, requests: Mapping[str, JudgeCall],
+    by_key: Mapping[str, PlannedCall], key_of: Callable[[str], str | None], poll_interval: float,
+    adopt: Sequence[str],
+) -> set[str]:
+    """Collect the batches an earlier execution of this run started; the cache keys they settled.
+
+    The keys of a batch left in doubt are among them: not sent again, not given up.
+    """
+    store = ledger.sink.store
+    batcher = check_batch_judge(judge)
     done: set[str] = set()
     for entry in await asyncio.to_thread(store.run_batches, ledger.rid):
         if entry["collected"]:
             continue
         batch_id = entry["batch_id"]
+        wire = {cid: key for cid in entry["custom_ids"] if (key := key_of(cid)) is not None}
         if batch_id is None:
-            # Recorded, then the execution died: was it created upstream?
-            claimed = await asyncio.to_thread(store.known_batch_ids)
-            batch_id = await batcher.find_batch(entry["n_requests"], since=entry["intent_at"], exclude=claimed)
+            # Recorded, then the create reply was lost or the execution died: was it created?
+            try:
+                batch_id = await _lost_batch(batcher, store, entry, adopt, poll_interval)
+            except BatchInDoubt as exc:
+                ledger.doubts.append(_doubt_text(exc, entry["batch_no"]))
+                done.update(wire.values())  # neither re-sent nor given up: the user decides
+                continue
             if batch_id is None:
                 await asyncio.to_thread(store.drop_batch_intent, ledger.rid, entry["batch_no"])
                 continue
             await asyncio.to_thread(store.set_batch_id, ledger.rid, entry["batch_no"], batch_id)
-        ids = [cid for cid in entry["custom_ids"] if cid in requests and cid not in done]
+        ids = {cid: key for cid, key in wire.items() if key not in done}
         if ids:
-            await _collect(judge, rubric, ledger, batch_id, {c: requests[c] for c in ids}, by_key,
+            await _collect(judge, rubric, ledger, batch_id, {c: requests[k] for c, k in ids.items()}, ids, by_key,
                            poll_interval=poll_interval, collected_earlier=True)
-            done.update(ids)
+            done.update(ids.values())
             ledger.tally.collected_batches += 1
         await asyncio.to_thread(store.mark_batch_collected, ledger.rid, entry["batch_no"])
-    remaining = {cid: call for cid, call in requests.items() if cid not in done}
-    if not remaining:
-        return
-    sizes = [(cid, len(json.dumps(batcher.batch_requests({cid: call})[0]).encode())) for cid, call in remaining.items()]
-    submitted: list[tuple[int, str, dict[str, JudgeCall]]] = []
+    return done
+
+
+async def _new_batches(
+    judge: Judge, rubric: Rubric, ledger: Ledger, remaining: Mapping[str, JudgeCall],
+    by_key: Mapping[str, PlannedCall], poll_interval: float, *, max_requests: int | None, max_bytes: int | None,
+) -> None:
+    """Submit ``remaining`` (by cache key) as new batches, each recorded before it is created; collect them."""
+    store = ledger.sink.store
+    batcher = check_batch_judge(judge)
+    sizes = [(key, len(json.dumps(batcher.batch_requests({key: call})[0]).encode())) for key, call in remaining.items()]
+    submitted: list[tuple[int, str, dict[str, str]]] = []
     limits = {"max_requests": max_requests or MAX_BATCH_REQUESTS, "max_bytes": max_bytes or MAX_BATCH_BYTES}
     for chunk in split_batches(sizes, **limits):
-        part = {cid: remaining[cid] for cid in chunk}
-        n_bytes = sum(size for cid, size in sizes if cid in part)
-        batch_no, intent_at = await asyncio.to_thread(store.plan_run_batch, ledger.rid, chunk, n_bytes=n_bytes)
+        # A tag only this intent has: its batch is told from any other by its custom ids.
+        tag = new_tag()
+        wire = {wire_id(tag, key): key for key in chunk}
+        n_bytes = sum(size for key, size in sizes if key in wire.values())
+        batch_no, intent_at = await asyncio.to_thread(store.plan_run_batch, ledger.rid, list(wire), n_bytes=n_bytes)
         claimed = await asyncio.to_thread(store.known_batch_ids)
-        batch_id = await batcher.submit_batch(part, since=intent_at, exclude=claimed)
-        ledger.tally.issued += len(part)
+        try:
+            batch_id = await batcher.submit_batch({cid: remaining[key] for cid, key in wire.items()},
+                                                  since=intent_at, exclude=claimed, poll_interval=poll_interval)
+        except BatchInDoubt as exc:
+            ledger.doubts.append(_doubt_text(exc, batch_no))
+            continue
+        except JudgeError as exc:
+            # Refused, or no attempt got through: every call of the batch failed (recorded with
+            # why; a re-run looks for the batch once more, then retries them).
+            failure = Failure("api_error", str(exc))
+            for key in chunk:
+                ledger.failures[key] = failure
+            await ledger.sink.put(ledger.record(by_key[key], failure=failure) for key in chunk)
+            ledger.tally.failed_submissions += 1
+            continue
+        ledger.tally.issued += len(wire)
+        ledger.tally.batches_created += 1
+        ledger.tally.batch_requests_created += len(wire)
         await asyncio.to_thread(store.set_batch_id, ledger.rid, batch_no, batch_id)
-        submitted.append((batch_no, batch_id, part))
-    for batch_no, batch_id, part in submitted:
-        await _collect(judge, rubric, ledger, batch_id, part, by_key, poll_interval=poll_interval)
+        submitted.append((batch_no, batch_id, wire))
+    for batch_no, batch_id, wire in submitted:
+        await _collect(judge, rubric, ledger, batch_id, {c: remaining[k] for c, k in wire.items()}, wire, by_key,
+                       poll_interval=poll_interval)
         await asyncio.to_thread(store.mark_batch_collected, ledger.rid, batch_no)
+
+
+async def _lost_batch(
+    batcher: BatchJudge, store: Store, entry: Mapping[str, Any], adopt: Sequence[str], poll_interval: float
+) -> str | None:
+    """The upstream batch of an intent whose id was lost: named by the user, or found by its custom ids.
+
+    Raises:
+        BatchInDoubt: The named batch is not this intent's, or candidates cannot be checked.
+    """
+    claimed = await asyncio.to_thread(store.known_batch_ids)
+    ids = list(entry["custom_ids"])
+    named = [b for b in adopt if b not in claimed]
+    if named:
+        # The user's word is checked like any other candidate: only exactly these custom ids.
+        failures: list[BatchInDoubt] = []
+        for batch_id in named:
+            try:
+                await batcher.check_batch(batch_id, ids, poll_interval=poll_interval)
+            except BatchInDoubt as exc:
+                failures.append(exc)
+                continue
+            return batch_id
+        raise BatchInDoubt("; ".join(str(f) for f in failures), candidates=named, custom_ids=ids)
+    return await batcher.find_batch(ids, since=entry["intent_at"], exclude=claimed, poll_interval=poll_interval)
+
+
+def _doubt_text(exc: BatchInDoubt, batch_no: int) -> str:
+    """What the summary says about a batch left in doubt, with the fix."""
+    first = exc.candidates[0] if exc.candidates else "BATCH_ID"
+    return (
+        f"batch {batch_no}: {exc}. Its calls were not sent again (that could pay twice). Fix: if you "
+        f"know which batch is this run's, run the same command with --adopt-batch {first} (judgelab "
+        "checks that it holds exactly this run's requests); or wait until the batches listed have "
+        "ended and run the same command again."
+    )
 
 
 async def _collect(
@@ -170,11 +272,13 @@ async def _collect(
     ledger: Ledger,
     batch_id: str,
     requests: Mapping[str, JudgeCall],
+    keys: Mapping[str, str],
     by_key: Mapping[str, PlannedCall],
     *,
     poll_interval: float,
     collected_earlier: bool = False,
 ) -> None:
+    """Wait for a batch, then record the result of each of ``requests`` (by custom id; ``keys``: their cache keys)."""
     batcher = check_batch_judge(judge)
     await batcher.wait_batch(batch_id, poll_interval=poll_interval)
     # A batch found again may hold calls answered since (its results were stored, then the
@@ -182,12 +286,13 @@ async def _collect(
     results: Mapping[str, Judgement] = await batcher.collect_batch(batch_id, calls=requests, skip_unknown=True)
     records = []
     for cid, judgement in results.items():
-        call = by_key[cid]
+        key = keys[cid]
+        call = by_key[key]
         failure = judgement.failure
         if failure is not None and failure.no_reply:
             # No reply at all (errored, expired, canceled, missing): a failure, retried by
             # a resume, never a parse failure and never a score.
-            ledger.failures[cid] = failure
+            ledger.failures[key] = failure
             records.append(ledger.record(call, failure=failure))
             continue
         if judgement.passed is None and call.kind == "pointwise" and judgement.value is not None:

@@ -46,8 +46,9 @@ class Execution:
         concurrency: int,
         batch: bool,
         poll_interval: float,
+        adopt: tuple[str, ...] = (),
     ) -> None:
-        """Record ``hits`` (cached replies by key), then call for the rest."""
+        """Record ``hits`` (cached replies by key), then call for the rest (``adopt``: ``--adopt-batch`` ids)."""
         if not pending:
             return
         ledger = self.ledger
@@ -70,7 +71,7 @@ class Execution:
                 leaders[key] = call
         if batch:
             await run_batch(
-                self.judge, self.rubric, ledger, list(leaders.values()), poll_interval=poll_interval
+                self.judge, self.rubric, ledger, list(leaders.values()), poll_interval=poll_interval, adopt=adopt
             )
         else:
             await self.run_concurrent(list(leaders.values()), concurrency=concurrency)

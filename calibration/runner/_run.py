@@ -13,19 +13,23 @@ import secrets
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from calibration import pricing
 from calibration.journal import Journal, recover
+from calibration.judges._anthropic import AnthropicJudge
 from calibration.judges._base import Judge
+from calibration.judges._openai import OpenAIJudge
+from calibration.judges._transport import GovernorStats
 from calibration.runner._batch import check_batch_judge
 from calibration.runner._execute import Execution
 from calibration.runner._plan import PlannedCall, cache_key_for, check_plan, plan_hash, reading_of
 from calibration.runner._records import reorder_evidence, write_evidence
 from calibration.runner._sink import Ledger, Sink
-from calibration.runner._summary import PlainProgress, RunSummary, Tally, progress_bar
+from calibration.runner._summary import Billed, PlainProgress, RunSummary, Tally, progress_bar
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.store import JudgementRecord, Store
@@ -83,6 +87,7 @@ async def arun_plan(
     flush_size: int = 64,
     poll_interval: float = 30.0,
     started: float | None = None,
+    adopt_batches: Sequence[str] = (),
 ) -> RunSummary:
     """Execute ``plan`` with ``judge``, recording every result; see :mod:`calibration.runner`.
 
@@ -107,6 +112,9 @@ async def arun_plan(
         poll_interval: Seconds between batch status polls.
         started: ``time.monotonic()`` when the command's work began (e.g. before the padding
             rewrites of a probe run), so the summary's elapsed time covers it; default now.
+        adopt_batches: Batch ids the user names as this run's (``--adopt-batch``), for a batch
+            whose create reply was lost; each is checked to hold exactly the lost intent's
+            requests before it is adopted.
 
     Returns:
         The :class:`RunSummary`.
@@ -130,7 +138,7 @@ async def arun_plan(
             plan, judge, store, rubric=rubric, judge_kind=judge_kind, evidence=evidence, run_id=run_id,
             resume=resume, concurrency=concurrency, batch=batch, progress=progress, params=params,
             flush_interval=flush_interval, flush_size=flush_size, poll_interval=poll_interval,
-            started=started,
+            started=started, adopt_batches=tuple(adopt_batches),
         )
     finally:
         gc.unfreeze()
@@ -154,6 +162,7 @@ async def _run(
     flush_size: int,
     poll_interval: float,
     started: float | None,
+    adopt_batches: tuple[str, ...] = (),
 ) -> RunSummary:
     """:func:`arun_plan` once its arguments are checked."""
     started = time.monotonic() if started is None else started
@@ -183,11 +192,13 @@ async def _run(
         hits = store.cached_replies({keys[c.call_id] for c in pending})
 
     tally = Tally()
+    meter = _Meter.of(judge)
     terminal = sys.stderr.isatty()
     show = terminal if progress is None else progress
     bar = progress_bar(show)
     task_id = bar.add_task(
-        "judging", total=len(plan), completed=len(plan) - len(pending), spend=0.0, unpriced=0
+        "judging", total=len(plan), completed=len(plan) - len(pending), spend=0.0, unpriced=0,
+        failed=0, retried=0,
     )
     # The run id at once (unless asked for silence), so a killed run can be continued with
     # --resume RUN_ID; not in a terminal (a log file, a pipe, a CI job), plain progress lines
@@ -200,9 +211,12 @@ async def _run(
 
     def on_write(records: Sequence[JudgementRecord]) -> None:
         tally.add(records)
-        bar.update(task_id, advance=len(records), spend=tally.cost_usd, unpriced=tally.unpriced)
+        retried = meter.retried(tally.issued)
+        bar.update(task_id, advance=len(records), spend=tally.cost_usd, unpriced=tally.unpriced,
+                   failed=tally.failed, retried=retried)
         if plain is not None:
-            plain.advance(len(records), spend=tally.cost_usd, unpriced=tally.unpriced)
+            plain.advance(len(records), spend=tally.cost_usd, unpriced=tally.unpriced, failed=tally.failed,
+                          retried=retried)
 
     if evidence_path is not None:
         evidence_path.parent.mkdir(parents=True, exist_ok=True)
@@ -224,7 +238,8 @@ async def _run(
             ledger = Ledger(rid, sink, tally, keys, {call.call_id: i for i, call in enumerate(plan)})
             execution = Execution(judge, rubric, ledger)
             await execution.run(
-                pending, hits, concurrency=concurrency, batch=batch, poll_interval=poll_interval
+                pending, hits, concurrency=concurrency, batch=batch, poll_interval=poll_interval,
+                adopt=adopt_batches,
             )
         finally:
             ticker.cancel()
@@ -235,6 +250,7 @@ async def _run(
                 await sink.drain()
             finally:
                 sink.close_journal()
+    billed = meter.billed(tally)
     with store.connection():
         counts = store.run_counts(rid)
         finished = counts["answered_or_failed"] - counts["errors"] >= len(plan)
@@ -275,7 +291,41 @@ async def _run(
         finished=finished,
         evidence_path=None if evidence_path is None else str(evidence_path),
         error_samples=samples,
+        batches_created=tally.batches_created,
+        batch_requests_created=tally.batch_requests_created,
+        in_doubt=tuple(ledger.doubts),
+        billed_replies=billed.replies,
+        billed_retries=billed.retries,
+        unknown_retries=billed.unknown,
     )
+
+
+class _Meter:
+    """What the judge's HTTP attempts since the run began say was billed (an SDK judge's governor)."""
+
+    def __init__(self, stats: GovernorStats | None) -> None:
+        self.stats = stats
+        self.start = replace(stats) if stats is not None else None
+
+    @classmethod
+    def of(cls, judge: Judge) -> _Meter:
+        """The meter of ``judge`` (none for a judge without a governor, such as the fake)."""
+        governor = judge.governor if isinstance(judge, (AnthropicJudge, OpenAIJudge)) else None
+        return cls(governor.stats if governor is not None else None)
+
+    def retried(self, issued: int) -> int:
+        """Attempts beyond the first of each request sent so far."""
+        if self.stats is None or self.start is None:
+            return 0
+        return max(self.stats.attempts - self.start.attempts - issued, 0)
+
+    def billed(self, tally: Tally) -> Billed:
+        """Replies billed: every 2xx sent back (cut ones too), else the judge's own replies written."""
+        if self.stats is None or self.start is None:
+            return Billed(replies=tally.judged)
+        cut = self.stats.undecodable - self.start.undecodable
+        return Billed(replies=self.stats.replies - self.start.replies + cut, retries=cut,
+                      unknown=self.stats.no_reply - self.start.no_reply)
 
 
 def run_plan(plan: Sequence[PlannedCall], judge: Judge, store: Store, **kwargs: Any) -> RunSummary:

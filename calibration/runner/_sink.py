@@ -134,6 +134,8 @@ class Ledger:
         keys: Each planned call's cache key, by call id.
         seqs: Each planned call's position in the plan, by call id.
         failures: Why each failed request got no reply, by cache key.
+        doubts: Batches whose id was lost and that could not be told from another run's
+            (what to do about each, for the summary); their calls were left unsent.
     """
 
     rid: str
@@ -142,6 +144,7 @@ class Ledger:
     keys: Mapping[str, str]
     seqs: Mapping[str, int]
     failures: dict[str, Failure] = field(default_factory=dict)
+    doubts: list[str] = field(default_factory=list)
 
     def record(self, call: PlannedCall, **outcome: Any) -> JudgementRecord:
         """The record of ``call``'s outcome (see :func:`~calibration.runner._records.call_record`)."""

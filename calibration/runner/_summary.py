@@ -23,7 +23,43 @@ from rich.text import Text
 
 from labeler.store import JudgementRecord
 
-__all__ = ["PlainProgress", "RunSummary", "Tally", "progress_bar"]
+__all__ = ["EXIT_CODES", "Billed", "PlainProgress", "RunSummary", "Tally", "progress_bar"]
+
+EXIT_CODES: dict[str, int] = {
+    "finished": 0,
+    "finished with errors": 3,
+    "not finished": 4,
+    "interrupted": 130,
+}
+"""The exit code of a judging command (``probe``, ``score``) by how its run ended.
+
+* ``finished`` (0): every planned call has a reply (parse failures are replies, counted).
+* ``finished with errors`` (3): every call was tried, and some ended in an error after their
+  retries (a bad key, a refused batch, a batch request that expired); running the same
+  command again retries only those.
+* ``not finished`` (4): some calls have no result at all (a batch left in doubt, waiting for
+  ``--adopt-batch``); running the same command again continues.
+* ``interrupted`` (130): Ctrl-C or SIGTERM; what arrived is saved; the same command continues.
+
+2 stays the code of a bad input or option (before any call), as for every judgelab command.
+"""
+
+
+@dataclass(frozen=True)
+class Billed:
+    """What the provider billed this execution for, beyond what its results show.
+
+    Attributes:
+        replies: Replies the provider sent (each billed), read or not.
+        retries: Of those, replies cut short or garbled on the way: billed, lost, and asked
+            again (so billed once more).
+        unknown: Attempts whose reply never came whole (a timeout, a reset): the provider may
+            have billed them; nobody can tell.
+    """
+
+    replies: int = 0
+    retries: int = 0
+    unknown: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,6 +95,14 @@ class RunSummary:
         unpriced: Replies the price table could not price (their model is not in it).
         model: The judge model.
         price_table: The price table's file (where to add a missing model).
+        batches_created: Provider batches this execution created (each billed as it runs).
+        batch_requests_created: Requests in those batches.
+        in_doubt: Batches whose id was lost and that could not be told from another run's,
+            each with what to do (their calls were not sent again).
+        billed_replies: Replies to single requests the provider billed this execution for
+            (cut replies asked again count each time).
+        billed_retries: Of those, replies cut short on the way and asked again.
+        unknown_retries: Attempts whose reply never came whole (may have been billed).
     """
 
     run_id: str
@@ -84,10 +128,36 @@ class RunSummary:
     unpriced: int = 0
     model: str = ""
     price_table: str = ""
+    batches_created: int = 0
+    batch_requests_created: int = 0
+    in_doubt: tuple[str, ...] = ()
+    billed_replies: int = 0
+    billed_retries: int = 0
+    unknown_retries: int = 0
+
+    @property
+    def done(self) -> int:
+        """Planned calls with a reply now (parsed or not), this execution's and earlier ones."""
+        return self.parsed + self.parse_failures
+
+    @property
+    def outcome(self) -> str:
+        """``finished``, ``finished with errors`` or ``not finished`` (a key of :data:`EXIT_CODES`)."""
+        if self.in_doubt or self.done + self.errors < self.planned:
+            return "not finished"
+        if self.errors or not self.finished:
+            return "finished with errors"
+        return "finished"
+
+    @property
+    def exit_code(self) -> int:
+        """The command's exit code for this run (:data:`EXIT_CODES`)."""
+        return EXIT_CODES[self.outcome]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``cost_usd`` is ``None`` when no reply could be priced)."""
         out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        out["done"], out["outcome"], out["exit_code"] = self.done, self.outcome, self.exit_code
         if self.unpriced and not self.cost_usd:
             out["cost_usd"] = None
         return out
@@ -95,12 +165,32 @@ class RunSummary:
     def _work(self) -> str:
         """What this execution asked for and collected."""
         text = f"{self.issued} judge calls sent"
+        if self.batches_created:
+            text += (f" ({self.batch_requests_created} of them in "
+                     + ("a batch" if self.batches_created == 1 else f"{self.batches_created} batches") + ")")
         if self.collected:
             where = (
                 "a batch" if self.collected_batches == 1 else f"{self.collected_batches} batches"
             )
             text += f", collected {self.collected} replies from {where} submitted earlier"
         return text
+
+    def _left(self) -> int:
+        """Planned calls with neither a reply nor a failure (a batch in doubt, an interruption)."""
+        return max(self.planned - self.done - self.errors, 0)
+
+    def _billed(self) -> str:
+        """Every request the provider billed this execution for, results or not."""
+        parts = [f"{self.billed_replies} replies"
+                 + (f" ({self.billed_retries} of them cut short on the way and asked again: billed twice or more,"
+                    " their tokens unknown and not in the money above)" if self.billed_retries else "")]
+        if self.batches_created:
+            parts.append(f"{self.batch_requests_created} batch requests in {self.batches_created} batch(es) created")
+        if self.collected:
+            parts.append(f"{self.collected} replies from batches created by an earlier execution")
+        if self.unknown_retries:
+            parts.append(f"{self.unknown_retries} attempts whose reply never came whole (may be billed)")
+        return "; ".join(parts)
 
     def _tokens(self) -> str:
         """Every kind of token billed: uncached input, cache writes and reads, output."""
@@ -120,14 +210,17 @@ class RunSummary:
 
     def __str__(self) -> str:
         """The summary the CLI prints after a run."""
-        state = "finished" if self.finished else "NOT finished"
+        state = {"finished": "finished", "finished with errors": f"finished with {self.errors} error(s)",
+                 "not finished": "NOT finished"}[self.outcome]
         lines = [
-            f"run {self.run_id}: {self.planned} planned calls, {state}"
+            f"run {self.run_id}: {self.planned} planned calls, {state} (exit code {self.exit_code})"
             + (f" (resumed; {self.answered_before} already answered)" if self.resumed else ""),
-            f"  parsed {self.parsed} · parse failures {self.parse_failures} · errors "
-            f"{self.errors} · served from cache {self.cached}",
+            f"  done {self.done} · failed {self.errors} · without a result {self._left()}"
+            f" · of the done: parsed {self.parsed}, parse failures {self.parse_failures}, "
+            f"served from cache {self.cached}",
             f"  this execution: {self._work()}, {self._tokens()}, {self._money()}, "
             f"{self.elapsed_s:.1f} s",
+            f"  billed: {self._billed()}",
         ]
         if self.unpriced:
             lines.append(
@@ -142,6 +235,8 @@ class RunSummary:
                 f"(or --resume {self.run_id}) to retry only those."
             )
             lines += [f"    - {reason}" for reason in self.error_samples]
+        for doubt in self.in_doubt:
+            lines.append(f"  in doubt: {doubt}")
         if self.evidence_path:
             lines.append(f"  evidence: {self.evidence_path}")
         return "\n".join(lines)
@@ -162,6 +257,13 @@ class Tally:
         cache_read_tokens: Prompt tokens the written replies read from the cache.
         cache_write_tokens: Prompt tokens the written replies wrote to the cache.
         collected_batches: Batches an earlier execution submitted that this one collected.
+        done: Results written with a reply (parsed or not, cache hits too).
+        failed: Results written as failures (no reply).
+        judged: Replies written that the judge sent (not cache hits).
+        batches_created: Provider batches this execution created (each billed for its
+            requests as they run, collected or not).
+        batch_requests_created: Requests in those batches.
+        failed_submissions: Batches whose creation failed for good (their calls are failures).
     """
 
     issued: int = 0
@@ -173,12 +275,23 @@ class Tally:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     collected_batches: int = 0
+    batches_created: int = 0
+    batch_requests_created: int = 0
+    failed_submissions: int = 0
+    done: int = 0
+    failed: int = 0
+    judged: int = 0
 
     def add(self, records: Iterable[JudgementRecord]) -> None:
         """Count the replies just written (cache hits and failures spent nothing)."""
         for rec in records:
-            if rec.source != "judge" or rec.error is not None:
+            if rec.error is not None:
+                self.failed += 1
                 continue
+            self.done += 1
+            if rec.source != "judge":
+                continue
+            self.judged += 1
             if rec.cost_usd is None:
                 self.unpriced += 1
             else:
@@ -197,6 +310,15 @@ class _RateColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
         return Text("-- calls/s" if speed is None else f"{speed:.1f} calls/s", style="cyan")
+
+
+class _FailedColumn(ProgressColumn):
+    """Failed results and retried attempts so far (the bar's count includes the failed)."""
+
+    def render(self, task: Task) -> Text:
+        failed = int(task.fields.get("failed", 0))
+        retried = int(task.fields.get("retried", 0))
+        return Text(f"{failed} failed, {retried} retried", style="red" if failed else "dim")
 
 
 class _SpendColumn(ProgressColumn):
@@ -229,6 +351,7 @@ def progress_bar(enabled: bool) -> Progress:
         TextColumn("ETA"),
         TimeRemainingColumn(),
         TimeElapsedColumn(),
+        _FailedColumn(),
         _SpendColumn(),
         console=Console(stderr=True),
         disable=not enabled,
@@ -273,14 +396,18 @@ class PlainProgress:
             f"if it stops, continue it with --resume {self.run_id}"
         )
 
-    def advance(self, n: int, *, spend: float, unpriced: int) -> None:
-        """Count ``n`` more results; say so when ``every`` seconds have passed."""
+    def advance(self, n: int, *, spend: float, unpriced: int, failed: int = 0, retried: int = 0) -> None:
+        """Count ``n`` more results; say so when ``every`` seconds have passed.
+
+        ``failed``: results so far that are failures (no reply); ``retried``: attempts so far
+        beyond each request's first.
+        """
         self.done += n
         now = self.clock()
         if now - self._last >= self.every or self.done >= self.total:
             self._last = now
             money = _spend_text(spend, unpriced)
             self._say(
-                f"run {self.run_id}: {self.done}/{self.total} calls done, {money}, "
-                f"{now - self._started:.0f} s"
+                f"run {self.run_id}: {self.done - failed}/{self.total} calls done, {failed} failed, "
+                f"{retried} retried, {money}, {now - self._started:.0f} s"
             )

@@ -47,8 +47,8 @@ from calibration.stats._ppi import design_ppi_mean
 from calibration.stats._residuals import family_residuals, residuals_and_gap
 from calibration.stats._result import Estimate
 
-__all__ = ["COVERAGE_GRID", "INTERVALS", "RATER_CELLS", "RATER_STUDY", "TEST_CELLS", "CoverageCell", "CoverageResult",
-           "coverage_table", "run_cell"]
+__all__ = ["COVERAGE_GRID", "INTERVALS", "PANEL_INTERVALS", "RATER_CELLS", "RATER_STUDY", "TEST_CELLS",
+           "TWO_RATER_CELLS", "CoverageCell", "CoverageResult", "coverage_table", "run_cell"]
 
 Sampling = Literal["srs", "judge-stratified"]
 
@@ -59,6 +59,7 @@ _PASS = 3.5  # a rounded score of 4 or more
 _PANEL = 5
 _POOL_FACTOR = 4
 _FAMILIES = np.array(["own", "other"])
+_NAN = float("nan")
 
 INTERVALS: tuple[str, ...] = (
     "residual own (pass)",
@@ -74,6 +75,17 @@ INTERVALS: tuple[str, ...] = (
 )
 """The intervals checked, in table order. The last is the ``interval="panel"`` option, checked
 against the panel's own truth."""
+
+PANEL_INTERVALS: tuple[str, ...] = (
+    "residual own (pass, panel)",
+    "residual other (pass, panel)",
+    "gap (pass, panel)",
+    "residual own (score, panel)",
+    "residual other (score, panel)",
+    "gap (score, panel)",
+)
+"""Every residual and gap under ``interval="panel"``, checked against this panel's own truth
+(:func:`run_cell` with ``panel_scope=True``; issue 43's "raters vs panel" table)."""
 
 _UNBIASED = ("residual own (pass)", "residual other (pass)", "gap (pass)", "residual own (score)",
              "residual other (score)", "gap (score)", "PPI own", "PPI other")
@@ -153,6 +165,15 @@ leniency {0, 0.4} × {simple random, judge-stratified}, balanced families: 24 ce
 spread is estimated between raters (one label per answer) or within answers (three)."""
 
 
+TWO_RATER_CELLS: tuple[CoverageCell, ...] = tuple(
+    CoverageCell(t, 1, s, u, "srs", 2) for t, s, u in itertools.product((30, 100), (0.0, 0.4), (False, True))
+)
+"""A panel of two raters, one label per answer (issue 43): tasks {30, 100} × leniency {0, 0.4} ×
+families {balanced, unbalanced}. Their spread rests on 1 df: a family's residual and PPI are
+refused an interval for raters like these (:func:`calibration.stats._raters.two_rater_refusal`),
+the gap keeps its two-way interval."""
+
+
 @dataclass(frozen=True)
 class CoverageResult:
     """Coverage of each interval in one cell.
@@ -169,6 +190,9 @@ class CoverageResult:
         floored: Share of datasets whose interval carried the raters' spread at its floor, or
             estimated within its noise (the two-way interval; :mod:`calibration.stats._raters`),
             per interval: the line says so in both cases.
+        refused: Share of datasets whose interval was refused (two raters: no interval for raters
+            like these, and the line says why), per interval. ``coverage`` counts the others only
+            (``nan`` when every one was refused).
     """
 
     cell: CoverageCell
@@ -180,11 +204,13 @@ class CoverageResult:
     unreliable: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
     floored: dict[str, float] = field(default_factory=dict)
+    refused: dict[str, float] = field(default_factory=dict)
 
     def mc_se(self, name: str) -> float:
         """Monte Carlo standard error of a coverage (at the observed share)."""
         p = self.coverage[name]
-        return math.sqrt(max(p * (1 - p), 0.95 * 0.05) / self.reps)
+        given = self.reps * (1.0 - self.refused.get(name, 0.0))
+        return math.sqrt(max(p * (1 - p), 0.95 * 0.05) / max(given, 1.0))
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,7 +241,7 @@ def _truths(leniency: float) -> dict[str, float]:
 
 
 def _panel_truths(lenient: npt.NDArray[np.float64], m: int, family_share: Sequence[float]) -> dict[str, float]:
-    """Truths for this panel: the own family's pass residual, and kappa (majority of ``m``)."""
+    """Truths for this panel: every residual and gap (:data:`PANEL_INTERVALS`), and kappa (majority of ``m``)."""
     nodes, weights = np.polynomial.hermite_e.hermegauss(60)
     weights = weights / weights.sum()
     sd_q = math.sqrt(_SD_TASK**2 + _SD_ANSWER**2)
@@ -233,8 +259,16 @@ def _panel_truths(lenient: npt.NDArray[np.float64], m: int, family_share: Sequen
         both = float(weights @ (p_judge * p_major))
         pj, ph = float(weights @ p_judge), float(weights @ p_major)
         joint += share * np.array([[1 - pj - ph + both, ph - both], [pj - both, both]])
-        if f == 0:
-            out["residual own (pass, panel)"] = 100 * (pj - float(weights @ p_rater.mean(axis=1)))
+        name = _FAMILIES[f]
+        # This panel's truth: each answer's raters drawn from the panel at random, so the human
+        # score averages over its raters; E[clip(round(x))] = 1 + Σ_k P(x ≥ k − 0.5).
+        out[f"residual {name} (pass, panel)"] = 100 * (pj - float(weights @ p_rater.mean(axis=1)))
+        cuts = np.arange(2, 6) - 0.5
+        e_judge = 1 + ndtr((q[:, None] + _BIAS[f] - cuts) / sd_j).sum(axis=1)
+        e_rater = 1 + ndtr((q[:, None, None] + lenient[None, :, None] - cuts) / _SD_RATER_NOISE).sum(axis=2)
+        out[f"residual {name} (score, panel)"] = float(weights @ (e_judge - e_rater.mean(axis=1)))
+    for scale in ("pass", "score"):
+        out[f"gap ({scale}, panel)"] = out[f"residual own ({scale}, panel)"] - out[f"residual other ({scale}, panel)"]
     p_o = np.trace(joint)
     p_e = float(joint.sum(axis=1) @ joint.sum(axis=0))
     out["kappa (pass)"] = (p_o - p_e) / (1 - p_e)
@@ -345,8 +379,12 @@ def _allocate(
     return out.astype(np.int64)
 
 
-def _estimates(data: _Data, cell: CoverageCell) -> dict[str, Estimate]:
-    """Every interval of the report for one dataset, as the report computes it."""
+def _estimates(data: _Data, cell: CoverageCell, *, panel_scope: bool = False) -> dict[str, Estimate]:
+    """Every interval of the report for one dataset, as the report computes it.
+
+    With ``panel_scope`` also every residual and gap under ``interval="panel"``
+    (:data:`PANEL_INTERVALS`).
+    """
     human_score = data.labels.groupby("answer")["score"].mean().to_numpy()
     pass_labels = data.labels.assign(score=(data.labels["score"] >= 4).astype(float))
     human_pass = pass_labels.groupby("answer")["score"].mean().to_numpy()
@@ -360,6 +398,12 @@ def _estimates(data: _Data, cell: CoverageCell) -> dict[str, Estimate]:
         for name in ("own", "other"):
             out[f"residual {name} ({scale})"] = fams[name]
         out[f"gap ({scale})"] = gap
+        if panel_scope:
+            fams, gap = residuals_and_gap(judge, human, data.family, data.task, scale=scale,  # type: ignore[arg-type]
+                                          rater_level=labels, interval="panel", **common)
+            out[f"residual own ({scale}, panel)"] = fams["own"]
+            out[f"residual other ({scale}, panel)"] = fams["other"]
+            out[f"gap ({scale}, panel)"] = gap
     panel = family_residuals(judge_pass, human_pass, data.family, data.task, rater_level=pass_labels,
                              interval="panel", weights=data.weight, strata=data.stratum)
     out["residual own (pass, panel)"] = panel["own"]
@@ -387,12 +431,13 @@ def _estimates(data: _Data, cell: CoverageCell) -> dict[str, Estimate]:
 # --------------------------------------------------------------------------------------------
 
 
-def run_cell(cell: CoverageCell, reps: int, *, seed: int = 0) -> CoverageResult:
+def run_cell(cell: CoverageCell, reps: int, *, seed: int = 0, panel_scope: bool = False) -> CoverageResult:
     """Simulate ``reps`` datasets of one cell and tally coverage, bias and width.
 
     Args:
         cell: The situation.
         reps: Datasets to simulate.
+        panel_scope: Also tally :data:`PANEL_INTERVALS` (this panel's intervals, against its truth).
         seed: Seed; each cell draws from ``default_rng([seed, hash of the cell])``, so a cell's
             result does not depend on which other cells run.
 
@@ -405,30 +450,39 @@ def run_cell(cell: CoverageCell, reps: int, *, seed: int = 0) -> CoverageResult:
     gen = np.random.default_rng(key)
     truth = _truths(cell.leniency)
     share = (1 / 1.5, 0.5 / 1.5) if cell.unbalanced else (0.5, 0.5)
-    hits = dict.fromkeys(INTERVALS, 0)
-    flagged = dict.fromkeys(INTERVALS, 0)
-    floored = dict.fromkeys(INTERVALS, 0)
-    errors: dict[str, list[float]] = {name: [] for name in INTERVALS}
-    widths: dict[str, list[float]] = {name: [] for name in INTERVALS}
+    names = INTERVALS + tuple(n for n in PANEL_INTERVALS if panel_scope and n not in INTERVALS)
+    hits = dict.fromkeys(names, 0)
+    flagged = dict.fromkeys(names, 0)
+    floored = dict.fromkeys(names, 0)
+    refused = dict.fromkeys(names, 0)
+    errors: dict[str, list[float]] = {name: [] for name in names}
+    widths: dict[str, list[float]] = {name: [] for name in names}
     fixed = _panel_truths(np.zeros(cell.panel), cell.raters, share) if cell.leniency == 0 else None
     for _ in range(reps):
         data = _simulate(cell, gen)
         target = {**truth, **(fixed or _panel_truths(data.lenient, cell.raters, share))}
-        for name, est in _estimates(data, cell).items():
+        for name, est in _estimates(data, cell, panel_scope=panel_scope).items():
             value = target[name]
+            errors[name].append(est.estimate - value)
+            if str(est.extra.get("interval", "")).startswith("none"):
+                # Refused, with the reason on the line: neither a hit nor a miss.
+                refused[name] += 1
+                continue
             hits[name] += bool(est.covers(value))
             flagged[name] += est.extra.get("unreliable") is not None
             scope = str(est.extra.get("scope", ""))
             floored[name] += "raised to the floor" in scope or "not read as none" in scope
-            errors[name].append(est.estimate - value)
             widths[name].append(est.half_width)
     bias = {k: float(np.mean(v)) for k, v in errors.items()}
     bias_se = {k: float(np.std(v, ddof=1) / math.sqrt(len(v))) for k, v in errors.items()}
+    given = {k: reps - refused[k] for k in names}
     return CoverageResult(
-        cell=cell, reps=reps, coverage={k: v / reps for k, v in hits.items()}, bias=bias, bias_se=bias_se,
-        half_width={k: float(np.nanmean(v)) for k, v in widths.items()},
-        unreliable={k: v / reps for k, v in flagged.items()}, seconds=time.perf_counter() - started,
-        floored={k: v / reps for k, v in floored.items()},
+        cell=cell, reps=reps, coverage={k: v / given[k] if given[k] else _NAN for k, v in hits.items()}, bias=bias,
+        bias_se=bias_se, half_width={k: float(np.nanmean(v)) if v else _NAN for k, v in widths.items()},
+        unreliable={k: v / given[k] if given[k] else _NAN for k, v in flagged.items()},
+        seconds=time.perf_counter() - started,
+        floored={k: v / given[k] if given[k] else _NAN for k, v in floored.items()},
+        refused={k: v / reps for k, v in refused.items()},
     )
 
 
@@ -438,6 +492,7 @@ def coverage_table(
     *,
     seed: int = 0,
     progress: Callable[[CoverageResult], None] | None = None,
+    panel_scope: bool = False,
 ) -> tuple[pd.DataFrame, list[CoverageResult]]:
     """Run ``cells`` and lay the coverages out one row per cell, one column per interval.
 
@@ -446,6 +501,7 @@ def coverage_table(
         reps: Datasets per cell.
         seed: Seed (see :func:`run_cell`).
         progress: Called with each cell's result as it finishes.
+        panel_scope: Also :data:`PANEL_INTERVALS` (see :func:`run_cell`).
 
     Returns:
         ``(table, results)``: coverages in percent, a ``worst bias/se`` column (the largest
@@ -454,12 +510,12 @@ def coverage_table(
     results = []
     rows = []
     for cell in cells:
-        res = run_cell(cell, reps, seed=seed)
+        res = run_cell(cell, reps, seed=seed, panel_scope=panel_scope)
         results.append(res)
         if progress is not None:
             progress(res)
         row: dict[str, Any] = {"cell": cell.label()}
-        row |= {name: round(100 * res.coverage[name], 1) for name in INTERVALS}
+        row |= {name: round(100 * value, 1) for name, value in res.coverage.items()}
         row["worst bias/se"] = round(max(abs(res.bias[k]) / res.bias_se[k] for k in _UNBIASED if res.bias_se[k] > 0), 2)
         row["seconds"] = round(res.seconds, 1)
         rows.append(row)

@@ -37,9 +37,10 @@ import numpy.typing as npt
 from scipy import stats
 
 from calibration.stats._bootstrap import check_level, finite_vector
-from calibration.stats._raters import RaterScope, rater_part, rater_terms
+from calibration.stats._raters import RaterScope, rater_terms
 from calibration.stats._result import Estimate
 from calibration.stats._variance import (
+    REFUSED_METHOD,
     VarianceParts,
     cluster_design,
     design_variance,
@@ -291,12 +292,17 @@ def design_mean(
     design = cluster_design(ids, strata, weights=None if weights is None else w, func=func)
     psi = w * (values - mean) / total
     var, df, g, h = design_variance(psi, design)
-    r_var, r_df, scope = rater_part(w / total, rater_level, values.size, interval)
-    parts = VarianceParts(var, df, r_var, r_df, g, h)
+    raters = rater_terms(w / total, rater_level, values.size, interval)
+    scope = raters.scope
+    parts = VarianceParts(var, df, raters.variance, raters.df, g, h)
+    if raters.refused is not None:
+        # Two raters: a mean of their labels moves with their mean leniency, seen on no df.
+        parts = parts.refuse(raters.refused, level)
     lo, hi = t_interval(mean, parts, level)
     mean_kind = "design-weighted (Hajek) mean" if not np.allclose(w, w[0]) else "mean"
+    how = f"t interval with {parts.df:.1f} df" if parts.refused is None else REFUSED_METHOD
     method = (f"{mean_kind} of the human labels; linearised variance over {g} task clusters"
-              f"{f' in {h} strata' if h > 1 else ''}, t interval with {parts.df:.1f} df; raters: {scope}")
+              f"{f' in {h} strata' if h > 1 else ''}, {how}; raters: {scope}")
     return Estimate(mean, lo, hi, int(values.size), method, units, level, _fields(parts, scope))
 
 
@@ -387,6 +393,9 @@ def design_ppi_mean(
     design_var = max(v_rect + v_pool + 2 * cov, v_rect)
     parts = VarianceParts(design_var, df_rect, raters.net, raters.df, g, h, floor_units, raters.clustered,
                           raters.clustered_df)
+    if raters.refused is not None:
+        # Two raters: a mean of their labels moves with their mean leniency, seen on no df.
+        parts = parts.refuse(raters.refused, level)
     lo, hi = t_interval(estimate, parts, level)
     scope += narrower_note(estimate, parts, level)
     weighted = not np.allclose(w, w[0])
@@ -395,7 +404,8 @@ def design_ppi_mean(
         f"{name}: judge pass rate on the whole pool + "
         f"{'design-weighted (Hajek) ' if weighted else ''}mean of human − λ·judge on the labels; "
         f"linearised variance over {g} labelled task clusters{f' in {h} strata' if h > 1 else ''}"
-        f"{parts.floor_note(events=1)} and the pool ({_DESIGN_CONVENTION}), t interval with {parts.df:.1f} df; "
+        f"{parts.floor_note(events=1)} and the pool ({_DESIGN_CONVENTION}), "
+        f"{f't interval with {parts.df:.1f} df' if parts.refused is None else REFUSED_METHOD}; "
         f"raters: {scope}"
     )
     extra = {"lam": lam_used, "n_pool": int(fp.size), **_fields(parts, scope)}
@@ -413,6 +423,7 @@ def _design_weights(func: str, weights: npt.ArrayLike | None, n: int) -> npt.NDA
 
 def _fields(parts: VarianceParts, scope: str) -> dict[str, Any]:
     who = "raters" if scope.startswith("raters") else "panel"
-    short = f"t({parts.df:.0f}){parts.floor_note(short=True, events=1)}, {who}"
+    short = (f"t({parts.df:.0f}){parts.floor_note(short=True, events=1)}, {who}" if parts.refused is None
+             else f"none (2 raters), {who}")
     se = math.sqrt(parts.total) if math.isfinite(parts.total) else _NAN
     return {"se": se, "df": parts.df, "interval": short, "scope": scope, "unreliable": reliability_note(parts)}

@@ -60,6 +60,26 @@ from four raters the former floor (below) covered 97.5-99.7% with no spread and 
 tasks with one; the two-way interval covers 93-97% there except a few 15-task figures at 97-98%,
 where the this-panel-only interval itself covers 97-99%.
 
+**Two raters: refused where the panel's mean leniency enters.** With two raters the spread of
+their leniency rests on one squared difference, 1 df, and no interval built on it is both honest
+and of use: an estimate the raters move together (a family's residual, a PPI mean: the raters'
+shares ``π_r`` sum to ``±1``) is off by the panel's mean leniency ``(ℓ₁ + ℓ₂)/2``, which the data
+cannot see, and its ratio to the one difference the data show, ``(ℓ₁ − ℓ₂)/2``, is Cauchy: the
+honest interval is a t(1), 12.7 standard errors wide (±2.8-3.4 points on a 1-5 scale at 100 tasks,
+marked unreliable in 58-84% of datasets); read on more df where the two raters happened to agree,
+unmarked, it covered 43-71% (100 tasks, one label per answer, a spread of 0.4 points; 300 datasets a
+cell). Such an interval is therefore refused
+(:func:`two_rater_refusal`): the line says why, and that this panel's own interval
+(``interval="panel"``) or a third rater is the fix. A contrast whose shares sum to 0 (the
+self-preference gap: each family's labels carry ``±1``) does not see the panel's mean leniency at
+all, only the difference between the two raters weighted by how unevenly they labelled the two
+families; it keeps the two-way interval (93-97% in ``bench/coverage.py --two-raters``), unless
+the two raters' labels fall so unevenly on the two families that their difference carries half its
+variance or more (its df are then the raters' one), or that their leniencies cannot be told from
+the families': it is refused too (:data:`TWO_RATERS_UNEVEN`; where one rater labelled each family
+the former interval was a t(1) marked unreliable, ±2.5-5.5 points on 1-5, or, where the two
+raters' means happened to agree, unmarked and ±0.0-0.3).
+
 **The floor** (kept for :func:`rater_part`'s callers, the active design). ``σ̂²`` clipped at 0 is
 raised to ``noise/√(R−1)``, 0.71 of the estimate's standard error under no spread
 (``√(2/(R−1)) · noise``), with ``R − 1`` df, and :meth:`RaterSpread.note` says so.
@@ -74,10 +94,20 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import sparse
+from scipy import sparse, stats
 
-__all__ = ["RATER_SCOPES", "RaterPart", "RaterScope", "RaterSpread", "rater_part", "rater_spread", "rater_terms",
-           "rater_variance"]
+__all__ = [
+    "RATER_SCOPES",
+    "TWO_RATERS_UNEVEN",
+    "RaterPart",
+    "RaterScope",
+    "RaterSpread",
+    "rater_part",
+    "rater_spread",
+    "rater_terms",
+    "rater_variance",
+    "two_rater_refusal",
+]
 
 RaterScope = Literal["raters", "panel"]
 """Which raters an interval speaks for.
@@ -90,6 +120,9 @@ the interval resamples tasks and treats the raters' leniencies as fixed.
 RATER_SCOPES: tuple[RaterScope, ...] = ("raters", "panel")
 
 _NAN = float("nan")
+#: Below this p-value two raters' shares of a contrast are more uneven than dealing them at random
+#: would make them (:func:`two_rater_refusal`): about 1 contrast in 100 dealt at random is refused.
+_UNEVEN_P = 0.01
 
 
 @dataclass(frozen=True)
@@ -239,6 +272,64 @@ def rater_variance(
         return gross if part == "gross" else gross - float((scale * np.asarray(spread.effect_noise)).sum())
     sigma2 = {"spread": spread.variance, "gross": spread.gross, "net": spread.gross - spread.noise}[part]
     return float(sigma2 * (share**2).sum())
+
+
+TWO_RATERS_UNEVEN = ("only 2 raters, whose labels fall unevenly on what this estimate compares: the difference "
+                     "between their leniencies rests on 1 degree of freedom and carries much of this estimate's "
+                     "error, so no interval can speak for raters like these")
+"""Why a contrast (the gap) is refused with two raters: their shares sum to 0, but the two-way
+variance leans on their one df for half or more (:attr:`calibration.stats.VarianceParts.df`), or
+their leniencies cannot be told from the families' (one rater labelled each family: the spread is
+then compared without the family and judge taken out)."""
+
+
+def two_rater_refusal(gradient: npt.ArrayLike, rater: npt.ArrayLike, spread: RaterSpread) -> str | None:
+    """Why two raters cannot give this estimate an interval for raters like these, or ``None``.
+
+    With two raters the spread of their leniency rests on 1 df (module docstring): an estimate
+    whose raters' shares do not sum to 0 moves with the panel's mean leniency, which the data
+    cannot see, so its interval is refused. A contrast (shares summing to 0, as the gap's do) is
+    free of that mean and keeps the two-way interval.
+
+    Args:
+        gradient: ``∂θ̂/∂y_k`` per label, as :func:`rater_variance`.
+        rater: Rater id of each label.
+        spread: :func:`rater_spread` of the same labels.
+
+    Returns:
+        The reason, in words for the report line (the caller adds the fix and the panel's
+        half-width: :meth:`calibration.stats.VarianceParts.refuse`); ``None`` when the estimate may
+        have its interval (three raters or more, one rater, or a contrast whose labels the two
+        raters share about as evenly as dealing them at random would: a χ²(1) test at 1%).
+
+    Examples:
+        >>> s = rater_spread([1, 2, 3, 4] * 2, ["a"] * 4 + ["b"] * 4, [1, 2, 4, 5, 2, 3, 5, 6])
+        >>> two_rater_refusal([-0.125] * 8, ["a"] * 4 + ["b"] * 4, s)[:60]  # a residual: shares sum to -1
+        'only 2 raters: the spread of their leniency rests on 1 degre'
+        >>> two_rater_refusal([-0.25, 0.25] * 4, ["a"] * 4 + ["b"] * 4, s) is None  # a contrast, dealt evenly
+        True
+    """
+    if spread.n_raters != 2:
+        return None
+    g = np.asarray(gradient, dtype=float)
+    codes = np.unique(np.asarray(rater), return_inverse=True)[1].ravel()
+    share = np.bincount(codes, weights=g)
+    # The panel's mean leniency moves the estimate by Σ_r π_r; rounding leaves ~1e-16 of a gap's 0.
+    together = float(share.sum())
+    if not abs(together) > 1e-9 * max(float(np.abs(g).sum()), 1e-300):
+        # A contrast: free of the mean leniency, not of the two raters' difference, which the design's
+        # variance carries only as far as the raters were dealt to the labels at random. Dealt at
+        # random, rater a's share has variance p(1 − p)·Σg² (p their share of the labels), so
+        # share² / that is χ²(1); beyond its 99th centile the labels fall unevenly (at 75/25 by family
+        # the gap's interval covered 89% at 100 tasks).
+        p = float(np.mean(codes == 0))
+        spread_if_random = p * (1.0 - p) * float((g**2).sum())
+        if spread_if_random > 0 and stats.chi2.sf(share[0] ** 2 / spread_if_random, 1) < _UNEVEN_P:
+            return TWO_RATERS_UNEVEN
+        return None
+    return ("only 2 raters: the spread of their leniency rests on 1 degree of freedom and their mean "
+            "leniency moves this estimate, so no interval can speak for raters like these (on 1 df it "
+            "would be a t(1), 12.7 standard errors wide)")
 
 
 def _within_answers(
@@ -400,6 +491,8 @@ class RaterPart:
         net: ``Σ_r π_r²`` times ``gross − noise`` (may be negative), for
             :attr:`calibration.stats.VarianceParts.raters` beside ``clustered``.
         net_scope: ``scope`` for that two-way interval.
+        refused: Why the interval for raters like these is refused (:func:`two_rater_refusal`),
+            else ``None``.
     """
 
     variance: float
@@ -409,6 +502,7 @@ class RaterPart:
     clustered_df: float = _NAN
     net: float = 0.0
     net_scope: str = ""
+    refused: str | None = None
 
 
 def rater_part(
@@ -484,4 +578,5 @@ def rater_terms(
                      f"raters like these ({spread.n_raters} raters, {spread.note()})",
                      rater_variance(g, raters, spread, part="gross"), float(spread.n_raters - 1),
                      rater_variance(g, raters, spread, part="net"),
-                     f"raters like these ({spread.n_raters} raters, {spread.note(net=True)})")
+                     f"raters like these ({spread.n_raters} raters, {spread.note(net=True)})",
+                     two_rater_refusal(g, raters, spread))

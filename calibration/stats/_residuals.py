@@ -37,9 +37,18 @@ import pandas as pd
 from calibration.stats._bootstrap import check_choice, check_level, finite_vector
 from calibration.stats._humans import _RULES, HumanRule, _collapse
 from calibration.stats._provenance import provenance_note
-from calibration.stats._raters import RATER_SCOPES, RaterScope, RaterSpread, rater_spread, rater_variance
+from calibration.stats._raters import (
+    RATER_SCOPES,
+    TWO_RATERS_UNEVEN,
+    RaterScope,
+    RaterSpread,
+    rater_spread,
+    rater_variance,
+    two_rater_refusal,
+)
 from calibration.stats._result import Estimate
 from calibration.stats._variance import (
+    REFUSED_METHOD,
     ClusterDesign,
     VarianceParts,
     cluster_design,
@@ -365,14 +374,26 @@ def _variance_parts(prep: _Prepared, coef: npt.NDArray[np.float64]) -> VarianceP
     raters = rater_variance(gradient, rater, prep.spread, part="net")
     clustered = rater_variance(gradient, rater, prep.spread, part="gross")
     # The mean square behind `clustered` rests on R − 1 df (VarianceParts.df splits by that).
-    return VarianceParts(design, df, raters, prep.spread.df, g, h, parts.floor_units, clustered,
-                         prep.spread.n_raters - 1)
+    two_way = VarianceParts(design, df, raters, prep.spread.df, g, h, parts.floor_units, clustered,
+                            prep.spread.n_raters - 1)
+    # Two raters: 1 df for their spread; a residual moves with their mean leniency (refused), and a
+    # gap whose raters' difference carries half its variance would be read on that one df, as would
+    # one whose raters cannot be told from the families (compared without the covariates: one rater
+    # per family, whose equal means gave a zero-width interval).
+    reason = two_rater_refusal(gradient, rater, prep.spread)
+    uneven = (not two_way.raters_clustered < two_way.total / 2
+              or (prep.spread.how == "between raters" and not prep.spread.adjusted))
+    if reason is None and prep.spread.n_raters == 2 and uneven:
+        reason = TWO_RATERS_UNEVEN
+    return two_way if reason is None else two_way.refuse(reason, prep.level)
 
 
 def _interval_fields(prep: _Prepared, estimate: float, parts: VarianceParts) -> tuple[float, float, dict[str, Any]]:
     lo, hi = t_interval(estimate, parts, prep.level)
     scope = _scope(prep) + narrower_note(estimate, parts, prep.level)
-    short = f"t({parts.df:.0f}){parts.floor_note(short=True)}, {'raters' if scope.startswith('raters') else 'panel'}"
+    who = "raters" if scope.startswith("raters") else "panel"
+    short = (f"t({parts.df:.0f}){parts.floor_note(short=True)}, {who}" if parts.refused is None
+             else f"none (2 raters), {who}")
     extra: dict[str, Any] = {
         "interval": short,
         "scope": scope,
@@ -402,9 +423,10 @@ def _method(prep: _Prepared, parts: VarianceParts, scope: str, *, gap: bool, n_o
         what += f"; own-family residual minus {other}"
     strata = f" in {parts.n_strata} strata" if prep.stratified else ""
     paired = "paired " if gap else ""
+    interval = f"t interval with {parts.df:.1f} df" if parts.refused is None else REFUSED_METHOD
     return (
         f"{what}; linearised variance over {parts.n_clusters} {paired}task clusters{strata}{parts.floor_note()}, "
-        f"t interval with {parts.df:.1f} df; raters: {scope}"
+        f"{interval}; raters: {scope}"
     )
 
 

@@ -45,6 +45,7 @@ from scipy import special
 __all__ = [
     "MIN_CLUSTERS",
     "MIN_DF",
+    "REFUSED_METHOD",
     "VarianceParts",
     "cluster_design",
     "design_variance",
@@ -60,6 +61,8 @@ __all__ = [
 MIN_CLUSTERS = 15
 #: Fewest degrees of freedom at which the interval is trusted (a 2-rater panel gives about 1).
 MIN_DF = 3.0
+#: What a refused interval's method says (:meth:`VarianceParts.refuse`; the note gives the reason).
+REFUSED_METHOD = "no interval for raters like these (2 raters: their leniency spread rests on 1 df)"
 
 _NAN = float("nan")
 
@@ -85,6 +88,9 @@ class VarianceParts:
             (:mod:`calibration.stats._raters`); the rest of ``total`` rests on ``design_df``.
             ``nan``: ``raters`` alone rests on ``raters_df``.
         raters_clustered_df: The df of ``raters_clustered`` (raters minus one).
+        refused: Why no interval is given, with the fix (e.g. two raters cannot speak for raters
+            like these: :func:`calibration.stats._raters.two_rater_refusal`); ``None`` otherwise.
+            :func:`t_interval` then gives ``(nan, nan)`` and :func:`reliability_note` the reason.
     """
 
     design: float
@@ -96,6 +102,7 @@ class VarianceParts:
     floor_units: float = 0.0
     raters_clustered: float = _NAN
     raters_clustered_df: float = _NAN
+    refused: str | None = None
 
     @property
     def total(self) -> float:
@@ -139,7 +146,31 @@ class VarianceParts:
 
     def panel_only(self) -> VarianceParts:
         """These parts without the raters' component: this panel's own interval's variance."""
-        return dataclasses.replace(self, raters=0.0, raters_df=_NAN, raters_clustered=_NAN, raters_clustered_df=_NAN)
+        return dataclasses.replace(self, raters=0.0, raters_df=_NAN, raters_clustered=_NAN, raters_clustered_df=_NAN,
+                                   refused=None)
+
+    def refuse(self, reason: str, level: float) -> VarianceParts:
+        """These parts with no interval, for ``reason``; the panel's own half-width is added to it.
+
+        The reason names the fix; the this-panel-only interval is one, so its half-width is given
+        beside it (a reader sees what ``--interval panel`` would print without running it).
+
+        Args:
+            reason: Why no interval can be given (e.g. :func:`calibration.stats._raters.two_rater_refusal`).
+            level: Confidence level of the panel's half-width.
+
+        Returns:
+            A copy with :attr:`refused` set to the reason, the fix and that half-width.
+
+        Examples:
+            >>> VarianceParts(0.01, 99.0).refuse("only 2 raters", 0.95).refused
+            "only 2 raters; this panel's own interval (±0.198 here) is `--interval panel`, or add a third rater"
+        """
+        panel = self.panel_only()
+        half = _half_width(panel, level)
+        where = f" (±{half:.3g} here)" if math.isfinite(half) else ""
+        return dataclasses.replace(self, refused=f"{reason}; this panel's own interval{where} is "
+                                                 "`--interval panel`, or add a third rater")
 
     def _by_source_df(self) -> float:
         """Satterthwaite's df of ``design`` plus ``raters`` (clipped at 0), split by source."""
@@ -286,13 +317,19 @@ def design_variance(
 
 
 def t_interval(estimate: float, parts: VarianceParts, level: float) -> tuple[float, float]:
-    """``estimate ± t_{df, (1+level)/2} · √variance``; ``(nan, nan)`` when the variance is undefined."""
-    var = parts.total
-    if not (math.isfinite(var) and var >= 0 and math.isfinite(estimate)):
+    """``estimate ± t_{df, (1+level)/2} · √variance``; ``(nan, nan)`` when undefined or refused."""
+    if parts.refused is not None or not math.isfinite(estimate):
         return _NAN, _NAN
-    q = float(special.stdtrit(max(parts.df, 1.0), 0.5 + level / 2))
-    half = q * math.sqrt(var)
+    half = _half_width(parts, level)
     return estimate - half, estimate + half
+
+
+def _half_width(parts: VarianceParts, level: float) -> float:
+    """``t_{df, (1+level)/2} · √variance`` (``nan`` when the variance is undefined)."""
+    var = parts.total
+    if not (math.isfinite(var) and var >= 0):
+        return _NAN
+    return float(special.stdtrit(max(parts.df, 1.0), 0.5 + level / 2)) * math.sqrt(var)
 
 
 def narrower_note(estimate: float, parts: VarianceParts, level: float) -> str:
@@ -304,7 +341,7 @@ def narrower_note(estimate: float, parts: VarianceParts, level: float) -> str:
     wider over-covers where there is no spread (``bench/coverage.py --rater-study``), so it is
     kept, and said ("" when it is not narrower).
     """
-    if not math.isfinite(parts.raters_clustered):
+    if not math.isfinite(parts.raters_clustered) or parts.refused is not None:
         return ""
     lo, hi = t_interval(estimate, parts, level)
     panel_lo, panel_hi = t_interval(estimate, parts.panel_only(), level)
@@ -323,8 +360,11 @@ def reliability_note(parts: VarianceParts) -> str | None:
     The coverage suite (``tests/stats/test_coverage.py``, ``bench/coverage.py``) shows the t
     interval within 93-97% from 15 tasks up; below :data:`MIN_CLUSTERS` tasks, or with fewer than
     :data:`MIN_DF` degrees of freedom (e.g. a panel of two raters who differ in leniency), it is
-    printed but marked unreliable.
+    printed but marked unreliable. An interval refused (:attr:`VarianceParts.refused`) gives its
+    reason.
     """
+    if parts.refused is not None:
+        return parts.refused
     if parts.n_clusters < MIN_CLUSTERS:
         return (
             f"only {parts.n_clusters} tasks: intervals are checked from {MIN_CLUSTERS} tasks up, so "

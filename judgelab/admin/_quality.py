@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from scipy import stats
 
 from calibration.stats import Estimate, proportion
 from judgelab.admin._common import display_name
@@ -24,10 +25,13 @@ from labeler.scales import format_range
 from labeler.store import ImportSummary, Store
 
 __all__ = [
+    "LengthGap",
     "QualityReport",
     "RaterQuality",
     "gold_accuracy",
+    "gold_length_gap",
     "import_quality_file",
+    "length_gap",
     "quality_export",
     "quality_table",
     "rater_quality",
@@ -196,6 +200,82 @@ def quality_table(report: QualityReport) -> pd.DataFrame:
     columns = ["rater", "state", "gold_n", "gold_accuracy", "ci_low", "ci_high", "attention", "attention_failed",
                "timed", "too_fast", "too_fast_share", "excluded", "warnings"]
     return pd.DataFrame(rows, columns=columns)
+
+
+#: Gold answers whose median length is off the live answers' by more than this factor (either way) are
+#: warned about when the difference is also significant: a rater who notices that short answers are the
+#: checked ones can tell gold apart without reading.
+LENGTH_RATIO = 1.5
+#: Significance of the length difference (two-sided Mann-Whitney U) that, with the ratio, warns.
+LENGTH_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class LengthGap:
+    """How the gold answers' lengths compare with the live answers' (in words).
+
+    Attributes:
+        gold_median: Median words of a gold answer.
+        gold_range: Fewest and most words of a gold answer.
+        live_median: Median words of a live answer.
+        live_range: Fewest and most words of a live answer.
+        ratio: ``gold_median / live_median``.
+        p_value: Two-sided Mann-Whitney U test (``scipy.stats.mannwhitneyu``) of the two lengths.
+        n_gold: Gold answers compared.
+        n_live: Live answers compared.
+    """
+
+    gold_median: float
+    gold_range: tuple[int, int]
+    live_median: float
+    live_range: tuple[int, int]
+    ratio: float
+    p_value: float
+    n_gold: int
+    n_live: int
+
+    @property
+    def telling(self) -> bool:
+        """Whether length alone can tell gold apart: off by :data:`LENGTH_RATIO` and significant."""
+        off = self.ratio > LENGTH_RATIO or self.ratio < 1 / LENGTH_RATIO
+        return off and self.p_value < LENGTH_ALPHA
+
+    def warning(self) -> str:
+        """The admin's warning, with the figures."""
+        which = "shorter" if self.ratio < 1 else "longer"
+        return (f"Gold answers are {which} than live ones: median {self.gold_median:g} words "
+                f"({self.gold_range[0]}-{self.gold_range[1]}, n = {self.n_gold}) against {self.live_median:g} "
+                f"({self.live_range[0]}-{self.live_range[1]}, n = {self.n_live}), ratio {self.ratio:.2f}, "
+                f"Mann-Whitney p = {self.p_value:.2g}. A rater can tell gold items by their length: write gold "
+                "answers as long as the live ones.")
+
+
+def length_gap(gold_words: npt.ArrayLike, live_words: npt.ArrayLike) -> LengthGap | None:
+    """Compare gold and live answer lengths (words); ``None`` when either side is empty.
+
+    >>> gap = length_gap([21, 30, 40, 76], [93, 120, 150, 180, 201])
+    >>> gap.gold_median, gap.live_median, round(gap.ratio, 2), gap.telling
+    (35.0, 150.0, 0.23, True)
+    """
+    gold = np.asarray(gold_words, dtype=float)
+    live = np.asarray(live_words, dtype=float)
+    if gold.size == 0 or live.size == 0:
+        return None
+    test = stats.mannwhitneyu(gold, live, alternative="two-sided")
+    live_median = float(np.median(live))
+    return LengthGap(
+        gold_median=float(np.median(gold)), gold_range=(int(gold.min()), int(gold.max())),
+        live_median=live_median, live_range=(int(live.min()), int(live.max())),
+        ratio=float(np.median(gold)) / live_median if live_median else float("inf"),
+        p_value=float(test.pvalue), n_gold=int(gold.size), n_live=int(live.size),
+    )
+
+
+def gold_length_gap(store: Store) -> LengthGap | None:
+    """:func:`length_gap` of the project's gold items against its original answers (the live ones)."""
+    items = store.quality_items()
+    gold = items.loc[items["kind"] == "gold", "n_words"]
+    return length_gap(gold.to_numpy(), store.answers(variant="original")["n_words"].to_numpy())
 
 
 def import_quality_file(store: Store, path: str | Path, *, data: bytes | None = None) -> ImportSummary:

@@ -7,22 +7,26 @@ options make the same judge, and so the same requests and cache keys, whichever 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import click
 
 from calibration.judges import DEFAULT_MODEL as JUDGE_DEFAULT_MODEL
 from calibration.judges import AnthropicJudge, FakeJudge, Judge, OpenAIJudge
+from calibration.runner._summary import EXIT_CODES
 from calibration.spec import JudgeSpec, load_spec
 from labeler.errors import InputError, JudgeError
 
 __all__ = [
     "DEFAULT_MODEL",
     "FAKE_FAMILY",
+    "adopt_batch_option",
     "anthropic_judge",
     "api_key",
     "default_fake_judge",
     "have_api",
+    "interrupted",
     "judge_spec_option",
     "make_judge",
     "openai_judge",
@@ -166,3 +170,20 @@ def judge_spec_option(func: Any) -> Any:
         help="A judge spec (TOML: the team's prompt, examples, references, verdict format; see "
         "`judgelab examples DIR`'s judge_spec.toml) to run instead of judgelab's built-in prompt.",
     )(func)
+
+
+def adopt_batch_option(func: Any) -> Any:
+    """``--adopt-batch ID``: the batch that is this run's, when its create reply was lost and judgelab cannot tell."""
+    return click.option(
+        "--adopt-batch", "adopt_batches", multiple=True, metavar="BATCH_ID",
+        help="With --batch: the provider batch that is this run's, when a run says a batch is 'in doubt' (its "
+        "create reply was lost and judgelab cannot tell it from another project's). It is adopted only if it "
+        "holds exactly this run's requests. Repeatable.",
+    )(func)
+
+
+def interrupted() -> None:
+    """Say that an interrupted run lost nothing, and exit 130 (see ``EXIT_CODES``)."""
+    click.echo("\ninterrupted: the replies received so far are saved. Run the same command again "
+               "to continue where it stopped.", err=True)
+    sys.exit(EXIT_CODES["interrupted"])

@@ -56,7 +56,7 @@ def _rater_model_lines(report: CalibrationReport) -> list[str]:
     for column, model in report.rater_models.items():
         named = zip((report.rater_names.get(str(r), str(r)) for r in model.raters), model.accuracy(), strict=True)
         lines.append(f"  rater model [{column}]: estimated accuracy " + ", ".join(f"{n} {a:.2f}" for n, a in named))
-    return lines
+    return lines + [f"    WARN {w}" for w in report.rater_warnings()]
 
 
 def _run_option(func: F) -> F:
@@ -156,8 +156,10 @@ def _scope_line(interval: str) -> str:
 
 
 def _how(short: str, unreliable: str | None) -> str:
-    """The interval method for a summary line, and the warning when it is not to be trusted."""
-    return f"{short}; UNRELIABLE: {unreliable}" if unreliable else short
+    """The interval method for a summary line, and the warning when it is not to be trusted or refused."""
+    if not unreliable:
+        return short
+    return f"{short}; NO INTERVAL: {unreliable}" if short.startswith("none") else f"{short}; UNRELIABLE: {unreliable}"
 
 
 @click.command("formats")

@@ -12,7 +12,16 @@ from pathlib import Path
 import click
 
 from judgelab.cli._util import db_option, new_db_option
-from labeler.adapters import ADAPTERS, EXPORT_TOOLS, export_to, import_from, parse_map, with_hint
+from labeler.adapters import (
+    ADAPTERS,
+    EXPORT_TOOLS,
+    export_to,
+    import_from,
+    label_studio_config,
+    parse_map,
+    parse_set,
+    with_hint,
+)
 from labeler.errors import InputError
 from labeler.exports import EXPORT_FORMATS, designs_json, export_table, rubric_toml, table_bytes
 from labeler.importers import IMPORT_KINDS, import_file
@@ -31,26 +40,32 @@ def init(db: str | None) -> None:
 
 @click.command("import")
 @click.argument("kind", type=click.Choice(IMPORT_KINDS))
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--ignore-columns", default="", metavar="A,B",
               help="Columns of the file to leave out (e.g. from another tool); any other unknown column is an error.")
 @click.option("--from", "tool", type=click.Choice(sorted(ADAPTERS)), default=None,
               help="Read the file as this tool exports it (the kinds each reads are listed above); what the "
               "conversion leaves out is printed.")
 @click.option("--map", "maps", multiple=True, metavar="COLUMN=FIELD",
-              help="Read judgelab's COLUMN from the file's FIELD (a dotted path reaches into JSON); repeatable.")
+              help="Read judgelab's COLUMN from the file's FIELD (a dotted path reaches into JSON); repeatable. "
+              "With --from label-studio, --map pass=NAME reads the Choices result NAME as the pass verdict.")
+@click.option("--set", "sets", multiple=True, metavar="COLUMN=VALUE",
+              help="Give a column the file lacks this value on every row (e.g. --set rater=alice); repeatable.")
+@click.option("--family", default=None, metavar="NAME",
+              help="Answers: the model family (and model) of every answer the file names none for.")
 @new_db_option
 def import_(kind: str, file: str, ignore_columns: str, tool: str | None, maps: tuple[str, ...],
-            db: str | None) -> None:
+            sets: tuple[str, ...], family: str | None, db: str | None) -> None:
     """Import a rubric (TOML), answers, pairs, labels, pair_labels, audits, judgements, verdicts or designs (JSON).
 
-    Tables are CSV, JSONL, JSON arrays (.json) or Parquet with the columns of the
+    Tables are CSV, JSONL, JSON arrays (.json), Parquet or Arrow (.arrow, or a
+    datasets save_to_disk folder) with the columns of the
     README's file schemas, or another tool's export with --from TOOL, or any table
     with --map. All-or-nothing: the first problem names the file, row and column,
     and nothing is written. Importing the same file twice changes nothing.
     """
     ignore = [c for c in ignore_columns.split(",") if c.strip()]
-    if tool is None and not maps:
+    if tool is None and not maps and not sets and family is None:
         try:
             summary = import_file(Store(db), kind, file, ignore_columns=ignore)  # type: ignore[arg-type]  # a Choice
         except InputError as exc:
@@ -60,8 +75,11 @@ def import_(kind: str, file: str, ignore_columns: str, tool: str | None, maps: t
         click.echo(f"{file}: {summary}")
         return
     done = import_from(Store(db), kind, file, tool=tool, column_map=parse_map(maps),  # type: ignore[arg-type]
-                       ignore_columns=ignore)
+                       ignore_columns=ignore, values=parse_set(sets), family=family)
     click.echo(f"{file}: {done.summary}")
+    if done.parse_failures:
+        click.echo(f"  {done.parse_failures} judge repl{'y' if done.parse_failures == 1 else 'ies'} did not parse: "
+                   "imported without a score, counted as parse failures (see parse_error)")
     for line in done.dropped:
         click.echo(f"  left out: {line}")
 
@@ -91,6 +109,10 @@ def export(kind: str, fmt: str | None, out: str, tool: str | None, db: str | Non
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         click.echo(f"wrote {n} {'tasks' if tool == 'label-studio' else f'{kind} rows'} for {tool} to {out}")
+        if tool == "label-studio":  # the project's labeling config, so the tasks open in Label Studio as they are
+            config = path.with_suffix(".label_config.xml")
+            config.write_text(label_studio_config(store, data), encoding="utf-8")
+            click.echo(f"wrote the labeling config to {config} (Settings > Labeling Interface > Code)")
         return
     if kind == "rubric":
         rubric = store.rubric()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from judgelab.admin._quality import import_quality_file, quality_export
+from judgelab.admin._quality import gold_length_gap, import_quality_file, quality_export
 from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option
 from labeler.errors import InputError
 from labeler.exports import EXPORT_FORMATS, table_bytes
@@ -69,6 +69,9 @@ def gold_import(file: str, db: str | None, **given: object) -> None:
     click.echo(f"{file}: {summary}")
     click.echo(f"settings: {_describe(settings)}; {sum(added.values())} quality item(s) added to "
                f"{len(added)} rater queue(s)")
+    gap = gold_length_gap(store)
+    if gap is not None and gap.telling:
+        click.echo(f"warning: {gap.warning()}", err=True)
 
 
 @gold.command("settings")

@@ -44,9 +44,11 @@ from calibration.stats import ADJUSTMENTS, Adjustment
 from judgelab.cli._judge import (
     DEFAULT_MODEL,
     FAKE_FAMILY,
+    adopt_batch_option,
     api_key,
     default_fake_judge,
     have_api,
+    interrupted,
     judge_spec_option,
     make_judge,
     resolve_judge_spec,
@@ -336,6 +338,7 @@ def _openai_cache_line(c: pricing.PlanEstimate) -> str:
               "(e.g. http://localhost:11434/v1 for Ollama, a local mock's /v1).")
 @click.option("--resume", "resume", default=None, metavar="RUN_ID",
               help="Continue this interrupted run (a re-run of the same command does it too).")
+@adopt_batch_option
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar [default: when stderr is a terminal].")
 @judge_spec_option
@@ -361,7 +364,7 @@ def probe_command(**opts: Any) -> None:
     params = {
         k: v for k, v in opts.items()
         if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval",
-                     "max_retries", "timeout")
+                     "max_retries", "timeout", "adopt_batches")
     }
     try:
         result = run_probes(
@@ -370,16 +373,11 @@ def probe_command(**opts: Any) -> None:
             other=opts["other_family"], pad=opts["pad_mode"], pad_model=opts["pad_model"],
             resume=opts["resume"], concurrency=opts["concurrency"], batch=opts["batch"],
             progress=opts["progress"], poll_interval=opts["poll_interval"], params=params,
-            formats=opts["formats"],
+            formats=opts["formats"], adopt_batches=opts["adopt_batches"],
         )
     except KeyboardInterrupt:
         # Every reply that arrived is already in the database: nothing is lost or re-spent.
-        click.echo(
-            "\ninterrupted: the replies received so far are saved. Run the same command again "
-            "to continue where it stopped.",
-            err=True,
-        )
-        sys.exit(130)
+        interrupted()
     summary, spend = result.summary, result.spend
     if opts["as_json"]:
         echo_json(result.to_dict())
@@ -396,9 +394,10 @@ def probe_command(**opts: Any) -> None:
         if summary.finished:
             click.echo(f"next: judgelab report {opts['out']} --mitigate --out report_card.md "
                        "--png report_card.png")
-    # A run whose calls failed after their retries still ends normally (exit 0): the failures
-    # are recorded with their reasons and counted in the summary ("errors"), the evidence holds
-    # every answered call, and running the same command again retries only the failed ones.
+    # Scripts and CI must notice a run that did not get every reply (EXIT_CODES): 3 when calls
+    # ended in errors, 4 when some have no result yet. The failures are recorded with their
+    # reasons either way, and running the same command again retries only them.
+    sys.exit(summary.exit_code)
 
 
 # -- report --------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ from calibration.judges import Judge
 from calibration.scoring import score_answers
 from judgelab.cli._judge import (
     DEFAULT_MODEL,
+    adopt_batch_option,
+    interrupted,
     judge_spec_option,
     make_judge,
     resolve_judge_spec,
@@ -54,11 +56,14 @@ from labeler.store import Store
               help="Calls in flight at once.")
 @click.option("--max-retries", type=click.IntRange(min=0), default=6, show_default=True,
               help="Retries per request on 429/529/5xx/timeouts.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="Seconds per HTTP attempt before it is abandoned and retried.")
 @click.option("--poll-interval", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
               help="Seconds between Message Batch status checks (--batch).")
 @click.option("--base-url", default=None,
               help="API URL: Anthropic-compatible, or with --judge openai the OpenAI-compatible endpoint.")
 @click.option("--resume", default=None, metavar="RUN_ID", help="Continue this interrupted run.")
+@adopt_batch_option
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: when stderr is a terminal].")
 @db_option
 @json_option
@@ -75,20 +80,19 @@ def score_command(**opts: Any) -> None:
     spec, opts["model"] = resolve_judge_spec(opts["judge_spec"], opts["model"])
     opts["judge_kind"], opts["model"] = resolve_provider(opts["judge_kind"], spec, opts["model"])
     judge: Judge = make_judge(opts["judge_kind"], opts["model"], opts["base_url"], concurrency=opts["concurrency"],
-                              max_retries=opts["max_retries"], spec=spec, seed=opts["seed"])
+                              max_retries=opts["max_retries"], spec=spec, seed=opts["seed"], timeout=opts["timeout"])
     params = {k: v for k, v in opts.items()
-              if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval", "max_retries")}
+              if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval", "max_retries",
+                        "adopt_batches", "timeout")}
     try:
         result = score_answers(
             judge, store, design=opts["design"], labelled=opts["labelled"], formats=opts["formats"],
             evidence=opts["out"], judge_kind=opts["judge_kind"], resume=opts["resume"],
             concurrency=opts["concurrency"], batch=opts["batch"], progress=opts["progress"],
-            poll_interval=opts["poll_interval"], params=params,
+            poll_interval=opts["poll_interval"], params=params, adopt_batches=opts["adopt_batches"],
         )
     except KeyboardInterrupt:
-        click.echo("\ninterrupted: the replies received so far are saved. Run the same command again "
-                   "to continue where it stopped.", err=True)
-        sys.exit(130)
+        interrupted()
     summary = result.summary
     if opts["as_json"]:
         echo_json(result.to_dict())
@@ -98,8 +102,8 @@ def score_command(**opts: Any) -> None:
         click.echo(str(summary))
         if summary.finished:
             click.echo(f"next: judgelab calibrate --judge-run {summary.run_id} --out report.md")
-    if not summary.finished:
-        sys.exit(1)
+    # EXIT_CODES: 0 finished, 3 finished with errors, 4 not finished (scripts and CI notice).
+    sys.exit(summary.exit_code)
 
 
 COMMANDS: list[click.Command] = [score_command]

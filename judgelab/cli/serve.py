@@ -150,13 +150,17 @@ def _serve(db: Path, port: int, address: str, base: str) -> None:
 def _announce(store: Store, address: str, port: int, base: str) -> None:
     """Print where the app listens and the links it serves, and record ``base`` for new links."""
     earlier = store.setting("project", BASE_URL_SETTING)
-    store.set_setting("project", BASE_URL_SETTING, base)
-    click.echo(f"serving {store.path}")
+    if not store.read_only:
+        store.set_setting("project", BASE_URL_SETTING, base)
+    click.echo(f"serving {store.path}" + (" (read-only)" if store.read_only else ""))
+    if store.read_only:
+        click.echo("  read-only: the admin pages and exports work; raters are told rating is paused, and nothing "
+                   "is saved. To rate, make the file and its folder writable and serve again.")
     click.echo(f"  listening on {address}:{port}")
     click.echo(f"  app:         {base}")
     click.echo(f"  rater links: {base}/?t=<token>  (`judgelab raters add NAME` prints one, "
                "as does the app's Raters page; a bare address without ?t= only says 'Access denied')")
-    if earlier and earlier != base:
+    if earlier and earlier != base and not store.read_only:
         click.echo(f"  note: links made for {earlier} do not reach this server; send those raters new ones "
                    "(`judgelab raters reissue NAME`), or serve at that address again.")
     click.echo("  Ctrl+C stops")

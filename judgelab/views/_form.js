@@ -154,7 +154,7 @@ class RatingForm {
       const fresh = this.initial(data);
       const kept = data.draft_scope ? stored.load(data.draft_scope, data.item) : null;
       restored = !!kept;
-      draft = { values: kept ? { ...kept, touched: new Set(kept.touched || []) } : fresh, clock: new Clock(1000 * data.idle_cap) };
+      draft = { values: kept ? { cut: {}, ...kept, touched: new Set(kept.touched || []) } : fresh, clock: new Clock(1000 * data.idle_cap) };
       drafts.set(data.item, draft);
     }
     if (this.clock && this.clock !== draft.clock) this.clock.visibility();  // stop the old item's clock
@@ -194,6 +194,8 @@ class RatingForm {
       criteria: Object.fromEntries((data.criteria || []).map((c) => [c.id, c.value])),
       touched: new Set((data.criteria || []).filter((c) => c.value !== null).map((c) => c.id)),
       comment: data.comment.value || "",
+      // Text box -> length of the text before it was cut to max_chars (see textBox).
+      cut: {},
       flag: !!(data.flag && data.flag.value),
       reason: (data.flag && data.flag.reason) || "",
     };
@@ -307,16 +309,47 @@ class RatingForm {
 
   textBox(tag, label, value, set, cls) {
     const id = `jl-${cls}`;
+    const max = this.data.max_chars;
     const wrap = el("div", { cls: "jl-text" });
-    wrap.appendChild(el("label", { for: id, text: label }));
+    // The counter shares the label's line: the form still fits a laptop screen without scrolling.
+    const count = tag === "textarea" ? el("span", { cls: "jl-count", "aria-live": "polite" }) : null;
+    wrap.appendChild(el("div", { cls: "jl-label-row" }, el("label", { for: id, text: label }), count));
     const box = el(tag, { id, cls, "aria-label": label });
     if (tag === "textarea") box.rows = 2;
-    // The store refuses longer free text (MAX_COMMENT_CHARS); the browser never sends it, so a
-    // pasted page cannot make a message past Streamlit's cap and hang the page.
-    box.maxLength = 5000;
     box.value = value;
-    box.addEventListener("input", () => { set(box.value); this.keep(); });
+    // The store keeps at most max_chars (MAX_COMMENT_CHARS); longer text is cut here, never sent (a
+    // pasted page must not make a message past Streamlit's cap and hang the page), and the cut is
+    // said at once under the box and again in the message after the submit. Not maxLength: the
+    // browser would cut a paste without a word.
+    const show = () => {
+      const cut = this.values.cut[cls];
+      const line = cut
+        ? `Cut to ${num(max)} characters: the text you pasted had ${num(cut)}; only the first ${num(max)} are kept.`
+        : `${num(box.value.length)} / ${num(max)} characters`;
+      if (count) {
+        count.textContent = line;
+        count.classList.toggle("error", !!cut);
+      } else if (cut) {
+        this.say(line, true);
+      }
+    };
+    box.addEventListener("input", () => {
+      if (box.value.length > max) {
+        let end = max;
+        // Never half of a character written as two UTF-16 units (an emoji): the store would refuse it.
+        const last = box.value.charCodeAt(end - 1);
+        if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+        this.values.cut[cls] = Math.max(this.values.cut[cls] || 0, box.value.length);
+        box.value = box.value.slice(0, end);
+      } else if (!box.value) {
+        delete this.values.cut[cls];  // emptied: nothing of the cut text is left to warn about
+      }
+      set(box.value);
+      this.keep();
+      show();
+    });
     wrap.appendChild(box);
+    if (count) show();
     return wrap;
   }
 
@@ -590,6 +623,7 @@ class RatingForm {
       choice: v.choice,
       criteria: v.criteria,
       comment: v.comment,
+      cut: v.cut,
       flag: v.flag,
       reason: v.reason,
       seconds: this.clock ? this.clock.seconds() : null,
@@ -762,6 +796,11 @@ Object.assign(RatingForm.prototype, {
     this.act("goto", place);
   },
 });
+
+/** A count as the rater reads it: 1048576 -> "1,048,576". */
+function num(n) {
+  return Number(n).toLocaleString("en-US");
+}
 
 function fmt(v) {
   return Number.isInteger(v) ? String(v) : String(+v.toFixed(2));

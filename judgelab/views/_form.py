@@ -26,6 +26,7 @@ import streamlit as st
 
 from labeler.models import Rubric
 from labeler.queue import format_score
+from labeler.store import MAX_COMMENT_CHARS
 from labeler.timing import IDLE_CAP_SECONDS
 
 _HERE = Path(__file__).resolve().parent
@@ -55,6 +56,9 @@ _CSS = """
 .jl-level { display: inline-block; min-width: 1.2em; font-weight: 700; }
 .jl-rule { font-size: 12px; margin: 0 0 6px; opacity: 0.85; }
 .jl-text label { display: block; font-size: 13px; margin: 4px 0 2px; }
+.jl-label-row { display: flex; justify-content: space-between; align-items: baseline; gap: 8px; }
+.jl-count { font-size: 11.5px; opacity: 0.7; text-align: right; }
+.jl-count.error { opacity: 1; color: var(--st-red-color, #b3261e); font-weight: 600; }
 .jl-text textarea, .jl-text input {
   width: 100%; box-sizing: border-box; font: inherit; padding: 4px 6px; resize: vertical;
   border: 1px solid var(--st-border-color); border-radius: 6px; background: var(--st-background-color);
@@ -187,7 +191,7 @@ class FormData:
                      "value": self.flagged, "reason": self.reason} if self.flag else None,
             "keys_help": self.keys_help, "editing": self.editing, "can_back": self.can_back,
             "error": self.error, "notice": self.notice, "idle_cap": IDLE_CAP_SECONDS,
-            "draft_scope": self.draft_scope, "position": self.position,
+            "draft_scope": self.draft_scope, "position": self.position, "max_chars": MAX_COMMENT_CHARS,
         }
 
 
@@ -207,6 +211,8 @@ class Action:
         to: For ``goto`` (the browser's Back or Forward): the place of the item to show (the
             item key without its label part, see :func:`place_of`), or ``done`` for the
             finished screen.
+        cut: The text boxes whose text the browser cut to ``MAX_COMMENT_CHARS``, with the length
+            it had (``{"jl-comment": 1048576}``): said again after the submit.
     """
 
     do: Do
@@ -218,6 +224,7 @@ class Action:
     reason: str = ""
     seconds: float | None = None
     to: str = ""
+    cut: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, raw: object) -> Action | None:
@@ -226,6 +233,7 @@ class Action:
             return None
         crit = raw.get("criteria") or {}
         seconds = raw.get("seconds")
+        cut = raw.get("cut") or {}
         return cls(
             do=raw["do"],
             item=str(raw.get("item", "")),
@@ -237,7 +245,23 @@ class Action:
             reason=str(raw.get("reason") or ""),
             seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
             to=str(raw.get("to") or ""),
+            cut={str(k): int(v) for k, v in cut.items() if isinstance(v, (int, float)) and v > 0}
+            if isinstance(cut, Mapping) else {},
         )
+
+
+def cut_note(action: Action) -> str:
+    """What a saved message adds when the browser cut a text box (``""``: nothing was cut).
+
+    Examples:
+        >>> cut_note(Action(do="submit", item="x", cut={"jl-comment": 1048576}))
+        'your comment was cut to its first 5,000 characters (the text you pasted had 1,048,576)'
+    """
+    names = {"jl-comment": "comment", "jl-reason": "reason for the flag"}
+    parts = [f"your {names.get(box, 'text')} was cut to its first {MAX_COMMENT_CHARS:,} characters "
+             f"(the text you pasted had {length:,})" for box, length in sorted(action.cut.items())
+             if box in names and (box != "jl-reason" or action.flag)]
+    return "; ".join(parts)
 
 
 def place_of(item_key: str) -> str:
@@ -320,6 +344,7 @@ __all__ = [
     "Action",
     "FormData",
     "Option",
+    "cut_note",
     "draft_scope",
     "level_definitions",
     "pending_action",

@@ -14,7 +14,13 @@ import math
 import pandas as pd
 import streamlit as st
 
-from judgelab.admin._quality import QualityReport, import_quality_file, quality_table, rater_quality
+from judgelab.admin._quality import (
+    QualityReport,
+    gold_length_gap,
+    import_quality_file,
+    quality_table,
+    rater_quality,
+)
 from labeler.errors import JudgelabError
 from labeler.quality import QualitySettings
 from labeler.store import Store
@@ -51,8 +57,14 @@ def _table(report: QualityReport) -> pd.DataFrame:
     })
 
 
-def quality_warnings(report: QualityReport, *, where: str) -> None:
-    """One warning per flagged rater; ``where`` says where the pause control is."""
+def quality_warnings(report: QualityReport, *, where: str, store: Store | None = None) -> None:
+    """One warning per flagged rater; ``where`` says where the pause control is.
+
+    With ``store``, first a warning when gold answers can be told apart by their length.
+    """
+    gap = gold_length_gap(store) if store is not None and report.gold_items else None
+    if gap is not None and gap.telling:
+        st.warning(gap.warning())
     for r in report.flagged:
         st.warning(f"**{r.rater}** ({r.state}): " + "; ".join(r.warnings)
                    + ("." if r.state in ("paused", "revoked") else f". Pause them {where} if needed."))
@@ -73,7 +85,7 @@ def overview_quality(store: Store) -> None:
     if report.gold_items + report.attention_items == 0 and not report.flagged:
         return
     st.subheader("Rater quality")
-    quality_warnings(report, where="on the Raters page")
+    quality_warnings(report, where="on the Raters page", store=store)
     st.dataframe(_table(report), hide_index=True, width="stretch", column_config=_COLUMNS)
     st.caption(_method(report))
 
@@ -85,7 +97,7 @@ def raters_quality(store: Store) -> None:
         st.success(done)
     report = rater_quality(store)
     st.subheader("Rater quality")
-    quality_warnings(report, where="below")
+    quality_warnings(report, where="below", store=store)
     if report.raters:
         st.dataframe(_table(report), hide_index=True, width="stretch", column_config=_COLUMNS)
     st.caption(_method(report))

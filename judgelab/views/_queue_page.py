@@ -33,13 +33,14 @@ from functools import partial
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from judgelab.session import check_access, current_token, refuse
+from judgelab.admin._incidents import LOAD_FAILED, READ_ONLY, SAVE_FAILED, record
+from judgelab.session import check_access, current_rater, current_token, refuse
 from judgelab.views._catcher import key_catcher
-from judgelab.views._form import Action, FormData, draft_scope, pending_action, rating_form
+from judgelab.views._form import Action, FormData, cut_note, draft_scope, pending_action, rating_form
 from labeler.blinding import verbatim_html
-from labeler.errors import AccessError, JudgelabError, StaleLabelError
+from labeler.errors import AccessError, JudgelabError, StaleLabelError, StoreError
 from labeler.queue import KEYS, Kind, QueueItem, previous_index
-from labeler.store import Store
+from labeler.store import Rater, Screen, Store
 
 #: What a write returns: the id of the rater's current label after it (the same id as
 #: before when nothing changed). Pages pass the item's ``done_id`` to the store as the label
@@ -162,10 +163,20 @@ class QueuePage:
         elif action.do == "goto":
             self.go_to(self.index_of(action.to))
         elif action.do == "skip":
-            self.store.skip_item(self.rater_id, item.assignment_id, self.kind)
+            try:
+                self.store.skip_item(self.rater_id, item.assignment_id, self.kind)
+            except Exception as exc:  # a full disk, a read-only file: the admin's to read, not the rater's
+                self.failed(exc, "skip")
+                return
             st.session_state[self.at] = None
         else:
             self.save(item, action, write, saved=saved, changed=changed)
+
+    def failed(self, exc: Exception, what: str) -> None:
+        """Keep ``exc`` for the admin (server log, Overview) and say :data:`SAVE_FAILED` at the Submit button."""
+        page = {"score": "Rate", "pair": "Compare", "audit": "Padding audit"}[self.kind]
+        record(exc, where=f"{page}: {what}", rater=current_rater().name)
+        st.session_state[self.flash + ":error"] = SAVE_FAILED
 
     def save(self, item: QueueItem, action: Action, write: Write, *, saved: str, changed: str) -> None:
         """Store the action's values; say what happened and go on, or show the refusal and stay."""
@@ -180,8 +191,18 @@ class QueuePage:
             st.session_state[self.flash + ":error"] = str(exc)
             st.session_state[self.at] = item.assignment_id
             return
-        except JudgelabError as exc:
-            st.session_state[self.flash + ":error"] = str(exc)
+        except Exception as exc:
+            if isinstance(exc, JudgelabError) and not isinstance(exc, StoreError):
+                # The rater's own values or state (a score off the scale, a paused queue): theirs to read.
+                st.session_state[self.flash + ":error"] = str(exc)
+                return
+            # The server's trouble (a full disk, a database turned read-only, a DuckDB error): the
+            # path, the raw error and the fix go to the log and the admin's Overview; the rater gets
+            # one sentence and stays on the item, whose form still holds what they gave.
+            self.failed(exc, "submit")
+            st.session_state[self.at] = item.assignment_id
+            # Also shown to copy should the page stop offering the form (a file turned read-only).
+            st.session_state[self.flash + ":kept"] = kept(action)
             return
         if item.done_id is None:
             message = saved
@@ -189,8 +210,39 @@ class QueuePage:
             message = "Nothing changed: your label is kept as it was."
         else:
             message = changed
-        st.session_state[self.flash] = message
+        note = cut_note(action)
+        st.session_state[self.flash] = f"{message.rstrip('.')}, but {note}." if note else message
         st.session_state[self.at] = None
+
+
+def read_only_notice(store: Store, flash: str) -> bool:
+    """On a database open for reading only, say rating is paused (no form); whether it is.
+
+    What the rater typed into a submit that failed meanwhile is shown to copy (their browser
+    keeps it for the item too, :mod:`judgelab.views._form`).
+    """
+    typed = st.session_state.pop(flash + ":kept", "")
+    if not store.read_only:
+        return False
+    st.info(READ_ONLY)
+    if typed:
+        st.caption("What you typed in your last answer, which was not saved, to copy:")
+        st.code(typed, language=None, wrap_lines=True)
+    return True
+
+
+def load_screen(store: Store, rater: Rater, kind: Kind, at: int | None) -> Screen | None:
+    """The rater's screen (:meth:`~labeler.store.Store.screen`), or ``None`` after saying it could not load.
+
+    A database error is the admin's (kept with :func:`~judgelab.admin._incidents.record`); the rater
+    reads :data:`~judgelab.admin._incidents.LOAD_FAILED`.
+    """
+    try:
+        return store.screen(rater.rater_id, kind, at)
+    except StoreError as exc:
+        record(exc, where=f"{kind} page: load", rater=rater.name)
+        st.warning(LOAD_FAILED)
+        return None
 
 
 def kept(action: Action) -> str:

@@ -10,6 +10,7 @@ import streamlit as st
 from judgelab.admin import overview
 from judgelab.session import current_store, require_admin
 from judgelab.views._active_section import overview_section
+from judgelab.views._errors_section import server_errors
 from judgelab.views._quality_section import overview_quality
 from labeler.timing import IDLE_CAP_SECONDS, rater_times
 
@@ -18,6 +19,12 @@ store = current_store()
 view = overview(store)
 
 st.title("Overview")
+
+if store.read_only:
+    st.warning(f"The project database {store.path} is open for reading only: the admin pages and exports work, "
+               "and raters are told rating is paused (nothing they do is saved). To rate again, make the file "
+               "and its folder writable, then restart `judgelab serve`.")
+server_errors()
 
 if view.assigned == 0:
     st.info("Nothing is assigned yet. Assign answers to raters on the Assignments page.")

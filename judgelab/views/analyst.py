@@ -119,8 +119,12 @@ if report.rater_models:
     for column, model in report.rater_models.items():
         st.caption(f"On the {'pass verdicts' if column == 'pass' else 'overall scores'}: {model.method}.")
     _table("rater_model")
-    st.caption("accuracy: the rater's estimated chance of giving the true category; k→k: of saying k when the "
-               "true category is k. The whole confusion matrices are in the JSON report (`rater_model`).")
+    for warning in report.rater_warnings():
+        st.warning(warning)
+    st.caption("accuracy: the rater's estimated chance of giving the true category; kappa: the accuracy "
+               "chance-corrected at the rater's own label rates (near 0: a random or constant rater); k→k: of "
+               "saying k when the true category is k. The whole confusion matrices are in the JSON report "
+               "(`rater_model`).")
 
 st.header("Prediction-powered pass rates")
 if "ppi" in charts:

@@ -14,7 +14,7 @@ import streamlit as st
 
 from judgelab.session import current_rater, current_store
 from judgelab.views._form import Action, FormData, Option
-from judgelab.views._queue_page import QueuePage, keys_help, two_texts_and_form
+from judgelab.views._queue_page import QueuePage, keys_help, load_screen, read_only_notice, two_texts_and_form
 from labeler.errors import InputError
 from labeler.store import PairView
 
@@ -40,7 +40,11 @@ def compare_area() -> None:
     """The progress, the pair and the form; a submit reruns only this."""
     rater = current_rater()
     store = current_store()
-    screen = store.screen(rater.rater_id, "pair", st.session_state.get(AT))
+    if read_only_notice(store, FLASH):
+        return
+    screen = load_screen(store, rater, "pair", st.session_state.get(AT))
+    if screen is None:
+        return
     queue = screen.queue
     if not queue:
         st.info("No pairs are assigned to you.")

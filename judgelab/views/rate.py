@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from judgelab.admin._incidents import LOAD_FAILED, record
 from judgelab.session import current_rater, current_store, show_error
 from judgelab.views._form import Action, FormData, rubric_levels, score_options
-from judgelab.views._queue_page import QueuePage, inert_text, keys_help
-from labeler.errors import JudgelabError
+from judgelab.views._queue_page import QueuePage, inert_text, keys_help, read_only_notice
+from labeler.errors import JudgelabError, StoreError
 from labeler.queue import choice_keys, format_score, keys_text, scale_choices
 from labeler.store import ScoreView, Screen, Store
 
@@ -35,7 +36,9 @@ def _screen(store: Store, rater_id: int) -> Screen:
     """The rater's screen; in pull mode (project setting ``claim_k``) one more answer when done."""
     at = st.session_state.get(AT)
     screen = store.screen(rater_id, "score", at)
-    claim_k = store.setting("project", "claim_k") if screen.index is None and at is None else None
+    # Pull mode claims (writes) an answer: not on a file open for reading only.
+    claim_k = (store.setting("project", "claim_k")
+               if screen.index is None and at is None and not store.read_only else None)
     if claim_k and store.claim_next(rater_id, int(claim_k)) is not None:
         screen = store.screen(rater_id, "score", None)
     return screen
@@ -124,8 +127,14 @@ def rating_area() -> None:
     """The progress, the item and the form; a submit reruns only this."""
     rater = current_rater()  # a fragment's rerun skips app.py: check the token here too
     store = current_store()
+    if read_only_notice(store, FLASH):
+        return
     try:
         screen = _screen(store, rater.rater_id)
+    except StoreError as exc:  # the database's trouble: the admin's to read (Overview, server log)
+        record(exc, where="Rate: load", rater=rater.name)
+        st.warning(LOAD_FAILED)
+        return
     except JudgelabError as exc:
         if store.rubric() is None:
             st.warning("There is no rubric to rate against yet, so there is nothing to rate. "

@@ -7,7 +7,9 @@ nothing written on any error; importing twice changes nothing). What a conversio
 is said, one sentence per kind of thing, in :attr:`AdaptedImport.dropped`.
 
 A file no adapter knows is read with a column map instead: ``--map judgelab_column=their_field``
-renames a field (a dotted path reaches into a JSON object: ``prompt=data.text``).
+renames a field (a dotted path reaches into a JSON object: ``prompt=data.text``). ``--set
+column=value`` gives a column the file lacks one value on every row (a plain table of ratings
+has no rater or judge: ``--set rater=alice``).
 
 Out again (:func:`export_to`): ``judgelab export K --to hf`` writes dataset-style rows (the kind's
 own columns with the answer's ``id``, ``prompt`` and ``response``), which ``--from hf`` reads back;
@@ -29,18 +31,18 @@ from typing import Any
 import pandas as pd
 
 from labeler._rows import Rows, read_rows
-from labeler.adapters import alpaca_eval, inspect_ai, mt_bench, promptfoo
+from labeler.adapters import alpaca_eval, inspect_ai, label_studio, mt_bench, promptfoo
 from labeler.adapters._common import Adapted, Adapter
 from labeler.adapters.hf import ARGILLA, HF
-from labeler.adapters.label_studio import LABEL_STUDIO, to_label_studio
+from labeler.adapters.label_studio import LABEL_STUDIO, label_config, to_label_studio
 from labeler.errors import InputError
 from labeler.exports import export_table, table_bytes
 from labeler.importers import import_file
 from labeler.schemas import DataKind
 from labeler.store import ImportSummary, Store
 
-__all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "adapt", "apply_map", "export_to",
-           "import_from", "parse_map", "with_hint"]
+__all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "adapt", "apply_map", "apply_values",
+           "export_to", "import_from", "label_studio_config", "parse_map", "parse_set", "with_hint"]
 
 ADAPTERS: dict[str, Adapter] = {
     a.name: a for a in (alpaca_eval.ADAPTER, ARGILLA, HF, inspect_ai.ADAPTER, LABEL_STUDIO, mt_bench.ADAPTER,
@@ -59,10 +61,13 @@ class AdaptedImport:
     Attributes:
         summary: The store's import summary.
         dropped: What the conversion left out and why, one sentence each.
+        parse_failures: Judge replies in the file that did not parse: imported without a score,
+            with a ``parse_error``, and counted as parse failures.
     """
 
     summary: ImportSummary
     dropped: tuple[str, ...] = field(default=())
+    parse_failures: int = 0
 
 
 def _looks_like(columns: Collection[str]) -> str | None:
@@ -82,6 +87,9 @@ def _looks_like(columns: Collection[str]) -> str | None:
 
 def with_hint(exc: InputError, path: str | Path) -> InputError:
     """``exc`` with a fix that names ``--from TOOL`` when ``path`` looks like that tool's export."""
+    if Path(path).suffix.lower() == ".eval":  # Inspect's default log format, a zip read_rows refuses
+        return InputError(exc.problem, file=exc.file, row=exc.row, column=exc.column,
+                          fix=f"this looks like an Inspect AI log: add --from inspect. Otherwise: {exc.fix}")
     try:
         tool = _looks_like(read_rows(path).columns)
     except InputError:
@@ -110,6 +118,42 @@ def parse_map(pairs: Collection[str]) -> dict[str, str]:
                              fix="map each judgelab column from one field.")
         out[ours] = theirs
     return out
+
+
+def parse_set(pairs: Collection[str]) -> dict[str, str]:
+    """``--set`` values (``judgelab_column=value``) as a dict, checked.
+
+    >>> parse_set(["rater=alice", "format=likert5"])
+    {'rater': 'alice', 'format': 'likert5'}
+    """
+    out: dict[str, str] = {}
+    for item in pairs:
+        column, sep, value = item.partition("=")
+        column, value = column.strip(), value.strip()
+        if not sep or not column or not value:
+            raise InputError(f"--set {item!r} is not judgelab_column=value",
+                             fix="write e.g. --set rater=alice (repeat --set for more columns).")
+        if column in out:
+            raise InputError(f"--set names judgelab's column {column!r} twice", fix="set each column once.")
+        out[column] = value
+    return out
+
+
+def apply_values(rows: Rows, values: Mapping[str, str]) -> Rows:
+    """``rows`` with each column of ``values`` added, holding its value on every row.
+
+    Raises:
+        InputError: The rows already have such a column (the file's own values are not overwritten).
+    """
+    if not values:
+        return rows
+    clash = [c for c in values if c in rows.columns]
+    if clash:
+        raise InputError(f"--set gives column(s) {clash}, which the file already has", file=rows.file,
+                         fix=f"drop --set {clash[0]}= (the file's own values are used), or --map {clash[0]}= "
+                             "from another field.")
+    return Rows(rows.file, (*rows.columns, *values), [row | dict(values) for row in rows.rows], rows.spreadsheet,
+                rows.quoted)
 
 
 def _lookup(row: dict[str, Any], path: str) -> tuple[bool, Any]:
@@ -154,11 +198,11 @@ def apply_map(rows: Rows, column_map: Mapping[str, str]) -> Rows:
 
 
 def adapt(tool: str | None, kind: DataKind, path: str | Path, *,
-          column_map: Mapping[str, str] | None = None) -> Adapted:
-    """``path`` converted to rows of ``kind``: by ``tool``'s adapter, or read as it is; then mapped."""
+          column_map: Mapping[str, str] | None = None, values: Mapping[str, str] | None = None) -> Adapted:
+    """``path`` converted to rows of ``kind``: by ``tool``'s adapter, or read as it is; then mapped and set."""
     if tool is None:
         rows = read_rows(path)
-        return Adapted(apply_map(rows, column_map or {}))
+        return Adapted(apply_values(apply_map(rows, column_map or {}), values or {}))
     adapter = ADAPTERS.get(tool)
     if adapter is None:
         raise InputError(f"no adapter for {tool!r}", fix=f"use one of {sorted(ADAPTERS)}, or --map for other files.")
@@ -166,15 +210,26 @@ def adapt(tool: str | None, kind: DataKind, path: str | Path, *,
     if convert is None:
         raise InputError(f"judgelab reads {sorted(adapter.kinds)} from {tool}'s files, not {kind}",
                          file=str(path), fix=f"import it as one of {sorted(adapter.kinds)}.")
-    adapted = convert(Path(path))
-    return Adapted(apply_map(adapted.rows, column_map or {}), adapted.dropped)
+    column_map = dict(column_map or {})
+    if tool == "label-studio" and kind in ("labels", "judgements") and "." not in column_map.get("pass", "."):
+        # --map pass=<from_name> names a result of the annotations, not a field of the rows.
+        adapted = label_studio.people(Path(path), "annotations" if kind == "labels" else "predictions",
+                                      pass_from=column_map.pop("pass"))
+    else:
+        adapted = convert(Path(path))
+    return Adapted(apply_values(apply_map(adapted.rows, column_map), values or {}), adapted.dropped)
 
 
 def import_from(
     store: Store, kind: DataKind, path: str | Path, *, tool: str | None = None,
     column_map: Mapping[str, str] | None = None, ignore_columns: Collection[str] = (),
+    values: Mapping[str, str] | None = None, family: str | None = None,
 ) -> AdaptedImport:
     """Import another tool's ``path`` as ``kind``, all-or-nothing, through ``tool``'s adapter or a column map.
+
+    ``family`` (answers only) is the model family of every answer whose file does not name one
+    (empty, or ``unknown`` from an adapter), and its model too when that is missing: a Label
+    Studio project's tasks rarely carry either.
 
     Raises:
         InputError: No such adapter, a kind it does not read, or anything in the file that cannot
@@ -183,9 +238,24 @@ def import_from(
     if kind in ("rubric", "designs"):
         raise InputError(f"a {kind} is judgelab's own file; --from and --map are for tables",
                          fix=f"import the {kind} without --from/--map.")
-    adapted = adapt(tool, kind, path, column_map=column_map)
+    adapted = adapt(tool, kind, path, column_map=column_map, values=values)
+    if family is not None:
+        if kind != "answers":
+            raise InputError(f"--family is for answers, not {kind}", fix="drop --family.")
+        adapted = Adapted(_with_family(adapted.rows, family), adapted.dropped)
     summary = import_file(store, kind, path, ignore_columns=ignore_columns, reader=lambda _: adapted.rows)
-    return AdaptedImport(summary, adapted.dropped)
+    failures = sum(1 for r in adapted.rows.rows if kind == "judgements" and isinstance(r.get("parse_error"), str))
+    return AdaptedImport(summary, adapted.dropped, failures)
+
+
+def _with_family(rows: Rows, family: str) -> Rows:
+    """``rows`` with ``family`` (and model) filled in where they are empty or ``unknown``."""
+    def unnamed(value: Any) -> bool:
+        return value is None or (isinstance(value, float) and value != value) or str(value).strip() in ("", "unknown")
+
+    out = [{**r, **{c: family for c in ("family", "model") if unnamed(r.get(c))}} for r in rows.rows]
+    columns = tuple(dict.fromkeys((*rows.columns, "family", "model")))
+    return Rows(rows.file, columns, out, rows.spreadsheet, rows.quoted)
 
 
 def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes, int]:
@@ -224,6 +294,18 @@ def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes,
         raise InputError(f"a Hugging Face dataset is JSON lines or Parquet, not {fmt!r}",
                          fix="pass --out FILE.jsonl or FILE.parquet.")
     return table_bytes(frame, fmt), len(frame)  # type: ignore[arg-type]  # checked above
+
+
+def label_studio_config(store: Store, tasks_json: bytes) -> str:
+    """The labeling config (XML) for tasks :func:`export_to` wrote for Label Studio, from the store's rubric.
+
+    Written beside the tasks, it makes a Label Studio project that opens them as they are: every
+    result's control, named as in the results, with the rubric's criteria names and instructions.
+    """
+    rubric = store.rubric()
+    criteria = [(c.criterion_id, c.name) for c in rubric.criteria] if rubric else []
+    names = [("score", f"Overall ({rubric.scale})" if rubric else "Overall"), ("pass", "Pass"), *criteria]
+    return label_config(json.loads(tasks_json), criteria=names, instructions=rubric.instructions if rubric else "")
 
 
 def _hf_frame(frame: pd.DataFrame, answers: pd.DataFrame, kind: str) -> pd.DataFrame:

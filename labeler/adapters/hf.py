@@ -1,13 +1,19 @@
 """Dataset-style tables, as on the Hugging Face Hub (``hf``) and as Argilla exports records (``argilla``).
 
-**hf**: one flat row per item, JSONL, ``.json`` or Parquet, the shape ``datasets.load_dataset``
-reads and ``judgelab export K --to hf`` writes: ``id`` (the answer), ``prompt`` (or
+**hf**: one flat row per item, JSONL, ``.json``, Parquet, an ``.arrow`` file or a
+``Dataset.save_to_disk`` folder (read by :func:`~labeler._rows.read_rows`), the shapes ``datasets``
+writes and ``judgelab export K --to hf`` writes: ``id`` (the answer), ``prompt`` (or
 ``instruction``/``question``), ``response`` (or ``output``/``completion``), and the kind's own
 fields. judgelab reads ``answers`` (``model`` or ``generator``, ``family`` defaulting to the
 model, ``task_id`` defaulting to a hash of the prompt), ``labels`` (``rater``/``annotator``,
 ``score``/``rating`` and judgelab's other label columns) and ``judgements`` (``judge_model``/
 ``judge``, ``format``, ``score``/``rating``, and judgelab's other judgement columns). A row's
-prompt and response belong to its answer: they are left out of labels and judgements.
+prompt, response, model and the answer's other fields belong to its answer: they are left out
+of labels and judgements; a rating (or any field judgelab's answers do not have) is left out of
+answers, with a ``left out:`` line saying how to import it. Which kind a rating column is, a
+human's label or a judge's score, only the user knows: they say it by the kind they import the
+file as, and give what a plain table lacks with ``--set`` (``rater=`` for labels; ``judge_model=``
+and ``format=`` for judgements) and, for a rating column of another name, ``--map score=<column>``.
 
 **argilla**: Argilla 2.x records as ``Dataset.records.to_datasets()``/``to_hub`` flatten them:
 ``id``, ``status``, the fields (``prompt``, ``response``...), metadata keys, and per question
@@ -20,10 +26,11 @@ numeric questions as ``criterion:<q>``, a text question as the comment.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from labeler._rows import read_rows
 from labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, is_missing, rows_of
+from labeler.schemas import SCHEMAS
 
 _PROMPTS = ("prompt", "instruction", "question")
 _RESPONSES = ("response", "output", "completion")
@@ -61,22 +68,35 @@ def _hf_answers(path: Path) -> Adapted:
     model = _first(cols, ("model", "generator"))
     base = {(r["answer_id"]): r for r in _answer_rows(src, model, str(prompt), str(response))}
     used = {"id", prompt, response, model, "family", "task_id", "category"}
-    rest = [c for c in cols if c not in used]  # judgelab's other answer columns pass through (others are refused)
+    # judgelab's other answer columns pass through; a rating is not the answer's (it is a label or
+    # a judgement, which only the user can say), so it and other fields are left out, and said.
+    rest = [c for c in cols if c not in used and SCHEMAS["answers"].knows(c)]
+    other = [c for c in cols if c not in used and c not in rest]
     out = [base[str(src.text(i, "id"))] | {c: src.rows.rows[i - 1].get(c) for c in rest}
            for i in range(1, len(src.rows.rows) + 1)]
-    dropped = () if "family" in cols else ("the model family: the table has none, so family is the model's name",)
+    dropped = [] if "family" in cols else ["the model family: the table has none, so family is the model's name"]
+    if other:
+        rating = next((c for c in other if c in ("rating", "score")), None)
+        how = ("; a rating is a label or a judgement: import the file again as labels "
+               "(--from hf --set rater=<who rated>) or as judgements (--from hf --set judge_model=<judge> "
+               "--set format=<its scale, e.g. likert5>)" + ("" if rating else ", with --map score=<the rating column>"))
+        dropped.append(f"the field(s) {other}: judgelab's answers have no such column{how}")
     return Adapted(rows_of(src.rows, out, columns=("task_id", "prompt", "category", "answer_id", "family", "model",
-                                                   "text", *rest)), dropped)
+                                                   "text", *rest)), tuple(dropped))
 
 
-def _hf_kind(kind: str) -> Any:
+def _hf_kind(kind: Literal["labels", "judgements"]) -> Any:
     def convert(path: Path) -> Adapted:
         rows = read_rows(path)
         src = Source(rows, "a dataset-style table")
         src.require("id", what=f"a dataset-style table of {kind}")
         renames = {"id": "answer_id", **{k: v for k, v in _SYNONYMS[kind].items()
                                           if k in rows.columns and v not in rows.columns}}
-        context = [c for c in rows.columns if c in _ANSWER_CONTEXT | set(_PROMPTS) | set(_RESPONSES)]
+        # The answer's own fields (prompt, response, model, ...) ride along on every row of a
+        # dataset: they are the answer's, not this kind's, unless this kind has the column too.
+        answer_fields = _ANSWER_CONTEXT | set(_PROMPTS) | set(_RESPONSES) | {"generator"}
+        context = [c for c in rows.columns if c != "id" and c not in renames and not SCHEMAS[kind].knows(c)
+                   and (c in answer_fields or SCHEMAS["answers"].knows(c))]
         columns = tuple(renames.get(c, c) for c in rows.columns if c not in context)
         out = [{renames.get(k, k): v for k, v in row.items() if k not in context} for row in rows.rows]
         dropped = (f"the field(s) {context}: they belong to the answer (import the file as answers for them)",) \
@@ -87,10 +107,11 @@ def _hf_kind(kind: str) -> Any:
 
 HF = Adapter(
     name="hf",
-    exports="dataset-style JSONL/JSON/Parquet rows: id, prompt (instruction), response (output), model, "
-            "and rating fields (as `judgelab export --to hf` writes)",
-    reads="answers; labels (rater/annotator, score/rating, judgelab's label columns); judgements "
-          "(judge_model/judge, format, score/rating, judgelab's judgement columns)",
+    exports="dataset-style rows in JSONL/JSON/Parquet, an .arrow file or a save_to_disk folder (datasets "
+            "5.2): id, prompt (instruction), response (output), model, and rating fields",
+    reads="answers (a rating left out, said); labels (rater/annotator or --set rater=, score/rating, judgelab's "
+          "label columns); judgements (judge_model/judge or --set judge_model=, format or --set format=, "
+          "score/rating, judgelab's judgement columns)",
     kinds={"answers": _hf_answers, "labels": _hf_kind("labels"), "judgements": _hf_kind("judgements")},
 )
 

@@ -11,18 +11,24 @@ judgelab reads, from tasks whose answer is ``data.answer_id`` (judgelab's export
 else ``ls-task-<task id>``:
 
 - ``answers``: one per task, from ``data``: ``prompt`` (or ``instruction``/``question``), ``text``
-  (or ``response``/``output``/``answer``), and optional ``task_id``, ``category``, ``model``, ``family``.
-- ``labels``: one per annotation not cancelled: ``completed_by`` (an email, a username or a user
-  id) as the rater; the ``rating``/``number`` result named ``score`` (or the only one) as the
-  score and the others as ``criterion:<from_name>``; a ``choices`` result of pass/fail (yes/no)
-  as the pass verdict; ``textarea`` results named ``flag_reason`` as the flag and others as the
-  comment; ``lead_time`` as seconds; the annotation's ``id`` and ``parent_annotation`` as the
-  label's ``label_id`` and ``supersedes``.
+  (or ``response``/``output``/``answer``), or a chat in ``messages`` (the last assistant turn is
+  the answer, the turns before it the prompt); optional ``task_id``, ``category``, ``model``,
+  ``family``. Tasks that name no family or model get ``unknown`` (or ``--family``).
+- ``labels``: one per annotation not cancelled: ``completed_by`` (an email, a username, or a user
+  id with the user's email in ``created_username``) as the rater; the ``rating``/``number``
+  result named ``score`` (or the only one) as the score and the others as
+  ``criterion:<from_name>``; the ``choices`` result named ``pass``, or the one ``--map
+  pass=<from_name>`` names, as the pass verdict (a Yes/No question such as "hallucination?" is
+  not one: the others are left out, and listed); ``textarea`` results named ``flag_reason`` as
+  the flag and others as the comment; ``lead_time`` as seconds; the annotation's ``id`` and
+  ``parent_annotation`` as the label's ``label_id`` and ``supersedes``.
 - ``judgements``: one per prediction, ``model_version`` as the judge, the same results, the
   scoring format from a ``choices`` result named ``format`` (judgelab's export writes it; Label
   Studio has no notion of one) and the judge's reply from a ``textarea`` named ``raw``.
 
-``judgelab export labels|judgements --to label-studio`` writes this shape (:func:`to_label_studio`);
+``judgelab export labels|judgements --to label-studio`` writes this shape (:func:`to_label_studio`):
+tasks numbered in ``id``, raters as user ids with their names in ``created_username``, and a
+labeling config beside the tasks (:func:`label_config`) so that a project opens them as they are;
 ``data`` carries no family or model, which Label Studio would show to its annotators.
 """
 
@@ -33,28 +39,46 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape as xml_escape
 
 import pandas as pd
 
 from labeler._rows import Rows, read_rows
 from labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, is_missing, rows_of
 
+UNKNOWN = "unknown"
+"""The family and model of an answer whose task data names neither."""
+_UNMAPPED = "\0choices:"  # marks an unmapped choices result's name among the dropped sentences
 _PASS = {"pass": True, "yes": True, "true": True, "fail": False, "no": False, "false": False}
 _WHAT = "a Label Studio JSON export (an array of tasks with data and annotations)"
 _PROMPTS = ("prompt", "instruction", "question")
 _TEXTS = ("text", "response", "output", "answer")
 
 
-def _rater(value: Any) -> str | None:
+def _rater(value: Any, username: Any = None) -> str | None:
+    """The rater of an annotation: ``completed_by``'s email or username, else the annotation's own name for them.
+
+    Label Studio stores ``completed_by`` as a user id (an int); its export writes the user's
+    email beside it in ``created_username`` (``"<email>, <id>"``), as judgelab's export does.
+    """
     if isinstance(value, dict):
         value = value.get("email") or value.get("username") or value.get("id")
+    if isinstance(value, int) and isinstance(username, str) and username.strip():
+        name, _, uid = username.strip().rpartition(", ")
+        return as_id(name if name and uid == str(value) else username.strip())
     if is_missing(value):
         return None
     return as_id(str(value) if not isinstance(value, int) else f"ls-user-{value}")
 
 
-def _results(src: Source, i: int, where: str, result: Any, out: dict[str, Any], dropped: set[str]) -> None:
-    """Put one annotation's (or prediction's) result items into ``out`` as judgelab columns."""
+def _results(src: Source, i: int, where: str, result: Any, out: dict[str, Any], dropped: set[str],
+             pass_from: str) -> None:
+    """Put one annotation's (or prediction's) result items into ``out`` as judgelab columns.
+
+    Only the ``choices`` result named ``pass_from`` is the pass verdict: a Yes/No question such
+    as "hallucination?" is not a verdict on the answer, and with several of them none may be
+    guessed (``--map pass=<from_name>`` names the one that is).
+    """
     if not isinstance(result, list):
         raise src.fail(f"{where}.result is not a list", row=i, column="annotations",
                        fix="check that the file is Label Studio's JSON export, unedited.")
@@ -72,12 +96,15 @@ def _results(src: Source, i: int, where: str, result: Any, out: dict[str, Any], 
                 out[f"criterion:{as_id(name)}"] = number
         elif kind == "choices" and name == "format":
             out["format"] = (value.get("choices") or [None])[0]
-        elif kind == "choices":
+        elif kind == "choices" and name == pass_from:
             picked = [str(c).strip().lower() for c in value.get("choices") or []]
-            if len(picked) == 1 and picked[0] in _PASS:
-                out["pass"] = _PASS[picked[0]]
-            else:
-                dropped.add(f"choices results other than one pass/fail choice ({name!r})")
+            if len(picked) != 1 or picked[0] not in _PASS:
+                raise src.fail(f"{where}: the choices result {name!r} (the pass verdict) is {value.get('choices')}",
+                               row=i, column="annotations",
+                               fix="map as pass a question answered with one of pass/fail, yes/no, true/false.")
+            out["pass"] = _PASS[picked[0]]
+        elif kind == "choices":
+            dropped.add(f"{_UNMAPPED}{name}")
         elif kind == "textarea":
             text = "\n".join(str(t) for t in value.get("text") or [])
             out[name if name in ("flag_reason", "raw") else "comment"] = text
@@ -120,23 +147,49 @@ def _tasks(path: Path) -> Source:
     return src
 
 
+def _dialogue(messages: list[Any]) -> tuple[str | None, str | None]:
+    """A chat (``data.messages`` of ``role``/``content``, as Label Studio's chat templates show) as prompt and answer.
+
+    The answer is the last assistant turn; the prompt is the dialogue before it, one ``role: content``
+    line per turn (only the text when the dialogue before it is one user turn).
+    """
+    turns = [(str(m.get("role")), str(m.get("content"))) for m in messages
+             if isinstance(m, dict) and not is_missing(m.get("content"))]
+    last = max((k for k, (role, _) in enumerate(turns) if role == "assistant"), default=None)
+    if last is None or last == 0:
+        return None, None
+    before = turns[:last]
+    if len(before) == 1:
+        return before[0][1], turns[last][1]
+    return "\n\n".join(f"{role}: {content}" for role, content in before), turns[last][1]
+
+
 def _answers(path: Path) -> Adapted:
     src = _tasks(path)
     out = []
+    unknown = 0
     for i in range(1, len(src.rows.rows) + 1):
         data = src.rows.rows[i - 1]["data"]
         prompt = next((data[k] for k in _PROMPTS if not is_missing(data.get(k))), None)
         text = next((data[k] for k in _TEXTS if not is_missing(data.get(k))), None)
+        if prompt is None and text is None and isinstance(data.get("messages"), list):
+            prompt, text = _dialogue(data["messages"])
         if prompt is None or text is None:
             raise src.fail(f"data has no {'prompt' if prompt is None else 'answer text'}; it has {sorted(data)}",
                            row=i, column="data", fix=f"name the fields one of {list(_PROMPTS)} and {list(_TEXTS)}.")
-        model = data.get("model")
+        model = data.get("model") if not is_missing(data.get("model")) else None
+        family = data.get("family") if not is_missing(data.get("family")) else model
+        unknown += family is None
         out.append({"task_id": data.get("task_id") or f"ls-{digest(str(prompt))}", "prompt": prompt,
                     "category": data.get("category"), "answer_id": _answer_id(src, i),
-                    "family": data.get("family") or model, "model": model, "text": text})
+                    "family": as_id(str(family)) if family is not None else UNKNOWN,
+                    "model": as_id(str(model)) if model is not None else UNKNOWN, "text": text})
     extra = sorted({k for r in src.rows.rows for k in r["data"]} - {*_PROMPTS, *_TEXTS, "answer_id", "id", "task_id",
-                                                                    "category", "family", "model"})
+                                                                    "category", "family", "model", "messages"})
     dropped = ["the annotations and predictions (import the file as labels or judgements)"]
+    if unknown:
+        dropped.append(f"the family and model of {unknown} task(s): their data has neither, so they are {UNKNOWN!r} "
+                       "(give data.family and data.model, or --family NAME, to compare families)")
     if extra:
         dropped.append(f"the data field(s) {extra}")
     cols = ("task_id", "prompt", "category", "answer_id", "family", "model", "text")
@@ -146,7 +199,7 @@ def _answers(path: Path) -> Adapted:
 def _who(src: Source, i: int, n: int, key: str, item: dict[str, Any]) -> dict[str, Any]:
     """The rater's (annotation) or judge's (prediction) columns of one item."""
     if key == "annotations":
-        rater = _rater(item.get("completed_by"))
+        rater = _rater(item.get("completed_by"), item.get("created_username"))
         if rater is None:
             raise src.fail(f"annotations[{n}] has no completed_by", row=i, column="annotations",
                            fix="export with the annotators (completed_by) included.")
@@ -159,18 +212,19 @@ def _who(src: Source, i: int, n: int, key: str, item: dict[str, Any]) -> dict[st
     return {"judge_model": as_id(str(judge))}
 
 
-def _item(src: Source, i: int, n: int, key: str, item: Any, dropped: set[str]) -> dict[str, Any]:
+def _item(src: Source, i: int, n: int, key: str, item: Any, dropped: set[str], pass_from: str) -> dict[str, Any]:
     """One annotation or prediction as a row of labels or judgements."""
     if not isinstance(item, dict):
         raise src.fail(f"{key}[{n}] is not an object", row=i, column=key, fix="check the export.")
     row: dict[str, Any] = {"answer_id": _answer_id(src, i), **_who(src, i, n, key, item)}
-    _results(src, i, f"{key}[{n}]", item.get("result"), row, dropped)
+    _results(src, i, f"{key}[{n}]", item.get("result"), row, dropped, pass_from)
     if not any(k in row for k in ("score", "pass", "flag_reason")):
         found = [f"{r.get('type')} {r.get('from_name')!r}" for r in item.get("result") or [] if isinstance(r, dict)]
         raise src.fail(f"{key}[{n}] has no score or pass verdict judgelab can read (its results: {found})",
                        row=i, column=key,
-                       fix="judgelab reads a Rating or Number result (named score, or the only one) and a Choices "
-                           "result of pass/fail or yes/no; a textarea named flag_reason flags the item.")
+                       fix="judgelab reads a Rating or Number result (named score, or the only one), the Choices "
+                           "result named pass (or the one given by --map pass=<from_name>); a textarea named "
+                           "flag_reason flags the item.")
     if key == "predictions" and "format" not in row:
         raise src.fail(f"predictions[{n}] does not say its scoring format", row=i, column="predictions",
                        fix="add a choices result named 'format' (likert5, numeric100, binary), as judgelab's "
@@ -178,7 +232,14 @@ def _item(src: Source, i: int, n: int, key: str, item: Any, dropped: set[str]) -
     return row
 
 
-def _people(path: Path, key: str) -> Adapted:
+def people(path: Path, key: str, *, pass_from: str = "pass") -> Adapted:
+    """Annotations (``key`` ``annotations``) as labels or predictions as judgements.
+
+    Args:
+        path: The export.
+        key: ``annotations`` or ``predictions``.
+        pass_from: The ``from_name`` of the choices result that is the pass verdict.
+    """
     src = _tasks(path)
     out: list[dict[str, Any]] = []
     dropped: set[str] = set()
@@ -191,9 +252,14 @@ def _people(path: Path, key: str) -> Adapted:
             if isinstance(item, dict) and item.get("was_cancelled"):
                 cancelled += 1
                 continue
-            out.append(_item(src, i, n, key, item, dropped))
+            out.append(_item(src, i, n, key, item, dropped, pass_from))
     if cancelled:
         dropped.add(f"{cancelled} cancelled (skipped) annotation(s)")
+    unmapped = sorted(d.removeprefix(_UNMAPPED) for d in dropped if d.startswith(_UNMAPPED))
+    if unmapped:
+        dropped = {d for d in dropped if not d.startswith(_UNMAPPED)}
+        dropped.add(f"the choices result(s) {unmapped}: not mapped (--map pass=<from_name> reads one as the pass "
+                    "verdict, when its Yes/pass means the answer passes)")
     dropped.add("the rubric version and the label's source: Label Studio has no place for them (the newest rubric; "
                 "source import)" if key == "annotations" else
                 "the run, call, probe, tokens, cost and latency: Label Studio keeps the score, pass, format and raw "
@@ -256,8 +322,11 @@ def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
             or judged ones.
 
     Returns:
-        One task per answer (with a label or judgement, or every one): ``data`` has the answer's ``answer_id``,
-        ``task_id``, ``prompt`` and ``text`` (never its family or model).
+        One task per answer (with a label or judgement, or every one), numbered from 1 in ``id``:
+        ``data`` has the answer's ``answer_id``, ``task_id``, ``prompt`` and ``text`` (never its
+        family or model). An annotation's ``completed_by`` is the rater's number (Label Studio
+        reads a user id) and ``created_username`` the rater's name with that number, as Label
+        Studio's export writes it (``"<name>, <id>"``), so the rater comes back unchanged.
     """
     tasks: dict[str, dict[str, Any]] = {}
     by_id = answers.set_index("answer_id")
@@ -265,7 +334,8 @@ def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
     def task(answer_id: str) -> dict[str, Any]:
         if answer_id not in tasks:
             a = by_id.loc[answer_id]
-            tasks[answer_id] = {"data": {"answer_id": answer_id, "task_id": a["task_id"], "prompt": a["prompt"],
+            tasks[answer_id] = {"id": len(tasks) + 1,
+                                "data": {"answer_id": answer_id, "task_id": a["task_id"], "prompt": a["prompt"],
                                          "text": a["text"]}, "annotations": [], "predictions": []}
         return tasks[answer_id]
 
@@ -275,9 +345,11 @@ def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
     if labels is not None and len(labels):
         criteria = [c for c in labels.columns if str(c).startswith("criterion:")]
         kind = _number_type([*labels["score"].tolist(), *(v for c in criteria for v in labels[c].tolist())])
+        users = {str(r): k for k, r in enumerate(dict.fromkeys(labels["rater"].astype(str)), start=1)}
         for rec in labels.to_dict("records"):
+            uid = users[str(rec["rater"])]
             task(str(rec["answer_id"]))["annotations"].append({
-                "id": _plain(rec["label_id"]), "completed_by": {"email": rec["rater"]},
+                "id": _plain(rec["label_id"]), "completed_by": uid, "created_username": f"{rec['rater']}, {uid}",
                 "result": _result_items(rec, criteria, kind), "was_cancelled": False, "ground_truth": False,
                 "created_at": _plain(rec.get("created_at")), "lead_time": _plain(rec.get("seconds")),
                 "parent_annotation": _plain(rec.get("supersedes")),
@@ -291,11 +363,69 @@ def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
     return list(tasks.values())
 
 
+def _esc(text: str) -> str:
+    return xml_escape(text, {'"': "&quot;"})
+
+
+def label_config(tasks: list[dict[str, Any]], *, criteria: Iterable[tuple[str, str]] = (),
+                 instructions: str = "") -> str:
+    """A Label Studio labeling config (XML) with a control for every result ``tasks`` hold.
+
+    Label Studio checks every annotation and prediction against its project's config: each
+    result's ``from_name`` must be a control of the result's type (Rating, Number, Choices with
+    that choice, TextArea) naming ``text``. The config shows the prompt and the answer, and
+    carries the rubric's criteria names and instructions as the controls' headers.
+
+    Args:
+        tasks: What :func:`to_label_studio` wrote.
+        criteria: ``(criterion id, name)`` pairs of the rubric, in its order.
+        instructions: The rubric's instructions, shown above the controls.
+    """
+    names = dict(criteria)
+    controls: dict[str, tuple[str, set[str], list[float]]] = {}
+    for t in tasks:
+        for item in [r for a in t["annotations"] + t["predictions"] for r in a["result"]]:
+            kind, name, value = item["type"], item["from_name"], item["value"]
+            entry = controls.setdefault(name, (kind, set(), []))
+            if kind == "choices":
+                entry[1].update(str(c) for c in value["choices"])
+            elif kind in ("rating", "number"):
+                entry[2].append(float(value[kind]))
+    lines = ["<View>", '  <Header value="Prompt"/>', '  <Text name="prompt" value="$prompt"/>',
+             '  <Header value="Answer"/>', '  <Text name="text" value="$text"/>']
+    if instructions:
+        lines.append(f'  <Header value="{_esc(instructions)}" size="6"/>')
+    for name, (kind, choices, numbers) in controls.items():
+        lines.append(f'  <Header value="{_esc(names.get(name, name))}" size="5"/>')
+        if kind == "rating":
+            top = max(5, int(max(numbers, default=5)))
+            lines.append(f'  <Rating name="{_esc(name)}" toName="text" maxRating="{top}"/>')
+        elif kind == "number":
+            low, high = min([0.0, *numbers]), max([100.0, *numbers])
+            lines.append(f'  <Number name="{_esc(name)}" toName="text" min="{low:g}" max="{high:g}"/>')
+        elif kind == "choices":
+            picks = sorted(choices | ({"pass", "fail"} if name == "pass" else set()))
+            lines.append(f'  <Choices name="{_esc(name)}" toName="text" choice="single">')
+            lines += [f'    <Choice value="{_esc(c)}"/>' for c in picks]
+            lines.append("  </Choices>")
+        else:
+            lines.append(f'  <TextArea name="{_esc(name)}" toName="text"/>')
+    for name in ("score", "pass", "comment", "flag_reason"):  # a project to label in needs these even if unused
+        if name not in controls and not any(t["predictions"] for t in tasks):
+            lines.append({"score": '  <Rating name="score" toName="text" maxRating="5"/>',
+                          "pass": '  <Choices name="pass" toName="text" choice="single">\n'
+                                  '    <Choice value="pass"/>\n    <Choice value="fail"/>\n  </Choices>',
+                          "comment": '  <TextArea name="comment" toName="text"/>',
+                          "flag_reason": '  <TextArea name="flag_reason" toName="text"/>'}[name])
+    lines.append("</View>")
+    return "\n".join(lines) + "\n"
+
+
 LABEL_STUDIO = Adapter(
     name="label-studio",
     exports="JSON export: an array of tasks with data, annotations[].result[] (rating, number, choices, textarea) "
             "and predictions[] (model_version, result)",
     reads="answers (from data), labels (one per annotation not cancelled), judgements (one per prediction)",
-    kinds={"answers": _answers, "labels": lambda p: _people(p, "annotations"),
-           "judgements": lambda p: _people(p, "predictions")},
+    kinds={"answers": _answers, "labels": lambda p: people(p, "annotations"),
+           "judgements": lambda p: people(p, "predictions")},
 )

@@ -49,7 +49,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
@@ -339,6 +339,18 @@ def remove_database(path: str | os.PathLike[str]) -> list[Path]:
     return removed
 
 
+def writer_version() -> str | None:
+    """The installed judgelab's version, recorded with each migration it applies (``None``: unknown).
+
+    Read from the distribution's metadata: ``labeler`` must not import ``judgelab``, and the
+    wheel's metadata carries ``judgelab.__version__`` (``pyproject.toml``).
+    """
+    try:
+        return metadata.version("judgelab")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return None
+
+
 def migrations() -> list[tuple[int, str, str]]:
     """All migrations shipped with judgelab as ``(version, name, sql)``, in order."""
     found = []
@@ -528,11 +540,17 @@ class StoreCore:
     # -- migrations ----------------------------------------------------------------
 
     def migrate(self) -> list[int]:
-        """Apply every migration not yet recorded; returns the versions applied."""
+        """Apply every migration not yet recorded; returns the versions applied.
+
+        Each applied migration is recorded with the judgelab version that applied it (column
+        ``judgelab_version``, added here to a table made before it existed), so an older judgelab
+        that meets the file can name the version to install.
+        """
         if not self.read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         applied: list[int] = []
         shipped = migrations()
+        altered = False
         with self.connection() as con:
             known = con.execute(
                 "SELECT count(*) FROM duckdb_tables() WHERE table_name = '_migrations' AND schema_name = 'main'"
@@ -540,13 +558,17 @@ class StoreCore:
             done = ({row[0] for row in con.execute("SELECT version FROM _migrations").fetchall()}
                     if known and known[0] else set())
             # Checked before anything is written: a newer judgelab's file is left as it is.
-            self._check_versions(done, shipped)
+            self._check_versions(con, done, shipped)
             if not self.read_only:
                 con.execute(
                     "CREATE TABLE IF NOT EXISTS _migrations ("
                     " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
-                    " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+                    " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp, judgelab_version VARCHAR)"
                 )
+                if not _has_writer_column(con):
+                    con.execute("ALTER TABLE _migrations ADD COLUMN judgelab_version VARCHAR")
+                    altered = True
+            writer = writer_version()
             for version, name, sql in shipped:
                 if version in done:
                     continue
@@ -554,9 +576,10 @@ class StoreCore:
                 # lands whole or not at all, whatever the driver does with a script.
                 for statement in con.extract_statements(sql):
                     con.execute(statement)
-                con.execute("INSERT INTO _migrations (version, name) VALUES (?, ?)", [version, name])
+                con.execute("INSERT INTO _migrations (version, name, judgelab_version) VALUES (?, ?, ?)",
+                            [version, name, writer])
                 applied.append(version)
-        if applied:
+        if applied or altered:
             # DuckDB cannot replay an ALTER TABLE from its write-ahead log (a process
             # killed before the next checkpoint would leave a file that does not open), so
             # the schema goes into the database file at once.
@@ -565,15 +588,23 @@ class StoreCore:
         _migrated.add(self._key)
         return applied
 
-    def _check_versions(self, done: set[int], shipped: list[tuple[int, str, str]]) -> None:
+    def _check_versions(
+        self, con: duckdb.DuckDBPyConnection, done: set[int], shipped: list[tuple[int, str, str]]
+    ) -> None:
         """Refuse a database this judgelab cannot safely open (see :meth:`migrate`)."""
         newest = max(v for v, _, _ in shipped)
         newer = sorted(v for v in done if v > newest)
         if newer:
+            wrote = _newest_writer(con, newer)
+            mine = writer_version()
+            by = f"judgelab {wrote}" if wrote else "a newer judgelab"
+            this = f"this judgelab{f' ({mine})' if mine else ''}"
+            install = (f"install judgelab {wrote} or later (pip install 'judgelab>={wrote}')" if wrote
+                       else "pip install -U judgelab")
             raise StoreError(
-                f"the database {self.path} was written by a newer judgelab: it has migration {newer[-1]:03d}, "
-                f"and this judgelab knows migrations up to {newest:03d}. It was not opened for writing, "
-                "so nothing in it changed.\nFix: upgrade judgelab (pip install -U judgelab) and run the "
+                f"the database {self.path} was written by a newer judgelab: {by} added migration {newer[-1]:03d}, "
+                f"and {this} knows migrations up to {newest:03d}. It was not opened for writing, "
+                f"so nothing in it changed.\nFix: upgrade judgelab: {install}, and run the "
                 "command again, or use the judgelab version that made the database."
             )
         pending = [v for v, _, _ in shipped if v not in done]
@@ -597,5 +628,29 @@ class StoreCore:
         return out
 
     def applied_migrations(self) -> pd.DataFrame:
-        """The migrations recorded in the database."""
-        return self.query("SELECT version, name, applied_at FROM _migrations ORDER BY version")
+        """The migrations recorded in the database, with the judgelab version that applied each.
+
+        ``judgelab_version`` is empty for migrations applied before judgelab recorded it (and
+        in a read-only file made then).
+        """
+        with self.connection() as con:
+            version = "judgelab_version" if _has_writer_column(con) else "NULL::VARCHAR AS judgelab_version"
+            return con.execute(f"SELECT version, name, applied_at, {version} FROM _migrations ORDER BY version").df()
+
+
+def _has_writer_column(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the ``_migrations`` table records the judgelab version (files made before it do not)."""
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE table_name = '_migrations' AND column_name = 'judgelab_version'"
+        " AND schema_name = 'main' AND database_name = current_database()").fetchone()
+    return bool(row and row[0])
+
+
+def _newest_writer(con: duckdb.DuckDBPyConnection, newer: list[int]) -> str | None:
+    """The judgelab version that applied the newest of the ``newer`` migrations (``None``: not recorded)."""
+    if not _has_writer_column(con):
+        return None
+    row = con.execute(
+        "SELECT judgelab_version FROM _migrations WHERE version IN (SELECT unnest($1::INTEGER[]))"
+        " AND judgelab_version IS NOT NULL ORDER BY version DESC LIMIT 1", [newer]).fetchone()
+    return str(row[0]) if row else None

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import duckdb
 import pandas as pd
 
-from labeler.errors import AccessError, InputError, StaleLabelError
+from labeler.errors import AccessError, InputError, StaleLabelError, StoreError
 from labeler.models import Rubric
 from labeler.planner import AssignSummary
 from labeler.queue import KINDS, Kind, Progress, QueueItem, next_position, shown_index
@@ -723,14 +723,26 @@ class LabelMixin(AssignMixin):
         it, else the resume position), records that it is open (for the timing), and
         loads its blinded view.
         """
+        if self.read_only:
+            return self._screen(rater_id, kind, at, record=False)
+        try:
+            return self._screen(rater_id, kind, at, record=True)
+        except StoreError:
+            # The open event is for the timing only: a full disk or a file turned read-only must
+            # not hide the item. Read it without the event; a read that fails too raises.
+            return self._screen(rater_id, kind, at, record=False)
+
+    def _screen(self, rater_id: int, kind: Kind, at: int | None, *, record: bool) -> Screen:
+        """:meth:`screen` in one unit of work; ``record``: write the ``open`` event too."""
         with self.connection() as con:
             queue, rows = self._queue(con, rater_id, kind)
             index = shown_index(queue, at)
             if index is None:
                 return Screen(queue, None, None)
             item = queue[index]
-            # The queue holds only this rater's items of this kind: no ownership check again.
-            self._record_open(con, rater_id, item.assignment_id, kind)
+            if record:
+                # The queue holds only this rater's items of this kind: no ownership check again.
+                self._record_open(con, rater_id, item.assignment_id, kind)
             return Screen(queue, index, self._view(con, rater_id, item, _progress(queue), _source(rows[index])))
 
 

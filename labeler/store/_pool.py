@@ -33,11 +33,14 @@ class ImportSummary:
 
     added: dict[str, int]
     unchanged: dict[str, int]
+    notes: tuple[str, ...] = ()
+    """What the import read differently from the file's text (e.g. a rounded mean stored exact)."""
 
     def __str__(self) -> str:
         parts = [f"{n} {kind} added" for kind, n in self.added.items()]
         parts += [f"{n} {kind} already present" for kind, n in self.unchanged.items() if n]
-        return ", ".join(parts) if parts else "nothing to import"
+        text = ", ".join(parts) if parts else "nothing to import"
+        return "; ".join((text, *self.notes))
 
 
 class PoolMixin(StoreCore):

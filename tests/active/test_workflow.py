@@ -448,3 +448,26 @@ def test_the_design_states_its_predicted_saving_before_and_after_its_first_look(
     assert after is not None and after.labels_seen == first.n_new
     assert math.isfinite(after.measured_ratio) and after.ratio >= after.active_ratio
     assert "predicted from" in after.basis and "holds while" in after.basis and "design effect" in after.basis
+
+
+@pytest.mark.parametrize("errors", ["random", "near the threshold"])
+def test_a_batch_falls_back_to_simple_random_sampling_when_the_labels_show_no_saving(
+        store: Store, template: Path, errors: str) -> None:
+    # Issue 43 (2): the labels so far decide. People disagree with the judge on 15% of the answers
+    # at random, or on 45% of those its score puts next to the boundary (4 and 2) and never elsewhere.
+    pool = pd.read_csv(template.with_suffix(".csv")).set_index("answer_id")
+    gen = np.random.default_rng(5)
+    near = pool["judge_score"].isin([2, 4]).to_numpy()
+    flip = gen.random(len(pool)) < (0.15 if errors == "random" else np.where(near, 0.45, 0.0))
+    human = pd.Series(np.where(flip, 1 - pool["judge_pass"], pool["judge_pass"]).astype(bool), index=pool.index)
+    first = draw_active_batch(store, target_half_width=3.0, seed=3, batch_size=160)
+    apply_active_batch(store, first, 4)
+    assert label_everything(store, human) >= 100
+    second = draw_active_batch(store, seed=4, batch_size=80)
+    free = ~second.plan.known
+    said = [n for n in second.notes if n.startswith("no saving expected")]
+    if errors == "random":
+        assert len(said) == 1 and "drawn by simple random sampling" in said[0] and "95% CI" in said[0]
+        assert np.ptp(second.plan.prob[free]) == pytest.approx(0.0, abs=1e-12)  # every unit alike: SRS
+    else:
+        assert not said and np.ptp(second.plan.prob[free]) > 0.1

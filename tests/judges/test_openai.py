@@ -295,10 +295,14 @@ def test_a_lost_batch_is_found_again_by_its_marker_never_created_twice(rubric: R
         calls = {f"c{i}": judge.build("pointwise", "likert5", rubric, f"t{i}", [f"a{i}"]) for i in range(3)}
         since = datetime.now(UTC)
 
-        async def work(j: OpenAIJudge) -> tuple[str, str | None, str | None]:
+        async def work(j: OpenAIJudge) -> tuple[str, str | None, str | None, str | None]:
             made = await j.submit_batch(calls, since=since)
-            return made, await j.find_batch(3, since=since), await j.find_batch(3, since=since, exclude={made})
+            # Found by the digest of exactly its custom ids; another set of three ids of the
+            # same size (another run's) never matches it (issue 42).
+            return (made, await j.find_batch(list(calls), since=since),
+                    await j.find_batch(list(calls), since=since, exclude={made}),
+                    await j.find_batch(["d0", "d1", "d2"], since=since))
 
-        made, found, other = _go(judge, work)
-    assert found == made and other is None
+        made, found, other, foreign = _go(judge, work)
+    assert found == made and other is None and foreign is None
     assert formats.parse("likert5", "VERDICT: 4").value == 4.0

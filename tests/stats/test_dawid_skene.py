@@ -186,3 +186,53 @@ def test_every_category_combination_of_two_raters_gives_a_distribution() -> None
     model = dawid_skene(items, raters, labels)
     np.testing.assert_allclose(model.posterior.sum(axis=1), 1.0)
     assert (model.posterior >= 0).all() and np.isfinite(model.log_likelihood)
+
+
+# -- rater flags --------------------------------------------------------------------------------
+
+
+def _likert_panel(seed: int, n: int = 150) -> tuple[list[int], list[str], list[int]]:
+    """Four raters right 70% of the time (else one level off), one random (uniform 1-5), one always 3."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(1, 6, n)
+    names = ["g1", "g2", "g3", "g4", "random", "always3"]
+    item, rater, label = [], [], []
+    for i in range(n):
+        for r in rng.choice(len(names), 3, replace=False):
+            off = 0 if rng.random() < 0.7 else int(rng.choice([-1, 1]))
+            given = {"random": int(rng.integers(1, 6)), "always3": 3}.get(names[r], int(np.clip(truth[i] + off, 1, 5)))
+            item.append(i)
+            rater.append(names[r])
+            label.append(given)
+    return item, rater, label
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_random_and_an_always_3_rater_are_flagged_and_the_careful_ones_are_not(seed: int) -> None:
+    item, rater, label = _likert_panel(seed)
+    m = dawid_skene(item, rater, label, categories=[1, 2, 3, 4, 5], seed=seed)
+    flags = dict(zip(m.raters, m.warnings(), strict=True))
+    kappa = dict(zip(m.raters, m.agreement, strict=True))
+    assert [r for r, w in flags.items() if w] == ["always3", "random"]
+    # The always-3 rater's confusion has every row on 3: exactly chance, with no spread.
+    assert kappa["always3"].estimate == pytest.approx(0.0, abs=1e-9)
+    assert "gives 3 on 100% of their labels" in flags["always3"][0]
+    assert "gives" not in flags["random"][0] and "no better than chance" in flags["random"][0]
+    # 60 such panels: the random rater's kappa 0.03 on average (-0.13 to 0.24), the careful ones' 0.70 (0.41 to 0.98).
+    assert kappa["random"].ci_low < 0.1 and kappa["random"].estimate < 0.2
+    assert all(kappa[g].estimate > 0.4 and kappa[g].ci_low > 0.2 for g in ("g1", "g2", "g3", "g4"))
+    for est in kappa.values():
+        assert est.units == "kappa" and "bootstrap" in est.method and 50 < est.n <= 150
+    js = m.to_dict()["raters"]
+    assert [r["rater"] for r in js if r["warnings"]] == ["always3", "random"]
+    assert all(r["agreement"]["n"] > 0 for r in js)
+
+
+def test_too_few_shared_answers_are_not_judged() -> None:
+    # The docstring's panel: the always-1 rater shares 6 answers, fewer than MIN_SHARED.
+    item = [i for i in range(6) for _ in range(4)]
+    label = [v for t in [0, 1, 0, 1, 1, 0] for v in (t, t, t, 1)]
+    m = dawid_skene(item, ["a", "b", "c", "d"] * 6, label)
+    assert m.agreement[3].estimate == pytest.approx(0.0, abs=1e-9) and m.agreement[3].n == 6
+    assert m.warnings() == ((), (), (), ())
+    assert m.warnings(min_shared=5)[3] and not m.warnings(min_shared=5)[0]

@@ -226,3 +226,37 @@ def test_a_judge_whose_readings_are_partly_unrelated_to_quality_keeps_the_truths
         forecasts[unrelated] = predicted_saving(sim.pool, target_half_width=5.0, human_pass=labels, own_family="own")
     assert forecasts[0.25].active_ratio > forecasts[0.0].active_ratio + 0.05
     assert "holds while" in forecasts[0.0].basis
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_the_forecast_reads_the_judges_errors_from_the_pilot_and_says_no_saving_when_they_are_random(
+        seed: int) -> None:
+    """Issue 43 (2): 800 answers, a pilot of 80 labels; the judge wrong on 15% next to its threshold, or at random.
+
+    Errors at random: the pilot shows no link between the judge's score and its errors, the forecast
+    says "no saving expected" and plans at 1x simple random sampling (the model alone forecast
+    0.91-0.94x). Errors next to the threshold: the pilot shows them there, and the saving stands.
+    """
+    from calibration.active import pool_model, predicted_saving, simulate_pool
+
+    sim = simulate_pool(pool_model(0.85), 800, np.random.default_rng(seed))
+    judge = sim.pool.judge_pass
+    at_random = np.where(np.random.default_rng(100 + seed).random(judge.size) < 0.15, 1 - judge, judge)
+    pilot = np.random.default_rng(50 + seed).choice(judge.size, 80, replace=False)
+    forecasts = {}
+    for name, human in (("threshold", sim.human_pass), ("random", at_random)):
+        labels = np.full(judge.size, np.nan)
+        labels[pilot] = human[pilot]
+        forecasts[name] = predicted_saving(sim.pool, target_half_width=5.0, human_pass=labels, own_family="own")
+    rand, near = forecasts["random"], forecasts["threshold"]
+    assert rand.evidence is not None and near.evidence is not None
+    assert rand.evidence.n == near.evidence.n == 80 and rand.evidence.units == "percentage points"
+    assert rand.no_saving and rand.ratio == 1.0 and rand.headline.startswith("No saving expected")
+    assert "label by simple random sampling instead" in rand.headline and "n = 80 labels" in rand.headline
+    assert rand.active_ratio < 1.0  # what the model alone would have promised
+    assert not near.no_saving and near.evidence.ci_low > 0 and near.ratio < 0.9
+    assert "disagreed with the judge on" in near.basis
+    # Too few labels: the prior speaks, and the forecast says nothing about the evidence.
+    few = np.full(judge.size, np.nan)
+    few[pilot[:10]] = at_random[pilot[:10]]
+    assert predicted_saving(sim.pool, target_half_width=5.0, human_pass=few, own_family="own").evidence is None
