@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from judgelab.cli import VERBS
-from labeler.schemas import DATA_KINDS, SCHEMAS
+from labeler.schemas import DATA_KINDS, SCHEMAS, schemas_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -61,6 +61,13 @@ def test_the_schema_page_carries_every_column_of_every_kind(site: Path) -> None:
         assert kind in text
         for column in SCHEMAS[kind].columns:
             assert column.name in text, (kind, column.name)
+
+
+def test_the_schema_page_is_the_code_s_own_tables(site: Path) -> None:
+    source = (site / "_sources" / "_generated" / "schemas.md.txt").read_text(encoding="utf-8")
+    for line in schemas_markdown().splitlines():
+        if line.startswith("|"):
+            assert line in source, line
 
 
 def test_every_docs_page_is_built_and_reachable(site: Path) -> None:
