@@ -66,7 +66,7 @@ def test_bundled_spec_loads_with_its_settings_and_authors() -> None:
 
 
 def test_the_readme_example_loads(tmp_path: Path) -> None:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "analysts" / "your-judge.md").read_text()
     start = readme.index("```toml", readme.index("<!-- judge-spec-example -->")) + len("```toml")
     path = tmp_path / "readme.toml"
     path.write_text(readme[start:readme.index("```", start)])

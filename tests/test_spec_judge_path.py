@@ -108,8 +108,8 @@ def _public_specs() -> list[JudgeSpec]:
 
 
 def _readme_spec() -> JudgeSpec:
-    """The judge spec example in the README (a bundled template too)."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    """The judge spec example in the docs ('Your own judge'; a bundled template too)."""
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "analysts" / "your-judge.md").read_text()
     start = readme.index("```toml", readme.index("<!-- judge-spec-example -->")) + len("```toml")
     return parse_spec(tomllib.loads(readme[start:readme.index("```", start)]), name="readme")
 

@@ -19,7 +19,7 @@ from labeler.errors import ConflictError, InputError
 from labeler.exports import export_table, rubric_toml, table_bytes
 from labeler.importers import import_file
 from labeler.models import ImportedLabel
-from labeler.schemas import SCHEMAS, schemas_markdown
+from labeler.schemas import SCHEMAS
 from labeler.store import Store
 from tests.app.conftest import build_pool
 from tests.conftest import DATA
@@ -280,6 +280,3 @@ def test_the_data_page_exports_every_kind_in_its_schema(labelled: Store, kind: s
     assert [c for c in header if c in names] == list(names)
 
 
-def test_the_readme_documents_every_schema_as_the_code_defines_it() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert schemas_markdown() in readme

@@ -1,6 +1,6 @@
 """The ways a new team first starts the app, followed as written, in Chromium.
 
-* the README's "Project database" commands, run one by one from an empty folder, end with
+* the docs' "Project database" commands, run one by one from an empty folder, end with
   a rater who has answers to rate;
 * a project with no rubric shows raters a plain message for the admin, never a traceback
   (``judgelab serve`` turns Streamlit's error details off itself, with a flag from the
@@ -38,9 +38,9 @@ JUDGELAB = str(Path(sys.executable).parent / "judgelab")
 
 
 def readme_block(section: str) -> list[str]:
-    """The shell lines of the first code block under README heading ``section``."""
-    text = (REPO / "README.md").read_text()
-    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    """The shell lines of the first code block of the docs page titled ``section``."""
+    text = (REPO / "docs" / "admins" / "database.md").read_text()
+    body = text.split(f"# {section}\n", 1)[1].split("\n## ", 1)[0]
     block = body.split("```bash\n", 1)[1].split("```", 1)[0]
     return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.split("#", 1)[0].strip()]
 
