@@ -55,6 +55,16 @@ def test_the_elapsed_time_covers_what_the_command_did_before_the_run(tmp_path: P
     assert summary.elapsed_s >= 42.0
 
 
+def test_a_judge_that_calls_no_provider_is_billed_nothing(tmp_path: Path) -> None:
+    # The fake judge answers in-process: its replies are results, not billed provider replies.
+    from tests.test_runner import CountingJudge
+
+    summary = run_plan(plan_of(2), CountingJudge(), Store(tmp_path / "p.duckdb"), rubric=RUBRIC,
+                       judge_kind="fake", progress=False)
+    assert summary.done == summary.planned and not summary.provider
+    assert "billed: nothing (the fake judge answers locally" in str(summary)
+
+
 def test_a_summary_of_a_run_that_only_collected_an_earlier_batch_says_so() -> None:
     summary = RunSummary(
         run_id="r", planned=24, answered_before=0, issued=0, parsed=24, parse_failures=0, errors=0,

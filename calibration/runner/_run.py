@@ -297,6 +297,7 @@ async def _run(
         billed_replies=billed.replies,
         billed_retries=billed.retries,
         unknown_retries=billed.unknown,
+        provider=meter.stats is not None,
     )
 
 

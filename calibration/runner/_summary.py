@@ -103,6 +103,7 @@ class RunSummary:
             (cut replies asked again count each time).
         billed_retries: Of those, replies cut short on the way and asked again.
         unknown_retries: Attempts whose reply never came whole (may have been billed).
+        provider: Whether the judge calls a provider that bills (the fake judge answers locally).
     """
 
     run_id: str
@@ -134,6 +135,7 @@ class RunSummary:
     billed_replies: int = 0
     billed_retries: int = 0
     unknown_retries: int = 0
+    provider: bool = True
 
     @property
     def done(self) -> int:
@@ -181,6 +183,8 @@ class RunSummary:
 
     def _billed(self) -> str:
         """Every request the provider billed this execution for, results or not."""
+        if not self.provider:
+            return "nothing (the fake judge answers locally; no provider was called)"
         parts = [f"{self.billed_replies} replies"
                  + (f" ({self.billed_retries} of them cut short on the way and asked again: billed twice or more,"
                     " their tokens unknown and not in the money above)" if self.billed_retries else "")]
