@@ -190,8 +190,11 @@ def _detectable_note(analysis: Analysis) -> str:
         f"its n, after the adjustment for the {m} readings tested together (each read at α = {level:.4g}; "
         "the standard error from the row's own interval). A WARN marked *could not tell* has a detectable "
         f"effect of {THRESHOLDS['decoration'].fail:g} pp or more: a bias of failing size would have looked "
-        "like none, so the row says nothing either way. `judgelab estimate --detect 10` prints the pairs "
-        "each probe needs to detect 10 pp, and what they cost."
+        "like none, so the row says nothing either way. That 80% is the chance the test is significant; a "
+        f"FAIL also needs the estimate at {THRESHOLDS['decoration'].fail:g} pp or more, so a true effect right at "
+        "the threshold is marked FAIL only about half the time, at any n. `judgelab estimate --detect 10` prints "
+        "the pairs each probe needs to detect 10 pp, what they cost, and the pairs at which FAIL itself has 80% "
+        "power."
     )
 
 

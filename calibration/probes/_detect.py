@@ -18,7 +18,7 @@ from calibration.judges import Judge
 from calibration.probes._errors import SENSITIVITY_ROWS
 from calibration.probes._plan import parse_biases
 from calibration.probes._workflow import aestimate_probes
-from calibration.stats import PlanReading, pairs_to_detect, per_test_alpha
+from calibration.stats import THRESHOLDS, PlanReading, fail_power, pairs_to_detect, pairs_to_fail, per_test_alpha
 from labeler.errors import InputError
 from labeler.store import Store
 
@@ -61,6 +61,10 @@ class DetectRow:
         cost_usd: At list price, the padding rewrites included (``None``: unpriced model).
         cost_usd_batch: As a Message Batch (the rewrites through the batch too).
         scaled_from: The pairs the price was counted on, when fewer than ``pairs``.
+        fail_power: At ``pairs``, the chance the card marks this true effect FAIL (the test
+            significant AND the estimate at the FAIL threshold or past it).
+        pairs_to_fail: Pairs at which FAIL itself has the plan's power for the plan's
+            ``fail_effect``.
     """
 
     bias: str
@@ -71,6 +75,8 @@ class DetectRow:
     cost_usd: float | None
     cost_usd_batch: float | None
     scaled_from: int | None
+    fail_power: float
+    pairs_to_fail: int
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -89,6 +95,10 @@ class DetectionPlan:
         alpha_per_reading: The level each reading must beat (``alpha / family_size``).
         rows: One per probe.
         method: The calculation, in words.
+        fail_threshold: The card's FAIL threshold on the estimate, in percentage points.
+        fail_effect: The true effect the rows' ``pairs_to_fail`` is for: ``effect`` when it is
+            above the threshold, else one and a half times the threshold (at or below it FAIL
+            never has more than about even odds).
     """
 
     effect: float
@@ -98,6 +108,8 @@ class DetectionPlan:
     alpha_per_reading: float
     rows: tuple[DetectRow, ...]
     method: str
+    fail_threshold: float
+    fail_effect: float
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -139,11 +151,17 @@ async def adetection_plan(
                          "citations, truncation, byline)", fix="add one to --biases.")
     family = card_family_size(chosen)
     available = _available(store, dataset)
+    # Position and the decoration lifts share one FAIL threshold (10 pp by default).
+    threshold = THRESHOLDS["decoration"].fail
+    fail_effect = effect if effect > threshold else 1.5 * threshold
     rows = []
     for bias in chosen:
         alone = bias in SENSITIVITY_ROWS
-        need = pairs_to_detect(effect, reading=_READING[bias], family_size=1 if alone else family,
-                               alpha=alpha, power=power, adjustment="none" if alone else "holm")
+        test = {"reading": _READING[bias], "family_size": 1 if alone else family, "alpha": alpha,
+                "adjustment": "none" if alone else "holm"}
+        need = pairs_to_detect(effect, power=power, **test)  # type: ignore[arg-type]
+        for_fail = pairs_to_fail(fail_effect, threshold=threshold, power=power, **test)  # type: ignore[arg-type]
+        assert for_fail is not None  # fail_effect is above the threshold by construction
         counted = min(need, available)
         est = (await aestimate_probes(judge, store, dataset=dataset, n=counted, biases=[bias], seed=seed,
                                       count_tokens=count_tokens, output_tokens=output_tokens)).cost
@@ -155,9 +173,12 @@ async def adetection_plan(
             None if est.cost_usd is None else (est.cost_usd + pad) * scale,
             None if est.cost_usd_batch is None else (est.cost_usd_batch + pad / 2) * scale,
             None if counted == need else counted,
+            fail_power(effect, need, threshold=threshold, **test),  # type: ignore[arg-type]
+            for_fail,
         ))
     method = (f"two-sided test at alpha/m = {alpha:g}/{family} (Holm's first step; truncation, a sensitivity "
               f"check, at {alpha:g}), {power:.0%} power, binomial variance at 50%, the two orders of a pair "
               "counted as independent replies; cost counted at the pairs needed, or scaled from the pairs the "
               "dataset has")
-    return DetectionPlan(effect, power, alpha, family, per_test_alpha(alpha, family), tuple(rows), method)
+    return DetectionPlan(effect, power, alpha, family, per_test_alpha(alpha, family), tuple(rows), method,
+                         threshold, fail_effect)

@@ -12,7 +12,15 @@ from calibration.stats._alpha import KrippendorffLevel, krippendorff_alpha, leve
 from calibration.stats._binomial import difference_of_proportions, proportion, wilson_interval
 from calibration.stats._bootstrap import RngLike, cluster_bootstrap, weighted_mean
 from calibration.stats._dawid_skene import RaterModel, dawid_skene
-from calibration.stats._detect import Detectable, PlanReading, detectable_effect, pairs_to_detect, per_test_alpha
+from calibration.stats._detect import (
+    Detectable,
+    PlanReading,
+    detectable_effect,
+    fail_power,
+    pairs_to_detect,
+    pairs_to_fail,
+    per_test_alpha,
+)
 from calibration.stats._formats import (
     FormatDiagnostics,
     effective_levels,
@@ -139,6 +147,7 @@ __all__ = [
     "detectable_effect",
     "difference_of_proportions",
     "effective_levels",
+    "fail_power",
     "family_residuals",
     "first_shown_advantage",
     "first_shown_advantage_by_pair",
@@ -152,6 +161,7 @@ __all__ = [
     "model_refit_spread",
     "p_value_from_interval",
     "pairs_to_detect",
+    "pairs_to_fail",
     "pairwise_kappas",
     "pairwise_lift",
     "per_test_alpha",

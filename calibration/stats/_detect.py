@@ -27,7 +27,10 @@ from scipy import stats
 
 from calibration.stats._result import Estimate
 
-__all__ = ["Detectable", "PlanReading", "detectable_effect", "pairs_to_detect", "per_test_alpha"]
+__all__ = [
+    "Detectable", "PlanReading", "detectable_effect", "fail_power", "pairs_to_detect", "pairs_to_fail",
+    "per_test_alpha",
+]
 
 PlanReading = Literal["position", "lift"]
 """How a probe's reading is made: ``position`` (one share over both orders of each pair) or
@@ -150,3 +153,68 @@ def pairs_to_detect(
     replies_share = (z * 50.0 / effect) ** 2  # replies whose share has se = effect / z
     pairs = replies_share / 2 if reading == "position" else replies_share
     return max(1, math.ceil(pairs - 1e-9))
+
+
+def _plan_se(pairs: float, reading: PlanReading) -> float:
+    """A planned reading's standard error in pp: binomial at 50%, both orders of each pair."""
+    return 50.0 / math.sqrt(2 * pairs) if reading == "position" else 50.0 / math.sqrt(pairs)
+
+
+def fail_power(
+    effect: float, pairs: int, *, reading: PlanReading, threshold: float, family_size: int = 1,
+    alpha: float = 0.05, adjustment: str = "holm",
+) -> float:
+    """The chance the card marks FAIL for a true ``effect`` pp read on ``pairs`` pairs.
+
+    :func:`pairs_to_detect`'s power is the chance the adjusted test is significant. The card's
+    FAIL needs more: the estimate itself at ``threshold`` or beyond, with the interval excluding
+    0. With the estimate normal around ``effect`` (se from :func:`pairs_to_detect`'s model), FAIL
+    happens when the estimate passes ``max(threshold, z * se)`` on either side; a true effect at
+    the threshold is marked FAIL about half the time however many pairs are read.
+
+    Examples:
+        At the 99 pairs that give a 10 pp position effect 80% power alone, FAIL (10 pp) has 50%:
+
+        >>> round(fail_power(10, 99, reading="position", threshold=10), 3)
+        0.5
+        >>> round(fail_power(15, 99, reading="position", threshold=10), 3)
+        0.92
+    """
+    se = _plan_se(pairs, reading)
+    bar = max(threshold, float(stats.norm.isf(per_test_alpha(alpha, family_size, adjustment) / 2)) * se)
+    return float(stats.norm.sf((bar - effect) / se) + stats.norm.cdf((-bar - effect) / se))
+
+
+def pairs_to_fail(
+    effect: float, *, reading: PlanReading, threshold: float, family_size: int = 1, alpha: float = 0.05,
+    power: float = 0.8, adjustment: str = "holm",
+) -> int | None:
+    """Pairs at which the card's FAIL itself has ``power`` for a true ``effect`` pp.
+
+    Both conditions of a FAIL must hold with that power: the test significant
+    (``se <= effect / (z_alpha + z_beta)``) and the estimate past the threshold
+    (``se <= (effect - threshold) / z_beta``); the smaller standard error decides. The se is
+    the plan's, binomial at 50% (the widest), so the power reached is at least ``power``: a
+    seeded Monte Carlo of 4,000 cards at the 44 pairs for a true 15 pp position effect marked
+    85.6% of them FAIL (``tests/probes/test_detectable.py``).
+
+    Returns:
+        The smallest whole number of pairs, or ``None`` when ``effect <= threshold``: FAIL
+        then never reaches ``power`` above one half, at any n.
+
+    Examples:
+        >>> pairs_to_fail(15, reading="position", threshold=10), pairs_to_fail(10, reading="position", threshold=10)
+        (44, None)
+        >>> pairs_to_fail(15, reading="lift", threshold=10, family_size=6)
+        135
+    """
+    if not effect > threshold:
+        return None
+    z_beta = float(stats.norm.ppf(power))
+    se = min(effect / _z_sum(per_test_alpha(alpha, family_size, adjustment), power), (effect - threshold) / z_beta)
+    replies = (50.0 / se) ** 2
+    pairs = max(1, math.ceil((replies / 2 if reading == "position" else replies) - 1e-9))
+    while fail_power(effect, pairs, reading=reading, threshold=threshold, family_size=family_size,
+                     alpha=alpha, adjustment=adjustment) < power:
+        pairs += 1
+    return pairs

@@ -188,6 +188,20 @@ def _detect_text(plan: DetectionPlan) -> str:
                  f"or the probe cannot reach it (cost scaled from {r.scaled_from})" if r.scaled_from else "")
         lines.append(f"  {r.bias}: {r.pairs:,} pairs, ~{r.calls:,} judge calls, {cost}{short}")
     lines.append(f"  method: {plan.method}")
+    t = plan.fail_threshold
+    lines.append(
+        f"  what the {plan.power:.0%} is: the chance the card's adjusted test finds the effect (significant). "
+        f"A FAIL also needs the estimate at {t:g} pp or more, so at these pairs a true {plan.effect:g} pp "
+        "effect is marked FAIL "
+        + ", ".join(f"{r.fail_power:.0%} of the time ({r.bias})" for r in plan.rows) + "."
+    )
+    if plan.effect <= t:
+        lines.append(f"  a true effect at or below the {t:g} pp FAIL threshold is marked FAIL about half the time "
+                     "at most, whatever the pairs.")
+    lines.append(
+        f"  for FAIL itself with {plan.power:.0%} power on a true {plan.fail_effect:g} pp effect: "
+        + ", ".join(f"{r.bias} {r.pairs_to_fail:,} pairs" for r in plan.rows) + "."
+    )
     return "\n".join(lines)
 
 
