@@ -106,18 +106,8 @@ def parse_map(pairs: Collection[str]) -> dict[str, str]:
     >>> parse_map(["prompt=instruction", "text=data.response"])
     {'prompt': 'instruction', 'text': 'data.response'}
     """
-    out: dict[str, str] = {}
-    for item in pairs:
-        ours, sep, theirs = item.partition("=")
-        ours, theirs = ours.strip(), theirs.strip()
-        if not sep or not ours or not theirs:
-            raise InputError(f"--map {item!r} is not judgelab_column=their_field",
-                             fix="write e.g. --map prompt=instruction (repeat --map for more columns).")
-        if ours in out:
-            raise InputError(f"--map names judgelab's column {ours!r} twice",
-                             fix="map each judgelab column from one field.")
-        out[ours] = theirs
-    return out
+    return _parse_pairs("--map", pairs, shape="judgelab_column=their_field", example="prompt=instruction",
+                        twice="map each judgelab column from one field.")
 
 
 def parse_set(pairs: Collection[str]) -> dict[str, str]:
@@ -126,15 +116,21 @@ def parse_set(pairs: Collection[str]) -> dict[str, str]:
     >>> parse_set(["rater=alice", "format=likert5"])
     {'rater': 'alice', 'format': 'likert5'}
     """
+    return _parse_pairs("--set", pairs, shape="judgelab_column=value", example="rater=alice",
+                        twice="set each column once.")
+
+
+def _parse_pairs(option: str, pairs: Collection[str], *, shape: str, example: str, twice: str) -> dict[str, str]:
+    """``COLUMN=VALUE`` option values as a dict: each with both sides, each column once."""
     out: dict[str, str] = {}
     for item in pairs:
         column, sep, value = item.partition("=")
         column, value = column.strip(), value.strip()
         if not sep or not column or not value:
-            raise InputError(f"--set {item!r} is not judgelab_column=value",
-                             fix="write e.g. --set rater=alice (repeat --set for more columns).")
+            raise InputError(f"{option} {item!r} is not {shape}",
+                             fix=f"write e.g. {option} {example} (repeat {option} for more columns).")
         if column in out:
-            raise InputError(f"--set names judgelab's column {column!r} twice", fix="set each column once.")
+            raise InputError(f"{option} names judgelab's column {column!r} twice", fix=twice)
         out[column] = value
     return out
 
