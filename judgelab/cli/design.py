@@ -262,7 +262,8 @@ def _saving_payload(store: Store, status: ActiveStatus | None) -> dict[str, Any]
     if forecast is None:
         return None
     return _finite({"active_ratio": forecast.ratio, "active_ratio_model": forecast.active_ratio,
-                    "active_ratio_measured": forecast.measured_ratio, "stratified_ratio": forecast.stratified_ratio,
+                    "active_ratio_measured": forecast.measured_ratio, "stratified_ratio": forecast.stratified,
+                    "stratified_ratio_model": forecast.stratified_ratio, "no_saving": forecast.no_saving,
                     "labels_seen": forecast.labels_seen, "basis": forecast.basis,
                     "units": "labels of the design over labels of simple random sampling for the same target"})
 
