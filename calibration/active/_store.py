@@ -694,6 +694,8 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
     # can be astronomically wide; no gap lies outside ±200 pp, so beyond that the width is words.
     width = f"{half:.1f}" if half <= GAP_RANGE else f"more than {GAP_RANGE:g}"
     now = f"the {what}'s interval is {gap.estimate:+.1f} ± {width} pp (look {int(gap.extra['look'])})"
+    if gap.extra.get("refused"):
+        now = f"the {what} is {gap.estimate:+.1f} pp with no interval (look {int(gap.extra['look'])}: {gap.extra['refused']})"
     state: ActiveState
     if figures.stopped_at is not None:
         state = "reached"
