@@ -695,7 +695,8 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
     width = f"{half:.1f}" if half <= GAP_RANGE else f"more than {GAP_RANGE:g}"
     now = f"the {what}'s interval is {gap.estimate:+.1f} ± {width} pp (look {int(gap.extra['look'])})"
     if gap.extra.get("refused"):
-        now = f"the {what} is {gap.estimate:+.1f} pp with no interval (look {int(gap.extra['look'])}: {gap.extra['refused']})"
+        now = (f"the {what} is {gap.estimate:+.1f} pp with no interval (look {int(gap.extra['look'])}: "
+               f"{gap.extra['refused']})")
     state: ActiveState
     if figures.stopped_at is not None:
         state = "reached"
