@@ -28,7 +28,8 @@ For each pool:
   square is the labels ratio at equal width (the repeated interval's price for looking included);
 * **stratified, realised**: :func:`calibration.design.design_sample` with ``n`` labels, answers
   stratified by the judge's verdict, planned from the same pilot, with the ``gap`` allocation, or
-  ``proportional`` when the forecast said no saving (the fall-back); read with its weights and
+  ``proportional`` when the pilot shows no saving (:func:`calibration.design.stratified_gate`, the
+  fall-back ``judgelab design`` draws through); read with its weights and
   strata. Its labels ratio is its mean half-width over that of simple random samples of ``n``
   answers, squared.
 
@@ -54,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from calibration.active import SimulatedPool, pool_model, predicted_saving, run_active, simulate_pool
 from calibration.active._simulate import _MU, _PASS, _SD_ANSWER, _SD_TASK
-from calibration.design import design_sample
+from calibration.design import design_sample, stratified_gate
 from calibration.stats import self_preference_gap
 
 N_TASKS, PILOT, WRONG = 400, 40, 0.15
@@ -113,7 +114,7 @@ def one(model: str, rep: int, *, target: float, n_strat: int, truth: float) -> d
                 "srs rule covers": float(srs_run.final()["ci_low"] <= truth <= srs_run.final()["ci_high"])})
 
     frame = sim.frame().assign(human_pass=labels, category="c", n_words=100)
-    allocation = "proportional" if f.no_saving else "gap"
+    allocation, _ = stratified_gate(frame, "gap")  # the product's gate (judgelab design), not a copy
     d = design_sample(frame, n=n_strat, allocation=allocation, strata=["judge_bin"], paired=False, overlap=0.0,
                       own_family="own", rng=rng)
     position = pd.Series(np.arange(size), index=pool.answer_id)

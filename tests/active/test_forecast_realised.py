@@ -25,6 +25,7 @@ from calibration.active import (
     simulate_pool,
     stack_draws,
 )
+from calibration.design import stratified_gate
 
 
 def _random_errors(sim: SimulatedPool, rng: np.random.Generator) -> SimulatedPool:
@@ -80,6 +81,20 @@ def test_under_errors_next_to_the_threshold_a_large_pilot_keeps_the_saving_and_i
     # conservative: the realised ratio is no worse than it, within the noise of 8 pools.
     assert realised < np.mean(forecast) + 0.1
     assert realised < 1.05
+
+
+@pytest.mark.parametrize(("model", "expected"), [("random", "proportional"), ("threshold", "gap")])
+def test_the_stratified_design_falls_back_to_proportional_allocation_when_the_pilot_shows_no_saving(
+    model: str, expected: str
+) -> None:
+    sim = _pool(model, 3)
+    frame = sim.frame().assign(human_pass=_pilot(sim, 160, 3))
+    allocation, note = stratified_gate(frame, "gap")
+    assert allocation == expected
+    assert (note is not None) == (expected == "proportional")
+    assert note is None or note.startswith("no saving expected from the 'gap' allocation")
+    assert stratified_gate(frame.assign(human_pass=np.nan), "gap") == ("gap", None)  # no pilot: no evidence
+    assert stratified_gate(frame, "equal") == ("equal", None)
 
 
 def test_run_active_draws_every_batch_through_the_stores_gate(monkeypatch: pytest.MonkeyPatch) -> None:
