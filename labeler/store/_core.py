@@ -62,6 +62,7 @@ import duckdb
 import pandas as pd
 
 from labeler.errors import InputError, StoreError
+from labeler.store._backend import UNIT_LOCK, PgConnection, drop_pg_connection, is_postgres, pg_connection, redact
 
 DEFAULT_DB = "judgelab.duckdb"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
@@ -99,6 +100,20 @@ CURRENT_LABEL_RULE = """
     QUALIFY row_number() OVER (
         PARTITION BY l.rater_id, l.answer_id, l.rubric_id, l.rubric_version
         ORDER BY l.created_at DESC, l.label_id DESC) = 1
+"""
+
+#: :data:`CURRENT_LABEL_RULE` without ``QUALIFY`` (PostgreSQL has none): a label is current when
+#: no newer row of the same rater, answer and rubric version passes the same filter.
+CURRENT_LABEL_RULE_PORTABLE = """
+    WHERE l.source <> 'adjudicated'
+      AND l.answer_id NOT IN (SELECT answer_id FROM quality_items)
+      AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
+      AND NOT EXISTS (
+        SELECT 1 FROM labels n
+        WHERE n.rater_id = l.rater_id AND n.answer_id = l.answer_id AND n.rubric_id = l.rubric_id
+          AND n.rubric_version = l.rubric_version AND n.source <> 'adjudicated'
+          AND NOT EXISTS (SELECT 1 FROM labels s2 WHERE s2.supersedes = n.label_id)
+          AND (n.created_at > l.created_at OR (n.created_at = l.created_at AND n.label_id > l.label_id)))
 """
 
 #: The most characters a comment, flag reason or note from the app may have. A rater's words on
@@ -391,9 +406,12 @@ class StoreCore:
             StoreError: The file was written by a newer judgelab (a migration above the highest
                 this one ships), is read-only and still needs a migration, or cannot be opened.
         """
-        self.path = resolve_db_path(path)
+        chosen = path or os.environ.get("JUDGELAB_DB")
+        #: The PostgreSQL URL when the database is a server's (``--db postgresql://...``), else ``None``.
+        self.url: str | None = str(chosen) if is_postgres(chosen) else None
+        self.path = Path(redact(self.url)) if self.url else resolve_db_path(path)
         self.lock_timeout = lock_timeout
-        self._key = str(self.path)
+        self._key = self.url or str(self.path)
         self._state = _shared_for(self.path)
         with self._state.lock:
             self._state.idle_release = max(self._state.idle_release, idle_release)
@@ -502,6 +520,10 @@ class StoreCore:
         if existing is not None:
             yield existing
             return
+        if self.url is not None:
+            with self._pg_unit(stack) as pg:
+                yield pg  # type: ignore[misc]
+            return
         state = self._state
         with state.lock:
             con = self._open()
@@ -532,6 +554,33 @@ class StoreCore:
                 elif state.due():
                     state.release(handoff=True)
 
+    @contextmanager
+    def _pg_unit(self, stack: dict[str, Any]) -> Iterator[PgConnection]:
+        """One unit of work on PostgreSQL: a transaction holding the store's advisory lock.
+
+        The lock makes units run one at a time across every process on the database, as DuckDB's
+        single writer does (see :mod:`labeler.store._backend`).
+        """
+        assert self.url is not None
+        con = pg_connection(self.url)
+        stack[self._key] = con
+        healthy = False
+        try:
+            con.execute("BEGIN")
+            con.execute("SELECT pg_advisory_xact_lock(?)", [UNIT_LOCK])
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                healthy = True
+                raise
+            con.execute("COMMIT")
+            healthy = True
+        finally:
+            del stack[self._key]
+            if not healthy:
+                drop_pg_connection(self.url)
+
     def query(self, sql: str, params: list[Any] | tuple[Any, ...] | None = None) -> pd.DataFrame:
         """Run one read query and return a DataFrame."""
         with self.connection() as con:
@@ -546,15 +595,15 @@ class StoreCore:
         ``judgelab_version``, added here to a table made before it existed), so an older judgelab
         that meets the file can name the version to install.
         """
-        if not self.read_only:
+        if not self.read_only and self.url is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         applied: list[int] = []
         shipped = migrations()
         altered = False
         with self.connection() as con:
             known = con.execute(
-                "SELECT count(*) FROM duckdb_tables() WHERE table_name = '_migrations' AND schema_name = 'main'"
-                " AND database_name = current_database()").fetchone()
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = '_migrations'"
+                " AND table_schema = current_schema()").fetchone()
             done = ({row[0] for row in con.execute("SELECT version FROM _migrations").fetchall()}
                     if known and known[0] else set())
             # Checked before anything is written: a newer judgelab's file is left as it is.
@@ -579,7 +628,7 @@ class StoreCore:
                 con.execute("INSERT INTO _migrations (version, name, judgelab_version) VALUES (?, ?, ?)",
                             [version, name, writer])
                 applied.append(version)
-        if applied or altered:
+        if (applied or altered) and self.url is None:
             # DuckDB cannot replay an ALTER TABLE from its write-ahead log (a process
             # killed before the next checkpoint would leave a file that does not open), so
             # the schema goes into the database file at once.
@@ -641,8 +690,8 @@ class StoreCore:
 def _has_writer_column(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the ``_migrations`` table records the judgelab version (files made before it do not)."""
     row = con.execute(
-        "SELECT count(*) FROM duckdb_columns() WHERE table_name = '_migrations' AND column_name = 'judgelab_version'"
-        " AND schema_name = 'main' AND database_name = current_database()").fetchone()
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = '_migrations'"
+        " AND column_name = 'judgelab_version' AND table_schema = current_schema()").fetchone()
     return bool(row and row[0])
 
 

@@ -29,6 +29,7 @@ CREATE TABLE judge_batch_calls (
 );
 
 -- The batches 003 recorded move here (each was submitted: its id is known).
+-- duckdb-only: begin (a PostgreSQL database is made whole by a judgelab that never wrote judge_runs.batches)
 CREATE TEMP TABLE _old_batches AS
 SELECT b.run_id, b.batch_no, b.entry ->> 'batch_id' AS batch_id,
        CAST(b.entry -> 'custom_ids' AS VARCHAR[]) AS custom_ids,
@@ -49,6 +50,7 @@ INSERT INTO judge_batch_calls (run_id, batch_no, custom_id)
 SELECT DISTINCT run_id, batch_no, unnest(custom_ids) FROM _old_batches;
 
 DROP TABLE _old_batches;
+-- duckdb-only: end
 
 -- Prompt tokens a judgement wrote to the prompt cache (a part of input_tokens, which counts
 -- every uncached prompt token it was billed for), so a run's summary can say how many.

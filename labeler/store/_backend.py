@@ -1,0 +1,252 @@
+"""The PostgreSQL back-end: one connection wrapper that speaks the DuckDB connection's dialect.
+
+The store's SQL is written for DuckDB. Rather than keep two copies of ~215 statements, a
+statement bound for PostgreSQL goes through :func:`translate` once (cached), which rewrites the
+few DuckDB-only forms the store uses into PostgreSQL's, and :class:`PgConnection` offers the
+small part of DuckDB's connection API the store calls (``execute`` returning something with
+``fetchone``/``fetchall``/``df``, ``executemany``, ``register`` of an Arrow table or DataFrame,
+``extract_statements``). Every dialect difference lives in this file.
+
+Concurrency: DuckDB gives judgelab one writer at a time (one process holds the file, one unit of
+work runs at a time in it). On PostgreSQL every unit of work takes one transaction-scoped advisory
+lock (:data:`UNIT_LOCK`) right after ``BEGIN``, so units run one at a time across every process
+and server on the database, and each sees every unit committed before it (READ COMMITTED takes
+a snapshot per statement, after the lock). The guarantees the store's code relies on (exactly-k
+assignment, no double label, the two-tab check) therefore hold unchanged. A unit is a few
+milliseconds, so this costs throughput only far beyond a labelling team's rate.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+try:
+    import psycopg
+    from psycopg.types.numeric import FloatLoader
+except ImportError:  # pragma: no cover - psycopg is a dependency; say so only when it is needed
+    psycopg = None  # type: ignore[assignment]
+    FloatLoader = None  # type: ignore[assignment,misc]
+
+from labeler.errors import StoreError
+
+#: The prefixes of a database URL that names a PostgreSQL server.
+PG_SCHEMES = ("postgresql://", "postgres://")
+#: The key of the advisory lock every unit of work holds (any constant: "judgelab" in ASCII).
+UNIT_LOCK = 0x6A75646765
+
+def is_postgres(location: object) -> bool:
+    """Whether ``location`` (a ``--db`` value) names a PostgreSQL database rather than a file."""
+    return isinstance(location, str) and location.startswith(PG_SCHEMES)
+
+
+def redact(url: str) -> str:
+    """``url`` without its password, for messages and logs."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+# -- the dialect ----------------------------------------------------------------------------
+
+_DOUBLE = re.compile(r"\bDOUBLE\b(?!\s+PRECISION)")
+_LIST_CONTAINS = re.compile(r"list_contains\((\?|\$\w+),\s*([\w.]+)\)")
+_RANGE = re.compile(r"\bFROM range\((\?|\$\w+)\)")
+_DOLLAR = re.compile(r"\$(\w+)")
+_NUMBERED = re.compile(r"\$\d")
+_QUALIFY = re.compile(r"\s+QUALIFY\s+", re.IGNORECASE)
+#: Conflict targets of the tables written with DuckDB's ``INSERT OR REPLACE`` (their keys).
+_REPLACE_KEYS = {"settings": (("scope", "key"), ("value",))}
+
+
+def _count_if(sql: str) -> str:
+    """``count_if(x)`` -> ``count(*) FILTER (WHERE x)``, matching the parentheses of ``x``."""
+    out, pos = [], 0
+    while True:
+        start = sql.find("count_if(", pos)
+        if start < 0:
+            out.append(sql[pos:])
+            return "".join(out)
+        depth, i = 1, start + len("count_if(")
+        while depth:
+            depth += {"(": 1, ")": -1}.get(sql[i], 0)
+            i += 1
+        out.append(sql[pos:start])
+        out.append(f"count(*) FILTER (WHERE {sql[start + len('count_if('):i - 1]})")
+        pos = i
+
+
+def _insert_or(sql: str) -> str:
+    match = re.match(r"\s*INSERT OR (IGNORE|REPLACE) INTO (\w+)", sql)
+    if match is None:
+        return sql
+    kind, table = match.groups()
+    sql = sql.replace(f"INSERT OR {kind} INTO", "INSERT INTO", 1)
+    if kind == "IGNORE":
+        return sql.rstrip().rstrip(";") + " ON CONFLICT DO NOTHING"
+    if table not in _REPLACE_KEYS:
+        raise StoreError(f"no conflict target known for INSERT OR REPLACE INTO {table} on PostgreSQL")
+    keys, values = _REPLACE_KEYS[table]
+    sets = ", ".join(f"{v} = EXCLUDED.{v}" for v in values)
+    return sql.rstrip().rstrip(";") + f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {sets}"
+
+
+@functools.lru_cache(maxsize=2048)
+def translate(sql: str, named: bool) -> str:
+    """``sql`` (DuckDB's dialect, ``?``/``$n``/``$name`` parameters) in PostgreSQL's, for psycopg.
+
+    Args:
+        sql: One statement as the store writes it.
+        named: Its parameters are bound by name or number (``$...``), not by position (``?``).
+    """
+    from labeler.store._core import CURRENT_LABEL_RULE, CURRENT_LABEL_RULE_PORTABLE
+
+    sql = sql.replace(CURRENT_LABEL_RULE, CURRENT_LABEL_RULE_PORTABLE)
+    if _QUALIFY.search(sql):
+        raise StoreError("QUALIFY has no PostgreSQL translation yet: " + " ".join(sql.split())[:200])
+    sql = sql.replace("%", "%%")
+    sql = _DOUBLE.sub("DOUBLE PRECISION", sql)
+    sql = sql.replace("table_schema = 'main'", "table_schema = current_schema()")
+    sql = _count_if(sql)
+    sql = _LIST_CONTAINS.sub(r"\2 = ANY(\1)", sql)
+    sql = _RANGE.sub(r"FROM generate_series(1, \1)", sql)
+    sql = _insert_or(sql)
+    sql = _DOLLAR.sub(r"%(\1)s", sql) if named else sql.replace("?", "%s")
+    return sql
+
+
+def _params(params: Any) -> tuple[bool, Any]:
+    """Whether ``params`` bind by name/number, and the form psycopg takes."""
+    if isinstance(params, dict):
+        return True, params
+    if params is None:
+        return False, ()
+    return False, [list(p) if isinstance(p, tuple) else p for p in params]
+
+
+def split_script(sql: str) -> list[str]:
+    """The statements of a migration script (comments dropped; no ``;`` inside a literal).
+
+    Lines between ``-- duckdb-only: begin`` and ``-- duckdb-only: end`` are left out: they move
+    data of files older judgelab versions wrote, which a PostgreSQL database never holds.
+    """
+    sql = re.sub(r"-- duckdb-only: begin.*?-- duckdb-only: end", "", sql, flags=re.DOTALL)
+    lines = [line.split("--", 1)[0] for line in sql.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+# -- the connection --------------------------------------------------------------------------
+
+_PG_TYPES = {
+    "string": "VARCHAR", "large_string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT",
+    "double": "DOUBLE PRECISION", "float": "DOUBLE PRECISION", "bool": "BOOLEAN",
+}
+
+
+class PgResult:
+    """The result of one statement, with the DuckDB result methods the store calls."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._cursor.fetchone() if self._cursor.description else None  # type: ignore[no-any-return]
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return list(self._cursor.fetchall()) if self._cursor.description else []
+
+    def df(self) -> pd.DataFrame:
+        names = [c.name for c in self._cursor.description or []]
+        return pd.DataFrame(self.fetchall(), columns=names)
+
+
+class PgConnection:
+    """A psycopg connection that takes the store's DuckDB-dialect statements."""
+
+    def __init__(self, url: str) -> None:
+        if psycopg is None:
+            raise StoreError("judgelab needs psycopg for a PostgreSQL database.\nFix: pip install 'psycopg[binary]'")
+        try:
+            self._con = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise StoreError(f"could not connect to {redact(url)}: {exc}".strip()) from exc
+        # numeric (sum/avg of integers) as float, as DuckDB returns DOUBLE/HUGEINT as numbers.
+        self._con.adapters.register_loader("numeric", FloatLoader)
+        self._con.execute("SET TIME ZONE 'UTC'")
+
+    def execute(self, sql: str, params: Any = None) -> PgResult:
+        named, bound = _params(params)
+        if not named and isinstance(bound, list) and _NUMBERED.search(sql):
+            named, bound = True, {str(i + 1): v for i, v in enumerate(bound)}
+        return PgResult(self._con.execute(translate(sql, named), bound))  # type: ignore[arg-type]
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._con.cursor() as cur:
+            cur.executemany(translate(sql, False), [list(r) for r in rows])  # type: ignore[arg-type]
+
+    def extract_statements(self, sql: str) -> list[str]:
+        return split_script(sql)
+
+    def complete(self) -> None:
+        """Nothing to finish: psycopg results are read whole."""
+
+    def register(self, name: str, frame: Any) -> None:
+        """Make ``frame`` (Arrow table or DataFrame) selectable as ``name``: a temporary table."""
+        table = frame if hasattr(frame, "schema") and hasattr(frame, "to_pylist") else None
+        if table is None:
+            import pyarrow as pa
+
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+        columns = []
+        for f in table.schema:
+            kind = _PG_TYPES.get(str(f.type), "TIMESTAMP" if str(f.type).startswith("timestamp") else "VARCHAR")
+            columns.append(f'"{f.name}" {kind}')
+        self._con.execute(f'CREATE TEMPORARY TABLE "{name}" ({", ".join(columns)}) ON COMMIT DROP')
+        names = ", ".join(f'"{f.name}"' for f in table.schema)
+        with self._con.cursor().copy(f'COPY "{name}" ({names}) FROM STDIN') as copy:  # type: ignore[arg-type]
+            for row in zip(*(col.to_pylist() for col in table.columns), strict=True):
+                copy.write_row(row)
+
+    def unregister(self, name: str) -> None:
+        self._con.execute(f'DROP TABLE IF EXISTS "{name}"')  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._con.close()
+
+    @property
+    def broken(self) -> bool:
+        return bool(self._con.closed or self._con.broken)
+
+
+_local = threading.local()
+
+
+def pg_connection(url: str) -> PgConnection:
+    """This thread's connection to ``url`` (opened on first use; a forked child opens its own)."""
+    pool: dict[tuple[int, str], PgConnection] = getattr(_local, "pool", None) or {}
+    _local.pool = pool
+    key = (os.getpid(), url)
+    con = pool.get(key)
+    if con is None or con.broken:
+        con = pool[key] = PgConnection(url)
+    return con
+
+
+def drop_pg_connection(url: str) -> None:
+    """Forget this thread's connection to ``url`` (after an error left it unusable)."""
+    pool: dict[tuple[int, str], PgConnection] = getattr(_local, "pool", None) or {}
+    con = pool.pop((os.getpid(), url), None)
+    if con is not None:
+        with_suppress_close(con)
+
+
+def with_suppress_close(con: PgConnection) -> None:
+    try:
+        con.close()
+    except Exception:  # noqa: BLE001 - a broken connection has nothing left to close
+        pass
+
