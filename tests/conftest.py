@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,48 @@ def _isolated_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGELAB_DB", str(tmp_path / "default.duckdb"))
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # A test marked both_backends that uses the database runs once per back-end; the PostgreSQL
+    # run carries the `postgres` mark, so `-m postgres` selects the PostgreSQL lane alone.
+    if metafunc.definition.get_closest_marker("both_backends") and "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)],
+                             indirect=True)
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    """An empty, migrated project database."""
-    return Store(tmp_path / "project.duckdb")
+def backend(request: pytest.FixtureRequest) -> str:
+    """The back-end of this run of the test: ``duckdb`` unless it is marked both_backends."""
+    return str(getattr(request, "param", "duckdb"))
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """The URL of a PostgreSQL server for the session (``tests/pg.py``)."""
+    from tests import pg
+
+    if pg.pg_bin() is None and not os.environ.get("JUDGELAB_TEST_PG"):
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("CI must run the PostgreSQL lane, but no PostgreSQL server binary was found")
+        pytest.skip("no PostgreSQL server binary (Debian: apt-get install postgresql); PostgreSQL lane skipped")
+    with pg.server() as url:
+        yield url
+
+
+@pytest.fixture
+def db(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str | Path]:
+    """Where this test's empty database is: a file under ``tmp_path``, or a fresh PostgreSQL database."""
+    if backend != "postgres":
+        yield tmp_path / "project.duckdb"
+        return
+    from tests import pg
+
+    admin = request.getfixturevalue("pg_server")
+    url = pg.fresh_database(admin)
+    yield url
+    pg.drop_database(admin, url)
+
+
+@pytest.fixture
+def store(db: str | Path) -> Store:
+    """An empty, migrated project database (on PostgreSQL too when the test is marked both_backends)."""
+    return Store(db)

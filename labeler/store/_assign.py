@@ -128,10 +128,11 @@ class AssignMixin(ImportMixin):
         planned = [r for r, rows in plan.rows.items() if rows]
         tails: dict[int, list[str]] = defaultdict(list)
         for r, task in con.execute(
-            "SELECT s.rater_id, t.task_id FROM assignments s JOIN answers t USING (answer_id)"
-            " WHERE s.kind = ? AND s.rater_id IN (SELECT unnest(?))"
-            " QUALIFY row_number() OVER (PARTITION BY s.rater_id ORDER BY s.queue_pos DESC) <= ?"
-            " ORDER BY s.rater_id, s.queue_pos",
+            "SELECT q.rater_id, q.task_id FROM (SELECT s.rater_id, t.task_id, s.queue_pos,"
+            "  row_number() OVER (PARTITION BY s.rater_id ORDER BY s.queue_pos DESC) AS rn"
+            "  FROM assignments s JOIN answers t USING (answer_id)"
+            "  WHERE s.kind = ? AND s.rater_id IN (SELECT unnest(?))) q"
+            " WHERE q.rn <= ? ORDER BY q.rater_id, q.queue_pos",
             [kind, planned, max(gap, 0)],
         ).fetchall():
             tails[int(r)].append(str(task))

@@ -30,9 +30,11 @@ import pandas as pd
 try:
     import psycopg
     from psycopg.types.numeric import FloatLoader
+    from psycopg.types.string import StrDumper
 except ImportError:  # pragma: no cover - psycopg is a dependency; say so only when it is needed
     psycopg = None  # type: ignore[assignment]
     FloatLoader = None  # type: ignore[assignment,misc]
+    StrDumper = None  # type: ignore[assignment,misc]
 
 from labeler.errors import StoreError
 
@@ -57,6 +59,7 @@ _DOUBLE = re.compile(r"\bDOUBLE\b(?!\s+PRECISION)")
 _LIST_CONTAINS = re.compile(r"list_contains\((\?|\$\w+),\s*([\w.]+)\)")
 _RANGE = re.compile(r"\bFROM range\((\?|\$\w+)\)")
 _DOLLAR = re.compile(r"\$(\w+)")
+_HASH = re.compile(r"\bhash\(")
 _NUMBERED = re.compile(r"\$\d")
 _QUALIFY = re.compile(r"\s+QUALIFY\s+", re.IGNORECASE)
 #: Conflict targets of the tables written with DuckDB's ``INSERT OR REPLACE`` (their keys).
@@ -114,6 +117,8 @@ def translate(sql: str, named: bool) -> str:
     sql = _count_if(sql)
     sql = _LIST_CONTAINS.sub(r"\2 = ANY(\1)", sql)
     sql = _RANGE.sub(r"FROM generate_series(1, \1)", sql)
+    # An order that looks random but is fixed by its input (the sort key of pull mode).
+    sql = _HASH.sub("hashtext(", sql)
     sql = _insert_or(sql)
     sql = _DOLLAR.sub(r"%(\1)s", sql) if named else sql.replace("?", "%s")
     return sql
@@ -122,10 +127,53 @@ def translate(sql: str, named: bool) -> str:
 def _params(params: Any) -> tuple[bool, Any]:
     """Whether ``params`` bind by name/number, and the form psycopg takes."""
     if isinstance(params, dict):
-        return True, params
+        return True, {k: _plain(v) for k, v in params.items()}
     if params is None:
         return False, ()
-    return False, [list(p) if isinstance(p, tuple) else p for p in params]
+    return False, [_plain(p) for p in params]
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as psycopg dumps it: numpy scalars as Python numbers, tuples and arrays as lists."""
+    if isinstance(value, list | tuple) or type(value).__name__ == "ndarray":
+        return [_plain(v) for v in value]
+    if type(value).__module__ == "numpy":
+        return value.item()
+    return value
+
+
+def _array_type(values: Any) -> str:
+    """The PostgreSQL array type of a list parameter, as DuckDB would infer it."""
+    if values and all(isinstance(v, bool) for v in values):
+        return "BOOLEAN[]"
+    if values and all(isinstance(v, int) for v in values):
+        return "BIGINT[]"
+    if values and all(isinstance(v, float | int) for v in values):
+        return "DOUBLE PRECISION[]"
+    return "TEXT[]"
+
+
+def _typed_lists(sql: str, bound: Any) -> str:
+    """Cast each list parameter to its array type: PostgreSQL cannot infer ``unnest($1)``'s."""
+    if isinstance(bound, dict):
+        for name, value in bound.items():
+            if isinstance(value, list):
+                sql = sql.replace(f"%({name})s", f"%({name})s::{_array_type(value)}")
+        return sql
+    if not any(isinstance(v, list) for v in bound):
+        return sql
+    parts = sql.split("%s")
+    out = [parts[0]]
+    for value, part in zip(bound, parts[1:], strict=False):
+        if value == [] and out[-1].endswith(" IN (SELECT unnest(") and part.startswith("))"):
+            # An empty list has no element type; ``= ANY('{}')`` takes the column's.
+            negated = out[-1].endswith(" NOT IN (SELECT unnest(")
+            cut = len(" NOT IN (SELECT unnest(") if negated else len(" IN (SELECT unnest(")
+            out[-1] = out[-1][:-cut] + (" <> ALL(" if negated else " = ANY(")
+            out.append("%s" + part[1:])
+            continue
+        out.append("%s" + (f"::{_array_type(value)}" if isinstance(value, list) else "") + part)
+    return "".join(out)
 
 
 def split_script(sql: str) -> list[str]:
@@ -176,13 +224,16 @@ class PgConnection:
             raise StoreError(f"could not connect to {redact(url)}: {exc}".strip()) from exc
         # numeric (sum/avg of integers) as float, as DuckDB returns DOUBLE/HUGEINT as numbers.
         self._con.adapters.register_loader("numeric", FloatLoader)
+        # str as text, not psycopg's default "unknown": a list of ids must be a text[] for
+        # ``unnest(?)``, as DuckDB infers VARCHAR[].
+        self._con.adapters.register_dumper(str, StrDumper)
         self._con.execute("SET TIME ZONE 'UTC'")
 
     def execute(self, sql: str, params: Any = None) -> PgResult:
         named, bound = _params(params)
         if not named and isinstance(bound, list) and _NUMBERED.search(sql):
             named, bound = True, {str(i + 1): v for i, v in enumerate(bound)}
-        return PgResult(self._con.execute(translate(sql, named), bound))  # type: ignore[arg-type]
+        return PgResult(self._con.execute(_typed_lists(translate(sql, named), bound), bound))  # type: ignore[arg-type]
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self._con.cursor() as cur:

@@ -30,6 +30,13 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "DOUBLE": pa.float64(),
     "BOOLEAN": pa.bool_(),
     "TIMESTAMP": pa.timestamp("us"),
+    # The same types as PostgreSQL's information_schema names them.
+    "character varying": pa.string(),
+    "integer": pa.int32(),
+    "bigint": pa.int64(),
+    "double precision": pa.float64(),
+    "boolean": pa.bool_(),
+    "timestamp without time zone": pa.timestamp("us"),
 }
 
 _names = itertools.count()

@@ -33,8 +33,9 @@ _RUN_ROWS_SQL = """
                 ELSE 'parsed' END AS status
     FROM judgements j
     WHERE j.run_id = ? AND j.kind = ?
-    QUALIFY j.call_id IS NULL
-         OR row_number() OVER (PARTITION BY j.call_id ORDER BY j.judgement_id DESC) = 1
+      AND (j.call_id IS NULL OR NOT EXISTS (
+          SELECT 1 FROM judgements n WHERE n.run_id = j.run_id AND n.kind = j.kind
+             AND n.call_id = j.call_id AND n.judgement_id > j.judgement_id))
 """
 
 # Current labels: the newest unsuperseded row per (rater, answer, rubric version).

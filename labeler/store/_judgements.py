@@ -253,9 +253,10 @@ class JudgementMixin(BatchMixin):
         rows = self._jrows(
             "SELECT cache_key, judgement_id, run_id, value, passed, parse_error, raw,"
             " input_tokens, output_tokens, cache_read_tokens, cost_usd, latency_s"
-            " FROM judgements"
+            " FROM judgements j"
             " WHERE source = 'judge' AND error IS NULL AND cache_key IN (SELECT unnest(?))"
-            " QUALIFY row_number() OVER (PARTITION BY cache_key ORDER BY judgement_id) = 1",
+            " AND NOT EXISTS (SELECT 1 FROM judgements o WHERE o.cache_key = j.cache_key"
+            "  AND o.source = 'judge' AND o.error IS NULL AND o.judgement_id < j.judgement_id)",
             [keys],
         )
         return {str(row.pop("cache_key")): row for row in rows}
@@ -274,7 +275,8 @@ class JudgementMixin(BatchMixin):
             "      ELSE 'parsed' END AS status"
             " FROM judgements j JOIN judge_runs r USING (run_id)"
             " WHERE j.run_id = ?"
-            " QUALIFY row_number() OVER (PARTITION BY j.call_id ORDER BY j.judgement_id DESC) = 1"
+            " AND NOT EXISTS (SELECT 1 FROM judgements n WHERE n.run_id = j.run_id"
+            "  AND n.call_id IS NOT DISTINCT FROM j.call_id AND n.judgement_id > j.judgement_id)"
             " ORDER BY j.judgement_id",
             [run_id],
         )
@@ -288,8 +290,9 @@ class JudgementMixin(BatchMixin):
         resume counts once, as its success.
         """
         counts_sql = (
-            "WITH latest AS (SELECT * FROM judgements WHERE run_id = ?"
-            " QUALIFY row_number() OVER (PARTITION BY call_id ORDER BY judgement_id DESC) = 1)"
+            "WITH latest AS (SELECT * FROM judgements j WHERE run_id = ?"
+            " AND NOT EXISTS (SELECT 1 FROM judgements n WHERE n.run_id = j.run_id"
+            "  AND n.call_id IS NOT DISTINCT FROM j.call_id AND n.judgement_id > j.judgement_id))"
             " SELECT count(*) AS answered_or_failed,"
             "  count(*) FILTER (WHERE error IS NULL AND parse_error IS NULL AND value IS NOT NULL)"
             "   AS parsed,"

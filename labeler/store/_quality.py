@@ -51,9 +51,9 @@ QUALITY_IDS_SQL = "SELECT answer_id FROM quality_items"
 
 #: Raters paused with ``exclude_labels``: calibration leaves their labels out while the pause lasts.
 EXCLUDED_RATERS_SQL = (
-    "SELECT rater_id FROM rater_holds"
-    " QUALIFY row_number() OVER (PARTITION BY rater_id ORDER BY hold_id DESC) = 1"
-    " AND action = 'pause' AND exclude_labels"
+    "SELECT h.rater_id FROM (SELECT rater_id, action, exclude_labels,"
+    "  row_number() OVER (PARTITION BY rater_id ORDER BY hold_id DESC) AS rn FROM rater_holds) h"
+    " WHERE h.rn = 1 AND h.action = 'pause' AND h.exclude_labels"
 )
 
 _ITEM_COLUMNS = ("answer_id", "item_id", "kind", "prompt", "text", "n_words", "self_id_spans", "low", "high",

@@ -42,7 +42,8 @@ class Pool:
     """What :func:`build_pool` stored."""
 
     store: Store
-    path: Path
+    #: The database file, or the PostgreSQL URL (a both_backends test's PostgreSQL run).
+    path: Path | str
     tasks: list[str]
     originals: list[str]
     padded: list[tuple[str, str]]
@@ -52,7 +53,7 @@ class Pool:
         return [*FAMILIES, *MODELS.values(), SECRET_VARIANT]
 
 
-def build_pool(path: Path, *, n_tasks: int = 6) -> Pool:
+def build_pool(path: Path | str, *, n_tasks: int = 6) -> Pool:
     """A pool of ``n_tasks`` tasks, one answer per family each, plus padded rewrites.
 
     Answer ids embed family names on purpose (users' ids often do), so a test that
@@ -91,9 +92,9 @@ def build_pool(path: Path, *, n_tasks: int = 6) -> Pool:
 
 
 @pytest.fixture
-def pool(tmp_path: Path) -> Pool:
-    """A fresh pool database under ``tmp_path``."""
-    return build_pool(tmp_path / "pool.duckdb")
+def pool(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Pool:
+    """A fresh pool database under ``tmp_path`` (or on PostgreSQL, for a both_backends test's run there)."""
+    return build_pool(request.getfixturevalue("db") if backend == "postgres" else tmp_path / "pool.duckdb")
 
 
 @pytest.fixture
