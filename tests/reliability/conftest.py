@@ -43,11 +43,12 @@ class Pool:
     """What :func:`build_pool` stored."""
 
     store: Store
-    path: Path
+    #: The database file, or the PostgreSQL URL (a both_backends test's PostgreSQL run).
+    path: Path | str
     answer_ids: list[str]
 
 
-def build_pool(path: Path, *, n_tasks: int, per_task: int = 2) -> Pool:
+def build_pool(path: Path | str, *, n_tasks: int, per_task: int = 2) -> Pool:
     """``n_tasks`` tasks with ``per_task`` original answers each, alternating families."""
     store = Store(path)
     store.add_rubric(RUBRIC)

@@ -42,7 +42,11 @@ def _acks(lines: list[str]) -> dict[int, tuple[int, int]]:
     return out
 
 
-def _opens_cleanly(path: Path) -> None:
+def _opens_cleanly(path: Path | str) -> None:
+    if isinstance(path, str) and path.startswith("postgresql://"):
+        # PostgreSQL's own recovery is not judgelab's to test: a fresh store must open and read it.
+        assert Store(path).applied_migrations().shape[0] > 0
+        return
     # A raw connection (no judgelab code in between): the file and its WAL must replay.
     release_all()  # this process's store may still hold the file open
     con = duckdb.connect(str(path))
@@ -54,8 +58,9 @@ def _opens_cleanly(path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sigkill_mid_labelling_loses_no_acknowledged_label(tmp_path: Path) -> None:
-    pool = build_pool(tmp_path / "crash.duckdb", n_tasks=60, per_task=2)
+@pytest.mark.both_backends
+def test_sigkill_mid_labelling_loses_no_acknowledged_label(db: Path | str) -> None:
+    pool = build_pool(db, n_tasks=60, per_task=2)
     store = pool.store
     invited = add_raters(store, RATERS)
     raters = [r.rater_id for r, _ in invited]
@@ -105,12 +110,13 @@ def test_sigkill_mid_labelling_loses_no_acknowledged_label(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_sigkill_mid_import_leaves_whole_batches_only(tmp_path: Path) -> None:
+@pytest.mark.both_backends
+def test_sigkill_mid_import_leaves_whole_batches_only(db: Path | str) -> None:
     # A multi-row unit (an import of 2,000 answers) killed part-way is all there or absent.
-    store = Store(tmp_path / "bulk.duckdb")
+    store = Store(db)
     size = 2000
     rng = random.Random(5)
-    proc = worker(["bulk", str(store.path), "--batches", "40", "--size", str(size)])
+    proc = worker(["bulk", str(db), "--batches", "40", "--size", str(size)])
     lines = Lines(proc)
     lines.wait_for(rng.randint(2, 5), "batch ")
     time.sleep(rng.uniform(0.0, 0.2))
@@ -119,7 +125,7 @@ def test_sigkill_mid_import_leaves_whole_batches_only(tmp_path: Path) -> None:
     assert proc.returncode == -signal.SIGKILL, "the import finished before the kill; make it longer"
     acked = {int(x.split()[1]) for x in out if x.startswith("batch ")}
 
-    _opens_cleanly(store.path)
+    _opens_cleanly(db)
     counts = store.query(
         "SELECT task_id, count(*) AS n FROM answers GROUP BY task_id ORDER BY task_id"
     )

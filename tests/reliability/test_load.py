@@ -62,7 +62,7 @@ def _check_database(store: Store, acks: list[Ack], *, k: int) -> None:
     assert assigned.max() <= k, f"an answer was assigned to more than k={k} raters"
 
 
-def fifty_raters_label(path: Path, *, per_rater: int) -> float:
+def fifty_raters_label(path: Path | str, *, per_rater: int) -> float:
     """50 raters label ``per_rater`` answers each from two processes; check the database; seconds taken.
 
     ``bench/load_labels.py`` runs it at the issue's 200 labels each (10,000 labels, minutes); the
@@ -106,16 +106,18 @@ def fifty_raters_label(path: Path, *, per_rater: int) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.both_backends
 @pytest.mark.timeout(3600)
-def test_fifty_raters_label_concurrently_from_two_processes(tmp_path: Path) -> None:
-    elapsed = fifty_raters_label(tmp_path / "load.duckdb", per_rater=PER_RATER)
+def test_fifty_raters_label_concurrently_from_two_processes(db: Path | str) -> None:
+    elapsed = fifty_raters_label(db, per_rater=PER_RATER)
     print(f"{RATERS * PER_RATER} labels in {elapsed:.1f} s ({RATERS * PER_RATER / elapsed:.1f} labels/s)")
 
 
 @pytest.mark.slow
-def test_pull_mode_never_gives_an_answer_more_than_k_raters(tmp_path: Path) -> None:
+@pytest.mark.both_backends
+def test_pull_mode_never_gives_an_answer_more_than_k_raters(db: Path | str) -> None:
     # Scarce slots: 50 raters race for 20 answers x k=3 = 60 slots, from two processes.
-    pool = build_pool(tmp_path / "pull.duckdb", n_tasks=10, per_task=2)
+    pool = build_pool(db, n_tasks=10, per_task=2)
     store = pool.store
     k = 3
     store.set_setting("project", "claim_k", str(k))  # what an admin sets for pull mode
