@@ -28,7 +28,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from judgelab.admin._incidents import LOAD_FAILED, record
 from labeler.errors import AccessError, JudgelabError, StoreError
-from labeler.store import Rater, Store, resolve_db_path
+from labeler.store import Rater, Store, is_postgres, resolve_db_path
 
 TOKEN_PARAM = "t"
 _TOKEN_STATE = "_judgelab_token"
@@ -52,7 +52,8 @@ def _store_for(path: str) -> Store:
 
 def db_path() -> str:
     """The database the app serves: ``$JUDGELAB_DB``, else ``./judgelab.duckdb``."""
-    return str(resolve_db_path(os.environ.get("JUDGELAB_DB")))
+    chosen = os.environ.get("JUDGELAB_DB")
+    return chosen if is_postgres(chosen) else str(resolve_db_path(chosen))
 
 
 def current_store() -> Store:

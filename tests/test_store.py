@@ -51,6 +51,7 @@ def test_schema_has_every_expected_column(store: Store) -> None:
             assert schema[table].get(column) == dtype, (table, column)
 
 
+@pytest.mark.both_backends
 def test_migrations_are_numbered_recorded_and_applied_once(store: Store) -> None:
     shipped = [v for v, _, _ in migrations()]
     # Each engineer gets a number, so gaps are allowed; order and uniqueness are not negotiable.
@@ -58,9 +59,10 @@ def test_migrations_are_numbered_recorded_and_applied_once(store: Store) -> None
     recorded = store.applied_migrations()
     assert list(recorded["version"]) == shipped
     assert store.migrate() == [], "a second run applies nothing"
-    assert list(Store(store.path).applied_migrations()["version"]) == shipped
+    assert list(Store(store.location).applied_migrations()["version"]) == shipped
 
 
+@pytest.mark.both_backends
 def test_token_is_stored_only_hashed(store: Store) -> None:
     rater, token = store.add_rater("alice")
     assert store.authenticate(token) == rater
@@ -71,6 +73,7 @@ def test_token_is_stored_only_hashed(store: Store) -> None:
         store.authenticate(token)
 
 
+@pytest.mark.both_backends
 def test_twenty_threads_share_one_store(store: Store) -> None:
     errors: list[BaseException] = []
 

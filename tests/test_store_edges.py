@@ -178,3 +178,28 @@ def test_a_database_made_before_versions_were_recorded_gains_the_column(tmp_path
     recorded = Store(db).applied_migrations()
     release_all()
     assert recorded["judgelab_version"].isna().all() and len(recorded) == len(migrations())
+
+
+@pytest.mark.postgres
+def test_a_newer_postgresql_database_is_refused_and_left_as_it_is(pg_server: str) -> None:
+    """The newer-database refusal on PostgreSQL: the CLI says which judgelab to install, writes nothing."""
+    import psycopg
+
+    from tests import pg
+
+    url = pg.fresh_database(pg_server)
+    try:
+        Store(url).add_rater("alice")
+        newer = max(v for v, _, _ in migrations()) + 1
+        with psycopg.connect(url, autocommit=True) as con:
+            con.execute("INSERT INTO _migrations (version, name, judgelab_version) VALUES (%s, 'from_the_future', '9.4.1')",
+                        [newer])
+        for args in (("raters", "list"), ("raters", "add", "bob")):
+            done = judgelab(*args, "--db", url)
+            assert done.returncode == 2, (args, done.stdout, done.stderr)
+            assert f"judgelab 9.4.1 added migration {newer:03d}" in done.stderr, done.stderr
+            assert "Traceback" not in done.stderr
+        with psycopg.connect(url) as con:
+            assert con.execute("SELECT name FROM raters").fetchall() == [("alice",)]
+    finally:
+        pg.drop_database(pg_server, url)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -32,8 +33,10 @@ def new_db_option(func: F) -> F:
 def _db_option(func: F, *, must_exist: bool) -> F:
     def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
         # Imported here: the store pulls in DuckDB and pandas, which `judgelab --help` never needs.
-        from labeler.store import resolve_db_path
+        from labeler.store import is_postgres, resolve_db_path
 
+        if is_postgres(value or os.environ.get("JUDGELAB_DB")):
+            return value  # a server's database: the store says if it cannot be reached
         path = resolve_db_path(value)
         if must_exist and not path.exists():
             raise InputError(
@@ -49,7 +52,7 @@ def _db_option(func: F, *, must_exist: bool) -> F:
         type=click.Path(dir_okay=False),
         default=None,
         callback=check,
-        help="Project database file [default: $JUDGELAB_DB or ./judgelab.duckdb].",
+        help="Project database file, or a postgresql:// URL [default: $JUDGELAB_DB or ./judgelab.duckdb].",
     )(func)
 
 

@@ -136,7 +136,7 @@ def serving_url(address: str, port: int, base_url: str | None = None) -> str:
     return f"http://{host}:{port}"
 
 
-def _serve(db: Path, port: int, address: str, base: str) -> None:
+def _serve(db: Path | str, port: int, address: str, base: str) -> None:
     env = {**os.environ, "JUDGELAB_DB": str(db), "JUDGELAB_BASE_URL": base}
     sys.stdout.flush()
     # Become the Streamlit server rather than its parent, so a signal sent to
@@ -184,7 +184,7 @@ def serve(port: int | None, address: str, base_url: str | None, db: str | None) 
     port = choose_port(address, port)
     base = serving_url(address, port, base_url)
     _announce(store, address, port, base)
-    _serve(store.path, port, address, base)
+    _serve(store.location, port, address, base)
 
 
 @click.command()

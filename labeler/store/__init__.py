@@ -5,6 +5,7 @@ Use :class:`Store`; the rest of the code never sees a connection.
 
 from labeler.store._admin import AdminMixin
 from labeler.store._calibration import CalibrationMixin
+from labeler.store._backend import is_postgres
 from labeler.store._core import (
     DEFAULT_DB,
     MAX_COMMENT_CHARS,
@@ -35,7 +36,7 @@ from labeler.store._review import ADJUDICATED, ReviewMixin
 class Store(
     LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin, QualityMixin
 ):
-    """The project database (one DuckDB file). Safe to share between threads and processes."""
+    """The project database (one DuckDB file, or a PostgreSQL database). Safe to share between threads and processes."""
 
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "Screen",
     "Store",
     "hash_token",
+    "is_postgres",
     "migrations",
     "plain_value",
     "release_all",

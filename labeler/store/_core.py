@@ -420,6 +420,11 @@ class StoreCore:
             self.migrate()
 
     @property
+    def location(self) -> str:
+        """The database as ``--db`` takes it: the file's path, or the PostgreSQL URL."""
+        return self.url or str(self.path)
+
+    @property
     def read_only(self) -> bool:
         """Whether this process has the file read-only (asked for, or it cannot be written)."""
         return self._state.read_only
