@@ -15,6 +15,8 @@ from labeler.errors import StaleLabelError
 from tests.app.conftest import FAMILIES, Pool
 from tests.app.test_rate import ALL, act, form_data, open_app
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def served(pool: Pool, monkeypatch: pytest.MonkeyPatch) -> Pool:
