@@ -53,7 +53,7 @@ def _store_for(path: str) -> Store:
 def db_path() -> str:
     """The database the app serves: ``$JUDGELAB_DB``, else ``./judgelab.duckdb``."""
     chosen = os.environ.get("JUDGELAB_DB")
-    return chosen if is_postgres(chosen) else str(resolve_db_path(chosen))
+    return str(chosen) if is_postgres(chosen) else str(resolve_db_path(chosen))
 
 
 def current_store() -> Store:

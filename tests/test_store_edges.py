@@ -192,8 +192,8 @@ def test_a_newer_postgresql_database_is_refused_and_left_as_it_is(pg_server: str
         Store(url).add_rater("alice")
         newer = max(v for v, _, _ in migrations()) + 1
         with psycopg.connect(url, autocommit=True) as con:
-            con.execute("INSERT INTO _migrations (version, name, judgelab_version) VALUES (%s, 'from_the_future', '9.4.1')",
-                        [newer])
+            con.execute("INSERT INTO _migrations (version, name, judgelab_version)"
+                        " VALUES (%s, 'from_the_future', '9.4.1')", [newer])
         for args in (("raters", "list"), ("raters", "add", "bob")):
             done = judgelab(*args, "--db", url)
             assert done.returncode == 2, (args, done.stdout, done.stderr)

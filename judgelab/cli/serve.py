@@ -49,7 +49,7 @@ def _flag(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def streamlit_command(db: Path, port: int, address: str) -> list[str]:
+def streamlit_command(db: Path | str, port: int, address: str) -> list[str]:
     """The ``streamlit run`` command line that serves the app on ``db``.
 
     Every setting of the packaged config (:data:`APP_CONFIG`) is a flag: ``streamlit run``

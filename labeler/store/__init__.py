@@ -4,8 +4,8 @@ Use :class:`Store`; the rest of the code never sees a connection.
 """
 
 from labeler.store._admin import AdminMixin
-from labeler.store._calibration import CalibrationMixin
 from labeler.store._backend import is_postgres
+from labeler.store._calibration import CalibrationMixin
 from labeler.store._core import (
     DEFAULT_DB,
     MAX_COMMENT_CHARS,

@@ -23,6 +23,7 @@ import os
 import re
 import threading
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 import pandas as pd
@@ -292,12 +293,6 @@ def drop_pg_connection(url: str) -> None:
     pool: dict[tuple[int, str], PgConnection] = getattr(_local, "pool", None) or {}
     con = pool.pop((os.getpid(), url), None)
     if con is not None:
-        with_suppress_close(con)
-
-
-def with_suppress_close(con: PgConnection) -> None:
-    try:
-        con.close()
-    except Exception:  # noqa: BLE001 - a broken connection has nothing left to close
-        pass
+        with suppress(Exception):  # a broken connection has nothing left to close
+            con.close()
 
