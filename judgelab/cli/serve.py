@@ -24,7 +24,7 @@ import click
 from judgelab.admin._common import BASE_URL_SETTING
 from judgelab.cli._util import db_option, new_db_option
 from labeler.errors import InputError
-from labeler.store import Store, release_all, resolve_db_path
+from labeler.store import Store, is_postgres, release_all, resolve_db_path
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 #: The app's Streamlit settings, shipped in the package beside the app: Streamlit reads it there
@@ -201,6 +201,10 @@ def demo(port: int | None, address: str, base_url: str | None, no_serve: bool, d
     """
     from judgelab.demo import build_demo_file
 
+    if is_postgres(db):
+        # The demo is a throwaway file (and its judge journals beside it); a server's database is not.
+        raise InputError("the demo builds a DuckDB file, not a PostgreSQL database",
+                         fix="leave --db out (or give a file path); on PostgreSQL use `judgelab init` and the imports.")
     port = (port or DEFAULT_PORT) if no_serve else choose_port(address, port)
     base = serving_url(address, port, base_url)
     folder = None if db else Path(tempfile.mkdtemp(prefix="judgelab-demo-"))

@@ -108,8 +108,10 @@ def translate(sql: str, named: bool) -> str:
         named: Its parameters are bound by name or number (``$...``), not by position (``?``).
     """
     from labeler.store._core import CURRENT_LABEL_RULE, CURRENT_LABEL_RULE_PORTABLE
+    from labeler.store._review import CURRENT_ADJUDICATION_RULE, CURRENT_ADJUDICATION_RULE_PORTABLE
 
     sql = sql.replace(CURRENT_LABEL_RULE, CURRENT_LABEL_RULE_PORTABLE)
+    sql = sql.replace(CURRENT_ADJUDICATION_RULE, CURRENT_ADJUDICATION_RULE_PORTABLE)
     if _QUALIFY.search(sql):
         raise StoreError("QUALIFY has no PostgreSQL translation yet: " + " ".join(sql.split())[:200])
     sql = sql.replace("%", "%%")
@@ -201,6 +203,11 @@ class PgResult:
 
     def __init__(self, cursor: Any) -> None:
         self._cursor = cursor
+
+    @property
+    def description(self) -> Any:
+        """The columns (``d[0]`` is each one's name), as DB-API says."""
+        return self._cursor.description
 
     def fetchone(self) -> tuple[Any, ...] | None:
         return self._cursor.fetchone() if self._cursor.description else None  # type: ignore[no-any-return]

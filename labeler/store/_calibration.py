@@ -81,7 +81,7 @@ class CalibrationMixin(StoreCore):
                    count(j.judgement_id) FILTER (WHERE j.kind = 'pairwise') AS n_pairwise,
                    count(j.judgement_id) FILTER (WHERE j.value IS NOT NULL) AS n_parsed
             FROM judge_runs r LEFT JOIN judgements j ON j.run_id = r.run_id
-            GROUP BY ALL
+            GROUP BY r.run_id, r.judge_kind, r.model, r.family, r.rubric_id, r.rubric_version, r.created_at
             ORDER BY r.created_at DESC, r.run_id DESC
             """
         )

@@ -213,7 +213,8 @@ class DesignMixin(StoreCore):
         return self.query(
             "SELECT d.design_id, d.created_at, d.applied_at, count(i.answer_id) AS n_items,"
             " d.params, d.summary FROM designs d LEFT JOIN design_items i USING (design_id)"
-            " GROUP BY ALL ORDER BY d.created_at DESC, d.design_id"
+            " GROUP BY d.design_id, d.created_at, d.applied_at, d.params, d.summary"
+            " ORDER BY d.created_at DESC, d.design_id"
         )
 
     def design_record(self, design_id: str) -> dict[str, Any]:
@@ -571,7 +572,7 @@ class DesignMixin(StoreCore):
         return self.query(
             "SELECT d.design_id, d.params, d.created_at, count(b.batch) AS n_batches"
             " FROM active_designs d LEFT JOIN active_batches b USING (design_id)"
-            " GROUP BY ALL ORDER BY d.created_at DESC, d.design_id DESC"
+            " GROUP BY d.design_id, d.params, d.created_at ORDER BY d.created_at DESC, d.design_id DESC"
         )
 
     def active_design(self, design_id: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
@@ -595,7 +596,8 @@ class DesignMixin(StoreCore):
             "SELECT b.batch, b.draw_id, b.weight, b.expected_labels, b.summary, b.created_at,"
             " count_if(coalesce(s.live, false))::BIGINT AS assigned, count_if(coalesce(s.done, false))::BIGINT AS done"
             f" FROM active_batches b LEFT JOIN ({_HOLDERS}) s ON s.design_id = b.draw_id"
-            " WHERE b.design_id = ? GROUP BY ALL ORDER BY b.batch",
+            " WHERE b.design_id = ?"
+            " GROUP BY b.batch, b.draw_id, b.weight, b.expected_labels, b.summary, b.created_at ORDER BY b.batch",
             [design_id],
         )
         batches["summary"] = [json.loads(s) for s in batches["summary"]]

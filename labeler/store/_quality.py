@@ -313,8 +313,9 @@ class QualityMixin(StoreCore):
     def rater_pauses(self) -> pd.DataFrame:
         """Each rater's newest pause or resume: ``rater_id, action, exclude_labels, reason, created_at``."""
         return self.query(
-            "SELECT rater_id, action, exclude_labels, reason, created_at FROM rater_holds"
-            " QUALIFY row_number() OVER (PARTITION BY rater_id ORDER BY hold_id DESC) = 1 ORDER BY rater_id"
+            "SELECT h.rater_id, h.action, h.exclude_labels, h.reason, h.created_at FROM rater_holds h"
+            " WHERE NOT EXISTS (SELECT 1 FROM rater_holds n WHERE n.rater_id = h.rater_id AND n.hold_id > h.hold_id)"
+            " ORDER BY h.rater_id"
         )
 
     # -- what quality is read from -------------------------------------------------------------

@@ -44,6 +44,19 @@ CURRENT_ADJUDICATION_RULE = """
         ORDER BY l.created_at DESC, l.label_id DESC) = 1
 """
 
+#: :data:`CURRENT_ADJUDICATION_RULE` without ``QUALIFY`` (PostgreSQL has none): no newer
+#: unsuperseded adjudicated row of the same answer and rubric version.
+CURRENT_ADJUDICATION_RULE_PORTABLE = """
+    WHERE l.source = 'adjudicated'
+      AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
+      AND NOT EXISTS (
+        SELECT 1 FROM labels n
+        WHERE n.source = 'adjudicated' AND n.answer_id = l.answer_id AND n.rubric_id = l.rubric_id
+          AND n.rubric_version = l.rubric_version
+          AND NOT EXISTS (SELECT 1 FROM labels s2 WHERE s2.supersedes = n.label_id)
+          AND (n.created_at > l.created_at OR (n.created_at = l.created_at AND n.label_id > l.label_id)))
+"""
+
 _RATER_LABELS_SQL = f"""
     SELECT l.label_id, l.rater_id, l.rater_name, r.simulated, l.answer_id, a.item_id, a.task_id,
            a.family, a.variant, l.rubric_id, l.rubric_version, l.overall, l.passed, l.criteria,
