@@ -22,6 +22,7 @@ beside the database in ``<database>.journal/``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import secrets
@@ -30,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from labeler.store import JudgementRecord, Store
+from labeler.store import JudgementRecord, Store, redact
 
 try:  # POSIX: the lock that tells a live writer's journal from a dead one's
     import fcntl
@@ -41,7 +42,16 @@ __all__ = ["Journal", "journal_dir", "recover"]
 
 
 def journal_dir(store: Store) -> Path:
-    """Where ``store``'s journals live: ``<database>.journal/`` beside the file."""
+    """Where ``store``'s journals live: ``<database>.journal/`` beside the file.
+
+    A PostgreSQL database has no file: its journals live on this machine, under
+    ``$XDG_STATE_HOME/judgelab/journals/`` (``~/.local/state``), one folder per database (a hash
+    of its URL without the password), where a resume on this machine finds them.
+    """
+    if store.url is not None:
+        state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+        key = hashlib.sha256(redact(store.url).encode("utf-8")).hexdigest()[:16]
+        return state / "judgelab" / "journals" / key
     path = Path(store.path)
     return path.with_name(path.name + ".journal")
 

@@ -97,8 +97,8 @@ def _healthy(url: str, proc: subprocess.Popen[str], timeout: float = 90) -> None
     raise AssertionError("the server never answered its health check")
 
 
-def test_serve_prints_the_links_it_serves_and_not_streamlits_banner(tmp_path: Path) -> None:
-    db = tmp_path / "p.duckdb"
+@pytest.mark.both_backends
+def test_serve_prints_the_links_it_serves_and_not_streamlits_banner(tmp_path: Path, db: Path | str) -> None:
     store = Store(db)
     store.set_setting("project", BASE_URL_SETTING, "http://localhost:8501")  # links were made for 8501
     store.release()

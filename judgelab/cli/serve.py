@@ -24,7 +24,7 @@ import click
 from judgelab.admin._common import BASE_URL_SETTING
 from judgelab.cli._util import db_option, new_db_option
 from labeler.errors import InputError
-from labeler.store import Store, is_postgres, release_all, resolve_db_path
+from labeler.store import Store, is_postgres, redact, release_all, resolve_db_path
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 #: The app's Streamlit settings, shipped in the package beside the app: Streamlit reads it there
@@ -152,7 +152,7 @@ def _announce(store: Store, address: str, port: int, base: str) -> None:
     earlier = store.setting("project", BASE_URL_SETTING)
     if not store.read_only:
         store.set_setting("project", BASE_URL_SETTING, base)
-    click.echo(f"serving {store.path}" + (" (read-only)" if store.read_only else ""))
+    click.echo(f"serving {redact(store.location)}" + (" (read-only)" if store.read_only else ""))
     if store.read_only:
         click.echo("  read-only: the admin pages and exports work; raters are told rating is paused, and nothing "
                    "is saved. To rate, make the file and its folder writable and serve again.")

@@ -4,7 +4,7 @@ Use :class:`Store`; the rest of the code never sees a connection.
 """
 
 from labeler.store._admin import AdminMixin
-from labeler.store._backend import is_postgres
+from labeler.store._backend import is_postgres, redact
 from labeler.store._calibration import CalibrationMixin
 from labeler.store._core import (
     DEFAULT_DB,
@@ -61,6 +61,7 @@ __all__ = [
     "is_postgres",
     "migrations",
     "plain_value",
+    "redact",
     "release_all",
     "remove_database",
     "resolve_db_path",
