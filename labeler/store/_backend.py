@@ -44,6 +44,11 @@ PG_SCHEMES = ("postgresql://", "postgres://")
 #: The key of the advisory lock every unit of work holds (any constant: "judgelab" in ASCII).
 UNIT_LOCK = 0x6A75646765
 
+#: Fragments the store splices into many statements (the current-label rules, with ``QUALIFY``),
+#: each with its portable form; registered by the modules that define them.
+PORTABLE: dict[str, str] = {}
+
+
 def is_postgres(location: object) -> bool:
     """Whether ``location`` (a ``--db`` value) names a PostgreSQL database rather than a file."""
     return isinstance(location, str) and location.startswith(PG_SCHEMES)
@@ -107,11 +112,8 @@ def translate(sql: str, named: bool) -> str:
         sql: One statement as the store writes it.
         named: Its parameters are bound by name or number (``$...``), not by position (``?``).
     """
-    from labeler.store._core import CURRENT_LABEL_RULE, CURRENT_LABEL_RULE_PORTABLE
-    from labeler.store._review import CURRENT_ADJUDICATION_RULE, CURRENT_ADJUDICATION_RULE_PORTABLE
-
-    sql = sql.replace(CURRENT_LABEL_RULE, CURRENT_LABEL_RULE_PORTABLE)
-    sql = sql.replace(CURRENT_ADJUDICATION_RULE, CURRENT_ADJUDICATION_RULE_PORTABLE)
+    for duckdb_form, portable in PORTABLE.items():
+        sql = sql.replace(duckdb_form, portable)
     if _QUALIFY.search(sql):
         raise StoreError("QUALIFY has no PostgreSQL translation yet: " + " ".join(sql.split())[:200])
     sql = sql.replace("%", "%%")

@@ -62,7 +62,15 @@ import duckdb
 import pandas as pd
 
 from labeler.errors import InputError, StoreError
-from labeler.store._backend import UNIT_LOCK, PgConnection, drop_pg_connection, is_postgres, pg_connection, redact
+from labeler.store._backend import (
+    PORTABLE,
+    UNIT_LOCK,
+    PgConnection,
+    drop_pg_connection,
+    is_postgres,
+    pg_connection,
+    redact,
+)
 
 DEFAULT_DB = "judgelab.duckdb"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
@@ -115,6 +123,7 @@ CURRENT_LABEL_RULE_PORTABLE = """
           AND NOT EXISTS (SELECT 1 FROM labels s2 WHERE s2.supersedes = n.label_id)
           AND (n.created_at > l.created_at OR (n.created_at = l.created_at AND n.label_id > l.label_id)))
 """
+PORTABLE[CURRENT_LABEL_RULE] = CURRENT_LABEL_RULE_PORTABLE
 
 #: The most characters a comment, flag reason or note from the app may have. A rater's words on
 #: one answer fit in a fraction of this; without a bound one submit stored 2 MB (every changed

@@ -28,6 +28,7 @@ import pandas as pd
 from labeler.errors import AccessError, InputError
 from labeler.models import Rubric
 from labeler.scales import format_range
+from labeler.store._backend import PORTABLE
 from labeler.store._core import CURRENT_LABEL_RULE, check_comment, rubric_match
 from labeler.store._pool import PoolMixin, blind_text
 
@@ -56,6 +57,7 @@ CURRENT_ADJUDICATION_RULE_PORTABLE = """
           AND NOT EXISTS (SELECT 1 FROM labels s2 WHERE s2.supersedes = n.label_id)
           AND (n.created_at > l.created_at OR (n.created_at = l.created_at AND n.label_id > l.label_id)))
 """
+PORTABLE[CURRENT_ADJUDICATION_RULE] = CURRENT_ADJUDICATION_RULE_PORTABLE
 
 _RATER_LABELS_SQL = f"""
     SELECT l.label_id, l.rater_id, l.rater_name, r.simulated, l.answer_id, a.item_id, a.task_id,
