@@ -1,6 +1,7 @@
 """The project database: the one place in judgelab that holds SQL.
 
-Use :class:`Store`; the rest of the code never sees a connection.
+Use :class:`Store`; the rest of the code never sees a connection. A caller that needs one
+part of it takes a role from :mod:`labeler.store.roles` (e.g. :class:`RaterRole`) instead.
 """
 
 from labeler.store._admin import AdminMixin
@@ -30,6 +31,19 @@ from labeler.store._pool import ImportSummary, PoolMixin
 from labeler.store._quality import QualityMixin, RaterHold
 from labeler.store._raters import Rater, Role, hash_token
 from labeler.store._review import ADJUDICATED, ReviewMixin
+from labeler.store.roles import (
+    AdminRole,
+    AnalystRole,
+    AssignmentRole,
+    DesignRole,
+    ImportExportRole,
+    JudgeRole,
+    MaintenanceRole,
+    PeopleRole,
+    QualityRole,
+    RaterRole,
+    ReviewRole,
+)
 
 
 class Store(
@@ -44,14 +58,25 @@ __all__ = [
     "MASK_DEFAULT",
     "MASK_KEY",
     "MAX_COMMENT_CHARS",
+    "AdminRole",
+    "AnalystRole",
     "AssignSummary",
+    "AssignmentRole",
     "AuditView",
     "CurrentLabel",
+    "DesignRole",
+    "ImportExportRole",
     "ImportSummary",
+    "JudgeRole",
     "JudgementRecord",
+    "MaintenanceRole",
     "PairView",
+    "PeopleRole",
+    "QualityRole",
     "Rater",
     "RaterHold",
+    "RaterRole",
+    "ReviewRole",
     "Role",
     "ScoreView",
     "Screen",
