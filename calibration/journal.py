@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from labeler.store import JudgementRecord, Store
+from labeler.store import JudgementRecord, JudgeRole
 
 try:  # POSIX: the lock that tells a live writer's journal from a dead one's
     import fcntl
@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover - Windows: no journal (the runner works 
 __all__ = ["Journal", "journal_dir", "recover"]
 
 
-def journal_dir(store: Store) -> Path:
+def journal_dir(store: JudgeRole) -> Path:
     """Where ``store``'s journals live: ``<database>.journal/`` beside the file."""
     path = Path(store.path)
     return path.with_name(path.name + ".journal")
@@ -65,7 +65,7 @@ class Journal:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, store: Store, run_id: str) -> Journal | None:
+    def open(cls, store: JudgeRole, run_id: str) -> Journal | None:
         """Create and lock a fresh journal for one execution of ``run_id``."""
         if fcntl is None:
             return None
@@ -140,7 +140,7 @@ def _entries(path: Path) -> list[JudgementRecord]:
     return [JudgementRecord(**records[n]) for n in sorted(records) if n not in done]
 
 
-def recover(store: Store) -> int:
+def recover(store: JudgeRole) -> int:
     """Replay the journals of dead executions into ``store``; returns the rows written.
 
     An answer whose call already has an answer in the database is skipped (its batch
@@ -172,7 +172,7 @@ def recover(store: Store) -> int:
     return written
 
 
-def _replay(store: Store, entries: list[JudgementRecord]) -> int:
+def _replay(store: JudgeRole, entries: list[JudgementRecord]) -> int:
     if not entries:
         return 0
     answered: dict[str, set[str]] = {}

@@ -38,7 +38,7 @@ from labeler.errors import InputError
 from labeler.models import Answer, Criterion, ImportedLabel, Pair, Rubric, Task
 from labeler.scales import FormatSpec, ScaleError, scale_from_toml
 from labeler.schemas import DATA_KINDS, SCHEMAS, DataKind, unknown_columns
-from labeler.store import ImportSummary, Store
+from labeler.store import ImportExportRole, ImportSummary
 
 __all__ = [
     "IMPORT_KINDS",
@@ -375,7 +375,7 @@ def _checked_rows(
 
 
 def import_file(
-    store: Store, kind: ImportKind, path: str | Path, *, ignore_columns: Collection[str] = (),
+    store: ImportExportRole, kind: ImportKind, path: str | Path, *, ignore_columns: Collection[str] = (),
     reader: Callable[[str | Path], Rows] = read_rows,
 ) -> ImportSummary:
     """Validate ``path`` as ``kind`` and import it all-or-nothing.

@@ -35,7 +35,7 @@ from calibration.runner import PlannedCall
 from calibration.stats import Estimate, swap_average
 from calibration.stats._probes import Verdict
 from labeler.models import Answer, Pair, Rubric
-from labeler.store import Store
+from labeler.store import JudgeRole
 
 # -- variants -------------------------------------------------------------------------------
 
@@ -112,7 +112,7 @@ class Variants:
     def __init__(
         self,
         *,
-        store: Store | None = None,
+        store: JudgeRole | None = None,
         pad_model: PadModel | None = None,
         stored: dict[tuple[str, str], str] | None = None,
     ) -> None:
@@ -125,7 +125,7 @@ class Variants:
 
     @classmethod
     def for_pool(
-        cls, store: Store | None, pool: Sequence[PoolAnswer], *, pad_model: PadModel | None = None
+        cls, store: JudgeRole | None, pool: Sequence[PoolAnswer], *, pad_model: PadModel | None = None
     ) -> Variants:
         """Variants that reuse the pool's stored variants (``store`` may be ``None``)."""
         stored: dict[tuple[str, str], str] = {}

@@ -39,7 +39,7 @@ from calibration.runner._plan import PlannedCall, build_request
 from calibration.runner._sink import Ledger
 from labeler.errors import JudgeError
 from labeler.models import Rubric
-from labeler.store import Store
+from labeler.store import JudgeRole
 
 __all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_REQUESTS", "check_batch_judge", "run_batch", "split_batches"]
 
@@ -231,7 +231,7 @@ async def _new_batches(
 
 
 async def _lost_batch(
-    batcher: BatchJudge, store: Store, entry: Mapping[str, Any], adopt: Sequence[str], poll_interval: float
+    batcher: BatchJudge, store: JudgeRole, entry: Mapping[str, Any], adopt: Sequence[str], poll_interval: float
 ) -> str | None:
     """The upstream batch of an intent whose id was lost: named by the user, or found by its custom ids.
 

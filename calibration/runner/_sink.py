@@ -21,7 +21,7 @@ from calibration.judges._base import Failure
 from calibration.runner._plan import PlannedCall
 from calibration.runner._records import call_record, evidence_row
 from calibration.runner._summary import Tally
-from labeler.store import JudgementRecord, Store
+from labeler.store import JudgementRecord, JudgeRole
 
 __all__ = ["Ledger", "Sink"]
 
@@ -36,7 +36,7 @@ class Sink:
 
     def __init__(
         self,
-        store: Store,
+        store: JudgeRole,
         evidence: Path | None,
         *,
         model: str,

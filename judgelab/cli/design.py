@@ -32,7 +32,7 @@ from calibration.design import (
 )
 from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.errors import InputError
-from labeler.store import Store
+from labeler.store import DesignRole, Store
 
 
 def _parse_strata(text: str) -> list[Any]:
@@ -47,7 +47,7 @@ def _parse_strata(text: str) -> list[Any]:
     return names
 
 
-def _parse_raters(text: str | None, store: Store) -> tuple[int | list[str] | None, int]:
+def _parse_raters(text: str | None, store: DesignRole) -> tuple[int | list[str] | None, int]:
     """``(what apply_design takes, how many raters share the work)``."""
     if text is None:
         frame = store.raters()
@@ -206,7 +206,7 @@ def _print_batch(batch: ActiveBatch, applied: pd.DataFrame | None) -> None:
         click.echo("Not applied: pass --apply to store the batch and create the raters' assignments.")
 
 
-def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str] | None, n_raters: int,
+def _run_active(store: DesignRole, options: dict[str, Any], rater_arg: int | list[str] | None, n_raters: int,
                 do_apply: bool, as_json: bool) -> None:
     """``--active``: the open design's status, and its next batch (drawn, and applied with --apply)."""
     status = active_status(store)
@@ -256,7 +256,7 @@ def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str
             click.echo(forecast.headline)
 
 
-def _saving_payload(store: Store, status: ActiveStatus | None) -> dict[str, Any] | None:
+def _saving_payload(store: DesignRole, status: ActiveStatus | None) -> dict[str, Any] | None:
     """The design's predicted saving over simple random sampling, for ``--json``."""
     forecast = None if status is None else active_saving(store, status.design_id)
     if forecast is None:

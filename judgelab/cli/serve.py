@@ -24,7 +24,7 @@ import click
 from judgelab.admin._common import BASE_URL_SETTING
 from judgelab.cli._util import db_option, new_db_option
 from labeler.errors import InputError
-from labeler.store import Store, release_all, resolve_db_path
+from labeler.store import MaintenanceRole, Store, release_all, resolve_db_path
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 #: The app's Streamlit settings, shipped in the package beside the app: Streamlit reads it there
@@ -147,7 +147,7 @@ def _serve(db: Path, port: int, address: str, base: str) -> None:
     os.execve(command[0], command, env)
 
 
-def _announce(store: Store, address: str, port: int, base: str) -> None:
+def _announce(store: MaintenanceRole, address: str, port: int, base: str) -> None:
     """Print where the app listens and the links it serves, and record ``base`` for new links."""
     earlier = store.setting("project", BASE_URL_SETTING)
     if not store.read_only:

@@ -52,6 +52,25 @@ class Store(
     """The project database (one DuckDB file). Safe to share between threads and processes."""
 
 
+def _store_plays_every_role(store: Store) -> None:
+    """Nothing at run time: mypy checks here that ``Store`` satisfies each role protocol."""
+    as_rater: RaterRole = store
+    as_people: PeopleRole = store
+    as_assignment: AssignmentRole = store
+    as_review: ReviewRole = store
+    as_quality: QualityRole = store
+    as_admin: AdminRole = store
+    as_importexport: ImportExportRole = store
+    as_judge: JudgeRole = store
+    as_design: DesignRole = store
+    as_analyst: AnalystRole = store
+    as_maintenance: MaintenanceRole = store
+    del (
+        as_rater, as_people, as_assignment, as_review, as_quality, as_admin,
+        as_importexport, as_judge, as_design, as_analyst, as_maintenance,
+    )
+
+
 __all__ = [
     "ADJUDICATED",
     "DEFAULT_DB",

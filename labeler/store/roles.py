@@ -4,7 +4,7 @@ A page, command or library function takes the narrowest role it uses, so that wh
 reach is visible in its signature and checked by mypy: the rater's page receives
 :class:`RaterRole` and cannot name an answer's family, model or variant, a rater list or a
 judge run. Each method has one home protocol here; a role is a union of homes. ``Store``
-satisfies every role (mypy proves it in :func:`_store_plays_every_role`), and
+satisfies every role (mypy proves it in ``labeler/store/__init__.py``), and
 ``tests/test_store_roles.py`` checks that every public ``Store`` method has a home and that
 the protocols' signatures are the ``Store``'s own. The method docs live on the ``Store``.
 """
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
     from datetime import datetime
+    from pathlib import Path
     from typing import Any, Literal
 
     import duckdb
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from labeler.quality import QualityItem, QualitySettings
     from labeler.queue import Progress, QueueItem
     from labeler.scales import FormatSpec
-    from labeler.store import Store
     from labeler.store._imports import ExportKind
     from labeler.store._judgements import JudgementRecord
     from labeler.store._labels import AuditView, Kind, PairView, ScoreView, Screen, Seen
@@ -53,7 +53,14 @@ class Opened(Protocol):
     def read_only(self) -> bool: ...
 
 
-class UnitOfWork(Opened, Protocol):
+class Located(Opened, Protocol):
+    """Where the database is (the rater's role has no server path)."""
+
+    @property
+    def path(self) -> Path: ...
+
+
+class UnitOfWork(Located, Protocol):
     """Group several calls into one transaction (one unit of work)."""
 
     @contextmanager
@@ -136,6 +143,44 @@ class QualitySettingsView(Protocol):
     def quality_settings(self) -> QualitySettings: ...
 
 
+class DesignView(RubricView, Protocol):
+    """Read stored designs, active designs and the labels they drew."""
+
+    def designs(self) -> pd.DataFrame: ...
+
+    def design_record(self, design_id: str) -> dict[str, Any]: ...
+
+    def design_items(self, design_id: str) -> pd.DataFrame: ...
+
+    def design_assignments(self, design_id: str) -> pd.DataFrame: ...
+
+    def active_design(self, design_id: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]: ...
+
+    def active_designs(self) -> pd.DataFrame: ...
+
+    def active_draw_ids(self) -> set[str]: ...
+
+    def answer_labels(self) -> pd.DataFrame: ...
+
+    def rater_labels(self, answer_ids: Iterable[str]) -> pd.DataFrame: ...
+
+    def score_holders(self, answer_ids: Sequence[str]) -> pd.DataFrame: ...
+
+
+class HumanLabelView(Protocol):
+    """Read the current human labels (the pool's, not gold or attention items)."""
+
+    def human_labels(self, rubric_id: str | None = None, version: int | None = None) -> pd.DataFrame: ...
+
+
+class PoolWriter(Protocol):
+    """Add tasks and answers (the one write path for answer text) to the pool."""
+
+    def add_pool(
+        self, tasks: list[Task], answers: list[Answer], *, source_file: str | None = None
+    ) -> ImportSummary: ...
+
+
 class RaterRole(Opened, RubricView, SettingReader, HoldView, Protocol):
     """The rater's page: their own queue, screens and label writes, blind (no family, model, variant, admin data)."""
 
@@ -197,7 +242,7 @@ class RaterRole(Opened, RubricView, SettingReader, HoldView, Protocol):
     def rater_current_labels(self, rater_id: int) -> pd.DataFrame: ...
 
 
-class PeopleRole(Opened, SettingReader, RaterDirectory, Protocol):
+class PeopleRole(Located, SettingReader, RaterDirectory, Protocol):
     """The admin's people: invite, reissue, revoke, pause and resume raters."""
 
     def add_rater(self, name: str, *, role: Role = "rater", simulated: bool = False) -> tuple[Rater, str]: ...
@@ -211,7 +256,7 @@ class PeopleRole(Opened, SettingReader, RaterDirectory, Protocol):
     def resume_rater(self, name: str) -> None: ...
 
 
-class AssignmentRole(Opened, PoolView, RaterDirectory, LabelTiming, Protocol):
+class AssignmentRole(Located, PoolView, RaterDirectory, LabelTiming, Protocol):
     """The admin's assignments: who labels what, and the progress of it."""
 
     def assign_k(
@@ -257,7 +302,7 @@ class AssignmentRole(Opened, PoolView, RaterDirectory, LabelTiming, Protocol):
     def labels_per_answer(self) -> pd.DataFrame: ...
 
 
-class ReviewRole(Opened, PoolView, RaterDirectory, LabelTiming, Protocol):
+class ReviewRole(Located, PoolView, RaterDirectory, LabelTiming, Protocol):
     """The admin's review: every label of an answer, history, adjudication."""
 
     def adjudicate(
@@ -299,7 +344,7 @@ class ReviewRole(Opened, PoolView, RaterDirectory, LabelTiming, Protocol):
     ) -> pd.DataFrame: ...
 
 
-class QualityRole(Opened, PoolView, RaterDirectory, HoldView, QualitySettingsView, Protocol):
+class QualityRole(Located, PoolView, RaterDirectory, HoldView, QualitySettingsView, Protocol):
     """The admin's rater quality: gold items, attention checks, speeds, qualification and pauses."""
 
     def add_quality_items(self, items: Sequence[QualityItem], *, source_file: str | None = None) -> ImportSummary: ...
@@ -325,12 +370,8 @@ class AdminRole(Settings, PeopleRole, AssignmentRole, ReviewRole, QualityRole, P
     def mask_self_id(self, rubric_id: str | None = None) -> bool: ...
 
 
-class ImportExportRole(Opened, PoolView, Protocol):
+class ImportExportRole(Located, PoolView, PoolWriter, Protocol):
     """Imports and exports: the pool, rubrics and labels, judgements and designs from files, and the file exports."""
-
-    def add_pool(
-        self, tasks: list[Task], answers: list[Answer], *, source_file: str | None = None
-    ) -> ImportSummary: ...
 
     def add_pairs(self, pairs: list[Pair], *, source_file: str | None = None) -> ImportSummary: ...
 
@@ -364,7 +405,7 @@ class ImportExportRole(Opened, PoolView, Protocol):
     def keep_declared_scales(self, formats: Iterable[str]) -> None: ...
 
 
-class JudgeRole(UnitOfWork, PoolView, Protocol):
+class JudgeRole(UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLabelView, Protocol):
     """Judge runs and judgements: the runner's and probes' writes, cache, batches and evidence."""
 
     def start_judge_run(
@@ -433,7 +474,7 @@ class JudgeRole(UnitOfWork, PoolView, Protocol):
     def run_batches(self, run_id: str) -> list[dict[str, Any]]: ...
 
 
-class DesignRole(UnitOfWork, PoolView, RaterDirectory, LabelTiming, QualitySettingsView, Protocol):
+class DesignRole(UnitOfWork, PoolView, DesignView, RaterDirectory, LabelTiming, QualitySettingsView, Protocol):
     """Hand-label sample designs and active labelling: the reads a design needs, saving and applying it."""
 
     def save_design(
@@ -470,31 +511,13 @@ class DesignRole(UnitOfWork, PoolView, RaterDirectory, LabelTiming, QualitySetti
         self, design_id: str, plan: pd.DataFrame, *, rubric: tuple[str, int] | None = None
     ) -> int: ...
 
-    def designs(self) -> pd.DataFrame: ...
-
-    def design_record(self, design_id: str) -> dict[str, Any]: ...
-
-    def design_items(self, design_id: str) -> pd.DataFrame: ...
-
     def design_raters(self, raters: int | Sequence[str]) -> list[int]: ...
 
     def design_applied(self, design_id: str) -> bool: ...
 
-    def design_assignments(self, design_id: str) -> pd.DataFrame: ...
-
-    def active_design(self, design_id: str) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]: ...
-
-    def active_designs(self) -> pd.DataFrame: ...
-
-    def active_draw_ids(self) -> set[str]: ...
-
     def assigned_answers(
         self, rater_ids: Sequence[int], answer_ids: Sequence[str]
     ) -> set[tuple[int, str]]: ...
-
-    def answer_labels(self) -> pd.DataFrame: ...
-
-    def rater_labels(self, answer_ids: Iterable[str]) -> pd.DataFrame: ...
 
     def human_verdicts(self) -> pd.DataFrame: ...
 
@@ -508,10 +531,8 @@ class DesignRole(UnitOfWork, PoolView, RaterDirectory, LabelTiming, QualitySetti
         self, rater_ids: Sequence[int], *, depth: int = 3
     ) -> dict[int, tuple[int, list[str]]]: ...
 
-    def score_holders(self, answer_ids: Sequence[str]) -> pd.DataFrame: ...
 
-
-class AnalystRole(Opened, PoolView, RaterDirectory, LabelTiming, Protocol):
+class AnalystRole(Located, PoolView, DesignView, HumanLabelView, RaterDirectory, LabelTiming, Protocol):
     """The analyst's read-only views: the calibration report's reads."""
 
     def calibration_runs(self) -> pd.DataFrame: ...
@@ -521,8 +542,6 @@ class AnalystRole(Opened, PoolView, RaterDirectory, LabelTiming, Protocol):
     def run_info(self, run_id: str) -> dict[str, Any] | None: ...
 
     def run_rows(self, run_id: str, kind: str = "pointwise") -> pd.DataFrame: ...
-
-    def human_labels(self, rubric_id: str | None = None, version: int | None = None) -> pd.DataFrame: ...
 
     def adjudicated_labels(self, rubric_id: str | None = None, version: int | None = None) -> pd.DataFrame: ...
 
@@ -558,19 +577,5 @@ ROLES: tuple[type, ...] = (
     AnalystRole,
     MaintenanceRole,
 )
-"""The roles a caller is given, (the other protocols are parts they share)."""
+"""The roles callers are given; the other protocols here are parts that roles share."""
 
-
-def _store_plays_every_role(store: Store) -> None:
-    """Nothing at run time: mypy checks that ``Store`` satisfies each role."""
-    _rater: RaterRole = store
-    _people: PeopleRole = store
-    _assignment: AssignmentRole = store
-    _review: ReviewRole = store
-    _quality: QualityRole = store
-    _admin: AdminRole = store
-    _importexport: ImportExportRole = store
-    _judge: JudgeRole = store
-    _design: DesignRole = store
-    _analyst: AnalystRole = store
-    _maintenance: MaintenanceRole = store
