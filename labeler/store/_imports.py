@@ -398,7 +398,7 @@ class ImportMixin(RaterMixin, PoolMixin):
             for row in rows:
                 row[-1] = row[-1] or task_of.get(row[8]) or pair_of(row[8], pairs)
             insert_rows(con, "judgements", _JUDGEMENT_COLUMNS, rows, id_from=("judgement_id", "seq_judgement"))
-        self.keep_declared_scales(j.format for j in judgements)  # type: ignore[attr-defined]  # PoolMixin's
+        self._keep_declared_scales(j.format for j in judgements)  # type: ignore[attr-defined]  # PoolMixin's
         return ImportSummary(
             added={"judgements": len(rows)}, unchanged={"judgements": len(judgements) - len(rows)}
         )

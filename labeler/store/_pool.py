@@ -95,7 +95,7 @@ class PoolMixin(StoreCore):
                 " UNION SELECT scale_decl FROM declared_scales ORDER BY 1").fetchall()
         return [register_scale(scale_from_dict(json.loads(r[0]))) for r in rows]
 
-    def keep_declared_scales(self, formats: Iterable[str]) -> None:
+    def _keep_declared_scales(self, formats: Iterable[str]) -> None:
         """Store the declaration of each declared scale among ``formats`` (judgements' formats).
 
         A judge spec's own scale (1-10) is declared by no rubric; kept here, a later process

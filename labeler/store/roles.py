@@ -402,8 +402,6 @@ class ImportExportRole(Located, PoolView, PoolWriter, Protocol):
 
     def design_tables(self) -> dict[str, pd.DataFrame]: ...
 
-    def keep_declared_scales(self, formats: Iterable[str]) -> None: ...
-
 
 class JudgeRole(UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLabelView, Protocol):
     """Judge runs and judgements: the runner's and probes' writes, cache, batches and evidence."""
