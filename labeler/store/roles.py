@@ -239,8 +239,6 @@ class RaterRole(Opened, RubricView, SettingReader, HoldView, Protocol):
 
     def rater_queue(self, rater_id: int, kind: Kind = "score") -> list[QueueItem]: ...
 
-    def rater_current_labels(self, rater_id: int) -> pd.DataFrame: ...
-
 
 class PeopleRole(Located, SettingReader, RaterDirectory, Protocol):
     """The admin's people: invite, reissue, revoke, pause and resume raters."""
@@ -342,6 +340,8 @@ class ReviewRole(Located, PoolView, RaterDirectory, LabelTiming, Protocol):
         *,
         include_unversioned: bool = True,
     ) -> pd.DataFrame: ...
+
+    def rater_current_labels(self, rater_id: int) -> pd.DataFrame: ...
 
 
 class QualityRole(Located, PoolView, RaterDirectory, HoldView, QualitySettingsView, Protocol):
