@@ -139,7 +139,8 @@ def svg(root: Path) -> str:
         r, y = role.__name__, y_role[role.__name__]
         out.append(f'<rect x="{x_role}" y="{y - 11:.1f}" width="{w_role}" height="22" rx="4" '
                    f'fill="{colour[r]}" fill-opacity="0.15" stroke="{colour[r]}"/>')
-        label = f"{r} ({len(members(role))} methods, {len(role_tables[r])} tables)"
+        n = len(role_tables[r])
+        label = f"{r} ({len(members(role))} methods, {n} table{'s' if n != 1 else ''})"
         out.append(f'<text x="{x_role + 6}" y="{y + 4:.1f}">{escape(label)}</text>')
     for t in tabs:
         out.append(f'<text x="{x_tab + 4}" y="{y_tab[t] + 4:.1f}">{escape(t)}</text>')

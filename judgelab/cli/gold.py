@@ -63,7 +63,7 @@ def _describe(settings: QualitySettings) -> str:
 @db_option
 def gold_import(file: str, db: str | None, **given: object) -> None:
     """Import gold items and attention checks (id, prompt, text, score or low/high, kind, explanation)."""
-    store = Store(db)
+    store: QualityRole = Store(db)
     summary = import_quality_file(store, file)
     settings, added = _apply(store, given)
     click.echo(f"{file}: {summary}")

@@ -180,7 +180,7 @@ _BASE_URL_HELP = ("The address raters open, used in every link (behind a reverse
 @db_option
 def serve(port: int | None, address: str, base_url: str | None, db: str | None) -> None:
     """Start the rater app on the project database."""
-    store = Store(db)
+    store: MaintenanceRole = Store(db)
     port = choose_port(address, port)
     base = serving_url(address, port, base_url)
     _announce(store, address, port, base)
@@ -211,7 +211,7 @@ def demo(port: int | None, address: str, base_url: str | None, no_serve: bool, d
         click.echo(f"  {line}")
     click.echo(f"rater link: {result.rater_url}")
     click.echo(f"admin link: {result.admin_url}")
-    store = Store(path)
+    store: MaintenanceRole = Store(path)
     if no_serve:
         store.set_setting("project", BASE_URL_SETTING, base)
         click.echo(f"not serving (--no-serve); start it with: judgelab serve --db {path} --port {port}")
