@@ -135,3 +135,11 @@ def test_functions_take_a_role_not_the_whole_store() -> None:
                             (rel, fn.name) not in WHOLE_STORE):
                         whole.append(f"{rel}:{fn.name}({arg.arg})")
     assert whole == []
+
+
+WRITES = ("add_", "set_", "save_", "assign_", "adjudicate", "claim_", "skip_", "open_item", "pause_", "resume_",
+          "revoke_", "reissue_", "mark_", "drop_", "plan_", "start_", "finish_", "mix_", "migrate", "rater_id_for")
+
+
+def test_the_analyst_role_only_reads() -> None:
+    assert sorted(m for m in _members(roles.AnalystRole) if m.startswith(WRITES)) == []

@@ -118,8 +118,6 @@ class RaterDirectory(Protocol):
 
     def raters(self) -> pd.DataFrame: ...
 
-    def rater_id_for(self, name: str, *, create: bool = False, simulated: bool = False) -> int: ...
-
 
 class LabelTiming(Protocol):
     """Read how long labels took and when labels last changed."""
@@ -244,6 +242,8 @@ class PeopleRole(Located, SettingReader, RaterDirectory, Protocol):
     """The admin's people: invite, reissue, revoke, pause and resume raters."""
 
     def add_rater(self, name: str, *, role: Role = "rater", simulated: bool = False) -> tuple[Rater, str]: ...
+
+    def rater_id_for(self, name: str, *, create: bool = False, simulated: bool = False) -> int: ...
 
     def reissue_token(self, name: str) -> str: ...
 
