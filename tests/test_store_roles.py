@@ -137,9 +137,11 @@ def test_functions_take_a_role_not_the_whole_store() -> None:
     assert whole == []
 
 
-WRITES = ("add_", "set_", "save_", "assign_", "adjudicate", "claim_", "skip_", "open_item", "pause_", "resume_",
-          "revoke_", "reissue_", "mark_", "drop_", "plan_", "start_", "finish_", "mix_", "migrate", "rater_id_for")
+WRITE_PREFIXES = ("add_", "set_", "save_", "assign_", "claim_", "skip_", "pause_", "resume_", "revoke_", "reissue_",
+                  "mark_", "drop_", "plan_", "start_", "finish_", "mix_")
+WRITE_NAMES = {"adjudicate", "open_item", "migrate", "rater_id_for", "release"}
 
 
 def test_the_analyst_role_only_reads() -> None:
-    assert sorted(m for m in _members(roles.AnalystRole) if m.startswith(WRITES)) == []
+    reach = _members(roles.AnalystRole)
+    assert sorted(m for m in reach if m.startswith(WRITE_PREFIXES) or m in WRITE_NAMES) == []
