@@ -267,7 +267,7 @@ def _human_labels(src: Source) -> Adapted:
                            fix="check that the file is FastChat's human judgments, unedited.")
         rater = as_id(str(src.text(i, "judge")))
         a, b = answer_id(qid, turn, model_a), answer_id(qid, turn, model_b)
-        key = (rater, *sorted((a, b)))
+        key = (rater, min(a, b), max(a, b))
         votes[key] = votes.get(key, 0) + 1
         if votes[key] > 1:  # judgelab keeps one current preference per rater and pair; FastChat counts each vote
             repeats += 1
