@@ -131,6 +131,11 @@ def test_a_bad_human_judgments_file_is_refused_whole(tmp_path: Path) -> None:
         import_from(store, "labels", bad, tool="mt-bench")
     assert (err.value.row, err.value.column) == (5, "winner") and "model_a, model_b or tie" in str(err.value)
     assert len(export_table(store, "pair_labels")) == 0
+    rows = _lines(HUMAN)
+    rows[0]["judge"] = ["gpt-4", "pair-v2"]
+    bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError, match="is a model, not a human rater"):
+        import_from(store, "labels", bad, tool="mt-bench")
     with pytest.raises(InputError, match="labels come from FastChat's human judgments"):
         import_from(store, "labels", PAIR, tool="mt-bench")
 

@@ -265,7 +265,12 @@ def _human_labels(src: Source) -> Adapted:
         if winner not in _HUMAN_PREFERENCE:
             raise src.fail(f"winner {winner!r} is not model_a, model_b or tie", row=i, column="winner",
                            fix="check that the file is FastChat's human judgments, unedited.")
-        rater = as_id(str(src.text(i, "judge")))
+        judge = src.get(i, "judge")
+        if not isinstance(judge, str) or judge.startswith(("[", "gpt")):
+            raise src.fail(f"judge {judge!r} is a model, not a human rater", row=i, column="judge",
+                           fix="this looks like the dataset's gpt4_pair split; import the judge's own "
+                               "model_judgment/gpt-4_pair.jsonl as judgements instead.")
+        rater = as_id(judge)
         a, b = answer_id(qid, turn, model_a), answer_id(qid, turn, model_b)
         key = (rater, min(a, b), max(a, b))
         votes[key] = votes.get(key, 0) + 1
