@@ -24,12 +24,13 @@ conversation without knowing it is one, and the rater's page draws it from the t
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
-    "TURN_MODES", "Message", "ToolCall", "Transcript", "TranscriptError", "TurnMode", "blinded", "name_spans",
+    "TURN_MODES", "Message", "ToolCall", "Transcript", "TranscriptError", "TurnMode", "blinded", "last_turn", "name_spans",
     "parse_messages", "render", "render_message",
 ]
 
@@ -112,9 +113,27 @@ def render_message(m: Message) -> str:
     head = f"[{m.role}" + (f" {m.name}" if m.role == "tool" and m.name else "") + "]"
     lines = [head]
     if m.content:
-        lines.append(m.content)
+        lines.append(_HEADER.sub(r"\\\1", m.content))
     lines += [f"-> tool call {c.name}({c.arguments})" for c in m.tool_calls]
     return "\n".join(lines)
+
+
+# A content line that looks like a role header is written with a backslash, so a message cannot
+# forge a turn (and the judge's {turn} is always the assistant's own).
+_HEADER = re.compile(r"^(\\*\[(?:system|user|assistant|tool)\b[^\n]*\])$", re.MULTILINE)
+
+
+def last_turn(text: str) -> str:
+    """The last assistant turn of a rendered transcript (``text`` itself when it is no transcript)."""
+    at = text.rfind("[assistant]\n")
+    while at > 0 and text[at - 2:at] != "\n\n":
+        at = text.rfind("[assistant]\n", 0, at)
+    if at < 0:
+        return text
+    end = text.find("\n\n[", at)
+    while end >= 0 and not _HEADER.match(text, end + 2):
+        end = text.find("\n\n[", end + 1)
+    return text[at + len("[assistant]\n"): None if end < 0 else end]
 
 
 def render(t: Transcript) -> str:
