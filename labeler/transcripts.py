@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
-    "TURN_MODES", "Message", "ToolCall", "Transcript", "TranscriptError", "TurnMode", "blinded", "last_turn", "name_spans",
-    "parse_messages", "render", "render_message",
+    "TURN_MODES", "Message", "ToolCall", "Transcript", "TranscriptError", "TurnMode", "blinded", "last_turn",
+    "name_spans", "parse_messages", "render", "render_message",
 ]
 
 TurnMode = Literal["last", "whole"]

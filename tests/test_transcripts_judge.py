@@ -31,7 +31,8 @@ def _traces(path: Path) -> Path:
     rows = []
     for k in range(6):
         ask = {"role": "user", "content": f"Where is order {k}?"}
-        rows.append({"task_id": f"t{k}", "prompt": f"Order {k}", "answer_id": f"oa{k}", "family": "gpt", "model": "gpt-4o",
+        rows.append({"task_id": f"t{k}", "prompt": f"Order {k}", "answer_id": f"oa{k}", "family": "gpt",
+                     "model": "gpt-4o",
                      "messages": [ask,
                                   {"role": "assistant", "content": None, "tool_calls": [
                                       {"id": "c1", "type": "function",
