@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from labeler.adapters import import_from
 from labeler.errors import InputError
 from labeler.importers import import_file
 from labeler.store import Store
@@ -98,3 +101,19 @@ def test_parse_keeps_order_of_text_and_results_in_one_anthropic_turn() -> None:
     ])
     assert [(m.role, m.content) for m in t.messages] == [
         ("assistant", ""), ("tool", "[error] found"), ("user", "and then?"), ("assistant", "done")]
+
+
+def test_an_inspect_agent_log_written_by_the_current_release_imports_as_a_trace(store: Store, tmp_path: Path) -> None:
+    maker = Path(__file__).parent / "data" / "inspect" / "make_trace_log.py"
+    done = subprocess.run([sys.executable, str(maker), str(tmp_path)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    import_from(store, "answers", Path(done.stdout.split()[-1]), tool="inspect")
+    [t] = _stored(store).values()
+    assert [m.role for m in t.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert t.messages[2].tool_calls[0].name == t.messages[3].name == "lookup_order"
+    assert json.loads(t.messages[2].tool_calls[0].arguments) == {"order_id": "1042"}
+    assert t.messages[-1].content == "Order 1042 arrived 3 days ago; refund started."
+    # The system prompt names the model's maker: masked for raters wherever it stands.
+    [spans] = store.self_identifying()["spans"]
+    assert {w for *_, w in spans} >= {"Claude", "Anthropic"}
