@@ -232,11 +232,11 @@ def _answers(path: Path) -> Adapted:
 
 
 def _is_trace(messages: Any) -> bool:
-    """Whether a sample's messages are more than one question and one answer (tools, or several turns)."""
+    """Whether a sample's messages are a trace or a conversation: tool calls, or several assistant turns."""
     if not isinstance(messages, list):
         return False
     roles = [m.get("role") for m in messages if isinstance(m, dict)]
-    return "tool" in roles or roles.count("assistant") > 1 or roles.count("user") > 1
+    return "tool" in roles or roles.count("assistant") > 1
 
 
 # -- judgements -----------------------------------------------------------------------------------
