@@ -225,7 +225,7 @@ def _answers(path: Path) -> Adapted:
         out.append(row)
     dropped = ("the family: Inspect names a model's provider, used as its family",
                "the target, metadata and events (import the log as judgements for the scores)")
-    columns = ("task_id", "prompt", "answer_id", "family", "model", "text")
+    columns: tuple[str, ...] = ("task_id", "prompt", "answer_id", "family", "model", "text")
     if any("messages" in r for r in out):
         columns += ("messages",)
     return Adapted(rows_of(src.rows, out, columns=columns), dropped)

@@ -25,6 +25,7 @@ from labeler.models import Answer, Criterion, Pair, Rubric, Task
 from labeler.scales import FORMAT_SPECS, FormatSpec, format_spec, known_format, register_scale, scale_from_dict
 from labeler.store._bulk import drop_stored, insert_rows, staged
 from labeler.store._core import StoreCore
+from labeler.transcripts import Transcript, blinded
 
 
 @dataclass(frozen=True)
@@ -384,3 +385,10 @@ def blind_text(con: duckdb.DuckDBPyConnection, text: str, stored_spans: str | No
         *detect_self_identifying(text, names),
     ])
     return mask(text, spans), len(spans)
+
+
+def blind_transcript(con: duckdb.DuckDBPyConnection, transcript: Transcript) -> Transcript:
+    """``transcript`` as a blind rater reads it: every message, tool name and system prompt masked."""
+    names = sorted({str(n) for pair in con.execute(
+        "SELECT DISTINCT family, model FROM answers").fetchall() for n in pair})
+    return blinded(transcript, names)
