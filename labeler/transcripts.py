@@ -30,8 +30,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
-    "TURN_MODES", "Message", "ToolCall", "Transcript", "TranscriptError", "TurnMode", "blinded", "last_turn",
-    "name_spans", "parse_messages", "render", "render_message",
+    "TURN_MODES",
+    "Message",
+    "ToolCall",
+    "Transcript",
+    "TranscriptError",
+    "TurnMode",
+    "blinded",
+    "last_turn",
+    "name_spans",
+    "parse_messages",
+    "render",
+    "render_message",
+    "split_turn",
 ]
 
 TurnMode = Literal["last", "whole"]
@@ -134,6 +145,27 @@ def last_turn(text: str) -> str:
     while end >= 0 and not _HEADER.match(text, end + 2):
         end = text.find("\n\n[", end + 1)
     return text[at + len("[assistant]\n"): None if end < 0 else end]
+
+
+def split_turn(text: str) -> tuple[str, str, str] | None:
+    r"""A rendered transcript cut around its last assistant turn's content: ``(before, turn, after)``.
+
+    ``None`` when ``text`` is no rendered transcript (it does not open with a role header, or
+    has no assistant turn). ``before + turn + after == text``.
+
+        >>> split_turn("[user]\nHi\n\n[assistant]\nHello")
+        ('[user]\nHi\n\n[assistant]\n', 'Hello', '')
+    """
+    if not _HEADER.match(text) or text.startswith("\\"):
+        return None
+    turn = last_turn(text)
+    if turn is text:
+        return None
+    at = text.rfind("[assistant]\n" + turn)
+    if at < 0:
+        return None
+    start = at + len("[assistant]\n")
+    return text[:start], turn, text[start + len(turn):]
 
 
 def render(t: Transcript) -> str:

@@ -80,3 +80,27 @@ def test_a_trace_is_judged_with_conversation_and_turn_and_calibrated(tmp_path: P
     report = json.loads(out.stdout)
     text = json.dumps(report)
     assert "claude" in text and "gpt" in text
+
+
+def test_padding_and_byline_change_only_the_final_turn_and_other_probes_say_why_not(tmp_path: Path) -> None:
+    db = str(tmp_path / "p.duckdb")
+    invoke("import", "rubric", str(DATA / "rubric.toml"), "--db", db)
+    invoke("import", "answers", str(_traces(tmp_path / "traces.jsonl")), "--db", db)
+    probed = invoke("probe", "--judge", "fake", "--fake-verbosity", "0.3", "--n", "3", "--biases", "verbosity,byline",
+                    "--db", db, "--out", str(tmp_path / "r.jsonl"))
+    assert probed.exit_code == 0, probed.output
+    from labeler.store import Store
+    from labeler.transcripts import split_turn
+
+    frame = Store(db).answers().set_index("answer_id")
+    padded = frame[frame["variant"] == "padded"]
+    assert len(padded) == 6
+    for answer_id, row in padded.iterrows():
+        before, turn, after = split_turn(str(frame.loc[str(row["parent_answer_id"]), "text"])) or ("", "", "")
+        new = split_turn(str(row["text"]))
+        assert new is not None and new[0] == before and new[2] == after, answer_id  # the work is untouched
+        assert len(new[1].split()) > len(turn.split())  # the final answer is longer
+    refused = CliRunner().invoke(main, ["probe", "--judge", "fake", "--n", "3", "--biases", "truncation",
+                                        "--db", db, "--out", str(tmp_path / "t.jsonl")])
+    assert refused.exit_code != 0
+    assert "the truncated variant does not apply to a conversation" in refused.output
