@@ -192,7 +192,8 @@ class JudgeSpec:
                   "examples": self.examples_separator.join(self.examples)}
         if kind == "pointwise":
             values["answer"] = values["conversation"] = answers[0]
-            values["turn"] = last_turn(answers[0])
+            # The rubric says which turn is rated; rating the whole, {turn} is the whole.
+            values["turn"] = last_turn(answers[0]) if rubric.turn == "last" else answers[0]
         else:
             values["answer_a"], values["answer_b"] = answers[0], answers[1]
         if "reference" in names:

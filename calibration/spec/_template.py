@@ -23,8 +23,9 @@ PLACEHOLDERS: tuple[str, ...] = (
 ``{instructions}``, ``{criteria}`` and ``{levels}`` are its parts, for a template that asks for a
 scale of its own and must not also show the rubric's. ``{conversation}`` is a pointwise answer
 that is a conversation or agent trace, every message rendered and guarded (the same text as
-``{answer}``; a template may show it in place of ``{answer}``), and ``{turn}`` its last assistant
-turn (:func:`labeler.transcripts.last_turn`; the whole answer when it is one text).
+``{answer}``; a template may show it in place of ``{answer}``), and ``{turn}`` the turn the
+rubric rates: its last assistant turn (:func:`labeler.transcripts.last_turn`; the whole answer
+when it is one text), or the whole when the rubric says ``turn = "whole"``.
 """
 
 RUBRIC_PARTS: tuple[str, ...] = ("rubric", "instructions", "criteria", "levels")
