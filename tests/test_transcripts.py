@@ -117,3 +117,23 @@ def test_an_inspect_agent_log_written_by_the_current_release_imports_as_a_trace(
     # The system prompt names the model's maker: masked for raters wherever it stands.
     [spans] = store.self_identifying()["spans"]
     assert {w for *_, w in spans} >= {"Claude", "Anthropic"}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_an_export_imports_back_to_the_same_transcripts(store: Store, tmp_path: Path, suffix: str) -> None:
+    from labeler.exports import export_table
+
+    import_file(store, "answers", DATA / "openai.jsonl")
+    import_file(store, "answers", DATA / "anthropic.jsonl")
+    frame = export_table(store, "answers")
+    path = tmp_path / f"out{suffix}"
+    if suffix == ".jsonl":
+        frame.to_json(path, orient="records", lines=True)
+    elif suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path)
+    other = Store(tmp_path / "other.duckdb")
+    import_file(other, "answers", path)
+    assert _stored(other) == _stored(store)
+    assert (other.answers()["text"].tolist() == store.answers()["text"].tolist())
