@@ -80,6 +80,11 @@ def test_a_trace_is_judged_with_conversation_and_turn_and_calibrated(tmp_path: P
     report = json.loads(out.stdout)
     text = json.dumps(report)
     assert "claude" in text and "gpt" in text
+    # The panel reads the same run by the agents' families.
+    panel = invoke("panel", "--db", db, "--json")
+    assert panel.exit_code == 0, panel.output
+    matrix = json.loads(panel.output)["matrix"]
+    assert any(set(row) >= {"claude", "gpt"} for row in matrix.values()), matrix
 
 
 def test_padding_and_byline_change_only_the_final_turn_and_other_probes_say_why_not(tmp_path: Path) -> None:
