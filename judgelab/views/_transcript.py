@@ -51,13 +51,15 @@ def _body(m: Message) -> None:
 def show_transcript(t: Transcript, turn: TurnMode) -> None:
     """Draw ``t`` message by message, the turn ``turn`` names marked."""
     rated = t.rated_turn(turn)
+    if rated is None:
+        st.caption("Rate the whole conversation.")
     for i, m in enumerate(t.messages):
         if m.role == "tool":
             # An observation can be long and is rarely what is rated: folded, named by its tool.
             with st.expander(_label(f"Tool result: {m.name or 'tool'} ({len(m.content):,} characters)")):
                 st.html(verbatim_html(m.content))
             continue
-        st.html(_head(m.role, i == rated or (rated is None and turn == "whole" and m.role == "assistant")))
+        st.html(_head(m.role, i == rated))
         _body(m)
         for c in m.tool_calls:
             with st.expander(_label(f"Tool call: {c.name}")):
