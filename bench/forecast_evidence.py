@@ -17,8 +17,8 @@ where the prior expects errors minus elsewhere, with a 95% Wald interval) and it
 per cell: the mean model ratio, the ratio planned on (1 when no saving is expected), the share of
 redraws that say "no saving expected", and the mean evidence with its mean interval.
 
-Not measured here: the realised ratio of a design run to its target (``bench/active_economy.py``
-does that for the first data model; it has no ``random`` model yet).
+The realised ratio beside the forecast, for both plans on both data models, is
+``bench/forecast_realised.py``'s.
 """
 
 from __future__ import annotations

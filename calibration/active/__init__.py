@@ -45,9 +45,10 @@ The modules:
 * ``_plan``: the pool (:class:`ActivePool`), each batch's plan (:func:`plan_batch`) and size
   (:func:`next_batch_size`), the labels a target needs (:func:`planned_labels`,
   :func:`labels_still_needed`, projected with :func:`next_batch_variance` and
-  :func:`expected_population_variance`);
+  :func:`expected_population_variance`), and the gate that sends a batch to simple random sampling
+  when the labels show no saving (:func:`batch_floor`, the store's and the simulator's one path);
 * ``_simulate``: simulated pools with a known truth and the whole procedure run on them
-  (:func:`run_active`), for the tests and ``bench/active_economy.py``;
+  (:func:`run_active`), for the tests, ``bench/active_economy.py`` and ``bench/forecast_realised.py``;
 * ``_store``: the only part that touches the project database: start a design, draw the next
   batch, give a batch's answers to new raters when theirs were revoked
   (:func:`reassign_active_batch`), read where it stands (:func:`active_status`).
@@ -72,8 +73,10 @@ from calibration.active._model import HumanPrediction, predict_humans, sampling_
 from calibration.active._plan import (
     DEFAULT_FLOOR,
     ActivePool,
+    BatchFloor,
     BatchPlan,
     SavingForecast,
+    batch_floor,
     expected_population_variance,
     labels_still_needed,
     next_batch_size,
@@ -126,6 +129,7 @@ __all__ = [
     "ActiveRun",
     "ActiveState",
     "ActiveStatus",
+    "BatchFloor",
     "BatchPlan",
     "Boundaries",
     "HumanPrediction",
@@ -141,6 +145,7 @@ __all__ = [
     "active_saving",
     "active_status",
     "apply_active_batch",
+    "batch_floor",
     "draw_active_batch",
     "estimand_coefficients",
     "expected_population_variance",

@@ -53,9 +53,9 @@ import pandas as pd
 from scipy import special
 
 from calibration.active._spending import Spending, spending_boundaries, t_critical
-from calibration.stats._raters import RaterScope, rater_part
+from calibration.stats._raters import TWO_RATERS_UNEVEN, RaterScope, rater_terms
 from calibration.stats._result import Estimate
-from calibration.stats._variance import MIN_CLUSTERS, rare_event_variance
+from calibration.stats._variance import MIN_CLUSTERS, REFUSED_METHOD, rare_event_variance
 
 __all__ = [
     "DEFAULT_MARGIN",
@@ -249,6 +249,10 @@ class LookStatistics:
         design_floored: Per look, whether ``variance`` carries the floor of one disagreement
             among the drawn units in place of ``design`` (``_design_floor``: no look can stop on
             a variance its labels cannot vouch for); ``None`` when not computed.
+        refused: Per look, why no interval can speak for raters like these (two raters, as
+            ``judgelab calibrate`` refuses them: :func:`calibration.stats._raters.two_rater_refusal`,
+            or :data:`calibration.stats._raters.TWO_RATERS_UNEVEN` when their spread carries half
+            the variance or more), else ``None``; empty when not computed.
     """
 
     estimate: npt.NDArray[np.float64]
@@ -262,6 +266,11 @@ class LookStatistics:
     scope: str
     df: npt.NDArray[np.float64]
     design_floored: npt.NDArray[np.bool_] | None = None
+    refused: tuple[str | None, ...] = ()
+
+    def refused_at(self, look: int) -> str | None:
+        """:attr:`refused` at a 0-based look (``None`` when not computed)."""
+        return self.refused[look] if look < len(self.refused) else None
 
 
 def look_statistics(
@@ -336,7 +345,7 @@ def look_statistics(
     # No look may stop on a variance the labels cannot vouch for (_design_floor).
     used, design_floored = _design_floor(draws, c, judge - np.nan_to_num(h), design, population)
     gradient = -c[None, :] * np.cumsum(w[:, None] * inv, axis=0) / big_w[:, None]
-    raters, raters_df, scope = _rater_parts(gradient, draws.answer_id, rater_level, interval)
+    raters, raters_df, scope, gross, reasons = _rater_parts(gradient, draws.answer_id, rater_level, interval, c)
     hit = np.vstack([np.bincount(draws.task, weights=drawn[k].astype(float), minlength=draws.n_tasks) > 0
                      for k in range(draws.n_batches)])
     ever = np.cumsum(hit, axis=0) > 0
@@ -351,6 +360,11 @@ def look_statistics(
                  (raters, np.full(raters.shape, raters_df))]
         spread_df = sum(np.where(v > 0, v**2 / d, 0.0) for v, d in parts)
         df = np.where(spread_df > 0, (used + population + raters) ** 2 / spread_df, math.inf)
+    # Two raters, as calibrate reads them: a figure that moves with their mean leniency is refused,
+    # and so is one whose raters' spread (resting on 1 df) carries half its variance or more.
+    total = used + population + raters
+    refused = tuple(r if r is not None or not np.isfinite(g) or g < total[k] / 2 else TWO_RATERS_UNEVEN
+                    for k, (r, g) in enumerate(zip(reasons, gross, strict=True)))
     return LookStatistics(
         estimate=estimate,
         variance=used + population + raters,
@@ -363,6 +377,7 @@ def look_statistics(
         scope=scope,
         df=np.asarray(df, dtype=float),
         design_floored=design_floored,
+        refused=refused,
     )
 
 
@@ -497,12 +512,23 @@ def _second_moments(
 def _rater_parts(
     gradient: npt.NDArray[np.float64], answer_id: npt.NDArray[np.str_], rater_level: pd.DataFrame | None,
     interval: RaterScope,
-) -> tuple[npt.NDArray[np.float64], float, str]:
-    """The raters' variance at each look, its df and the scope in words."""
+    coef: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.float64], float, str, npt.NDArray[np.float64], list[str | None]]:
+    """The raters' variance at each look, its df, the scope in words, and with two raters their gross part and refusal.
+
+    The gross part (the raters' mean square, ``nan`` unless there are exactly two raters) and the
+    refusal are :func:`calibration.stats._raters.rater_terms`', the same calibrate reads. The
+    refusal is judged on the Hajek form of the look's gradient (each family's inverse-probability
+    weights rescaled to the family's coefficient, ``coef`` per pool answer): calibrate's estimates
+    are Hajek means, whose gap's raters' shares sum to exactly 0, while the AIPW gap's sum to 0 only
+    on average over the draws; a family's residual moves with the panel's mean leniency either way.
+    """
     looks = gradient.shape[0]
+    gross = np.full(looks, np.nan)
+    reasons: list[str | None] = [None] * looks
     if interval == "panel" or rater_level is None:
         scope = "this panel only" if interval == "panel" else "this panel only (no per-rater labels to generalise from)"
-        return np.zeros(looks), _NAN, scope
+        return np.zeros(looks), _NAN, scope, gross, reasons
     position = pd.Series(np.arange(answer_id.size), index=answer_id)
     rows = rater_level[rater_level["answer"].astype(str).isin(position.index)]
     rows = rows.assign(answer=position.reindex(rows["answer"].astype(str)).to_numpy())
@@ -514,9 +540,27 @@ def _rater_parts(
             continue
         keep = np.unique(used["answer"].to_numpy())
         local = pd.Series(np.arange(keep.size), index=keep)
-        part = used.assign(answer=local.reindex(used["answer"].to_numpy()).to_numpy())
-        out[k], df, scope = rater_part(gradient[k, keep], part, keep.size, "raters")
-    return out, df, scope
+        labels = used.assign(answer=local.reindex(used["answer"].to_numpy()).to_numpy())
+        part = rater_terms(gradient[k, keep], labels, keep.size, "raters")
+        out[k], df, scope = part.variance, part.df, part.scope
+        if part.refused is not None or part.clustered_df == 1:
+            reasons[k] = rater_terms(_hajek_form(gradient[k], coef, keep), labels, keep.size, "raters").refused
+        if part.clustered_df == 1:
+            gross[k] = part.clustered
+    return out, df, scope, gross, reasons
+
+
+def _hajek_form(
+    gradient: npt.NDArray[np.float64], coef: npt.NDArray[np.float64], keep: npt.NDArray[np.intp]
+) -> npt.NDArray[np.float64]:
+    """``gradient`` at the answers ``keep``, each family's (one value of ``coef``) rescaled to sum to ``−Σ coef``."""
+    g = gradient[keep].copy()
+    for value in np.unique(coef[coef != 0]):
+        mine = coef[keep] == value
+        total = float(g[mine].sum())
+        if total != 0:
+            g[mine] *= -float(coef[coef == value].sum()) / total
+    return g
 
 
 @dataclass(frozen=True)
@@ -670,6 +714,9 @@ def active_residuals_and_gap(
         "df": lead.df,
         "ci_low": rci.ci_low, "ci_high": rci.ci_high, "half_width": rci.half_width, "tau": rci.tau,
     })
+    refused = np.array([lead.refused_at(k) is not None for k in range(draws.n_batches)])
+    # A look whose interval is refused (two raters, calibrate's rule) has none: it cannot meet the target.
+    looks.loc[refused, ["ci_low", "ci_high", "half_width"]] = np.nan
     looks["reached"] = looks["half_width"] <= target_half_width if scale == "pass" else False
     hit = np.flatnonzero(looks["reached"].to_numpy())
     stopped = int(hit[0]) + 1 if hit.size else None
@@ -737,6 +784,17 @@ class _Describe:
             f"interval at look {k} of an {spend_name} alpha-spending plan (critical value {critical:.2f}{reading}), "
             f"valid whenever the team stops; raters: {stats.scope}"
         )
+        reason = stats.refused_at(self.look)
+        if reason is not None:
+            # Two raters, as calibrate refuses them: the reason and the fix, never a narrow interval.
+            panel = critical * math.sqrt(max(float(stats.variance[self.look] - stats.raters[self.look]), 0.0))
+            refused = (f"{reason}; this panel's own interval (±{panel:.3g} here) is `--interval panel`, or add a "
+                       "third rater")
+            return Estimate(est, _NAN, _NAN, tasks, f"{method.split('; raters:')[0]}; {REFUSED_METHOD}",
+                            _UNITS[self.scale], self.level,
+                            {**extra, "interval": f"none (2 raters), {who}", "scope": stats.scope, "df": df,
+                             "se": se, "unreliable": refused, "refused": refused, "estimator": "active AIPW",
+                             "look": k, "critical": critical, "stopped_at": self.stopped})
         unreliable = None
         if tasks < MIN_CLUSTERS:
             unreliable = f"only {tasks} tasks drawn: intervals are checked from {MIN_CLUSTERS} tasks up"

@@ -35,8 +35,10 @@ __all__ = [
     "MIN_BATCH",
     "PILOT_LABELS",
     "ActivePool",
+    "BatchFloor",
     "BatchPlan",
     "SavingForecast",
+    "batch_floor",
     "expected_population_variance",
     "labels_still_needed",
     "next_batch_size",
@@ -379,6 +381,17 @@ class SavingForecast:
         return float(np.nanmax([self.active_ratio, self.measured_ratio]))
 
     @property
+    def stratified(self) -> float:
+        """The stratified design's ratio to plan on: 1 (proportional allocation, no saving) under the same gate.
+
+        The same evidence decides it as :attr:`ratio`: when the labels so far show no link between
+        the judge's score and its errors, allocating labels by the judge's verdicts is not expected to
+        beat simple random sampling read with the same model (the plan's simple random sample already
+        corrects the judge's prediction within each verdict), so the plan is proportional allocation.
+        """
+        return 1.0 if self.no_saving else self.stratified_ratio
+
+    @property
     def headline(self) -> str:
         """The expected saving in one sentence, for a team deciding whether to commit to the design."""
         if self.no_saving and self.evidence is not None:
@@ -387,7 +400,7 @@ class SavingForecast:
                     f"where its score says they would ({e.extra['upper_share']:.0%} there against "
                     f"{e.extra['lower_share']:.0%} elsewhere: {e.estimate:+.1f} pp, 95% CI {e.ci_low:+.1f} to "
                     f"{e.ci_high:+.1f}, n = {e.n} labels); label by simple random sampling instead of the active "
-                    "design")
+                    "design or one stratified by the judge's verdicts (or allocate proportionally)")
         if not math.isfinite(self.ratio):
             return ("Expected saving: none to state (the active design cannot meet the target within the pool; "
                     f"a design stratified by the judge's verdicts needs {self.stratified_ratio:.2f}x the labels "
@@ -445,6 +458,49 @@ def score_tells_errors(
                     "percentage points", level,
                     {"upper_share": float(a.mean()), "lower_share": float(b.mean()), "n_upper": int(a.size),
                      "n_lower": int(b.size)})
+
+
+@dataclass(frozen=True)
+class BatchFloor:
+    """The floor a batch is drawn with, after the labels so far have had their say (:func:`batch_floor`).
+
+    Attributes:
+        floor: The floor to plan the batch with (1: simple random sampling).
+        evidence: :func:`score_tells_errors` of the labels so far (``None``: too few to read).
+        note: Why the batch falls back, for the batch's notes (``None`` when it does not).
+    """
+
+    floor: float
+    evidence: Estimate | None
+    note: str | None
+
+    @property
+    def fell_back(self) -> bool:
+        """Whether the batch is drawn by simple random sampling because the labels show no saving."""
+        return self.note is not None
+
+
+def batch_floor(
+    pool: ActivePool, *, human_pass: npt.ArrayLike, floor: float = DEFAULT_FLOOR, disagreement: float = 0.2,
+    prior_labels: float = 5.0,
+) -> BatchFloor:
+    """The floor of the next batch: the design's, or 1 (simple random sampling) when the labels show no saving.
+
+    The one gate the store (:func:`calibration.active.draw_active_batch`) and the simulator
+    (:func:`calibration.active.run_active`) both draw through. When the labels so far show no link
+    between the judge's score and its errors (:func:`score_tells_errors`' interval does not lie
+    above 0), drawing by the judge's doubt spends labels where they help no more than elsewhere (a
+    judge wrong at random needed 2.5-3x the labels of simple random sampling), so every unlabelled
+    unit gets the same probability. With fewer than :data:`MIN_EVIDENCE_LABELS` labels the design's
+    floor stands.
+    """
+    evidence = score_tells_errors(pool, human_pass=human_pass, disagreement=disagreement, prior_labels=prior_labels)
+    if evidence is None or evidence.ci_low > 0:
+        return BatchFloor(floor, evidence, None)
+    note = (f"no saving expected: people disagreed with the judge no more often where its score says they would "
+            f"({evidence.estimate:+.1f} pp, 95% CI {evidence.ci_low:+.1f} to {evidence.ci_high:+.1f}, "
+            f"n = {evidence.n} labels); this batch is drawn by simple random sampling")
+    return BatchFloor(1.0, evidence, note)
 
 
 def predicted_saving(

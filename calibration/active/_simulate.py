@@ -49,6 +49,7 @@ from calibration.active._plan import (
     ActivePool,
     BatchPlan,
     SavingForecast,
+    batch_floor,
     expected_population_variance,
     labels_still_needed,
     next_batch_size,
@@ -278,7 +279,9 @@ class ActiveRun:
 
     Attributes:
         looks: One row per look: ``look``, ``labels``, ``estimate``, ``half_width``, ``ci_low``,
-            ``ci_high``, ``critical``, ``reached``, ``batch_size``.
+            ``ci_high``, ``critical``, ``reached``, ``batch_size``, ``fell_back`` (the batch was drawn
+            by simple random sampling because the labels before it showed no saving:
+            :func:`calibration.active.batch_floor`).
         stopped: Whether the target was met (else the budget or the pool ran out).
         score_gap: ``(estimate, ci_low, ci_high)`` of the gap on the score scale at the last look.
         forecasts: The plan's predicted saving (:func:`calibration.active.predicted_saving`) after
@@ -319,7 +322,8 @@ def run_active(
 ) -> ActiveRun:
     """Label ``sim`` in batches until the gap's repeated interval meets the target.
 
-    Each batch is planned from the labels so far (:func:`plan_batch`), drawn, and its labels
+    Each batch is planned from the labels so far (:func:`plan_batch`, with the floor the store's gate
+    gives it, :func:`calibration.active.batch_floor`: 1 when they show no saving), drawn, and its labels
     revealed; batches are sized as the store sizes them (:func:`next_batch_size`: a pilot, then what
     the current rate says the next look needs to meet ``aim`` times the target, at most doubling
     the labels so far), or ``batch_size`` each, within ``max_labels``. A run ends at
@@ -349,7 +353,10 @@ def run_active(
     forecasts: list[SavingForecast] = []
     stopped = False
     while True:
-        plan = plan_batch(pool, size=size, human_pass=h, human_score=hs, **plan_kw)
+        # The store's gate, not a copy: a batch falls back to simple random sampling when the labels
+        # so far show no link between the judge's score and its errors.
+        gate = batch_floor(pool, human_pass=h, floor=floor, disagreement=disagreement, prior_labels=prior_labels)
+        plan = plan_batch(pool, size=size, human_pass=h, human_score=hs, **{**plan_kw, "floor": gate.floor})
         xi = gen.random(pool.n_units) < plan.prob
         plans.append(plan)
         drawn.append(xi)
@@ -361,7 +368,8 @@ def run_active(
                                  spending=spending, margin=margin, df=stats.df, last_look=last_look)
         rows.append({"look": len(plans), "labels": int(stats.labels[-1]), "estimate": stats.estimate[-1],
                      "half_width": rci.half_width[-1], "ci_low": rci.ci_low[-1], "ci_high": rci.ci_high[-1],
-                     "critical": rci.critical[-1], "batch_size": size})
+                     "critical": rci.critical[-1], "batch_size": size,
+                     "fell_back": gate.fell_back})
         if len(plans) <= forecast_looks:
             forecasts.append(predicted_saving(pool, target_half_width=target_half_width, human_pass=h, level=level,
                                               draws=draws, design_variance=float(stats.design[-1]), **plan_kw))

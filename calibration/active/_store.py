@@ -27,6 +27,7 @@ from calibration.active._plan import (
     ActivePool,
     BatchPlan,
     SavingForecast,
+    batch_floor,
     expected_population_variance,
     labels_still_needed,
     next_batch_size,
@@ -34,7 +35,6 @@ from calibration.active._plan import (
     plan_batch,
     planned_labels,
     predicted_saving,
-    score_tells_errors,
 )
 from calibration.active._spending import SPENDINGS, Spending
 from calibration.design._assign import assign_items
@@ -349,18 +349,11 @@ def _draw(
                          fix="raise --budget-hours, or stop: the status says what was reached.")
     # A flagged-unrateable answer has no verdict and never will: it counts as known.
     seen = np.where(flagged, 0.5, human)
-    floor = params["floor"]
-    evidence = score_tells_errors(pool, human_pass=seen, disagreement=params["disagreement"],
-                                  prior_labels=params["prior_labels"])
-    if evidence is not None and not evidence.ci_low > 0:
-        # The labels show no link between the judge's score and its errors: drawing by the judge's
-        # doubt would spend labels where they help no more than elsewhere (a judge wrong at random
-        # needed 2.5-3x), so this batch is a simple random sample (every probability at the floor 1).
-        floor = 1.0
-        notes = (*notes, f"no saving expected: people disagreed with the judge no more often where its score "
-                         f"says they would ({evidence.estimate:+.1f} pp, 95% CI {evidence.ci_low:+.1f} to "
-                         f"{evidence.ci_high:+.1f}, n = {evidence.n} labels); this batch is drawn by simple "
-                         "random sampling")
+    gate = batch_floor(pool, human_pass=seen, floor=params["floor"], disagreement=params["disagreement"],
+                       prior_labels=params["prior_labels"])
+    floor = gate.floor
+    if gate.note is not None:
+        notes = (*notes, gate.note)
     plan = plan_batch(pool, size=float(size), human_pass=seen, human_score=human_score,
                       own_family=params["own_family"], floor=floor, disagreement=params["disagreement"],
                       prior_labels=params["prior_labels"])
@@ -701,6 +694,9 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
     # can be astronomically wide; no gap lies outside ±200 pp, so beyond that the width is words.
     width = f"{half:.1f}" if half <= GAP_RANGE else f"more than {GAP_RANGE:g}"
     now = f"the {what}'s interval is {gap.estimate:+.1f} ± {width} pp (look {int(gap.extra['look'])})"
+    if gap.extra.get("refused"):
+        now = (f"the {what} is {gap.estimate:+.1f} pp with no interval (look {int(gap.extra['look'])}: "
+               f"{gap.extra['refused']})")
     state: ActiveState
     if figures.stopped_at is not None:
         state = "reached"

@@ -80,7 +80,7 @@ from calibration.design._power import (
     paired_sample_size,
 )
 from calibration.design._sample import Design, design_sample, design_table, pairing_note
-from calibration.design._store import DrawnDesign, apply_design, draw_design, load_pool
+from calibration.design._store import DrawnDesign, apply_design, draw_design, load_pool, stratified_gate
 from calibration.design._strata import stratify_pool
 
 __all__ = [
@@ -108,5 +108,6 @@ __all__ = [
     "pairing_note",
     "plan_assignments",
     "planning_model",
+    "stratified_gate",
     "stratify_pool",
 ]

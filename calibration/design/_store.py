@@ -259,6 +259,7 @@ def draw_design(
                 fix="raise --budget-hours.",
             )
     pool, info = load_pool(store, run_id=run_id, variant=variant)
+    allocation, fallback = stratified_gate(pool, allocation)
     design = design_sample(
         pool, n=n, allocation=allocation, strata=strata, paired=paired, overlap=overlap,
         own_family=info.get("judge_family"),
@@ -271,5 +272,41 @@ def draw_design(
     note = pairing_note(pool, design, rng=seed)
     if note is not None:
         design = dataclasses.replace(design, notes=(*design.notes, note))
+    if fallback is not None:
+        design = dataclasses.replace(design, notes=(*design.notes, fallback))
     design = _with_quality(design, quality.rate, quality.qualify_n)
     return DrawnDesign(design=design, pool_info=info, label_time=time)
+
+
+def stratified_gate(pool: pd.DataFrame, allocation: Allocation) -> tuple[Allocation, str | None]:
+    """The allocation to draw with: ``proportional`` when the pilot labels show no saving, with the note why.
+
+    The active design's gate (:func:`calibration.active.batch_floor`, the same evidence:
+    ``score_tells_errors`` on the pool's labels so far). An allocation that leans on the judge's
+    verdicts (``gap``, ``neyman``) saves labels only where they tell where people disagree with the
+    judge; when the pilot shows no link between the judge's score and its errors, the design falls
+    back to proportional allocation (simple random sampling within the strata) and says so. With
+    fewer than 20 pilot labels, or another allocation, nothing changes.
+
+    Args:
+        pool: :func:`load_pool`'s frame (``answer_id``, ``task_id``, ``family``, ``judge_pass``,
+            optional ``judge_score`` and ``human_pass``, the pilot).
+        allocation: The allocation asked for.
+    """
+    if allocation not in ("gap", "neyman") or "human_pass" not in pool.columns:
+        return allocation, None
+    # Imported here: calibration.active imports this module (its store draws through load_pool).
+    from calibration.active._plan import ActivePool, score_tells_errors
+
+    judged = pool[pool["judge_pass"].notna()].sort_values("answer_id")
+    if judged.empty:
+        return allocation, None
+    evidence = score_tells_errors(ActivePool.from_frame(judged),
+                                  human_pass=judged["human_pass"].to_numpy(dtype=float))
+    if evidence is None or evidence.ci_low > 0:
+        return allocation, None
+    return "proportional", (
+        f"no saving expected from the {allocation!r} allocation: in the pilot's {evidence.n} labels people disagreed "
+        f"with the judge no more often where its score says they would ({evidence.estimate:+.1f} pp, 95% CI "
+        f"{evidence.ci_low:+.1f} to {evidence.ci_high:+.1f}); drawn with proportional allocation instead (simple "
+        "random sampling within the strata)")

@@ -126,8 +126,14 @@ def active_view(store: Store) -> ActiveView | None:
         headline = "no interval yet: it appears when batch 1 is labelled"
     else:
         est = figures.gap if figures.gap is not None else next(iter(figures.families.values()))
-        interval = f"{est.estimate:+.1f} ± {est.half_width:.1f} pp"
-        headline = f"{interval} after {status.labels_collected} labels"
+        refused = est.extra.get("refused")
+        if refused:
+            # Two raters: the estimate stands, its interval is refused with the reason (never "± nan").
+            interval = f"{est.estimate:+.1f} pp, no interval"
+            headline = f"{interval} after {status.labels_collected} labels: {refused}"
+        else:
+            interval = f"{est.estimate:+.1f} ± {est.half_width:.1f} pp"
+            headline = f"{interval} after {status.labels_collected} labels"
     if status.state == "reached":
         needed = "none: the target is reached"
     elif not math.isfinite(status.labels_needed) or (status.state == "ready" and OUT_OF_REACH in status.message):
