@@ -69,6 +69,9 @@ def _answers(store: ImportExportRole) -> pd.DataFrame:
     kind, who = raw["reference_author_kind"], raw["reference_author"]
     raw["reference_author"] = [f"{k}:{w}" if isinstance(k, str) and isinstance(w, str) else None
                                for k, w in zip(kind, who, strict=True)]
+    # A conversation is exported as its messages (JSON text), not its rendering: the file
+    # imports back to the same transcript.
+    raw.loc[raw["messages"].notna(), "text"] = None
     return raw
 
 

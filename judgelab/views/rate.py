@@ -18,6 +18,7 @@ from judgelab.admin._incidents import LOAD_FAILED, record
 from judgelab.session import current_rater, rater_store, show_error
 from judgelab.views._form import Action, FormData, rubric_levels, score_options
 from judgelab.views._queue_page import QueuePage, inert_text, keys_help, read_only_notice
+from judgelab.views._transcript import show_transcript
 from labeler.errors import JudgelabError, StoreError
 from labeler.queue import choice_keys, format_score, keys_text, scale_choices
 from labeler.store import RaterRole, ScoreView, Screen
@@ -164,7 +165,11 @@ def rating_area() -> None:
     left, right = st.columns([4, 5], gap="medium")
     with left, st.container(height=TEXT_HEIGHT, border=True):
         inert_text(view.prompt, heading="Task")
-        inert_text(view.text, heading="Answer", rule=True)
+        if view.transcript is not None:
+            inert_text("", heading="Conversation", rule=True)
+            show_transcript(view.transcript, view.rubric.turn)
+        else:
+            inert_text(view.text, heading="Answer", rule=True)
         if view.masked:
             st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
 

@@ -465,7 +465,8 @@ class ImportMixin(RaterMixin, PoolMixin):
                           "  OVER (PARTITION BY j.run_id, j.call_id) AS counts"
                           " FROM judgements j JOIN judge_runs r USING (run_id) ORDER BY j.judgement_id",
             "answers": "SELECT a.task_id, t.prompt, t.category, t.reference_answer, t.reference_author_kind,"
-                       " t.reference_author, a.answer_id, a.family, a.model, a.variant, a.parent_answer_id, a.text"
+                       " t.reference_author, a.answer_id, a.family, a.model, a.variant, a.parent_answer_id, a.text,"
+                       " a.transcript AS messages"
                        " FROM answers a JOIN tasks t USING (task_id) ORDER BY a.task_id, a.answer_id",
             "pairs": "SELECT pair_id, prompt, answer_a, answer_b, gold FROM pairs ORDER BY pair_id",
         }
