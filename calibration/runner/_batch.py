@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from calibration.formats import passed_for
+from calibration.judges._anthropic import JudgeCallError
 from calibration.judges._base import Failure, Judge, JudgeCall, Judgement
 from calibration.judges._identity import BatchInDoubt, key_prefix, new_tag, wire_id
 from calibration.judges._protocols import BatchJudge
@@ -179,9 +180,12 @@ async def _earlier_batches(
             await asyncio.to_thread(store.set_batch_id, ledger.rid, entry["batch_no"], batch_id)
         ids = {cid: key for cid, key in wire.items() if key not in done}
         if ids:
-            await _collect(judge, rubric, ledger, batch_id, {c: requests[k] for c, k in ids.items()}, ids, by_key,
-                           poll_interval=poll_interval, collected_earlier=True)
-            done.update(ids.values())
+            read = await _collect(judge, rubric, ledger, batch_id, {c: requests[k] for c, k in ids.items()}, ids,
+                                  by_key, poll_interval=poll_interval, collected_earlier=True,
+                                  batch_no=entry["batch_no"])
+            done.update(ids.values())  # unread, its calls still wait in it: never sent again
+            if not read:
+                continue
             ledger.tally.collected_batches += 1
         await asyncio.to_thread(store.mark_batch_collected, ledger.rid, entry["batch_no"])
     return done
@@ -225,9 +229,9 @@ async def _new_batches(
         await asyncio.to_thread(store.set_batch_id, ledger.rid, batch_no, batch_id)
         submitted.append((batch_no, batch_id, wire))
     for batch_no, batch_id, wire in submitted:
-        await _collect(judge, rubric, ledger, batch_id, {c: remaining[k] for c, k in wire.items()}, wire, by_key,
-                       poll_interval=poll_interval)
-        await asyncio.to_thread(store.mark_batch_collected, ledger.rid, batch_no)
+        if await _collect(judge, rubric, ledger, batch_id, {c: remaining[k] for c, k in wire.items()}, wire,
+                          by_key, poll_interval=poll_interval, batch_no=batch_no):
+            await asyncio.to_thread(store.mark_batch_collected, ledger.rid, batch_no)
 
 
 async def _lost_batch(
@@ -277,13 +281,31 @@ async def _collect(
     *,
     poll_interval: float,
     collected_earlier: bool = False,
-) -> None:
-    """Wait for a batch, then record the result of each of ``requests`` (by custom id; ``keys``: their cache keys)."""
+    batch_no: int = 0,
+) -> bool:
+    """Wait for a batch, then record the result of each of ``requests`` (by custom id; ``keys``: their cache keys).
+
+    Returns:
+        Whether the batch was read. A batch whose status or files could not be read after
+        retries (:class:`~calibration.judges.JudgeCallError`) is left uncollected
+        (:attr:`Ledger.unread`): created and billed, its results wait upstream for the next
+        execution, which collects it; its calls are neither sent again nor failed.
+    """
     batcher = check_batch_judge(judge)
-    await batcher.wait_batch(batch_id, poll_interval=poll_interval)
-    # A batch found again may hold calls answered since (its results were stored, then the
-    # execution died before marking it collected): only the pending ones are recorded.
-    results: Mapping[str, Judgement] = await batcher.collect_batch(batch_id, calls=requests, skip_unknown=True)
+    try:
+        await batcher.wait_batch(batch_id, poll_interval=poll_interval)
+        # A batch found again may hold calls answered since (its results were stored, then the
+        # execution died before marking it collected): only the pending ones are recorded.
+        results: Mapping[str, Judgement] = await batcher.collect_batch(batch_id, calls=requests,
+                                                                       skip_unknown=True)
+    except JudgeCallError as exc:
+        why = str(exc).split(" Fix: ", 1)[0]  # its own fix ("only the failed calls are sent") is not this one
+        ledger.unread.append(
+            f"batch {batch_no} ({batch_id}) could not be read: {why} Its {len(requests)} call(s) were not sent "
+            "again (the batch is created and billed; its results wait upstream). Fix: run the same command "
+            "again; it collects this batch."
+        )
+        return False
     records = []
     for cid, judgement in results.items():
         key = keys[cid]
@@ -302,3 +324,4 @@ async def _collect(
         if collected_earlier:
             ledger.tally.collected += 1
     await ledger.sink.put(records)
+    return True
