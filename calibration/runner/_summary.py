@@ -38,7 +38,8 @@ EXIT_CODES: dict[str, int] = {
   retries (a bad key, a refused batch, a batch request that expired); running the same
   command again retries only those.
 * ``not finished`` (4): some calls have no result at all (a batch left in doubt, waiting for
-  ``--adopt-batch``); running the same command again continues.
+  ``--adopt-batch``; a batch created whose status or files could not be read, left
+  uncollected); running the same command again continues.
 * ``interrupted`` (130): Ctrl-C or SIGTERM; what arrived is saved; the same command continues.
 
 2 stays the code of a bad input or option (before any call), as for every judgelab command.
