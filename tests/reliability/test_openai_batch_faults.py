@@ -253,6 +253,8 @@ def test_an_error_file_that_cannot_be_read_leaves_the_batch_to_be_collected_by_t
     assert {a["path"] for a in read_log(log) if a["fault"]} == {"/v1/files/file-000000000000000000000003/content"}
     assert first == 4 and run["outcome"] == "not finished" and run["done"] == 0, run
     assert len(run["uncollected"]) == 1 and "run the same command again" in run["uncollected"][0]
+    # Asked four times, one HTTP attempt each (--max-retries 0): said so, not "after 1 attempt(s)".
+    assert "failed after 4 attempt(s)" in run["uncollected"][0], run["uncollected"]
     assert creates_after_first == 1
     ids = batch_ids(db)
     assert len(ids) == len(set(ids)) == stats["creates"] == 2  # the first batch, then its failed lines'
