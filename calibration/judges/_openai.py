@@ -232,6 +232,11 @@ class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
         InputError: If a setting is out of range.
     """
 
+    max_batch_requests = 50_000
+    """Most requests one Batch API input file may hold (the API reference's limit)."""
+    max_batch_bytes = 200 * 1024 * 1024
+    """Largest Batch API input file (200 MB); the runner splits larger runs into several batches."""
+
     def __init__(
         self,
         model: str,

@@ -42,7 +42,7 @@ from labeler.errors import JudgeError
 from labeler.models import Rubric
 from labeler.store import Store
 
-__all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_REQUESTS", "check_batch_judge", "run_batch", "split_batches"]
+__all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_REQUESTS", "batch_limits", "check_batch_judge", "run_batch", "split_batches"]
 
 MAX_BATCH_REQUESTS = 100_000
 """Most requests the Message Batches API takes in one batch."""
@@ -63,6 +63,19 @@ def check_batch_judge(judge: Judge) -> BatchJudge:
             "drop --batch or use the anthropic or openai judge"
         )
     return judge
+
+
+def batch_limits(judge: Judge) -> tuple[int, int]:
+    """The most requests and bytes one batch of ``judge``'s provider may hold.
+
+    A judge states its provider's limits as ``max_batch_requests`` and ``max_batch_bytes``
+    (OpenAI's Batch API: 50,000 requests and a 200 MB input file); a judge that states none
+    gets the Message Batches API's (:data:`MAX_BATCH_REQUESTS`, :data:`MAX_BATCH_BYTES`).
+    """
+    requests = getattr(judge, "max_batch_requests", None)
+    size = getattr(judge, "max_batch_bytes", None)
+    return (requests if isinstance(requests, int) else MAX_BATCH_REQUESTS,
+            size if isinstance(size, int) else MAX_BATCH_BYTES)
 
 
 def split_batches(
@@ -128,8 +141,7 @@ async def run_batch(
     time), or taken from ``adopt`` (``--adopt-batch``: checked the same way); one that cannot
     be told from another run's is left in doubt (:attr:`Ledger.doubts`): its calls are
     neither re-sent nor given up, and the run stays unfinished. ``max_requests`` and
-    ``max_bytes`` default to the API's limits (:data:`MAX_BATCH_REQUESTS`,
-    :data:`MAX_BATCH_BYTES`).
+    ``max_bytes`` default to the judge's provider's limits (:func:`batch_limits`).
     """
     if not calls:
         return
@@ -200,7 +212,8 @@ async def _new_batches(
     batcher = check_batch_judge(judge)
     sizes = [(key, len(json.dumps(batcher.batch_requests({key: call})[0]).encode())) for key, call in remaining.items()]
     submitted: list[tuple[int, str, dict[str, str]]] = []
-    limits = {"max_requests": max_requests or MAX_BATCH_REQUESTS, "max_bytes": max_bytes or MAX_BATCH_BYTES}
+    most_requests, most_bytes = batch_limits(judge)
+    limits = {"max_requests": max_requests or most_requests, "max_bytes": max_bytes or most_bytes}
     for chunk in split_batches(sizes, **limits):
         # A tag only this intent has: its batch is told from any other by its custom ids.
         tag = new_tag()
