@@ -222,6 +222,7 @@ def _fix_route(method: str, path: str, files: dict[str, str]) -> tuple[str, str]
 # -- the error file, and nothing else, failing ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_error_file_that_cannot_be_read_leaves_the_batch_to_be_collected_by_the_next_run(
     tmp_path: Path, clean: dict[str, tuple[str, Any]]
 ) -> None:
@@ -298,6 +299,7 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple
                 server.proc.kill()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", list(KILL_AT))
 def test_sigkill_at_each_step_then_a_rerun_collects_the_same_batch(
     moment: str, killed: dict[str, tuple[Path, BatchServer]], clean: dict[str, tuple[str, Any]]
@@ -321,6 +323,7 @@ def test_sigkill_at_each_step_then_a_rerun_collects_the_same_batch(
 # -- two projects on one key ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_projects_on_one_key_with_same_size_batches_and_cut_creates_each_collect_their_own(
     tmp_path: Path, clean: dict[str, tuple[str, Any]]
 ) -> None:
