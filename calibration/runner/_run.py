@@ -294,6 +294,7 @@ async def _run(
         batches_created=tally.batches_created,
         batch_requests_created=tally.batch_requests_created,
         in_doubt=tuple(ledger.doubts),
+        uncollected=tuple(ledger.unread),
         billed_replies=billed.replies,
         billed_retries=billed.retries,
         unknown_retries=billed.unknown,
