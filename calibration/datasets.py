@@ -26,7 +26,7 @@ from labeler.errors import InputError
 from labeler.examples import example_path
 from labeler.importers import parse_pairs, read_rows
 from labeler.models import Criterion, Pair, Rubric
-from labeler.store import Store
+from labeler.store.roles import PoolView
 
 __all__ = [
     "DATASET_SUFFIXES",
@@ -113,7 +113,7 @@ def load_pairs(dataset: str | Path) -> list[Pair]:
     return parse_pairs(read_rows(path))
 
 
-def project_pairs(store: Store) -> list[Pair]:
+def project_pairs(store: PoolView) -> list[Pair]:
     """The project's own pairs: those imported (``judgelab import pairs``), else made of its answers.
 
     Without imported pairs, each task with two or more original answers gives one pair: its
@@ -205,7 +205,7 @@ def pool_from_pairs(pairs: list[Pair]) -> list[PoolAnswer]:
     return out
 
 
-def pool_from_store(store: Store, n: int, *, seed: int = 0) -> list[PoolAnswer]:
+def pool_from_store(store: PoolView, n: int, *, seed: int = 0) -> list[PoolAnswer]:
     """Up to ``n`` original answers from the project database, in a seeded random order.
 
     Returns:

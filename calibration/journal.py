@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from labeler.store import JudgementRecord, Store, redact
+from labeler.store import JudgementRecord, JudgeRole, redact
 
 try:  # POSIX: the lock that tells a live writer's journal from a dead one's
     import fcntl
@@ -41,16 +41,17 @@ except ImportError:  # pragma: no cover - Windows: no journal (the runner works 
 __all__ = ["Journal", "journal_dir", "recover"]
 
 
-def journal_dir(store: Store) -> Path:
+def journal_dir(store: JudgeRole) -> Path:
     """Where ``store``'s journals live: ``<database>.journal/`` beside the file.
 
     A PostgreSQL database has no file: its journals live on this machine, under
     ``$XDG_STATE_HOME/judgelab/journals/`` (``~/.local/state``), one folder per database (a hash
     of its URL without the password), where a resume on this machine finds them.
     """
-    if store.url is not None:
+    url: str | None = getattr(store, "url", None)
+    if url is not None:
         state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-        key = hashlib.sha256(redact(store.url).encode("utf-8")).hexdigest()[:16]
+        key = hashlib.sha256(redact(url).encode("utf-8")).hexdigest()[:16]
         return state / "judgelab" / "journals" / key
     path = Path(store.path)
     return path.with_name(path.name + ".journal")
@@ -75,7 +76,7 @@ class Journal:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, store: Store, run_id: str) -> Journal | None:
+    def open(cls, store: JudgeRole, run_id: str) -> Journal | None:
         """Create and lock a fresh journal for one execution of ``run_id``."""
         if fcntl is None:
             return None
@@ -150,7 +151,7 @@ def _entries(path: Path) -> list[JudgementRecord]:
     return [JudgementRecord(**records[n]) for n in sorted(records) if n not in done]
 
 
-def recover(store: Store) -> int:
+def recover(store: JudgeRole) -> int:
     """Replay the journals of dead executions into ``store``; returns the rows written.
 
     An answer whose call already has an answer in the database is skipped (its batch
@@ -182,7 +183,7 @@ def recover(store: Store) -> int:
     return written
 
 
-def _replay(store: Store, entries: list[JudgementRecord]) -> int:
+def _replay(store: JudgeRole, entries: list[JudgementRecord]) -> int:
     if not entries:
         return 0
     answered: dict[str, set[str]] = {}

@@ -27,7 +27,7 @@ from calibration.spec import with_references
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.scales import POINTWISE_FORMATS, Format, is_pointwise
-from labeler.store import Store
+from labeler.store import JudgeRole
 
 __all__ = [
     "SCORE_PROBE",
@@ -44,7 +44,7 @@ SCORE_PROBE = "score"
 
 
 def choose_answers(
-    store: Store, *, design: str | None = None, labelled: bool = False
+    store: JudgeRole, *, design: str | None = None, labelled: bool = False
 ) -> tuple[list[PoolAnswer], str]:
     """The answers to score and a phrase naming the set.
 
@@ -172,7 +172,7 @@ class ScoreRunResult:
 
 async def ascore_answers(
     judge: Judge,
-    store: Store,
+    store: JudgeRole,
     *,
     design: str | None = None,
     labelled: bool = False,
@@ -235,6 +235,6 @@ async def ascore_answers(
     return ScoreRunResult(summary, len(answers), what, chosen, line)
 
 
-def score_answers(judge: Judge, store: Store, **kwargs: Any) -> ScoreRunResult:
+def score_answers(judge: Judge, store: JudgeRole, **kwargs: Any) -> ScoreRunResult:
     """Synchronous :func:`ascore_answers` (same arguments)."""
     return asyncio.run(ascore_answers(judge, store, **kwargs))

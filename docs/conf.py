@@ -1,9 +1,11 @@
 """Sphinx settings for the judgelab docs (``sphinx-build -W -b html docs docs/_build``).
 
-Pages are Markdown (MyST). Two pages are generated from the code at every build, so they
-cannot drift from it: the command-line reference (sphinx-click reads the click commands) and
-the file schemas (written here from :func:`labeler.schemas.schemas_markdown`, the tables
-``judgelab import`` checks files against).
+Pages are Markdown (MyST). Several parts are generated from the code at every build, so they
+cannot drift from it: the command-line reference (sphinx-click reads the click commands), the
+file schemas (written here from :func:`labeler.schemas.schemas_markdown`, the tables
+``judgelab import`` checks files against), the Store's parts, and the picture of the Store by
+role (``docs/_store_roles.py`` reads :mod:`labeler.store.roles`, the callers' annotations and
+the methods' SQL).
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ sys.path.insert(0, str(DOCS.parent))
 from judgelab import __version__  # noqa: E402  (after the path is set)
 from labeler.schemas import schemas_markdown  # noqa: E402
 from labeler.store import Store  # noqa: E402
+
+sys.path.insert(0, str(DOCS))
+import _store_roles  # noqa: E402  (docs/_store_roles.py draws the Store-by-role picture)
 
 project = "judgelab"
 author = "judgelab maintainers"
@@ -72,3 +77,5 @@ def _store_map() -> str:
 
 _write("schemas.md", _schemas_page())
 _write("store.md", _store_map())
+_write("store_roles.md", _store_roles.table_markdown(DOCS.parent))
+_write("store_roles.svg", _store_roles.svg(DOCS.parent))

@@ -15,7 +15,7 @@ from labeler.errors import InputError
 from labeler.examples import example_path
 from labeler.importers import import_file
 from labeler.simulate import add_simulated_labels
-from labeler.store import Store, remove_database
+from labeler.store import JudgeRole, Store, remove_database
 
 #: How many tickets the demo rater gets (both answers of each), so a newcomer can finish.
 DEMO_TICKETS = 12
@@ -40,7 +40,7 @@ class DemoResult:
     summary_lines: list[str] = field(default_factory=list)
 
 
-def run_demo_judge(store: Store, truth: pd.DataFrame, *, seed: int = 0) -> str:
+def run_demo_judge(store: JudgeRole, truth: pd.DataFrame, *, seed: int = 0) -> str:
     """Score the whole pool with a fake judge that leans towards its own family's style.
 
     Returns the judge run id.

@@ -28,7 +28,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from judgelab.admin._incidents import LOAD_FAILED, record
 from labeler.errors import AccessError, JudgelabError, StoreError
-from labeler.store import Rater, Store, is_postgres, resolve_db_path
+from labeler.store import Rater, RaterRole, Store, is_postgres, resolve_db_path
 
 TOKEN_PARAM = "t"
 _TOKEN_STATE = "_judgelab_token"
@@ -54,6 +54,15 @@ def db_path() -> str:
     """The database the app serves: ``$JUDGELAB_DB``, else ``./judgelab.duckdb``."""
     chosen = os.environ.get("JUDGELAB_DB")
     return str(chosen) if is_postgres(chosen) else str(resolve_db_path(chosen))
+
+
+def rater_store() -> RaterRole:
+    """The project store as a rater's page sees it: :class:`~labeler.store.RaterRole` only.
+
+    Typed so that mypy refuses a rater's page any call that could read an answer's family,
+    model or variant, another rater, or the admin's data (blind means blind).
+    """
+    return current_store()
 
 
 def current_store() -> Store:

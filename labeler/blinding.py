@@ -410,6 +410,23 @@ def detect_self_identifying(
     return merge_spans(text, raw)
 
 
+def detect_any_names(text: str, extra_names: Iterable[str] = ()) -> list[tuple[int, int, str]]:
+    """Every model or maker name in ``text``, whatever its context, plus the self-identifying spans.
+
+    For the parts of a conversation that speak *to* or *for* the model rather than as it: a
+    system prompt ("You are ChatGPT, built by OpenAI") and a tool's name (``claude_search``)
+    name the agent without any first-person cue, so there no name is left in the clear.
+
+        >>> [s[2] for s in detect_any_names("You are ChatGPT, built by OpenAI.")]
+        ['ChatGPT', 'OpenAI']
+    """
+    read, starts, ends = rendered_reading(text)
+    own, known = _patterns(tuple(sorted({n for n in extra_names if n})))
+    spans = [m.span() for m in known.finditer(read)] + ([] if own is None else [m.span() for m in own.finditer(read)])
+    raw = [_with_closing_markup(text, starts[s], ends[e - 1]) for s, e in spans if e > s]
+    return merge_spans(text, [*raw, *detect_self_identifying(text, extra_names)])
+
+
 def _with_closing_markup(text: str, start: int, end: int) -> tuple[int, int]:
     """``(start, end)`` taking in the markup right after it that closes markup inside it.
 
@@ -817,6 +834,7 @@ def verbatim_html(text: str) -> str:
 
 
 __all__ = [
-    "KNOWN_NAMES", "REDACTED", "VERBATIM_STYLE", "detect_self_identifying", "inert_markdown", "mask",
+    "KNOWN_NAMES", "REDACTED", "VERBATIM_STYLE", "detect_any_names", "detect_self_identifying", "inert_markdown",
+    "mask",
     "merge_spans", "rendered_reading", "verbatim_html",
 ]

@@ -30,7 +30,7 @@ from labeler.errors import InputError
 from labeler.models import Rubric, pair_of
 from labeler.scales import FORMAT_SPECS, format_spec, known_format
 from labeler.schemas import SCHEMAS, DataKind
-from labeler.store import Store
+from labeler.store import ImportExportRole
 
 __all__ = ["EXPORT_FORMATS", "TableFormat", "designs_json", "export_table", "rubric_toml", "table_bytes"]
 
@@ -40,7 +40,7 @@ EXPORT_FORMATS: tuple[TableFormat, ...] = ("csv", "jsonl", "parquet")
 _SIDE = {1: "a", -1: "b", 0: "tie"}
 
 
-def export_table(store: Store, kind: DataKind) -> pd.DataFrame:
+def export_table(store: ImportExportRole, kind: DataKind) -> pd.DataFrame:
     """One kind's rows in its file schema (every kind but ``rubric``, which is TOML).
 
     Raises:
@@ -64,19 +64,22 @@ def export_table(store: Store, kind: DataKind) -> pd.DataFrame:
     return out
 
 
-def _answers(store: Store) -> pd.DataFrame:
+def _answers(store: ImportExportRole) -> pd.DataFrame:
     raw = store.export_frame("answers")
     kind, who = raw["reference_author_kind"], raw["reference_author"]
     raw["reference_author"] = [f"{k}:{w}" if isinstance(k, str) and isinstance(w, str) else None
                                for k, w in zip(kind, who, strict=True)]
+    # A conversation is exported as its messages (JSON text), not its rendering: the file
+    # imports back to the same transcript.
+    raw.loc[raw["messages"].notna(), "text"] = None
     return raw
 
 
-def _pairs(store: Store) -> pd.DataFrame:
+def _pairs(store: ImportExportRole) -> pd.DataFrame:
     return store.export_frame("pairs").rename(columns={"pair_id": "id"})
 
 
-def _labels(store: Store) -> pd.DataFrame:
+def _labels(store: ImportExportRole) -> pd.DataFrame:
     raw = store.export_frame("labels")
     out = raw.rename(columns={"overall": "score", "passed": "pass"}).drop(columns=["task_id"])
     scores = [json.loads(c or "{}") for c in raw["criteria"]]
@@ -86,7 +89,7 @@ def _labels(store: Store) -> pd.DataFrame:
     return out.drop(columns=["criteria"])
 
 
-def _criterion_order(store: Store, scores: Iterable[dict[str, Any]]) -> list[str]:
+def _criterion_order(store: ImportExportRole, scores: Iterable[dict[str, Any]]) -> list[str]:
     """Criterion ids in the stored rubrics' order, then any other id the labels use."""
     order: list[str] = []
     rubrics = store.rubrics()
@@ -97,20 +100,20 @@ def _criterion_order(store: Store, scores: Iterable[dict[str, Any]]) -> list[str
     return [c for c in order if c in used] + sorted(used - set(order))
 
 
-def _pair_labels(store: Store) -> pd.DataFrame:
+def _pair_labels(store: ImportExportRole) -> pd.DataFrame:
     return store.export_frame("pair_labels").rename(columns={"shown_left": "answer_a", "shown_right": "answer_b"})
 
 
-def _audits(store: Store) -> pd.DataFrame:
+def _audits(store: ImportExportRole) -> pd.DataFrame:
     return store.export_frame("audits").drop(columns=["length_ratio"])
 
 
-def _counting_judgements(store: Store) -> pd.DataFrame:
+def _counting_judgements(store: ImportExportRole) -> pd.DataFrame:
     raw = store.export_frame("judgements")
     return raw[raw["counts"].astype(bool)].reset_index(drop=True)
 
 
-def _judgements(store: Store) -> pd.DataFrame:
+def _judgements(store: ImportExportRole) -> pd.DataFrame:
     raw = _counting_judgements(store)
     flip = (raw["order_shown"] == "BA").fillna(False).to_numpy(bool)
     out = raw.rename(columns={"order_shown": "order", "value": "score", "passed": "pass"})
@@ -129,7 +132,7 @@ def _judgements(store: Store) -> pd.DataFrame:
     return out
 
 
-def _verdicts(store: Store) -> pd.DataFrame:
+def _verdicts(store: ImportExportRole) -> pd.DataFrame:
     # Verdicts are a pair's two answers judged in either order: imported verdicts and the position
     # probe's calls. Other probes' arms (a decoration's baseline compares the same two answers)
     # are experiments of their own and stay in the judgements export, as do failed calls.
@@ -235,7 +238,7 @@ def rubric_toml(rubric: Rubric) -> str:
     return "\n".join(lines) + "\n"
 
 
-def designs_json(store: Store) -> tuple[str, int]:
+def designs_json(store: ImportExportRole) -> tuple[str, int]:
     """Every sample design and active design as the ``designs`` file (JSON), and how many there are.
 
     Labels drawn by a design are read with its probabilities; the file carries them so that a

@@ -38,7 +38,8 @@ from labeler.errors import InputError
 from labeler.models import Answer, Criterion, ImportedLabel, Pair, Rubric, Task
 from labeler.scales import FormatSpec, ScaleError, scale_from_toml
 from labeler.schemas import DATA_KINDS, SCHEMAS, DataKind, unknown_columns
-from labeler.store import ImportSummary, Store
+from labeler.store import ImportExportRole, ImportSummary
+from labeler.transcripts import TURN_MODES, Transcript, TranscriptError, name_spans, parse_messages, render
 
 __all__ = [
     "IMPORT_KINDS",
@@ -67,7 +68,7 @@ ImportKind = DataKind
 IMPORT_KINDS: tuple[ImportKind, ...] = DATA_KINDS
 
 _RUBRIC_KEYS = {
-    "": ("id", "version", "name", "scale", "pass_threshold", "pass_rule", "instructions", "author", "criteria"),
+    "": ("id", "version", "name", "scale", "pass_threshold", "pass_rule", "instructions", "author", "criteria", "turn"),
     "author.": ("kind", "name"),
     "criteria[].": ("id", "name", "description"),
 }
@@ -154,8 +155,13 @@ def parse_rubric(path: str | Path, *, ignore: Collection[str] = ()) -> Rubric:
             fix="write who drafted the rubric: kind = 'human' or 'model'.",
         )
     criteria = _criteria(toml, toml.need(doc, "criteria", list))
+    turn = doc.get("turn", "last")
+    if turn not in TURN_MODES:
+        raise InputError(f"turn {turn!r} is not one of {', '.join(TURN_MODES)}", file=name, column="turn",
+                         fix='write which turn of a conversation is rated: turn = "last" (the last assistant '
+                             'turn) or turn = "whole" (the whole conversation).')
     try:
-        return _rubric(doc, toml, author, rubric_id, version, scale, criteria, threshold, declared)
+        return replace(_rubric(doc, toml, author, rubric_id, version, scale, criteria, threshold, declared), turn=turn)
     except ScaleError as exc:
         raise InputError(str(exc), file=name, column=exc.column, fix=exc.fix) from None
 
@@ -254,7 +260,9 @@ def _criteria(toml: _Toml, criteria_raw: list[Any]) -> tuple[Criterion, ...]:
 def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset()) -> tuple[list[Task], list[Answer]]:  # type: ignore[assignment]
     """Tasks and answers from rows with task_id, prompt, answer_id, family, model, text."""
     ck = Checker(rows)
-    ck.require_columns("task_id", "prompt", "answer_id", "family", "model", "text")
+    ck.require_columns("task_id", "prompt", "answer_id", "family", "model")
+    if "text" not in rows.columns and "messages" not in rows.columns:
+        ck.require_columns("text")
     tasks: dict[str, Task] = {}
     task_row: dict[str, int] = {}
     answers: list[Answer] = []
@@ -288,18 +296,25 @@ def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset()) -> tu
         variant = ck.text(i, "variant", required=False, is_id=True) or "original"
         parent = ck.text(i, "parent_answer_id", required=False, is_id=True)
         raw_answers.append((i, answer_id, task_id, variant, parent))
+        transcript = _transcript(ck, rows, i)
         answers.append(
             Answer(
                 answer_id=str(answer_id),
                 task_id=str(task_id),
                 family=str(ck.text(i, "family", is_id=True)),
                 model=str(ck.text(i, "model", is_id=True)),
-                text=str(ck.text(i, "text")),
+                # A conversation's text is its rendering, so the judge, the probes and the
+                # self-name detector read the whole of it without knowing it is one.
+                text=render(transcript) if transcript is not None else str(ck.text(i, "text")),
                 variant=variant,
                 parent_answer_id=parent,
+                transcript=transcript,
             )
         )
     ck.unique("answer_id", ids)
+    names = sorted({a.family for a in answers} | {a.model for a in answers})
+    answers = [a if a.transcript is None else replace(a, self_id_spans=tuple(name_spans(a.transcript, names)))
+               for a in answers]
     file_ids = {a.answer_id for a in answers}
     for i, answer_id, _, _, parent in raw_answers:
         if parent is not None and parent not in file_ids and parent not in known_answer_ids:
@@ -310,6 +325,39 @@ def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset()) -> tu
     # Self-identifying spans are found by Store.add_pool, the one path every answer text takes
     # into the store (with this file's and the stored pool's family and model names).
     return list(tasks.values()), answers
+
+
+def _plain(value: Any) -> Any:
+    """A Parquet cell's arrays and structs as lists and dicts (what JSON gives)."""
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        value = value.tolist()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _transcript(ck: Checker, rows: Rows, i: int) -> Transcript | None:
+    """Row ``i``'s ``messages`` as a transcript (``None`` when the row has a plain ``text``)."""
+    if "messages" not in rows.columns:
+        return None
+    value = _plain(rows.rows[i - 1].get("messages"))
+    if value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, float) and value != value):
+        if "text" not in rows.columns:
+            raise InputError("is empty", file=rows.file, row=i, column="messages",
+                             fix="give the conversation as a list of {role, content} messages.")
+        return None
+    if ck.text(i, "text", required=False) is not None:
+        raise InputError("has both a text and messages", file=rows.file, row=i, column="text",
+                         fix="give an answer either as one text or as a list of messages, not both.")
+    try:
+        return parse_messages(value)
+    except TranscriptError as e:
+        raise InputError(str(e), file=rows.file, row=i, column="messages",
+                         fix="write messages in the OpenAI chat form (role, content, tool_calls, tool_call_id) "
+                             "or the Anthropic form (content blocks tool_use / tool_result); "
+                             "see docs/analysts/conversations.md.") from None
 
 
 def parse_pairs(rows: Rows) -> list[Pair]:
@@ -375,7 +423,7 @@ def _checked_rows(
 
 
 def import_file(
-    store: Store, kind: ImportKind, path: str | Path, *, ignore_columns: Collection[str] = (),
+    store: ImportExportRole, kind: ImportKind, path: str | Path, *, ignore_columns: Collection[str] = (),
     reader: Callable[[str | Path], Rows] = read_rows,
 ) -> ImportSummary:
     """Validate ``path`` as ``kind`` and import it all-or-nothing.

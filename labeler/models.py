@@ -12,6 +12,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from labeler.scales import FormatSpec, ScaleError, format_range, format_spec, register_scale
+from labeler.transcripts import Transcript, TurnMode
 
 AuthorKind = Literal["human", "model"]
 
@@ -46,6 +47,8 @@ class Rubric:
     author_kind: AuthorKind = "human"
     author: str = "unknown"
     declared_scale: FormatSpec | None = None
+    turn: TurnMode = "last"
+    """Which turn of a conversation is rated: the last assistant turn, or the whole."""
 
     def __post_init__(self) -> None:
         """Register a declared scale and check the pass threshold is on it."""
@@ -74,6 +77,9 @@ class Rubric:
         # A named scale hashes as before the scale became data, so stored rubrics still match.
         if payload.pop("declared_scale") is not None and self.declared_scale is not None:
             payload["declared_scale"] = self.declared_scale.as_dict()
+        # The default turn hashes as before conversations existed, so stored rubrics still match.
+        if payload["turn"] == "last":
+            del payload["turn"]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def passes(self, overall: float) -> bool:
@@ -147,6 +153,8 @@ class Answer:
     variant: str = "original"
     parent_answer_id: str | None = None
     self_id_spans: tuple[tuple[int, int, str], ...] = field(default=(), compare=False)
+    transcript: Transcript | None = None
+    """The conversation this answer is, when it is one; ``text`` is then its rendering."""
 
     @property
     def n_words(self) -> int:

@@ -145,6 +145,8 @@ _RUBRIC = Schema(
                "(default 4 on likert5, 70 on numeric100; binary passes at 1)", "on the scale (its grid)"),
         Column("pass_rule", "text", "yes", "the pass rule in words, shown to raters and judge"),
         Column("instructions", "text", "no", "how to read and score, shown to raters and judge"),
+        Column("turn", "text", "no", "which part of a conversation answer is rated (default `last`)",
+               "`last` (the last assistant turn), `whole`"),
         Column("author.kind", "text", "yes", "who drafted the rubric", "`human`, `model`"),
         Column("author.name", "text", "yes", "a person or team, or the model family"),
         Column("criteria[].id", "id", "yes", "one criterion's id, unique in the rubric"),
@@ -169,7 +171,12 @@ _ANSWERS = Schema(
         Column("variant", "id", "no", "what was done to it", "`original` (default), `padded`, `truncated`, ..."),
         Column("parent_answer_id", "id", "no", "the answer a variant was made from",
                "an answer in the file or the database"),
-        Column("text", "text", "yes", "the answer's text"),
+        Column("text", "text", "unless `messages`", "the answer's text"),
+        Column("messages", "JSON", "unless `text`",
+               "the answer as a conversation or agent trace: a list of messages (`role`, `content`, "
+               "`tool_calls`, `tool_call_id`, `name`) in the OpenAI chat form or the Anthropic form "
+               "(`tool_use`/`tool_result` blocks; `{system, messages}` for a system prompt)",
+               "a JSON list (or its text); see docs/analysts/conversations.md"),
     ),
 )
 

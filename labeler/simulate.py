@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from labeler.models import ImportedLabel, Rubric
-from labeler.store import ImportSummary, Store
+from labeler.store import ImportExportRole, ImportSummary
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ DEMO_RATERS = [
 ]
 
 
-def add_simulated_labels(store: Store, truth: pd.DataFrame, *, seed: int = 0) -> ImportSummary:
+def add_simulated_labels(store: ImportExportRole, truth: pd.DataFrame, *, seed: int = 0) -> ImportSummary:
     """Store demo labels from :data:`DEMO_RATERS` for every answer in ``truth``."""
     rubric = store.rubric()
     if rubric is None:

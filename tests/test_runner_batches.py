@@ -19,11 +19,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from calibration.judges import AnthropicJudge
+from calibration.judges import AnthropicJudge, OpenAIJudge
 from calibration.judges._identity import is_tagged, key_prefix, new_tag, wire_id
 from calibration.mockapi import MockAnthropic
 from calibration.runner import RunSummary, run_plan
-from calibration.runner._batch import split_batches
+from calibration.runner._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, batch_limits, split_batches
 from labeler.store import Store
 from tests.reliability.fault_proxy import Proxy, read_log, served_in_thread
 from tests.test_runner import RUBRIC, plan_of
@@ -210,6 +210,18 @@ def test_split_batches_keeps_every_batch_within_both_limits() -> None:
     assert all(sum(100 + int(c[1:]) + 2 for c in p) + 16 <= 600 for p in parts)
     with pytest.raises(ValueError, match="more than a whole batch"):
         split_batches([("big", 700)], max_bytes=600)
+
+
+def test_each_provider_batch_is_split_at_its_own_apis_limits() -> None:
+    # OpenAI's Batch API takes 50,000 requests and a 200 MB input file; Anthropic's Message
+    # Batches 100,000 and 256 MB. A run sized by Anthropic's limits sent 50,001-100,000
+    # requests to OpenAI as one batch, which the API refuses: every call failed.
+    openai_judge = OpenAIJudge("gpt-4.1-mini", api_key="sk-test", base_url="http://127.0.0.1:9/v1")
+    anthropic_judge = AnthropicJudge("claude-sonnet-4-6", api_key="sk-ant-test")
+    assert batch_limits(openai_judge) == (50_000, 200 * 1024 * 1024)
+    assert batch_limits(anthropic_judge) == (MAX_BATCH_REQUESTS, MAX_BATCH_BYTES) == (100_000, 256 * 1024 * 1024)
+    sizes = [(f"c{i}", 10) for i in range(50_001)]
+    assert [len(p) for p in split_batches(sizes, max_requests=batch_limits(openai_judge)[0])] == [50_000, 1]
 
 
 def test_a_run_past_the_limits_goes_out_as_several_batches_all_collected(tmp_path: Path) -> None:

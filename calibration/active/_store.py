@@ -48,7 +48,8 @@ from labeler.queue import DEFAULT_GAP
 from labeler.timing import label_time
 
 if TYPE_CHECKING:
-    from labeler.store import Store
+    from labeler.store import DesignRole
+    from labeler.store.roles import DesignView
 
 __all__ = [
     "ActiveBatch",
@@ -145,7 +146,7 @@ class ActiveBatch:
         }
 
 
-def _pool_frame(store: Store, params: dict[str, Any]) -> pd.DataFrame:
+def _pool_frame(store: DesignRole, params: dict[str, Any]) -> pd.DataFrame:
     """The judged answers of the pool, with the judge's self-disagreement."""
     pool, _ = load_pool(store, run_id=params["run_id"], variant=params["variant"])
     judged = pool[pool["judge_pass"].notna()].copy()
@@ -164,14 +165,14 @@ def _stored_pool(draws: pd.DataFrame, paired: bool) -> ActivePool:
                                  paired=paired)
 
 
-def _labels(store: Store, pool: ActivePool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _labels(store: DesignView, pool: ActivePool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per pool answer: human pass share, human score (``nan`` when unlabelled), flagged only."""
     labels = store.answer_labels().set_index("answer_id").reindex(pool.answer_id)
     flagged = labels["flagged_only"].fillna(False).to_numpy(dtype=bool)
     return (labels["human_pass"].to_numpy(dtype=float), labels["human_score"].to_numpy(dtype=float), flagged)
 
 
-def _open_design(store: Store) -> tuple[str, dict[str, Any]] | None:
+def _open_design(store: DesignView) -> tuple[str, dict[str, Any]] | None:
     designs = store.active_designs()
     if designs.empty:
         return None
@@ -180,7 +181,7 @@ def _open_design(store: Store) -> tuple[str, dict[str, Any]] | None:
 
 
 def draw_active_batch(
-    store: Store,
+    store: DesignRole,
     *,
     target_half_width: float | None = None,
     budget_hours: float | None = None,
@@ -253,7 +254,7 @@ def draw_active_batch(
                         spending=spending, seed=seed)
 
 
-def _first_batch(store: Store, *, target_half_width: float, budget_hours: float | None, batch_size: int | None,
+def _first_batch(store: DesignRole, *, target_half_width: float, budget_hours: float | None, batch_size: int | None,
                  seed: int, **options: Any) -> ActiveBatch:
     if not 0 <= options["overlap"] <= 1 or not 0 < options["floor"] <= 1:
         raise InputError("overlap must be in [0, 1] and floor in (0, 1]", fix="e.g. --overlap 0.2.")
@@ -310,7 +311,7 @@ def _capacity(pool: ActivePool, human: np.ndarray, params: dict[str, Any], used:
     return max(left, 0)
 
 
-def _next_batch(store: Store, status: ActiveStatus, *, batch_size: int | None, seed: int) -> ActiveBatch:
+def _next_batch(store: DesignRole, status: ActiveStatus, *, batch_size: int | None, seed: int) -> ActiveBatch:
     params = status.params
     _, _, draws = store.active_design(status.design_id)
     pool = _stored_pool(draws, params["paired"])
@@ -332,7 +333,7 @@ def _next_batch(store: Store, status: ActiveStatus, *, batch_size: int | None, s
 
 
 def _draw(
-    store: Store,
+    store: DesignRole,
     design_id: str,
     batch: int,
     params: dict[str, Any],
@@ -379,7 +380,7 @@ def _draw(
                        items=items, labels_so_far=so_far, notes=notes + extra, queued=len(assigned))
 
 
-def _assigned_answers(store: Store, answer_ids: np.ndarray) -> set[str]:
+def _assigned_answers(store: DesignView, answer_ids: np.ndarray) -> set[str]:
     """Of these answers, those waiting in an active rater's queue (someone will label them).
 
     A revoked rater's unanswered assignment does not count: nobody will answer it.
@@ -391,7 +392,7 @@ def _assigned_answers(store: Store, answer_ids: np.ndarray) -> set[str]:
 
 
 def apply_active_batch(
-    store: Store,
+    store: DesignRole,
     batch: ActiveBatch,
     raters: int | list[str],
     *,
@@ -425,7 +426,7 @@ def apply_active_batch(
 
 
 def reassign_active_batch(
-    store: Store,
+    store: DesignRole,
     raters: int | list[str],
     *,
     rng: int = 0,
@@ -470,7 +471,7 @@ def reassign_active_batch(
                      spread=spread, rubric=rubric, write=store.add_reassignments)
 
 
-def _give(store: Store, draw_id: str, items: pd.DataFrame, ids: list[int], *, rng: RngLike, spread: int,
+def _give(store: DesignRole, draw_id: str, items: pd.DataFrame, ids: list[int], *, rng: RngLike, spread: int,
           rubric: tuple[str, int] | None, write: Callable[..., int]) -> pd.DataFrame:
     """Deal ``items`` to the raters ``ids`` (``assign_items``) and ``write`` them to the design ``draw_id``."""
     tails = store.queue_tails(ids, depth=spread)
@@ -481,7 +482,7 @@ def _give(store: Store, draw_id: str, items: pd.DataFrame, ids: list[int], *, rn
     return plan.assign(rater=plan["rater_id"].map(names))
 
 
-def _people(store: Store, raters: int | list[str]) -> list[int]:
+def _people(store: DesignRole, raters: int | list[str]) -> list[int]:
     """The chosen raters' ids; refuses simulated raters, who never label in the app."""
     ids = store.design_raters(raters)
     simulated = store.raters().set_index("rater_id")["simulated"]
@@ -557,7 +558,7 @@ class ActiveStatus:
 
 
 def active_status(
-    store: Store, design_id: str | None = None, *, interval: RaterScope = "raters"
+    store: DesignRole, design_id: str | None = None, *, interval: RaterScope = "raters"
 ) -> ActiveStatus | None:
     """Where the newest (or the given) active design stands.
 
@@ -589,7 +590,7 @@ def active_status(
                         (future, float(data.draws.weight.sum()), population))
 
 
-def active_saving(store: Store, design_id: str | None = None) -> SavingForecast | None:
+def active_saving(store: DesignRole, design_id: str | None = None) -> SavingForecast | None:
     """The saving the newest (or the given) active design predicts for itself, from its labels so far.
 
     What a team reads before it commits to the design (:func:`calibration.active.predicted_saving`:
@@ -765,7 +766,7 @@ class ActiveData:
         return pd.Series(chance[d.unit][keep], index=d.answer_id[keep], name="inclusion_prob")
 
 
-def load_active(store: Store, design_id: str | None = None) -> ActiveData | None:
+def load_active(store: DesignView, design_id: str | None = None) -> ActiveData | None:
     """The newest (or the given) active design's labelled batches; ``None`` before the first is labelled.
 
     A batch counts when every answer it drew is labelled (or flagged unrateable), and so do the
@@ -790,7 +791,7 @@ class _Stored:
     waiting: set[str]
 
 
-def _read(store: Store, design_id: str | None) -> _Stored | None:
+def _read(store: DesignView, design_id: str | None) -> _Stored | None:
     """The newest (or the given) active design and the labels so far; ``None`` without one."""
     if design_id is None:
         opened = _open_design(store)
@@ -822,7 +823,7 @@ def _labelled(stored: _Stored) -> ActiveData | None:
 
 
 def active_figures(
-    store: Store,
+    store: DesignRole,
     data: ActiveData,
     *,
     scale: Literal["pass", "score"] = "pass",

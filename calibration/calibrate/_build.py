@@ -35,11 +35,11 @@ from calibration.calibrate._scalemap import apply_scale_map, parse_scale_map
 from calibration.stats import Estimate, ProvenanceNote, RaterScope, ResidualScale, provenance_note
 from labeler.errors import InputError
 from labeler.scales import is_pointwise
-from labeler.store import Store
+from labeler.store import AnalystRole
 
 
 def calibrate(
-    store: Store,
+    store: AnalystRole,
     run_id: str | None = None,
     *,
     compare_run: str | None = None,

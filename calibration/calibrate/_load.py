@@ -22,7 +22,7 @@ from calibration.spec import recorded_provenance
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.scales import is_pointwise
-from labeler.store import Store
+from labeler.store import AnalystRole
 
 _NAN = float("nan")
 _LABEL_COLUMNS = ["answer_id", "task_id", "family", "variant", "rater_id", "rater_name", "overall", "pass",
@@ -110,7 +110,7 @@ class CalibrationData:
         return pd.concat(frames, ignore_index=True).sort_values(["answer_id", "rater_id"]).reset_index(drop=True)
 
 
-def load_calibration_data(store: Store, run_id: str | None = None) -> CalibrationData:
+def load_calibration_data(store: AnalystRole, run_id: str | None = None) -> CalibrationData:
     """Read one judge run and the labels, design and provenance its report needs.
 
     Args:
@@ -243,14 +243,14 @@ NO_RUBRIC = Rubric(
 """What a report of a pairwise-only run names as its rubric when the database holds none."""
 
 
-def _latest_judged_run(store: Store) -> str | None:
+def _latest_judged_run(store: AnalystRole) -> str | None:
     """The newest run with any judgements (pairwise ones, when no run has pointwise ones)."""
     runs = store.calibration_runs()
     judged = runs[(runs["n_pointwise"] + runs["n_pairwise"]) > 0]
     return None if judged.empty else str(judged["run_id"].iloc[0])
 
 
-def _adjudicated(store: Store, rubric: Rubric) -> tuple[pd.DataFrame, int]:
+def _adjudicated(store: AnalystRole, rubric: Rubric) -> tuple[pd.DataFrame, int]:
     """The current adjudicated label per answer with a score, in the columns of the labels.
 
     One per answer: one given under the rubric wins over an unversioned (imported) one.
@@ -324,7 +324,7 @@ def _choose_format(point: pd.DataFrame, rubric: Rubric) -> str | None:
     return str(counts.index[0])
 
 
-def _active_design(store: Store, run_id: str) -> ActiveData | None:
+def _active_design(store: AnalystRole, run_id: str) -> ActiveData | None:
     """The newest active design planned on this run, once a batch of it is labelled."""
     designs = store.active_designs()
     for design_id, params in zip(designs["design_id"], designs["params"], strict=True):
@@ -348,7 +348,7 @@ def _choose_design(items: pd.DataFrame, labelled: set[str]) -> tuple[str | None,
 
 
 def _provenance_records(
-    store: Store, run: Mapping[str, Any], rubric: Rubric, point: pd.DataFrame, labels: pd.DataFrame
+    store: AnalystRole, run: Mapping[str, Any], rubric: Rubric, point: pd.DataFrame, labels: pd.DataFrame
 ) -> tuple[tuple[str, str, str], ...]:
     """Who wrote each artifact of the judge prompt: rubric, few-shot examples, references."""
     records: list[tuple[str, str, str]] = [

@@ -27,13 +27,13 @@ from labeler.queue import DEFAULT_GAP
 from labeler.timing import LabelTime, label_time
 
 if TYPE_CHECKING:
-    from labeler.store import Store
+    from labeler.store import DesignRole
 
 __all__ = ["DrawnDesign", "apply_design", "draw_design", "load_pool", "rubric_key"]
 
 
 def load_pool(
-    store: Store,
+    store: DesignRole,
     *,
     run_id: str | None = None,
     variant: str | None = "original",
@@ -96,7 +96,7 @@ def load_pool(
     return pool, info
 
 
-def rubric_key(store: Store, rubric: tuple[str, int] | None) -> tuple[str, int] | None:
+def rubric_key(store: DesignRole, rubric: tuple[str, int] | None) -> tuple[str, int] | None:
     """``rubric``, else the newest stored rubric's ``(rubric_id, version)`` (``None`` when none is stored)."""
     if rubric is not None:
         return rubric
@@ -105,7 +105,7 @@ def rubric_key(store: Store, rubric: tuple[str, int] | None) -> tuple[str, int] 
 
 
 def apply_design(
-    store: Store,
+    store: DesignRole,
     design: Design,
     raters: int | Sequence[str],
     *,
@@ -188,7 +188,7 @@ def _with_quality(design: Design, rate: float, qualify_n: int) -> Design:
 
 
 def draw_design(
-    store: Store,
+    store: DesignRole,
     *,
     n: int | None = None,
     budget_hours: float | None = None,

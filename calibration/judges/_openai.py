@@ -78,14 +78,19 @@ T = TypeVar("T")
 async def patiently(ask: Callable[[], Awaitable[T]], *, tries: int = 4, what: str = "request") -> T:
     """``await ask()``, asked again (``tries`` times in all) after a transient ``openai`` failure.
 
-    For reads that are safe to repeat (a batch's status, its files) that a run waits on.
+    For reads that are safe to repeat (a batch's status, its files) that a run waits on. The
+    error raised at last carries every HTTP attempt of every ask (:func:`_attempts_of`), so that
+    its message does not say "after 1 attempt(s)" of a read asked four times.
     """
+    spent = 0
     for attempt in range(1, tries + 1):
         try:
             return await ask()
         except openai.APIError as exc:
+            spent += _attempts_of(exc)
             status = getattr(exc, "status_code", None)
             if not (status is None or status in (408, 409, 429) or status >= 500) or attempt == tries:
+                exc.judgelab_attempts = spent  # type: ignore[attr-defined]
                 raise
             log.warning("%s failed (%s); asking again", what, type(exc).__name__)
             await asyncio.sleep(min(2.0**attempt, 30.0))
@@ -143,6 +148,10 @@ class OpenAIBatchStatus:
 
 
 def _attempts_of(exc: BaseException) -> int:
+    """HTTP attempts behind a failed request: the SDK's retries (its header), or :func:`patiently`'s total."""
+    total = getattr(exc, "judgelab_attempts", None)
+    if isinstance(total, int):
+        return total
     request = getattr(exc, "request", None)
     try:
         header = request.headers.get("x-stainless-retry-count") if request is not None else None
@@ -222,6 +231,11 @@ class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
         JudgeError: If no key is set and no endpoint other than OpenAI's is given.
         InputError: If a setting is out of range.
     """
+
+    max_batch_requests = 50_000
+    """Most requests one Batch API input file may hold (the API reference's limit)."""
+    max_batch_bytes = 200 * 1024 * 1024
+    """Largest Batch API input file (200 MB); the runner splits larger runs into several batches."""
 
     def __init__(
         self,

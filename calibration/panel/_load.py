@@ -19,7 +19,7 @@ from calibration.calibrate._load import first_judgement, isin
 from calibration.panel._stats import COLUMNS
 from calibration.stats import human_scores
 from labeler.errors import InputError
-from labeler.store import Store
+from labeler.store import AnalystRole
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class PanelData:
     notes: tuple[str, ...]
 
 
-def load_panel(store: Store, run_ids: Sequence[str] | None = None) -> PanelData:
+def load_panel(store: AnalystRole, run_ids: Sequence[str] | None = None) -> PanelData:
     """Read judge runs (default: every run with pointwise judgements) against the human labels.
 
     Args:

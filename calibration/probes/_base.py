@@ -19,7 +19,7 @@ import asyncio
 import hashlib
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,8 +34,10 @@ from calibration.probes._padding import AnthropicPadWriter, PadWriter
 from calibration.runner import PlannedCall
 from calibration.stats import Estimate, swap_average
 from calibration.stats._probes import Verdict
+from labeler.errors import InputError
 from labeler.models import Answer, Pair, Rubric
-from labeler.store import Store
+from labeler.store import JudgeRole
+from labeler.transcripts import split_turn
 
 # -- variants -------------------------------------------------------------------------------
 
@@ -94,6 +96,17 @@ class RewriteSpend:
     unpriced: int = 0
 
 
+NOT_FOR_CONVERSATIONS: dict[str, str] = {
+    "truncated": "cutting sentences off the end of a trace cuts the final answer, not the work before it, "
+                 "and what a judge misses in a trace is steps, not closing sentences",
+    "markdown": "a trace's turns are drawn by role, not as one Markdown text; decorating them tests the "
+                "rendering, not the agent",
+    "tone": "a tone opener and closer belong to one reply; on a trace they would be a turn no agent wrote",
+    "citations": "citations added to a trace's final turn would cite nothing its tool results hold",
+}
+"""Why the perturbations other than padding, a byline and the placebo do not run on conversations."""
+
+
 class Variants:
     """Makes the perturbed texts a plan needs, the same way every time.
 
@@ -112,7 +125,7 @@ class Variants:
     def __init__(
         self,
         *,
-        store: Store | None = None,
+        store: JudgeRole | None = None,
         pad_model: PadModel | None = None,
         stored: dict[tuple[str, str], str] | None = None,
     ) -> None:
@@ -125,7 +138,7 @@ class Variants:
 
     @classmethod
     def for_pool(
-        cls, store: Store | None, pool: Sequence[PoolAnswer], *, pad_model: PadModel | None = None
+        cls, store: JudgeRole | None, pool: Sequence[PoolAnswer], *, pad_model: PadModel | None = None
     ) -> Variants:
         """Variants that reuse the pool's stored variants (``store`` may be ``None``)."""
         stored: dict[tuple[str, str], str] = {}
@@ -154,6 +167,9 @@ class Variants:
             return perturb.Perturbed(
                 kept, variant, perturb.count_words(kept) / max(perturb.count_words(text), 1)
             )
+        cut = split_turn(text)
+        if cut is not None:
+            return self._on_last_turn(variant, cut, family)
         if variant == "byline":
             if family is None:
                 raise ValueError("Variants.make: a byline needs a family")
@@ -168,6 +184,22 @@ class Variants:
         if variant not in perturb.PERTURBATIONS:
             raise ValueError(f"Variants.make: unknown variant {variant!r}")
         return perturb.PERTURBATIONS[variant](text)
+
+    def _on_last_turn(self, variant: str, cut: tuple[str, str, str], family: str | None) -> perturb.Perturbed:
+        """A conversation's variant: the perturbation applied to its last assistant turn only.
+
+        Padding, a byline and the placebo change what the agent finally says, which is what
+        they measure; the other perturbations have no meaning on a trace and are refused
+        with the reason (:data:`NOT_FOR_CONVERSATIONS`).
+        """
+        if variant in NOT_FOR_CONVERSATIONS:
+            raise InputError(f"the {variant} variant does not apply to a conversation: "
+                             f"{NOT_FOR_CONVERSATIONS[variant]}",
+                             fix="probe conversations with --biases position,verbosity,byline, or leave the "
+                                 "conversations out of the pool.")
+        before, turn, after = cut
+        done = self.make(variant, turn, family=family)
+        return replace(done, text=before + done.text + after)
 
     def rewrite_key(self, text: str) -> str:
         """Cache key of a model padding of ``text``."""

@@ -20,7 +20,7 @@ from calibration.probes._plan import parse_biases
 from calibration.probes._workflow import aestimate_probes
 from calibration.stats import THRESHOLDS, PlanReading, fail_power, pairs_to_detect, pairs_to_fail, per_test_alpha
 from labeler.errors import InputError
-from labeler.store import Store
+from labeler.store import JudgeRole
 
 __all__ = ["DetectRow", "DetectionPlan", "adetection_plan", "card_family_size"]
 
@@ -116,7 +116,7 @@ class DetectionPlan:
         return {**{k: v for k, v in self.__dict__.items() if k != "rows"}, "rows": [r.to_dict() for r in self.rows]}
 
 
-def _available(store: Store | None, dataset: str) -> int:
+def _available(store: JudgeRole | None, dataset: str) -> int:
     if dataset == PROJECT:
         if store is None:
             raise InputError("--dataset project needs the project database", fix="pass --db FILE.")
@@ -126,7 +126,7 @@ def _available(store: Store | None, dataset: str) -> int:
 
 async def adetection_plan(
     judge: Judge,
-    store: Store | None,
+    store: JudgeRole | None,
     *,
     effect: float,
     dataset: str,

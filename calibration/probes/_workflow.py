@@ -42,7 +42,7 @@ from calibration.spec import JudgeSpec, with_references
 from labeler.errors import InputError, JudgeError
 from labeler.models import Pair, Rubric
 from labeler.scales import POINTWISE_FORMATS, Format, declared_scales
-from labeler.store import Store
+from labeler.store import JudgeRole
 
 PadMode = Literal["llm", "offline"]
 """How padded variants are made: rewritten by a model (``llm``) or offline (``offline``)."""
@@ -71,7 +71,7 @@ class ProbeSetup:
 
 
 def setup_probes(
-    store: Store | None, dataset: str, n: int, *, seed: int, biases: Sequence[str]
+    store: JudgeRole | None, dataset: str, n: int, *, seed: int, biases: Sequence[str]
 ) -> ProbeSetup:
     """Choose ``n`` pairs of ``dataset`` and, for pool-based probes, up to ``2n`` pool answers.
 
@@ -99,7 +99,7 @@ def setup_probes(
     return ProbeSetup(pairs, stored, rubric, "database", pair_rubric)
 
 
-def other_family(store: Store | None, own: str | None) -> str:
+def other_family(store: JudgeRole | None, own: str | None) -> str:
     """The family the byline probe contrasts with the judge's own.
 
     Another family in the pool, else a well-known one.
@@ -123,7 +123,7 @@ def dataset_label(dataset: str) -> str:
     return dataset if dataset in (SAMPLE, PROJECT) else Path(dataset).name
 
 
-def parse_formats(text: str | Sequence[str] | None, store: Store | None = None) -> tuple[Format, ...] | None:
+def parse_formats(text: str | Sequence[str] | None, store: JudgeRole | None = None) -> tuple[Format, ...] | None:
     """Validate a ``--formats`` value for the format study (comma-separated or a list).
 
     ``None`` (or empty) keeps the default. Pointwise formats, the comparative ``anchored`` and
@@ -180,7 +180,7 @@ def _context(
     return ctx
 
 
-def reference_tasks(store: Store | None, pairs: Sequence[Pair] = ()) -> list[tuple[str, str, str | None]]:
+def reference_tasks(store: JudgeRole | None, pairs: Sequence[Pair] = ()) -> list[tuple[str, str, str | None]]:
     """``(task id, prompt, reference answer)`` of the dataset's pairs and the project's tasks.
 
     What a judge spec's ``{reference}`` is looked up in (:func:`calibration.spec.bind_references`).
@@ -201,7 +201,7 @@ def reference_tasks(store: Store | None, pairs: Sequence[Pair] = ()) -> list[tup
     return pairs_refs + tasks
 
 
-def _with_references(judge: Judge, spec: JudgeSpec | None, store: Store | None, pairs: Sequence[Pair]) -> Judge:
+def _with_references(judge: Judge, spec: JudgeSpec | None, store: JudgeRole | None, pairs: Sequence[Pair]) -> Judge:
     """The judge with its spec's references bound (the tasks are read only when it shows any)."""
     if spec is None or not spec.uses("reference"):
         return judge
@@ -310,7 +310,7 @@ def _pad_model(
 
 async def arun_probes(
     judge: Judge,
-    store: Store,
+    store: JudgeRole,
     *,
     dataset: str = SAMPLE,
     n: int = 20,
@@ -416,7 +416,7 @@ async def arun_probes(
     return ProbeRunResult(summary, spend)
 
 
-def run_probes(judge: Judge, store: Store, **kwargs: Any) -> ProbeRunResult:
+def run_probes(judge: Judge, store: JudgeRole, **kwargs: Any) -> ProbeRunResult:
     """Synchronous :func:`arun_probes` (same arguments)."""
     return asyncio.run(arun_probes(judge, store, **kwargs))
 
@@ -474,7 +474,7 @@ def padded_texts(plan: ProbePlan) -> dict[str, str]:
 
 async def aestimate_probes(
     judge: Judge,
-    store: Store | None,
+    store: JudgeRole | None,
     *,
     dataset: str = SAMPLE,
     n: int = 20,
@@ -572,6 +572,6 @@ async def _twice(count: Callable[[JudgeCall], Awaitable[int]], call: JudgeCall) 
         return await count(call)
 
 
-def estimate_probes(judge: Judge, store: Store | None, **kwargs: Any) -> ProbeEstimate:
+def estimate_probes(judge: Judge, store: JudgeRole | None, **kwargs: Any) -> ProbeEstimate:
     """Synchronous :func:`aestimate_probes` (same arguments)."""
     return asyncio.run(aestimate_probes(judge, store, **kwargs))

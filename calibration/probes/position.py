@@ -40,7 +40,7 @@ from calibration.stats._probes import Verdict
 from labeler.errors import InputError
 from labeler.models import pair_of
 from labeler.scales import PAIRWISE_FORMATS
-from labeler.store import Store
+from labeler.store import AnalystRole
 
 NAME = "position"
 LABEL = "Position — first-shown win advantage"
@@ -293,7 +293,7 @@ def statistics_of_replies(replies: pd.DataFrame, *, level: float = 0.95) -> Posi
                                gold=replies["gold"], level=level)
 
 
-def choose_position_run(store: Store, *, run_id: str | None = None, judge_model: str | None = None) -> str:
+def choose_position_run(store: AnalystRole, *, run_id: str | None = None, judge_model: str | None = None) -> str:
     """The run ``judgelab position`` reads: the one named, the newest of a judge, or the newest.
 
     Only runs with pairwise judgements qualify when the run is not named.
@@ -327,7 +327,7 @@ _NO_PAIRWISE_FIX = ("import verdicts (`judgelab import verdicts FILE`) or pairwi
 
 
 def run_position(
-    store: Store, *, run_id: str | None = None, judge_model: str | None = None, level: float = 0.95
+    store: AnalystRole, *, run_id: str | None = None, judge_model: str | None = None, level: float = 0.95
 ) -> RunPosition:
     """Position statistics of a stored run (see :func:`choose_position_run` for which run).
 

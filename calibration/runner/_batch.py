@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from calibration.formats import passed_for
+from calibration.judges._anthropic import JudgeCallError
 from calibration.judges._base import Failure, Judge, JudgeCall, Judgement
 from calibration.judges._identity import BatchInDoubt, key_prefix, new_tag, wire_id
 from calibration.judges._protocols import BatchJudge
@@ -39,9 +40,9 @@ from calibration.runner._plan import PlannedCall, build_request
 from calibration.runner._sink import Ledger
 from labeler.errors import JudgeError
 from labeler.models import Rubric
-from labeler.store import Store
+from labeler.store import JudgeRole
 
-__all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_REQUESTS", "check_batch_judge", "run_batch", "split_batches"]
+__all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_REQUESTS", "batch_limits", "check_batch_judge", "run_batch", "split_batches"]
 
 MAX_BATCH_REQUESTS = 100_000
 """Most requests the Message Batches API takes in one batch."""
@@ -62,6 +63,19 @@ def check_batch_judge(judge: Judge) -> BatchJudge:
             "drop --batch or use the anthropic or openai judge"
         )
     return judge
+
+
+def batch_limits(judge: Judge) -> tuple[int, int]:
+    """The most requests and bytes one batch of ``judge``'s provider may hold.
+
+    A judge states its provider's limits as ``max_batch_requests`` and ``max_batch_bytes``
+    (OpenAI's Batch API: 50,000 requests and a 200 MB input file); a judge that states none
+    gets the Message Batches API's (:data:`MAX_BATCH_REQUESTS`, :data:`MAX_BATCH_BYTES`).
+    """
+    requests = getattr(judge, "max_batch_requests", None)
+    size = getattr(judge, "max_batch_bytes", None)
+    return (requests if isinstance(requests, int) else MAX_BATCH_REQUESTS,
+            size if isinstance(size, int) else MAX_BATCH_BYTES)
 
 
 def split_batches(
@@ -127,8 +141,7 @@ async def run_batch(
     time), or taken from ``adopt`` (``--adopt-batch``: checked the same way); one that cannot
     be told from another run's is left in doubt (:attr:`Ledger.doubts`): its calls are
     neither re-sent nor given up, and the run stays unfinished. ``max_requests`` and
-    ``max_bytes`` default to the API's limits (:data:`MAX_BATCH_REQUESTS`,
-    :data:`MAX_BATCH_BYTES`).
+    ``max_bytes`` default to the judge's provider's limits (:func:`batch_limits`).
     """
     if not calls:
         return
@@ -179,9 +192,12 @@ async def _earlier_batches(
             await asyncio.to_thread(store.set_batch_id, ledger.rid, entry["batch_no"], batch_id)
         ids = {cid: key for cid, key in wire.items() if key not in done}
         if ids:
-            await _collect(judge, rubric, ledger, batch_id, {c: requests[k] for c, k in ids.items()}, ids, by_key,
-                           poll_interval=poll_interval, collected_earlier=True)
-            done.update(ids.values())
+            read = await _collect(judge, rubric, ledger, batch_id, {c: requests[k] for c, k in ids.items()}, ids,
+                                  by_key, poll_interval=poll_interval, collected_earlier=True,
+                                  batch_no=entry["batch_no"])
+            done.update(ids.values())  # unread, its calls still wait in it: never sent again
+            if not read:
+                continue
             ledger.tally.collected_batches += 1
         await asyncio.to_thread(store.mark_batch_collected, ledger.rid, entry["batch_no"])
     return done
@@ -196,7 +212,8 @@ async def _new_batches(
     batcher = check_batch_judge(judge)
     sizes = [(key, len(json.dumps(batcher.batch_requests({key: call})[0]).encode())) for key, call in remaining.items()]
     submitted: list[tuple[int, str, dict[str, str]]] = []
-    limits = {"max_requests": max_requests or MAX_BATCH_REQUESTS, "max_bytes": max_bytes or MAX_BATCH_BYTES}
+    most_requests, most_bytes = batch_limits(judge)
+    limits = {"max_requests": max_requests or most_requests, "max_bytes": max_bytes or most_bytes}
     for chunk in split_batches(sizes, **limits):
         # A tag only this intent has: its batch is told from any other by its custom ids.
         tag = new_tag()
@@ -225,13 +242,13 @@ async def _new_batches(
         await asyncio.to_thread(store.set_batch_id, ledger.rid, batch_no, batch_id)
         submitted.append((batch_no, batch_id, wire))
     for batch_no, batch_id, wire in submitted:
-        await _collect(judge, rubric, ledger, batch_id, {c: remaining[k] for c, k in wire.items()}, wire, by_key,
-                       poll_interval=poll_interval)
-        await asyncio.to_thread(store.mark_batch_collected, ledger.rid, batch_no)
+        if await _collect(judge, rubric, ledger, batch_id, {c: remaining[k] for c, k in wire.items()}, wire,
+                          by_key, poll_interval=poll_interval, batch_no=batch_no):
+            await asyncio.to_thread(store.mark_batch_collected, ledger.rid, batch_no)
 
 
 async def _lost_batch(
-    batcher: BatchJudge, store: Store, entry: Mapping[str, Any], adopt: Sequence[str], poll_interval: float
+    batcher: BatchJudge, store: JudgeRole, entry: Mapping[str, Any], adopt: Sequence[str], poll_interval: float
 ) -> str | None:
     """The upstream batch of an intent whose id was lost: named by the user, or found by its custom ids.
 
@@ -277,13 +294,31 @@ async def _collect(
     *,
     poll_interval: float,
     collected_earlier: bool = False,
-) -> None:
-    """Wait for a batch, then record the result of each of ``requests`` (by custom id; ``keys``: their cache keys)."""
+    batch_no: int = 0,
+) -> bool:
+    """Wait for a batch, then record the result of each of ``requests`` (by custom id; ``keys``: their cache keys).
+
+    Returns:
+        Whether the batch was read. A batch whose status or files could not be read after
+        retries (:class:`~calibration.judges.JudgeCallError`) is left uncollected
+        (:attr:`Ledger.unread`): created and billed, its results wait upstream for the next
+        execution, which collects it; its calls are neither sent again nor failed.
+    """
     batcher = check_batch_judge(judge)
-    await batcher.wait_batch(batch_id, poll_interval=poll_interval)
-    # A batch found again may hold calls answered since (its results were stored, then the
-    # execution died before marking it collected): only the pending ones are recorded.
-    results: Mapping[str, Judgement] = await batcher.collect_batch(batch_id, calls=requests, skip_unknown=True)
+    try:
+        await batcher.wait_batch(batch_id, poll_interval=poll_interval)
+        # A batch found again may hold calls answered since (its results were stored, then the
+        # execution died before marking it collected): only the pending ones are recorded.
+        results: Mapping[str, Judgement] = await batcher.collect_batch(batch_id, calls=requests,
+                                                                       skip_unknown=True)
+    except JudgeCallError as exc:
+        why = str(exc).split(" Fix: ", 1)[0]  # its own fix ("only the failed calls are sent") is not this one
+        ledger.unread.append(
+            f"batch {batch_no} ({batch_id}) could not be read: {why} Its {len(requests)} call(s) were not sent "
+            "again (the batch is created and billed; its results wait upstream). Fix: run the same command "
+            "again; it collects this batch."
+        )
+        return False
     records = []
     for cid, judgement in results.items():
         key = keys[cid]
@@ -302,3 +337,4 @@ async def _collect(
         if collected_earlier:
             ledger.tally.collected += 1
     await ledger.sink.put(records)
+    return True

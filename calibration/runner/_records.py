@@ -16,7 +16,7 @@ from typing import Any, Literal
 from calibration.judges._base import Failure, Judgement
 from calibration.runner._plan import PlannedCall
 from labeler.errors import InputError
-from labeler.store import JudgementRecord, Store, plain_value
+from labeler.store import JudgementRecord, JudgeRole, plain_value
 
 __all__ = [
     "EVIDENCE_FIELDS",
@@ -227,7 +227,7 @@ def reorder_evidence(path: Path, order: Mapping[str, int]) -> bool:
     return True
 
 
-def write_evidence(store: Store, run_id: str, path: str | os.PathLike[str]) -> int:
+def write_evidence(store: JudgeRole, run_id: str, path: str | os.PathLike[str]) -> int:
     """(Re)write a run's evidence file from the database, atomically; returns the row count.
 
     One row per planned call (its newest result), in plan order.

@@ -32,7 +32,7 @@ from calibration.runner._sink import Ledger, Sink
 from calibration.runner._summary import Billed, PlainProgress, RunSummary, Tally, progress_bar
 from labeler.errors import InputError
 from labeler.models import Rubric
-from labeler.store import JudgementRecord, Store
+from labeler.store import JudgementRecord, JudgeRole
 
 __all__ = ["arun_plan", "run_plan"]
 
@@ -44,7 +44,7 @@ def _new_run_id(phash: str) -> str:
 
 
 def _resolve_run(
-    store: Store, phash: str, resume: str | None, new_run_id: str | None
+    store: JudgeRole, phash: str, resume: str | None, new_run_id: str | None
 ) -> tuple[str, bool]:
     """Which run to write to: the one named, the newest unfinished run of this plan, or new."""
     if resume is not None:
@@ -72,7 +72,7 @@ def _resolve_run(
 async def arun_plan(
     plan: Sequence[PlannedCall],
     judge: Judge,
-    store: Store,
+    store: JudgeRole,
     *,
     rubric: Rubric,
     judge_kind: str,
@@ -147,7 +147,7 @@ async def arun_plan(
 async def _run(
     plan: Sequence[PlannedCall],
     judge: Judge,
-    store: Store,
+    store: JudgeRole,
     *,
     rubric: Rubric,
     judge_kind: str,
@@ -294,6 +294,7 @@ async def _run(
         batches_created=tally.batches_created,
         batch_requests_created=tally.batch_requests_created,
         in_doubt=tuple(ledger.doubts),
+        uncollected=tuple(ledger.unread),
         billed_replies=billed.replies,
         billed_retries=billed.retries,
         unknown_retries=billed.unknown,
@@ -329,6 +330,6 @@ class _Meter:
                       unknown=self.stats.no_reply - self.start.no_reply)
 
 
-def run_plan(plan: Sequence[PlannedCall], judge: Judge, store: Store, **kwargs: Any) -> RunSummary:
+def run_plan(plan: Sequence[PlannedCall], judge: Judge, store: JudgeRole, **kwargs: Any) -> RunSummary:
     """Synchronous :func:`arun_plan` (same arguments)."""
     return asyncio.run(arun_plan(plan, judge, store, **kwargs))

@@ -21,7 +21,7 @@ from calibration.judges._base import Failure
 from calibration.runner._plan import PlannedCall
 from calibration.runner._records import call_record, evidence_row
 from calibration.runner._summary import Tally
-from labeler.store import JudgementRecord, Store
+from labeler.store import JudgementRecord, JudgeRole
 
 __all__ = ["Ledger", "Sink"]
 
@@ -36,7 +36,7 @@ class Sink:
 
     def __init__(
         self,
-        store: Store,
+        store: JudgeRole,
         evidence: Path | None,
         *,
         model: str,
@@ -136,6 +136,8 @@ class Ledger:
         failures: Why each failed request got no reply, by cache key.
         doubts: Batches whose id was lost and that could not be told from another run's
             (what to do about each, for the summary); their calls were left unsent.
+        unread: Batches created and not collected because their status or files could not be
+            read after retries (what to do about each); their calls wait in them.
     """
 
     rid: str
@@ -145,6 +147,7 @@ class Ledger:
     seqs: Mapping[str, int]
     failures: dict[str, Failure] = field(default_factory=dict)
     doubts: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
 
     def record(self, call: PlannedCall, **outcome: Any) -> JudgementRecord:
         """The record of ``call``'s outcome (see :func:`~calibration.runner._records.call_record`)."""

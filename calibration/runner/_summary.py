@@ -38,7 +38,8 @@ EXIT_CODES: dict[str, int] = {
   retries (a bad key, a refused batch, a batch request that expired); running the same
   command again retries only those.
 * ``not finished`` (4): some calls have no result at all (a batch left in doubt, waiting for
-  ``--adopt-batch``); running the same command again continues.
+  ``--adopt-batch``; a batch created whose status or files could not be read, left
+  uncollected); running the same command again continues.
 * ``interrupted`` (130): Ctrl-C or SIGTERM; what arrived is saved; the same command continues.
 
 2 stays the code of a bad input or option (before any call), as for every judgelab command.
@@ -99,6 +100,8 @@ class RunSummary:
         batch_requests_created: Requests in those batches.
         in_doubt: Batches whose id was lost and that could not be told from another run's,
             each with what to do (their calls were not sent again).
+        uncollected: Batches created and billed whose status or files could not be read after
+            retries, each with what to do (their calls wait in them; a rerun collects them).
         billed_replies: Replies to single requests the provider billed this execution for
             (cut replies asked again count each time).
         billed_retries: Of those, replies cut short on the way and asked again.
@@ -132,6 +135,7 @@ class RunSummary:
     batches_created: int = 0
     batch_requests_created: int = 0
     in_doubt: tuple[str, ...] = ()
+    uncollected: tuple[str, ...] = ()
     billed_replies: int = 0
     billed_retries: int = 0
     unknown_retries: int = 0
@@ -145,7 +149,7 @@ class RunSummary:
     @property
     def outcome(self) -> str:
         """``finished``, ``finished with errors`` or ``not finished`` (a key of :data:`EXIT_CODES`)."""
-        if self.in_doubt or self.done + self.errors < self.planned:
+        if self.in_doubt or self.uncollected or self.done + self.errors < self.planned:
             return "not finished"
         if self.errors or not self.finished:
             return "finished with errors"
@@ -241,6 +245,8 @@ class RunSummary:
             lines += [f"    - {reason}" for reason in self.error_samples]
         for doubt in self.in_doubt:
             lines.append(f"  in doubt: {doubt}")
+        for unread in self.uncollected:
+            lines.append(f"  not collected: {unread}")
         if self.evidence_path:
             lines.append(f"  evidence: {self.evidence_path}")
         return "\n".join(lines)

@@ -300,7 +300,9 @@ def _template(item: Any, where: str) -> Template:
         shown = ", ".join("{" + p + "}" for p in REQUIRED_PLACEHOLDERS[kind][1:])
         raise _Located(where, f"{{{wrong[0]}}} belongs in a {other} template, not a {kind} one",
                        f"replace {{{wrong[0]}}} with {shown}: a {kind} template shows those.")
-    missing = [p for p in REQUIRED_PLACEHOLDERS[kind] if p not in fields]
+    # A conversation template shows the answer as {conversation}.
+    missing = [p for p in REQUIRED_PLACEHOLDERS[kind]
+               if p not in fields and not (p == "answer" and "conversation" in fields)]
     if missing:
         raise _Located(where, f"a {kind} template must show {{{missing[0]}}}",
                        f"put {{{missing[0]}}} in its system or user text.")

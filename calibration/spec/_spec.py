@@ -15,6 +15,7 @@ from calibration.spec._template import REQUIRED_PLACEHOLDERS, RUBRIC_PARTS, Temp
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.scales import Format, Kind, format_spec
+from labeler.transcripts import last_turn
 
 AuthorKind = Literal["human", "model", "unknown"]
 """Who wrote an artifact of the judge prompt: a human, a model (family), or nobody knows."""
@@ -190,7 +191,9 @@ class JudgeSpec:
         values = {**rubric_parts(rubric), "prompt": prompt,
                   "examples": self.examples_separator.join(self.examples)}
         if kind == "pointwise":
-            values["answer"] = answers[0]
+            values["answer"] = values["conversation"] = answers[0]
+            # The rubric says which turn is rated; rating the whole, {turn} is the whole.
+            values["turn"] = last_turn(answers[0]) if rubric.turn == "last" else answers[0]
         else:
             values["answer_a"], values["answer_b"] = answers[0], answers[1]
         if "reference" in names:

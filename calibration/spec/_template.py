@@ -15,13 +15,17 @@ from labeler.scales import Format, Kind
 
 PLACEHOLDERS: tuple[str, ...] = (
     "rubric", "instructions", "criteria", "levels",
-    "prompt", "answer", "answer_a", "answer_b", "reference", "examples",
+    "prompt", "answer", "answer_a", "answer_b", "reference", "examples", "conversation", "turn",
 )
 """Every placeholder a template may use.
 
 ``{rubric}`` is the whole rubric text raters see (its scale and pass rule included);
 ``{instructions}``, ``{criteria}`` and ``{levels}`` are its parts, for a template that asks for a
-scale of its own and must not also show the rubric's.
+scale of its own and must not also show the rubric's. ``{conversation}`` is a pointwise answer
+that is a conversation or agent trace, every message rendered and guarded (the same text as
+``{answer}``; a template may show it in place of ``{answer}``), and ``{turn}`` the turn the
+rubric rates: its last assistant turn (:func:`labeler.transcripts.last_turn`; the whole answer
+when it is one text), or the whole when the rubric says ``turn = "whole"``.
 """
 
 RUBRIC_PARTS: tuple[str, ...] = ("rubric", "instructions", "criteria", "levels")
@@ -35,7 +39,7 @@ REQUIRED_PLACEHOLDERS: dict[Kind, tuple[str, ...]] = {
 
 _OTHER_KIND: dict[Kind, tuple[str, ...]] = {"pointwise": ("answer_a", "answer_b"), "pairwise": ("answer",)}
 # Text a user did not write into the template: escaped so it cannot break the prompt's blocks.
-_DATA = frozenset({"prompt", "answer", "answer_a", "answer_b", "reference"})
+_DATA = frozenset({"prompt", "answer", "answer_a", "answer_b", "reference", "conversation", "turn"})
 
 
 class _Problem(ValueError):
@@ -253,4 +257,7 @@ class Template:
             for name, value in m.groupdict().items():
                 if values.setdefault(name, value) != value:
                     return None
-        return {k: self.unguard(v) if k in _DATA else v for k, v in values.items()}
+        out = {k: self.unguard(v) if k in _DATA else v for k, v in values.items()}
+        if "answer" not in out and "conversation" in out:
+            out["answer"] = out["conversation"]
+        return out

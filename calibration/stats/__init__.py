@@ -97,6 +97,7 @@ from calibration.stats._variance import (
     reliability_note,
     t_interval,
 )
+from calibration.stats._vote_agreement import VOTES, combine_orders, judge_rater_agreement, rater_rater_agreement
 
 __all__ = [
     "ACCURACY_KEYS",
@@ -105,6 +106,7 @@ __all__ = [
     "MIN_CLUSTERS",
     "RULES_COMPARED",
     "THRESHOLDS",
+    "VOTES",
     "Adjustment",
     "ClusterDesign",
     "Detectable",
@@ -136,6 +138,7 @@ __all__ = [
     "cluster_design",
     "clustered_rate",
     "cohen_kappa",
+    "combine_orders",
     "compare_rules",
     "compare_runs",
     "consistency_rate",
@@ -154,6 +157,7 @@ __all__ = [
     "first_shown_advantage_from_verdicts",
     "format_diagnostics",
     "human_scores",
+    "judge_rater_agreement",
     "krippendorff_alpha",
     "length_controlled_win_rate",
     "level_for_scale",
@@ -173,6 +177,7 @@ __all__ = [
     "rare_event_floor",
     "rare_event_variance",
     "rater_leniency",
+    "rater_rater_agreement",
     "rater_spread",
     "rater_variance",
     "reliability_note",

@@ -15,7 +15,7 @@ import altair as alt
 import pandas as pd
 
 from labeler.errors import InputError
-from labeler.store import Store
+from labeler.store import DesignRole
 
 if TYPE_CHECKING:
     from calibration.active import ActiveBatch, ActiveStatus
@@ -25,7 +25,7 @@ __all__ = ["ActiveView", "active_chart", "active_view", "apply_active_draft", "d
 
 
 def draft_active_batch(
-    store: Store,
+    store: DesignRole,
     *,
     target_half_width: float | None,
     budget_hours: float | None = None,
@@ -49,7 +49,7 @@ def draft_active_batch(
 
 
 def apply_active_draft(
-    store: Store, batch: ActiveBatch, rater_names: Sequence[str], *, seed: int = 0
+    store: DesignRole, batch: ActiveBatch, rater_names: Sequence[str], *, seed: int = 0
 ) -> pd.DataFrame:
     """Store a drafted batch and give its answers to the named raters.
 
@@ -64,7 +64,7 @@ def apply_active_draft(
     return apply_active_batch(store, batch, list(rater_names), rng=seed)
 
 
-def reassign_stranded(store: Store, rater_names: Sequence[str], *, seed: int = 0) -> pd.DataFrame:
+def reassign_stranded(store: DesignRole, rater_names: Sequence[str], *, seed: int = 0) -> pd.DataFrame:
     """Give the open batch's answers whose raters were revoked to the named raters.
 
     Raises:
@@ -113,7 +113,7 @@ class ActiveView:
         return int(self.status.batches["stranded"].sum())
 
 
-def active_view(store: Store) -> ActiveView | None:
+def active_view(store: DesignRole) -> ActiveView | None:
     """The open active design as the Overview shows it; ``None`` without one."""
     from calibration.active import OUT_OF_REACH, active_status
 
@@ -126,8 +126,14 @@ def active_view(store: Store) -> ActiveView | None:
         headline = "no interval yet: it appears when batch 1 is labelled"
     else:
         est = figures.gap if figures.gap is not None else next(iter(figures.families.values()))
-        interval = f"{est.estimate:+.1f} ± {est.half_width:.1f} pp"
-        headline = f"{interval} after {status.labels_collected} labels"
+        refused = est.extra.get("refused")
+        if refused:
+            # Two raters: the estimate stands, its interval is refused with the reason (never "± nan").
+            interval = f"{est.estimate:+.1f} pp, no interval"
+            headline = f"{interval} after {status.labels_collected} labels: {refused}"
+        else:
+            interval = f"{est.estimate:+.1f} ± {est.half_width:.1f} pp"
+            headline = f"{interval} after {status.labels_collected} labels"
     if status.state == "reached":
         needed = "none: the target is reached"
     elif not math.isfinite(status.labels_needed) or (status.state == "ready" and OUT_OF_REACH in status.message):

@@ -16,7 +16,7 @@ from judgelab.admin._common import display_name
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.scales import format_range
-from labeler.store import Store
+from labeler.store import ReviewRole
 
 if TYPE_CHECKING:
     pass
@@ -108,7 +108,7 @@ def _kappa_setup(scale: str) -> tuple[str, _KappaWeights, str]:
 
 
 def agreement_report(
-    store: Store,
+    store: ReviewRole,
     rubric_id: str | None = None,
     version: int | None = None,
     *,
@@ -145,7 +145,7 @@ def agreement_report(
 
 
 def load_agreement_data(
-    store: Store, rubric_id: str | None = None, version: int | None = None, *, include_unversioned: bool = True,
+    store: ReviewRole, rubric_id: str | None = None, version: int | None = None, *, include_unversioned: bool = True,
 ) -> tuple[Rubric, pd.DataFrame]:
     """What :func:`agreement_report` reads from the store: the rubric and the current labels.
 

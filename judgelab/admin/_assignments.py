@@ -12,7 +12,7 @@ import pandas as pd
 
 from judgelab.admin._common import display_name
 from labeler.errors import InputError
-from labeler.store import AssignSummary, Store
+from labeler.store import AssignmentRole, AssignSummary
 
 if TYPE_CHECKING:
     pass
@@ -29,7 +29,7 @@ def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     )
 
 
-def task_order(store: Store) -> list[str]:
+def task_order(store: AssignmentRole) -> list[str]:
     """Task ids in natural order, for choosing a task range."""
     return sorted((str(t) for t in store.tasks()["task_id"]), key=natural_key)
 
@@ -92,7 +92,7 @@ def subset_summary(selected: pd.DataFrame) -> pd.DataFrame:
 
 
 def assign_each_to_k(
-    store: Store,
+    store: AssignmentRole,
     answer_ids: Sequence[str],
     k: int,
     rater_ids: Sequence[int],
@@ -157,7 +157,7 @@ def family_pairs(selected: pd.DataFrame, first: str, second: str) -> list[tuple[
 
 
 def assign_pairwise(
-    store: Store,
+    store: AssignmentRole,
     pairs: Sequence[tuple[str, str]],
     k: int,
     rater_ids: Sequence[int],
@@ -182,7 +182,7 @@ def rewrite_variants(catalog: pd.DataFrame) -> list[str]:
 
 
 def assign_audit_sample(
-    store: Store,
+    store: AssignmentRole,
     variant: str,
     n: int,
     k: int,
@@ -213,7 +213,7 @@ def assign_audit_sample(
                                seed=seed)
 
 
-def active_raters(store: Store, *, include_admins: bool = False) -> pd.DataFrame:
+def active_raters(store: AssignmentRole, *, include_admins: bool = False) -> pd.DataFrame:
     """Raters who can be assigned work: active (and by default not admins), with display names."""
     frame = store.raters()
     frame = frame[frame["active"].astype(bool)]

@@ -15,13 +15,14 @@ from labeler.errors import InputError
 from labeler.exports import designs_json, export_table, table_bytes
 from labeler.importers import IMPORT_KINDS, ImportKind, import_file
 from labeler.schemas import DATA_KINDS, DataKind
-from labeler.store import MASK_KEY, ImportSummary, Store
+from labeler.store import MASK_KEY, AdminRole, ImportExportRole, ImportSummary
+from labeler.store.roles import RubricView
 
 # -- data ----------------------------------------------------------------------------
 
 
 def import_upload(
-    store: Store, kind: ImportKind, filename: str, data: bytes, *, ignore_columns: Collection[str] = ()
+    store: ImportExportRole, kind: ImportKind, filename: str, data: bytes, *, ignore_columns: Collection[str] = ()
 ) -> ImportSummary:
     """Import an uploaded file through the same validated importer as ``judgelab import``.
 
@@ -51,7 +52,7 @@ def import_upload(
             ) from exc
 
 
-def rubric_versions(store: Store) -> pd.DataFrame:
+def rubric_versions(store: RubricView) -> pd.DataFrame:
     """Every stored rubric version, newest first, with its number of criteria."""
     rubrics = store.rubrics()
     if rubrics.empty:
@@ -64,7 +65,7 @@ def rubric_versions(store: Store) -> pd.DataFrame:
     return rubrics
 
 
-def self_identifying_table(store: Store, *, context: int = 40) -> pd.DataFrame:
+def self_identifying_table(store: ImportExportRole, *, context: int = 40) -> pd.DataFrame:
     """Answers whose text names a model or maker, one row per answer.
 
     Args:
@@ -102,14 +103,14 @@ def self_identifying_table(store: Store, *, context: int = 40) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def mask_scopes(store: Store) -> list[str]:
+def mask_scopes(store: RubricView) -> list[str]:
     """The scopes masking can be set for: ``project`` and ``rubric:<id>`` per stored rubric."""
     rubrics = store.rubrics()
     ids = sorted({str(r) for r in rubrics["rubric_id"]}) if len(rubrics) else []
     return ["project", *(f"rubric:{r}" for r in ids)]
 
 
-def masking_state(store: Store) -> dict[str, bool | None]:
+def masking_state(store: AdminRole) -> dict[str, bool | None]:
     """Masking per scope: ``True``/``False`` when set, ``None`` when left to the default."""
     stored = store.settings_for(MASK_KEY)
     values = {str(s): str(v).lower() == "true" for s, v in zip(stored["scope"], stored["value"],
@@ -117,7 +118,7 @@ def masking_state(store: Store) -> dict[str, bool | None]:
     return {scope: values.get(scope) for scope in [*mask_scopes(store), *values]}
 
 
-def masking_table(store: Store) -> pd.DataFrame:
+def masking_table(store: AdminRole) -> pd.DataFrame:
     """Per scope, the stored setting and what raters actually get.
 
     A rubric's setting wins over the project's, which wins over the default
@@ -138,7 +139,7 @@ def masking_table(store: Store) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["scope", "setting", "raters see"])
 
 
-def set_masking(store: Store, scope: str, on: bool) -> None:
+def set_masking(store: AdminRole, scope: str, on: bool) -> None:
     """Mask (or show) self-identifying spans for raters in ``scope``.
 
     Raises:
@@ -177,7 +178,7 @@ def frame_bytes(frame: pd.DataFrame, fmt: ExportFormat) -> bytes:
     return table_bytes(frame, fmt)
 
 
-def export_data(store: Store, kind: DataKind, fmt: ExportFormat) -> Download:
+def export_data(store: ImportExportRole, kind: DataKind, fmt: ExportFormat) -> Download:
     """One kind's rows in the file schema ``judgelab import`` reads, as a download.
 
     Raises:
@@ -188,11 +189,11 @@ def export_data(store: Store, kind: DataKind, fmt: ExportFormat) -> Download:
     return Download(frame_bytes(export_table(store, kind), fmt), f"{kind}.{fmt}", EXPORT_MIME[fmt])
 
 
-def export_designs(store: Store) -> Download:
+def export_designs(store: ImportExportRole) -> Download:
     """Every sample and active design with its probabilities (JSON), as ``judgelab export designs`` writes them."""
     return Download(designs_json(store)[0].encode("utf-8"), "designs.json", "application/json")
 
 
-def export_labels(store: Store, fmt: ExportFormat) -> Download:
+def export_labels(store: ImportExportRole, fmt: ExportFormat) -> Download:
     """Every label row (with ``current`` marking the unsuperseded ones) as a download."""
     return export_data(store, "labels", fmt)

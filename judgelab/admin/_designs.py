@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from labeler.errors import InputError
-from labeler.store import Store
+from labeler.store import DesignRole
 
 if TYPE_CHECKING:
     from calibration.design import Design
@@ -39,7 +39,7 @@ class DesignDraft:
 
 
 def draft_design(
-    store: Store,
+    store: DesignRole,
     *,
     n: int,
     allocation: str = "gap",
@@ -73,7 +73,7 @@ def draft_design(
 
 
 def apply_sample_design(
-    store: Store,
+    store: DesignRole,
     draft: DesignDraft,
     rater_names: Sequence[str],
     *,

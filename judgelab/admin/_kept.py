@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from calibration.calibrate import CalibrationReport, build_report, load_calibration_data
 from calibration.panel import PanelData, PanelResult, load_panel, panel_analysis
 from judgelab.admin._agreement import AgreementReport, build_agreement, load_agreement_data
-from labeler.store import Store
+from labeler.store import AnalystRole, ReviewRole
 
 T = TypeVar("T")
 
@@ -176,7 +176,7 @@ def build_apart(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def calibration_report(
-    store: Store,
+    store: AnalystRole,
     run_id: str,
     *,
     compare_run: str | None = None,
@@ -223,7 +223,7 @@ def calibration_report(
     return KEPT.get(key, compute)
 
 
-def panel_report(store: Store, run_ids: list[str]) -> tuple[PanelData, PanelResult]:
+def panel_report(store: AnalystRole, run_ids: list[str]) -> tuple[PanelData, PanelResult]:
     """The Calibration page's panel of judges, kept per input like :func:`calibration_report`.
 
     Args:
@@ -246,7 +246,7 @@ def panel_report(store: Store, run_ids: list[str]) -> tuple[PanelData, PanelResu
 
 
 def agreement_kept(
-    store: Store,
+    store: ReviewRole,
     rubric_id: str,
     version: int,
     *,

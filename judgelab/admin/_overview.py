@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from judgelab.admin._common import display_name
-from labeler.store import Store
+from labeler.store import AssignmentRole
 from labeler.timing import label_time
 
 # -- overview ------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def median_seconds(seconds: pd.DataFrame) -> tuple[float, str]:
     return time.median_seconds, time.basis
 
 
-def overview(store: Store) -> Overview:
+def overview(store: AssignmentRole) -> Overview:
     """Progress per rater and overall, labels per answer, time per label and time left."""
     per_rater = _progress_per_rater(store.assignment_progress(), store.labels_by_rater())
     assigned = int(per_rater["assigned"].sum()) if len(per_rater) else 0

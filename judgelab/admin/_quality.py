@@ -22,7 +22,7 @@ from judgelab.admin._common import display_name
 from labeler._rows import Rows, read_rows
 from labeler.quality import QualitySettings, parse_quality_items, seconds_floor, within
 from labeler.scales import format_range
-from labeler.store import ImportSummary, Store
+from labeler.store import ImportSummary, QualityRole
 
 __all__ = [
     "LengthGap",
@@ -138,7 +138,7 @@ def _warnings(acc: Estimate, failed: int, fast: int, timed: int, settings: Quali
     return out
 
 
-def rater_quality(store: Store) -> QualityReport:
+def rater_quality(store: QualityRole) -> QualityReport:
     """Accuracy on gold, attention failures, too-fast labels and state of every rater (not admins)."""
     settings = store.quality_settings()
     raters = store.raters()
@@ -271,14 +271,14 @@ def length_gap(gold_words: npt.ArrayLike, live_words: npt.ArrayLike) -> LengthGa
     )
 
 
-def gold_length_gap(store: Store) -> LengthGap | None:
+def gold_length_gap(store: QualityRole) -> LengthGap | None:
     """:func:`length_gap` of the project's gold items against its original answers (the live ones)."""
     items = store.quality_items()
     gold = items.loc[items["kind"] == "gold", "n_words"]
     return length_gap(gold.to_numpy(), store.answers(variant="original")["n_words"].to_numpy())
 
 
-def import_quality_file(store: Store, path: str | Path, *, data: bytes | None = None) -> ImportSummary:
+def import_quality_file(store: QualityRole, path: str | Path, *, data: bytes | None = None) -> ImportSummary:
     """Read gold items and attention checks from a file and store them (mixed into queues at once).
 
     Args:
@@ -308,7 +308,7 @@ def import_quality_file(store: Store, path: str | Path, *, data: bytes | None = 
     return store.add_quality_items(items, source_file=Path(str(path)).name)
 
 
-def quality_export(store: Store) -> pd.DataFrame:
+def quality_export(store: QualityRole) -> pd.DataFrame:
     """Every rater label of a gold item or attention check, marked as such (``judgelab gold export``).
 
     Columns: ``label_id, rater, answer_id, quality`` (``gold`` or ``attention``), ``low, high, score,

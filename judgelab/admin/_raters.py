@@ -12,7 +12,7 @@ import pandas as pd
 
 from judgelab.admin._common import BASE_URL_SETTING, DEFAULT_BASE_URL, display_name
 from labeler.errors import InputError
-from labeler.store import Rater, Store
+from labeler.store import PeopleRole, Rater
 
 if TYPE_CHECKING:
     pass
@@ -29,7 +29,7 @@ class Invite:
     link: str
 
 
-def base_url(store: Store | None = None) -> str:
+def base_url(store: PeopleRole | None = None) -> str:
     """Where invite links point: ``$JUDGELAB_BASE_URL``, else where ``store`` was last served, else localhost:8501.
 
     ``judgelab serve`` sets the variable for the app and records the address in the project
@@ -45,18 +45,18 @@ def invite_link(token: str, base: str | None = None) -> str:
     return f"{root}/?t={urllib.parse.quote(token, safe='')}"
 
 
-def invite_rater(store: Store, name: str, *, admin: bool = False, base: str | None = None) -> Invite:
+def invite_rater(store: PeopleRole, name: str, *, admin: bool = False, base: str | None = None) -> Invite:
     """Create a rater (or admin) and return the invite link to send them."""
     rater, token = store.add_rater(name, role="admin" if admin else "rater")
     return Invite(rater=rater, link=invite_link(token, base or base_url(store)))
 
 
-def reissue_link(store: Store, name: str, *, base: str | None = None) -> str:
+def reissue_link(store: PeopleRole, name: str, *, base: str | None = None) -> str:
     """A new invite link for ``name``; the old one stops working (a revoked rater is let in again)."""
     return invite_link(store.reissue_token(name), base or base_url(store))
 
 
-def revoke_rater(store: Store, name: str, *, acting: Rater | None = None) -> None:
+def revoke_rater(store: PeopleRole, name: str, *, acting: Rater | None = None) -> None:
     """Stop ``name``'s link from working; their labels stay.
 
     Args:
@@ -76,7 +76,7 @@ def revoke_rater(store: Store, name: str, *, acting: Rater | None = None) -> Non
     store.revoke_rater(name)
 
 
-def rater_table(store: Store) -> pd.DataFrame:
+def rater_table(store: PeopleRole) -> pd.DataFrame:
     """Every rater for the Raters page. Never a token or its hash.
 
     Returns:

@@ -20,7 +20,7 @@ from judgelab.admin._common import display_name
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.queue import format_score
-from labeler.store import Rater, Store
+from labeler.store import Rater, ReviewRole
 
 # No family, model or variant: the lists lead to adjudication, which is blind (issue 29).
 _FLAGGED_COLUMNS = ["answer_id", "task_id", "rater", "flag_reason", "comment", "labelled_at", "adjudicated"]
@@ -74,7 +74,7 @@ class ReviewBoard:
 
 
 def review_board(
-    store: Store,
+    store: ReviewRole,
     rubric: Rubric,
     *,
     rater: str | None = None,
@@ -232,7 +232,7 @@ class AnswerSheet:
         return pd.DataFrame(columns, index=pd.Index(fields, name="field"))
 
 
-def answer_sheet(store: Store, answer_id: str, rubric: Rubric, *, include_unversioned: bool = True) -> AnswerSheet:
+def answer_sheet(store: ReviewRole, answer_id: str, rubric: Rubric, *, include_unversioned: bool = True) -> AnswerSheet:
     """Every current label of one answer under a rubric version, and its adjudication.
 
     Raises:
@@ -276,7 +276,7 @@ def _adjudication(frame: pd.DataFrame) -> Adjudication | None:
 
 
 def adjudicate(
-    store: Store,
+    store: ReviewRole,
     admin: Rater,
     answer_id: str,
     rubric: Rubric,

@@ -26,6 +26,8 @@ __all__ = ["VERBS", "LazyGroup", "main"]
 
 #: Every verb: its name -> (``module:attribute`` of the click command, one-line help).
 VERBS: dict[str, tuple[str, str]] = {
+    "agreement": ("judgelab.cli.agreement:agreement",
+        "Agreement of a judge's pairwise verdicts with human pair labels, per turn, with and without ties."),
     "assign": ("judgelab.cli.assign:assign",
         "Give each selected answer to exactly K raters (running it again adds only what is missing)."),
     "calibrate": ("judgelab.cli.calibrate:calibrate_command",

@@ -7,7 +7,7 @@ import click
 from judgelab.admin import active_raters, assign_each_to_k, select_answers, task_order
 from judgelab.cli._util import db_option
 from labeler.errors import InputError
-from labeler.store import Store
+from labeler.store import AssignmentRole, Store
 
 
 def _rubric(value: str | None) -> tuple[str, int] | None:
@@ -45,7 +45,7 @@ def assign(
     families: tuple[str, ...], task_range: str | None, seed: int, rubric: str | None, db: str | None,
 ) -> None:
     """Give each selected answer to exactly K raters (running it again adds only what is missing)."""
-    store = Store(db)
+    store: AssignmentRole = Store(db)
     pool = active_raters(store)
     if raters:
         unknown = sorted(set(raters) - set(pool["name"]))

@@ -26,14 +26,14 @@ from labeler.errors import InputError
 from labeler.exports import EXPORT_FORMATS, designs_json, export_table, rubric_toml, table_bytes
 from labeler.importers import IMPORT_KINDS, import_file
 from labeler.schemas import DATA_KINDS
-from labeler.store import Store
+from labeler.store import ImportExportRole, MaintenanceRole, Store
 
 
 @click.command()
 @new_db_option
 def init(db: str | None) -> None:
     """Create the project database (or bring an existing one up to date)."""
-    store = Store(db)
+    store: MaintenanceRole = Store(db)
     versions = store.applied_migrations()["version"].tolist()
     click.echo(f"{store.path}: schema at migration {max(versions)} ({len(store.schema())} tables)")
 
@@ -103,7 +103,7 @@ def export(kind: str, fmt: str | None, out: str, tool: str | None, db: str | Non
     """Export one kind in the file schema ``judgelab import`` reads (the rubric as TOML, the designs as JSON)."""
     path = Path(out)
     fmt = fmt or path.suffix.lower().lstrip(".")
-    store = Store(db)
+    store: ImportExportRole = Store(db)
     if tool is not None:
         data, n = export_to(store, kind, tool, fmt)  # type: ignore[arg-type]  # a Choice
         path.parent.mkdir(parents=True, exist_ok=True)

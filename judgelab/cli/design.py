@@ -30,9 +30,10 @@ from calibration.design import (
     design_table,
     draw_design,
 )
+from calibration.stats import RaterScope
 from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.errors import InputError
-from labeler.store import Store
+from labeler.store import DesignRole, Store
 
 
 def _parse_strata(text: str) -> list[Any]:
@@ -47,7 +48,7 @@ def _parse_strata(text: str) -> list[Any]:
     return names
 
 
-def _parse_raters(text: str | None, store: Store) -> tuple[int | list[str] | None, int]:
+def _parse_raters(text: str | None, store: DesignRole) -> tuple[int | list[str] | None, int]:
     """``(what apply_design takes, how many raters share the work)``."""
     if text is None:
         frame = store.raters()
@@ -206,10 +207,10 @@ def _print_batch(batch: ActiveBatch, applied: pd.DataFrame | None) -> None:
         click.echo("Not applied: pass --apply to store the batch and create the raters' assignments.")
 
 
-def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str] | None, n_raters: int,
-                do_apply: bool, as_json: bool) -> None:
+def _run_active(store: DesignRole, options: dict[str, Any], rater_arg: int | list[str] | None, n_raters: int,
+                do_apply: bool, as_json: bool, *, interval: RaterScope) -> None:
     """``--active``: the open design's status, and its next batch (drawn, and applied with --apply)."""
-    status = active_status(store)
+    status = active_status(store, interval=interval)
     batch = None
     applied = None
     reassigned = None
@@ -219,12 +220,12 @@ def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str
         if do_apply:
             who: int | list[str] = rater_arg if rater_arg is not None else max(n_raters, 1)
             applied = apply_active_batch(store, batch, who, rng=options["seed"])
-            status = active_status(store)
+            status = active_status(store, interval=interval)
     elif do_apply and status is not None and status.state == "labelling" and status.batches["stranded"].any():
         # The batch's answers whose raters were revoked go to active raters; its draw stays.
         who = rater_arg if rater_arg is not None else max(n_raters, 1)
         reassigned = reassign_active_batch(store, who, rng=options["seed"])
-        status = active_status(store)
+        status = active_status(store, interval=interval)
     elif do_apply:
         assert status is not None
         fix = ("finish labelling the batch first." if status.state == "labelling"
@@ -256,7 +257,7 @@ def _run_active(store: Store, options: dict[str, Any], rater_arg: int | list[str
             click.echo(forecast.headline)
 
 
-def _saving_payload(store: Store, status: ActiveStatus | None) -> dict[str, Any] | None:
+def _saving_payload(store: DesignRole, status: ActiveStatus | None) -> dict[str, Any] | None:
     """The design's predicted saving over simple random sampling, for ``--json``."""
     forecast = None if status is None else active_saving(store, status.design_id)
     if forecast is None:
@@ -343,6 +344,9 @@ def _status_payload(status: ActiveStatus) -> dict[str, Any]:
 @click.option("--floor", type=click.FloatRange(0.0, 1.0, min_open=True), default=DEFAULT_FLOOR, show_default=True,
               help="With --active: share of the uniform labelling rate every answer keeps.")
 @click.option("--new", "new_active", is_flag=True, help="With --active: start a new design even if one is open.")
+@click.option("--interval", type=click.Choice(["raters", "panel"]), default="raters", show_default=True,
+              help="With --active: which raters the status's intervals speak for, as in `judgelab calibrate`: "
+                   "raters like these (their leniency spread included; refused with 2 raters) or this panel only.")
 @click.option("--apply", "do_apply", is_flag=True,
               help="Store the design (or the next active batch) and create the raters' assignments.")
 @json_option
@@ -371,6 +375,7 @@ def design(
     batch_size: int | None,
     floor: float,
     new_active: bool,
+    interval: str,
     do_apply: bool,
     as_json: bool,
 ) -> None:
@@ -398,7 +403,8 @@ def design(
             "paired": bool(paired) if paired is not None else False, "overlap": overlap, "floor": floor,
             "disagreement": disagreement, "minutes_per_label": minutes_per_label, "new": new_active, "seed": seed,
         }
-        _run_active(store, options, rater_arg, n_raters, do_apply, as_json)
+        _run_active(store, options, rater_arg, n_raters, do_apply, as_json,
+                    interval="panel" if interval == "panel" else "raters")
         return
     if (n is None) == (budget_hours is None):
         raise click.UsageError("give exactly one of --n or --budget-hours")

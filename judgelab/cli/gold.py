@@ -12,7 +12,7 @@ from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option
 from labeler.errors import InputError
 from labeler.exports import EXPORT_FORMATS, table_bytes
 from labeler.quality import QualitySettings
-from labeler.store import Store
+from labeler.store import QualityRole, Store
 
 
 @click.group(cls=JudgelabGroup)
@@ -43,7 +43,7 @@ def _settings_options(func: click.decorators.FC) -> click.decorators.FC:
     return func
 
 
-def _apply(store: Store, given: dict[str, object]) -> tuple[QualitySettings, dict[int, int]]:
+def _apply(store: QualityRole, given: dict[str, object]) -> tuple[QualitySettings, dict[int, int]]:
     """Store the given settings over the stored ones; mix quality items in accordingly."""
     changes = {k: v for k, v in given.items() if v is not None}
     settings = dataclasses.replace(store.quality_settings(), **changes)  # type: ignore[arg-type]
@@ -63,7 +63,7 @@ def _describe(settings: QualitySettings) -> str:
 @db_option
 def gold_import(file: str, db: str | None, **given: object) -> None:
     """Import gold items and attention checks (id, prompt, text, score or low/high, kind, explanation)."""
-    store = Store(db)
+    store: QualityRole = Store(db)
     summary = import_quality_file(store, file)
     settings, added = _apply(store, given)
     click.echo(f"{file}: {summary}")

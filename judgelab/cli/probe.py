@@ -56,7 +56,7 @@ from judgelab.cli._judge import (
     spec_settings,
 )
 from judgelab.cli._util import echo_json, json_option, new_db_option, png_option
-from labeler.store import Store, resolve_db_path
+from labeler.store import JudgeRole, Store, resolve_db_path
 
 OUTPUT_TOKENS = pricing.OUTPUT_TOKENS
 """Completion tokens a judge reply is assumed to take in an estimate (a short reason and the
@@ -365,7 +365,7 @@ def probe_command(**opts: Any) -> None:
     answered once and reused from the cache, so re-running costs nothing new; an interrupted
     run continues where it stopped (same command, or --resume RUN_ID).
     """
-    store = Store(opts["db"])
+    store: JudgeRole = Store(opts["db"])
     spec, opts["model"] = resolve_judge_spec(opts["judge_spec"], opts["model"])
     opts["judge_kind"], opts["model"] = resolve_provider(opts["judge_kind"], spec, opts["model"])
     judge = (

@@ -32,7 +32,7 @@ from judgelab.cli._judge import (
     resolve_provider,
 )
 from judgelab.cli._util import db_option, echo_json, json_option
-from labeler.store import Store
+from labeler.store import JudgeRole, Store
 
 
 @click.command("score")
@@ -76,7 +76,7 @@ def score_command(**opts: Any) -> None:
     """
     if opts["every"] + (opts["design"] is not None) + opts["labelled"] > 1:
         raise click.UsageError("choose one answer set: --all, --design ID or --labelled")
-    store = Store(opts["db"])
+    store: JudgeRole = Store(opts["db"])
     spec, opts["model"] = resolve_judge_spec(opts["judge_spec"], opts["model"])
     opts["judge_kind"], opts["model"] = resolve_provider(opts["judge_kind"], spec, opts["model"])
     judge: Judge = make_judge(opts["judge_kind"], opts["model"], opts["base_url"], concurrency=opts["concurrency"],

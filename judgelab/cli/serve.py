@@ -24,7 +24,7 @@ import click
 from judgelab.admin._common import BASE_URL_SETTING
 from judgelab.cli._util import db_option, new_db_option
 from labeler.errors import InputError
-from labeler.store import Store, is_postgres, redact, release_all, resolve_db_path
+from labeler.store import MaintenanceRole, Store, is_postgres, redact, release_all, resolve_db_path
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 #: The app's Streamlit settings, shipped in the package beside the app: Streamlit reads it there
@@ -147,7 +147,7 @@ def _serve(db: Path | str, port: int, address: str, base: str) -> None:
     os.execve(command[0], command, env)
 
 
-def _announce(store: Store, address: str, port: int, base: str) -> None:
+def _announce(store: MaintenanceRole, address: str, port: int, base: str) -> None:
     """Print where the app listens and the links it serves, and record ``base`` for new links."""
     earlier = store.setting("project", BASE_URL_SETTING)
     if not store.read_only:
@@ -180,7 +180,7 @@ _BASE_URL_HELP = ("The address raters open, used in every link (behind a reverse
 @db_option
 def serve(port: int | None, address: str, base_url: str | None, db: str | None) -> None:
     """Start the rater app on the project database."""
-    store = Store(db)
+    store: MaintenanceRole = Store(db)
     port = choose_port(address, port)
     base = serving_url(address, port, base_url)
     _announce(store, address, port, base)
@@ -215,7 +215,7 @@ def demo(port: int | None, address: str, base_url: str | None, no_serve: bool, d
         click.echo(f"  {line}")
     click.echo(f"rater link: {result.rater_url}")
     click.echo(f"admin link: {result.admin_url}")
-    store = Store(path)
+    store: MaintenanceRole = Store(path)
     if no_serve:
         store.set_setting("project", BASE_URL_SETTING, base)
         click.echo(f"not serving (--no-serve); start it with: judgelab serve --db {path} --port {port}")

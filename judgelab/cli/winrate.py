@@ -8,7 +8,7 @@ from calibration.leaderboard import win_rates
 from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.errors import InputError
 from labeler.exports import export_table
-from labeler.store import Store
+from labeler.store import ImportExportRole, Store
 
 
 @click.command()
@@ -33,7 +33,7 @@ def winrate(judge_model: str | None, baseline: str | None, length_controlled: bo
     without a verdict are left out and counted. Import e.g. AlpacaEval's annotations with
     `judgelab import answers|judgements annotations.json --from alpaca-eval`.
     """
-    store = Store(db)
+    store: ImportExportRole = Store(db)
     rows = win_rates(export_table(store, "judgements"), export_table(store, "answers"), judge_model=judge_model,
                      baseline=baseline, length_controlled=length_controlled, n_resamples=resamples, rng=seed)
     if not rows:

@@ -11,7 +11,7 @@ import streamlit as st
 from calibration.active import active_saving
 from judgelab.admin import KEPT, active_chart, active_view, apply_active_draft, draft_active_batch, reassign_stranded
 from labeler.errors import JudgelabError
-from labeler.store import Store
+from labeler.store import DesignRole
 
 #: The drawn batch waits here between "Draw" and "Apply" (admin session only).
 ACTIVE_DRAFT = "admin_active_draft"
@@ -19,7 +19,7 @@ ACTIVE_DRAFT = "admin_active_draft"
 ACTIVE_DONE = "admin_active_done"
 
 
-def overview_section(store: Store, *, labels_in_project: int | None = None) -> None:
+def overview_section(store: DesignRole, *, labels_in_project: int | None = None) -> None:
     """The gap's interval against the labels collected, the labels still needed, and when to stop.
 
     Args:
@@ -78,7 +78,7 @@ def overview_section(store: Store, *, labels_in_project: int | None = None) -> N
         )
 
 
-def assignments_section(store: Store, rater_names: list[str], default_raters: list[str]) -> None:
+def assignments_section(store: DesignRole, rater_names: list[str], default_raters: list[str]) -> None:
     """Start an active design or draw its next batch, and apply it to raters."""
     st.subheader("Active labelling")
     st.caption(
@@ -141,7 +141,7 @@ def assignments_section(store: Store, rater_names: list[str], default_raters: li
             st.success(f"{len(made)} assignments made for batch {draft.batch} of design {draft.design_id}.")
 
 
-def _reassign_button(store: Store, stranded: int, who: list[str], seed: int) -> None:
+def _reassign_button(store: DesignRole, stranded: int, who: list[str], seed: int) -> None:
     """Give the batch's answers whose raters were revoked to the chosen raters."""
     if not st.button(f"Reassign: give the {stranded} stranded answer(s) to the chosen raters", key="active_reassign"):
         return

@@ -23,7 +23,7 @@ from judgelab.admin._quality import (
 )
 from labeler.errors import JudgelabError
 from labeler.quality import QualitySettings
-from labeler.store import Store
+from labeler.store import AdminRole, PeopleRole, QualityRole
 
 #: What the last quality action did, shown once after the page reruns with the new state.
 QUALITY_DONE = "admin_quality_done"
@@ -57,7 +57,7 @@ def _table(report: QualityReport) -> pd.DataFrame:
     })
 
 
-def quality_warnings(report: QualityReport, *, where: str, store: Store | None = None) -> None:
+def quality_warnings(report: QualityReport, *, where: str, store: QualityRole | None = None) -> None:
     """One warning per flagged rater; ``where`` says where the pause control is.
 
     With ``store``, first a warning when gold answers can be told apart by their length.
@@ -79,7 +79,7 @@ def _method(report: QualityReport) -> str:
             f"answer's words at {s.words_per_second:g} words/s.")
 
 
-def overview_quality(store: Store) -> None:
+def overview_quality(store: QualityRole) -> None:
     """Overview's section: warnings and the per-rater quality table (nothing when no quality item exists)."""
     report = rater_quality(store)
     if report.gold_items + report.attention_items == 0 and not report.flagged:
@@ -90,7 +90,7 @@ def overview_quality(store: Store) -> None:
     st.caption(_method(report))
 
 
-def raters_quality(store: Store) -> None:
+def raters_quality(store: AdminRole) -> None:
     """Raters' section: the quality table, pause and resume, gold import and the settings."""
     done = st.session_state.pop(QUALITY_DONE, None)
     if done:
@@ -110,7 +110,7 @@ def _act(message: str) -> None:
     st.rerun()
 
 
-def _pause_controls(store: Store, report: QualityReport) -> None:
+def _pause_controls(store: PeopleRole, report: QualityReport) -> None:
     running = [r.name for r in report.raters if r.state != "paused"]
     paused = [r.name for r in report.raters if r.state == "paused"]
     left, right = st.columns(2)
@@ -134,7 +134,7 @@ def _pause_controls(store: Store, report: QualityReport) -> None:
             _act(f"Resumed {back}.")
 
 
-def _gold_controls(store: Store, settings: QualitySettings) -> None:
+def _gold_controls(store: QualityRole, settings: QualitySettings) -> None:
     left, right = st.columns(2)
     with left:
         st.markdown("**Import gold items and attention checks**")

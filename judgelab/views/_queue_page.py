@@ -40,7 +40,7 @@ from judgelab.views._form import Action, FormData, cut_note, draft_scope, pendin
 from labeler.blinding import verbatim_html
 from labeler.errors import AccessError, JudgelabError, StaleLabelError, StoreError
 from labeler.queue import KEYS, Kind, QueueItem, previous_index
-from labeler.store import Rater, Screen, Store
+from labeler.store import Rater, RaterRole, Screen
 
 #: What a write returns: the id of the rater's current label after it (the same id as
 #: before when nothing changed). Pages pass the item's ``done_id`` to the store as the label
@@ -63,7 +63,7 @@ class QueuePage:
             holds the refusal the form shows at its Submit button.
     """
 
-    store: Store
+    store: RaterRole
     rater_id: int
     kind: Kind
     queue: Sequence[QueueItem]
@@ -215,7 +215,7 @@ class QueuePage:
         st.session_state[self.at] = None
 
 
-def read_only_notice(store: Store, flash: str) -> bool:
+def read_only_notice(store: RaterRole, flash: str) -> bool:
     """On a database open for reading only, say rating is paused (no form); whether it is.
 
     What the rater typed into a submit that failed meanwhile is shown to copy (their browser
@@ -231,7 +231,7 @@ def read_only_notice(store: Store, flash: str) -> bool:
     return True
 
 
-def load_screen(store: Store, rater: Rater, kind: Kind, at: int | None) -> Screen | None:
+def load_screen(store: RaterRole, rater: Rater, kind: Kind, at: int | None) -> Screen | None:
     """The rater's screen (:meth:`~labeler.store.Store.screen`), or ``None`` after saying it could not load.
 
     A database error is the admin's (kept with :func:`~judgelab.admin._incidents.record`); the rater

@@ -11,9 +11,10 @@ from calibration.numbers import ci, num
 from judgelab.admin import AgreementReport, agreement_kept
 from judgelab.session import current_store, require_admin
 from labeler.errors import JudgelabError
+from labeler.store import ReviewRole
 
 require_admin()
-store = current_store()
+store: ReviewRole = current_store()
 
 st.title("Agreement")
 

@@ -34,7 +34,7 @@ from labeler.errors import JudgelabError
 DRAFT = "admin_design_draft"
 
 require_admin()
-store = current_store()
+store = current_store()  # the admin page wires several roles (Store plays them all)
 
 st.title("Assignments")
 

@@ -34,7 +34,7 @@ from labeler.schemas import DataKind
 FLASH = "admin_data_flash"
 
 require_admin()
-store = current_store()
+store = current_store()  # the admin page wires several roles (Store plays them all)
 
 st.title("Data")
 

@@ -15,7 +15,7 @@ from judgelab.views._quality_section import overview_quality
 from labeler.timing import IDLE_CAP_SECONDS, rater_times
 
 require_admin()
-store = current_store()
+store = current_store()  # the admin page wires several roles (Store plays them all)
 view = overview(store)
 
 st.title("Overview")

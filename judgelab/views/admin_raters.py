@@ -9,13 +9,14 @@ from judgelab.admin import invite_rater, rater_table, reissue_link, revoke_rater
 from judgelab.session import current_store, require_admin
 from judgelab.views._quality_section import raters_quality
 from labeler.errors import JudgelabError
+from labeler.store import AdminRole
 
 # An action's outcome is kept for exactly one rerun, so the table below is redrawn
 # with the change and the message (and a new link) still shows once.
 FLASH = "admin_raters_flash"
 
 admin = require_admin()
-store = current_store()
+store: AdminRole = current_store()
 
 st.title("Raters")
 

@@ -16,10 +16,10 @@ from judgelab.session import current_store, db_path, require_admin
 from labeler.errors import JudgelabError
 from labeler.models import Rubric
 from labeler.queue import format_score, scale_choices
-from labeler.store import MAX_COMMENT_CHARS
+from labeler.store import MAX_COMMENT_CHARS, ReviewRole
 
 admin = require_admin()
-store = current_store()
+store: ReviewRole = current_store()
 FLASH = "review_flash"
 #: Answers whose family and model this admin revealed in this session.
 REVEALED = "review_revealed"

@@ -17,9 +17,10 @@ from calibration.report import confusion_table, render_json, render_markdown, re
 from judgelab.admin import calibration_report, panel_report
 from judgelab.session import current_store, require_admin
 from labeler.errors import JudgelabError
+from labeler.store import AnalystRole
 
 require_admin()
-store = current_store()
+store: AnalystRole = current_store()
 
 st.title("Calibration")
 

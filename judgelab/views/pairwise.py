@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from judgelab.session import current_rater, current_store
+from judgelab.session import current_rater, rater_store
 from judgelab.views._form import Action, FormData, Option
 from judgelab.views._queue_page import QueuePage, keys_help, load_screen, read_only_notice, two_texts_and_form
 from labeler.errors import InputError
@@ -39,7 +39,7 @@ st.title("Compare")
 def compare_area() -> None:
     """The progress, the pair and the form; a submit reruns only this."""
     rater = current_rater()
-    store = current_store()
+    store = rater_store()
     if read_only_notice(store, FLASH):
         return
     screen = load_screen(store, rater, "pair", st.session_state.get(AT))

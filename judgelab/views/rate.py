@@ -15,12 +15,13 @@ from __future__ import annotations
 import streamlit as st
 
 from judgelab.admin._incidents import LOAD_FAILED, record
-from judgelab.session import current_rater, current_store, show_error
+from judgelab.session import current_rater, rater_store, show_error
 from judgelab.views._form import Action, FormData, rubric_levels, score_options
 from judgelab.views._queue_page import QueuePage, inert_text, keys_help, read_only_notice
+from judgelab.views._transcript import show_transcript
 from labeler.errors import JudgelabError, StoreError
 from labeler.queue import choice_keys, format_score, keys_text, scale_choices
-from labeler.store import ScoreView, Screen, Store
+from labeler.store import RaterRole, ScoreView, Screen
 
 AT = "rate_at"  # assignment the rater went back to (None: resume position)
 FLASH = "rate_flash"
@@ -32,7 +33,7 @@ current_rater()
 st.title("Rate")
 
 
-def _screen(store: Store, rater_id: int) -> Screen:
+def _screen(store: RaterRole, rater_id: int) -> Screen:
     """The rater's screen; in pull mode (project setting ``claim_k``) one more answer when done."""
     at = st.session_state.get(AT)
     screen = store.screen(rater_id, "score", at)
@@ -44,7 +45,7 @@ def _screen(store: Store, rater_id: int) -> Screen:
     return screen
 
 
-def _nothing_assigned(store: Store, rater_id: int) -> None:
+def _nothing_assigned(store: RaterRole, rater_id: int) -> None:
     others = {
         "Compare": store.progress(rater_id, "pair"),
         "Padding audit": store.progress(rater_id, "audit"),
@@ -58,7 +59,7 @@ def _nothing_assigned(store: Store, rater_id: int) -> None:
     )
 
 
-def _held(store: Store, rater_id: int) -> bool:
+def _held(store: RaterRole, rater_id: int) -> bool:
     """Say so when the admin paused the rater's queue or it waits on a review; whether it is held.
 
     A rater still qualifying is told nothing: their first items look like any others.
@@ -126,7 +127,7 @@ def _threshold(view: ScoreView) -> float:
 def rating_area() -> None:
     """The progress, the item and the form; a submit reruns only this."""
     rater = current_rater()  # a fragment's rerun skips app.py: check the token here too
-    store = current_store()
+    store = rater_store()
     if read_only_notice(store, FLASH):
         return
     try:
@@ -164,7 +165,11 @@ def rating_area() -> None:
     left, right = st.columns([4, 5], gap="medium")
     with left, st.container(height=TEXT_HEIGHT, border=True):
         inert_text(view.prompt, heading="Task")
-        inert_text(view.text, heading="Answer", rule=True)
+        if view.transcript is not None:
+            inert_text("", heading="Conversation", rule=True)
+            show_transcript(view.transcript, view.rubric.turn)
+        else:
+            inert_text(view.text, heading="Answer", rule=True)
         if view.masked:
             st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
 

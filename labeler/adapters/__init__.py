@@ -39,7 +39,7 @@ from labeler.errors import InputError
 from labeler.exports import export_table, table_bytes
 from labeler.importers import import_file
 from labeler.schemas import DataKind
-from labeler.store import ImportSummary, Store
+from labeler.store import ImportExportRole, ImportSummary
 
 __all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "adapt", "apply_map", "apply_values",
            "export_to", "import_from", "label_studio_config", "parse_map", "parse_set", "with_hint"]
@@ -217,7 +217,7 @@ def adapt(tool: str | None, kind: DataKind, path: str | Path, *,
 
 
 def import_from(
-    store: Store, kind: DataKind, path: str | Path, *, tool: str | None = None,
+    store: ImportExportRole, kind: DataKind, path: str | Path, *, tool: str | None = None,
     column_map: Mapping[str, str] | None = None, ignore_columns: Collection[str] = (),
     values: Mapping[str, str] | None = None, family: str | None = None,
 ) -> AdaptedImport:
@@ -254,7 +254,7 @@ def _with_family(rows: Rows, family: str) -> Rows:
     return Rows(rows.file, columns, out, rows.spreadsheet, rows.quoted)
 
 
-def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes, int]:
+def export_to(store: ImportExportRole, kind: DataKind, tool: str, fmt: str) -> tuple[bytes, int]:
     """``kind`` as ``tool`` reads it: ``(file bytes, rows or tasks written)``.
 
     Args:
@@ -292,7 +292,7 @@ def export_to(store: Store, kind: DataKind, tool: str, fmt: str) -> tuple[bytes,
     return table_bytes(frame, fmt), len(frame)  # type: ignore[arg-type]  # checked above
 
 
-def label_studio_config(store: Store, tasks_json: bytes) -> str:
+def label_studio_config(store: ImportExportRole, tasks_json: bytes) -> str:
     """The labeling config (XML) for tasks :func:`export_to` wrote for Label Studio, from the store's rubric.
 
     Written beside the tasks, it makes a Label Studio project that opens them as they are: every

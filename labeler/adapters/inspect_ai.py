@@ -18,7 +18,8 @@ judgelab reads:
 
 - ``answers``: one per sample and epoch (the task is ``inspect-<task>-<sample id>``; the answer
   ``<task>-e<epoch>:<model>``; the family is the model's provider, ``openai`` in
-  ``openai/gpt-4o-mini``).
+  ``openai/gpt-4o-mini``). A sample whose ``messages`` hold tool calls or several turns is an
+  agent trace or a conversation: its answer is those messages (``labeler.transcripts``).
 - ``judgements``: one per sample and *model-graded* scorer: a scorer that made a model call
   (``model_graded_qa``, ``model_graded_fact``, custom graders). The judge is that call's model, the
   score ``binary`` (Inspect's own ``value_to_float``: C 1, I 0, P 0.5, N 0; true/false; a number in
@@ -215,12 +216,27 @@ def _answers(path: Path) -> Adapted:
         prompt = _prompt(sample)
         if prompt is None:
             raise src.fail("has no input text", row=i, column="input", fix="check the log.")
-        out.append({"task_id": task, "prompt": prompt, "answer_id": answer, "family": model.split("/")[0],
-                    "model": model, "text": text})
+        messages = sample.get("messages")
+        row: dict[str, Any] = {"task_id": task, "prompt": prompt, "answer_id": answer, "family": model.split("/")[0],
+                               "model": model, "text": text}
+        if _is_trace(messages):
+            # An agent run or a conversation is the answer as a whole: its messages, not the last text.
+            row["text"], row["messages"] = None, messages
+        out.append(row)
     dropped = ("the family: Inspect names a model's provider, used as its family",
-               "the target, messages, metadata and events (import the log as judgements for the scores)")
-    return Adapted(rows_of(src.rows, out, columns=("task_id", "prompt", "answer_id", "family", "model", "text")),
-                   dropped)
+               "the target, metadata and events (import the log as judgements for the scores)")
+    columns: tuple[str, ...] = ("task_id", "prompt", "answer_id", "family", "model", "text")
+    if any("messages" in r for r in out):
+        columns += ("messages",)
+    return Adapted(rows_of(src.rows, out, columns=columns), dropped)
+
+
+def _is_trace(messages: Any) -> bool:
+    """Whether a sample's messages are a trace or a conversation: tool calls, or several assistant turns."""
+    if not isinstance(messages, list):
+        return False
+    roles = [m.get("role") for m in messages if isinstance(m, dict)]
+    return "tool" in roles or roles.count("assistant") > 1
 
 
 # -- judgements -----------------------------------------------------------------------------------

@@ -18,6 +18,14 @@ judgelab reads:
   itself in ``meta.mt_bench_score``; a score of -1 is a reply that did not parse), or from a pair
   judgment file (two ``pairwise5`` rows per record about model_1's answer: game 1 in order AB,
   game 2 in order BA; +1 model_1 better, -1 model_2, 0 a tie; ``error`` did not parse).
+- ``answers`` and ``labels`` from the human judgments FastChat published with the paper (the
+  ``human`` split of the Hugging Face dataset ``lmsys/mt_bench_human_judgments``, as JSON lines,
+  a JSON array or Parquet: ``question_id``, ``model_a``, ``model_b``, ``winner`` = ``model_a``,
+  ``model_b`` or ``tie``, ``judge`` = the rater, ``expert_<n>`` or ``author_<n>``,
+  ``conversation_a``/``conversation_b``, ``turn``): the answers from the two conversations, and
+  one pair label per vote (preference +1 model_a better, -1 model_b, 0 a tie; the rater keeps
+  FastChat's name, so ``expert_`` and ``author_`` raters stay apart as ``compute_agreement.py``
+  keeps them).
 """
 
 from __future__ import annotations
@@ -37,6 +45,10 @@ _NO_WINNER = "FastChat found no [[A]], [[B]] or [[C]] in the judgment (winner 'e
 _SCALE = ("the 1-10 rating's own scale: judgelab has no 1-10 format, so it is stored on numeric100 as "
           "rating × 10 (meta.mt_bench_score keeps the rating)")
 _WINNER_SCORE = {"model_1": 1.0, "model_2": -1.0, "tie": 0.0}
+_HUMAN_FILE = ("MT-Bench's human judgments (the 'human' split of lmsys/mt_bench_human_judgments: question_id, "
+               "model_a, model_b, winner, judge, conversation_a, conversation_b, turn)")
+_HUMAN_FIELDS = ("question_id", "model_a", "model_b", "winner", "judge", "turn")
+_HUMAN_PREFERENCE = {"model_a": 1, "model_b": -1, "tie": 0}
 _JUDGMENT_FIELDS = {"question_id", "model", "model_1", "model_2", "judge", "judgment", "score", "turn", "tstamp",
                     "user_prompt", "g1_winner", "g2_winner", "g1_user_prompt", "g2_user_prompt", "g1_judgment",
                     "g2_judgment"}
@@ -184,14 +196,121 @@ def _judgements(path: Path) -> Adapted:
     return Adapted(rows_of(src.rows, out, columns=cols, note=note), tuple(dropped))
 
 
+def _is_human_file(src: Source) -> bool:
+    return {"model_a", "model_b", "winner"} <= set(src.rows.columns)
+
+
+def _conversation_turns(src: Source, i: int, column: str) -> tuple[list[str], list[str]]:
+    """The user's and the assistant's messages of record ``i``'s conversation, in order."""
+    conv = src.get(i, column)
+    if hasattr(conv, "tolist"):  # Parquet gives a numpy array of dicts
+        conv = conv.tolist()
+    ok = isinstance(conv, list) and all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in conv)
+    if not ok:
+        raise src.fail(f"{column} is not a list of {{role, content}} messages", row=i, column=column,
+                       fix="check that the file is the human split of lmsys/mt_bench_human_judgments, unedited.")
+    asked = [m["content"] for m in conv if m.get("role") == "user"]
+    said = [m["content"] for m in conv if m.get("role") == "assistant"]
+    return asked, said
+
+
+def _human_rows(src: Source) -> list[tuple[int, str, int, str, str]]:
+    """``(row, question id, turn, model_a, model_b)`` of every record, checked."""
+    src.require(*_HUMAN_FIELDS, what=_HUMAN_FILE)
+    out = []
+    for i in range(1, len(src.rows.rows) + 1):
+        out.append((i, str(src.text(i, "question_id")), _turn(src, i), str(src.text(i, "model_a")),
+                    str(src.text(i, "model_b"))))
+    return out
+
+
+def _human_answers(src: Source) -> Adapted:
+    src.require("conversation_a", "conversation_b", what=_HUMAN_FILE)
+    seen: dict[str, tuple[int, str]] = {}
+    out: list[dict[str, Any]] = []
+    for i, qid, turn, model_a, model_b in _human_rows(src):
+        for model, column in ((model_a, "conversation_a"), (model_b, "conversation_b")):
+            asked, said = _conversation_turns(src, i, column)
+            if len(asked) < turn or len(said) < turn:
+                raise src.fail(f"{column} has {len(said)} answer(s), fewer than turn {turn} needs", row=i,
+                               column=column, fix="check that the file is FastChat's human judgments, unedited.")
+            if turn == 1:
+                prompt, text = asked[0], said[0]
+            else:
+                prompt = "\n\n".join(f"[User, turn {t}]\n{q}" for t, q in enumerate(asked[:turn], start=1))
+                text = "\n\n".join(f"[Assistant, turn {t}]\n{a}" for t, a in enumerate(said[:turn], start=1))
+            aid = answer_id(qid, turn, model)
+            if aid in seen:
+                if seen[aid][1] != text:
+                    raise src.fail(f"{model}'s answer to question {qid} turn {turn} differs from row {seen[aid][0]}'s",
+                                   row=i, column=column, fix="use one release of the judgments: each model has one "
+                                   "answer per question.")
+                continue
+            seen[aid] = (i, text)
+            out.append({"task_id": task_id(qid, turn), "prompt": prompt, "category": None, "answer_id": aid,
+                        "family": as_id(model), "model": as_id(model), "text": text})
+    dropped = ["the model family: FastChat names only the model, so family is the model's name",
+               "repeats: each model's answer to a question's turn is stored once, however many votes show it"]
+    cols = ("task_id", "prompt", "category", "answer_id", "family", "model", "text")
+    return Adapted(rows_of(src.rows, out, columns=cols, note="one answer per model, question and turn"),
+                   tuple(dropped))
+
+
+def _human_labels(src: Source) -> Adapted:
+    out: list[dict[str, Any]] = []
+    votes: dict[tuple[str, str, str], int] = {}
+    repeats = 0
+    for i, qid, turn, model_a, model_b in _human_rows(src):
+        winner = src.text(i, "winner")
+        if winner not in _HUMAN_PREFERENCE:
+            raise src.fail(f"winner {winner!r} is not model_a, model_b or tie", row=i, column="winner",
+                           fix="check that the file is FastChat's human judgments, unedited.")
+        judge = src.get(i, "judge")
+        if not isinstance(judge, str) or judge.startswith(("[", "gpt")):
+            raise src.fail(f"judge {judge!r} is a model, not a human rater", row=i, column="judge",
+                           fix="this looks like the dataset's gpt4_pair split; import the judge's own "
+                               "model_judgment/gpt-4_pair.jsonl as judgements instead.")
+        rater = as_id(judge)
+        a, b = answer_id(qid, turn, model_a), answer_id(qid, turn, model_b)
+        key = (rater, min(a, b), max(a, b))
+        votes[key] = votes.get(key, 0) + 1
+        if votes[key] > 1:  # judgelab keeps one current preference per rater and pair; FastChat counts each vote
+            repeats += 1
+            rater = f"{rater}~{votes[key]}"
+        out.append({"rater": rater, "answer_a": a, "answer_b": b, "preference": _HUMAN_PREFERENCE[str(winner)],
+                    "source": "import"})
+    dropped = ["the conversations (import them with `judgelab import answers FILE --from mt-bench`)",
+               "the strength of a preference: FastChat's raters chose a winner or a tie, stored as +1, -1 or 0"]
+    if repeats:
+        dropped.append(f"{repeats} repeated vote(s) by one rater on one pair: each is kept as rater '<name>~<n>' "
+                       "(FastChat counts every vote)")
+    cols = ("rater", "answer_a", "answer_b", "preference", "source")
+    return Adapted(rows_of(src.rows, out, columns=cols, note="one pair label per vote"), tuple(dropped))
+
+
+def _answers_any(path: Path) -> Adapted:
+    src = Source(read_rows(path), TOOL)
+    return _human_answers(src) if _is_human_file(src) else _answers(path)
+
+
+def _labels(path: Path) -> Adapted:
+    src = Source(read_rows(path), TOOL)
+    if not _is_human_file(src):
+        raise src.fail(f"is not {_HUMAN_FILE}: it has no model_a, model_b and winner fields",
+                       fix="labels come from FastChat's human judgments; import judgment files as judgements.")
+    return _human_labels(src)
+
+
 ADAPTER = Adapter(
     name="mt-bench",
     exports="FastChat llm_judge: model_answer/<model>.jsonl (choices[0].turns) with question.jsonl; "
             "model_judgment/<judge>_single.jsonl (score 1-10, -1 unparsed) and <judge>_pair.jsonl "
-            "(g1_winner, g2_winner: both orders)",
+            "(g1_winner, g2_winner: both orders); the human judgments (lmsys/mt_bench_human_judgments, "
+            "split human: model_a, model_b, winner, judge, conversation_a/b, turn)",
     reads="answers (one per question and turn), judgements: single ratings (numeric100 = rating × 10) and "
-          "pairwise verdicts in both shown orders with ties",
-    kinds={"answers": _answers, "judgements": _judgements},
+          "pairwise verdicts in both shown orders with ties; from the human judgments, answers and pair labels "
+          "(one per vote: +1 model_a, -1 model_b, 0 tie; rater = FastChat's judge name)",
+    kinds={"answers": _answers_any, "judgements": _judgements, "labels": _labels},
 )
 
 __all__ = ["ADAPTER", "answer_id", "task_id"]

@@ -1,6 +1,7 @@
 """The project database: the one place in judgelab that holds SQL.
 
-Use :class:`Store`; the rest of the code never sees a connection.
+Use :class:`Store`; the rest of the code never sees a connection. A caller that needs one
+part of it takes a role from :mod:`labeler.store.roles` (e.g. :class:`RaterRole`) instead.
 """
 
 from labeler.store._admin import AdminMixin
@@ -31,6 +32,19 @@ from labeler.store._pool import ImportSummary, PoolMixin
 from labeler.store._quality import QualityMixin, RaterHold
 from labeler.store._raters import Rater, Role, hash_token
 from labeler.store._review import ADJUDICATED, ReviewMixin
+from labeler.store.roles import (
+    AdminRole,
+    AnalystRole,
+    AssignmentRole,
+    DesignRole,
+    ImportExportRole,
+    JudgeRole,
+    MaintenanceRole,
+    PeopleRole,
+    QualityRole,
+    RaterRole,
+    ReviewRole,
+)
 
 
 class Store(
@@ -39,20 +53,50 @@ class Store(
     """The project database (one DuckDB file, or a PostgreSQL database). Safe to share between threads and processes."""
 
 
+def _store_plays_every_role(store: Store) -> None:
+    """Nothing at run time: mypy checks here that ``Store`` satisfies each role protocol."""
+    as_rater: RaterRole = store
+    as_people: PeopleRole = store
+    as_assignment: AssignmentRole = store
+    as_review: ReviewRole = store
+    as_quality: QualityRole = store
+    as_admin: AdminRole = store
+    as_importexport: ImportExportRole = store
+    as_judge: JudgeRole = store
+    as_design: DesignRole = store
+    as_analyst: AnalystRole = store
+    as_maintenance: MaintenanceRole = store
+    del (
+        as_rater, as_people, as_assignment, as_review, as_quality, as_admin,
+        as_importexport, as_judge, as_design, as_analyst, as_maintenance,
+    )
+
+
 __all__ = [
     "ADJUDICATED",
     "DEFAULT_DB",
     "MASK_DEFAULT",
     "MASK_KEY",
     "MAX_COMMENT_CHARS",
+    "AdminRole",
+    "AnalystRole",
     "AssignSummary",
+    "AssignmentRole",
     "AuditView",
     "CurrentLabel",
+    "DesignRole",
+    "ImportExportRole",
     "ImportSummary",
+    "JudgeRole",
     "JudgementRecord",
+    "MaintenanceRole",
     "PairView",
+    "PeopleRole",
+    "QualityRole",
     "Rater",
     "RaterHold",
+    "RaterRole",
+    "ReviewRole",
     "Role",
     "ScoreView",
     "Screen",

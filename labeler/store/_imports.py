@@ -398,7 +398,7 @@ class ImportMixin(RaterMixin, PoolMixin):
             for row in rows:
                 row[-1] = row[-1] or task_of.get(row[8]) or pair_of(row[8], pairs)
             insert_rows(con, "judgements", _JUDGEMENT_COLUMNS, rows, id_from=("judgement_id", "seq_judgement"))
-        self.keep_declared_scales(j.format for j in judgements)  # type: ignore[attr-defined]  # PoolMixin's
+        self._keep_declared_scales(j.format for j in judgements)  # type: ignore[attr-defined]  # PoolMixin's
         return ImportSummary(
             added={"judgements": len(rows)}, unchanged={"judgements": len(judgements) - len(rows)}
         )
@@ -465,7 +465,8 @@ class ImportMixin(RaterMixin, PoolMixin):
                           "  OVER (PARTITION BY j.run_id, j.call_id) AS counts"
                           " FROM judgements j JOIN judge_runs r USING (run_id) ORDER BY j.judgement_id",
             "answers": "SELECT a.task_id, t.prompt, t.category, t.reference_answer, t.reference_author_kind,"
-                       " t.reference_author, a.answer_id, a.family, a.model, a.variant, a.parent_answer_id, a.text"
+                       " t.reference_author, a.answer_id, a.family, a.model, a.variant, a.parent_answer_id, a.text,"
+                       " a.transcript AS messages"
                        " FROM answers a JOIN tasks t USING (task_id) ORDER BY a.task_id, a.answer_id",
             "pairs": "SELECT pair_id, prompt, answer_a, answer_b, gold FROM pairs ORDER BY pair_id",
         }

@@ -222,7 +222,7 @@ class JudgementMixin(BatchMixin):
         if not records:
             return 0
         rows = [r.as_row() for r in records]
-        self.keep_declared_scales(r.format for r in records)  # type: ignore[attr-defined]  # PoolMixin's
+        self._keep_declared_scales(r.format for r in records)  # type: ignore[attr-defined]  # PoolMixin's
         with self.connection() as con:
             insert_rows(con, "judgements", _COLUMNS, rows, id_from=("judgement_id", "seq_judgement"))
         return len(records)

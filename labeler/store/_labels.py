@@ -44,8 +44,9 @@ from labeler.queue import KINDS, Kind, Progress, QueueItem, next_position, shown
 from labeler.scales import format_range
 from labeler.store._assign import AssignMixin
 from labeler.store._core import check_comment
-from labeler.store._pool import blind_text
+from labeler.store._pool import blind_text, blind_transcript
 from labeler.store._quality import refuse_if_paused, visible_rows
+from labeler.transcripts import Transcript
 
 #: The label a write's caller saw: its id, ``None`` (none), or ``...`` (not said: no check).
 Seen = int | None | EllipsisType
@@ -86,6 +87,8 @@ class ScoreView:
     rubric: Rubric
     current: CurrentLabel | None = None
     masked: int = 0
+    transcript: Transcript | None = None
+    """The answer as a conversation, blinded message by message, when it is one."""
 
 
 @dataclass(frozen=True)
@@ -612,8 +615,8 @@ class LabelMixin(AssignMixin):
 
     def _shown_text(
         self, con: duckdb.DuckDBPyConnection, answer_id: str, rubric_id: str | None
-    ) -> tuple[str, str, int]:
-        """``(task prompt, answer text as raters see it, number of masked spans)``.
+    ) -> tuple[str, str, int, Transcript | None]:
+        """``(task prompt, answer text as raters see it, number of masked spans, its transcript)``.
 
         Masked as :meth:`mask_self_id` says for ``rubric_id``, in one query: the answer, its
         task's prompt and both scopes' masking setting.
@@ -621,20 +624,22 @@ class LabelMixin(AssignMixin):
         row = con.execute(
             "SELECT t.prompt, a.text, a.self_id_spans,"
             " (SELECT value FROM settings WHERE key = $2 AND scope = $3),"
-            " (SELECT value FROM settings WHERE key = $2 AND scope = 'project')"
+            " (SELECT value FROM settings WHERE key = $2 AND scope = 'project'), a.transcript"
             " FROM answers a JOIN tasks t USING (task_id) WHERE a.answer_id = $1"
             # A gold item or attention check is shown exactly as an answer is (blinded the same way).
             " UNION ALL SELECT q.prompt, q.text, q.self_id_spans,"
             " (SELECT value FROM settings WHERE key = $2 AND scope = $3),"
-            " (SELECT value FROM settings WHERE key = $2 AND scope = 'project')"
+            " (SELECT value FROM settings WHERE key = $2 AND scope = 'project'), NULL"
             " FROM quality_items q WHERE q.answer_id = $1",
             [answer_id, MASK_KEY, None if rubric_id is None else f"rubric:{rubric_id}"],
         ).fetchone()
         if row is None:
             raise InputError(f"answer {answer_id!r} is missing from the database")
+        transcript = None if row[5] is None else Transcript.from_json(str(row[5]))
         if not _masking(row[3], row[4]):
-            return str(row[0]), str(row[1]), 0
-        return (str(row[0]), *blind_text(con, str(row[1]), row[2]))
+            return str(row[0]), str(row[1]), 0, transcript
+        shown, n_masked = blind_text(con, str(row[1]), row[2])
+        return str(row[0]), shown, n_masked, None if transcript is None else blind_transcript(con, transcript)
 
     def _view(
         self, con: duckdb.DuckDBPyConnection, rater_id: int, item: QueueItem, progress: Progress,
@@ -653,7 +658,7 @@ class LabelMixin(AssignMixin):
         answer_id, answer_b_id, rubric_id, rubric_version = source
         if item.kind == "score":
             rubric = self._rubric_of(rubric_id, rubric_version)
-            prompt, text, n_masked = self._shown_text(con, answer_id, rubric.rubric_id)
+            prompt, text, n_masked, transcript = self._shown_text(con, answer_id, rubric.rubric_id)
             current = None
             row = _done_row(
                 con, item,
@@ -667,10 +672,10 @@ class LabelMixin(AssignMixin):
                     comment=str(row[2]),
                     flag_reason=None if row[3] is None else str(row[3]),
                 )
-            return ScoreView(item, progress, prompt, text, rubric, current, n_masked)
+            return ScoreView(item, progress, prompt, text, rubric, current, n_masked, transcript)
         # Pairs and audits follow the project's setting (they have no rubric of their own).
-        prompt, first, _ = self._shown_text(con, answer_id, None)
-        _, second, _ = self._shown_text(con, answer_b_id or "", None)
+        prompt, first, _, _ = self._shown_text(con, answer_id, None)
+        _, second, _, _ = self._shown_text(con, answer_b_id or "", None)
         if item.kind == "pair":
             pref: int | None = None
             comment = ""

@@ -25,6 +25,7 @@ from labeler.models import Answer, Criterion, Pair, Rubric, Task
 from labeler.scales import FORMAT_SPECS, FormatSpec, format_spec, known_format, register_scale, scale_from_dict
 from labeler.store._bulk import drop_stored, insert_rows, staged
 from labeler.store._core import StoreCore
+from labeler.transcripts import Transcript, blinded
 
 
 @dataclass(frozen=True)
@@ -67,13 +68,14 @@ class PoolMixin(StoreCore):
                 return ImportSummary(added={}, unchanged={"rubrics": 1})
             con.execute(
                 "INSERT INTO rubrics (rubric_id, version, name, scale, pass_threshold, pass_rule,"
-                " instructions, author_kind, author, content_hash, source_file, scale_decl)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " instructions, author_kind, author, content_hash, source_file, scale_decl, turn)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     rubric.rubric_id, rubric.version, rubric.name, rubric.scale,
                     rubric.pass_threshold, rubric.pass_rule, rubric.instructions,
                     rubric.author_kind, rubric.author, digest, source_file,
                     None if rubric.declared_scale is None else json.dumps(rubric.declared_scale.as_dict()),
+                    rubric.turn,
                 ],
             )
             insert_rows(
@@ -95,7 +97,7 @@ class PoolMixin(StoreCore):
                 " UNION SELECT scale_decl FROM declared_scales ORDER BY 1").fetchall()
         return [register_scale(scale_from_dict(json.loads(r[0]))) for r in rows]
 
-    def keep_declared_scales(self, formats: Iterable[str]) -> None:
+    def _keep_declared_scales(self, formats: Iterable[str]) -> None:
         """Store the declaration of each declared scale among ``formats`` (judgements' formats).
 
         A judge spec's own scale (1-10) is declared by no rubric; kept here, a later process
@@ -154,6 +156,7 @@ class PoolMixin(StoreCore):
             author_kind=r["author_kind"],
             author=str(r["author"]),
             declared_scale=None if decl is None or pd.isna(decl) else scale_from_dict(json.loads(decl)),
+            turn="whole" if r.get("turn") == "whole" else "last",
         )
 
     # -- tasks and answers ---------------------------------------------------------------
@@ -194,7 +197,8 @@ class PoolMixin(StoreCore):
             [a.answer_id, "i" + secrets.token_hex(8), a.task_id, a.family, a.model, a.variant,
              a.parent_answer_id, a.text, a.n_words, len(a.text),
              json.dumps([list(s) for s in merge_spans(
-                 a.text, [*a.self_id_spans, *detect_self_identifying(a.text, sorted(names))])])]
+                 a.text, [*a.self_id_spans, *detect_self_identifying(a.text, sorted(names))])]),
+             None if a.transcript is None else a.transcript.to_json()]
             for a in new_answers
         ]
         with self.connection() as con:
@@ -230,7 +234,7 @@ class PoolMixin(StoreCore):
         """All answers joined with their task's category (analyst view: includes family)."""
         sql = (
             "SELECT a.answer_id, a.item_id, a.task_id, t.category, a.family, a.model, a.variant,"
-            " a.parent_answer_id, a.text, a.n_words, a.n_chars, a.self_id_spans, a.created_at"
+            " a.parent_answer_id, a.text, a.n_words, a.n_chars, a.self_id_spans, a.created_at, a.transcript"
             " FROM answers a JOIN tasks t USING (task_id)"
         )
         params: list[object] = []
@@ -304,7 +308,7 @@ class PoolMixin(StoreCore):
 _TASK_COLUMNS = ("task_id", "prompt", "category", "reference_answer", "reference_author_kind", "reference_author")
 _ANSWER_COLUMNS = (
     "answer_id", "item_id", "task_id", "family", "model", "variant", "parent_answer_id", "text", "n_words",
-    "n_chars", "self_id_spans",
+    "n_chars", "self_id_spans", "transcript",
 )
 _PAIR_COLUMNS = ("pair_id", "prompt", "answer_a", "answer_b", "gold")
 
@@ -381,3 +385,10 @@ def blind_text(con: duckdb.DuckDBPyConnection, text: str, stored_spans: str | No
         *detect_self_identifying(text, names),
     ])
     return mask(text, spans), len(spans)
+
+
+def blind_transcript(con: duckdb.DuckDBPyConnection, transcript: Transcript) -> Transcript:
+    """``transcript`` as a blind rater reads it: every message, tool name and system prompt masked."""
+    names = sorted({str(n) for pair in con.execute(
+        "SELECT DISTINCT family, model FROM answers").fetchall() for n in pair})
+    return blinded(transcript, names)

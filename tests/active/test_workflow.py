@@ -471,3 +471,21 @@ def test_a_batch_falls_back_to_simple_random_sampling_when_the_labels_show_no_sa
         assert np.ptp(second.plan.prob[free]) == pytest.approx(0.0, abs=1e-12)  # every unit alike: SRS
     else:
         assert not said and np.ptp(second.plan.prob[free]) > 0.1
+
+
+def test_cli_active_status_takes_interval_as_calibrate_does(store: Store, truth: pd.Series) -> None:
+    # A two-rater refusal names `--interval panel` as its fix: `design --active` must take it.
+    db = str(store.path)
+    store.release()
+    code, out, _ = run("--db", db, "--active", "--target-half-width", "12", "--apply", "--overlap", "0",
+                       "--raters", "2")
+    assert code == 0 and "to 2 raters" in out
+    label_everything(Store(db), truth)
+    scopes = {}
+    for interval in ("raters", "panel"):
+        code, out, _ = run("--db", db, "--active", "--json", "--interval", interval)
+        assert code == 0
+        gap = json.loads(out)["status"]["gap"]
+        scopes[interval] = gap["extra"]["scope"]
+        assert gap["ci_low"] is not None or "refused" in gap["extra"]
+    assert scopes["raters"].startswith("raters") and scopes["panel"] == "this panel only"

@@ -7,6 +7,7 @@ HTML and nothing else (no Markdown element is made of it), on Rate and on Compar
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 
@@ -68,3 +69,29 @@ def test_verbatim_html_escapes_everything_and_nothing_more(text: str) -> None:
     inner = body[body.index(">") + 1 : -len("</div>")]
     assert html.unescape(inner) == text
     assert "<" not in inner and ">" not in inner
+
+
+def test_a_conversation_is_drawn_verbatim_and_its_tool_names_read_as_text(served: Pool) -> None:
+    from labeler.transcripts import parse_messages, render
+
+    tricky_tool = "**bold**_[link](javascript:alert(1))"
+    t = parse_messages([{"role": "user", "content": TRICKY[2]},
+                        {"role": "assistant", "content": TRICKY[0], "tool_calls": [
+                            {"id": "c", "function": {"name": tricky_tool, "arguments": '{"q": "<b>x</b>"}'}}]},
+                        {"role": "tool", "tool_call_id": "c", "content": TRICKY[4]},
+                        {"role": "assistant", "content": TRICKY[3]}])
+    task = Task("conv-task", "A conversation")
+    served.store.add_pool([task], [Answer("conv-1", task.task_id, FAMILIES[0], MODELS[FAMILIES[0]], render(t),
+                                          transcript=t)])
+    rater, token = served.store.add_rater("xena")
+    served.store.assign_k(["conv-1"], 1, [rater.rater_id], seed=3)
+    at = open_app(token)
+    texts = shown_texts(at)
+    # Each message, each argument, each result: its characters exactly, in its own box.
+    assert {TRICKY[2], TRICKY[0], TRICKY[4], TRICKY[3], '{"q": "<b>x</b>"}'} <= set(texts)
+    assert not any(t[:12] in str(m.value) for m in at.markdown for t in TRICKY)
+    # A tool's name is Markdown in an expander's label: written so that it reads as typed.
+    labels = [e.label for e in at.expander]
+    read = [re.sub(r"\\(.)", r"\1", label) for label in labels]  # as Markdown shows an escaped label
+    assert "Tool call: " + tricky_tool in read and any(r.startswith("Tool result: " + tricky_tool) for r in read)
+    assert not any(re.search(r"(?<!\\)[*_\[\]()]", label) for label in labels), labels  # every mark escaped

@@ -8,7 +8,7 @@ Run it as its own program, in front of ``judgelab mock-api`` (or any upstream)::
 It prints ``fault proxy on http://HOST:PORT -> UPSTREAM`` and serves until SIGINT/SIGTERM. By
 default only ``POST /v1/messages`` attempts are faulted and everything else passes through;
 ``--endpoints`` names others (``count_tokens``, ``batches``: create, retrieve, list, cancel and
-the results file) or ``all``. Each attempt fails
+the results file) or ``all``; ``--only-path REGEX`` narrows them to matching paths (one file). Each attempt fails
 with probability ``--rate``, the kind drawn uniformly from ``--kinds`` by a hash of the seed, the
 body and how many times that body was seen (so a retry gets a fresh draw and a run is
 reproducible however requests interleave):
@@ -40,6 +40,7 @@ import hashlib
 import http.client
 import json
 import random
+import re
 import signal
 import socket
 import struct
@@ -74,7 +75,7 @@ class Proxy:
     def __init__(
         self, upstream: str, *, rate: float, kinds: tuple[str, ...], seed: int, hang: float,
         retry_after: float, log: Path | None, endpoints: tuple[str, ...] = ("messages",),
-        first_only: bool = False,
+        first_only: bool = False, only_path: str | None = None,
     ) -> None:
         """Keep the settings; open the log."""
         split = urlsplit(upstream)
@@ -87,6 +88,7 @@ class Proxy:
         self.retry_after = retry_after
         self.endpoints = endpoints
         self.first_only = first_only
+        self.only_path = re.compile(only_path) if only_path else None
         self.seen: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.log = log.open("a", encoding="utf-8") if log is not None else None
@@ -158,7 +160,8 @@ class Handler(BaseHTTPRequestHandler):
                                  "endpoint": endpoint, "fault": None, "forwarded": False,
                                  "status": None, "t_done": None}
         fault = None
-        if endpoint in self.proxy.endpoints:
+        targeted = self.proxy.only_path is None or self.proxy.only_path.fullmatch(path) is not None
+        if endpoint in self.proxy.endpoints and targeted:
             key = body if endpoint == "messages" else f"{method} {self.path}\0".encode() + _unbound(
                 body, self.headers.get("content-type", ""))
             entry["body"], fault = self.proxy.draw(key)
@@ -296,6 +299,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log", type=Path, default=None, help="JSONL file of every attempt.")
     parser.add_argument("--first-attempt-only", action="store_true",
                         help="Fault only the first attempt at each request (a deterministic test of each endpoint).")
+    parser.add_argument("--only-path", default=None,
+                        help="Fault only requests whose path (no query) matches this regular expression.")
     parser.add_argument("--endpoints", default="messages",
                         help="Comma-separated endpoints to fault: messages, count_tokens, batches, or all.")
     args = parser.parse_args(argv)
@@ -309,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown fault kinds {unknown}; pick from {FAULTS + EXTRA_FAULTS}")
     proxy = Proxy(args.upstream, rate=args.rate, kinds=kinds, seed=args.seed, hang=args.hang,
                   retry_after=args.retry_after, log=args.log, endpoints=endpoints,
-                  first_only=args.first_attempt_only)
+                  first_only=args.first_attempt_only, only_path=args.only_path)
     server = _Server(("127.0.0.1", args.port), type("_H", (Handler,), {"proxy": proxy}))
 
     def stop(*_: object) -> None:

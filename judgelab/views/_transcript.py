@@ -1,0 +1,66 @@
+"""A conversation or agent trace on the rater's page: readable at 1366x768, blind, inert.
+
+Every message is drawn verbatim (:func:`~labeler.blinding.verbatim_html`: nothing read as
+Markdown or HTML) under its role, each role with its own colour bar; tool calls and tool
+results fold into expanders named after the tool (arguments and observations inside); a long
+message folds after its opening; the rated turn is marked. The transcript comes from the
+store already blinded (:func:`labeler.transcripts.blinded`).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import streamlit as st
+
+from labeler.blinding import verbatim_html
+from labeler.transcripts import Message, Transcript, TurnMode
+
+__all__ = ["show_transcript"]
+
+#: A message longer than this shows its opening and folds the rest.
+FOLD_CHARS = 1200
+_OPENING = 600
+_ROLE = {"system": ("System prompt", "#8a8a8a"), "user": ("User", "#2b6cb0"),
+         "assistant": ("Assistant", "#2f855a"), "tool": ("Tool result", "#b7791f")}
+_MD = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])")
+
+
+def _label(text: str) -> str:
+    """``text`` for an expander's label, which Streamlit reads as Markdown: every mark escaped."""
+    return _MD.sub(r"\\\1", text.replace("\n", " "))[:200]
+
+
+def _head(role: str, rated: bool) -> str:
+    title, colour = _ROLE[role]
+    mark = " &#9733; rated turn" if rated else ""
+    return (f'<div style="border-left: 4px solid {colour}; padding-left: .5rem; margin-top: .6rem">'
+            f'<strong style="color: {colour}">{html.escape(title)}</strong>{mark}</div>')
+
+
+def _body(m: Message) -> None:
+    if len(m.content) > FOLD_CHARS:
+        st.html(verbatim_html(m.content[:_OPENING] + " …"))
+        with st.expander(_label(f"Show all {len(m.content):,} characters")):
+            st.html(verbatim_html(m.content))
+    elif m.content:
+        st.html(verbatim_html(m.content))
+
+
+def show_transcript(t: Transcript, turn: TurnMode) -> None:
+    """Draw ``t`` message by message, the turn ``turn`` names marked."""
+    rated = t.rated_turn(turn)
+    if rated is None:
+        st.caption("Rate the whole conversation.")
+    for i, m in enumerate(t.messages):
+        if m.role == "tool":
+            # An observation can be long and is rarely what is rated: folded, named by its tool.
+            with st.expander(_label(f"Tool result: {m.name or 'tool'} ({len(m.content):,} characters)")):
+                st.html(verbatim_html(m.content))
+            continue
+        st.html(_head(m.role, i == rated))
+        _body(m)
+        for c in m.tool_calls:
+            with st.expander(_label(f"Tool call: {c.name}")):
+                st.html(verbatim_html(c.arguments))

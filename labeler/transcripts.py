@@ -1,0 +1,350 @@
+"""Conversations and agent traces as answers: one internal form for every provider's messages.
+
+An answer may be a list of messages instead of one text. Two provider forms are read, and
+Inspect's chat messages, and all become one :class:`Transcript`:
+
+- the OpenAI chat form: ``{"role", "content", "tool_calls": [{"id", "function": {"name",
+  "arguments"}}]}`` and ``{"role": "tool", "tool_call_id", "content"}``;
+- the Anthropic messages form: ``content`` a list of blocks, ``tool_use`` (``id``, ``name``,
+  ``input``) in an assistant turn and ``tool_result`` (``tool_use_id``, ``content``) in a user
+  turn; the system prompt as ``{"system": ..., "messages": [...]}``;
+- Inspect's ``ChatMessage`` (``tool_calls`` with ``function`` and ``arguments``, a tool
+  message's ``function``).
+
+The answer's ``text`` is :func:`render` of the transcript: every part of judgelab that reads
+an answer's text (the judge, the probes, self-name detection, calibration) reads the whole
+conversation without knowing it is one, and the rater's page draws it from the transcript.
+
+    >>> t = parse_messages([{"role": "user", "content": "Hi"},
+    ...                     {"role": "assistant", "content": [{"type": "text", "text": "Hello"}]}])
+    >>> [m.role for m in t.messages], t.rated_turn("last")
+    (['user', 'assistant'], 1)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "TURN_MODES",
+    "Message",
+    "ToolCall",
+    "Transcript",
+    "TranscriptError",
+    "TurnMode",
+    "blinded",
+    "last_turn",
+    "name_spans",
+    "parse_messages",
+    "render",
+    "render_message",
+    "split_turn",
+]
+
+TurnMode = Literal["last", "whole"]
+"""Which part of a transcript a rubric rates: the last assistant turn, or the whole."""
+
+TURN_MODES: tuple[TurnMode, ...] = ("last", "whole")
+
+Role = Literal["system", "user", "assistant", "tool"]
+_ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+
+
+class TranscriptError(ValueError):
+    """A message list that is not a conversation; the message says which message and why."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call of an assistant turn; ``arguments`` is JSON text, as the model wrote it."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn: who spoke, what they said, the tools they called or whose result this is."""
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A conversation or an agent trace, in order."""
+
+    messages: tuple[Message, ...]
+
+    def rated_turn(self, mode: TurnMode) -> int | None:
+        """The index of the rated message: the last assistant turn, or ``None`` for the whole."""
+        if mode == "whole":
+            return None
+        for i in range(len(self.messages) - 1, -1, -1):
+            if self.messages[i].role == "assistant":
+                return i
+        return None
+
+    def turn_text(self, mode: TurnMode) -> str:
+        """The rated turn's text (the whole rendering when the whole is rated)."""
+        i = self.rated_turn(mode)
+        return render(self) if i is None else render_message(self.messages[i])
+
+    def to_json(self) -> str:
+        """The stored form: a JSON list in the OpenAI chat shape (stable key order)."""
+        out = []
+        for m in self.messages:
+            d: dict[str, Any] = {"role": m.role, "content": m.content}
+            if m.tool_calls:
+                d["tool_calls"] = [{"id": c.call_id, "type": "function",
+                                    "function": {"name": c.name, "arguments": c.arguments}} for c in m.tool_calls]
+            if m.tool_call_id is not None:
+                d["tool_call_id"] = m.tool_call_id
+            if m.name is not None:
+                d["name"] = m.name
+            out.append(d)
+        return json.dumps(out, ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Transcript:
+        """The transcript :meth:`to_json` stored."""
+        return parse_messages(json.loads(text))
+
+
+def render_message(m: Message) -> str:
+    """One message as plain text: a role header, the content, one line per tool call."""
+    head = f"[{m.role}" + (f" {m.name}" if m.role == "tool" and m.name else "") + "]"
+    lines = [head]
+    if m.content:
+        lines.append(_HEADER.sub(r"\\\1", m.content))
+    lines += [f"-> tool call {c.name}({c.arguments})" for c in m.tool_calls]
+    return "\n".join(lines)
+
+
+# A content line that looks like a role header is written with a backslash, so a message cannot
+# forge a turn (and the judge's {turn} is always the assistant's own).
+_HEADER = re.compile(r"^(\\*\[(?:system|user|assistant|tool)\b[^\n]*\])$", re.MULTILINE)
+
+
+def last_turn(text: str) -> str:
+    """The last assistant turn of a rendered transcript (``text`` itself when it is no transcript)."""
+    at = text.rfind("[assistant]\n")
+    while at > 0 and text[at - 2:at] != "\n\n":
+        at = text.rfind("[assistant]\n", 0, at)
+    if at < 0:
+        return text
+    end = text.find("\n\n[", at)
+    while end >= 0 and not _HEADER.match(text, end + 2):
+        end = text.find("\n\n[", end + 1)
+    return text[at + len("[assistant]\n"): None if end < 0 else end]
+
+
+def split_turn(text: str) -> tuple[str, str, str] | None:
+    r"""A rendered transcript cut around its last assistant turn's content: ``(before, turn, after)``.
+
+    ``None`` when ``text`` is no rendered transcript (it does not open with a role header, or
+    has no assistant turn). ``before + turn + after == text``.
+
+        >>> split_turn("[user]\nHi\n\n[assistant]\nHello")
+        ('[user]\nHi\n\n[assistant]\n', 'Hello', '')
+    """
+    if not _HEADER.match(text) or text.startswith("\\"):
+        return None
+    turn = last_turn(text)
+    if turn is text:
+        return None
+    at = text.rfind("[assistant]\n" + turn)
+    if at < 0:
+        return None
+    start = at + len("[assistant]\n")
+    return text[:start], turn, text[start + len(turn):]
+
+
+def render(t: Transcript) -> str:
+    """The transcript as the one plain text the judge, probes and self-name detection read."""
+    return "\n\n".join(render_message(m) for m in t.messages)
+
+
+def _fields(m: Message) -> list[tuple[int, int, bool]]:
+    """Where each field of ``m`` sits in :func:`render_message`, and whether any name there is masked.
+
+    A system prompt, a tool's name and a call's arguments speak to or for the agent, so every
+    model or maker name in them is masked; what a turn says is held to the usual rule.
+    """
+    head = f"[{m.role}" + (f" {m.name}" if m.role == "tool" and m.name else "") + "]"
+    out: list[tuple[int, int, bool]] = []
+    if m.role == "tool" and m.name:
+        out.append((len(f"[{m.role} "), len(head) - 1, True))
+    at = len(head) + 1
+    if m.content:
+        out.append((at, at + len(m.content), m.role == "system"))
+        at += len(m.content) + 1
+    for c in m.tool_calls:
+        start = at + len("-> tool call ")
+        out.append((start, start + len(c.name), True))
+        out.append((start + len(c.name) + 1, start + len(c.name) + 1 + len(c.arguments), True))
+        at += len(f"-> tool call {c.name}({c.arguments})") + 1
+    return out
+
+
+def name_spans(t: Transcript, names: Iterable[str] = ()) -> list[tuple[int, int, str]]:
+    """Spans of :func:`render` naming a model or maker in a system prompt, tool name or arguments."""
+    from labeler.blinding import detect_any_names  # blinding's tables load once, when first needed
+
+    text = render(t)
+    spans: list[tuple[int, int, str]] = []
+    at = 0
+    for m in t.messages:
+        for start, end, anywhere in _fields(m):
+            if anywhere:
+                spans += [(at + a + start, at + b + start, w) for a, b, w in
+                          detect_any_names(text[at + start: at + end], names)]
+        at += len(render_message(m)) + 2
+    return spans
+
+
+def blinded(t: Transcript, names: Iterable[str] = ()) -> Transcript:
+    """``t`` as a blind rater reads it: every field masked (system prompts and tools wholly)."""
+    from labeler.blinding import detect_any_names, detect_self_identifying, mask
+
+    pool = sorted(set(names))
+
+    def strict(x: str) -> str:
+        return mask(x, detect_any_names(x, pool))
+
+    def usual(x: str) -> str:
+        return mask(x, detect_self_identifying(x, pool))
+
+    return Transcript(tuple(
+        Message(role=m.role, content=strict(m.content) if m.role == "system" else usual(m.content),
+                tool_calls=tuple(ToolCall(c.call_id, strict(c.name), strict(c.arguments)) for c in m.tool_calls),
+                tool_call_id=m.tool_call_id, name=None if m.name is None else strict(m.name))
+        for m in t.messages))
+
+
+def _text_of(value: Any, where: str) -> str:
+    """A content value's text: a string, or the text parts of a list of parts/blocks."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for p in value:
+            if isinstance(p, str):
+                parts.append(p)
+            elif isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text"):
+                parts.append(str(p.get("text", "")))
+            elif isinstance(p, dict) and p.get("type") in ("reasoning", "thinking", "image", "image_url"):
+                continue  # not text a rater or judge reads; reasoning is the model's, not the answer
+            else:
+                raise TranscriptError(f"{where}: a content part is neither text nor a known block: {str(p)[:80]!r}")
+        return "\n".join(parts)
+    raise TranscriptError(f"{where}: content must be text or a list of text parts, not {type(value).__name__}")
+
+
+def _arguments(value: Any) -> str:
+    """Tool-call arguments as JSON text (OpenAI sends text, Anthropic and Inspect an object)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value if value is not None else {}, ensure_ascii=False, sort_keys=True)
+
+
+def _openai_call(c: Any, where: str) -> ToolCall:
+    """An OpenAI (or Inspect) tool call."""
+    if not isinstance(c, dict):
+        raise TranscriptError(f"{where}: a tool call must be an object")
+    fn = c.get("function")
+    if isinstance(fn, dict):  # OpenAI: {"function": {"name", "arguments"}}
+        name, args = fn.get("name"), fn.get("arguments")
+    else:  # Inspect: {"function": "name", "arguments": {...}}
+        name, args = fn if fn is not None else c.get("name"), c.get("arguments")
+    if not name:
+        raise TranscriptError(f"{where}: a tool call has no function name")
+    return ToolCall(call_id=str(c.get("id") or ""), name=str(name), arguments=_arguments(args))
+
+
+def _messages(obj: dict[str, Any], where: str) -> list[Message]:
+    """One provider message as one or more internal messages (Anthropic results split out)."""
+    role = obj.get("role")
+    if role not in _ROLES:
+        raise TranscriptError(f"{where}: role {role!r} is not one of {', '.join(_ROLES)}")
+    content = obj.get("content")
+    blocks = content if isinstance(content, list) else None
+    if blocks is not None and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in blocks):
+        return _anthropic(role, blocks, where)
+    calls = tuple(_openai_call(c, f"{where}, tool call {j + 1}") for j, c in enumerate(obj.get("tool_calls") or []))
+    name = obj.get("name") if obj.get("name") is not None else obj.get("function")
+    if calls and role != "assistant":
+        raise TranscriptError(f"{where}: only an assistant turn calls tools (role is {role!r})")
+    return [Message(role=role, content=_text_of(content, where), tool_calls=calls,
+                    tool_call_id=None if obj.get("tool_call_id") is None else str(obj["tool_call_id"]),
+                    name=None if name is None else str(name))]
+
+
+def _anthropic(role: Role, blocks: list[Any], where: str) -> list[Message]:
+    """An Anthropic message with ``tool_use``/``tool_result`` blocks, in internal messages."""
+    out: list[Message] = []
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for j, b in enumerate(blocks):
+        at = f"{where}, block {j + 1}"
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "tool_use":
+            if role != "assistant":
+                raise TranscriptError(f"{at}: tool_use belongs in an assistant turn")
+            if not b.get("name"):
+                raise TranscriptError(f"{at}: tool_use has no name")
+            calls.append(ToolCall(call_id=str(b.get("id") or ""), name=str(b["name"]),
+                                  arguments=_arguments(b.get("input"))))
+        elif kind == "tool_result":
+            if texts:  # keep the order the turn was written in
+                out.append(Message(role=role, content="\n".join(texts)))
+                texts = []
+            body = _text_of(b.get("content"), at)
+            out.append(Message(role="tool", content=("[error] " if b.get("is_error") else "") + body,
+                               tool_call_id=None if b.get("tool_use_id") is None else str(b["tool_use_id"])))
+        else:
+            texts.append(_text_of([b], at))
+    if texts or calls:
+        out.append(Message(role=role, content="\n".join(texts), tool_calls=tuple(calls)))
+    return out
+
+
+def parse_messages(value: Any) -> Transcript:
+    """Normalise a provider's message list (or ``{"system", "messages"}``) into a transcript.
+
+    Raises:
+        TranscriptError: A message that is not one; the message names it (``message 3``).
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as e:
+            raise TranscriptError(f"not JSON ({e.msg} at character {e.pos})") from None
+    system: str | None = None
+    if isinstance(value, dict) and "messages" in value:
+        system = _text_of(value.get("system"), "system") or None
+        value = value["messages"]
+    if not isinstance(value, list) or not value:
+        raise TranscriptError("messages must be a non-empty list of {role, content} objects")
+    out: list[Message] = [] if system is None else [Message(role="system", content=system)]
+    for i, obj in enumerate(value):
+        if not isinstance(obj, dict):
+            raise TranscriptError(f"message {i + 1} is not an object")
+        out += _messages(obj, f"message {i + 1}")
+    names = {c.call_id: c.name for m in out for c in m.tool_calls if c.call_id}
+    # A tool result carries its tool's name (Anthropic and OpenAI give only the call id).
+    out = [Message(m.role, m.content, m.tool_calls, m.tool_call_id, names.get(m.tool_call_id or "", m.name))
+           if m.role == "tool" and m.name is None else m for m in out]
+    if not any(m.role == "assistant" for m in out):
+        raise TranscriptError("the messages have no assistant turn to rate")
+    return Transcript(messages=tuple(out))
