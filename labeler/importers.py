@@ -159,7 +159,8 @@ def parse_rubric(path: str | Path, *, ignore: Collection[str] = ()) -> Rubric:
     if turn not in TURN_MODES:
         raise InputError(f"turn {turn!r} is not one of {', '.join(TURN_MODES)}", file=name, column="turn",
                          fix='write which turn of a conversation is rated: turn = "last" (the last assistant '
-                             'turn) or turn = "whole" (the whole conversation).')
+                             'turn), turn = "whole" (the whole conversation) or turn = "each" (the whole, '
+                             'and a score for each assistant turn).')
     try:
         return replace(_rubric(doc, toml, author, rubric_id, version, scale, criteria, threshold, declared), turn=turn)
     except ScaleError as exc:

@@ -48,7 +48,7 @@ class Rubric:
     author: str = "unknown"
     declared_scale: FormatSpec | None = None
     turn: TurnMode = "last"
-    """Which turn of a conversation is rated: the last assistant turn, or the whole."""
+    """Which turn of a conversation is rated: the last assistant turn, the whole, or the whole and each turn."""
 
     def __post_init__(self) -> None:
         """Register a declared scale and check the pass threshold is on it."""

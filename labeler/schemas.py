@@ -146,7 +146,9 @@ _RUBRIC = Schema(
         Column("pass_rule", "text", "yes", "the pass rule in words, shown to raters and judge"),
         Column("instructions", "text", "no", "how to read and score, shown to raters and judge"),
         Column("turn", "text", "no", "which part of a conversation answer is rated (default `last`)",
-               "`last` (the last assistant turn), `whole`"),
+               "`last` (the last assistant turn), `whole`, `each` (the item's scores rate the whole "
+               "and every assistant turn gets a score on the same scale; an answer that is one text "
+               "has no turns to score)"),
         Column("author.kind", "text", "yes", "who drafted the rubric", "`human`, `model`"),
         Column("author.name", "text", "yes", "a person or team, or the model family"),
         Column("criteria[].id", "id", "yes", "one criterion's id, unique in the rubric"),

@@ -45,10 +45,14 @@ __all__ = [
     "split_turn",
 ]
 
-TurnMode = Literal["last", "whole"]
-"""Which part of a transcript a rubric rates: the last assistant turn, or the whole."""
+TurnMode = Literal["last", "whole", "each"]
+"""Which part of a transcript a rubric rates: the last assistant turn, the whole, or each assistant turn.
 
-TURN_MODES: tuple[TurnMode, ...] = ("last", "whole")
+``each``: the item's scores rate the whole conversation, and every assistant turn gets a score of
+its own on the rubric's scale too (turn 1 is the first assistant turn).
+"""
+
+TURN_MODES: tuple[TurnMode, ...] = ("last", "whole", "each")
 
 Role = Literal["system", "user", "assistant", "tool"]
 _ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
@@ -85,8 +89,11 @@ class Transcript:
     messages: tuple[Message, ...]
 
     def rated_turn(self, mode: TurnMode) -> int | None:
-        """The index of the rated message: the last assistant turn, or ``None`` for the whole."""
-        if mode == "whole":
+        """The index of the rated message: the last assistant turn, or ``None`` for the whole.
+
+        Rating each turn, the item's own scores are of the whole (``None``); see :meth:`turns`.
+        """
+        if mode in ("whole", "each"):
             return None
         for i in range(len(self.messages) - 1, -1, -1):
             if self.messages[i].role == "assistant":
@@ -97,6 +104,28 @@ class Transcript:
         """The rated turn's text (the whole rendering when the whole is rated)."""
         i = self.rated_turn(mode)
         return render(self) if i is None else render_message(self.messages[i])
+
+    def turns(self) -> tuple[int, ...]:
+        """The message indexes of the assistant turns, in order (turn ``k`` is ``turns()[k - 1]``).
+
+        >>> parse_messages([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+        ...                 {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]).turns()
+        (1, 3)
+        """
+        return tuple(i for i, m in enumerate(self.messages) if m.role == "assistant")
+
+    def up_to(self, turn: int) -> Transcript:
+        """The conversation as it stood when assistant turn ``turn`` (1-based) was written.
+
+        What the judge reads when it scores that turn: nothing said after it can sway its score.
+
+        Raises:
+            IndexError: There is no such turn.
+        """
+        at = self.turns()
+        if not 1 <= turn <= len(at):
+            raise IndexError(f"turn {turn} of a conversation with {len(at)} assistant turn(s)")
+        return Transcript(self.messages[: at[turn - 1] + 1])
 
     def to_json(self) -> str:
         """The stored form: a JSON list in the OpenAI chat shape (stable key order)."""

@@ -78,7 +78,7 @@ def test_the_rater_role_reaches_no_family_model_rater_or_admin_data() -> None:
     assert reach == {
         "read_only", "rubric", "rubrics", "setting", "rater_hold", "authenticate", "screen", "claim_next",
         "progress", "skip_item", "add_label", "add_pair_label", "add_audit", "quality_feedback", "open_item",
-        "next_item", "score_view", "pair_view", "audit_view", "rater_queue",
+        "next_item", "score_view", "pair_view", "audit_view", "rater_queue", "add_turn_label", "label_turns",
     }
     # Whatever else a rater's role grows, nothing else the other roles reach may join it:
     # answers with family, model and variant, tasks, pairs, raters, designs, judge runs, paths.

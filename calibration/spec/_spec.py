@@ -192,7 +192,9 @@ class JudgeSpec:
                   "examples": self.examples_separator.join(self.examples)}
         if kind == "pointwise":
             values["answer"] = values["conversation"] = answers[0]
-            # The rubric says which turn is rated; rating the whole, {turn} is the whole.
+            # The rubric says which turn is rated; rating the whole (or each turn: the item's own
+            # call), {turn} is the whole. A turn's own call (calibration.scoring) rates "last" of
+            # the conversation up to that turn.
             values["turn"] = last_turn(answers[0]) if rubric.turn == "last" else answers[0]
         else:
             values["answer_a"], values["answer_b"] = answers[0], answers[1]

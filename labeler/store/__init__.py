@@ -32,6 +32,7 @@ from labeler.store._pool import ImportSummary, PoolMixin
 from labeler.store._quality import QualityMixin, RaterHold
 from labeler.store._raters import Rater, Role, hash_token
 from labeler.store._review import ADJUDICATED, ReviewMixin
+from labeler.store._turns import TurnMixin
 from labeler.store.roles import (
     AdminRole,
     AnalystRole,
@@ -48,7 +49,8 @@ from labeler.store.roles import (
 
 
 class Store(
-    LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin, QualityMixin
+    TurnMixin, LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin,
+    QualityMixin,
 ):
     """The project database (one DuckDB file, or a PostgreSQL database). Safe to share between threads and processes."""
 

@@ -156,7 +156,7 @@ class PoolMixin(StoreCore):
             author_kind=r["author_kind"],
             author=str(r["author"]),
             declared_scale=None if decl is None or pd.isna(decl) else scale_from_dict(json.loads(decl)),
-            turn="whole" if r.get("turn") == "whole" else "last",
+            turn=r.get("turn") if r.get("turn") in ("whole", "each") else "last",
         )
 
     # -- tasks and answers ---------------------------------------------------------------

@@ -176,6 +176,12 @@ class HumanLabelView(Protocol):
     def human_labels(self, rubric_id: str | None = None, version: int | None = None) -> pd.DataFrame: ...
 
 
+class TurnScoreView(Protocol):
+    """Read the current per-turn scores of labels (rubrics with ``turn = "each"``)."""
+
+    def turn_scores(self, label_ids: Iterable[int] | None = None) -> pd.DataFrame: ...
+
+
 class PoolWriter(Protocol):
     """Add tasks and answers (the one write path for answer text) to the pool."""
 
@@ -217,6 +223,22 @@ class RaterRole(Opened, RubricView, SettingReader, HoldView, Protocol):
         seconds: float | None = None,
         seen: Seen = ...,
     ) -> int: ...
+
+    def add_turn_label(
+        self,
+        rater_id: int,
+        assignment_id: int,
+        *,
+        overall: float | None,
+        turns: Mapping[int, float],
+        criteria: Mapping[str, float] | None = None,
+        comment: str = "",
+        flag_reason: str | None = None,
+        seconds: float | None = None,
+        seen: Seen = ...,
+    ) -> int: ...
+
+    def label_turns(self, rater_id: int, label_id: int) -> dict[int, float]: ...
 
     def add_pair_label(
         self, rater_id: int, assignment_id: int, preference: int, *, comment: str = "",
@@ -375,7 +397,7 @@ class AdminRole(Settings, PeopleRole, AssignmentRole, ReviewRole, QualityRole, P
     def mask_self_id(self, rubric_id: str | None = None) -> bool: ...
 
 
-class ImportExportRole(Located, PoolView, PoolWriter, Protocol):
+class ImportExportRole(Located, PoolView, PoolWriter, TurnScoreView, Protocol):
     """Imports and exports: the pool, rubrics and labels, judgements and designs from files, and the file exports."""
 
     def add_pairs(self, pairs: list[Pair], *, source_file: str | None = None) -> ImportSummary: ...
@@ -402,6 +424,8 @@ class ImportExportRole(Located, PoolView, PoolWriter, Protocol):
     ) -> ImportSummary: ...
 
     def add_imported_designs(self, parsed: ImportedDesigns, *, source_file: str | None = None) -> ImportSummary: ...
+
+    def add_imported_turn_scores(self, scores: Mapping[int, Mapping[int, float]]) -> int: ...
 
     def export_frame(self, kind: ExportKind) -> pd.DataFrame: ...
 
@@ -535,7 +559,8 @@ class DesignRole(UnitOfWork, PoolView, DesignView, RaterDirectory, LabelTiming, 
     ) -> dict[int, tuple[int, list[str]]]: ...
 
 
-class AnalystRole(Located, PoolView, DesignView, HumanLabelView, RaterDirectory, LabelTiming, Protocol):
+class AnalystRole(Located, PoolView, DesignView, HumanLabelView, TurnScoreView, RaterDirectory, LabelTiming,
+                  Protocol):
     """The analyst's read-only views: the calibration report's reads."""
 
     def calibration_runs(self) -> pd.DataFrame: ...
