@@ -12,6 +12,11 @@
 // Submit button. One timer per action, cleared by the answer, so an old action's timer
 // never touches a later one's keys.
 //
+// A rubric that rates each assistant turn adds one score row per turn ("turns"): they travel
+// with the criteria (ids "#turn-<n>"), are walked like criterion rows (arrows, digits), never
+// follow the overall score, and are all required; T jumps to the first one without a score, and
+// the row with focus scrolls its turn into view in the transcript and marks it there.
+//
 // Unsent work survives a reload: the values of an item the rater changed are kept in the
 // browser's localStorage (keyed by the server's per-link scope and the item key, which
 // names the label the form showed), restored when the item is drawn again, and removed
@@ -189,10 +194,11 @@ class RatingForm {
 
   /** The form's values as the server sent them (the rater's current label, or none). */
   initial(data) {
+    const rows = [...(data.criteria || []), ...(data.turns || [])];
     return {
       choice: data.choice.value,
-      criteria: Object.fromEntries((data.criteria || []).map((c) => [c.id, c.value])),
-      touched: new Set((data.criteria || []).filter((c) => c.value !== null).map((c) => c.id)),
+      criteria: Object.fromEntries(rows.map((c) => [c.id, c.value])),
+      touched: new Set(rows.filter((c) => c.value !== null).map((c) => c.id)),
       comment: data.comment.value || "",
       // Text box -> length of the text before it was cut to max_chars (see textBox).
       cut: {},
@@ -220,7 +226,7 @@ class RatingForm {
     const shown = this.root.querySelector("details.jl-guide");
     if (shown) this.guideOpen = shown.open;
     this.root.replaceChildren();
-    const wide = (d.criteria || []).length > 0;
+    const wide = (d.criteria || []).length > 0 || (d.turns || []).length > 0;
     const form = el("div", { cls: wide ? "jl-form" : "jl-form narrow", role: "form", "aria-label": d.title });
     const main = el("div", { cls: "jl-main" });
     main.appendChild(this.choiceGroup(d.choice));
@@ -228,6 +234,12 @@ class RatingForm {
       const crit = el("div", { cls: "jl-criteria" });
       for (const c of d.criteria) crit.appendChild(this.criterion(c));
       main.appendChild(crit);
+    }
+    if ((d.turns || []).length) {
+      main.appendChild(el("div", { cls: "jl-heading", text: `Each assistant turn (${d.turns.length})` }));
+      const turns = el("div", { cls: "jl-turns", role: "group", "aria-label": "Each assistant turn" });
+      for (const t of d.turns) turns.appendChild(this.criterion(t));
+      main.appendChild(turns);
     }
     const side = el("div", { cls: "jl-side" });
     if ((d.levels || []).length) {
@@ -296,6 +308,7 @@ class RatingForm {
     if (c.description) wrap.appendChild(el("div", { cls: "jl-crit-desc", text: c.description }));
     const row = el("div", { cls: "jl-options", role: "radiogroup", "aria-label": c.name, tabindex: "0",
       "data-criterion": c.id });
+    if (c.turn) row.addEventListener("focus", () => showTurn(c.turn));
     for (const o of this.data.criterion_options) {
       const on = this.values.criteria[c.id] === o.value;
       const b = el("button", { type: "button", role: "radio", "aria-checked": on ? "true" : "false",
@@ -448,7 +461,7 @@ class RatingForm {
     const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
     const options = this.data.choice.options;
     const scoreKey = options.some((o) => o.key === k) || (/^[0-9]$/.test(k) && twoDigitScale(options));
-    if (this.busy && (scoreKey || ["b", "s", "f", "u", "c"].includes(k))) {
+    if (this.busy && (scoreKey || ["b", "s", "f", "u", "c", "t"].includes(k))) {
       // Sent, and the answer is not here yet: a score key is kept for the item that comes,
       // and so are Back, Skip, Forward, the flag and the comment (B at once after a submit
       // goes back to that item).
@@ -464,6 +477,7 @@ class RatingForm {
     if (k === "s" || k === "f") return this.consume(e, () => this.refuseKeys([k], "Not used on this item:"));
     if (k === "u" && this.data.flag) return this.consume(e, () => this.setFlag(!this.values.flag, true));
     if (k === "c") return this.consume(e, () => this.root.querySelector(".jl-comment").focus());
+    if (k === "t" && (this.data.turns || []).length) return this.consume(e, () => this.focusTurn());
     if ((k === "ArrowDown" || k === "ArrowUp") && (this.data.criteria || []).length) {
       return this.consume(e, () => {
         const rows = [...this.root.querySelectorAll("[data-criterion]")];
@@ -501,6 +515,14 @@ class RatingForm {
       this.consume(e, () => this.refuseKeys([typed], "No score has the keys"));
     }
     return true;
+  }
+
+  /** Focus the first turn row without a score (the first row when every turn has one). */
+  focusTurn() {
+    const turns = this.data.turns || [];
+    const open = turns.find((t) => this.values.criteria[t.id] === null || this.values.criteria[t.id] === undefined);
+    const row = this.root.querySelector(`[data-criterion="${(open || turns[0]).id}"]`);
+    if (row) row.focus();
   }
 
   /** Act now on a first digit that was waiting for a second one (as if its wait were over). */
@@ -570,6 +592,7 @@ class RatingForm {
     if (go) return this.act(go);
     if (k === "u" && this.data.flag) return this.setFlag(!this.values.flag, true);
     if (k === "c") return this.root.querySelector(".jl-comment").focus();
+    if (k === "t" && (this.data.turns || []).length) return this.focusTurn();
     return this.refuseKeys([k], "Not used on this item:");  // e.g. F on an item not done yet
   }
 
@@ -592,6 +615,12 @@ class RatingForm {
       const names = blank.map((c) => c.name).join(", ");
       return [`Score every criterion first (missing: ${names}), or flag the item.`,
         `[data-criterion="${blank[0].id}"]`];
+    }
+    const open = (d.turns || []).filter((t) => v.criteria[t.id] === null || v.criteria[t.id] === undefined);
+    if (open.length) {
+      const shown = open.slice(0, 8).map((t) => t.turn).join(", ") + (open.length > 8 ? " …" : "");
+      return [`Score every assistant turn first (${open.length} without a score: turn ${shown}; T goes to the first), `
+        + "or flag the item. Nothing you gave is lost.", `[data-criterion="${open[0].id}"]`];
     }
     return null;
   }
@@ -796,6 +825,22 @@ Object.assign(RatingForm.prototype, {
     this.act("goto", place);
   },
 });
+
+/**
+ * Scroll assistant turn ``n`` of the transcript into view and mark it (the page draws each turn's
+ * heading with ``data-jl-turn``); the mark moves with the focused turn row.
+ */
+function showTurn(n) {
+  for (const old of document.querySelectorAll("[data-jl-turn].jl-turn-on")) {
+    old.classList.remove("jl-turn-on");
+    old.style.outline = "";
+  }
+  const head = document.querySelector(`[data-jl-turn="${n}"]`);
+  if (!head) return;
+  head.classList.add("jl-turn-on");
+  head.style.outline = "2px solid var(--st-primary-color, #ff4b4b)";
+  head.scrollIntoView({ block: "nearest" });
+}
 
 /** A count as the rater reads it: 1048576 -> "1,048,576". */
 function num(n) {

@@ -81,6 +81,12 @@ kbd { font: 11px monospace; opacity: 0.7; margin-left: 5px; }
 .jl-guide { font-size: 12.5px; margin: 4px 0 0; }
 .jl-guide summary { cursor: pointer; font-weight: 600; }
 .jl-guide p { white-space: pre-wrap; margin: 4px 0 0; line-height: 1.35; }
+.jl-turns { max-height: 236px; overflow-y: auto; margin: 2px 0 6px; padding-right: 4px; }
+.jl-turns .jl-crit { display: grid; grid-template-columns: 4.2em minmax(0, 1fr); gap: 0 6px; align-items: center; }
+.jl-turns .jl-crit-name { grid-row: 1; grid-column: 1; }
+.jl-turns .jl-options { grid-row: 1; grid-column: 2; }
+.jl-turns .jl-crit-desc { grid-row: 2; grid-column: 1 / -1; margin: 0; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
 """
 
 _FORM = st.components.v2.component(
@@ -91,6 +97,10 @@ _FORM = st.components.v2.component(
 )
 
 Do = Literal["submit", "back", "skip", "forward", "goto"]
+
+#: A turn's score travels among the criteria under this prefix and the turn number (``#turn-3``): a
+#: criterion id starts with a letter or digit (``labeler._rows.ID_PATTERN``), so none is taken for a turn.
+TURN_PREFIX = "#turn-"
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,9 @@ class FormData:
             start with it): one per invite link and page, not the token itself. ``""``
             keeps none. Also names the page's entries in the browser's history.
         position: The item's 1-based place in the rater's queue (the history entry's ``#item-N``).
+        turns: ``(turn, name, opening, current score)`` per assistant turn when the rubric rates
+            each turn (:data:`TURN_PREFIX` + turn is its key among the sent criteria); every
+            turn needs a score, on the criteria's scale, and none follows the overall score.
     """
 
     item: str
@@ -169,6 +182,7 @@ class FormData:
     rev: int = 0
     draft_scope: str = ""
     position: int = 0
+    turns: Sequence[tuple[int, str, str, float | None]] = ()
 
     def payload(self) -> dict[str, Any]:
         """The JSON the browser side reads."""
@@ -182,6 +196,8 @@ class FormData:
             "criteria": [{"id": c, "name": n, "description": d, "value": v}
                          for c, n, d, v in self.criteria],
             "criterion_options": options(self.criterion_options),
+            "turns": [{"id": f"{TURN_PREFIX}{t}", "turn": t, "name": n, "description": d, "value": v}
+                      for t, n, d, v in self.turns],
             "follow": self.follow, "levels_title": self.levels_title,
             "levels": [list(x) for x in self.levels], "pass_rule": self.pass_rule,
             "verdict": dict(self.verdict) if self.verdict is not None else None,
@@ -248,6 +264,19 @@ class Action:
             cut={str(k): int(v) for k, v in cut.items() if isinstance(v, (int, float)) and v > 0}
             if isinstance(cut, Mapping) else {},
         )
+
+
+def split_turns(criteria: Mapping[str, float]) -> tuple[dict[str, float], dict[int, float]]:
+    """The criteria a form sent, and the turn scores travelling among them (see :data:`TURN_PREFIX`).
+
+    Examples:
+        >>> split_turns({"tone": 4.0, "#turn-2": 3.0, "#turn-1": 5.0})
+        ({'tone': 4.0}, {1: 5.0, 2: 3.0})
+    """
+    plain = {k: v for k, v in criteria.items() if not k.startswith(TURN_PREFIX)}
+    turns = {int(k[len(TURN_PREFIX):]): v for k, v in criteria.items()
+             if k.startswith(TURN_PREFIX) and k[len(TURN_PREFIX):].isdigit()}
+    return plain, dict(sorted(turns.items()))
 
 
 def cut_note(action: Action) -> str:
@@ -341,6 +370,7 @@ def rubric_levels(rubric: Rubric) -> tuple[str, list[tuple[str, str]]]:
 
 
 __all__ = [
+    "TURN_PREFIX",
     "Action",
     "FormData",
     "Option",
@@ -352,4 +382,5 @@ __all__ = [
     "rating_form",
     "rubric_levels",
     "score_options",
+    "split_turns",
 ]

@@ -17,7 +17,7 @@ import streamlit as st
 from labeler.blinding import verbatim_html
 from labeler.transcripts import Message, Transcript, TurnMode
 
-__all__ = ["show_transcript"]
+__all__ = ["show_transcript", "turn_openings"]
 
 #: A message longer than this shows its opening and folds the rest.
 FOLD_CHARS = 1200
@@ -32,9 +32,18 @@ def _label(text: str) -> str:
     return _MD.sub(r"\\\1", text.replace("\n", " "))[:200]
 
 
-def _head(role: str, rated: bool) -> str:
+def _head(role: str, rated: bool, turn: int | None = None, of: int = 0) -> str:
+    """A message's heading; ``turn``: its number among ``of`` assistant turns scored one by one.
+
+    A scored turn's heading carries ``data-jl-turn``: the form's turn row finds it by that and
+    scrolls it into view when the rater moves to that row (``_form.js``).
+    """
     title, colour = _ROLE[role]
     mark = " &#9733; rated turn" if rated else ""
+    if turn is not None:
+        mark = f" &#9733; turn {turn} of {of}: score it in the form"
+        return (f'<div data-jl-turn="{turn}" style="border-left: 4px solid {colour}; padding-left: .5rem;'
+                f' margin-top: .6rem"><strong style="color: {colour}">{html.escape(title)}</strong>{mark}</div>')
     return (f'<div style="border-left: 4px solid {colour}; padding-left: .5rem; margin-top: .6rem">'
             f'<strong style="color: {colour}">{html.escape(title)}</strong>{mark}</div>')
 
@@ -51,7 +60,11 @@ def _body(m: Message) -> None:
 def show_transcript(t: Transcript, turn: TurnMode) -> None:
     """Draw ``t`` message by message, the turn ``turn`` names marked."""
     rated = t.rated_turn(turn)
-    if rated is None:
+    numbers = {at: k for k, at in enumerate(t.turns(), start=1)} if turn == "each" else {}
+    if turn == "each":
+        st.caption(f"Rate the whole conversation, and each of its {len(numbers)} assistant turns on its own "
+                   "(the form lists them; T goes to the first without a score).")
+    elif rated is None:
         st.caption("Rate the whole conversation.")
     for i, m in enumerate(t.messages):
         if m.role == "tool":
@@ -59,8 +72,21 @@ def show_transcript(t: Transcript, turn: TurnMode) -> None:
             with st.expander(_label(f"Tool result: {m.name or 'tool'} ({len(m.content):,} characters)")):
                 st.html(verbatim_html(m.content))
             continue
-        st.html(_head(m.role, i == rated))
+        st.html(_head(m.role, i == rated, numbers.get(i), len(numbers)))
         _body(m)
         for c in m.tool_calls:
             with st.expander(_label(f"Tool call: {c.name}")):
                 st.html(verbatim_html(c.arguments))
+
+
+def turn_openings(t: Transcript, chars: int = 70) -> list[str]:
+    """Each assistant turn's opening words (or its tool calls), to name the turn's row in the form.
+
+    ``t`` is the blinded transcript the page shows, so the form repeats nothing the rater cannot read.
+    """
+    out = []
+    for at in t.turns():
+        m = t.messages[at]
+        text = " ".join(m.content.split()) or ", ".join(f"tool call: {c.name}" for c in m.tool_calls) or "(empty)"
+        out.append(text if len(text) <= chars else text[: chars - 1] + "…")
+    return out

@@ -16,11 +16,11 @@ import streamlit as st
 
 from judgelab.admin._incidents import LOAD_FAILED, record
 from judgelab.session import current_rater, rater_store, show_error
-from judgelab.views._form import Action, FormData, rubric_levels, score_options
+from judgelab.views._form import Action, FormData, rubric_levels, score_options, split_turns
 from judgelab.views._queue_page import QueuePage, inert_text, keys_help, read_only_notice
-from judgelab.views._transcript import show_transcript
+from judgelab.views._transcript import show_transcript, turn_openings
 from labeler.errors import JudgelabError, StoreError
-from labeler.queue import choice_keys, format_score, keys_text, scale_choices
+from labeler.queue import QueueItem, choice_keys, format_score, keys_text, scale_choices
 from labeler.store import RaterRole, ScoreView, Screen
 
 AT = "rate_at"  # assignment the rater went back to (None: resume position)
@@ -76,7 +76,16 @@ def _held(store: RaterRole, rater_id: int) -> bool:
     return True
 
 
-def _form_data(view: ScoreView, index: int) -> FormData:
+def _turns(store: RaterRole, rater_id: int, view: ScoreView) -> list[tuple[int, str, str, float | None]]:
+    """The form's turn rows when the rubric rates each turn of a conversation (none otherwise)."""
+    if view.rubric.turn != "each" or view.transcript is None:
+        return []  # an answer that is one text has no turns: its usual scores are all there is
+    now = store.label_turns(rater_id, view.current.label_id) if view.current else {}
+    return [(k, f"Turn {k}", opening, now.get(k))
+            for k, opening in enumerate(turn_openings(view.transcript), start=1)]
+
+
+def _form_data(view: ScoreView, index: int, turns: list[tuple[int, str, str, float | None]]) -> FormData:
     rubric = view.rubric
     choices = scale_choices(rubric.scale)
     keys = choice_keys(choices)
@@ -87,8 +96,10 @@ def _form_data(view: ScoreView, index: int) -> FormData:
         # A declared scale's level labels ("0 = wrong ... 2 = right") are the score levels shown.
         levels = [(format_score(level), words) for level, words in reversed(rubric.scale_spec.labels)]
     shown = keys_text(choices, keys)
+    # The stored turn scores are part of the item key: new scores of an unchanged label redraw the form.
+    stored = "".join(f"t{k}={v:g}" for k, _, _, v in turns if v is not None)
     return FormData(
-        item=f"{view.item.item_id}:{cur.label_id if cur else 'new'}",
+        item=f"{view.item.item_id}:{cur.label_id if cur else 'new'}{stored}",
         title="Rating",
         choice_label="Overall score",
         options=options,
@@ -97,7 +108,9 @@ def _form_data(view: ScoreView, index: int) -> FormData:
         comment_label="Comment (optional)",
         comment=cur.comment if cur else "",
         keys_help=keys_help(f"{shown} overall (untouched criteria follow) · "
-                            "↓ then digits or ←/→ criteria · U flag · C comment", editing=cur is not None),
+                            "↓ then digits or ←/→ criteria" + (" and turns · T first turn without a score" if turns
+                                                               else "") + " · U flag · C comment",
+                            editing=cur is not None),
         editing=cur is not None,
         can_back=index > 0,
         criteria=[(c.criterion_id, c.name, c.description, cur.criteria.get(c.criterion_id) if cur else None)
@@ -113,6 +126,24 @@ def _form_data(view: ScoreView, index: int) -> FormData:
         flag=True,
         flagged=bool(cur and cur.flag_reason),
         reason=(cur.flag_reason or "") if cur else "",
+        turns=turns,
+    )
+
+
+def _write(store: RaterRole, rater_id: int, item: QueueItem, action: Action, by_turn: bool) -> int:
+    """Store the form's label (with its turn scores when ``by_turn``); its id."""
+    criteria, scored = split_turns(action.criteria)
+    overall = None if action.choice is None else float(action.choice)
+    flag = action.reason if action.flag else None
+    # seen: another tab's label since this render is refused, not superseded.
+    if by_turn:  # the label and its turn scores in one unit of work: acknowledged means both are stored
+        return store.add_turn_label(
+            rater_id, item.assignment_id, overall=overall, turns=scored, criteria=criteria,
+            comment=action.comment, flag_reason=flag, seconds=action.seconds, seen=item.done_id,
+        )
+    return store.add_label(
+        rater_id, item.assignment_id, overall=overall, criteria=criteria, comment=action.comment,
+        flag_reason=flag, seconds=action.seconds, seen=item.done_id,
     )
 
 
@@ -173,21 +204,17 @@ def rating_area() -> None:
         if view.masked:
             st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
 
+    turns = _turns(store, rater.rater_id, view)
+
     def write(action: Action) -> int:
-        label_id = store.add_label(
-            rater.rater_id, item.assignment_id,
-            overall=None if action.choice is None else float(action.choice),
-            criteria=action.criteria, comment=action.comment,
-            flag_reason=action.reason if action.flag else None, seconds=action.seconds,
-            seen=item.done_id,  # another tab's label since this render is refused, not superseded
-        )
+        label_id = _write(store, rater.rater_id, item, action, bool(turns))
         said = store.quality_feedback(rater.rater_id, label_id)
         if said:
             st.session_state[FEEDBACK] = said
         return label_id
 
     with right:
-        page.form(index, _form_data(view, index), write,
+        page.form(index, _form_data(view, index, turns), write,
                   saved="Label saved", changed="Label changed")
 
 
