@@ -185,6 +185,7 @@ class PoolAnswer:
         family: The model family that wrote it (``"unknown"`` for dataset pairs).
         model: The model that wrote it.
         from_store: Whether it is an answer stored in the project database.
+        transcript: The conversation it is, as stored (``Transcript.to_json``), when it is one.
     """
 
     answer_id: str
@@ -194,6 +195,7 @@ class PoolAnswer:
     family: str = "unknown"
     model: str = "unknown"
     from_store: bool = False
+    transcript: str | None = None
 
 
 def pool_from_pairs(pairs: list[Pair]) -> list[PoolAnswer]:

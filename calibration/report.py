@@ -262,6 +262,8 @@ def report_tables(report: CalibrationReport) -> dict[str, pd.DataFrame]:
     out["position"] = position_table(report)
     out["formats"] = format_table(report)
     out["rater_model"] = rater_model_table(report)
+    out["turns_position"] = turn_table(report, "position")
+    out["turns_number"] = turn_table(report, "number")
     return out
 
 
@@ -351,10 +353,48 @@ def _not_computed(report: CalibrationReport, prefix: str) -> str:
     return "Not computed: " + "; ".join(reasons) + "." if reasons else "Not computed."
 
 
+def turn_table(report: CalibrationReport, by: str = "position") -> pd.DataFrame:
+    """The per-turn view: one row per turn position (``by="position"``) or turn number (``"number"``)."""
+    rows = report.turns.by_position if by == "position" else report.turns.by_number
+    return pd.DataFrame(
+        [{"turn": r.position, "judge": r.judge_mean, "human": r.human_mean, "judge − human": r.estimate.estimate,
+          "ci_low": r.estimate.ci_low, "ci_high": r.estimate.ci_high, "turns": r.estimate.n,
+          "conversations": r.n_answers} for r in rows],
+        columns=["turn", "judge", "human", "judge − human", "ci_low", "ci_high", "turns", "conversations"])
+
+
+def turn_lines(report: CalibrationReport) -> list[str]:
+    """The per-turn view in plain lines (the CLI's summary); one sentence when there is none."""
+    t = report.turns
+    if not t.by_position and report.rubric.get("turn") != "each":
+        return []  # a rubric that rates one turn (or the whole) has no per-turn view to miss
+    if not t.by_position:
+        return [f"per turn: none ({t.reason})"]
+    lines = [f"per turn ({t.n_turns} turns of {t.n_answers} conversations; judge − human in {t.units}):"]
+    for by in (t.by_position, t.by_number):
+        lines += [f"  {'turn ' if r.position.isdigit() else ''}{r.position}: "
+                  f"{num(r.estimate.estimate, 2, signed=True)} ({ci(r.estimate, 2)}; n = {r.estimate.n} turns, "
+                  f"{r.n_answers} conversations)" for r in by]
+    return lines
+
+
+def _turn_markdown(report: CalibrationReport) -> list[str]:
+    t = report.turns
+    if not t.by_position and report.rubric.get("turn") != "each":
+        return []  # a rubric that rates one turn (or the whole) has no per-turn view to miss
+    lines = ["## Judge minus human, per turn", ""]
+    if not t.by_position:
+        return [*lines, f"No per-turn view: {t.reason}.", ""]
+    for by, title in (("position", "By position"), ("number", "By turn number")):
+        table = _interval_cols(turn_table(report, by), "judge − human", "ci_low", "ci_high", 2, True)
+        lines += [f"### {title}", "", *_md_table(table), ""]
+    return [*lines, f"Judge − human in {t.units}; {t.method}. {t.n_turns} turns of {t.n_answers} conversations.", ""]
+
+
 def render_markdown(report: CalibrationReport) -> str:
     """The report as a markdown document (simulated-label warning first when it applies)."""
     lines: list[str] = []
-    for part in (_header_markdown, _labels_markdown, _residual_markdown, _provenance_markdown,
+    for part in (_header_markdown, _labels_markdown, _residual_markdown, _turn_markdown, _provenance_markdown,
                  _agreement_markdown, _ppi_markdown, _probe_markdown, _format_markdown, _skipped_markdown):
         lines += part(report)
     return "\n".join(lines).rstrip() + "\n"
@@ -805,5 +845,7 @@ __all__ = [
     "report_charts",
     "report_tables",
     "residual_table",
+    "turn_lines",
+    "turn_table",
     "write_report",
 ]

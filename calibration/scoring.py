@@ -16,9 +16,12 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import pandas as pd
+
+from calibration.calibrate import SCORE_TURN_PROBE
 from calibration.datasets import PoolAnswer
 from calibration.judges import Judge
 from calibration.probes import judge_endpoint, judge_kind_of, judge_spec, reference_tasks
@@ -28,19 +31,35 @@ from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.scales import POINTWISE_FORMATS, Format, is_pointwise
 from labeler.store import JudgeRole
+from labeler.transcripts import Transcript, render
 
 __all__ = [
     "SCORE_PROBE",
+    "TURN_INSTRUCTION",
     "ScoreRunResult",
     "ascore_answers",
     "choose_answers",
     "plan_scores",
+    "plan_turns",
     "score_answers",
     "score_formats",
 ]
 
 SCORE_PROBE = "score"
 """The ``probe`` a scoring run's judgements are recorded under (``arm`` is the format)."""
+
+
+TURN_INSTRUCTION = (
+    "This call rates one assistant turn: the last assistant turn of the conversation shown. What comes "
+    "before it is its context; score that turn alone against the rubric."
+)
+"""Added to the rubric's instructions in a turn's own call (rubric ``turn = "each"``).
+
+The built-in prompt shows the conversation up to the turn and nothing says which part is rated;
+this says it, in the rubric text every prompt shows. It also keeps the last turn's call apart
+from the conversation's own call, whose request would otherwise be the same (and be answered
+from the cache with the whole conversation's score).
+"""
 
 
 def choose_answers(
@@ -82,7 +101,8 @@ def choose_answers(
     prompts = dict(zip(tasks["task_id"], tasks["prompt"], strict=True))
     answers = [
         PoolAnswer(str(r.answer_id), str(r.task_id), str(prompts[r.task_id]), str(r.text),
-                   str(r.family), str(r.model), from_store=True)
+                   str(r.family), str(r.model), from_store=True,
+                   transcript=None if pd.isna(r.transcript) else str(r.transcript))
         for r in frame.itertuples(index=False)
     ]
     return answers, what
@@ -125,8 +145,12 @@ def score_formats(judge: Judge, rubric: Rubric, formats: str | Sequence[str] | N
 
 
 def plan_scores(answers: Sequence[PoolAnswer], formats: Sequence[Format], rubric: Rubric) -> list[PlannedCall]:
-    """One pointwise call per answer and format (call ids ``score/<answer id>/<format>``)."""
-    return [
+    """One pointwise call per answer and format (call ids ``score/<answer id>/<format>``).
+
+    Under a rubric with ``turn = "each"`` a conversation also gets one call per assistant turn and
+    format (:func:`plan_turns`); the answer's own call rates the whole conversation.
+    """
+    calls = [
         PlannedCall(
             call_id=f"{SCORE_PROBE}/{a.answer_id}/{fmt}",
             kind="pointwise",
@@ -144,6 +168,36 @@ def plan_scores(answers: Sequence[PoolAnswer], formats: Sequence[Format], rubric
         for trial, a in enumerate(answers)
         for fmt in formats
     ]
+    return calls + plan_turns(answers, formats, rubric) if rubric.turn == "each" else calls
+
+
+def plan_turns(answers: Sequence[PoolAnswer], formats: Sequence[Format], rubric: Rubric) -> list[PlannedCall]:
+    """One pointwise call per assistant turn of each conversation and format (rubric ``turn = "each"``).
+
+    One judgement per turn rather than one call returning a list of scores: each reply is read by
+    the same verdict rule as any other, so a reply that does not parse is one turn's parse
+    failure (counted, never a score) and cannot shift the scores of the other turns. The call
+    shows the conversation up to and including its turn (``{conversation}``; nothing said later
+    can sway the turn's score) and that turn as ``{turn}`` (the call's rubric rates the ``last``
+    turn of what it shows). Call ids ``score-turn/<answer id>/<format>/<turn>``; ``meta`` holds
+    ``turn`` and ``n_turns``. An answer that is one text has no turns and gets no such call.
+    """
+    instructions = f"{rubric.instructions.rstrip()}\n\n{TURN_INSTRUCTION}".lstrip()
+    one_turn = replace(rubric, turn="last", instructions=instructions)
+    calls = []
+    for trial, a in enumerate(answers):
+        if a.transcript is None:
+            continue
+        t = Transcript.from_json(a.transcript)
+        n_turns = len(t.turns())
+        for k in range(1, n_turns + 1):
+            shown = render(t.up_to(k))
+            calls += [PlannedCall(
+                call_id=f"{SCORE_TURN_PROBE}/{a.answer_id}/{fmt}/{k}", kind="pointwise", format=fmt,
+                prompt=a.prompt, answer=shown, probe=SCORE_TURN_PROBE, arm=fmt, trial=trial, task_id=a.task_id,
+                answer_id=a.answer_id, meta={"family": a.family, "turn": k, "n_turns": n_turns}, rubric=one_turn,
+            ) for fmt in formats]
+    return calls
 
 
 @dataclass(frozen=True)

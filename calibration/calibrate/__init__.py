@@ -56,6 +56,7 @@ from calibration.calibrate._formats import Reference, format_rows
 from calibration.calibrate._load import CalibrationData, load_calibration_data
 from calibration.calibrate._model import (
     HUMAN_SCORE_RULES,
+    SCORE_TURN_PROBE,
     CalibrationReport,
     DesignNote,
     FamilyResidual,
@@ -69,6 +70,8 @@ from calibration.calibrate._model import (
     ReportOptions,
     ResidualSection,
     SelfPreferenceGap,
+    TurnRow,
+    TurnSection,
     VariantGap,
     jsonable,
 )
@@ -77,6 +80,7 @@ from calibration.calibrate._scalemap import ScaleMap, apply_scale_map, parse_sca
 
 __all__ = [
     "HUMAN_SCORE_RULES",
+    "SCORE_TURN_PROBE",
     "CalibrationData",
     "CalibrationReport",
     "DesignNote",
@@ -93,6 +97,8 @@ __all__ = [
     "ResidualSection",
     "ScaleMap",
     "SelfPreferenceGap",
+    "TurnRow",
+    "TurnSection",
     "VariantGap",
     "apply_scale_map",
     "build_report",

@@ -28,10 +28,12 @@ from calibration.calibrate._model import (
     ProbeSection,
     ReportOptions,
     ResidualSection,
+    TurnSection,
 )
 from calibration.calibrate._probes import probe_section
 from calibration.calibrate._rater_model import fit_rater_models
 from calibration.calibrate._scalemap import apply_scale_map, parse_scale_map
+from calibration.calibrate._turns import turn_section
 from calibration.stats import Estimate, ProvenanceNote, RaterScope, ResidualScale, provenance_note
 from labeler.errors import InputError
 from labeler.scales import is_pointwise
@@ -154,7 +156,7 @@ def build_report(
         judge_family=data.judge_family,
         judge_endpoint=(data.run.get("params") or {}).get("judge_endpoint"),
         rubric={"rubric_id": rubric.rubric_id, "version": rubric.version, "scale": rubric.scale,
-                "name": rubric.name},
+                "name": rubric.name, "turn": rubric.turn},
         judge_format=data.judge_format,
         human_rule=human_rule,
         labels=data.label_summary,
@@ -177,6 +179,7 @@ def build_report(
         interval=interval,
         rater_models=models,
         rater_names=_rater_names(data) if models else {},
+        turns=sections.turns,
     )
 
 
@@ -200,6 +203,7 @@ class _Sections:
     ppi: list[PPIRow] = field(default_factory=list)
     probes: ProbeSection = field(default_factory=ProbeSection)
     formats: list[FormatRow] = field(default_factory=list)
+    turns: TurnSection = field(default_factory=TurnSection)
     skipped: list[str] = field(default_factory=list)
 
 
@@ -247,6 +251,13 @@ def _formats(inputs: _Inputs, sections: _Sections) -> list[str]:
     return reasons
 
 
+def _turns(inputs: _Inputs, sections: _Sections) -> list[str]:
+    sections.turns = turn_section(inputs.data, inputs.opts)
+    # A rubric that rates no turn one by one has no per-turn view to miss: not listed as skipped.
+    return [f"per-turn view: {sections.turns.reason}"] if inputs.data.rubric.turn == "each" and \
+        sections.turns.reason else []
+
+
 _SECTIONS: tuple[tuple[str, Callable[[_Inputs, _Sections], list[str]]], ...] = (
     ("residuals (pass)", partial(_residuals, scale="pass")),
     ("residuals (score)", partial(_residuals, scale="score")),
@@ -255,6 +266,7 @@ _SECTIONS: tuple[tuple[str, Callable[[_Inputs, _Sections], list[str]]], ...] = (
     ("PPI", _ppi),
     ("probes", _probes),
     ("format diagnostics", _formats),
+    ("per-turn view", _turns),
 )
 """The report's sections in order: the name a skipped section is listed under, and its step."""
 

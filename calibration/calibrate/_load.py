@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from calibration.active import ActiveData, load_active
-from calibration.calibrate._model import HumanScoreRule, LabelSummary
+from calibration.calibrate._model import SCORE_TURN_PROBE, HumanScoreRule, LabelSummary
 from calibration.spec import recorded_provenance
 from labeler.errors import InputError
 from labeler.models import Rubric
@@ -25,6 +25,8 @@ from labeler.scales import is_pointwise
 from labeler.store import AnalystRole
 
 _NAN = float("nan")
+_TURN_JUDGEMENT_COLUMNS = ["answer_id", "task_id", "turn", "n_turns", "format", "value", "judgement_id"]
+_TURN_LABEL_COLUMNS = ["answer_id", "task_id", "rater_id", "turn", "score"]
 _LABEL_COLUMNS = ["answer_id", "task_id", "family", "variant", "rater_id", "rater_name", "overall", "pass",
                   "simulated", "source", "n_raters"]
 
@@ -65,6 +67,11 @@ class CalibrationData:
             (:func:`calibration.calibrate.apply_scale_map`); ``None``: read as they are.
         annotator_means: ``(rater_id, answer_id)`` of the labels that are already the mean of
             several people (imported with ``n_raters`` above 1): a human score, not one rater's.
+        turn_judgements: The run's parsed per-turn judgements (rubric ``turn = "each"``):
+            ``answer_id, task_id, turn, n_turns, format, value, judgement_id``; they are not
+            among ``pointwise``, so nothing item-level reads them.
+        turn_labels: The raters' turn scores of the current labels in ``labels``:
+            ``answer_id, task_id, rater_id, turn, score``.
     """
 
     run: dict[str, Any]
@@ -84,6 +91,8 @@ class CalibrationData:
     active: ActiveData | None = None
     scale_note: str | None = None
     annotator_means: frozenset[tuple[int, str]] = frozenset()
+    turn_judgements: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_TURN_JUDGEMENT_COLUMNS))
+    turn_labels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_TURN_LABEL_COLUMNS))
 
     @property
     def run_id(self) -> str:
@@ -158,6 +167,10 @@ def load_calibration_data(store: AnalystRole, run_id: str | None = None) -> Cali
     pair = store.run_rows(run_id, "pairwise")
     n_errors = int((point["status"] == "error").sum() + (pair["status"] == "error").sum())
     point = point[point["status"] != "error"].reset_index(drop=True)
+    # A turn's judgement is no judgement of the answer: the per-turn view alone reads it.
+    by_turn = (point["probe"] == SCORE_TURN_PROBE).to_numpy(dtype=bool)
+    turn_judgements = _turn_judgements(point[by_turn])
+    point = point[~by_turn].reset_index(drop=True)
     pair = pair[pair["status"] != "error"].reset_index(drop=True)
     point = _join_answer(point, info, "answer_id", "")
     point["in_pool"] = isin(point["answer_id"], info.index)
@@ -186,6 +199,7 @@ def load_calibration_data(store: AnalystRole, run_id: str | None = None) -> Cali
     labels["n_raters"] = people.fillna(1).astype(int)
     means = labels[labels["n_raters"] > 1]
     annotator_means = frozenset(zip(means["rater_id"].astype(int), means["answer_id"].astype(str), strict=True))
+    turn_labels = _turn_labels(store, labels)
     labels = labels[_LABEL_COLUMNS]
     adjudicated, n_revealed = _adjudicated(store, rubric)
     summary = LabelSummary(
@@ -233,6 +247,8 @@ def load_calibration_data(store: AnalystRole, run_id: str | None = None) -> Cali
         adjudicated=adjudicated,
         active=active,
         annotator_means=annotator_means,
+        turn_judgements=turn_judgements,
+        turn_labels=turn_labels,
     )
 
 
@@ -266,6 +282,29 @@ def _adjudicated(store: AnalystRole, rubric: Rubric) -> tuple[pd.DataFrame, int]
            .sort_values("answer_id").reset_index(drop=True))
     revealed = int(raw["revealed"].astype("boolean").fillna(False).sum()) if "revealed" in raw else 0
     return raw[_LABEL_COLUMNS], revealed
+
+
+def _turn_judgements(rows: pd.DataFrame) -> pd.DataFrame:
+    """The parsed per-turn judgements, with each one's turn and its conversation's number of turns."""
+    parsed = rows[rows["status"] == "parsed"]
+    meta = list(parsed["meta"])
+    return pd.DataFrame({
+        "answer_id": parsed["answer_id"].astype(str).to_numpy(), "task_id": parsed["task_id"].to_numpy(),
+        "turn": [int(m.get("turn", 0)) for m in meta], "n_turns": [int(m.get("n_turns", 0)) for m in meta],
+        "format": parsed["format"].to_numpy(), "value": parsed["value"].astype(float).to_numpy(),
+        "judgement_id": parsed["judgement_id"].to_numpy(),
+    }, columns=_TURN_JUDGEMENT_COLUMNS)
+
+
+def _turn_labels(store: AnalystRole, labels: pd.DataFrame) -> pd.DataFrame:
+    """The turn scores of the raters' current labels (the ones the report counts)."""
+    if labels.empty or "label_id" not in labels:
+        return pd.DataFrame(columns=_TURN_LABEL_COLUMNS)
+    scores = store.turn_scores(int(i) for i in labels["label_id"])
+    if scores.empty:
+        return pd.DataFrame(columns=_TURN_LABEL_COLUMNS)
+    merged = scores.merge(labels[["label_id", "answer_id", "task_id", "rater_id"]], on="label_id")
+    return merged[_TURN_LABEL_COLUMNS].reset_index(drop=True)
 
 
 def _opt_int(value: Any) -> int | None:

@@ -616,6 +616,69 @@ class ProbeSection:
         }
 
 
+
+SCORE_TURN_PROBE = "score-turn"
+"""The ``probe`` of a scoring run's per-turn judgements (rubric ``turn = "each"``): one call per
+assistant turn, ``meta`` holding ``turn`` and ``n_turns``. The item-level residuals never read them."""
+
+TurnPosition = Literal["first", "middle", "last"]
+"""Where a turn sits in its conversation: a conversation with one assistant turn has only a last one."""
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    """Judge minus human on the turns at one position (or with one number).
+
+    Attributes:
+        position: ``first``, ``middle`` or ``last``, or the turn's number (``"1"``, ``"2"``...).
+        judge_mean: The judge's mean turn score there.
+        human_mean: The humans' mean turn score there (each turn's raters averaged first).
+        estimate: Judge minus human (mean over turns), with its interval, ``n`` (turns) and units.
+        n_answers: The conversations those turns come from (the bootstrap's clusters).
+    """
+
+    position: str
+    judge_mean: float
+    human_mean: float
+    estimate: Estimate
+    n_answers: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {"position": self.position, "judge_mean": self.judge_mean, "human_mean": self.human_mean,
+                "n_answers": self.n_answers, **self.estimate.to_dict()}
+
+
+@dataclass(frozen=True)
+class TurnSection:
+    """The per-turn view: where in a conversation the judge departs from people.
+
+    Attributes:
+        by_position: One row per position (first, middle, last) that has turns.
+        by_number: One row per turn number (turn 1, 2, ...).
+        n_turns: Turns with both a judge score and a human score.
+        n_answers: Conversations they come from.
+        units: What the differences are in (judge scale points).
+        method: How the intervals were computed.
+        reason: Why there is no view (no per-turn labels, no per-turn judgements...); ``""`` when there is.
+    """
+
+    by_position: tuple[TurnRow, ...] = ()
+    by_number: tuple[TurnRow, ...] = ()
+    n_turns: int = 0
+    n_answers: int = 0
+    units: str = ""
+    method: str = ""
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {"by_position": [r.to_dict() for r in self.by_position],
+                "by_number": [r.to_dict() for r in self.by_number], "n_turns": self.n_turns,
+                "n_answers": self.n_answers, "units": self.units, "method": self.method,
+                "reason": self.reason or None}
+
+
 @dataclass(frozen=True)
 class CalibrationReport:
     """The calibration report of one judge run (see the module docstring for its choices).
@@ -651,6 +714,8 @@ class CalibrationReport:
         rater_names: The display name of each rater id in ``rater_models``.
         judge_endpoint: The judge's provider and endpoint host (``"openai at
             api.openai.com"``), when the run recorded it.
+        turns: The per-turn view (rubric ``turn = "each"``): judge minus human by turn position;
+            its ``reason`` says why it is empty.
     """
 
     run_id: str
@@ -680,6 +745,7 @@ class CalibrationReport:
     rater_models: Mapping[str, RaterModel] = field(default_factory=dict)
     rater_names: Mapping[str, str] = field(default_factory=dict)
     judge_endpoint: str | None = None
+    turns: TurnSection = field(default_factory=TurnSection)
 
     @property
     def simulated(self) -> bool:
@@ -795,6 +861,7 @@ class CalibrationReport:
             "ppi": [p.to_dict() for p in self.ppi],
             "probes": self.probes.to_dict(),
             "formats": [f.to_dict() for f in self.formats],
+            "turns": self.turns.to_dict(),
             "skipped": list(self.skipped),
             "n_errors": self.n_errors,
             "seed": self.seed,

@@ -23,7 +23,7 @@ from calibration.calibrate import (
     load_calibration_data,
 )
 from calibration.numbers import estimate, num, pct
-from calibration.report import render_json, write_report
+from calibration.report import render_json, turn_lines, write_report
 from judgelab.cli._util import db_option, echo_json, json_option, png_option
 from labeler.store import Store
 
@@ -139,6 +139,7 @@ def calibrate_command(
             click.echo(f"  kappa {k.what} ({k.result.weights or 'unweighted'}; humans' majority, a tie goes to the "
                        f"lower category, {k.ties_to_lower} tied): {estimate(k.result.kappa, 3)} "
                        f"[{_how(str(x.get('interval', '')), x.get('unreliable'))}]")
+    click.echo("".join(f"  {line}\n" for line in turn_lines(report)), nl=False)  # nothing unless turn = "each"
     if report.probes.comparison is not None:
         click.echo(f"  rubric change: {report.probes.comparison.verdict}")
     for note in report.notes:

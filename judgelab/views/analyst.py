@@ -102,6 +102,16 @@ for scale in report.residuals:
                  "Overall score (scale points)" if units == "judge scale points" else f"Overall score ({units})")
     _table(f"residuals_{scale}")
 
+if report.rubric.get("turn") == "each" or report.turns.by_position:
+    st.header("Judge minus human, per turn")
+    if report.turns.by_position:
+        st.caption(f"Judge − human in {report.turns.units}; {report.turns.method}. {report.turns.n_turns} turns of "
+                   f"{report.turns.n_answers} conversations.")
+        _table("turns_position")
+        _table("turns_number")
+    else:
+        st.info(f"No per-turn view: {report.turns.reason}.")
+
 st.header("Provenance audit")
 _table("provenance")
 if report.provenance is not None:
