@@ -168,6 +168,24 @@ def _criteria(ck: Checker, i: int, rubric: Rubric, lo: float, hi: float) -> dict
     return out
 
 
+def _turns(ck: Checker, i: int, rubric: Rubric, lo: float, hi: float) -> dict[int, float]:
+    """A label's ``turns`` cell: turn number -> score on the rubric's scale (empty when there is none)."""
+    found = ck.json_object(i, "turns") if ck.has("turns") else None
+    out: dict[int, float] = {}
+    for key, value in (found or {}).items():
+        if not key.isdigit() or int(key) < 1 or isinstance(value, bool) or not isinstance(value, int | float) \
+                or not lo <= float(value) <= hi:
+            raise ck.fail(f"turn {key!r}: {value!r} is not a turn number with a score on the {rubric.scale} scale",
+                          row=i, column="turns",
+                          fix=f'write {{"1": <score>, "2": <score>, ...}} with scores from {lo:g} to {hi:g}.')
+        out[int(key)] = float(value)
+    if out and rubric.turn != "each":
+        raise ck.fail(f"has turn scores, but rubric {rubric.rubric_id!r} v{rubric.version} rates turn = "
+                      f"{rubric.turn!r}, not each turn", row=i, column="turns",
+                      fix='label under a rubric with turn = "each", or leave the turns column out.')
+    return dict(sorted(out.items()))
+
+
 def parse_labels(rows: Rows, *, rubric_of: RubricLookup) -> list[ImportedLabel]:
     """Human labels: rater, answer_id, score and/or pass, criteria, and their history.
 
@@ -203,7 +221,7 @@ def parse_labels(rows: Rows, *, rubric_of: RubricLookup) -> list[ImportedLabel]:
             answer_id, rec.rater, score, passed, _criteria(ck, i, rubric, lo, hi),
             ck.free_text(i, "comment") or "", flag, rec.seconds, rec.created_at,
             (rubric.rubric_id, rubric.version), rec.source, rec.ref, rec.supersedes, n_raters,
-            published if published != score else None,
+            published if published != score else None, _turns(ck, i, rubric, lo, hi),
         ))
         common.append(rec)
         groups.append((rec.rater, answer_id, rubric.rubric_id, rubric.version))

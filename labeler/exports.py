@@ -86,6 +86,11 @@ def _labels(store: ImportExportRole) -> pd.DataFrame:
     order = _criterion_order(store, scores)
     for cid in order:
         out[f"criterion:{cid}"] = pd.array([s.get(cid) for s in scores], dtype="Float64")
+    # A label's current score per assistant turn (rubric turn = "each"), as a JSON object by turn number.
+    by_label: dict[int, dict[str, float]] = {}
+    for label_id, turn, score in store.turn_scores(int(i) for i in raw["label_id"]).itertuples(index=False):
+        by_label.setdefault(int(label_id), {})[str(int(turn))] = float(score)
+    out["turns"] = [json.dumps(by_label[int(i)]) if int(i) in by_label else None for i in raw["label_id"]]
     return out.drop(columns=["criteria"])
 
 

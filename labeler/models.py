@@ -199,6 +199,8 @@ class ImportedLabel:
         n_raters: How many people ``overall`` is the mean of (``None``: one person's label).
         published: The score as the file wrote it when that was a rounded mean of ``n_raters``
             people (``1.667``; ``overall`` then holds the exact mean, 5/3), else ``None``.
+        turns: Turn number -> score, for a conversation labelled under a rubric that rates each
+            turn (empty: none).
     """
 
     answer_id: str
@@ -216,6 +218,7 @@ class ImportedLabel:
     supersedes: int | None = None
     n_raters: int | None = None
     published: float | None = None
+    turns: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -217,6 +217,9 @@ _LABELS = Schema(
                "(default: one person's label)", "1 or more"),
         Column("pass", "yes/no", "score or pass (or flag_reason)", "the pass verdict (default: the rubric's "
                "rule applied to `score`)", "true/false, yes/no, pass/fail, 1/0"),
+        Column("turns", "JSON object", "no", "a conversation's score per assistant turn, under a rubric with "
+               "`turn = \"each\"` (turn 1 is the first assistant turn)", "`{\"1\": 4, \"2\": 5}`, scores on "
+               "the rubric's scale"),
         Column("comment", "text", "no", "the rater's comment"),
         Column("flag_reason", "text", "no", "set when the rater flagged the item unrateable (why, in words); "
                "such a label may have no score"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labeler.errors import ConflictError
 from labeler.exports import EXPORT_FORMATS, export_table, rubric_toml, table_bytes
 from labeler.importers import import_file, parse_rubric
 from labeler.models import (
@@ -37,6 +39,7 @@ from labeler.models import (
 from labeler.scales import FORMAT_SPECS, FORMATS
 from labeler.schemas import SCHEMAS, DataKind
 from labeler.store import Store, release_all
+from labeler.transcripts import parse_messages, render
 
 RUBRIC = Rubric("r1", 1, "Rubric", "likert5", "4 or 5", (Criterion("acc", "A", "d"), Criterion("tone", "T", "d")),
                 pass_threshold=4.0)
@@ -47,6 +50,11 @@ ANSWERS += [Answer(f"t{i}-a~padded", f"t{i}", "fama", "ma", f"a longer answer to
                    f"t{i}-a") for i in range(3)]
 PAIRS = [Pair(f"P{i}", f"question {i}", f"first answer {i}", f"second answer {i}", gold) for i, gold in
          enumerate(["A", "B", "tie", None])]
+# A conversation, and a rubric scoring each of its turns (labels carry turn scores under it).
+EACH = replace(RUBRIC, rubric_id="r-each", turn="each")
+CONVERSATION = parse_messages([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "one"},
+                               {"role": "user", "content": "and?"}, {"role": "assistant", "content": "two"}])
+ANSWERS.append(Answer("t0-conv", "t0", "famc", "mc", render(CONVERSATION), transcript=CONVERSATION))
 ANSWER_IDS = [a.answer_id for a in ANSWERS]
 
 SETTINGS = settings(max_examples=8, deadline=None, derandomize=True, database=None,
@@ -66,6 +74,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database with the rubric, the answers and the pairs every round trip shares."""
     path = tmp_path_factory.mktemp("template") / "template.duckdb"
     store = Store(path)
+    store.add_rubric(EACH)  # first: RUBRIC stays the newest, the one a label naming none is read under
     store.add_rubric(RUBRIC)
     store.add_pool(TASKS, ANSWERS)
     store.add_pairs(PAIRS)
@@ -281,6 +290,31 @@ def pair_sets(draw: st.DrawFn) -> list[Pair]:
 @given(labels=label_chains())
 def test_labels_round_trip(copies: Copies, labels: list[ImportedLabel]) -> None:
     round_trip(copies, "labels", lambda s: s.add_imported_labels(labels))
+
+
+def test_labels_with_turn_scores_round_trip(copies: Copies) -> None:
+    each = ("r-each", 1)
+    labels = [
+        ImportedLabel("t0-conv", "ann", 4.0, True, {"acc": 4.0, "tone": 3.0}, rubric=each, ref=1,
+                      turns={1: 5.0, 2: 3.0}),
+        # An edit: the new label has turn scores of its own; the old one's stay its history.
+        ImportedLabel("t0-conv", "ann", 3.0, False, {"acc": 3.0, "tone": 3.0}, rubric=each, ref=2, supersedes=1,
+                      turns={1: 4.0, 2: 2.0}),
+        ImportedLabel("t0-conv", "bob", None, None, flag_reason="cut off", rubric=each, ref=3),
+        ImportedLabel("t0-a", "cy", 4.0, True, {"acc": 4.0, "tone": 4.0}, rubric=("r1", 1), ref=4),  # no turns
+    ]
+    round_trip(copies, "labels", lambda s: s.add_imported_labels(labels))
+    source = copies.new()
+    source.add_imported_labels(labels)
+    exported = export_table(source, "labels")
+    assert [None if pd.isna(t) else t for t in exported["turns"]] == [
+        '{"1": 5.0, "2": 3.0}', '{"1": 4.0, "2": 2.0}', None, None]
+    current = source.human_labels("r-each", 1)
+    assert sorted(source.turn_scores(current["label_id"])["score"]) == [2.0, 4.0]
+    # The same label with other turn scores is another label: refused, not merged.
+    changed = [replace(labels[0], turns={1: 1.0, 2: 3.0})]
+    with pytest.raises(ConflictError, match="already has a different imported label"):
+        source.add_imported_labels(changed)
 
 
 @SETTINGS

@@ -175,7 +175,8 @@ class ImportMixin(RaterMixin, PoolMixin):
         incoming = [
             Incoming(lab.ref, lab.supersedes, (lab.rater, lab.answer_id, *(lab.rubric or rubric or (None, None))),
                      (_opt_float(lab.overall), lab.passed, criteria_key(lab.criteria), lab.comment or "",
-                      _opt_text(lab.flag_reason), lab.n_raters), lab.source or source)
+                      _opt_text(lab.flag_reason), lab.n_raters, tuple(sorted(lab.turns.items()))),
+                     lab.source or source)
             for lab in labels
         ]
         what = "label"
@@ -195,29 +196,38 @@ class ImportMixin(RaterMixin, PoolMixin):
                 scores[key] = criteria_key(json.loads(key))
             return scores[key]
 
+        # Per-turn scores (labeler.store._turns) are part of a label's content; imported here, not at
+        # the top, because that module builds on this one.
+        from labeler.store._turns import current_turns, insert_turns
+
         with self.connection() as con:
+            found = con.execute(
+                "SELECT label_id, supersedes, source, rater_name, answer_id, rubric_id, rubric_version, overall,"
+                " passed, criteria, comment, flag_reason, n_raters FROM labels"
+                " WHERE answer_id IN (SELECT unnest(?))",
+                [sorted({lab.answer_id for lab in labels})],
+            ).fetchall()
+            turns = current_turns(con, [int(r[0]) for r in found]) if any(lab.turns for lab in labels) else {}
             stored = [
                 Stored(int(r[0]), r[1], (r[3], r[4], r[5], r[6]),
                        (_opt_float(r[7]), r[8], stored_scores(r[9]), r[10] or "", _opt_text(r[11]),
-                        None if r[12] is None else int(r[12])), str(r[2]))
-                for r in con.execute(
-                    "SELECT label_id, supersedes, source, rater_name, answer_id, rubric_id, rubric_version, overall,"
-                    " passed, criteria, comment, flag_reason, n_raters FROM labels"
-                    " WHERE answer_id IN (SELECT unnest(?))",
-                    [sorted({lab.answer_id for lab in labels})],
-                ).fetchall()
+                        None if r[12] is None else int(r[12]), tuple(sorted(turns.get(int(r[0]), {}).items()))),
+                       str(r[2]))
+                for r in found
             ]
             planned, unchanged = self._plan(incoming, stored, conflict, what, source_file)
             raters = self._raters_by_source(con, [(labels[p.record].rater, incoming[p.record].source)
                                                   for p in planned])
             now = self._now(con)
-            rows = []
+            rows, new_turns = [], []
             for p, (new_id, parent) in zip(planned, self._new_ids(con, "seq_label", planned), strict=True):
                 lab, rec = labels[p.record], incoming[p.record]
                 rows.append([new_id, raters[lab.rater], lab.rater, lab.answer_id, rec.content[0], rec.content[1],
                              criteria_json(lab.criteria), rec.content[3], rec.source, rec.group[2], rec.group[3],
                              rec.content[4], lab.seconds, parent, lab.created_at or now, lab.n_raters])
+                new_turns += [(new_id, turn, score) for turn, score in sorted(lab.turns.items())]
             insert_rows(con, "labels", ("label_id", *_LABEL_COLUMNS), rows)
+            insert_turns(con, new_turns)
         return ImportSummary(added={"labels": len(planned)}, unchanged={"labels": unchanged})
 
     @staticmethod

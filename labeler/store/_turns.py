@@ -27,7 +27,7 @@ from labeler.scales import format_range
 from labeler.store._labels import LabelMixin, Seen
 from labeler.transcripts import Transcript
 
-__all__ = ["TurnMixin", "turn_count"]
+__all__ = ["TurnMixin", "current_turns", "insert_turns", "turn_count"]
 
 # The current score per (label, turn): no newer row of the same label and turn.
 _CURRENT_TURNS = (
@@ -102,14 +102,10 @@ class TurnMixin(LabelMixin):
             )
             if label_id == before and before is not None:
                 # The label is unchanged: only new turn scores make a write (of the same label).
-                if _current(con, [label_id]).get(label_id, {}) == given:
+                if current_turns(con, [label_id]).get(label_id, {}) == given:
                     return label_id
                 ctx.refuse_if_stale()
-            if given:
-                con.executemany(
-                    "INSERT INTO turn_scores (label_id, turn, score) VALUES (?, ?, ?)",
-                    [(label_id, turn, score) for turn, score in sorted(given.items())],
-                )
+            insert_turns(con, [(label_id, turn, score) for turn, score in sorted(given.items())])
         return label_id
 
     def label_turns(self, rater_id: int, label_id: int) -> dict[int, float]:
@@ -122,7 +118,7 @@ class TurnMixin(LabelMixin):
             owner = con.execute("SELECT rater_id FROM labels WHERE label_id = ?", [int(label_id)]).fetchone()
             if owner is None or int(owner[0]) != int(rater_id):
                 raise AccessError("that label is not yours.")
-            return _current(con, [int(label_id)]).get(int(label_id), {})
+            return current_turns(con, [int(label_id)]).get(int(label_id), {})
 
     def turn_scores(self, label_ids: Iterable[int] | None = None) -> pd.DataFrame:
         """The current turn scores of labels: ``label_id, turn, score`` (every label's when ``None``).
@@ -159,20 +155,27 @@ class TurnMixin(LabelMixin):
             if missing:
                 raise InputError(f"turn scores name label {missing[0]}, which is not stored",
                                  fix="import the labels first.")
-            now = _current(con, sorted(wanted))
+            now = current_turns(con, sorted(wanted))
             rows = [(label_id, turn, score) for label_id, turns in sorted(wanted.items())
                     if now.get(label_id, {}) != turns for turn, score in sorted(turns.items())]
-            if rows:
-                con.executemany("INSERT INTO turn_scores (label_id, turn, score) VALUES (?, ?, ?)", rows)
+            insert_turns(con, rows)
         return len(rows)
 
 
-def _current(con: duckdb.DuckDBPyConnection, label_ids: list[int]) -> dict[int, dict[int, float]]:
-    """The current turn scores per label, read in one statement."""
+def current_turns(con: duckdb.DuckDBPyConnection, label_ids: list[int]) -> dict[int, dict[int, float]]:
+    """The current turn scores per label, read in one statement (labels without any are absent)."""
+    if not label_ids:
+        return {}
     out: dict[int, dict[int, float]] = {}
     for label_id, turn, score in con.execute(_CURRENT_TURNS, [label_ids]).fetchall():
         out.setdefault(int(label_id), {})[int(turn)] = float(score)
     return out
+
+
+def insert_turns(con: duckdb.DuckDBPyConnection, rows: list[tuple[int, int, float]]) -> None:
+    """Append ``(label_id, turn, score)`` rows, in one statement per unit of work."""
+    if rows:
+        con.executemany("INSERT INTO turn_scores (label_id, turn, score) VALUES (?, ?, ?)", rows)
 
 
 def _check_turns(rubric: Rubric, turns: Mapping[int, float], n_turns: int, *, flagged: bool) -> None:
