@@ -128,3 +128,32 @@ def test_a_rubric_reads_turn_each_and_an_unknown_turn_names_the_file_and_the_fix
         parse_rubric(bad)
     said = str(err.value)
     assert "every.toml" in said and "'every'" in said and 'turn = "each"' in said
+
+
+def test_a_labels_file_s_turns_are_read_and_refused_when_they_cannot_be(tmp_path: Path) -> None:
+    from labeler.importers import import_file
+
+    store = Store(tmp_path / "p.duckdb")
+    seed(store)
+    good = tmp_path / "labels.csv"
+    good.write_text('answer_id,rater,score,turns\nconv,zed,4,"{""1"": 5, ""2"": 3, ""3"": 4}"\n')
+    import_file(store, "labels", good)
+    (label_id,) = store.query("SELECT label_id FROM labels WHERE rater_name = 'zed'")["label_id"]
+    assert store.turn_scores([int(label_id)])["score"].tolist() == [5.0, 3.0, 4.0]
+    bad = tmp_path / "bad.csv"
+    bad.write_text('answer_id,rater,score,turns\nconv,yan,4,"{""1"": 9}"\n')
+    with pytest.raises(InputError) as err:
+        import_file(store, "labels", bad)
+    assert "bad.csv" in str(err.value) and "turns" in str(err.value) and "from 1 to 5" in str(err.value)
+    plain = tmp_path / "plain.toml"
+    plain.write_text((DATA / "rubric.toml").read_text().replace('id = "support-reply"', 'id = "one-turn"', 1))
+    store.add_rubric(parse_rubric(plain))
+    last = tmp_path / "last.csv"
+    last.write_text('answer_id,rater,score,rubric_id,rubric_version,turns\nconv,xi,4,one-turn,1,"{""1"": 4}"\n')
+    with pytest.raises(InputError, match="rates turn = 'last', not each turn"):
+        import_file(store, "labels", last)
+    beyond = tmp_path / "beyond.csv"
+    beyond.write_text('answer_id,rater,score,rubric_id,rubric_version,turns\n'
+                      'conv,wu,4,support-reply,1,"{""1"": 4, ""4"": 4}"\n')
+    with pytest.raises(InputError, match="'conv' scores turn 4, but the answer has 3 assistant turn"):
+        import_file(store, "labels", beyond)

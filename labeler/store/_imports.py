@@ -198,9 +198,11 @@ class ImportMixin(RaterMixin, PoolMixin):
 
         # Per-turn scores (labeler.store._turns) are part of a label's content; imported here, not at
         # the top, because that module builds on this one.
-        from labeler.store._turns import current_turns, insert_turns
+        from labeler.store._turns import check_turns_exist, current_turns, insert_turns
 
         with self.connection() as con:
+            check_turns_exist(con, {(lab.rater, lab.answer_id): lab.turns.keys() for lab in labels},
+                              source_file=source_file)
             found = con.execute(
                 "SELECT label_id, supersedes, source, rater_name, answer_id, rubric_id, rubric_version, overall,"
                 " passed, criteria, comment, flag_reason, n_raters FROM labels"

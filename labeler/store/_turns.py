@@ -27,7 +27,7 @@ from labeler.scales import format_range
 from labeler.store._labels import LabelMixin, Seen
 from labeler.transcripts import Transcript
 
-__all__ = ["TurnMixin", "current_turns", "insert_turns", "turn_count"]
+__all__ = ["TurnMixin", "check_turns_exist", "current_turns", "insert_turns", "turn_count"]
 
 # The current score per (label, turn): no newer row of the same label and turn.
 _CURRENT_TURNS = (
@@ -170,6 +170,27 @@ def current_turns(con: duckdb.DuckDBPyConnection, label_ids: list[int]) -> dict[
     for label_id, turn, score in con.execute(_CURRENT_TURNS, [label_ids]).fetchall():
         out.setdefault(int(label_id), {})[int(turn)] = float(score)
     return out
+
+
+def check_turns_exist(
+    con: duckdb.DuckDBPyConnection, turns: Mapping[tuple[str, str], Iterable[int]], *, source_file: str | None
+) -> None:
+    """Refuse imported turn scores of turns an answer does not have (``(rater, answer_id)`` -> turns).
+
+    Raises:
+        InputError: Naming the file, the rater, the answer and how many assistant turns it has.
+    """
+    wanted = {key: max(ts) for key, ts in turns.items() if ts}
+    if not wanted:
+        return
+    found = dict(con.execute("SELECT answer_id, transcript FROM answers WHERE answer_id IN (SELECT unnest(?))",
+                             [sorted({a for _, a in wanted})]).fetchall())
+    for (rater, answer_id), top in sorted(wanted.items()):
+        n_turns = turn_count(found.get(answer_id))
+        if top > n_turns:
+            has = f"has {n_turns} assistant turn(s)" if n_turns else "is one text, not a conversation"
+            raise InputError(f"rater {rater!r}'s label of {answer_id!r} scores turn {top}, but the answer {has}",
+                             file=source_file, column="turns", fix="score only the answer's own assistant turns.")
 
 
 def insert_turns(con: duckdb.DuckDBPyConnection, rows: list[tuple[int, int, float]]) -> None:
