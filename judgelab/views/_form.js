@@ -586,6 +586,11 @@ class RatingForm {
   /** A queued key acted on now, on the item just drawn (as its keydown would have been). */
   press(k) {
     if (k === "submit") return this.act("submit");
+    // A score key for the row with focus (T, then digits, held while the form loaded) scores that row.
+    const focused = this.shadow.activeElement;
+    const row = focused && focused.getAttribute ? focused.getAttribute("data-criterion") : null;
+    const byKey = row ? this.data.criterion_options.find((o) => o.key === k) : null;
+    if (byKey) return this.setCriterion(row, byKey.value, true);
     const option = this.data.choice.options.find((o) => o.key === k);
     if (option) return this.pick(option.value);
     const go = this.navigation(k);
