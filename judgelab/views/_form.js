@@ -15,7 +15,8 @@
 // A rubric that rates each assistant turn adds one score row per turn ("turns"): they travel
 // with the criteria (ids "#turn-<n>"), are walked like criterion rows (arrows, digits), never
 // follow the overall score, and are all required; T jumps to the first one without a score, and
-// the row with focus scrolls its turn into view in the transcript and marks it there.
+// the row with focus scrolls its turn into view in the transcript and marks it there. Each turn's
+// heading in the transcript also gets the same score as buttons (decorateTurns), beside the turn.
 //
 // Unsent work survives a reload: the values of an item the rater changed are kept in the
 // browser's localStorage (keyed by the server's per-link scope and the item key, which
@@ -131,6 +132,7 @@ class RatingForm {
   destroy() {
     releaseHeld(this);
     clearTimeout(this.timer);
+    clearTimeout(this.decorateTimer);
     document.removeEventListener("keydown", this.onKey, true);
     for (const name of IDLE_EVENTS) document.removeEventListener(name, this.onActivity, true);
     document.removeEventListener("visibilitychange", this.onVisibility);
@@ -273,6 +275,45 @@ class RatingForm {
     }
     form.append(main, side);
     this.root.appendChild(form);
+    this.decorateTurns();
+  }
+
+  /**
+   * A score control beside each scored turn in the transcript: buttons in the turn's heading
+   * (the page draws it with ``data-jl-turn``), showing and setting the same value as the turn's
+   * row here. The value lives in this form only (drafts, submit, keys: the row's); the buttons
+   * are drawn again with every redraw, and once more shortly after, for a transcript drawn later.
+   */
+  decorateTurns() {
+    const turns = this.data.turns || [];
+    if (!turns.length) return;
+    const draw = () => {
+      for (const t of turns) {
+        const head = document.querySelector(`[data-jl-turn="${t.turn}"]`);
+        if (!head) continue;
+        let box = head.querySelector(".jl-turn-control");
+        if (!box) {
+          box = el("span", { cls: "jl-turn-control", role: "radiogroup", "aria-label": `${t.name} score`,
+            style: "margin-left: .6rem; display: inline-flex; gap: 3px; vertical-align: middle" });
+          head.appendChild(box);
+        }
+        box.replaceChildren();
+        for (const o of this.data.criterion_options) {
+          const on = this.values.criteria[t.id] === o.value;
+          const b = el("button", { type: "button", role: "radio", "aria-checked": on ? "true" : "false",
+            tabindex: "-1", title: `${t.name}: ${o.label}`,
+            style: "min-width: 1.7em; padding: 0 4px; border-radius: 5px; cursor: pointer; font: inherit; "
+              + "font-size: 12px; border: 1px solid var(--st-primary-color, #ff4b4b); "
+              + (on ? "background: var(--st-primary-color, #ff4b4b); color: #fff" : "background: transparent") },
+          el("span", { text: o.label }));
+          b.addEventListener("click", (e) => { e.preventDefault(); this.setCriterion(t.id, o.value, false); });
+          box.appendChild(b);
+        }
+      }
+    };
+    draw();
+    clearTimeout(this.decorateTimer);
+    this.decorateTimer = setTimeout(draw, 400);
   }
 
   verdict() {

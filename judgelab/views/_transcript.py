@@ -35,13 +35,13 @@ def _label(text: str) -> str:
 def _head(role: str, rated: bool, turn: int | None = None, of: int = 0) -> str:
     """A message's heading; ``turn``: its number among ``of`` assistant turns scored one by one.
 
-    A scored turn's heading carries ``data-jl-turn``: the form's turn row finds it by that and
-    scrolls it into view when the rater moves to that row (``_form.js``).
+    A scored turn's heading carries ``data-jl-turn``: the form (``_form.js``) draws the turn's
+    score buttons in it, and scrolls it into view when the rater moves to the turn's row.
     """
     title, colour = _ROLE[role]
     mark = " &#9733; rated turn" if rated else ""
     if turn is not None:
-        mark = f" &#9733; turn {turn} of {of}: score it in the form"
+        mark = f" &#9733; turn {turn} of {of}"  # the form adds this turn's score buttons after it
         return (f'<div data-jl-turn="{turn}" style="border-left: 4px solid {colour}; padding-left: .5rem;'
                 f' margin-top: .6rem"><strong style="color: {colour}">{html.escape(title)}</strong>{mark}</div>')
     return (f'<div style="border-left: 4px solid {colour}; padding-left: .5rem; margin-top: .6rem">'
@@ -63,7 +63,7 @@ def show_transcript(t: Transcript, turn: TurnMode) -> None:
     numbers = {at: k for k, at in enumerate(t.turns(), start=1)} if turn == "each" else {}
     if turn == "each":
         st.caption(f"Rate the whole conversation, and each of its {len(numbers)} assistant turns on its own "
-                   "(the form lists them; T goes to the first without a score).")
+                   "(beside each turn, or in the form's turn rows; T goes to the first without a score).")
     elif rated is None:
         st.caption("Rate the whole conversation.")
     for i, m in enumerate(t.messages):

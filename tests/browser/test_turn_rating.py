@@ -2,7 +2,8 @@
 
 The rubric rates each turn; the rater gives the overall score, jumps to the turns with T, scores
 them with digits (each digit moves to the next turn), is told which turn is missing when they
-submit too early (nothing is lost), and submits. The label and its four turn scores land.
+submit too early (nothing is lost), changes one turn with the buttons beside it in the
+transcript, and submits. The label and its four turn scores land.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ def test_a_rater_scores_each_turn_by_keys(tmp_path: Path, browser: Any) -> None:
         expect_text(page, "Score every assistant turn first (1 without a score: turn 4")
         assert store.query("SELECT count(*) AS n FROM labels")["n"][0] == 0
         page.keyboard.press("4")  # focus stayed on turn 4; the three turns given are still there
+        # The same scores sit beside each turn in the transcript; a click there changes turn 2's.
+        beside = page.locator("[data-jl-turn='2'] .jl-turn-control button[title='Turn 2: 5']")
+        assert page.locator("[data-jl-turn='2'] .jl-turn-control [aria-checked='true']").inner_text() == "3"
+        beside.click()
+        page.wait_for_function("document.querySelector(\"[data-jl-turn='2'] button[title='Turn 2: 5']\")"
+                               ".getAttribute('aria-checked') === 'true'")
         page.keyboard.press("Control+Enter")
         expect_text(page, "All 1 answers are rated")
         assert page.evaluate("document.documentElement.scrollHeight <= window.innerHeight + 1")
@@ -67,5 +74,5 @@ def test_a_rater_scores_each_turn_by_keys(tmp_path: Path, browser: Any) -> None:
     finally:
         server.stop()
     (label_id,) = store.query("SELECT label_id FROM labels")["label_id"]
-    assert store.label_turns(rater.rater_id, int(label_id)) == {1: 5.0, 2: 3.0, 3: 2.0, 4: 4.0}
+    assert store.label_turns(rater.rater_id, int(label_id)) == {1: 5.0, 2: 5.0, 3: 2.0, 4: 4.0}
     assert store.query("SELECT overall FROM labels")["overall"].tolist() == [4.0]
