@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from labeler.blinding import rendered_reading
 from tests.browser.conftest import LAPTOP, expect_text, open_page, serve
 
 pytestmark = pytest.mark.browser
@@ -26,7 +27,7 @@ def _trace() -> dict[str, Any]:
             {"id": f"c{k}", "type": "function", "function": {"name": "lookup", "arguments": json.dumps({"k": k})}}]},
                  {"role": "tool", "tool_call_id": f"c{k}", "content": f"result {k}"}]
     msgs.append({"role": "assistant", "content": "Refund started."})
-    return {"task_id": "t1", "prompt": "Refund", "answer_id": "a1", "family": "fam-a", "model": "model-a",
+    return {"task_id": "t1", "prompt": "Refund", "answer_id": "ans-zq41", "family": "fam-zq", "model": "model-zq",
             "messages": msgs}
 
 
@@ -44,7 +45,7 @@ def test_a_rater_scores_each_turn_by_keys(tmp_path: Path, browser: Any) -> None:
     import_file(store, "rubric", rubric)
     import_file(store, "answers", answers)
     rater, token = store.add_rater("rhea")
-    store.assign_k(["a1"], 1, [rater.rater_id])
+    store.assign_k(["ans-zq41"], 1, [rater.rater_id])
     server = serve(db)
     try:
         page, rec = open_page(browser, f"{server.url}/?t={token}", viewport=LAPTOP)
@@ -70,9 +71,12 @@ def test_a_rater_scores_each_turn_by_keys(tmp_path: Path, browser: Any) -> None:
         expect_text(page, "All 1 answers are rated")
         assert page.evaluate("document.documentElement.scrollHeight <= window.innerHeight + 1")
         assert rec.dialogs == []
+        read = rendered_reading(rec.received(page))[0].lower()
         page.close()
     finally:
         server.stop()
     (label_id,) = store.query("SELECT label_id FROM labels")["label_id"]
     assert store.label_turns(rater.rater_id, int(label_id)) == {1: 5.0, 2: 5.0, 3: 2.0, 4: 4.0}
     assert store.query("SELECT overall FROM labels")["overall"].tolist() == [4.0]
+    assert "refund started" in read, "the recorder saw no answer text"
+    assert [s for s in ("fam-zq", "model-zq", "ans-zq41") if s in read] == []  # nothing identifying reached the browser
