@@ -210,6 +210,7 @@ class ScoreRunResult:
         answer_set: The phrase naming the set (``"all 140 answers"``...).
         formats: The formats each answer was scored in.
         judge_spec: The judge spec's card line (``None``: the built-in prompt).
+        turns: Assistant turns judged one by one besides (rubric ``turn = "each"``), per format.
     """
 
     summary: RunSummary
@@ -217,11 +218,12 @@ class ScoreRunResult:
     answer_set: str
     formats: tuple[Format, ...]
     judge_spec: str | None = None
+    turns: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {"run": self.summary.to_dict(), "answers": self.answers, "answer_set": self.answer_set,
-                "formats": list(self.formats), "judge_spec": self.judge_spec}
+                "formats": list(self.formats), "judge_spec": self.judge_spec, "turns": self.turns}
 
 
 async def ascore_answers(
@@ -280,13 +282,15 @@ async def ascore_answers(
         line = spec.card_line(model=judge.model, params=getattr(judge, "params", None))
     if spec is not None and spec.uses("reference"):
         judge = with_references(judge, reference_tasks(store))
+    plan = plan_scores(answers, chosen, rubric)
     summary = await arun_plan(
-        plan_scores(answers, chosen, rubric), judge, store, rubric=rubric,
+        plan, judge, store, rubric=rubric,
         judge_kind=judge_kind or judge_kind_of(judge), evidence=evidence, resume=resume,
         concurrency=concurrency, batch=batch, progress=progress, params=record, poll_interval=poll_interval,
         adopt_batches=adopt_batches,
     )
-    return ScoreRunResult(summary, len(answers), what, chosen, line)
+    turns = sum(1 for c in plan if c.probe == SCORE_TURN_PROBE) // max(len(chosen), 1)
+    return ScoreRunResult(summary, len(answers), what, chosen, line, turns)
 
 
 def score_answers(judge: Judge, store: JudgeRole, **kwargs: Any) -> ScoreRunResult:

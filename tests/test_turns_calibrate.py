@@ -102,6 +102,7 @@ def test_each_turn_is_judged_and_the_last_turn_s_plus_one_is_recovered(tmp_path:
         bodies = [r.body["messages"][-1]["content"] for r in mock.received if r.path == "/v1/messages"]
     assert scored.exit_code == 0, scored.output
     assert "parse failures 1" in scored.output  # the unreadable turn, counted
+    assert "scored all 12 answers and their 36 assistant turns one by one in likert5" in scored.output
     assert len(bodies) == N + N * TURNS  # each conversation whole, then each of its turns
     # A middle turn's call shows the conversation up to that turn: nothing said after it.
     middle = next(b for b in bodies if "t0: turn 2" in b and "t0: turn 3" not in b)

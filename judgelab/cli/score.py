@@ -97,7 +97,8 @@ def score_command(**opts: Any) -> None:
     if opts["as_json"]:
         echo_json(result.to_dict())
     else:
-        click.echo(f"scored {result.answer_set} in {', '.join(result.formats)} with {judge.model}"
+        each = f" and their {result.turns} assistant turns one by one" if result.turns else ""
+        click.echo(f"scored {result.answer_set}{each} in {', '.join(result.formats)} with {judge.model}"
                    + (f"\n  prompt: {result.judge_spec}" if result.judge_spec else " (judgelab's built-in prompt)"))
         click.echo(str(summary))
         if summary.finished:
