@@ -76,14 +76,14 @@ def _agent(handler: TelemetryHandler) -> None:
     messages: list[dict[str, object]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": ASK}]
     with handler.invoke_local_agent(agent_name="support", request_model="gpt-4o-mini") as agent:
         agent.input_messages = [InputMessage(role="user", parts=[Text(content=ASK)])]
-        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)  # type: ignore[arg-type]
-        call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
+        call = first.choices[0].message.tool_calls[0]
         messages.append(first.choices[0].message.model_dump(exclude_none=True))
         with handler.tool("lookup_order", tool_call_id=call.id, tool_type="function") as tool:
-            tool.arguments = json.loads(call.function.arguments)  # type: ignore[union-attr]
+            tool.arguments = json.loads(call.function.arguments)
             tool.tool_result = "order 1042: delivered 3 days ago"
         messages.append({"role": "tool", "tool_call_id": call.id, "content": str(tool.tool_result)})
-        final = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)  # type: ignore[arg-type]
+        final = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
         agent.output_messages = [OutputMessage(role="assistant", parts=[Text(content=str(final.choices[0].message.content))],
                                                finish_reason="stop")]
 
@@ -94,10 +94,10 @@ def _chats(base_url: str) -> None:
         {"role": "user", "content": "What is the capital of France?"}])
     history: list[dict[str, str]] = [{"role": "user", "content": "Suggest a name for a bakery."}]
     with trace.get_tracer("bakery-app").start_as_current_span("conversation"):
-        reply = client.chat.completions.create(model="gpt-4o-mini", messages=history)  # type: ignore[arg-type]
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=history)
         history += [{"role": "assistant", "content": str(reply.choices[0].message.content)},
                     {"role": "user", "content": "Shorter, please."}]
-        client.chat.completions.create(model="gpt-4o-mini", messages=history)  # type: ignore[arg-type]
+        client.chat.completions.create(model="gpt-4o-mini", messages=history)
 
 
 def main(out: Path, base_url: str) -> None:
