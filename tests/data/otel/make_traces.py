@@ -84,8 +84,8 @@ def _agent(handler: TelemetryHandler) -> None:
             tool.tool_result = "order 1042: delivered 3 days ago"
         messages.append({"role": "tool", "tool_call_id": call.id, "content": str(tool.tool_result)})
         final = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=TOOLS)
-        agent.output_messages = [OutputMessage(role="assistant", parts=[Text(content=str(final.choices[0].message.content))],
-                                               finish_reason="stop")]
+        answer = Text(content=str(final.choices[0].message.content))
+        agent.output_messages = [OutputMessage(role="assistant", parts=[answer], finish_reason="stop")]
 
 
 def _chats(base_url: str) -> None:
