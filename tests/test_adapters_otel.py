@@ -164,6 +164,36 @@ def test_older_events_as_log_records_and_span_events_give_the_conversations(stor
     assert (row.model, row.family) == ("claude-3-5-sonnet-20241022", "claude")
 
 
+def _call(trace: str, span: str, parent: str | None, ask: str, answer: str, *, op: str = "chat") -> dict[str, Any]:
+    """A span of the current conventions, built by hand: one question, one answer."""
+    attrs = {"gen_ai.operation.name": op, "gen_ai.provider.name": "gcp.gemini",
+             "gen_ai.request.model": "gemini-2.5-flash",
+             "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": ask}]}]),
+             "gen_ai.output.messages": json.dumps([{"role": "model", "parts": [
+                 {"type": "reasoning", "content": "thinking..."}, {"type": "text", "content": answer}]}])}
+    return {"traceId": trace, "spanId": span, "parentSpanId": parent or "", "name": f"{op} {span}",
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+
+
+def test_several_answers_in_a_trace_are_named_by_span_and_a_sub_agent_is_a_step(store: Store, tmp_path: Path) -> None:
+    one, two = "1" * 32, "2" * 32
+    spans = [_call(one, "a" * 16, None, "Name a red fruit.", "A cherry."),
+             _call(one, "b" * 16, None, "Name a green fruit.", "A lime."),
+             _call(two, "c" * 16, None, "Plan a trip.", "Lisbon, three days.", op="invoke_agent"),
+             _call(two, "d" * 16, "c" * 16, "Plan a trip.", "Lisbon, three days."),
+             _call(two, "e" * 16, "c" * 16, "Find hotels.", "Two hotels.", op="invoke_agent"),
+             _call(two, "f" * 16, "e" * 16, "Find hotels.", "Two hotels.")]
+    (tmp_path / "t.jsonl").write_text(_doc(*spans) + "\n")
+    result = import_from(store, "answers", tmp_path / "t.jsonl", tool="otel")
+    got = {r.answer_id: (r.family, [(m.role, m.content) for m in Transcript.from_json(r.transcript).messages])
+           for r in store.answers().itertuples()}
+    assert got == {f"otel-{one}-{'a' * 16}": ("gemini", [("user", "Name a red fruit."), ("assistant", "A cherry.")]),
+                   f"otel-{one}-{'b' * 16}": ("gemini", [("user", "Name a green fruit."), ("assistant", "A lime.")]),
+                   f"otel-{two}": ("gemini", [("user", "Plan a trip."), ("assistant", "Lisbon, three days.")])}
+    said = " ".join(result.dropped)
+    assert "1 agent(s) run by another agent" in said and "'reasoning'" in said
+
+
 # -- bad files ------------------------------------------------------------------------------------
 
 

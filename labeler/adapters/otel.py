@@ -62,6 +62,9 @@ _DETAILS = "gen_ai.client.inference.operation.details"
 _EVENTS = ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message",
            "gen_ai.choice")
 _HEX = re.compile(r"[0-9a-fA-F]+")
+# Roles some providers' instrumentations write, as the conventions name them (OpenAI's developer
+# message is a system prompt; Gemini calls its own turns "model").
+_ROLE_ALIASES = {"developer": "system", "model": "assistant"}
 
 
 # -- reading the file -----------------------------------------------------------------------------
@@ -288,13 +291,15 @@ class _Notes:
 
     parts: set[str] = field(default_factory=set)
     choices: int = 0
+    subagents: int = 0
 
 
 def _from_parts(m: Any, notes: _Notes) -> list[dict[str, Any]]:
     """A current-form message (``role``, ``parts``) in the OpenAI chat form (tool results as tool messages)."""
     if not isinstance(m, dict):
         raise TranscriptError(f"a message is {type(m).__name__}, not an object with role and parts")
-    role = "system" if m.get("role") == "developer" else m.get("role")
+    role = m.get("role")
+    role = _ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
     parts = m.get("parts")
     if not isinstance(parts, list):
         raise TranscriptError(f"a {role!r} message has no parts list")
@@ -326,6 +331,8 @@ def _current(attrs: dict[str, Any], notes: _Notes) -> list[dict[str, Any]] | Non
     if not any(k in attrs for k in keys):
         return None
     system, given, output = (_json(attrs.get(k)) for k in keys)
+    if isinstance(system, str):  # a system prompt written as plain text, not as parts
+        system = [{"type": "text", "content": system}]
     for value, key in ((system, keys[0]), (given, keys[1]), (output, keys[2])):
         if value is not None and not isinstance(value, list):
             raise TranscriptError(f"{key} is not a JSON list")
@@ -447,37 +454,54 @@ def _conversations(path: Path, spans: list[_Span], notes: _Notes) -> tuple[list[
     """The answers of the file: agent runs, and model calls outside any agent; and calls left for a later one."""
     by_id = {(s.trace_id, s.span_id): s for s in spans}
     calls = sorted((s for s in spans if s.operation in _CALLS), key=lambda s: (s.start, s.line))
-    agents = [s for s in spans if s.operation == _AGENT]
-    messages = {s.span_id: found for s in calls if (found := _messages_of(path, s, notes)) is not None}
+    owner = {id(c): _agent_of(c, by_id) for c in calls}
+    messages = {id(c): found for c in calls if (found := _messages_of(path, c, notes)) is not None}
+    steps: dict[int, list[_Span]] = {}
+    for c in calls:
+        if owner[id(c)] is not None:
+            steps.setdefault(id(owner[id(c)]), []).append(c)
     answers: list[_Answer] = []
-    for agent in sorted(agents, key=lambda s: (s.start, s.line)):
+    for agent in sorted((s for s in spans if s.operation == _AGENT), key=lambda s: (s.start, s.line)):
         parent = by_id.get((agent.trace_id, agent.parent)) if agent.parent else None
         if parent is not None and _agent_of(parent, by_id) is not None:
-            continue  # a sub-agent: its work is a step of the run that called it
-        steps = [c for c in calls if _agent_of(c, by_id) is agent]
-        if any(c.span_id not in messages for c in steps) or not steps:
-            own = _messages_of(path, agent, notes)
-            if own is None:
-                what = "its model calls carry" if steps else "it has no model call and carries"
-                raise _fail(path, f"{agent.where}: an agent run whose messages were not recorded ({what} no "
-                                  "gen_ai.input.messages / gen_ai.output.messages and no gen_ai.*.message events)",
-                            _CAPTURE + ".")
-            answers.append(_Answer(agent, [agent, *reversed(steps)], own))
+            notes.subagents += 1  # its work is a step of the run that called it
             continue
-        answers.append(_Answer(agent, [agent, *reversed(steps)], _merge([messages[c.span_id] for c in steps])))
-    alone = [c for c in calls if _agent_of(c, by_id) is None]
-    for c in alone:
-        if c.span_id not in messages:
+        answers.append(_agent_run(path, agent, steps.get(id(agent), []), messages, notes))
+    alone, continued = _lone_calls(path, [c for c in calls if owner[id(c)] is None], messages)
+    return answers + alone, continued
+
+
+def _agent_run(path: Path, agent: _Span, steps: list[_Span], messages: dict[int, list[dict[str, Any]]],
+               notes: _Notes) -> _Answer:
+    """An agent run's answer: its model calls merged, or the agent span's own messages when they carry none."""
+    if steps and all(id(c) in messages for c in steps):
+        return _Answer(agent, [agent, *reversed(steps)], _merge([messages[id(c)] for c in steps]))
+    own = _messages_of(path, agent, notes)
+    if own is None:
+        what = "its model calls carry" if steps else "it has no model call and carries"
+        raise _fail(path, f"{agent.where}: an agent run whose messages were not recorded ({what} no "
+                          "gen_ai.input.messages / gen_ai.output.messages and no gen_ai.*.message events)",
+                    _CAPTURE + ".")
+    return _Answer(agent, [agent, *reversed(steps)], own)
+
+
+def _lone_calls(path: Path, calls: list[_Span], messages: dict[int, list[dict[str, Any]]]) -> tuple[list[_Answer], int]:
+    """Model calls outside any agent, one answer each, but for a call a later call of its trace goes on from."""
+    by_trace: dict[str, list[_Span]] = {}
+    for c in calls:
+        if id(c) not in messages:
             raise _fail(path, f"{c.where}: a {c.operation} span whose messages were not recorded", _CAPTURE + ".")
-    keys = {c.span_id: [_key(m) for m in messages[c.span_id]] for c in alone}
+        by_trace.setdefault(c.trace_id, []).append(c)
+    answers: list[_Answer] = []
     continued = 0
-    for c in alone:
-        mine = keys[c.span_id]
-        if any(d.trace_id == c.trace_id and len(keys[d.span_id]) > len(mine) and keys[d.span_id][: len(mine)] == mine
-               for d in alone):
-            continued += 1  # the conversation goes on in a later call: that call is the answer
-            continue
-        answers.append(_Answer(c, [c], messages[c.span_id]))
+    for group in by_trace.values():
+        keys = {id(c): [_key(m) for m in messages[id(c)]] for c in group}
+        for c in group:
+            head = keys[id(c)]
+            if any(len(keys[id(d)]) > len(head) and keys[id(d)][: len(head)] == head for d in group):
+                continued += 1  # an agent loop or a chat without an agent span: the last call is the answer
+                continue
+            answers.append(_Answer(c, [c], messages[id(c)]))
     return answers, continued
 
 
@@ -541,6 +565,9 @@ def _answers(path: Path) -> Adapted:
                        "that call is the answer")
     if notes.parts:
         dropped.append(f"message parts of type {sorted(notes.parts)}: not text a rater reads (reasoning, media)")
+    if notes.subagents:
+        dropped.append(f"the inner model calls of {notes.subagents} agent(s) run by another agent: the run's answer "
+                       "is its own conversation, in which a sub-agent appears as the tool call that started it")
     if notes.choices:
         dropped.append(f"{notes.choices} output choice(s) after the first: one answer per model call")
     if loose:
