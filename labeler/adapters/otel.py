@@ -567,7 +567,7 @@ def _answers(path: Path) -> Adapted:
         dropped.append(f"message parts of type {sorted(notes.parts)}: not text a rater reads (reasoning, media)")
     if notes.subagents:
         dropped.append(f"the inner model calls of {notes.subagents} agent(s) run by another agent: the run's answer "
-                       "is its own conversation, in which a sub-agent appears as the tool call that started it")
+                       "is its own conversation, where a sub-agent shows as far as the model's messages record it")
     if notes.choices:
         dropped.append(f"{notes.choices} output choice(s) after the first: one answer per model call")
     if loose:
