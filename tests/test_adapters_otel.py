@@ -120,7 +120,10 @@ def test_both_content_modes_give_the_same_conversations(tmp_path: Path, written:
 
 
 def test_the_cli_imports_a_trace_file_and_says_what_it_left_out(tmp_path: Path, written: dict[str, Path]) -> None:
-    out = run("import", "answers", str(written["span_only"]), "--from", "otel", "--db", str(tmp_path / "p.duckdb"))
+    db = str(tmp_path / "p.duckdb")
+    forgot = run("import", "answers", str(written["span_only"]), "--db", db, ok=False)
+    assert "add --from otel" in forgot
+    out = run("import", "answers", str(written["span_only"]), "--from", "otel", "--db", db)
     assert "3 answers added" in out and "left out" in out and "execute_tool" in out
 
 
@@ -182,7 +185,8 @@ def test_several_answers_in_a_trace_are_named_by_span_and_a_sub_agent_is_a_step(
              _call(two, "c" * 16, None, "Plan a trip.", "Lisbon, three days.", op="invoke_agent"),
              _call(two, "d" * 16, "c" * 16, "Plan a trip.", "Lisbon, three days."),
              _call(two, "e" * 16, "c" * 16, "Find hotels.", "Two hotels.", op="invoke_agent"),
-             _call(two, "f" * 16, "e" * 16, "Find hotels.", "Two hotels.")]
+             _call(two, "f" * 16, "e" * 16, "Find hotels.", "Two hotels."),
+             {**_call(one, "9" * 16, None, "Name a blue fruit.", ""), "status": {"code": 2, "message": "429"}}]
     (tmp_path / "t.jsonl").write_text(_doc(*spans) + "\n")
     result = import_from(store, "answers", tmp_path / "t.jsonl", tool="otel")
     got = {r.answer_id: (r.family, [(m.role, m.content) for m in Transcript.from_json(r.transcript).messages])
@@ -191,7 +195,7 @@ def test_several_answers_in_a_trace_are_named_by_span_and_a_sub_agent_is_a_step(
                    f"otel-{one}-{'b' * 16}": ("gemini", [("user", "Name a green fruit."), ("assistant", "A lime.")]),
                    f"otel-{two}": ("gemini", [("user", "Plan a trip."), ("assistant", "Lisbon, three days.")])}
     said = " ".join(result.dropped)
-    assert "1 agent(s) run by another agent" in said and "'reasoning'" in said
+    assert "1 agent(s) run by another agent" in said and "'reasoning'" in said and "1 model call(s) or agent" in said
 
 
 # -- bad files ------------------------------------------------------------------------------------

@@ -76,7 +76,7 @@ def _looks_like(columns: Collection[str]) -> str | None:
     marks = (("alpaca-eval", {"instruction", "output_1", "output_2", "preference"}),
              ("mt-bench", {"question_id", "g1_winner", "g2_winner"}), ("mt-bench", {"question_id", "judge", "turn"}),
              ("mt-bench", {"question_id", "choices"}), ("label-studio", {"data", "annotations"}),
-             ("label-studio", {"data", "predictions"}))
+             ("label-studio", {"data", "predictions"}), ("otel", {"resourceSpans"}))
     for tool, needed in marks:
         if needed <= cols:
             return tool

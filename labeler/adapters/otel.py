@@ -90,6 +90,7 @@ class _Span:
     start: int
     attrs: dict[str, Any]
     line: int
+    failed: bool = False
     events: list[_Event] = field(default_factory=list)
 
     @property
@@ -121,11 +122,14 @@ def _documents(path: Path) -> Iterator[tuple[int, Any]]:
     if not text.strip():
         raise _fail(path, f"is empty; expected {_WHAT}", _WRITE + ".")
     try:
-        yield 1, json.loads(text)
-        return
+        whole = json.loads(text)
     except json.JSONDecodeError:
         pass  # JSON lines: read one line at a time, so that an error names its line
-    for n, line in enumerate(text.splitlines(), start=1):
+    else:
+        for doc in whole if isinstance(whole, list) else [whole]:  # one request, or an array of them
+            yield 1, doc
+        return
+    for n, line in enumerate(text.split("\n"), start=1):  # only "\n" ends a JSON line (not U+2028, ...)
         if not line.strip():
             continue
         try:
@@ -200,15 +204,16 @@ def _spans(path: Path) -> tuple[list[_Span], int]:
             found = list(doc)[:8] if isinstance(doc, dict) else type(doc).__name__
             raise _fail(path, f"line {n} is not an OTLP export request: it has no resourceSpans (found {found})",
                         f"pass {_WHAT}.")
-        for rs in doc.get("resourceSpans") or []:
-            for ss in (rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []):
-                for s in ss.get("spans") or []:
+        at = f"line {n}"
+        for rs in _objects(doc, "resourceSpans", at, path):
+            # instrumentationLibrarySpans: the name of scopeSpans before OTLP 0.19 (2022)
+            for ss in _objects(rs, "scopeSpans", at, path) or _objects(rs, "instrumentationLibrarySpans", at, path):
+                for s in _objects(ss, "spans", at, path):
                     span = _span(s, n, path)
                     spans.setdefault((span.trace_id, span.span_id), span)
-        for rl in doc.get("resourceLogs") or []:
-            for sl in rl.get("scopeLogs") or []:
-                for r in sl.get("logRecords") or []:
-                    records.append(_record(r, n, path))
+        for rl in _objects(doc, "resourceLogs", at, path):
+            for sl in _objects(rl, "scopeLogs", at, path):
+                records += [_record(r, n, path) for r in _objects(sl, "logRecords", at, path)]
     loose = 0
     for _, trace, span_id, event in records:
         owner = spans.get((trace, span_id))
@@ -219,10 +224,18 @@ def _spans(path: Path) -> tuple[list[_Span], int]:
     return list(spans.values()), loose
 
 
-def _span(s: Any, n: int, path: Path) -> _Span:
+def _objects(container: dict[str, Any], key: str, where: str, path: Path) -> list[dict[str, Any]]:
+    """``container[key]``: a list of objects (empty when absent), or an error naming the field."""
+    found = container.get(key)
+    if found is None:
+        return []
+    if not isinstance(found, list) or not all(isinstance(x, dict) for x in found):
+        raise _fail(path, f"{where}: {key} is not a list of objects", _WRITE + ".")
+    return found
+
+
+def _span(s: dict[str, Any], n: int, path: Path) -> _Span:
     where = f"line {n}"
-    if not isinstance(s, dict):
-        raise _fail(path, f"{where}: a span is not an object", _WRITE + ".")
     span_id = _id(s.get("spanId"), 8, "spanId", where, path)
     where = f"line {n}, span {span_id}"
     parent = s.get("parentSpanId")
@@ -234,17 +247,19 @@ def _span(s: Any, n: int, path: Path) -> _Span:
     span = _Span(trace_id=_id(s.get("traceId"), 16, "traceId", where, path), span_id=span_id,
                  parent=_id(parent, 8, "parentSpanId", where, path) if parent else None, name=str(s.get("name") or ""),
                  start=start, attrs=_attrs(s.get("attributes"), where, path), line=n)
-    for e in s.get("events") or []:
+    status = s.get("status")
+    status = status if isinstance(status, dict) else {}
+    # A call that failed (status ERROR, written as the enum's number or its name) has no answer to rate.
+    span.failed = status.get("code") in (2, "2", "STATUS_CODE_ERROR") or "error.type" in span.attrs
+    for e in _objects(s, "events", where, path):
         attrs = _attrs(e.get("attributes"), f"{where}, event {e.get('name')!r}", path)
         span.events.append(_Event(str(e.get("name") or ""), _event_fields(attrs), attrs))
     return span
 
 
-def _record(r: Any, n: int, path: Path) -> tuple[int, str, str, _Event]:
+def _record(r: dict[str, Any], n: int, path: Path) -> tuple[int, str, str, _Event]:
     """A log record: ``(line, trace id, span id, event)`` (empty ids when it is tied to no span)."""
     where = f"line {n}, log record"
-    if not isinstance(r, dict):
-        raise _fail(path, f"{where} is not an object", _WRITE + ".")
     attrs = _attrs(r.get("attributes"), where, path)
     name = str(r.get("eventName") or attrs.get("event.name") or "")
     body = _value(r["body"], where, path) if isinstance(r.get("body"), dict) else None
@@ -292,6 +307,9 @@ class _Notes:
     parts: set[str] = field(default_factory=set)
     choices: int = 0
     subagents: int = 0
+    failed: int = 0
+    continued: int = 0
+    loose: int = 0
 
 
 def _from_parts(m: Any, notes: _Notes) -> list[dict[str, Any]]:
@@ -453,7 +471,8 @@ class _Answer:
 def _conversations(path: Path, spans: list[_Span], notes: _Notes) -> tuple[list[_Answer], int]:
     """The answers of the file: agent runs, and model calls outside any agent; and calls left for a later one."""
     by_id = {(s.trace_id, s.span_id): s for s in spans}
-    calls = sorted((s for s in spans if s.operation in _CALLS), key=lambda s: (s.start, s.line))
+    notes.failed = sum(1 for s in spans if s.failed and s.operation in (*_CALLS, _AGENT))
+    calls = sorted((s for s in spans if s.operation in _CALLS and not s.failed), key=lambda s: (s.start, s.line))
     owner = {id(c): _agent_of(c, by_id) for c in calls}
     messages = {id(c): found for c in calls if (found := _messages_of(path, c, notes)) is not None}
     steps: dict[int, list[_Span]] = {}
@@ -465,6 +484,8 @@ def _conversations(path: Path, spans: list[_Span], notes: _Notes) -> tuple[list[
         parent = by_id.get((agent.trace_id, agent.parent)) if agent.parent else None
         if parent is not None and _agent_of(parent, by_id) is not None:
             notes.subagents += 1  # its work is a step of the run that called it
+            continue
+        if agent.failed:
             continue
         answers.append(_agent_run(path, agent, steps.get(id(agent), []), messages, notes))
     alone, continued = _lone_calls(path, [c for c in calls if owner[id(c)] is None], messages)
@@ -550,6 +571,15 @@ def _answers(path: Path) -> Adapted:
     for a in found:
         per_trace[a.span.trace_id] = per_trace.get(a.span.trace_id, 0) + 1
     rows = [_row(path, a, per_trace[a.span.trace_id] > 1) for a in found]
+    notes.continued, notes.loose = continued, loose
+    dropped = _left_out(spans, genai, rows, notes)
+    cols = ("task_id", "prompt", "answer_id", "family", "model", "messages")
+    name = f"{path} (row N is the Nth agent run or model call)"
+    return Adapted(Rows(name, cols, rows), tuple(dropped))
+
+
+def _left_out(spans: list[_Span], genai: list[_Span], rows: list[dict[str, Any]], notes: _Notes) -> list[str]:
+    """One sentence for each kind of thing the file holds that the answers leave out, with why."""
     dropped = ["the spans' other attributes (tokens, finish reasons, timings, the resource): an answer is its "
                "conversation, its model and family"]
     if any(r["family"] == "unknown" for r in rows):
@@ -560,21 +590,23 @@ def _answers(path: Path) -> Adapted:
                        "operations are not part of a conversation")
     if len(spans) > len(genai):
         dropped.append(f"{len(spans) - len(genai)} span(s) without GenAI attributes (HTTP, the application's own)")
-    if continued:
-        dropped.append(f"{continued} model call(s) whose conversation a later call of the same trace goes on with: "
-                       "that call is the answer")
+    if notes.continued:
+        dropped.append(f"{notes.continued} model call(s) whose conversation a later call of the same trace goes on "
+                       "with: that call is the answer")
     if notes.parts:
         dropped.append(f"message parts of type {sorted(notes.parts)}: not text a rater reads (reasoning, media)")
+    if notes.failed:
+        dropped.append(f"{notes.failed} model call(s) or agent run(s) that failed (span status ERROR, error.type): "
+                       "no answer to rate; an agent's run goes on from its calls that did not fail")
     if notes.subagents:
         dropped.append(f"the inner model calls of {notes.subagents} agent(s) run by another agent: the run's answer "
                        "is its own conversation, where a sub-agent shows as far as the model's messages record it")
     if notes.choices:
         dropped.append(f"{notes.choices} output choice(s) after the first: one answer per model call")
-    if loose:
-        dropped.append(f"{loose} GenAI log record(s) tied to no span of the file (export the traces with the logs)")
-    cols = ("task_id", "prompt", "answer_id", "family", "model", "messages")
-    name = f"{path} (row N is the Nth agent run or model call)"
-    return Adapted(Rows(name, cols, rows), tuple(dropped))
+    if notes.loose:
+        dropped.append(f"{notes.loose} GenAI log record(s) tied to no span of the file (export the traces with the "
+                       "logs)")
+    return dropped
 
 
 ADAPTER = Adapter(
