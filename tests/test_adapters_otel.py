@@ -198,6 +198,40 @@ def test_several_answers_in_a_trace_are_named_by_span_and_a_sub_agent_is_a_step(
     assert "1 agent(s) run by another agent" in said and "'reasoning'" in said and "1 model call(s) or agent" in said
 
 
+def _parts(role: str, *parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "parts": list(parts)}
+
+
+def test_an_agent_whose_calls_send_only_what_is_new_still_reads_as_one_conversation(
+        store: Store, tmp_path: Path) -> None:
+    trace, system = "3" * 32, _parts("system", {"type": "text", "content": "Be brief."})
+    call = {"type": "tool_call", "id": "t1", "name": "weather", "arguments": {"city": "Oslo"}}
+
+    def span(span_id: str, parent: str, op: str, given: list[dict[str, Any]], out: list[dict[str, Any]]) -> dict:
+        attrs = {"gen_ai.operation.name": op, "gen_ai.request.model": "claude-sonnet-4-5",
+                 "gen_ai.input.messages": json.dumps(given), "gen_ai.output.messages": json.dumps(out)}
+        return {"traceId": trace, "spanId": span_id, "parentSpanId": parent, "name": op,
+                "startTimeUnixNano": str(int(span_id[0], 16)),
+                "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+
+    ask = _parts("user", {"type": "text", "content": "Umbrella in Oslo?"})
+    first = span("1" * 16, "a" * 16, "chat", [system, ask], [_parts("assistant", call)])
+    # The second call sends the system prompt again and the tool's result only (the state lives server-side).
+    result = _parts("tool", {"type": "tool_call_response", "id": "t1", "response": {"rain": True}})
+    yes = _parts("assistant", {"type": "text", "content": "Yes."})
+    second = span("2" * 16, "a" * 16, "chat", [system, result], [yes])
+    agent = span("a" * 16, "", "invoke_agent", [ask], [])
+    (tmp_path / "t.jsonl").write_text(_doc(agent, second, first) + "\n")
+    import_from(store, "answers", tmp_path / "t.jsonl", tool="otel")
+    [row] = store.answers().itertuples()
+    t = Transcript.from_json(row.transcript)
+    assert [(m.role, m.content) for m in t.messages] == [
+        ("system", "Be brief."), ("user", "Umbrella in Oslo?"), ("assistant", ""), ("tool", '{"rain": true}'),
+        ("assistant", "Yes.")]
+    assert t.messages[2].tool_calls[0].name == t.messages[3].name == "weather"
+    assert (row.answer_id, row.family) == (f"otel-{trace}", "claude")
+
+
 # -- bad files ------------------------------------------------------------------------------------
 
 

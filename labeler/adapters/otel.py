@@ -413,7 +413,15 @@ def _call_messages(span: _Span, notes: _Notes) -> list[dict[str, Any]] | None:
 
 
 def _key(m: dict[str, Any]) -> str:
-    return json.dumps(m, sort_keys=True, ensure_ascii=False)
+    """A message as a comparable text: the same turn sent again compares equal however it was re-encoded.
+
+    An application sends the model's turn back in its next call, and may write an absent text as
+    ``""`` or the arguments with other spacing: those are the same turn.
+    """
+    calls = [(c.get("function", {}).get("name"), _json(c.get("function", {}).get("arguments")))
+             for c in m.get("tool_calls") or [] if isinstance(c, dict)]
+    return json.dumps([m.get("role"), m.get("content") or "", calls, m.get("tool_call_id")], sort_keys=True,
+                      ensure_ascii=False, default=str)
 
 
 def _merge(steps: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
