@@ -187,6 +187,10 @@ def test_several_answers_in_a_trace_are_named_by_span_and_a_sub_agent_is_a_step(
              _call(two, "e" * 16, "c" * 16, "Find hotels.", "Two hotels.", op="invoke_agent"),
              _call(two, "f" * 16, "e" * 16, "Find hotels.", "Two hotels."),
              {**_call(one, "9" * 16, None, "Name a blue fruit.", ""), "status": {"code": 2, "message": "429"}}]
+    unasked = _call(one, "8" * 16, None, "", "Good morning.")  # a call with only a system prompt: no task
+    greet = [_parts("system", {"type": "text", "content": "Greet."})]
+    unasked["attributes"][3]["value"]["stringValue"] = json.dumps(greet)  # gen_ai.input.messages
+    spans.append(unasked)
     (tmp_path / "t.jsonl").write_text(_doc(*spans) + "\n")
     result = import_from(store, "answers", tmp_path / "t.jsonl", tool="otel")
     got = {r.answer_id: (r.family, [(m.role, m.content) for m in Transcript.from_json(r.transcript).messages])
@@ -196,6 +200,7 @@ def test_several_answers_in_a_trace_are_named_by_span_and_a_sub_agent_is_a_step(
                    f"otel-{two}": ("gemini", [("user", "Plan a trip."), ("assistant", "Lisbon, three days.")])}
     said = " ".join(result.dropped)
     assert "1 agent(s) run by another agent" in said and "'reasoning'" in said and "1 model call(s) or agent" in said
+    assert "1 run(s) or call(s) with no user message" in said
 
 
 def _parts(role: str, *parts: dict[str, Any]) -> dict[str, Any]:

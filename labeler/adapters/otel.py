@@ -29,7 +29,8 @@ added). In a trace without an agent span, one answer per model call, leaving out
 conversation a later call of the trace goes on with (an agent loop without an agent span). The
 model is the response model (else the request model), the family the one judgelab reads from
 a model name (:func:`labeler.families.infer_family`), else the provider
-(``gen_ai.provider.name``, ``gen_ai.system``).
+(``gen_ai.provider.name``, ``gen_ai.system``). A call or run that failed (span status ERROR,
+``error.type``), and one with no user message to be the prompt, are left out and said.
 """
 
 from __future__ import annotations
@@ -310,6 +311,7 @@ class _Notes:
     failed: int = 0
     continued: int = 0
     loose: int = 0
+    unasked: int = 0
 
 
 def _from_parts(m: Any, notes: _Notes) -> list[dict[str, Any]]:
@@ -542,7 +544,8 @@ def _messages_of(path: Path, span: _Span, notes: _Notes) -> list[dict[str, Any]]
         raise _fail(path, f"{span.where}: {exc}", "pass the spans as the instrumentation wrote them.") from None
 
 
-def _row(path: Path, a: _Answer, several: bool) -> dict[str, Any]:
+def _row(path: Path, a: _Answer, several: bool) -> dict[str, Any] | None:
+    """The answer's row; ``None`` for a conversation with no user message (no prompt, so no task)."""
     try:
         transcript = parse_messages(a.messages)
     except TranscriptError as exc:
@@ -550,8 +553,7 @@ def _row(path: Path, a: _Answer, several: bool) -> dict[str, Any]:
                     "pass the spans as the instrumentation wrote them.") from None
     prompt = next((m.content for m in transcript.messages if m.role == "user" and m.content.strip()), None)
     if prompt is None:
-        raise _fail(path, f"{a.span.where}: the conversation has no user message to be the task's prompt",
-                    "judgelab rates an answer to a prompt; leave such runs out of the file.")
+        return None
     model, provider = _model(a.sources)
     family = infer_family(model) if model else None
     answer = f"otel-{a.span.trace_id}" + (f"-{a.span.span_id}" if several else "")
@@ -578,7 +580,13 @@ def _answers(path: Path) -> Adapted:
     per_trace: dict[str, int] = {}
     for a in found:
         per_trace[a.span.trace_id] = per_trace.get(a.span.trace_id, 0) + 1
-    rows = [_row(path, a, per_trace[a.span.trace_id] > 1) for a in found]
+    made = [_row(path, a, per_trace[a.span.trace_id] > 1) for a in found]
+    rows = [r for r in made if r is not None]
+    notes.unasked = len(made) - len(rows)
+    if not rows:
+        raise _fail(path, f"has no conversation with a user message: its {len(made)} run(s) and call(s) start "
+                          "from a system prompt alone", "judgelab rates answers to a prompt (the first user "
+                                                        "message); export runs that were asked something.")
     notes.continued, notes.loose = continued, loose
     dropped = _left_out(spans, genai, rows, notes)
     cols = ("task_id", "prompt", "answer_id", "family", "model", "messages")
@@ -606,6 +614,9 @@ def _left_out(spans: list[_Span], genai: list[_Span], rows: list[dict[str, Any]]
     if notes.failed:
         dropped.append(f"{notes.failed} model call(s) or agent run(s) that failed (span status ERROR, error.type): "
                        "no answer to rate; an agent's run goes on from its calls that did not fail")
+    if notes.unasked:
+        dropped.append(f"{notes.unasked} run(s) or call(s) with no user message: nothing was asked, so there is no "
+                       "prompt to rate them against")
     if notes.subagents:
         dropped.append(f"the inner model calls of {notes.subagents} agent(s) run by another agent: the run's answer "
                        "is its own conversation, where a sub-agent shows as far as the model's messages record it")
