@@ -272,8 +272,16 @@ def test_a_bad_line_names_file_line_span_and_fix_and_nothing_is_imported(
     assert store.answers().empty
 
 
-def test_no_content_says_how_to_turn_capture_on(store: Store, tmp_path: Path) -> None:
-    (tmp_path / "t.jsonl").write_text(_NO_CONTENT + "\n")
+# The older events without content capture: written all the same, with no content in them.
+_NO_CONTENT_EVENTS = _doc({**_span(gen_ai__system="openai"), "events": [
+    {"name": "gen_ai.user.message", "attributes": [{"key": "gen_ai.system", "value": {"stringValue": "openai"}}]},
+    {"name": "gen_ai.choice", "attributes": [{"key": "index", "value": {"intValue": "0"}},
+                                             {"key": "finish_reason", "value": {"stringValue": "stop"}}]}]})
+
+
+@pytest.mark.parametrize("line", [_NO_CONTENT, _NO_CONTENT_EVENTS])
+def test_no_content_says_how_to_turn_capture_on(store: Store, tmp_path: Path, line: str) -> None:
+    (tmp_path / "t.jsonl").write_text(line + "\n")
     with pytest.raises(InputError, match="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only"):
         import_from(store, "answers", tmp_path / "t.jsonl", tool="otel")
 

@@ -391,7 +391,8 @@ def _older(events: list[_Event], notes: _Notes) -> list[dict[str, Any]] | None:
         if role == "tool" and f.get("id") is not None:
             msg["tool_call_id"] = str(f["id"])
         out.append(msg)
-    return out or None
+    # Without content capture the events are still written, with no content in any of them.
+    return out if any(m["content"] for m in out) else None
 
 
 def _json_content(value: Any) -> Any:
@@ -584,9 +585,9 @@ def _answers(path: Path) -> Adapted:
     rows = [r for r in made if r is not None]
     notes.unasked = len(made) - len(rows)
     if not rows:
-        raise _fail(path, f"has no conversation with a user message: its {len(made)} run(s) and call(s) start "
-                          "from a system prompt alone", "judgelab rates answers to a prompt (the first user "
-                                                        "message); export runs that were asked something.")
+        raise _fail(path, f"has no conversation with a user message to be its prompt ({len(made)} run(s) and "
+                          "call(s) without one)", "judgelab rates answers to a prompt (the first user message); "
+                                                 "export runs that were asked something.")
     notes.continued, notes.loose = continued, loose
     dropped = _left_out(spans, genai, rows, notes)
     cols = ("task_id", "prompt", "answer_id", "family", "model", "messages")
