@@ -11,8 +11,9 @@ Three traces:
   what agent instrumentations build on) around two model calls and an ``execute_tool`` span:
   the model calls ``lookup_order``, reads its result and answers. Judgelab's mock cannot reply
   with a tool call, so these two calls are answered by a scripted transport inside the SDK's
-  own HTTP client (``httpx.MockTransport``): the SDK and the instrumentation run as against a
-  server. The system prompt names the model's maker, which a rater must not see.
+  own HTTP client (``httpx2.MockTransport``; httpx2 is openai 3's HTTP library): the SDK and
+  the instrumentation run as against a server. The system prompt names the model's maker,
+  which a rater must not see.
 - **a chat**: one question to judgelab's mock (``BASE_URL``, its Chat Completions endpoint).
 - **a conversation**: two turns to the mock inside one application span, the second sending
   the first again (as every chat client does).
@@ -33,7 +34,7 @@ MODE = sys.argv[3] if len(sys.argv) > 3 else "span_only"
 os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
 os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = MODE
 
-import httpx  # noqa: E402  (after the environment the instrumentation reads on import)
+import httpx2  # noqa: E402  (after the environment the instrumentation reads on import)
 import openai  # noqa: E402
 from opentelemetry import trace  # noqa: E402
 from opentelemetry.exporter.otlp.json.file import FileSpanExporter  # noqa: E402
@@ -60,7 +61,7 @@ def _completion(message: dict[str, object], finish: str) -> dict[str, object]:
             "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52}}
 
 
-def _scripted() -> httpx.Client:
+def _scripted() -> httpx2.Client:
     """An HTTP client whose server replies a tool call, then the final answer."""
     replies = iter([
         _completion({"role": "assistant", "content": None, "tool_calls": [
@@ -68,7 +69,7 @@ def _scripted() -> httpx.Client:
              "function": {"name": "lookup_order", "arguments": json.dumps({"order_id": "1042"})}}]}, "tool_calls"),
         _completion({"role": "assistant", "content": FINAL}, "stop"),
     ])
-    return httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, json=next(replies))))
+    return httpx2.Client(transport=httpx2.MockTransport(lambda request: httpx2.Response(200, json=next(replies))))
 
 
 def _agent(handler: TelemetryHandler) -> None:
