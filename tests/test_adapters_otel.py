@@ -5,7 +5,8 @@ OpenTelemetry SDK and its JSON file exporter, the official OpenAI instrumentatio
 real ``openai`` SDK, judgelab's mock as the server), in both of the instrumentation's content
 modes: messages on the spans, and messages on log records tied to them. The older
 per-message events, which current releases no longer write, come from a hand-built file in
-the shape of the conventions before 1.37 (``tests/data/otel/older_events.jsonl``).
+the shape the conventions gave them (``tests/data/otel/older_events.jsonl``), and a second
+instrumentation's current release wrote ``tests/data/otel/openllmetry.jsonl``.
 """
 
 from __future__ import annotations
@@ -145,6 +146,18 @@ def test_one_json_document_and_base64_ids_read_as_the_lines_do(tmp_path: Path, w
     reference = Store(tmp_path / "lines.duckdb")
     import_from(reference, "answers", written["span_only"], tool="otel")
     assert ids[0] == ids[1] == sorted(reference.answers()["answer_id"])
+
+
+def test_a_loop_traced_by_openllmetry_reads_as_one_conversation(store: Store) -> None:
+    # Another instrumentation's current release (OpenLLMetry 0.62.4, tests/data/otel/make_openllmetry.py):
+    # two calls under an application span, no agent span; the first call is a step of the second.
+    result = import_from(store, "answers", OTEL / "openllmetry.jsonl", tool="otel")
+    [(row, t)] = _stored(store).values()
+    assert [m.role for m in t.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert t.messages[2].tool_calls[0].name == t.messages[3].name == "lookup_order"
+    assert t.messages[-1].content == "Refund started."
+    assert (row.model, row.family) == ("gpt-4o-mini-2024-07-18", "gpt")
+    assert any("1 model call(s) whose conversation a later call" in d for d in result.dropped)
 
 
 # -- the older per-message events ---------------------------------------------------------------
