@@ -200,6 +200,9 @@ def test_several_answers_in_a_trace_are_named_by_span_and_a_sub_agent_is_a_step(
              _call(two, "e" * 16, "c" * 16, "Find hotels.", "Two hotels.", op="invoke_agent"),
              _call(two, "f" * 16, "e" * 16, "Find hotels.", "Two hotels."),
              {**_call(one, "9" * 16, None, "Name a blue fruit.", ""), "status": {"code": 2, "message": "429"}}]
+    # A framework's chat span around the provider's (two instrumentations): one call, read once.
+    spans.append(_call(one, "7" * 16, None, "Name a red fruit.", "A cherry."))
+    spans[0]["parentSpanId"] = "7" * 16
     unasked = _call(one, "8" * 16, None, "", "Good morning.")  # a call with only a system prompt: no task
     greet = [_parts("system", {"type": "text", "content": "Greet."})]
     unasked["attributes"][3]["value"]["stringValue"] = json.dumps(greet)  # gen_ai.input.messages
@@ -213,7 +216,7 @@ def test_several_answers_in_a_trace_are_named_by_span_and_a_sub_agent_is_a_step(
                    f"otel-{two}": ("gemini", [("user", "Plan a trip."), ("assistant", "Lisbon, three days.")])}
     said = " ".join(result.dropped)
     assert "1 agent(s) run by another agent" in said and "'reasoning'" in said and "1 model call(s) or agent" in said
-    assert "1 run(s) or call(s) with no user message" in said
+    assert "1 run(s) or call(s) with no user message" in said and "1 model-call span(s) around another" in said
 
 
 def _parts(role: str, *parts: dict[str, Any]) -> dict[str, Any]:

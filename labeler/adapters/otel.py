@@ -26,7 +26,9 @@ of the forms instrumentations write today:
 One answer per agent run (an ``invoke_agent`` span not inside another): its model calls, in
 order, make one conversation (each call's input continues the one before, and its output is
 added). In a trace without an agent span, one answer per model call, leaving out a call whose
-conversation a later call of the trace goes on with (an agent loop without an agent span). The
+conversation a later call of the trace goes on with (an agent loop without an agent span); a
+model-call span around another (two instrumentations, a framework's and the provider's) is
+one call, read from the inner span. The
 model is the response model (else the request model), the family the one judgelab reads from
 a model name (:func:`labeler.families.infer_family`), else the provider
 (``gen_ai.provider.name``, ``gen_ai.system``). A call or run that failed (span status ERROR,
@@ -312,6 +314,7 @@ class _Notes:
     continued: int = 0
     loose: int = 0
     unasked: int = 0
+    wrappers: int = 0
 
 
 def _from_parts(m: Any, notes: _Notes) -> list[dict[str, Any]]:
@@ -484,6 +487,9 @@ def _conversations(path: Path, spans: list[_Span], notes: _Notes) -> tuple[list[
     by_id = {(s.trace_id, s.span_id): s for s in spans}
     notes.failed = sum(1 for s in spans if s.failed and s.operation in (*_CALLS, _AGENT))
     calls = sorted((s for s in spans if s.operation in _CALLS and not s.failed), key=lambda s: (s.start, s.line))
+    outer = _wrappers(calls, by_id)
+    notes.wrappers = len(outer)
+    calls = [c for c in calls if id(c) not in outer]
     owner = {id(c): _agent_of(c, by_id) for c in calls}
     messages = {id(c): found for c in calls if (found := _messages_of(path, c, notes)) is not None}
     steps: dict[int, list[_Span]] = {}
@@ -501,6 +507,20 @@ def _conversations(path: Path, spans: list[_Span], notes: _Notes) -> tuple[list[
         answers.append(_agent_run(path, agent, steps.get(id(agent), []), messages, notes))
     alone, continued = _lone_calls(path, [c for c in calls if owner[id(c)] is None], messages)
     return answers + alone, continued
+
+
+def _wrappers(calls: list[_Span], by_id: dict[tuple[str, str], _Span]) -> set[int]:
+    """The model-call spans that enclose another (a framework's span around the provider's): one call seen twice."""
+    found: set[int] = set()
+    for c in calls:
+        seen: set[str] = set()
+        up = by_id.get((c.trace_id, c.parent)) if c.parent else None
+        while up is not None and up.span_id not in seen and up.operation != _AGENT:
+            seen.add(up.span_id)
+            if up.operation in _CALLS:
+                found.add(id(up))
+            up = by_id.get((up.trace_id, up.parent)) if up.parent else None
+    return found
 
 
 def _agent_run(path: Path, agent: _Span, steps: list[_Span], messages: dict[int, list[dict[str, Any]]],
@@ -615,6 +635,9 @@ def _left_out(spans: list[_Span], genai: list[_Span], rows: list[dict[str, Any]]
     if notes.failed:
         dropped.append(f"{notes.failed} model call(s) or agent run(s) that failed (span status ERROR, error.type): "
                        "no answer to rate; an agent's run goes on from its calls that did not fail")
+    if notes.wrappers:
+        dropped.append(f"{notes.wrappers} model-call span(s) around another (a framework's span around the "
+                       "provider's instrumentation's): the same call, read once from the inner span")
     if notes.unasked:
         dropped.append(f"{notes.unasked} run(s) or call(s) with no user message: nothing was asked, so there is no "
                        "prompt to rate them against")
