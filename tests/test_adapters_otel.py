@@ -104,7 +104,7 @@ def test_current_traces_give_an_agent_run_a_chat_and_a_conversation(
     assert [m.content for m in got["Suggest a name for a bakery."][1].messages] == [
         "Suggest a name for a bakery.", "Crumb & Co.", "Shorter, please.", "Crumb."]
     said = " ".join(result.dropped)
-    assert "execute_tool" in said and "1 model call(s) whose conversation a later call" in said
+    assert "execute_tool spans but for results" in said and "1 model call(s) whose conversation a later" in said
     # The system prompt names the model's maker: masked for raters.
     spans = store.self_identifying().set_index("answer_id").loc[row.answer_id, "spans"]
     assert {w for *_, w in spans} >= {"ChatGPT", "OpenAI"}
@@ -251,6 +251,31 @@ def test_an_agent_whose_calls_send_only_what_is_new_still_reads_as_one_conversat
         ("assistant", "Yes.")]
     assert t.messages[2].tool_calls[0].name == t.messages[3].name == "weather"
     assert (row.answer_id, row.family) == (f"otel-{trace}", "claude")
+
+
+def test_a_run_that_ends_on_a_tool_call_takes_the_result_from_the_tool_span(store: Store, tmp_path: Path) -> None:
+    trace = "4" * 32
+    handoff = {"type": "tool_call", "id": "h1", "name": "transfer_to_billing", "arguments": {"reason": "refund"}}
+
+    def span(span_id: str, parent: str, **attrs: str) -> dict[str, Any]:
+        return {"traceId": trace, "spanId": span_id, "parentSpanId": parent, "name": attrs["gen_ai.operation.name"],
+                "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+
+    ask = _parts("user", {"type": "text", "content": "I was charged twice."})
+    spans = [span("a" * 16, "", **{"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "gpt-4.1"}),
+             span("1" * 16, "a" * 16, **{"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4.1",
+                                          "gen_ai.input.messages": json.dumps([ask]),
+                                          "gen_ai.output.messages": json.dumps([_parts("assistant", handoff)])}),
+             span("2" * 16, "a" * 16, **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.id": "h1",
+                                          "gen_ai.tool.name": "transfer_to_billing",
+                                          "gen_ai.tool.call.result": "Billing will reply within a day."})]
+    (tmp_path / "t.jsonl").write_text(_doc(*spans) + "\n")
+    result = import_from(store, "answers", tmp_path / "t.jsonl", tool="otel")
+    [(_, t)] = _stored(store).values()
+    assert [(m.role, m.content) for m in t.messages] == [
+        ("user", "I was charged twice."), ("assistant", ""), ("tool", "Billing will reply within a day.")]
+    assert t.messages[2].name == "transfer_to_billing" and t.messages[2].tool_call_id == "h1"
+    assert any("execute_tool spans but for results" in d for d in result.dropped)
 
 
 # -- bad files ------------------------------------------------------------------------------------

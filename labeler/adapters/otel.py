@@ -61,6 +61,7 @@ _CAPTURE = ("turn on message capture and run again: OTEL_INSTRUMENTATION_GENAI_C
             "the current attributes)")
 _CALLS = ("chat", "text_completion", "generate_content")
 _AGENT = "invoke_agent"
+_TOOL = "execute_tool"
 _DETAILS = "gen_ai.client.inference.operation.details"
 _EVENTS = ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message",
            "gen_ai.choice")
@@ -201,7 +202,7 @@ def _id(value: Any, size: int, what: str, where: str, path: Path) -> str:
 def _spans(path: Path) -> tuple[list[_Span], int]:
     """Every span of the file, log records tied to spans added as their events; and the records tied to none."""
     spans: dict[tuple[str, str], _Span] = {}
-    records: list[tuple[int, str, str, _Event]] = []
+    records: list[tuple[str, str, _Event]] = []
     for n, doc in _documents(path):
         if not isinstance(doc, dict) or not ({"resourceSpans", "resourceLogs", "resourceMetrics"} & set(doc)):
             found = list(doc)[:8] if isinstance(doc, dict) else type(doc).__name__
@@ -218,7 +219,7 @@ def _spans(path: Path) -> tuple[list[_Span], int]:
             for sl in _objects(rl, "scopeLogs", at, path):
                 records += [_record(r, n, path) for r in _objects(sl, "logRecords", at, path)]
     loose = 0
-    for _, trace, span_id, event in records:
+    for trace, span_id, event in records:
         owner = spans.get((trace, span_id))
         if owner is not None:
             owner.events.append(event)
@@ -260,8 +261,8 @@ def _span(s: dict[str, Any], n: int, path: Path) -> _Span:
     return span
 
 
-def _record(r: dict[str, Any], n: int, path: Path) -> tuple[int, str, str, _Event]:
-    """A log record: ``(line, trace id, span id, event)`` (empty ids when it is tied to no span)."""
+def _record(r: dict[str, Any], n: int, path: Path) -> tuple[str, str, _Event]:
+    """A log record: ``(trace id, span id, event)`` (empty ids when it is tied to no span)."""
     where = f"line {n}, log record"
     attrs = _attrs(r.get("attributes"), where, path)
     name = str(r.get("eventName") or attrs.get("event.name") or "")
@@ -269,7 +270,7 @@ def _record(r: dict[str, Any], n: int, path: Path) -> tuple[int, str, str, _Even
     fields = body if isinstance(body, dict) else ({"content": body} if body is not None else _event_fields(attrs))
     trace = _id(r["traceId"], 16, "traceId", where, path) if r.get("traceId") else ""
     span = _id(r["spanId"], 8, "spanId", where, path) if r.get("spanId") else ""
-    return n, trace, span, _Event(name, fields, attrs)
+    return trace, span, _Event(name, fields, attrs)
 
 
 def _event_fields(attrs: dict[str, Any]) -> dict[str, Any]:
@@ -496,6 +497,11 @@ def _conversations(path: Path, spans: list[_Span], notes: _Notes) -> tuple[list[
     for c in calls:
         if owner[id(c)] is not None:
             steps.setdefault(id(owner[id(c)]), []).append(c)
+    tools: dict[int, list[_Span]] = {}
+    for t in sorted((s for s in spans if s.operation == _TOOL), key=lambda s: (s.start, s.line)):
+        agent = _agent_of(t, by_id)
+        if agent is not None:
+            tools.setdefault(id(agent), []).append(t)
     answers: list[_Answer] = []
     for agent in sorted((s for s in spans if s.operation == _AGENT), key=lambda s: (s.start, s.line)):
         parent = by_id.get((agent.trace_id, agent.parent)) if agent.parent else None
@@ -504,9 +510,34 @@ def _conversations(path: Path, spans: list[_Span], notes: _Notes) -> tuple[list[
             continue
         if agent.failed:
             continue
-        answers.append(_agent_run(path, agent, steps.get(id(agent), []), messages, notes))
+        run = _agent_run(path, agent, steps.get(id(agent), []), messages, notes)
+        answers.append(_Answer(run.span, run.sources, _with_results(run.messages, tools.get(id(agent), []))))
     alone, continued = _lone_calls(path, [c for c in calls if owner[id(c)] is None], messages)
     return answers + alone, continued
+
+
+def _with_results(messages: list[dict[str, Any]], tools: list[_Span]) -> list[dict[str, Any]]:
+    """``messages`` with a tool message after each tool call they leave unanswered, from its ``execute_tool`` span.
+
+    The model's messages carry a tool's result only in the call after it: a run that ends on a
+    tool call (a hand-off, a "final answer" tool) has the result only in the tool's own span
+    (``gen_ai.tool.call.result``, recorded with content capture), found by the call's id.
+    """
+    answered = {str(m.get("tool_call_id")) for m in messages if m.get("role") == "tool"}
+    results = {str(t.attrs["gen_ai.tool.call.id"]): t.attrs["gen_ai.tool.call.result"] for t in tools
+               if t.attrs.get("gen_ai.tool.call.id") and "gen_ai.tool.call.result" in t.attrs}
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for m in messages:
+        if pending and m.get("role") != "tool":  # after the turn's own results, so each result follows its call
+            out += pending
+            pending = []
+        out.append(m)
+        for c in m.get("tool_calls") or []:
+            key = str(c.get("id")) if isinstance(c, dict) else ""
+            if key in results and key not in answered:
+                pending.append({"role": "tool", "tool_call_id": key, "content": _as_text(results[key])})
+    return out + pending
 
 
 def _wrappers(calls: list[_Span], by_id: dict[tuple[str, str], _Span]) -> set[int]:
@@ -617,39 +648,35 @@ def _answers(path: Path) -> Adapted:
 
 def _left_out(spans: list[_Span], genai: list[_Span], rows: list[dict[str, Any]], notes: _Notes) -> list[str]:
     """One sentence for each kind of thing the file holds that the answers leave out, with why."""
-    dropped = ["the spans' other attributes (tokens, finish reasons, timings, the resource): an answer is its "
-               "conversation, its model and family"]
-    if any(r["family"] == "unknown" for r in rows):
-        dropped.append("the family of answers whose spans name no model or provider: `unknown` (give --family)")
-    other = sorted({str(s.operation) for s in genai} - {*_CALLS, _AGENT})
-    if other:
-        dropped.append(f"the {other} spans: a tool's call and result are read from the model's messages, and other "
-                       "operations are not part of a conversation")
-    if len(spans) > len(genai):
-        dropped.append(f"{len(spans) - len(genai)} span(s) without GenAI attributes (HTTP, the application's own)")
-    if notes.continued:
-        dropped.append(f"{notes.continued} model call(s) whose conversation a later call of the same trace goes on "
-                       "with: that call is the answer")
-    if notes.parts:
-        dropped.append(f"message parts of type {sorted(notes.parts)}: not text a rater reads (reasoning, media)")
-    if notes.failed:
-        dropped.append(f"{notes.failed} model call(s) or agent run(s) that failed (span status ERROR, error.type): "
-                       "no answer to rate; an agent's run goes on from its calls that did not fail")
-    if notes.wrappers:
-        dropped.append(f"{notes.wrappers} model-call span(s) around another (a framework's span around the "
-                       "provider's instrumentation's): the same call, read once from the inner span")
-    if notes.unasked:
-        dropped.append(f"{notes.unasked} run(s) or call(s) with no user message: nothing was asked, so there is no "
-                       "prompt to rate them against")
-    if notes.subagents:
-        dropped.append(f"the inner model calls of {notes.subagents} agent(s) run by another agent: the run's answer "
-                       "is its own conversation, where a sub-agent shows as far as the model's messages record it")
-    if notes.choices:
-        dropped.append(f"{notes.choices} output choice(s) after the first: one answer per model call")
-    if notes.loose:
-        dropped.append(f"{notes.loose} GenAI log record(s) tied to no span of the file (export the traces with the "
-                       "logs)")
-    return dropped
+    other = sorted({str(s.operation) for s in genai} - {*_CALLS, _AGENT, _TOOL})
+    said = [
+        (True, "the spans' other attributes (tokens, finish reasons, timings, the resource): an answer is its "
+               "conversation, its model and family"),
+        (any(r["family"] == "unknown" for r in rows),
+         "the family of answers whose spans name no model or provider: `unknown` (give --family)"),
+        (any(s.operation == _TOOL for s in genai),
+         "the execute_tool spans but for results: a tool's call and result are read from the model's messages, "
+         "and from the tool's span only a result no later call of the run was sent"),
+        (bool(other), f"the {other} spans: those operations are not part of a conversation"),
+        (len(spans) > len(genai),
+         f"{len(spans) - len(genai)} span(s) without GenAI attributes (HTTP, the application's own)"),
+        (notes.continued > 0, f"{notes.continued} model call(s) whose conversation a later call of the same trace "
+                              "goes on with: that call is the answer"),
+        (bool(notes.parts), f"message parts of type {sorted(notes.parts)}: not text a rater reads (reasoning, media)"),
+        (notes.failed > 0, f"{notes.failed} model call(s) or agent run(s) that failed (span status ERROR, "
+                           "error.type): no answer to rate; an agent's run goes on from its calls that did not fail"),
+        (notes.wrappers > 0, f"{notes.wrappers} model-call span(s) around another (a framework's span around the "
+                             "provider's instrumentation's): the same call, read once from the inner span"),
+        (notes.unasked > 0, f"{notes.unasked} run(s) or call(s) with no user message: nothing was asked, so there "
+                            "is no prompt to rate them against"),
+        (notes.subagents > 0, f"the inner model calls of {notes.subagents} agent(s) run by another agent: the run's "
+                              "answer is its own conversation, where a sub-agent shows as far as the model's "
+                              "messages record it"),
+        (notes.choices > 0, f"{notes.choices} output choice(s) after the first: one answer per model call"),
+        (notes.loose > 0, f"{notes.loose} GenAI log record(s) tied to no span of the file (export the traces with "
+                          "the logs)"),
+    ]
+    return [sentence for applies, sentence in said if applies]
 
 
 ADAPTER = Adapter(
