@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
 from labeler.examples import example_path
 from labeler.store import Store
@@ -20,6 +21,16 @@ DATA = example_path("rubric.toml").parent
 def _isolated_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A test that forgets --db must not touch ./judgelab.duckdb.
     monkeypatch.setenv("JUDGELAB_DB", str(tmp_path / "default.duckdb"))
+    # Nor reach a real provider through a key or URL the developer's shell happens to hold.
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+
+
+def invoke(*args: str) -> Result:
+    """``judgelab *args`` in this process, exceptions raised as they are (not turned into exit 1)."""
+    from judgelab.cli import main  # the CLI imports much; only the tests that use it pay for it
+
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -30,12 +30,6 @@ SPEC = DATA / "judge_spec.toml"
 CREATES = "POST /v1/messages/batches"
 
 
-@pytest.fixture(autouse=True)
-def _no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-
-
 def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(main, list(args), env=env)
 

@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from calibration.judges import FakeJudge
 from calibration.mockapi import MockAnthropic
@@ -21,7 +21,7 @@ from calibration.probes import BIASES
 from calibration.spec import load_spec
 from judgelab.cli import main
 from labeler.store import Store
-from tests.conftest import DATA
+from tests.conftest import DATA, invoke
 
 MODEL = "gpt-4.1-mini"
 
@@ -30,10 +30,6 @@ MODEL = "gpt-4.1-mini"
 def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def _openai_spec(tmp_path: Path, base_url: str) -> Path:

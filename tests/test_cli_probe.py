@@ -7,23 +7,14 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from calibration.mockapi import FaultPlan, MockAnthropic
 from judgelab.cli import main
 from labeler.examples import example_path
+from tests.conftest import invoke
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture(autouse=True)
-def _no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def test_judge_probe_quickstart_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

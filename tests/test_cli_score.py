@@ -7,27 +7,16 @@ import json
 import random
 from pathlib import Path
 
-import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from calibration.judges import FakeJudge
 from calibration.mockapi import FaultPlan, MockAnthropic
 from calibration.spec import load_spec
 from judgelab.cli import main
 from labeler.store import Store
-from tests.conftest import DATA
+from tests.conftest import DATA, invoke
 
 SPEC = DATA / "judge_spec.toml"
-
-
-@pytest.fixture(autouse=True)
-def _no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def _labels(path: Path) -> Path:

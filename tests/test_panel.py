@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from calibration.panel import (
     JURY_MEAN,
@@ -27,7 +27,7 @@ from calibration.panel import (
     to_scale,
 )
 from judgelab.cli import main
-from tests.conftest import DATA
+from tests.conftest import DATA, invoke
 
 MODELS = {"gpt-4o": "gpt", "gpt-4o-mini": "gpt", "claude-3-opus": "claude", "claude-3-haiku": "claude",
           "llama-3-70b": "llama"}
@@ -167,10 +167,6 @@ def test_spread_difference_is_paired_so_shared_errors_cancel() -> None:
 # ------------------------------------------------------------------------------------------------
 # The CLI, through `judgelab import` as a user would
 # ------------------------------------------------------------------------------------------------
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def _write_panel(tmp_path: Path, frame: pd.DataFrame) -> dict[str, Path]:

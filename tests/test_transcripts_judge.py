@@ -6,24 +6,13 @@ import json
 import random
 from pathlib import Path
 
-import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from calibration.judges import FakeJudge
 from calibration.mockapi import MockAnthropic
 from calibration.spec import load_spec
 from judgelab.cli import main
-from tests.conftest import DATA
-
-
-@pytest.fixture(autouse=True)
-def _no_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+from tests.conftest import DATA, invoke
 
 
 def _traces(path: Path) -> Path:

@@ -141,7 +141,7 @@ def load_calibration_data(store: AnalystRole, run_id: str | None = None) -> Cali
                 "(`judgelab import judgements FILE`, or verdicts) first.",
             )
     store.declared_scales()  # judgements and labels may be on a scale a stored rubric declares
-    run = store.run_info(run_id)
+    run = store.judge_run(run_id)
     if run is None:
         known = ", ".join(repr(r) for r in store.calibration_runs()["run_id"].head(5))
         raise InputError(

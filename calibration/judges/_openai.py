@@ -52,6 +52,7 @@ from calibration.judges._openai_transport import GovernedTransport, undecodable_
 from calibration.judges._provider import ProviderJudge
 from calibration.judges._transport import RateGovernor
 from labeler.errors import InputError, JudgeError
+from labeler.families import infer_family
 from labeler.models import Rubric
 
 if TYPE_CHECKING:
@@ -96,34 +97,8 @@ async def patiently(ask: Callable[[], Awaitable[T]], *, tries: int = 4, what: st
             await asyncio.sleep(min(2.0**attempt, 30.0))
     raise AssertionError("unreachable")
 
-# Model-name prefixes -> family, for the self-preference gap when no family is given.
-_FAMILIES = (
-    (re.compile(r"^(gpt|o\d|chatgpt|text-davinci|davinci)", re.I), "gpt"),
-    (re.compile(r"^(models/)?gemini", re.I), "gemini"),
-    (re.compile(r"^claude", re.I), "claude"),
-    (re.compile(r"^(meta-llama/|llama)", re.I), "llama"),
-    (re.compile(r"^(qwen/|qwen)", re.I), "qwen"),
-    (re.compile(r"^(mistralai/|mistral|mixtral)", re.I), "mistral"),
-    (re.compile(r"^(google/)?gemma", re.I), "gemma"),
-    (re.compile(r"^(deepseek)", re.I), "deepseek"),
-)
 # OpenAI's reasoning models take max_completion_tokens and refuse a temperature other than 1.
 _REASONING = re.compile(r"^(o\d|gpt-5)")
-
-
-def infer_family(model: str) -> str | None:
-    """The model family a model id names, when its name says (``None`` otherwise).
-
-    >>> infer_family("gpt-4.1-mini"), infer_family("o3"), infer_family("gemini-2.5-flash"), infer_family("x")
-    ('gpt', 'gpt', 'gemini', None)
-    >>> infer_family("meta-llama/Llama-3.1-8B-Instruct"), infer_family("qwen2.5:7b")
-    ('llama', 'qwen')
-    """
-    name = model.rsplit("/", 1)[-1] if model.startswith(("models/",)) else model
-    for pattern, family in _FAMILIES:
-        if pattern.match(name) or pattern.match(model):
-            return family
-    return None
 
 
 @dataclass(frozen=True)

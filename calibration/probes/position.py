@@ -343,7 +343,7 @@ def run_position(
     if rows.empty:
         raise InputError(f"judge run {chosen!r} has no pairwise judgements",
                          fix="pick another run with --judge-run, or --judge-model.")
-    info = store.run_info(chosen) or {}
+    info = store.judge_run(chosen) or {}
     replies = position_replies(position_rows(rows), store.pair_gold())
     formats = tuple(sorted(set(rows["format"]) & set(PAIRWISE_FORMATS)))
     return RunPosition(chosen, str(info.get("model")), formats, int((rows["status"] == "error").sum()),

@@ -17,7 +17,7 @@ own columns with the answer's ``id``, ``prompt`` and ``response``), which ``--fr
 predictions), which ``--from label-studio`` reads back.
 
     >>> sorted(ADAPTERS)
-    ['alpaca-eval', 'argilla', 'hf', 'inspect', 'label-studio', 'mt-bench', 'promptfoo']
+    ['alpaca-eval', 'argilla', 'hf', 'inspect', 'label-studio', 'mt-bench', 'otel', 'promptfoo']
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from labeler._rows import Rows, read_rows
-from labeler.adapters import alpaca_eval, inspect_ai, label_studio, mt_bench, promptfoo
+from labeler.adapters import alpaca_eval, inspect_ai, label_studio, mt_bench, otel, promptfoo
 from labeler.adapters._common import Adapted, Adapter
 from labeler.adapters.hf import ARGILLA, HF
 from labeler.adapters.label_studio import LABEL_STUDIO, label_config, to_label_studio
@@ -46,7 +46,7 @@ __all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "a
 
 ADAPTERS: dict[str, Adapter] = {
     a.name: a for a in (alpaca_eval.ADAPTER, ARGILLA, HF, inspect_ai.ADAPTER, LABEL_STUDIO, mt_bench.ADAPTER,
-                        promptfoo.ADAPTER)
+                        otel.ADAPTER, promptfoo.ADAPTER)
 }
 """Every ``--from`` choice, by name."""
 
@@ -76,7 +76,7 @@ def _looks_like(columns: Collection[str]) -> str | None:
     marks = (("alpaca-eval", {"instruction", "output_1", "output_2", "preference"}),
              ("mt-bench", {"question_id", "g1_winner", "g2_winner"}), ("mt-bench", {"question_id", "judge", "turn"}),
              ("mt-bench", {"question_id", "choices"}), ("label-studio", {"data", "annotations"}),
-             ("label-studio", {"data", "predictions"}))
+             ("label-studio", {"data", "predictions"}), ("otel", {"resourceSpans"}))
     for tool, needed in marks:
         if needed <= cols:
             return tool

@@ -39,6 +39,7 @@ from labeler.queue import DEFAULT_GAP, Kind
 from labeler.store._bulk import insert_rows
 from labeler.store._core import DEAD_SCORE_ASSIGNMENTS
 from labeler.store._imports import ImportMixin
+from labeler.store._pool import tasks_of
 from labeler.store._quality import mix_in
 
 __all__ = ["AssignMixin"]
@@ -90,13 +91,8 @@ class AssignMixin(ImportMixin):
     def _task_of(
         self, con: duckdb.DuckDBPyConnection, answer_ids: Sequence[str], *, column: str
     ) -> dict[str, str]:
-        wanted = list(dict.fromkeys(answer_ids))
-        rows = con.execute(
-            "SELECT answer_id, task_id FROM answers WHERE answer_id IN (SELECT unnest(?))",
-            [wanted],
-        ).fetchall()
-        found = {str(a): str(t) for a, t in rows}
-        missing = [a for a in wanted if a not in found]
+        found = tasks_of(con, answer_ids)
+        missing = [a for a in dict.fromkeys(answer_ids) if a not in found]
         if missing:
             shown = ", ".join(repr(m) for m in missing[:5])
             raise InputError(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 import pandas as pd
 
@@ -101,15 +100,6 @@ class CalibrationMixin(StoreCore):
                 params,
             ).fetchone()
         return None if row is None else str(row[0])
-
-    def run_info(self, run_id: str) -> dict[str, Any] | None:
-        """One run's row with ``params`` decoded, or ``None`` when there is no such run."""
-        frame = self.query("SELECT * FROM judge_runs WHERE run_id = ?", [run_id])
-        if frame.empty:
-            return None
-        row = {k: (None if _missing(v) else v) for k, v in frame.iloc[0].to_dict().items()}
-        row["params"] = json.loads(row.get("params") or "{}")
-        return row
 
     def run_rows(self, run_id: str, kind: str = "pointwise") -> pd.DataFrame:
         """A run's judgements of one kind, the row that counts per planned call.
@@ -213,9 +203,3 @@ class CalibrationMixin(StoreCore):
             [ids],
         )
 
-
-def _missing(value: Any) -> bool:
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False

@@ -542,17 +542,10 @@ class StoreCore:
         with state.lock:
             con = self._open()
             stack[self._key] = con
-            healthy = False
+            ended = _Ended()
             try:
-                con.execute("BEGIN TRANSACTION")
-                try:
+                with _transaction(con, ended, ("BEGIN TRANSACTION", [])):
                     yield con
-                except BaseException:
-                    con.execute("ROLLBACK")
-                    healthy = True
-                    raise
-                con.execute("COMMIT")
-                healthy = True
             except duckdb.Error as exc:
                 # A read-only file or a full disk: say so, instead of a driver traceback.
                 plain = self._translated(exc)
@@ -562,7 +555,7 @@ class StoreCore:
             finally:
                 del stack[self._key]
                 state.last_used = time.monotonic()
-                if not healthy:
+                if not ended.cleanly:
                     # A failed BEGIN, COMMIT or ROLLBACK may leave the connection unusable.
                     state.release()
                 elif state.due():
@@ -578,21 +571,13 @@ class StoreCore:
         assert self.url is not None
         con = pg_connection(self.url)
         stack[self._key] = con
-        healthy = False
+        ended = _Ended()
         try:
-            con.execute("BEGIN")
-            con.execute("SELECT pg_advisory_xact_lock(?)", [UNIT_LOCK])
-            try:
+            with _transaction(con, ended, ("BEGIN", []), ("SELECT pg_advisory_xact_lock(?)", [UNIT_LOCK])):
                 yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                healthy = True
-                raise
-            con.execute("COMMIT")
-            healthy = True
         finally:
             del stack[self._key]
-            if not healthy:
+            if not ended.cleanly:
                 drop_pg_connection(self.url)
 
     def query(self, sql: str, params: list[Any] | tuple[Any, ...] | None = None) -> pd.DataFrame:
@@ -699,6 +684,32 @@ class StoreCore:
         with self.connection() as con:
             version = "judgelab_version" if _has_writer_column(con) else "NULL::VARCHAR AS judgelab_version"
             return con.execute(f"SELECT version, name, applied_at, {version} FROM _migrations ORDER BY version").df()
+
+
+@dataclass
+class _Ended:
+    """Whether a unit's transaction ended by its own COMMIT or ROLLBACK (the connection is sound)."""
+
+    cleanly: bool = False
+
+
+@contextmanager
+def _transaction(con: Any, ended: _Ended, *begin: tuple[str, list[Any]]) -> Iterator[None]:
+    """Run the body in a transaction ``begin`` opens: COMMIT after it, ROLLBACK when it raises.
+
+    ``ended.cleanly`` stays false when a BEGIN, COMMIT or ROLLBACK itself fails, so the caller
+    drops a connection that may be left in no known state.
+    """
+    for sql, params in begin:
+        con.execute(sql, params)
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        ended.cleanly = True
+        raise
+    con.execute("COMMIT")
+    ended.cleanly = True
 
 
 def _has_writer_column(con: duckdb.DuckDBPyConnection) -> bool:

@@ -363,9 +363,7 @@ class DesignMixin(StoreCore):
             InputError: If the design is not stored or was applied already.
         """
         with self.connection() as con:
-            state = con.execute(
-                "SELECT applied_at FROM designs WHERE design_id = ?", [design_id]
-            ).fetchone()
+            state = _applied_at(con, design_id)
             if state is None:
                 raise InputError(f"no design {design_id!r} to apply",
                                  fix="save the design before applying it.")
@@ -394,7 +392,7 @@ class DesignMixin(StoreCore):
             InputError: If the design is not stored or not applied yet.
         """
         with self.connection() as con:
-            state = con.execute("SELECT applied_at FROM designs WHERE design_id = ?", [design_id]).fetchone()
+            state = _applied_at(con, design_id)
             if state is None or state[0] is None:
                 raise InputError(f"design {design_id!r} is not applied: nothing to reassign",
                                  fix="apply the design first.")
@@ -511,7 +509,7 @@ class DesignMixin(StoreCore):
             ConflictError: If the id is taken.
         """
         with self.connection() as con:
-            if con.execute("SELECT 1 FROM active_designs WHERE design_id = ?", [design_id]).fetchone():
+            if _active_params(con, design_id) is not None:
                 raise ConflictError(f"active design {design_id} exists already",
                                     fix="continue it with `judgelab design --active --apply`.")
             con.execute("INSERT INTO active_designs (design_id, params) VALUES (?, ?)",
@@ -551,7 +549,7 @@ class DesignMixin(StoreCore):
         rows.insert(0, "batch", int(batch))
         rows.insert(0, "design_id", design_id)
         with self.connection() as con:
-            if not con.execute("SELECT 1 FROM active_designs WHERE design_id = ?", [design_id]).fetchone():
+            if _active_params(con, design_id) is None:
                 raise InputError(f"no active design {design_id!r}", fix="start one with `judgelab design --active`.")
             row = con.execute("SELECT coalesce(max(batch), 0) FROM active_batches WHERE design_id = ?",
                               [design_id]).fetchone()
@@ -589,7 +587,7 @@ class DesignMixin(StoreCore):
             InputError: If no active design has that id.
         """
         with self.connection() as con:
-            row = con.execute("SELECT params FROM active_designs WHERE design_id = ?", [design_id]).fetchone()
+            row = _active_params(con, design_id)
         if row is None:
             raise InputError(f"no active design {design_id!r}", fix="see `judgelab design --active`.")
         batches = self.query(
@@ -705,7 +703,7 @@ class DesignMixin(StoreCore):
     def _same_active(self, con: duckdb.DuckDBPyConnection, parsed: ImportedDesigns, d: Any,
                      source_file: str | None) -> bool:
         """Whether active design ``d`` of the file is stored already (same content); a conflict if it differs."""
-        row = con.execute("SELECT params FROM active_designs WHERE design_id = ?", [d.design_id]).fetchone()
+        row = _active_params(con, d.design_id)
         if row is None:
             return False
         batches = con.execute(f"SELECT {', '.join(_BATCH_COLUMNS)} FROM active_batches WHERE design_id = ?",
@@ -732,6 +730,16 @@ _ITEM_COLUMNS = ("design_id", "answer_id", "stratum", "inclusion_prob", "weight"
 _BATCH_COLUMNS = ("design_id", "batch", "draw_id", "weight", "expected_labels", "summary")
 _DRAW_COLUMNS = ("design_id", "batch", "answer_id", "unit", "inclusion_prob", "known", "drawn", "pred_pass",
                  "pred_score", "judge_pass", "judge_score", "flipped")
+
+
+def _applied_at(con: duckdb.DuckDBPyConnection, design_id: str) -> tuple[Any] | None:
+    """``(applied_at,)`` of a stored design (``applied_at`` ``None`` until applied), or ``None``: no such design."""
+    return con.execute("SELECT applied_at FROM designs WHERE design_id = ?", [design_id]).fetchone()
+
+
+def _active_params(con: duckdb.DuckDBPyConnection, design_id: str) -> tuple[str] | None:
+    """``(params,)`` of a stored active design (its inputs as JSON), or ``None``: no such design."""
+    return con.execute("SELECT params FROM active_designs WHERE design_id = ?", [design_id]).fetchone()
 
 
 def _same_rows(a: pd.DataFrame, b: pd.DataFrame, key: str | list[str]) -> bool:

@@ -25,7 +25,7 @@ from labeler.errors import ConflictError, InputError
 from labeler.models import ImportedAudit, ImportedJudgement, ImportedLabel, ImportedPairLabel, pair_of
 from labeler.store._bulk import drop_stored, insert_rows, staged
 from labeler.store._history import Incoming, Planned, Stored, plan
-from labeler.store._pool import ImportSummary, PoolMixin
+from labeler.store._pool import PAIRS_QUERY, ImportSummary, PoolMixin, tasks_of
 from labeler.store._raters import RaterMixin, hash_token
 
 ExportKind = Literal["labels", "judgements", "answers", "pair_labels", "audits", "pairs"]
@@ -405,7 +405,7 @@ class ImportMixin(RaterMixin, PoolMixin):
                 ).fetchall()
             rows = drop_stored(rows, stored, conflict)
             self._add_runs(con, runs, source_file)
-            task_of = self._task_of_answers(con, [row[8] for row in rows if row[-1] is None])
+            task_of = tasks_of(con, [row[8] for row in rows if row[-1] is None])
             pairs = {str(r[0]) for r in con.execute("SELECT pair_id FROM pairs").fetchall()}
             for row in rows:
                 row[-1] = row[-1] or task_of.get(row[8]) or pair_of(row[8], pairs)
@@ -432,17 +432,6 @@ class ImportMixin(RaterMixin, PoolMixin):
             ("run_id", "judge_kind", "model", "family", "note"),
             [run for run_id, run in runs.items() if run_id not in stored],
         )
-
-    @staticmethod
-    def _task_of_answers(con: duckdb.DuckDBPyConnection, answer_ids: Sequence[str]) -> dict[str, str]:
-        """The task of each of ``answer_ids`` that is a stored answer, in one query."""
-        return {
-            str(a): str(t)
-            for a, t in con.execute(
-                "SELECT answer_id, task_id FROM answers WHERE answer_id IN (SELECT unnest(?))",
-                [list(dict.fromkeys(answer_ids))],
-            ).fetchall()
-        }
 
     # -- exports -----------------------------------------------------------------------
 
@@ -480,7 +469,7 @@ class ImportMixin(RaterMixin, PoolMixin):
                        " t.reference_author, a.answer_id, a.family, a.model, a.variant, a.parent_answer_id, a.text,"
                        " a.transcript AS messages"
                        " FROM answers a JOIN tasks t USING (task_id) ORDER BY a.task_id, a.answer_id",
-            "pairs": "SELECT pair_id, prompt, answer_a, answer_b, gold FROM pairs ORDER BY pair_id",
+            "pairs": PAIRS_QUERY,
         }
         if kind not in queries:
             raise InputError(f"unknown export {kind!r}", fix=f"use one of {', '.join(EXPORT_KINDS)}.")

@@ -478,10 +478,7 @@ class LabelMixin(AssignMixin):
             rubric = self._rubric_of(ctx.rubric_id, ctx.rubric_version)
             _check_scores(rubric, overall, scores, flagged=flag is not None)
             if ctx.current_id is not None:
-                now = con.execute(
-                    "SELECT overall, criteria, comment, flag_reason FROM labels WHERE label_id = ?",
-                    [ctx.current_id],
-                ).fetchone()
+                now = con.execute(_LABEL_CONTENT, [ctx.current_id]).fetchone()
                 given = (None if overall is None else float(overall), scores, comment, flag)
                 if now is not None and _same_label(now, given):
                     return ctx.current_id
@@ -660,10 +657,7 @@ class LabelMixin(AssignMixin):
             rubric = self._rubric_of(rubric_id, rubric_version)
             prompt, text, n_masked, transcript = self._shown_text(con, answer_id, rubric.rubric_id)
             current = None
-            row = _done_row(
-                con, item,
-                "SELECT overall, criteria, comment, flag_reason FROM labels WHERE label_id = ?",
-            )
+            row = _done_row(con, item, _LABEL_CONTENT)
             if row is not None and item.done_id is not None:
                 current = CurrentLabel(
                     label_id=item.done_id,
@@ -780,6 +774,10 @@ def _own_row(
             fix="open it on its own page.",
         )
     return row
+
+
+_LABEL_CONTENT = "SELECT overall, criteria, comment, flag_reason FROM labels WHERE label_id = ?"
+"""A score label's content by id: what an edit is compared with and what the form shows again."""
 
 
 def _done_row(

@@ -191,8 +191,7 @@ class PoolMixin(StoreCore):
         with self.connection() as con:
             names = {a.family for a in new_answers} | {a.model for a in new_answers}
             if new_answers:
-                names |= {str(n) for row in con.execute(
-                    "SELECT DISTINCT family, model FROM answers").fetchall() for n in row}
+                names |= set(pool_names(con))
         answer_rows = [
             [a.answer_id, "i" + secrets.token_hex(8), a.task_id, a.family, a.model, a.variant,
              a.parent_answer_id, a.text, a.n_words, len(a.text),
@@ -284,17 +283,14 @@ class PoolMixin(StoreCore):
 
     def pairs(self) -> pd.DataFrame:
         """All judge-probe pairs."""
-        return self.query("SELECT pair_id, prompt, answer_a, answer_b, gold FROM pairs ORDER BY pair_id")
+        return self.query(PAIRS_QUERY)
 
     # -- settings -------------------------------------------------------------------------
 
     def set_setting(self, scope: str, key: str, value: str) -> None:
         """Store a project (``scope='project'``) or rubric (``'rubric:<id>'``) setting."""
         with self.connection() as con:
-            con.execute(
-                "INSERT OR REPLACE INTO settings (scope, key, value) VALUES (?, ?, ?)",
-                [scope, key, value],
-            )
+            write_setting(con, scope, key, value)
 
     def setting(self, scope: str, key: str, default: str | None = None) -> str | None:
         """A stored setting, or ``default``."""
@@ -311,6 +307,8 @@ _ANSWER_COLUMNS = (
     "n_chars", "self_id_spans", "transcript",
 )
 _PAIR_COLUMNS = ("pair_id", "prompt", "answer_a", "answer_b", "gold")
+PAIRS_QUERY = f"SELECT {', '.join(_PAIR_COLUMNS)} FROM pairs ORDER BY pair_id"
+"""Every judge-probe pair, as :meth:`PoolMixin.pairs` and the pairs export read them."""
 
 _T = TypeVar("_T")
 
@@ -370,6 +368,28 @@ def _pair_conflict(source_file: str | None, pair_id: str) -> ConflictError:
     )
 
 
+def pool_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every family and model name of the pool's answers: what self-name detection masks."""
+    return sorted({str(n) for row in con.execute("SELECT DISTINCT family, model FROM answers").fetchall()
+                   for n in row})
+
+
+def write_setting(con: duckdb.DuckDBPyConnection, scope: str, key: str, value: str) -> None:
+    """Store one setting in ``scope`` (``project`` or ``rubric:<id>``), replacing its old value."""
+    con.execute("INSERT OR REPLACE INTO settings (scope, key, value) VALUES (?, ?, ?)", [scope, key, value])
+
+
+def tasks_of(con: duckdb.DuckDBPyConnection, answer_ids: Sequence[str]) -> dict[str, str]:
+    """The task of each of ``answer_ids`` that is a stored answer, in one query."""
+    return {
+        str(a): str(t)
+        for a, t in con.execute(
+            "SELECT answer_id, task_id FROM answers WHERE answer_id IN (SELECT unnest(?))",
+            [list(dict.fromkeys(answer_ids))],
+        ).fetchall()
+    }
+
+
 def blind_text(con: duckdb.DuckDBPyConnection, text: str, stored_spans: str | None) -> tuple[str, int]:
     """``text`` as a blind reader sees it, and how many spans were masked.
 
@@ -378,8 +398,7 @@ def blind_text(con: duckdb.DuckDBPyConnection, text: str, stored_spans: str | No
     (about half a millisecond an answer) with the pool's family and model names, and both
     the stored and the new spans are masked.
     """
-    names = sorted({str(n) for pair in con.execute(
-        "SELECT DISTINCT family, model FROM answers").fetchall() for n in pair})
+    names = pool_names(con)
     spans = merge_spans(text, [
         *(tuple(s) for s in json.loads(stored_spans or "[]")),
         *detect_self_identifying(text, names),
@@ -389,6 +408,5 @@ def blind_text(con: duckdb.DuckDBPyConnection, text: str, stored_spans: str | No
 
 def blind_transcript(con: duckdb.DuckDBPyConnection, transcript: Transcript) -> Transcript:
     """``transcript`` as a blind rater reads it: every message, tool name and system prompt masked."""
-    names = sorted({str(n) for pair in con.execute(
-        "SELECT DISTINCT family, model FROM answers").fetchall() for n in pair})
+    names = pool_names(con)
     return blinded(transcript, names)

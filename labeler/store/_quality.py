@@ -33,7 +33,8 @@ from labeler.quality import SCOPE, QualityItem, QualitySettings, quality_positio
 from labeler.queue import rater_rng
 from labeler.store._bulk import insert_rows
 from labeler.store._core import StoreCore
-from labeler.store._pool import ImportSummary
+from labeler.store._pool import ImportSummary, pool_names, write_setting
+from labeler.store._raters import rater_named
 
 __all__ = [
     "EXCLUDED_RATERS_SQL",
@@ -223,8 +224,7 @@ class QualityMixin(StoreCore):
         answers use, it is a :class:`~labeler.errors.ConflictError` and nothing is written.
         """
         with self.connection() as con:
-            names = sorted({str(n) for row in con.execute("SELECT DISTINCT family, model FROM answers").fetchall()
-                            for n in row})
+            names = pool_names(con)
             pool = {str(a) for (a,) in con.execute(
                 "SELECT answer_id FROM answers WHERE answer_id IN (SELECT unnest($1::VARCHAR[]))",
                 [[q.answer_id for q in items]],
@@ -270,7 +270,7 @@ class QualityMixin(StoreCore):
         """Store the settings and mix quality items into every queue accordingly; returns items added per rater."""
         with self.connection() as con:
             for key, value in settings.stored().items():
-                con.execute("INSERT OR REPLACE INTO settings (scope, key, value) VALUES (?, ?, ?)", [SCOPE, key, value])
+                write_setting(con, SCOPE, key, value)
             return mix_in(con)
 
     def mix_quality(self) -> dict[int, int]:
@@ -281,10 +281,10 @@ class QualityMixin(StoreCore):
     # -- holds ---------------------------------------------------------------------------------
 
     def _rater_row(self, con: duckdb.DuckDBPyConnection, name: str) -> int:
-        row = con.execute("SELECT rater_id FROM raters WHERE name = ?", [name]).fetchone()
-        if row is None:
+        found = rater_named(con, name)
+        if found is None:
             raise InputError(f"no rater named {name!r}", fix="see `judgelab raters list`.")
-        return int(row[0])
+        return found
 
     def pause_rater(self, name: str, *, reason: str = "", exclude_labels: bool = False) -> None:
         """Hold back a rater's live items; nothing they labelled is deleted.
@@ -348,15 +348,6 @@ class QualityMixin(StoreCore):
             " FROM labels l LEFT JOIN answers a USING (answer_id) LEFT JOIN quality_items q USING (answer_id)"
             " WHERE l.source <> 'adjudicated' AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)"
             " ORDER BY l.label_id"
-        )
-
-    def quality_assignments(self) -> pd.DataFrame:
-        """Quality items in queues per rater: ``rater_id, kind, assigned, done``."""
-        return self.query(
-            "SELECT s.rater_id, q.kind, count(*) AS assigned,"
-            " count(*) FILTER (WHERE EXISTS (SELECT 1 FROM labels l WHERE l.assignment_id = s.assignment_id))"
-            " AS done FROM assignments s JOIN quality_items q USING (answer_id)"
-            " GROUP BY s.rater_id, q.kind ORDER BY s.rater_id, q.kind"
         )
 
     def quality_feedback(self, rater_id: int, label_id: int) -> str | None:

@@ -8,6 +8,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Literal
 
+import duckdb
 import pandas as pd
 
 from labeler.errors import AccessError, InputError
@@ -19,6 +20,12 @@ Role = Literal["rater", "admin"]
 def hash_token(token: str) -> str:
     """SHA-256 of an invite token. Tokens carry 256 random bits, so a fast hash is enough."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def rater_named(con: duckdb.DuckDBPyConnection, name: str) -> int | None:
+    """The id of the rater called ``name``, or ``None``."""
+    row = con.execute("SELECT rater_id FROM raters WHERE name = ?", [name]).fetchone()
+    return None if row is None else int(row[0])
 
 
 @dataclass(frozen=True)
@@ -111,9 +118,9 @@ class RaterMixin(StoreCore):
     def rater_id_for(self, name: str, *, create: bool = False, simulated: bool = False) -> int:
         """The id of a rater by name; with ``create`` an unknown name becomes a rater with no usable link."""
         with self.connection() as con:
-            row = con.execute("SELECT rater_id FROM raters WHERE name = ?", [name]).fetchone()
-            if row is not None:
-                return int(row[0])
+            found = rater_named(con, name)
+            if found is not None:
+                return found
             if not create:
                 raise InputError(f"no rater named {name!r}", fix="see `judgelab raters list`.")
             # A random hash nobody holds the token for: imported raters cannot log in.

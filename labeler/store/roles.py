@@ -182,6 +182,12 @@ class TurnScoreView(Protocol):
     def turn_scores(self, label_ids: Iterable[int] | None = None) -> pd.DataFrame: ...
 
 
+class RunView(Protocol):
+    """Read one judge run's row."""
+
+    def judge_run(self, run_id: str) -> dict[str, Any] | None: ...
+
+
 class PoolWriter(Protocol):
     """Add tasks and answers (the one write path for answer text) to the pool."""
 
@@ -380,8 +386,6 @@ class QualityRole(Located, PoolView, RaterDirectory, HoldView, QualitySettingsVi
 
     def mix_quality(self) -> dict[int, int]: ...
 
-    def quality_assignments(self) -> pd.DataFrame: ...
-
     def quality_items(self) -> pd.DataFrame: ...
 
     def quality_labels(self) -> pd.DataFrame: ...
@@ -432,7 +436,7 @@ class ImportExportRole(Located, PoolView, PoolWriter, TurnScoreView, Protocol):
     def design_tables(self) -> dict[str, pd.DataFrame]: ...
 
 
-class JudgeRole(UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLabelView, Protocol):
+class JudgeRole(UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLabelView, RunView, Protocol):
     """Judge runs and judgements: the runner's and probes' writes, cache, batches and evidence."""
 
     def start_judge_run(
@@ -452,8 +456,6 @@ class JudgeRole(UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLab
     ) -> None: ...
 
     def finish_judge_run(self, run_id: str) -> None: ...
-
-    def judge_run(self, run_id: str) -> dict[str, Any] | None: ...
 
     def unfinished_runs(self, plan_hash: str | None = None) -> pd.DataFrame: ...
 
@@ -559,15 +561,13 @@ class DesignRole(UnitOfWork, PoolView, DesignView, RaterDirectory, LabelTiming, 
     ) -> dict[int, tuple[int, list[str]]]: ...
 
 
-class AnalystRole(Located, PoolView, DesignView, HumanLabelView, TurnScoreView, RaterDirectory, LabelTiming,
-                  Protocol):
+class AnalystRole(Located, PoolView, DesignView, HumanLabelView, RunView, TurnScoreView, RaterDirectory,
+                  LabelTiming, Protocol):
     """The analyst's read-only views: the calibration report's reads."""
 
     def calibration_runs(self) -> pd.DataFrame: ...
 
     def latest_scored_run(self) -> str | None: ...
-
-    def run_info(self, run_id: str) -> dict[str, Any] | None: ...
 
     def run_rows(self, run_id: str, kind: str = "pointwise") -> pd.DataFrame: ...
 
