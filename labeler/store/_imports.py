@@ -27,6 +27,7 @@ from labeler.store._bulk import drop_stored, insert_rows, staged
 from labeler.store._history import Incoming, Planned, Stored, plan
 from labeler.store._pool import PAIRS_QUERY, ImportSummary, PoolMixin, tasks_of
 from labeler.store._raters import RaterMixin, hash_token
+from labeler.store._turn_rows import check_turns_exist, current_turns, insert_turns
 
 ExportKind = Literal["labels", "judgements", "answers", "pair_labels", "audits", "pairs"]
 EXPORT_KINDS: tuple[ExportKind, ...] = ("labels", "pair_labels", "audits", "judgements", "answers", "pairs")
@@ -195,10 +196,6 @@ class ImportMixin(RaterMixin, PoolMixin):
             if key not in scores:
                 scores[key] = criteria_key(json.loads(key))
             return scores[key]
-
-        # Per-turn scores (labeler.store._turns) are part of a label's content; imported here, not at
-        # the top, because that module builds on this one.
-        from labeler.store._turns import check_turns_exist, current_turns, insert_turns
 
         with self.connection() as con:
             check_turns_exist(con, {(lab.rater, lab.answer_id): lab.turns.keys() for lab in labels},

@@ -18,31 +18,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-import duckdb
 import pandas as pd
 
 from labeler.errors import AccessError, InputError
 from labeler.models import Rubric
 from labeler.scales import format_range
 from labeler.store._labels import LabelMixin, Seen
-from labeler.transcripts import Transcript
+from labeler.store._turn_rows import CURRENT_TURNS, current_turns, insert_turns, turn_count
 
-__all__ = ["TurnMixin", "check_turns_exist", "current_turns", "insert_turns", "turn_count"]
-
-# The current score per (label, turn): no newer row of the same label and turn.
-_CURRENT_TURNS = (
-    "SELECT t.label_id, t.turn, t.score FROM turn_scores t"
-    " WHERE t.label_id IN (SELECT unnest(?)) AND NOT EXISTS ("
-    "   SELECT 1 FROM turn_scores n WHERE n.label_id = t.label_id AND n.turn = t.turn"
-    "   AND n.turn_score_id > t.turn_score_id)"
-    " ORDER BY t.label_id, t.turn"
-)
-
-
-def turn_count(transcript_json: str | None) -> int:
-    """How many assistant turns an answer's stored transcript has (0: an answer that is one text)."""
-    return 0 if transcript_json is None else len(Transcript.from_json(transcript_json).turns())
-
+__all__ = ["TurnMixin"]
 
 class TurnMixin(LabelMixin):
     """Labels with a score per assistant turn, and the reads of them."""
@@ -133,70 +117,8 @@ class TurnMixin(LabelMixin):
                 " AND n.turn_score_id > t.turn_score_id) ORDER BY t.label_id, t.turn"
             )
         ids = sorted({int(i) for i in label_ids})
-        frame = self.query(_CURRENT_TURNS, [ids])
+        frame = self.query(CURRENT_TURNS, [ids]) if ids else pd.DataFrame()
         return frame if not frame.empty else pd.DataFrame({"label_id": [], "turn": [], "score": []})
-
-    def add_imported_turn_scores(self, scores: Mapping[int, Mapping[int, float]]) -> int:
-        """Attach turn scores to stored labels (an import of labels with their turns); returns rows written.
-
-        A label whose current turn scores already equal the given ones is left as it is, so a
-        re-import of a database's own export writes nothing.
-
-        Raises:
-            InputError: A label id that is not stored.
-        """
-        wanted = {int(k): {int(t): float(s) for t, s in v.items()} for k, v in scores.items() if v}
-        if not wanted:
-            return 0
-        with self.connection() as con:
-            known = {int(r[0]) for r in con.execute(
-                "SELECT label_id FROM labels WHERE label_id IN (SELECT unnest(?))", [sorted(wanted)]).fetchall()}
-            missing = sorted(set(wanted) - known)
-            if missing:
-                raise InputError(f"turn scores name label {missing[0]}, which is not stored",
-                                 fix="import the labels first.")
-            now = current_turns(con, sorted(wanted))
-            rows = [(label_id, turn, score) for label_id, turns in sorted(wanted.items())
-                    if now.get(label_id, {}) != turns for turn, score in sorted(turns.items())]
-            insert_turns(con, rows)
-        return len(rows)
-
-
-def current_turns(con: duckdb.DuckDBPyConnection, label_ids: list[int]) -> dict[int, dict[int, float]]:
-    """The current turn scores per label, read in one statement (labels without any are absent)."""
-    if not label_ids:
-        return {}
-    out: dict[int, dict[int, float]] = {}
-    for label_id, turn, score in con.execute(_CURRENT_TURNS, [label_ids]).fetchall():
-        out.setdefault(int(label_id), {})[int(turn)] = float(score)
-    return out
-
-
-def check_turns_exist(
-    con: duckdb.DuckDBPyConnection, turns: Mapping[tuple[str, str], Iterable[int]], *, source_file: str | None
-) -> None:
-    """Refuse imported turn scores of turns an answer does not have (``(rater, answer_id)`` -> turns).
-
-    Raises:
-        InputError: Naming the file, the rater, the answer and how many assistant turns it has.
-    """
-    wanted = {key: max(ts) for key, ts in turns.items() if ts}
-    if not wanted:
-        return
-    found = dict(con.execute("SELECT answer_id, transcript FROM answers WHERE answer_id IN (SELECT unnest(?))",
-                             [sorted({a for _, a in wanted})]).fetchall())
-    for (rater, answer_id), top in sorted(wanted.items()):
-        n_turns = turn_count(found.get(answer_id))
-        if top > n_turns:
-            has = f"has {n_turns} assistant turn(s)" if n_turns else "is one text, not a conversation"
-            raise InputError(f"rater {rater!r}'s label of {answer_id!r} scores turn {top}, but the answer {has}",
-                             file=source_file, column="turns", fix="score only the answer's own assistant turns.")
-
-
-def insert_turns(con: duckdb.DuckDBPyConnection, rows: list[tuple[int, int, float]]) -> None:
-    """Append ``(label_id, turn, score)`` rows, in one statement per unit of work."""
-    if rows:
-        con.executemany("INSERT INTO turn_scores (label_id, turn, score) VALUES (?, ?, ?)", rows)
 
 
 def _check_turns(rubric: Rubric, turns: Mapping[int, float], n_turns: int, *, flagged: bool) -> None:
