@@ -66,9 +66,9 @@ from labeler.store._backend import (
     PORTABLE,
     UNIT_LOCK,
     PgConnection,
-    drop_pg_connection,
     is_postgres,
     pg_connection,
+    put_pg_connection,
     redact,
 )
 
@@ -592,8 +592,7 @@ class StoreCore:
             healthy = True
         finally:
             del stack[self._key]
-            if not healthy:
-                drop_pg_connection(self.url)
+            put_pg_connection(self.url, con, healthy=healthy)
 
     def query(self, sql: str, params: list[Any] | tuple[Any, ...] | None = None) -> pd.DataFrame:
         """Run one read query and return a DataFrame."""

@@ -46,8 +46,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.postgres]
 SERVERS = 3
 RATERS = 16
 K = 2
-#: Answers dealt before the start (two per rater at K = 2) and answers left to pull mode.
-DEALT, PULLED = 16, 16
+#: Answers dealt before the start (one per rater at K = 2) and answers left to pull mode.
+DEALT, PULLED = 8, 12
 #: The prefix of the raters' names: distinctive, so a hit in a page is a real leak.
 NAME = "multiserver-rater-"
 POSITION = re.compile(r"Answer (\d+) of (\d+)")
@@ -74,7 +74,7 @@ class Rater:
 
     @property
     def edits(self) -> bool:
-        """Every fourth rater goes back after their second label and changes it."""
+        """Every fourth rater goes back after their first label and changes it."""
         return self.index % 4 == 0
 
     @property
@@ -119,7 +119,7 @@ async def _where(page: Any) -> tuple[int, int] | None:
         " if (!app || app.dataset.testScriptState !== 'notRunning') return false;"
         " const text = document.querySelector(\"[data-testid='stMain']\")?.innerText || '';"
         " return new RegExp(pattern).test(text) || text.includes(done); }",
-        arg=[POSITION.pattern, FINISHED], timeout=45_000, polling=50)
+        arg=[POSITION.pattern, FINISHED], timeout=90_000, polling=50)
     text = await page.get_by_test_id("stMain").inner_text()
     found = POSITION.search(text)
     return None if found is None else (int(found.group(1)), int(found.group(2)))
@@ -127,12 +127,12 @@ async def _where(page: Any) -> tuple[int, int] | None:
 
 async def _moved(page: Any, before: tuple[int, int] | None) -> tuple[int, int] | None:
     """Wait until the page shows another position than ``before`` (or the finished screen)."""
-    for _ in range(450):
+    for _ in range(900):
         now = await _where(page)
         if now != before:
             return now
         await asyncio.sleep(0.1)
-    raise AssertionError(f"the page stayed on {before} for 45 s")
+    raise AssertionError(f"the page stayed on {before} for 90 s")
 
 
 async def _ack(page: Any) -> str:
@@ -152,7 +152,7 @@ async def _score(page: Any, rater: Rater, score: int) -> None:
     if rater.clicks:
         option = page.get_by_role("radiogroup", name="Overall score", exact=True).get_by_role(
             "radio", name=str(score), exact=True)
-        await option.click(timeout=45_000)
+        await option.click(timeout=90_000)
     else:
         await page.keyboard.press(str(score))
 
@@ -160,7 +160,7 @@ async def _score(page: Any, rater: Rater, score: int) -> None:
 async def _submit(page: Any, rater: Rater) -> None:
     """Send the form: Ctrl+Enter, or a click on Submit."""
     if rater.clicks:
-        await page.get_by_role("button", name=re.compile("^Submit")).click(timeout=45_000)
+        await page.get_by_role("button", name=re.compile("^Submit")).click(timeout=90_000)
     else:
         await page.keyboard.press("Control+Enter")
 
@@ -176,13 +176,13 @@ async def _rate(browser: Any, rater: Rater) -> None:
             payload.decode("utf-8", errors="replace") if isinstance(payload, bytes) else payload))
 
     page.on("websocket", on_ws)
-    await page.goto(rater.url)
-    await page.wait_for_selector(READY, timeout=60_000)
+    await page.goto(rater.url, timeout=120_000)
+    await page.wait_for_selector(READY, timeout=120_000)
     where = await _where(page)
     labelled = 0
     while where is not None:
         position = where[0]
-        await page.locator(".jl-buttons button.primary").wait_for(timeout=45_000)
+        await page.locator(".jl-buttons button.primary").wait_for(timeout=90_000)
         score = 2 + (rater.index + position) % 4
         await _score(page, rater, score)
         await _submit(page, rater)
@@ -195,15 +195,15 @@ async def _rate(browser: Any, rater: Rater) -> None:
         labelled += 1
         if rater.reloads and labelled == 1:
             await page.reload()
-            await page.wait_for_selector(READY, timeout=60_000)
+            await page.wait_for_selector(READY, timeout=120_000)
             where = await _where(page)
-        if rater.edits and labelled == 2:
+        if rater.edits and labelled == 1:
             # Back to the answer just rated (from the next item or the finished screen); a
             # different score replaces its label.
             await page.keyboard.press("b")
             back = await _moved(page, where)
             assert back is not None
-            await page.locator(".jl-buttons button.primary").wait_for(timeout=45_000)
+            await page.locator(".jl-buttons button.primary").wait_for(timeout=90_000)
             changed = 1 + (rater.index + back[0]) % 4  # never the score given first
             await _score(page, rater, changed)
             await _submit(page, rater)
