@@ -21,9 +21,11 @@ for the next item each time).
   by the submits; page loads are left out.
 * **PostgreSQL CPU per submit**: the same for the database server (the postmaster and every
   backend, ended ones included through the postmaster's reaped-children time), when it runs on
-  this machine; and the **connections** the database accepted in that window
-  (``pg_stat_database.sessions``).
+  this machine; and the **connections** the database accepted from the servers' start to their end
+  (``pg_stat_database.sessions``, page loads included).
 * **kept**: labels stored against submits acknowledged (every submit waited for its next item).
+* **seconds**: from all pages loaded to the last submit; **load**: the machine's load average
+  then (other work on the machine slows the browser round trip first).
 
 Everything (Chromium, the servers, PostgreSQL) shares this machine's CPUs, so the figures are
 for one small machine, not a scaling curve: they say what a second and third server cost and
@@ -86,6 +88,7 @@ class Setup:
     db_cpu_s: float = float("nan")
     connections: int | None = None
     seconds: float = float("nan")
+    load: float = float("nan")
 
     def row(self) -> str:
         p50, p95 = percentiles(self.submit_ms)
@@ -93,12 +96,12 @@ class Setup:
         db = "" if math.isnan(self.db_cpu_s) else f"{self.db_cpu_s * per:6.1f}"
         conns = "" if self.connections is None else f"{self.connections:6d}"
         return (f"| {self.backend:10s} | {self.servers} | {p50:5.0f} | {p95:5.0f} | {self.server_cpu_s * per:6.1f} |"
-                f" {db:>6s} | {conns:>6s} | {self.stored} of {self.submits} | {self.seconds:5.1f} |")
+                f" {db:>6s} | {conns:>6s} | {self.stored} of {self.submits} | {self.seconds:5.1f} | {self.load:4.1f} |")
 
 
 HEADER = ("| database   | servers | submit p50 ms | p95 ms | server CPU ms/submit | PostgreSQL CPU ms/submit |"
-          " connections | kept | seconds |\n"
-          "|---|---|---|---|---|---|---|---|---|")
+          " connections | kept | seconds | load |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
 
 
 def build(db: str, raters: int, items: int) -> list[tuple[int, str, int]]:
@@ -164,15 +167,19 @@ def postmaster(url: str) -> int | None:
 
     with psycopg.connect(url) as con:
         row = con.execute("SELECT pg_backend_pid()").fetchone()
-    assert row is not None
-    try:
-        return int((Path(f"/proc/{row[0]}/stat").read_text().rsplit(")", 1)[1].split())[1])
-    except OSError:  # the server is elsewhere
-        return None
+        assert row is not None
+        try:  # while the backend lives: it ends with this connection
+            return int((Path(f"/proc/{row[0]}/stat").read_text().rsplit(")", 1)[1].split())[1])
+        except OSError:  # the server is elsewhere
+            return None
 
 
 def sessions(url: str) -> int:
-    """Connections the database of ``url`` has accepted since its statistics were reset."""
+    """Connections the database of ``url`` has accepted since its statistics were reset.
+
+    A live session's count may reach the statistics only when it ends: read it before the
+    servers start and after they stopped.
+    """
     import psycopg
 
     with psycopg.connect(url) as con:
@@ -202,6 +209,7 @@ def measure(backend: str, servers: int, raters: int, items: int, pg_url: str | N
         else:
             db = str(work / "bench.duckdb")
         people = build(db, raters, items)
+        opened = sessions(db) if master is not None else 0
         procs, urls = [], []
         for _ in range(servers):
             port = free_port()
@@ -224,7 +232,6 @@ def measure(backend: str, servers: int, raters: int, items: int, pg_url: str | N
                     marks["server"] = sum(tree_cpu(p.pid) for p in procs)
                     if master is not None:
                         marks["db"] = tree_cpu(master)
-                        marks["sessions"] = sessions(db)
                     marks["t"] = time.perf_counter()
                     go.set()
 
@@ -237,10 +244,16 @@ def measure(backend: str, servers: int, raters: int, items: int, pg_url: str | N
                 fig.server_cpu_s = sum(tree_cpu(p.pid) for p in procs) - marks["server"]
                 if master is not None:
                     fig.db_cpu_s = tree_cpu(master) - marks["db"]
-                    fig.connections = sessions(db) - int(marks["sessions"])
                 await browser.close()
 
         asyncio.run(run())
+        fig.load = os.getloadavg()[0]
+        for proc in procs:
+            proc.terminate()
+            proc.wait(15)
+        if master is not None:
+            time.sleep(1)  # the servers' sessions end with them; their counts reach the statistics
+            fig.connections = sessions(db) - opened
         from labeler.store import Store
 
         store = Store(db)

@@ -6,15 +6,20 @@ does), the other half pulled by the raters as they finish (pull mode, the projec
 ``claim_k``), which is where several servers could race. Three ``judgelab serve`` processes
 serve that one URL on three ports; sixteen raters, each in their own browser context, are spread
 over them (as sticky sessions behind a load balancer would place them) and rate at once, some by
-keys and some by clicks; every fourth goes back and changes a label, and one reloads mid-queue.
+keys and some by clicks; every fourth goes back and changes a label, one reloads mid-queue, and
+one opens their first item on a second server too (another device) and submits it there first.
 
 Then, read from the database:
 
 * every submit a page acknowledged ("Label saved", "Label changed") is stored exactly once, with
   the score given, and nothing is stored that no page acknowledged (acked = stored);
+* the second device's submit is stored and the first page's late submit of the same item is
+  refused ("Not saved: this item was labelled meanwhile"), not stored over it, across servers;
 * no answer has more than ``K`` raters (assignments or current labels), no rater has two
   current labels of one answer, and every answer of the pool ended with exactly ``K`` distinct
   raters;
+* the servers kept their PostgreSQL sessions: a handful per server, not one per submit (Streamlit
+  runs each script run on a new thread; connections kept per thread opened one every submit);
 * nothing identifying reached any page: no family, model or variant, no other rater's name, and
   nothing of the database's URL.
 
@@ -38,6 +43,7 @@ import pytest
 
 from labeler.importers import import_file
 from labeler.store import Store
+from labeler.store._backend import IDLE_KEPT
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, LAPTOP, READY, Server, find_all, serve
 from tests.conftest import DATA
 
@@ -48,6 +54,8 @@ RATERS = 16
 K = 2
 #: Answers dealt before the start (one per rater at K = 2) and answers left to pull mode.
 DEALT, PULLED = 8, 12
+#: The rater who opens their first item on two servers (a keyboard rater who neither edits nor reloads).
+TWO_DEVICES = 6
 #: The prefix of the raters' names: distinctive, so a hit in a page is a real leak.
 NAME = "multiserver-rater-"
 POSITION = re.compile(r"Answer (\d+) of (\d+)")
@@ -62,6 +70,8 @@ class Rater:
     rater_id: int
     token: str
     url: str
+    #: Another server's link: the rater's second device (``""``: none).
+    other_url: str = ""
     #: ``(queue position, score, "Label saved" | "Label changed")`` for each acknowledged submit.
     acked: list[tuple[int, int, str]] = field(default_factory=list)
     received: list[str] = field(default_factory=list)
@@ -91,6 +101,16 @@ def database(pg_server: str, tmp_path: Path) -> Iterator[str]:
     url = pg.fresh_database(pg_server)
     yield url
     pg.drop_database(pg_server, url)
+
+
+def _sessions(url: str) -> int:
+    """Sessions the database of ``url`` has accepted so far (ended ones are counted by now)."""
+    import psycopg
+
+    with psycopg.connect(url) as con:
+        row = con.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()").fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _build(url: str, tmp_path: Path) -> tuple[Store, list[tuple[int, str]], list[str]]:
@@ -136,15 +156,19 @@ async def _moved(page: Any, before: tuple[int, int] | None) -> tuple[int, int] |
 
 
 async def _ack(page: Any) -> str:
-    """What the page said about the last submit: at the Submit button, or in the finished screen's toast."""
-    for _ in range(50):
+    """What the page said about the last submit: at the Submit button, or in the finished screen's toast.
+
+    The form says "Saving…" from the keypress until the server's answer is drawn.
+    """
+    said = ""
+    for _ in range(100):
         for where in (page.locator(".jl-message"), page.get_by_test_id("stToast")):
             if await where.count():
                 said = (await where.first.inner_text()).strip()
-                if said:
+                if said and not said.startswith("Saving"):
                     return said
         await asyncio.sleep(0.1)
-    return ""
+    return said
 
 
 async def _score(page: Any, rater: Rater, score: int) -> None:
@@ -165,6 +189,45 @@ async def _submit(page: Any, rater: Rater) -> None:
         await page.keyboard.press("Control+Enter")
 
 
+async def _two_devices(browser: Any, page: Any, rater: Rater, where: tuple[int, int]) -> tuple[int, int] | None:
+    """The item on ``page`` submitted from another server first; ``page``'s late submit must be refused.
+
+    Returns where ``page`` stands after it sent the stored label back unchanged.
+    """
+    context = await browser.new_context(viewport=LAPTOP)
+    other = await context.new_page()
+    await other.goto(rater.other_url, timeout=120_000)
+    await other.wait_for_selector(READY, timeout=120_000)
+    assert await _where(other) == where, "the second device resumed elsewhere"
+    await other.locator(".jl-buttons button.primary").wait_for(timeout=90_000)
+    first, late = 4, 2
+    await other.keyboard.press(str(first))
+    await other.keyboard.press("Control+Enter")
+    await _moved(other, where)
+    said = await _ack(other)
+    if said.startswith("Label saved"):
+        rater.acked.append((where[0], first, "Label saved"))
+    else:
+        rater.trouble.append(f"second device at {where[0]}: the page said {said!r}")
+    await context.close()
+    # The first page still shows the item unlabelled: its submit is based on nothing stored.
+    await page.locator(".jl-buttons button.primary").wait_for(timeout=90_000)
+    await page.keyboard.press(str(late))
+    await page.keyboard.press("Control+Enter")
+    refusal = page.locator(".jl-message", has_text="Not saved: this item was labelled meanwhile")
+    await refusal.first.wait_for(timeout=90_000)
+    # The page draws the stored label (the other device's) now; sent unchanged, it stores nothing.
+    await page.get_by_text("you rated this one").first.wait_for(timeout=90_000)
+    await page.wait_for_selector(READY, timeout=120_000)
+    await page.locator(".jl-buttons button.primary").wait_for(timeout=90_000)
+    await page.keyboard.press("Control+Enter")
+    now = await _moved(page, where)
+    said = await _ack(page)
+    if not said.startswith("Nothing changed"):
+        rater.trouble.append(f"unchanged resend at {where[0]}: the page said {said!r}")
+    return now
+
+
 async def _rate(browser: Any, rater: Rater) -> None:
     """One rater's session: rate until the queue and the pull pool are done, as planned."""
     context = await browser.new_context(viewport=LAPTOP)
@@ -179,6 +242,8 @@ async def _rate(browser: Any, rater: Rater) -> None:
     await page.goto(rater.url, timeout=120_000)
     await page.wait_for_selector(READY, timeout=120_000)
     where = await _where(page)
+    if rater.other_url and where is not None:
+        where = await _two_devices(browser, page, rater, where)
     labelled = 0
     while where is not None:
         position = where[0]
@@ -249,10 +314,12 @@ def test_sixteen_raters_on_three_servers_keep_every_label_and_exactly_k(
     database: str, tmp_path: Path
 ) -> None:
     store, people, pool = _build(database, tmp_path)
+    sessions = _sessions(database)
     with ThreadPoolExecutor(SERVERS) as starting:
         servers: list[Server] = list(starting.map(lambda _: serve(database, cwd=tmp_path), range(SERVERS)))
     try:
-        raters = [Rater(i, rid, token, f"{servers[i % SERVERS].url}/?t={token}")
+        raters = [Rater(i, rid, token, f"{servers[i % SERVERS].url}/?t={token}",
+                        f"{servers[(i + 1) % SERVERS].url}/?t={token}" if i == TWO_DEVICES else "")
                   for i, (rid, token) in enumerate(people)]
         _crowd(raters)
     finally:
@@ -260,6 +327,9 @@ def test_sixteen_raters_on_three_servers_keep_every_label_and_exactly_k(
             server.stop()
 
     assert [t for r in raters for t in r.trouble] == []
+    opened = _sessions(database) - sessions
+    submits = sum(len(r.acked) for r in raters)
+    assert opened <= SERVERS * IDLE_KEPT, f"the servers opened {opened} PostgreSQL sessions for {submits} submits"
     # Acked = stored: each acknowledged submit is one row, with its score, at its queue position.
     for r in raters:
         rows = store.query("SELECT label_id, assignment_id, overall, supersedes FROM labels"
