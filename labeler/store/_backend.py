@@ -306,9 +306,11 @@ class PgConnection:
         return True
 
 
-#: Idle connections a process keeps per database for its next units of work, and how long one
-#: may sit unused before it is checked with a round trip before reuse.
-IDLE_KEPT = 8
+#: Idle connections a process keeps per database for its next units of work (about the pages an
+#: app server draws at once; more were closed and reopened at every peak), and how long one may
+#: sit unused before it is checked with a round trip before reuse. A process never holds more
+#: connections than it had units of work in progress at once.
+IDLE_KEPT = 16
 IDLE_CHECK_SECONDS = 10.0
 
 _idle: dict[tuple[int, str], list[tuple[float, PgConnection]]] = {}
