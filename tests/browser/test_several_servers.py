@@ -1,8 +1,8 @@
 """Three app servers on one PostgreSQL database, sixteen raters in Chromium at once (issue 45, item 3).
 
 One PostgreSQL database holds a pool of answers, each of which must end with exactly ``K``
-raters: half of them dealt out before anyone starts (``assign_k``, what ``judgelab assign --k``
-does), the other half pulled by the raters as they finish (pull mode, the project setting
+raters: some dealt out before anyone starts (``assign_k``, what ``judgelab assign --k``
+does), the rest pulled by the raters as they finish (pull mode, the project setting
 ``claim_k``), which is where several servers could race. Three ``judgelab serve`` processes
 serve that one URL on three ports; sixteen raters, each in their own browser context, are spread
 over them (as sticky sessions behind a load balancer would place them) and rate at once, some by
@@ -113,7 +113,7 @@ def _sessions(url: str) -> int:
 
 
 def _build(url: str, tmp_path: Path) -> tuple[Store, list[tuple[int, str]], list[str]]:
-    """The bundled rubric and the first DEALT + PULLED answers; the raters; the first half dealt.
+    """The bundled rubric and the first DEALT + PULLED answers; the raters; the first DEALT answers dealt.
 
     Returns the store, each rater's ``(id, token)`` and the pool's answer ids.
     """
