@@ -21,7 +21,9 @@ from __future__ import annotations
 import functools
 import os
 import re
+import select
 import threading
+import time
 from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any
@@ -282,26 +284,72 @@ class PgConnection:
     def broken(self) -> bool:
         return bool(self._con.closed or self._con.broken)
 
+    def quiet(self) -> bool:
+        """Whether nothing arrived on this idle connection (no round trip).
 
-_local = threading.local()
+        A server that ends a session (a restart, ``pg_terminate_backend``, an idle timeout) says
+        so and closes the socket, which then reads as ready: such a connection would fail the
+        next unit's first statement.
+        """
+        try:
+            ready, _, _ = select.select([self._con.fileno()], [], [], 0)
+        except (OSError, ValueError, psycopg.Error):
+            return False
+        return not ready
+
+    def alive(self) -> bool:
+        """Whether the server still answers on this connection (one round trip)."""
+        try:
+            self._con.execute("SELECT 1")
+        except psycopg.Error:
+            return False
+        return True
+
+
+#: Idle connections a process keeps per database for its next units of work (about the pages an
+#: app server draws at once; more were closed and reopened at every peak), and how long one may
+#: sit unused before it is checked with a round trip before reuse. A process never holds more
+#: connections than it had units of work in progress at once.
+IDLE_KEPT = 16
+IDLE_CHECK_SECONDS = 10.0
+
+_idle: dict[tuple[int, str], list[tuple[float, PgConnection]]] = {}
+_idle_guard = threading.Lock()
 
 
 def pg_connection(url: str) -> PgConnection:
-    """This thread's connection to ``url`` (opened on first use; a forked child opens its own)."""
-    pool: dict[tuple[int, str], PgConnection] = getattr(_local, "pool", None) or {}
-    _local.pool = pool
+    """A connection to ``url`` for one unit of work: an idle one of this process, else a new one.
+
+    Connections are the process's, not a thread's: Streamlit runs every script run (each
+    submit) on a new thread, and a connection per thread opened a PostgreSQL session per
+    submit (about 8 ms of connecting, a backend process started and ended, and a round trip or
+    more per step over a network) where reuse costs nothing. A forked child opens its own. Give
+    it back with :func:`put_pg_connection` when the unit ends: until then no other unit has it,
+    so no two threads ever share one session (and with it the unit's advisory lock).
+    """
     key = (os.getpid(), url)
-    con = pool.get(key)
-    if con is None or con.broken:
-        con = pool[key] = PgConnection(url)
-    return con
+    while True:
+        with _idle_guard:
+            idle = _idle.get(key)
+            since, con = idle.pop() if idle else (0.0, None)
+        if con is None:
+            return PgConnection(url)
+        if not con.broken and con.quiet() and (time.monotonic() - since < IDLE_CHECK_SECONDS or con.alive()):
+            return con
+        _close(con)  # the server ended it (a restart, an idle timeout): try the next, or open one
 
 
-def drop_pg_connection(url: str) -> None:
-    """Forget this thread's connection to ``url`` (after an error left it unusable)."""
-    pool: dict[tuple[int, str], PgConnection] = getattr(_local, "pool", None) or {}
-    con = pool.pop((os.getpid(), url), None)
-    if con is not None:
-        with suppress(Exception):  # a broken connection has nothing left to close
-            con.close()
+def put_pg_connection(url: str, con: PgConnection, *, healthy: bool) -> None:
+    """Give back ``con`` after a unit of work; one an error may have left unusable is closed instead."""
+    if healthy and not con.broken:
+        with _idle_guard:
+            idle = _idle.setdefault((os.getpid(), url), [])
+            if len(idle) < IDLE_KEPT:
+                idle.append((time.monotonic(), con))
+                return
+    _close(con)
 
+
+def _close(con: PgConnection) -> None:
+    with suppress(Exception):  # a broken connection has nothing left to close
+        con.close()

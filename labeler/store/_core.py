@@ -66,9 +66,9 @@ from labeler.store._backend import (
     PORTABLE,
     UNIT_LOCK,
     PgConnection,
-    drop_pg_connection,
     is_postgres,
     pg_connection,
+    put_pg_connection,
     redact,
 )
 
@@ -577,8 +577,7 @@ class StoreCore:
                 yield con
         finally:
             del stack[self._key]
-            if not ended.cleanly:
-                drop_pg_connection(self.url)
+            put_pg_connection(self.url, con, healthy=ended.cleanly)
 
     def query(self, sql: str, params: list[Any] | tuple[Any, ...] | None = None) -> pd.DataFrame:
         """Run one read query and return a DataFrame."""

@@ -82,10 +82,11 @@ def wait_healthy(proc: subprocess.Popen[bytes], url: str, *, timeout: float = 90
         time.sleep(0.2)
 
 
-def serve(db: Path, *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
+def serve(db: Path | str, *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
           launcher: Path | None = None) -> Server:
-    """Serve ``db`` with the command line ``judgelab serve`` uses, on a free port.
+    """Serve ``db`` (a file, or a PostgreSQL URL) with the command line ``judgelab serve`` uses, on a free port.
 
+    ``cwd``: where the server runs; the database file's folder when not given (required for a URL).
     ``launcher``: a script that takes ``streamlit``'s arguments and runs it (instead of
     ``python -m streamlit``), such as ``_traced_server.py``.
     """
@@ -96,8 +97,11 @@ def serve(db: Path, *, cwd: Path | None = None, env: Mapping[str, str] | None = 
     if launcher is not None:
         assert command[1:3] == ["-m", "streamlit"], command
         command = [command[0], str(launcher), *command[3:]]
+    if cwd is None:
+        assert isinstance(db, Path), "a server of a PostgreSQL URL needs a working directory (cwd)"
+        cwd = db.parent
     proc = subprocess.Popen(
-        command, cwd=cwd or db.parent,
+        command, cwd=cwd,
         env={**os.environ, "JUDGELAB_DB": str(db), **(env or {})},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
