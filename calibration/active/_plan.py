@@ -378,7 +378,8 @@ class SavingForecast:
         """The active design's ratio to plan on: the larger of the model's and the measured one (1: no saving)."""
         if self.no_saving:
             return 1.0
-        return float(np.nanmax([self.active_ratio, self.measured_ratio]))
+        known = [r for r in (self.active_ratio, self.measured_ratio) if not np.isnan(r)]
+        return float(max(known)) if known else float("nan")  # neither known yet: no figure, no warning
 
     @property
     def stratified(self) -> float:
