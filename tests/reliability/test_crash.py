@@ -139,11 +139,12 @@ def test_sigkill_mid_import_leaves_whole_batches_only(db: Path | str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(tmp_path: Path) -> None:
+@pytest.mark.both_backends
+def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(db: Path | str, tmp_path: Path) -> None:
     # The real thing: `streamlit run judgelab/app.py`, a rater in chromium submitting from the
     # keyboard, and the server killed with SIGKILL right after a submit key press.
     bt = pytest.importorskip("tests.browser.conftest")
-    pool = build_pool(tmp_path / "app.duckdb", n_tasks=10, per_task=2)
+    pool = build_pool(db, n_tasks=10, per_task=2)
     store = pool.store
     (rater, token), = add_raters(store, 1)
     store.assign_k(pool.answer_ids, 1, [rater.rater_id], seed=4)
@@ -152,7 +153,7 @@ def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(tmp_pa
     with bt.playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=bt.CHROMIUM, args=bt.CHROMIUM_ARGS)
         try:
-            server = bt.serve(pool.path)
+            server = bt.serve(pool.path, cwd=tmp_path)
             proc = server.proc
             try:
                 page, _ = bt.open_page(browser, f"{server.url}/?t={token}")
@@ -182,7 +183,7 @@ def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(tmp_pa
             assert stored["assignment_id"].is_unique
 
             # A restarted server resumes where the database says the rater is.
-            server = bt.serve(pool.path)
+            server = bt.serve(pool.path, cwd=tmp_path)
             try:
                 page, _ = bt.open_page(browser, f"{server.url}/?t={token}")
                 bt.expect_text(page, f"{len(stored)} of {total} done")
