@@ -14,15 +14,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from streamlit.testing.v1 import AppTest
 
 from calibration.calibrate import calibrate, format_rows, load_calibration_data
 from judgelab.cli import main
 from labeler.errors import InputError
+from tests.app.test_analyst_page import open_analyst
 from tests.test_calibrate import OWN, SMALL_CELLS, Built, build_store
 
 N_RESAMPLES = 100
-ANALYST_PAGE = Path(__file__).resolve().parents[1] / "judgelab" / "views" / "analyst.py"
 SETTLED = (f"{OWN}-008", f"{OWN}-009")
 
 
@@ -105,10 +104,7 @@ def test_cli_calibrate_takes_the_adjudicated_rule(adjudicated: Built, tmp_path: 
 def test_the_analyst_page_offers_the_adjudicated_rule(adjudicated: Built, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGELAB_DB", str(adjudicated.store.path))
     _, token = adjudicated.store.add_rater("analyst", role="admin")
-    at = AppTest.from_file(str(ANALYST_PAGE), default_timeout=120)
-    at.session_state["analyst_resamples"] = 300
-    at.query_params["t"] = token
-    at.run()
+    at = open_analyst(token)
     assert "adjudicated" in at.radio(key="analyst_rule").options
     at.radio(key="analyst_rule").set_value("adjudicated").run()
     assert not at.exception, at.exception

@@ -31,7 +31,8 @@ def served(db: tuple[Built, dict[str, str]], monkeypatch: pytest.MonkeyPatch) ->
     return db
 
 
-def open_page(token: str | None) -> AppTest:
+def open_analyst(token: str | None) -> AppTest:
+    """The Calibration page as ``token``'s browser opens it (``JUDGELAB_DB`` names the database)."""
     at = AppTest.from_file(str(PAGE), default_timeout=120)
     at.session_state["analyst_resamples"] = 300  # the page's lightest setting keeps tests quick
     if token is not None:
@@ -46,7 +47,7 @@ def charts(at: AppTest) -> list[str]:
 
 def test_admin_sees_the_figures(served: tuple[Built, dict[str, str]]) -> None:
     built, tokens = served
-    at = open_page(tokens["admin"])
+    at = open_analyst(tokens["admin"])
     assert not at.exception, at.exception
     assert at.title[0].value == "Calibration"
     # The simulated-label warning is the first thing under the title, before any figure.
@@ -75,7 +76,7 @@ def test_admin_sees_the_figures(served: tuple[Built, dict[str, str]]) -> None:
 
 def test_admin_can_switch_the_human_rule(served: tuple[Built, dict[str, str]]) -> None:
     _, tokens = served
-    at = open_page(tokens["admin"])
+    at = open_analyst(tokens["admin"])
     at.radio(key="analyst_rule").set_value("majority").run()
     assert not at.exception, at.exception
     assert any("ties going to the lower score" in c.value for c in at.caption)
@@ -84,7 +85,7 @@ def test_admin_can_switch_the_human_rule(served: tuple[Built, dict[str, str]]) -
 @pytest.mark.parametrize("who", ["rater", None])
 def test_rater_and_stranger_are_refused(served: tuple[Built, dict[str, str]], who: str | None) -> None:
     _, tokens = served
-    at = open_page(tokens[who] if who else None)
+    at = open_analyst(tokens[who] if who else None)
     assert not at.exception, at.exception
     assert any("Access denied" in e.value for e in at.error)
     assert not charts(at) and not at.dataframe and not at.metric
@@ -152,7 +153,7 @@ def test_a_visitors_clear_cache_does_not_make_the_report_recompute(
     monkeypatch.setattr(build_module, "load_calibration_data", counted)
     monkeypatch.setattr(kept_module, "load_calibration_data", counted, raising=False)
     _, tokens = served
-    at = open_page(tokens["admin"])
+    at = open_analyst(tokens["admin"])
     assert not at.exception, at.exception
     first = len(loads)
     st.cache_data.clear()  # what the clear-cache message does (AppSession._handle_clear_cache_request)

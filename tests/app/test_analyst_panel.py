@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from click.testing import CliRunner
-from streamlit.testing.v1 import AppTest
 
 from calibration.panel import SimJudge, simulate_panel, to_scale
 from judgelab.cli import main
 from labeler.store import Store
+from tests.app.test_analyst_page import open_analyst
 from tests.conftest import DATA
 from tests.test_panel import MODELS, _write_panel
-
-PAGE = Path(__file__).resolve().parents[2] / "judgelab" / "views" / "analyst.py"
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +32,7 @@ def panel_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 def test_admin_reads_the_runs_as_a_panel(panel_project: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     db, admin = panel_project
     monkeypatch.setenv("JUDGELAB_DB", db)
-    at = AppTest.from_file(str(PAGE), default_timeout=120)
-    at.session_state["analyst_resamples"] = 300
-    at.query_params["t"] = admin
-    at.run()
+    at = open_analyst(admin)
     assert not at.exception, at.exception
     assert "Panel of judges" in [h.value for h in at.header]
     assert not any("Residual by judge and answer family" in str(c.proto.spec) for c in at.get("vega_lite_chart"))

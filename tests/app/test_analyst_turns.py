@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from calibration.mockapi import MockAnthropic
 from labeler.store import Store
-from tests.app.test_analyst_page import PAGE
+from tests.app.test_analyst_page import open_analyst
 from tests.test_turns_calibrate import _judge, _label, _pool, invoke
 
 
@@ -22,10 +21,7 @@ def test_the_calibration_page_shows_judge_minus_human_by_turn(
         assert invoke("score", "--base-url", mock.base_url, "--all", "--db", db).exit_code == 0
     _, admin = Store(db).add_rater("boss", role="admin")
     monkeypatch.setenv("JUDGELAB_DB", db)
-    at = AppTest.from_file(str(PAGE), default_timeout=120)
-    at.session_state["analyst_resamples"] = 300
-    at.query_params["t"] = admin
-    at.run()
+    at = open_analyst(admin)
     assert not at.exception, at.exception
     assert "Judge minus human, per turn" in [h.value for h in at.header]
     by_position = next(df.value for df in at.dataframe
