@@ -25,7 +25,7 @@ from labeler.errors import InputError
 from labeler.models import Answer, Criterion, ImportedJudgement, ImportedLabel, Rubric, Task
 from labeler.scales import declare_scale, register_scale
 from labeler.store import Store
-from tests.app.test_analyst_page import open_page
+from tests.app.test_analyst_page import open_analyst
 from tests.test_calibrate import Built, build_store, report_of
 
 N_RESAMPLES = 100
@@ -155,7 +155,7 @@ def test_the_cli_takes_the_rule(built: Built, tmp_path: Path) -> None:
 def test_the_calibration_page_shows_the_raters_confusion(built: Built, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGELAB_DB", str(built.store.path))
     _, token = built.store.add_rater("boss", role="admin")
-    at = open_page(token)
+    at = open_analyst(token)
     at.radio(key="analyst_rule").set_value("dawid-skene").run()
     assert not at.exception, at.exception
     assert "The model of the raters (Dawid-Skene)" in [s.value for s in at.subheader]
