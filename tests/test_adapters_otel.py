@@ -298,6 +298,8 @@ _NO_CONTENT = _doc(_span(gen_ai__operation__name="chat", gen_ai__provider__name=
     ('{"resourceSpans": [', "line 2 is not JSON"),
     ('{"resource_metrics_typo": []}', "line 2 is not an OTLP export request"),
     (_doc({**_span(gen_ai__operation__name="chat"), "traceId": "xyz"}), "traceId 'xyz' is not an id of 32 hex"),
+    (_doc({k: v for k, v in _span(gen_ai__operation__name="chat").items() if k != "spanId"}),
+     "line 2: a span has no spanId"),
     (_NO_CONTENT, "line 2, span eee19b7ec3c1b174 (chat x): a chat span whose messages were not recorded"),
     (_doc(_span(gen_ai__operation__name="chat", gen_ai__input__messages='[{"role": "robot", "parts": []}]')),
      "line 2, span eee19b7ec3c1b174 (chat x): its messages are not a conversation"),

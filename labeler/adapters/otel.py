@@ -195,6 +195,9 @@ def _id(value: Any, size: int, what: str, where: str, path: Path) -> str:
             raw = b""
         if len(raw) == size:
             return raw.hex()
+    if value is None:  # a hand-made or truncated span: say what is missing, not "None is not an id"
+        raise _fail(path, f"{where}: a span has no {what}", "every OTLP span carries traceId and spanId; "
+                    + _WRITE + ".")
     raise _fail(path, f"{where}: {what} {value!r} is not an id of {2 * size} hex digits",
                 f"OTLP JSON writes {what} as hex; " + _WRITE + ".")
 
