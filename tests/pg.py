@@ -38,10 +38,16 @@ def _free_port() -> int:
 
 
 @contextmanager
-def server() -> Iterator[str]:
-    """Yield the URL of a running server (started here, stopped on exit, unless given)."""
+def server(max_connections: int = 200, *, own: bool = False) -> Iterator[str]:
+    """Yield the URL of a running server (started here, stopped on exit, unless given).
+
+    Args:
+        max_connections: The server's connection slots (3 of them kept for superusers).
+        own: Start a server of its own even when ``JUDGELAB_TEST_PG`` names one (a test that
+            needs its settings, e.g. few connection slots).
+    """
     given = os.environ.get("JUDGELAB_TEST_PG")
-    if given:
+    if given and not own:
         yield given
         return
     bindir = pg_bin()
@@ -56,7 +62,7 @@ def server() -> Iterator[str]:
         run_as = ["runuser", "-u", user, "--"]
     subprocess.run([*run_as, str(bindir / "initdb"), "-D", str(data), "-U", "judgelab", "--auth=trust",
                     "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
-    opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off -c max_connections=200"
+    opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off -c max_connections={max_connections}"
     subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"),
                     "-w", "start"], check=True, capture_output=True)
     try:

@@ -235,7 +235,7 @@ def write_evidence(store: JudgeRole, run_id: str, path: str | os.PathLike[str]) 
     with store.connection():
         run = store.judge_run(run_id)
         if run is None:
-            raise InputError(f"no judge run {run_id!r} in {store.path}")
+            raise InputError(f"no judge run {run_id!r} in {store.shown}")
         frame = store.run_judgements(run_id)
     if not frame.empty:
         seq = [m.get("seq", i) if isinstance(m, dict) else i for i, m in enumerate(frame["meta"])]

@@ -51,7 +51,7 @@ def _resolve_run(
         run = store.judge_run(resume)
         if run is None:
             raise InputError(
-                f"there is no judge run {resume!r} in {store.path}",
+                f"there is no judge run {resume!r} in {store.shown}",
                 fix="check the run id printed by the interrupted command, and pass the same --db.",
             )
         if run.get("plan_hash") != phash:

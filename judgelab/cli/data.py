@@ -35,7 +35,7 @@ def init(db: str | None) -> None:
     """Create the project database (or bring an existing one up to date)."""
     store: MaintenanceRole = Store(db)
     versions = store.applied_migrations()["version"].tolist()
-    click.echo(f"{store.path}: schema at migration {max(versions)} ({len(store.schema())} tables)")
+    click.echo(f"{store.shown}: schema at migration {max(versions)} ({len(store.schema())} tables)")
 
 
 @click.command("import")

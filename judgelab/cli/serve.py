@@ -24,7 +24,16 @@ import click
 from judgelab.admin._common import BASE_URL_SETTING
 from judgelab.cli._util import db_option, new_db_option
 from labeler.errors import InputError
-from labeler.store import MaintenanceRole, Store, is_postgres, redact, release_all, resolve_db_path
+from labeler.store import (
+    DEFAULT_POOL_SIZE,
+    POOL_SIZE_ENV,
+    MaintenanceRole,
+    Store,
+    is_postgres,
+    pool_settings,
+    release_all,
+    resolve_db_path,
+)
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 #: The app's Streamlit settings, shipped in the package beside the app: Streamlit reads it there
@@ -136,8 +145,10 @@ def serving_url(address: str, port: int, base_url: str | None = None) -> str:
     return f"http://{host}:{port}"
 
 
-def _serve(db: Path | str, port: int, address: str, base: str) -> None:
+def _serve(db: Path | str, port: int, address: str, base: str, pool_size: int | None = None) -> None:
     env = {**os.environ, "JUDGELAB_DB": str(db), "JUDGELAB_BASE_URL": base}
+    if pool_size is not None:
+        env[POOL_SIZE_ENV] = str(pool_size)
     sys.stdout.flush()
     # Become the Streamlit server rather than its parent, so a signal sent to
     # `judgelab serve` (Ctrl+C, SIGTERM from a supervisor) reaches the server itself
@@ -152,10 +163,14 @@ def _announce(store: MaintenanceRole, address: str, port: int, base: str) -> Non
     earlier = store.setting("project", BASE_URL_SETTING)
     if not store.read_only:
         store.set_setting("project", BASE_URL_SETTING, base)
-    click.echo(f"serving {redact(store.location)}" + (" (read-only)" if store.read_only else ""))
+    click.echo(f"serving {store.shown}" + (" (read-only)" if store.read_only else ""))
     if store.read_only:
         click.echo("  read-only: the admin pages and exports work; raters are told rating is paused, and nothing "
                    "is saved. To rate, make the file and its folder writable and serve again.")
+    if is_postgres(store.location):
+        size, wait = pool_settings()
+        click.echo(f"  connections: up to {size} to the database at once, waiting up to {wait:g} s for one "
+                   f"(--pool-size, ${POOL_SIZE_ENV}; every server's together must stay under max_connections)")
     click.echo(f"  listening on {address}:{port}")
     click.echo(f"  app:         {base}")
     click.echo(f"  rater links: {base}/?t=<token>  (`judgelab raters add NAME` prints one, "
@@ -177,14 +192,20 @@ _BASE_URL_HELP = ("The address raters open, used in every link (behind a reverse
 @click.option("--port", type=int, default=None, help=_PORT_HELP)
 @click.option("--address", default="localhost", show_default=True, help=_ADDRESS_HELP)
 @click.option("--base-url", envvar="JUDGELAB_BASE_URL", default=None, help=_BASE_URL_HELP)
+@click.option("--pool-size", type=click.IntRange(min=1), default=None, metavar="N",
+              help="PostgreSQL: the most connections this server opens to the database; a page waits for one "
+                   f"when all are busy [default: ${POOL_SIZE_ENV}, else {DEFAULT_POOL_SIZE}]. Keep servers x N "
+                   "under the server's max_connections minus its reserved ones.")
 @db_option
-def serve(port: int | None, address: str, base_url: str | None, db: str | None) -> None:
+def serve(port: int | None, address: str, base_url: str | None, pool_size: int | None, db: str | None) -> None:
     """Start the rater app on the project database."""
+    if pool_size is not None:
+        os.environ[POOL_SIZE_ENV] = str(pool_size)  # this process's own pool too (the migration check)
     store: MaintenanceRole = Store(db)
     port = choose_port(address, port)
     base = serving_url(address, port, base_url)
     _announce(store, address, port, base)
-    _serve(store.location, port, address, base)
+    _serve(store.location, port, address, base, pool_size)
 
 
 @click.command()

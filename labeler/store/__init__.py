@@ -5,7 +5,14 @@ part of it takes a role from :mod:`labeler.store.roles` (e.g. :class:`RaterRole`
 """
 
 from labeler.store._admin import AdminMixin
-from labeler.store._backend import is_postgres, redact
+from labeler.store._backend import (
+    DEFAULT_POOL_SIZE,
+    POOL_SIZE_ENV,
+    POOL_TIMEOUT_ENV,
+    is_postgres,
+    pool_settings,
+    redact,
+)
 from labeler.store._calibration import CalibrationMixin
 from labeler.store._core import (
     DEFAULT_DB,
@@ -77,9 +84,12 @@ def _store_plays_every_role(store: Store) -> None:
 __all__ = [
     "ADJUDICATED",
     "DEFAULT_DB",
+    "DEFAULT_POOL_SIZE",
     "MASK_DEFAULT",
     "MASK_KEY",
     "MAX_COMMENT_CHARS",
+    "POOL_SIZE_ENV",
+    "POOL_TIMEOUT_ENV",
     "AdminRole",
     "AnalystRole",
     "AssignSummary",
@@ -107,6 +117,7 @@ __all__ = [
     "is_postgres",
     "migrations",
     "plain_value",
+    "pool_settings",
     "redact",
     "release_all",
     "remove_database",

@@ -19,13 +19,17 @@ milliseconds, so this costs throughput only far beyond a labelling team's rate.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 import select
 import threading
 import time
+import urllib.parse
+import weakref
 from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -38,8 +42,13 @@ except ImportError:  # pragma: no cover - psycopg is a dependency; say so only w
     psycopg = None  # type: ignore[assignment]
     FloatLoader = None  # type: ignore[assignment,misc]
     StrDumper = None  # type: ignore[assignment,misc]
+try:
+    from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+except ImportError:  # pragma: no cover - the postgres extra installs it
+    ConnectionPool = None  # type: ignore[assignment,misc]
+    PoolClosed = PoolTimeout = RuntimeError  # type: ignore[assignment,misc]
 
-from labeler.errors import StoreError
+from labeler.errors import InputError, StoreError
 
 #: The prefixes of a database URL that names a PostgreSQL server.
 PG_SCHEMES = ("postgresql://", "postgres://")
@@ -57,8 +66,41 @@ def is_postgres(location: object) -> bool:
 
 
 def redact(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    """``url`` with every password in it as ``***``: the one form a URL is shown in (messages, logs).
+
+    libpq takes a password in two places: the userinfo (``postgresql://user:SECRET@host/db``)
+    and a ``password`` query parameter (``postgresql://host/db?user=u&password=SECRET``; libpq
+    decodes ``%XX`` in a parameter's name, so ``pass%77ord`` is one too). Both are replaced, the
+    parameter's name in any case. Anything that is not a URL is returned as it is.
+
+    >>> redact("postgresql://judgelab:s3cret@db.example.org/judgelab")
+    'postgresql://judgelab:***@db.example.org/judgelab'
+    >>> redact("postgres://db/judgelab?user=u&PassWord=s3cret&sslmode=require")
+    'postgres://db/judgelab?user=u&PassWord=***&sslmode=require'
+    """
+    scheme = _SCHEME.match(url)
+    if scheme is None:
+        return url
+    start = scheme.end()
+    rest, asked, query = url[start:].partition("?")
+    # The userinfo ends at the last "@" before the query: a host never holds one, and a password
+    # might (libpq wants it as %40, but the URL is redacted before anyone checks it).
+    userinfo, at, after = rest.rpartition("@")
+    if at and ":" in userinfo:
+        rest = userinfo.split(":", 1)[0] + ":***@" + after
+    if asked:
+        query = "&".join(_redacted_param(p) for p in query.split("&"))
+    return url[:start] + rest + asked + query
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _redacted_param(param: str) -> str:
+    name, equals, _ = param.partition("=")
+    if equals and urllib.parse.unquote(name).strip().lower() == "password":
+        return f"{name}=***"
+    return param
 
 
 # -- the dialect ----------------------------------------------------------------------------
@@ -225,21 +267,32 @@ class PgResult:
 
 
 class PgConnection:
-    """A psycopg connection that takes the store's DuckDB-dialect statements."""
+    """A psycopg connection that takes the store's DuckDB-dialect statements.
 
-    def __init__(self, url: str) -> None:
+    Args:
+        url: The database.
+        con: A connection from the process's pool (:func:`pg_connection`); without it, one of
+            its own is opened (for a caller outside the store's units of work).
+        home: The pool ``con`` goes back to.
+    """
+
+    def __init__(self, url: str, *, con: Any = None, home: Any = None) -> None:
         if psycopg is None:
             raise StoreError("judgelab needs psycopg for a PostgreSQL database.\nFix: pip install 'psycopg[binary]'")
-        try:
-            self._con = psycopg.connect(url, autocommit=True, connect_timeout=10)
-        except psycopg.Error as exc:
-            raise StoreError(f"could not connect to {redact(url)}: {exc}".strip()) from exc
-        # numeric (sum/avg of integers) as float, as DuckDB returns DOUBLE/HUGEINT as numbers.
-        self._con.adapters.register_loader("numeric", FloatLoader)
-        # str as text, not psycopg's default "unknown": a list of ids must be a text[] for
-        # ``unnest(?)``, as DuckDB infers VARCHAR[].
-        self._con.adapters.register_dumper(str, StrDumper)
-        self._con.execute("SET TIME ZONE 'UTC'")
+        if con is None:
+            try:
+                con = psycopg.connect(url, autocommit=True, connect_timeout=10)
+            except psycopg.Error as exc:
+                raise StoreError(f"could not connect to {redact(url)}: {_first_line(exc)}") from exc
+            _configure(con)
+        self._con = con
+        #: The pool this connection goes back to (``None``: its own, closed when given back).
+        self.home = home
+
+    @property
+    def raw(self) -> Any:
+        """The psycopg connection."""
+        return self._con
 
     def execute(self, sql: str, params: Any = None) -> PgResult:
         named, bound = _params(params)
@@ -284,72 +337,280 @@ class PgConnection:
     def broken(self) -> bool:
         return bool(self._con.closed or self._con.broken)
 
-    def quiet(self) -> bool:
-        """Whether nothing arrived on this idle connection (no round trip).
 
-        A server that ends a session (a restart, ``pg_terminate_backend``, an idle timeout) says
-        so and closes the socket, which then reads as ready: such a connection would fail the
-        next unit's first statement.
-        """
-        try:
-            ready, _, _ = select.select([self._con.fileno()], [], [], 0)
-        except (OSError, ValueError, psycopg.Error):
-            return False
-        return not ready
+def plain_pg_error(exc: BaseException, con: PgConnection) -> StoreError | None:
+    """A PostgreSQL error a user can act on, as one line naming the fix (``None``: not one of those)."""
+    if psycopg is None or not isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return None
+    info = con.raw.info
+    role, database = info.user, info.dbname
+    said = _first_line(exc)
+    if "schema" in said:
+        return StoreError(
+            f'the role "{role}" may not create tables in the schema public of the database "{database}" ({said}); '
+            "since PostgreSQL 15 only the database's owner may, and judgelab makes its tables on first use. "
+            f"Fix: as a superuser, create the database owned by the role (createdb -O {role} {database}), "
+            f"or run ALTER DATABASE {database} OWNER TO {role}; or, in that database, "
+            f"GRANT CREATE ON SCHEMA public TO {role}; then run the command again."
+        )
+    return StoreError(
+        f'the role "{role}" may not do what this needs in the database "{database}" ({said}). '
+        f"Fix: use the role that owns the database (the one that ran `judgelab init`), or grant {role} "
+        "the privileges on judgelab's tables as their owner, then run the command again."
+    )
 
-    def alive(self) -> bool:
-        """Whether the server still answers on this connection (one round trip)."""
-        try:
-            self._con.execute("SELECT 1")
-        except psycopg.Error:
-            return False
-        return True
 
+# -- the pool -------------------------------------------------------------------------------
 
-#: Idle connections a process keeps per database for its next units of work (about the pages an
-#: app server draws at once; more were closed and reopened at every peak), and how long one may
-#: sit unused before it is checked with a round trip before reuse. A process never holds more
-#: connections than it had units of work in progress at once.
-IDLE_KEPT = 16
+#: The variables that size a process's pool (``judgelab serve --pool-size`` sets the first for the
+#: server it starts): how many connections the process opens to one database at most, and how
+#: many seconds a unit of work waits for one of them before it says the database is full.
+POOL_SIZE_ENV = "JUDGELAB_PG_POOL_SIZE"
+POOL_TIMEOUT_ENV = "JUDGELAB_PG_POOL_TIMEOUT"
+#: Units run one at a time across every process anyway (the advisory lock), so a unit that waits
+#: here for a connection loses nothing it would not lose waiting for the lock in the server: ten
+#: keep a server's pages busy and leave room for several servers under PostgreSQL's default
+#: ``max_connections`` of 100 (see docs/admins/database.md, "Sizing the connections").
+DEFAULT_POOL_SIZE = 10
+DEFAULT_POOL_TIMEOUT = 30.0
+#: How long a connection may sit unused in the pool before it is checked with a round trip.
 IDLE_CHECK_SECONDS = 10.0
+#: How often a waiting unit looks whether the server refused to connect for a reason that waiting
+#: does not cure (a wrong password, no such database, nothing listening).
+_LOOK_SECONDS = 0.2
+#: Refusals that pass by themselves: every connection slot of the server is taken (53300,
+#: ``max_connections``, a role's or database's connection limit), or the server is starting or
+#: stopping (57P03). libpq gives no SQLSTATE for a refused connection, so its words are read too.
+_PASSING = frozenset({"53300", "57P03"})
+_PASSING_WORDS = re.compile(
+    r"too many (clients|connections)|connection slots are reserved|is starting up|is shutting down|"
+    r"in recovery mode|not yet accepting connections", re.IGNORECASE)
 
-_idle: dict[tuple[int, str], list[tuple[float, PgConnection]]] = {}
-_idle_guard = threading.Lock()
+
+def _passing(exc: Exception) -> bool:
+    """Whether a refused connection is one that waiting cures (:data:`_PASSING`)."""
+    return getattr(exc, "sqlstate", None) in _PASSING or bool(_PASSING_WORDS.search(str(exc)))
+
+
+class _Connector:
+    """Opens the pool's connections and keeps the last refusal (the pool itself only logs it)."""
+
+    def __init__(self) -> None:
+        self.failure: tuple[float, Exception] | None = None
+
+    def connect(self, conninfo: str, **kwargs: Any) -> Any:
+        try:
+            con = psycopg.Connection.connect(conninfo, **kwargs)
+        except psycopg.Error as exc:
+            self.failure = (time.monotonic(), exc)
+            raise
+        self.failure = None
+        return con
+
+    def refused(self, since: float) -> Exception | None:
+        """The refusal seen since ``since`` that waiting will not cure, if any."""
+        failure = self.failure
+        if failure is None or failure[0] < since:
+            return None
+        return None if _passing(failure[1]) else failure[1]
+
+    def full(self, since: float) -> bool:
+        """Whether the server said, since ``since``, that it has no connection slot free."""
+        failure = self.failure
+        return failure is not None and failure[0] >= since and _passing(failure[1])
+
+
+@dataclass
+class _Pool:
+    """One process's connections to one database."""
+
+    pool: Any
+    connector: _Connector
+    size: int
+    timeout: float
+
+
+_pools: dict[tuple[int, str], _Pool] = {}
+_pools_guard = threading.Lock()
+#: When each idle connection was given back (a connection is the key, so a closed one drops out).
+_returned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+# psycopg_pool logs each failed connection attempt as a warning; with no logging set up Python
+# would print it on stderr, beside the one line judgelab says about it.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+
+
+def pool_settings() -> tuple[int, float]:
+    """The pool size and wait of this process: ``$JUDGELAB_PG_POOL_SIZE``, ``$JUDGELAB_PG_POOL_TIMEOUT``.
+
+    Raises:
+        InputError: One of them is set to something else than a positive number.
+    """
+    size_text = os.environ.get(POOL_SIZE_ENV, "").strip()
+    wait_text = os.environ.get(POOL_TIMEOUT_ENV, "").strip()
+    try:
+        size = int(size_text) if size_text else DEFAULT_POOL_SIZE
+        wait = float(wait_text) if wait_text else DEFAULT_POOL_TIMEOUT
+    except ValueError:
+        size = wait = 0
+    if size < 1 or not wait > 0:
+        raise InputError(
+            f"{POOL_SIZE_ENV}={size_text!r} / {POOL_TIMEOUT_ENV}={wait_text!r} are not a whole number of "
+            "connections and a number of seconds above 0",
+            fix=f"set them to e.g. {POOL_SIZE_ENV}={DEFAULT_POOL_SIZE} and "
+                f"{POOL_TIMEOUT_ENV}={DEFAULT_POOL_TIMEOUT:g}, or unset them.",
+        )
+    return size, wait
+
+
+def _configure(con: Any) -> None:
+    """Set up a new connection once: the types as the store expects them, times in UTC."""
+    # numeric (sum/avg of integers) as float, as DuckDB returns DOUBLE/HUGEINT as numbers.
+    con.adapters.register_loader("numeric", FloatLoader)
+    # str as text, not psycopg's default "unknown": a list of ids must be a text[] for
+    # ``unnest(?)``, as DuckDB infers VARCHAR[].
+    con.adapters.register_dumper(str, StrDumper)
+    con.execute("SET TIME ZONE 'UTC'")
+
+
+def _pool_for(url: str) -> _Pool:
+    """The pool of this process for ``url``, made on first use (a forked child makes its own)."""
+    if psycopg is None or ConnectionPool is None:
+        raise StoreError("judgelab needs psycopg and psycopg-pool for a PostgreSQL database.\n"
+                         "Fix: pip install 'judgelab[postgres]'")
+    key = (os.getpid(), url)
+    with _pools_guard:
+        made = _pools.get(key)
+        if made is None:
+            size, wait = pool_settings()
+            connector = _Connector()
+            pool = ConnectionPool(
+                url, connection_class=connector, kwargs={"autocommit": True, "connect_timeout": 10},  # type: ignore[arg-type]
+                min_size=0, max_size=size, open=True, configure=_configure, name="judgelab", timeout=wait,
+            )
+            made = _pools[key] = _Pool(pool, connector, size, wait)
+        return made
+
+
+def _drop_pool(url: str, made: _Pool) -> None:
+    """Close ``made`` so the next unit starts afresh (its workers would retry for minutes)."""
+    with _pools_guard:
+        if _pools.get((os.getpid(), url)) is made:
+            del _pools[(os.getpid(), url)]
+    with suppress(Exception):
+        made.pool.close(timeout=0)
+
+
+def close_pg_pools() -> None:
+    """Close every pool of this process (before ``exec`` and at exit); units in progress keep theirs."""
+    with _pools_guard:
+        mine = [(key, made) for key, made in _pools.items() if key[0] == os.getpid()]
+        for key, _ in mine:
+            del _pools[key]
+    for _, made in mine:
+        with suppress(Exception):
+            made.pool.close(timeout=0)
 
 
 def pg_connection(url: str) -> PgConnection:
-    """A connection to ``url`` for one unit of work: an idle one of this process, else a new one.
+    """A connection to ``url`` for one unit of work, from the process's pool: wait for one if all are busy.
 
     Connections are the process's, not a thread's: Streamlit runs every script run (each
     submit) on a new thread, and a connection per thread opened a PostgreSQL session per
     submit (about 8 ms of connecting, a backend process started and ended, and a round trip or
-    more per step over a network) where reuse costs nothing. A forked child opens its own. Give
-    it back with :func:`put_pg_connection` when the unit ends: until then no other unit has it,
-    so no two threads ever share one session (and with it the unit's advisory lock).
+    more per step over a network) where reuse costs nothing. The pool holds at most
+    ``$JUDGELAB_PG_POOL_SIZE`` of them, so servers x pool size can be kept under the server's
+    ``max_connections``. Give the connection back with :func:`put_pg_connection` when the unit
+    ends: until then no other unit has it, so no two threads ever share one session (and with it
+    the unit's advisory lock).
+
+    Raises:
+        StoreError: The server refused to connect (a wrong password, no such database, nothing
+            listening: at once), or no connection came free within ``$JUDGELAB_PG_POOL_TIMEOUT``
+            seconds (every one of the process's is busy, or the server has no slot left).
     """
-    key = (os.getpid(), url)
+    made = _pool_for(url)
+    started = time.monotonic()
+    deadline = started + made.timeout
     while True:
-        with _idle_guard:
-            idle = _idle.get(key)
-            since, con = idle.pop() if idle else (0.0, None)
-        if con is None:
-            return PgConnection(url)
-        if not con.broken and con.quiet() and (time.monotonic() - since < IDLE_CHECK_SECONDS or con.alive()):
-            return con
-        _close(con)  # the server ended it (a restart, an idle timeout): try the next, or open one
+        # Wait in short steps, to see a refusal that waiting will not cure as soon as it comes.
+        step = min(_LOOK_SECONDS, deadline - time.monotonic())
+        try:
+            con = made.pool.getconn(timeout=max(step, 0.001))
+        except (PoolTimeout, PoolClosed) as exc:
+            refused = made.connector.refused(started)
+            if refused is not None:
+                _drop_pool(url, made)
+                raise StoreError(f"could not connect to {redact(url)}: {_first_line(refused)}") from refused
+            if isinstance(exc, PoolClosed):  # closed by another unit that saw a refusal: start afresh
+                made = _pool_for(url)
+            elif time.monotonic() >= deadline:
+                raise _full(url, made, made.connector.full(started)) from None
+            continue
+        if _usable(con):
+            return PgConnection(url, con=con, home=made.pool)
+        # The server ended it (a restart, pg_terminate_backend, an idle timeout): closed, the pool
+        # discards it and opens a replacement; try the next one.
+        _close(con)
+        made.pool.putconn(con)
+
+
+def _usable(con: Any) -> bool:
+    """Whether an idle connection from the pool still has its session (a round trip only after a pause).
+
+    A server that ends a session says so and closes the socket, which then reads as ready with no
+    query sent: such a connection would fail the next unit's first statement.
+    """
+    if con.closed or con.broken:
+        return False
+    try:
+        ready, _, _ = select.select([con.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+    if ready:
+        return False
+    if time.monotonic() - _returned.get(con, 0.0) < IDLE_CHECK_SECONDS:
+        return True
+    try:
+        con.execute("SELECT 1")
+    except psycopg.Error:
+        return False
+    return True
+
+
+def _full(url: str, made: _Pool, server_full: bool) -> StoreError:
+    """The one line for a unit that waited its whole time for a connection."""
+    if server_full:
+        why = "the PostgreSQL server has no connection slot free (max_connections)"
+        fix = (f"raise max_connections on the server, or lower the pool of each app server ({POOL_SIZE_ENV} or "
+               "`judgelab serve --pool-size`) so that servers x pool size <= max_connections - reserved ones")
+    else:
+        why = f"all {made.size} connections of this process are in use"
+        fix = (f"try again shortly; if it recurs, raise `judgelab serve --pool-size` ({POOL_SIZE_ENV}) "
+               "within max_connections")
+    return StoreError(f"the database {redact(url)} is full: no connection came free within {made.timeout:g} s "
+                      f"({why}). Fix: {fix}.")
 
 
 def put_pg_connection(url: str, con: PgConnection, *, healthy: bool) -> None:
-    """Give back ``con`` after a unit of work; one an error may have left unusable is closed instead."""
-    if healthy and not con.broken:
-        with _idle_guard:
-            idle = _idle.setdefault((os.getpid(), url), [])
-            if len(idle) < IDLE_KEPT:
-                idle.append((time.monotonic(), con))
-                return
-    _close(con)
+    """Give back ``con`` after a unit of work; one an error may have left unusable is closed (and replaced)."""
+    raw = con.raw
+    if not healthy:
+        _close(raw)
+    home = con.home
+    if home is None:  # a connection of its own, not the pool's
+        _close(raw)
+        return
+    _returned[raw] = time.monotonic()
+    try:
+        home.putconn(raw)
+    except Exception:  # its pool was closed meanwhile (a refusal, close_pg_pools): nothing to give back to
+        _close(raw)
 
 
-def _close(con: PgConnection) -> None:
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _close(con: Any) -> None:
     with suppress(Exception):  # a broken connection has nothing left to close
         con.close()

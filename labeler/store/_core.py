@@ -66,8 +66,10 @@ from labeler.store._backend import (
     PORTABLE,
     UNIT_LOCK,
     PgConnection,
+    close_pg_pools,
     is_postgres,
     pg_connection,
+    plain_pg_error,
     put_pg_connection,
     redact,
 )
@@ -325,12 +327,13 @@ def _reap(state: _Shared) -> None:
 
 
 def release_all() -> None:
-    """Close every database this process holds open (at exit and before ``exec``)."""
+    """Close every database this process holds open (at exit and before ``exec``): files and connection pools."""
     with _shared_guard:
         states = list(_shared.values())
     for state in states:
         with state.lock:
             state.release()
+    close_pg_pools()
 
 
 atexit.register(release_all)
@@ -432,6 +435,11 @@ class StoreCore:
     def location(self) -> str:
         """The database as ``--db`` takes it: the file's path, or the PostgreSQL URL."""
         return self.url or str(self.path)
+
+    @property
+    def shown(self) -> str:
+        """The database as messages name it: the file's path, or the URL without its password."""
+        return redact(self.url) if self.url else str(self.path)
 
     @property
     def read_only(self) -> bool:
@@ -575,6 +583,12 @@ class StoreCore:
         try:
             with _transaction(con, ended, ("BEGIN", []), ("SELECT pg_advisory_xact_lock(?)", [UNIT_LOCK])):
                 yield con
+        except Exception as exc:
+            # A role without the privilege (PostgreSQL 15's schema public): say who and the fix.
+            plain = plain_pg_error(exc, con)
+            if plain is None:
+                raise
+            raise plain from exc
         finally:
             del stack[self._key]
             put_pg_connection(self.url, con, healthy=ended.cleanly)
@@ -649,7 +663,7 @@ class StoreCore:
             install = (f"install judgelab {wrote} or later (pip install 'judgelab>={wrote}')" if wrote
                        else "pip install -U judgelab")
             raise StoreError(
-                f"the database {self.path} was written by a newer judgelab: {by} added migration {newer[-1]:03d}, "
+                f"the database {self.shown} was written by a newer judgelab: {by} added migration {newer[-1]:03d}, "
                 f"and {this} knows migrations up to {newest:03d}. It was not opened for writing, "
                 f"so nothing in it changed.\nFix: upgrade judgelab: {install}, and run the "
                 "command again, or use the judgelab version that made the database."
@@ -657,7 +671,7 @@ class StoreCore:
         pending = [v for v, _, _ in shipped if v not in done]
         if pending and self.read_only and done:
             raise StoreError(
-                f"the database {self.path} is read-only and was made by an older judgelab: it still needs "
+                f"the database {self.shown} is read-only and was made by an older judgelab: it still needs "
                 f"migration(s) {', '.join(f'{v:03d}' for v in pending)}, which would write to it.\n"
                 "Fix: make it writable and run any judgelab command once (it migrates), or copy it to a "
                 "writable place and pass that with --db."

@@ -64,6 +64,11 @@ class Located(Opened, Protocol):
         """The database as ``--db`` takes it: the file's path, or the PostgreSQL URL."""
         ...
 
+    @property
+    def shown(self) -> str:
+        """The database as messages name it: the file's path, or the URL without its password."""
+        ...
+
 
 class UnitOfWork(Located, Protocol):
     """Group several calls into one transaction (one unit of work)."""
