@@ -22,7 +22,10 @@ import psycopg
 import pytest
 
 from labeler.errors import StoreError
-from labeler.store import POOL_SIZE_ENV, POOL_TIMEOUT_ENV, Store
+from labeler.store import Store
+
+#: The variables that bound and time a process's pool (labeler.store.POOL_SIZE_ENV, POOL_TIMEOUT_ENV).
+POOL_SIZE_ENV, POOL_TIMEOUT_ENV = "JUDGELAB_PG_POOL_SIZE", "JUDGELAB_PG_POOL_TIMEOUT"
 
 pytestmark = pytest.mark.postgres
 
