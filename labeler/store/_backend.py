@@ -486,6 +486,8 @@ def _pool_for(url: str) -> _Pool:
             pool = ConnectionPool(
                 url, connection_class=connector, kwargs={"autocommit": True, "connect_timeout": 10},  # type: ignore[arg-type]
                 min_size=0, max_size=size, open=True, configure=_configure, name="judgelab", timeout=wait,
+                # The pool grows one connection at a time anyway; one worker thread per database is enough.
+                num_workers=1,
             )
             made = _pools[key] = _Pool(pool, connector, size, wait)
         return made
