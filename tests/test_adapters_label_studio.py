@@ -172,3 +172,24 @@ def test_label_studio_export_holds_every_scale_and_conversation_and_reads_back(
     kept = ["judge_model", "format", "answer_id", "score", "raw"]
     assert sorted(map(tuple, ja[kept].astype(str).to_numpy().tolist())) == \
         sorted(map(tuple, jb[jb["score"].notna()][kept].astype(str).to_numpy().tolist()))
+
+
+def test_the_users_map_takes_label_studio_ids_for_the_next_export(tmp_path: Path) -> None:
+    # Label Studio keeps completed_by only when it is a member's id: the user puts the raters' ids in the map.
+    db = project(tmp_path, "likert5", RUBRIC, (2, 4), "resolves")
+    out = tmp_path / "ls.json"
+    run("export", "labels", "--to", "label-studio", "--out", str(out), "--db", db)
+    users = out.with_suffix(".users.json")
+    assert strict_json(users) == {"ann": 1, "bob": 2}
+    users.write_text(json.dumps({"ann": 17, "carol": 4}))
+    run("export", "labels", "--to", "label-studio", "--out", str(out), "--db", db)
+    people = {(a["completed_by"], a["created_username"]) for t in strict_json(out) for a in t["annotations"]}
+    assert people == {(17, "ann, 17"), (18, "bob, 18")} and strict_json(users) == {"ann": 17, "bob": 18}
+    back = str(tmp_path / "back.duckdb")
+    run("import", "rubric", str(tmp_path / "rubric.toml"), "--db", back)
+    run("import", "answers", str(tmp_path / "answers.jsonl"), "--db", back)
+    run("import", "labels", str(out), "--from", "label-studio", "--db", back)
+    assert sorted(export_table(Store(back), "labels")["rater"]) == ["ann", "bob", "bob"]
+    users.write_text(json.dumps({"ann": "ann@example.com"}))
+    result = CliRunner().invoke(main, ["export", "labels", "--to", "label-studio", "--out", str(out), "--db", db])
+    assert result.exit_code == 2 and "'ann' is not a Label Studio user id" in result.stderr

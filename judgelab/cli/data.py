@@ -21,6 +21,7 @@ from labeler.adapters import (
     label_studio_config,
     parse_map,
     parse_set,
+    read_users_map,
     with_hint,
 )
 from labeler.errors import InputError
@@ -139,7 +140,8 @@ def export(kind: str, fmt: str | None, out: str, tool: str | None, db: str | Non
 
 def _export_label_studio(store: ImportExportRole, kind: str, path: Path) -> None:
     """Label Studio tasks, their labeling config and the raters' ids, each beside the others; what is left out."""
-    done = export_label_studio(store, kind)  # type: ignore[arg-type]  # a Choice
+    users = path.with_suffix(".users.json")  # edited to Label Studio's own ids, it is read back
+    done = export_label_studio(store, kind, users=read_users_map(users) if users.is_file() else None)  # type: ignore[arg-type]
     path.parent.mkdir(parents=True, exist_ok=True)
     data = done.tasks_json()
     path.write_bytes(data)
@@ -148,10 +150,10 @@ def _export_label_studio(store: ImportExportRole, kind: str, path: Path) -> None
     config.write_text(label_studio_config(store, data), encoding="utf-8")
     click.echo(f"wrote the labeling config to {config} (Settings > Labeling Interface > Code)")
     if done.users:
-        users = path.with_suffix(".users.json")
         users.write_bytes(done.users_json())
         click.echo(f"wrote the raters' completed_by ids to {users}: Label Studio keeps an annotation's completed_by "
-                   "only if it is a member's user id; replace each id by the rater's id there (docs/files.md)")
+                   "only if it is a member's user id; put each rater's Label Studio id there and export again "
+                   "(docs/files.md)")
     for line in done.left_out:
         click.echo(f"left out: {line}", err=True)
 

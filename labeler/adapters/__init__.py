@@ -44,7 +44,7 @@ from labeler.store import ImportExportRole, ImportSummary
 
 __all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "LabelStudioExport", "adapt", "apply_map",
            "apply_values", "export_label_studio", "export_to", "import_from", "label_studio_config", "parse_map",
-           "parse_set", "with_hint"]
+           "parse_set", "read_users_map", "with_hint"]
 
 ADAPTERS: dict[str, Adapter] = {
     a.name: a for a in (alpaca_eval.ADAPTER, ARGILLA, HF, inspect_ai.ADAPTER, LABEL_STUDIO, mt_bench.ADAPTER,
@@ -312,8 +312,34 @@ def _rubric_scale(store: ImportExportRole) -> FormatSpec | None:
         return None
 
 
-def export_label_studio(store: ImportExportRole, kind: DataKind) -> LabelStudioExport:
+def read_users_map(path: str | Path) -> dict[str, int]:
+    """A users map (rater name to Label Studio user id) an earlier ``--to label-studio`` export wrote.
+
+    Raises:
+        InputError: Not a JSON object of whole-number ids.
+    """
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"is not valid JSON ({exc})", file=str(path),
+                         fix='write the map as {"rater": <Label Studio user id>, ...}, or delete it.') from None
+    bad = [k for k, v in doc.items() if isinstance(v, bool) or not isinstance(v, int) or v < 1] \
+        if isinstance(doc, dict) else ["(the file)"]
+    if bad:
+        raise InputError(f"the id of {bad[0]!r} is not a Label Studio user id (a whole number from 1)",
+                         file=str(path), fix="give each rater the id Label Studio shows for them "
+                                             "(Organization > People), or delete the file.")
+    return {str(k): int(v) for k, v in doc.items()}
+
+
+def export_label_studio(store: ImportExportRole, kind: DataKind, *,
+                        users: Mapping[str, int] | None = None) -> LabelStudioExport:
     """``kind`` (answers, labels or judgements) as Label Studio tasks, on the rubric's scale.
+
+    Args:
+        store: The project store.
+        kind: ``answers``, ``labels`` or ``judgements``.
+        users: Raters' Label Studio user ids (:func:`read_users_map`); others are numbered.
 
     Raises:
         InputError: Another kind.
@@ -325,7 +351,7 @@ def export_label_studio(store: ImportExportRole, kind: DataKind) -> LabelStudioE
     frame = export_table(store, kind)
     return to_label_studio(answers, labels=frame if kind == "labels" else None,
                            judgements=frame if kind == "judgements" else None, every_answer=kind == "answers",
-                           scale=_rubric_scale(store))
+                           scale=_rubric_scale(store), users=users)
 
 
 def label_studio_config(store: ImportExportRole, tasks_json: bytes) -> str:

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -450,7 +450,7 @@ class LabelStudioExport:
 
 def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
                     judgements: pd.DataFrame | None = None, *, every_answer: bool = False,
-                    scale: FormatSpec | None = None) -> LabelStudioExport:
+                    scale: FormatSpec | None = None, users: Mapping[str, int] | None = None) -> LabelStudioExport:
     """Label Studio tasks for judgelab's answers: labels as annotations, pointwise judgements as predictions.
 
     Args:
@@ -465,6 +465,8 @@ def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
         scale: The rubric's scale: labels' scores and criteria, and judgements on it, are results
             of the control :func:`_control` gives it (a judgement on another format goes to
             ``score_<format>``).
+        users: Label Studio user ids of raters (an earlier export's users map, edited to the
+            ids the raters have in Label Studio); other raters are numbered after the largest.
 
     Returns:
         One task per answer (with a label or judgement, or every one), numbered from 1 in ``id``:
@@ -486,11 +488,15 @@ def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
     if every_answer:
         for answer_id in answers["answer_id"]:
             task(str(answer_id))
-    users: dict[str, int] = {}
+    ids: dict[str, int] = {}
     left_out: list[str] = []
     if labels is not None and len(labels):
         criteria = [c for c in labels.columns if str(c).startswith("criterion:")]
-        users = {str(r): k for k, r in enumerate(dict.fromkeys(labels["rater"].astype(str)), start=1)}
+        raters = list(dict.fromkeys(labels["rater"].astype(str)))
+        ids = {r: int(users[r]) for r in raters if users and r in users}
+        for r in raters:
+            ids.setdefault(r, max(ids.values(), default=0) + 1)
+        users = ids
         for rec in labels.to_dict("records"):
             uid = users[str(rec["rater"])]
             task(str(rec["answer_id"]))["annotations"].append({
@@ -514,7 +520,7 @@ def to_label_studio(answers: pd.DataFrame, labels: pd.DataFrame | None = None,
                             "prediction is a score): see them with `judgelab export judgements` (parse_error)")
         if pairwise.any():
             left_out.append(f"{int(pairwise.sum())} pairwise judgement(s): a Label Studio task is one answer")
-    return LabelStudioExport(list(tasks.values()), users, tuple(left_out))
+    return LabelStudioExport(list(tasks.values()), ids, tuple(left_out))
 
 
 def _esc(text: str) -> str:
