@@ -91,6 +91,8 @@ def _labels(store: ImportExportRole) -> pd.DataFrame:
     for label_id, turn, score in store.turn_scores(int(i) for i in raw["label_id"]).itertuples(index=False):
         by_label.setdefault(int(label_id), {})[str(int(turn))] = float(score)
     out["turns"] = [json.dumps(by_label[int(i)]) if int(i) in by_label else None for i in raw["label_id"]]
+    # The store keeps "no comment" as '' (a NOT NULL column); a file says it is absent, not an empty text.
+    out["comment"] = out["comment"].astype(object).where(out["comment"].fillna("").astype(str) != "", None)
     return out.drop(columns=["criteria"])
 
 

@@ -306,7 +306,7 @@ def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset()) -> tu
                 model=str(ck.text(i, "model", is_id=True)),
                 # A conversation's text is its rendering, so the judge, the probes and the
                 # self-name detector read the whole of it without knowing it is one.
-                text=render(transcript) if transcript is not None else str(ck.text(i, "text")),
+                text=render(transcript) if transcript is not None else _answer_text(ck, rows, i, "text"),
                 variant=variant,
                 parent_answer_id=parent,
                 transcript=transcript,
@@ -326,6 +326,18 @@ def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset()) -> tu
     # Self-identifying spans are found by Store.add_pool, the one path every answer text takes
     # into the store (with this file's and the stored pool's family and model names).
     return list(tasks.values()), answers
+
+
+def _answer_text(ck: Checker, rows: Rows, i: int, col: str) -> str:
+    """An answer's text: an empty string given as one (JSON, Parquet) is an empty answer, not a missing one.
+
+    A model that wrote nothing gave an answer its judge saw (AlpacaEval's files hold such outputs);
+    in a CSV an empty cell is a missing value, and stays an error.
+    """
+    value = rows.rows[i - 1].get(col)
+    if isinstance(value, str) and not value.strip() and not rows.spreadsheet:
+        return value
+    return str(ck.text(i, col))
 
 
 def _plain(value: Any) -> Any:
@@ -378,8 +390,8 @@ def parse_pairs(rows: Rows) -> list[Pair]:
             Pair(
                 pair_id=pair_id or f"row{i}",
                 prompt=str(ck.text(i, "prompt")),
-                answer_a=str(ck.text(i, "answer_a")),
-                answer_b=str(ck.text(i, "answer_b")),
+                answer_a=_answer_text(ck, rows, i, "answer_a"),
+                answer_b=_answer_text(ck, rows, i, "answer_b"),
                 gold=None if gold is None else gold.strip().upper().replace("TIE", "tie"),
             )
         )

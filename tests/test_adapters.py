@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from judgelab.cli import main
 from labeler.adapters import ADAPTERS, apply_map, import_from, parse_map
+from labeler.adapters.alpaca_eval import task_id
 from labeler.errors import InputError
 from labeler.examples import example_path
 from labeler.exports import export_table
@@ -158,6 +159,32 @@ def test_alpaca_eval_annotations_give_alpaca_eval_win_rate(
     assert got["extra"]["standard_error"] == pytest.approx(sem, rel=1e-12)
     assert (got["extra"]["n_wins"], got["extra"]["n_losses"], got["extra"]["n_draws"]) == (wins, losses, draws)
     assert got["ci_low"] < rate < got["ci_high"] and got["units"] == "percent"
+
+
+def test_alpaca_eval_empty_outputs_and_the_baseline_against_itself_import(tmp_path: Path) -> None:
+    # AlpacaEval's own files (see NOTICE): gemma-2b-it wrote nothing for 22 of 805 instructions (three
+    # here), and the baseline's file compares gpt4_1106_preview's outputs with themselves.
+    gemma, itself = AE / "gemma-2b-it.weighted_alpaca_eval_gpt4_turbo.excerpt.annotations.json", \
+        AE / "gpt4_1106_preview.weighted_alpaca_eval_gpt4_turbo.excerpt.annotations.json"
+    db = str(tmp_path / "ae.duckdb")
+    said = run("import", "answers", str(gemma), "--from", "alpaca-eval", "--db", db)
+    assert "10 answers added" in said and "3 empty output(s) imported as empty answers (3 by gemma-2b-it " \
+        "(element(s) 1, 3, 4))" in said
+    assert "3 empty output(s)" in run("import", "pairs", str(gemma), "--from", "alpaca-eval", "--db", db)
+    run("import", "judgements", str(gemma), "--from", "alpaca-eval", "--db", db)
+    answers = export_table(Store(db), "answers").set_index("answer_id")
+    empty = [e for e in json.loads(gemma.read_text()) if e["output_2"] == ""]
+    assert [answers.loc[f"{task_id(e['instruction'])}:gemma-2b-it", "text"] for e in empty] == ["", "", ""]
+    assert sorted(export_table(Store(db), "pairs")["answer_b"].tolist())[:3] == ["", "", ""]
+    said = run("import", "answers", str(itself), "--from", "alpaca-eval", "--db", db)
+    assert "5 answers already present" in said and "5 element(s) compare an output with itself" in said
+    said = run("import", "judgements", str(itself), "--from", "alpaca-eval", "--db", db)
+    assert "5 judgements added" in said and "AlpacaEval scores these a draw (1.5)" in said
+    rows = {r["model"]: r["win_rate"] for r in json.loads(run("winrate", "--baseline", "gpt4_1106_preview",
+                                                              "--json", "--db", db))}
+    # As AlpacaEval's get_winrate: the empty answers count (two losses, one win), the baseline is 50.
+    assert rows["gemma-2b-it"]["estimate"] == pytest.approx(alpaca_eval_win_rate(gemma)[0], rel=1e-12)
+    assert rows["gpt4_1106_preview"]["estimate"] == 50.0 and rows["gpt4_1106_preview"]["n"] == 5
 
 
 def test_alpaca_eval_pairs_keep_both_outputs(store: Store) -> None:

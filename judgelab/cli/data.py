@@ -15,11 +15,13 @@ from judgelab.cli._util import db_option, new_db_option
 from labeler.adapters import (
     ADAPTERS,
     EXPORT_TOOLS,
+    export_label_studio,
     export_to,
     import_from,
     label_studio_config,
     parse_map,
     parse_set,
+    read_users_map,
     with_hint,
 )
 from labeler.errors import InputError
@@ -104,15 +106,14 @@ def export(kind: str, fmt: str | None, out: str, tool: str | None, db: str | Non
     path = Path(out)
     fmt = fmt or path.suffix.lower().lstrip(".")
     store: ImportExportRole = Store(db)
+    if tool == "label-studio" and fmt == "json":
+        _export_label_studio(store, kind, path)
+        return
     if tool is not None:
         data, n = export_to(store, kind, tool, fmt)  # type: ignore[arg-type]  # a Choice
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-        click.echo(f"wrote {n} {'tasks' if tool == 'label-studio' else f'{kind} rows'} for {tool} to {out}")
-        if tool == "label-studio":  # the project's labeling config, so the tasks open in Label Studio as they are
-            config = path.with_suffix(".label_config.xml")
-            config.write_text(label_studio_config(store, data), encoding="utf-8")
-            click.echo(f"wrote the labeling config to {config} (Settings > Labeling Interface > Code)")
+        click.echo(f"wrote {n} {kind} rows for {tool} to {out}")
         return
     if kind == "rubric":
         rubric = store.rubric()
@@ -135,6 +136,26 @@ def export(kind: str, fmt: str | None, out: str, tool: str | None, db: str | Non
     path.write_bytes(data)
     what = "designs (sample and active, with their probabilities)" if kind == "designs" else f"{kind} rows"
     click.echo(f"wrote {n} {what} to {out}")
+
+
+def _export_label_studio(store: ImportExportRole, kind: str, path: Path) -> None:
+    """Label Studio tasks, their labeling config and the raters' ids, each beside the others; what is left out."""
+    users = path.with_suffix(".users.json")  # edited to Label Studio's own ids, it is read back
+    done = export_label_studio(store, kind, users=read_users_map(users) if users.is_file() else None)  # type: ignore[arg-type]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = done.tasks_json()
+    path.write_bytes(data)
+    click.echo(f"wrote {len(done.tasks)} tasks for label-studio to {path}")
+    config = path.with_suffix(".label_config.xml")  # so the tasks open in Label Studio as they are
+    config.write_text(label_studio_config(store, data), encoding="utf-8")
+    click.echo(f"wrote the labeling config to {config} (Settings > Labeling Interface > Code)")
+    if done.users:
+        users.write_bytes(done.users_json())
+        click.echo(f"wrote the raters' completed_by ids to {users}: Label Studio keeps an annotation's completed_by "
+                   "only if it is a member's user id; put each rater's Label Studio id there and export again "
+                   "(docs/files.md)")
+    for line in done.left_out:
+        click.echo(f"left out: {line}", err=True)
 
 
 COMMANDS: list[click.Command] = [init, import_, export]

@@ -16,9 +16,9 @@ from labeler.store import ImportExportRole, Store
 @click.option("--baseline", default=None, help="Rank every model against this model's answers (AlpacaEval's "
               "baseline) [default: each judgement's answer_id model against its answer_b_id model].")
 @click.option("--length-controlled", is_flag=True,
-              help="Also give the length-controlled win rate in percent: AlpacaEval's GLM with each instruction's "
-              "difficulty learnt across the models judged against the same baseline (5 or more), else a "
-              "length-only fit, which says it is a different estimand.")
+              help="Also give the length-controlled win rate in percent: AlpacaEval's GLM refitted on the imported "
+              "rows only, each instruction's difficulty learnt across the models judged against the same baseline "
+              "(5 or more), else a length-only fit; each figure names its estimand (neither is the published LC).")
 @click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=1),
               help="Bootstrap resamples for the length-controlled interval.")
 @click.option("--seed", default=0, show_default=True, help="Seed of that bootstrap.")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +32,19 @@ import pandas as pd
 
 from labeler._rows import Rows, read_rows
 from labeler.adapters import alpaca_eval, inspect_ai, label_studio, mt_bench, otel, promptfoo
-from labeler.adapters._common import Adapted, Adapter
+from labeler.adapters._common import UNNAMED_FAMILY, Adapted, Adapter
 from labeler.adapters.hf import ARGILLA, HF
-from labeler.adapters.label_studio import LABEL_STUDIO, label_config, to_label_studio
+from labeler.adapters.label_studio import LABEL_STUDIO, LabelStudioExport, label_config, to_label_studio
 from labeler.errors import InputError
 from labeler.exports import export_table, table_bytes
 from labeler.importers import import_file
+from labeler.scales import FormatSpec, format_spec
 from labeler.schemas import DataKind
 from labeler.store import ImportExportRole, ImportSummary
 
-__all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "adapt", "apply_map", "apply_values",
-           "export_to", "import_from", "label_studio_config", "parse_map", "parse_set", "with_hint"]
+__all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "LabelStudioExport", "adapt", "apply_map",
+           "apply_values", "export_label_studio", "export_to", "import_from", "label_studio_config", "parse_map",
+           "parse_set", "read_users_map", "with_hint"]
 
 ADAPTERS: dict[str, Adapter] = {
     a.name: a for a in (alpaca_eval.ADAPTER, ARGILLA, HF, inspect_ai.ADAPTER, LABEL_STUDIO, mt_bench.ADAPTER,
@@ -213,7 +215,7 @@ def adapt(tool: str | None, kind: DataKind, path: str | Path, *,
                                       pass_from=column_map.pop("pass"))
     else:
         adapted = convert(Path(path))
-    return Adapted(apply_values(apply_map(adapted.rows, column_map), values or {}), adapted.dropped)
+    return Adapted(apply_values(apply_map(adapted.rows, column_map), values or {}), adapted.dropped, adapted.notes)
 
 
 def import_from(
@@ -238,20 +240,28 @@ def import_from(
     if family is not None:
         if kind != "answers":
             raise InputError(f"--family is for answers, not {kind}", fix="drop --family.")
-        adapted = Adapted(_with_family(adapted.rows, family), adapted.dropped)
+        rows, named = _with_family(adapted.rows, family)
+        # The adapter's sentence on answers left 'unknown' no longer holds: say what --family did instead.
+        dropped = tuple(d for d in adapted.dropped if not d.startswith(UNNAMED_FAMILY))
+        notes = (*adapted.notes, f"{named} answer(s) whose file names no family or model: family {family!r} "
+                                 "(--family)") if named else adapted.notes
+        adapted = Adapted(rows, dropped, notes)
     summary = import_file(store, kind, path, ignore_columns=ignore_columns, reader=lambda _: adapted.rows)
+    if adapted.notes:
+        summary = replace(summary, notes=(*summary.notes, *adapted.notes))
     failures = sum(1 for r in adapted.rows.rows if kind == "judgements" and isinstance(r.get("parse_error"), str))
     return AdaptedImport(summary, adapted.dropped, failures)
 
 
-def _with_family(rows: Rows, family: str) -> Rows:
-    """``rows`` with ``family`` (and model) filled in where they are empty or ``unknown``."""
+def _with_family(rows: Rows, family: str) -> tuple[Rows, int]:
+    """``rows`` with ``family`` (and model) filled in where they are empty or ``unknown``; and how many rows changed."""
     def unnamed(value: Any) -> bool:
         return value is None or (isinstance(value, float) and value != value) or str(value).strip() in ("", "unknown")
 
     out = [{**r, **{c: family for c in ("family", "model") if unnamed(r.get(c))}} for r in rows.rows]
+    named = sum(1 for r in rows.rows if unnamed(r.get("family")))
     columns = tuple(dict.fromkeys((*rows.columns, "family", "model")))
-    return Rows(rows.file, columns, out, rows.spreadsheet, rows.quoted)
+    return Rows(rows.file, columns, out, rows.spreadsheet, rows.quoted), named
 
 
 def export_to(store: ImportExportRole, kind: DataKind, tool: str, fmt: str) -> tuple[bytes, int]:
@@ -273,14 +283,12 @@ def export_to(store: ImportExportRole, kind: DataKind, tool: str, fmt: str) -> t
     if kind not in kinds:
         raise InputError(f"--to {tool} exports {', '.join(kinds)}, not {kind}",
                          fix="export the other kinds in judgelab's own schema (without --to).")
-    answers = export_table(store, "answers")
     if tool == "label-studio":
         if fmt != "json":
             raise InputError("Label Studio imports a JSON array of tasks", fix="pass --out FILE.json.")
-        frame = export_table(store, kind)
-        tasks = to_label_studio(answers, labels=frame if kind == "labels" else None,
-                                judgements=frame if kind == "judgements" else None, every_answer=kind == "answers")
-        return json.dumps(tasks, ensure_ascii=False, indent=1, default=str).encode("utf-8"), len(tasks)
+        done = export_label_studio(store, kind)
+        return done.tasks_json(), len(done.tasks)
+    answers = export_table(store, "answers")
     frame = _hf_frame(export_table(store, kind), answers, kind)
     if fmt == "json":
         lines = table_bytes(frame, "jsonl").decode("utf-8").split("\n")  # only "\n" ends a JSON line
@@ -292,16 +300,74 @@ def export_to(store: ImportExportRole, kind: DataKind, tool: str, fmt: str) -> t
     return table_bytes(frame, fmt), len(frame)  # type: ignore[arg-type]  # checked above
 
 
+def _rubric_scale(store: ImportExportRole) -> FormatSpec | None:
+    """The newest rubric's scale (a declared one registered first, so it is found by name)."""
+    store.declared_scales()
+    rubric = store.rubric()
+    if rubric is None:
+        return None
+    try:
+        return format_spec(rubric.scale)
+    except KeyError:
+        return None
+
+
+def read_users_map(path: str | Path) -> dict[str, int]:
+    """A users map (rater name to Label Studio user id) an earlier ``--to label-studio`` export wrote.
+
+    Raises:
+        InputError: Not a JSON object of whole-number ids.
+    """
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"is not valid JSON ({exc})", file=str(path),
+                         fix='write the map as {"rater": <Label Studio user id>, ...}, or delete it.') from None
+    bad = [k for k, v in doc.items() if isinstance(v, bool) or not isinstance(v, int) or v < 1] \
+        if isinstance(doc, dict) else ["(the file)"]
+    if bad:
+        raise InputError(f"the id of {bad[0]!r} is not a Label Studio user id (a whole number from 1)",
+                         file=str(path), fix="give each rater the id Label Studio shows for them "
+                                             "(Organization > People), or delete the file.")
+    return {str(k): int(v) for k, v in doc.items()}
+
+
+def export_label_studio(store: ImportExportRole, kind: DataKind, *,
+                        users: Mapping[str, int] | None = None) -> LabelStudioExport:
+    """``kind`` (answers, labels or judgements) as Label Studio tasks, on the rubric's scale.
+
+    Args:
+        store: The project store.
+        kind: ``answers``, ``labels`` or ``judgements``.
+        users: Raters' Label Studio user ids (:func:`read_users_map`); others are numbered.
+
+    Raises:
+        InputError: Another kind.
+    """
+    if kind not in ("answers", "labels", "judgements"):
+        raise InputError(f"--to label-studio exports answers, labels, judgements, not {kind}",
+                         fix="export the other kinds in judgelab's own schema (without --to).")
+    answers = export_table(store, "answers")
+    frame = export_table(store, kind)
+    return to_label_studio(answers, labels=frame if kind == "labels" else None,
+                           judgements=frame if kind == "judgements" else None, every_answer=kind == "answers",
+                           scale=_rubric_scale(store), users=users)
+
+
 def label_studio_config(store: ImportExportRole, tasks_json: bytes) -> str:
     """The labeling config (XML) for tasks :func:`export_to` wrote for Label Studio, from the store's rubric.
 
     Written beside the tasks, it makes a Label Studio project that opens them as they are: every
-    result's control, named as in the results, with the rubric's criteria names and instructions.
+    result's control, named as in the results, on the rubric's scale (binary: a Choices of 0 and
+    1; 1..k: a k-star Rating; a continuous scale: a Number), with the rubric's criteria names and
+    instructions.
     """
+    scale = _rubric_scale(store)
     rubric = store.rubric()
     criteria = [(c.criterion_id, c.name) for c in rubric.criteria] if rubric else []
     names = [("score", f"Overall ({rubric.scale})" if rubric else "Overall"), ("pass", "Pass"), *criteria]
-    return label_config(json.loads(tasks_json), criteria=names, instructions=rubric.instructions if rubric else "")
+    return label_config(json.loads(tasks_json), criteria=names, instructions=rubric.instructions if rubric else "",
+                        scale=scale)
 
 
 def _hf_frame(frame: pd.DataFrame, answers: pd.DataFrame, kind: str) -> pd.DataFrame:

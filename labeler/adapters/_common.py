@@ -21,6 +21,9 @@ from typing import Any
 from labeler._rows import MAX_ID_CHARS, Rows
 from labeler.errors import InputError
 
+UNNAMED_FAMILY = "the family and model of"
+"""How an adapter's ``dropped`` sentence on answers whose file names no family starts (``--family`` replaces it)."""
+
 _NOT_ID = re.compile(r"[^A-Za-z0-9_.:~/-]+")
 
 
@@ -32,10 +35,13 @@ class Adapted:
         rows: The rows in judgelab's schema (``rows.file`` names the tool's file, and how its
             records map to rows when that is not one to one).
         dropped: One sentence per kind of thing the conversion left out, and why.
+        notes: One sentence per kind of thing the conversion kept but read in a way the user
+            should know (e.g. empty answers kept as empty), added to the import summary.
     """
 
     rows: Rows
     dropped: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 Convert = Callable[[Path], Adapted]

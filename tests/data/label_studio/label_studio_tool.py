@@ -25,15 +25,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-import label_studio
 import label_studio_sdk
-import yaml
 from label_studio_sdk.converter import Converter
 from label_studio_sdk.label_interface import LabelInterface
 
 
 def make(out: Path) -> None:
     """Write the chatbot assessment task with two SDK-generated annotations."""
+    import label_studio  # the server package: only this step needs it
+    import yaml
     template = Path(label_studio.__file__).parent / "annotation_templates/generative-ai/chatbot-assessment/config.yml"
     config = yaml.safe_load(template.read_text())["config"]
     sample = json.loads(re.search(r"<!--(.*)-->", config, re.S).group(1))  # the template's own sample task
@@ -52,8 +52,12 @@ def make(out: Path) -> None:
 def check(tasks_path: Path, config_path: Path) -> None:
     """Validate judgelab's export with the SDK; exit 1 on any error."""
     interface = LabelInterface(config_path.read_text())
-    tasks = json.loads(tasks_path.read_text())
     errors: list[str] = []
+
+    def no_nan(name: str) -> None:
+        errors.append(f"{tasks_path.name} holds {name}, which is not JSON")
+
+    tasks = json.loads(tasks_path.read_text(), parse_constant=no_nan)
     for task in tasks:
         if not isinstance(task.get("id"), int):
             errors.append(f"task without an int id: {task.get('id')!r}")
