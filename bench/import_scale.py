@@ -17,12 +17,23 @@ Figures: wall time of the command, and the time the database file was held: the 
 single unit of work (the time another process would wait at worst), measured by timing the
 store's outermost ``connection()`` blocks; plus the child's peak memory. Printed, not
 asserted.
+
+First, the answers import beside the database engine's own reader (issue 53): ``--n``
+generated answers (:mod:`bench._answers`, about 400 characters each, 5 % with a planted
+name) as JSON lines, imported by ``judgelab import answers`` into a new database, and loaded
+by DuckDB's ``CREATE TABLE ... AS SELECT * FROM read_json_auto(...)`` into another, each in
+a fresh child process: wall time and peak memory side by side. ``--n 1000000`` for the
+million-answer figures (the file, about 600 MB, is written once into ``--workdir``);
+``--skip-csv`` leaves out the CSV import and ``assign_k`` part. CPU time is printed beside
+wall time: on a shared machine it is the steadier figure.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
+import resource
 import sys
 import tempfile
 import threading
@@ -34,7 +45,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._measure import WORKDIR, child, emit, machine
+from bench._answers import answers
+from bench._measure import WORKDIR, built_once, child, emit, machine
 from labeler.models import Criterion, Rubric
 from labeler.store import Store
 from labeler.store._core import StoreCore
@@ -66,6 +78,34 @@ def write_csv(path: Path, tasks: int) -> None:
                 out.writerow([f"t{t:06d}", prompt, "billing", f"a{t:06d}-{family}", family, f"{family}-model", text])
 
 
+def write_jsonl(path: Path, n: int) -> None:
+    """``n`` generated answers (:func:`bench._answers.answers`), 5 tasks each, as JSON lines."""
+    with path.open("w", encoding="utf-8") as fh:
+        for i, text in enumerate(answers(n, seed=53)):
+            family = FAMILIES[i % len(FAMILIES)]
+            fh.write(json.dumps({
+                "task_id": f"t{i // 5:07d}", "prompt": f"Ticket {i // 5}: I was charged twice. Can you fix it?",
+                "answer_id": f"a{i:07d}", "family": family, "model": f"{family}-model", "text": text,
+            }, ensure_ascii=False) + "\n")
+
+
+def _cpu_s() -> float:
+    """CPU time of this process so far (all its threads: DuckDB reads with several), user and system."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure_duckdb(db: str, path: str) -> dict[str, float]:
+    """DuckDB's own reader: the file into a table of a new database, nothing checked."""
+    import duckdb
+
+    start, cpu = time.perf_counter(), _cpu_s()
+    con = duckdb.connect(db)
+    rows = con.execute(f"CREATE TABLE answers AS SELECT * FROM read_json_auto('{path}')").fetchone()
+    con.close()
+    return {"wall_s": time.perf_counter() - start, "cpu_s": _cpu_s() - cpu, "rows": rows[0] if rows else 0}
+
+
 def _held(units: list[float]) -> Any:
     """Time each outermost store unit of work (nested ones reuse its connection and transaction)."""
     original = StoreCore.connection
@@ -94,9 +134,10 @@ def measure_import(db: str, csv_path: str) -> dict[str, float]:
 
     units: list[float] = []
     _held(units)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu_s()
     cli(["import", "answers", csv_path, "--db", db], standalone_mode=False)
-    return {"wall_s": time.perf_counter() - start, "held_s": max(units), "units": len(units)}
+    return {"wall_s": time.perf_counter() - start, "cpu_s": _cpu_s() - cpu, "held_s": max(units),
+            "units": len(units)}
 
 
 def measure_assign(db: str) -> dict[str, float]:
@@ -116,7 +157,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", type=int, default=50_000, help="tasks; two answers each")
     parser.add_argument("--workdir", default=WORKDIR)
-    parser.add_argument("--child", choices=["import", "assign"], help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, default=100_000, help="answers in the JSON-lines comparison")
+    parser.add_argument("--skip-csv", action="store_true", help="only the JSON-lines comparison")
+    parser.add_argument("--child", choices=["import", "assign", "duckdb"], help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--csv", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -125,6 +168,28 @@ def main() -> None:
         return
     if args.child == "assign":
         emit(measure_assign(args.db))
+        return
+    if args.child == "duckdb":
+        emit(measure_duckdb(args.db, args.csv))
+        return
+
+    jsonl = Path(args.workdir) / f"answers-{args.n}.jsonl"
+    print(f"judgelab import answers vs DuckDB's read_json_auto · {args.n:,} answers as JSON lines")
+    print(f"  {machine()}")
+    built_once(jsonl, f"{jsonl.name} ({args.n:,} answers)", lambda p: write_jsonl(p, args.n))
+    print(f"  file: {jsonl.stat().st_size / 2**20:.0f} MiB")
+    with tempfile.TemporaryDirectory() as tmp:
+        ours = child("import_scale.py", ["import", "--db", str(Path(tmp, "a.duckdb")), "--csv", str(jsonl)],
+                     timeout=3600)
+        theirs = child("import_scale.py", ["duckdb", "--db", str(Path(tmp, "b.duckdb")), "--csv", str(jsonl)],
+                       timeout=3600)
+    for label, fig in (("judgelab import answers", ours), ("DuckDB read_json_auto", theirs)):
+        print(f"  {label:24}: {fig['wall_s']:6.1f} s wall, {fig['cpu_s']:6.1f} s CPU, "
+              f"peak memory {fig['peak_rss_mb']:5.0f} MiB")
+    print(f"  ratio: {ours['wall_s'] / theirs['wall_s']:.1f}x DuckDB's wall time, "
+          f"{ours['cpu_s'] / theirs['cpu_s']:.1f}x its CPU (target: at most 3x); "
+          f"{ours['peak_rss_mb'] / 1024:.2f} GiB peak (target: under 1.5 GiB)")
+    if args.skip_csv:
         return
 
     n = args.tasks * len(FAMILIES)

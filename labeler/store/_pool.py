@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import duckdb
 import pandas as pd
 
-from labeler.blinding import detect_self_identifying, mask, merge_spans
+from labeler.blinding import detect_self_identifying, detect_self_identifying_many, mask, merge_spans
 from labeler.errors import ConflictError
 from labeler.models import Answer, Criterion, Pair, Rubric, Task
 from labeler.scales import FORMAT_SPECS, FormatSpec, format_spec, known_format, register_scale, scale_from_dict
@@ -192,13 +192,14 @@ class PoolMixin(StoreCore):
             names = {a.family for a in new_answers} | {a.model for a in new_answers}
             if new_answers:
                 names |= set(pool_names(con))
+        # One prefilter pass over all the texts; the full detector reads only the candidates.
+        found = detect_self_identifying_many([a.text for a in new_answers], sorted(names))
         answer_rows = [
             [a.answer_id, "i" + secrets.token_hex(8), a.task_id, a.family, a.model, a.variant,
              a.parent_answer_id, a.text, a.n_words, len(a.text),
-             json.dumps([list(s) for s in merge_spans(
-                 a.text, [*a.self_id_spans, *detect_self_identifying(a.text, sorted(names))])]),
+             json.dumps([list(s) for s in merge_spans(a.text, [*a.self_id_spans, *spans])]),
              None if a.transcript is None else a.transcript.to_json()]
-            for a in new_answers
+            for a, spans in zip(new_answers, found, strict=True)
         ]
         with self.connection() as con:
             with staged(con, "tasks", _TASK_COLUMNS, task_rows) as mine:
