@@ -35,6 +35,43 @@ _TOKEN_STATE = "_judgelab_token"
 _REFUSED_STATE = "_judgelab_refused"
 _CHECKED_STATE = "_judgelab_checked"
 _KEPT_STATE = "_judgelab_kept"
+_LAST_STATE = "_judgelab_last_rater"
+
+
+def _server_trouble() -> tuple[type[Exception], ...]:
+    """The errors that mean the database is away or failing, not that the rater did anything wrong.
+
+    A database that stops, restarts or drops the connection mid-submit is an expected event on a
+    rater's page: the page catches these where it catches access errors, keeps the details for the
+    admin (:func:`~judgelab.admin._incidents.record`) and tells the rater one plain sentence. The
+    drivers' own connection errors are listed beside :class:`~labeler.errors.StoreError` because a
+    unit of work that loses its connection halfway raises them as they are; a driver that is not
+    installed adds none.
+    """
+    found: list[type[Exception]] = [StoreError]
+    try:
+        import duckdb
+    except ImportError:  # pragma: no cover - duckdb is a dependency
+        pass
+    else:
+        found += [duckdb.IOException, duckdb.ConnectionException]
+    try:
+        import psycopg
+    except ImportError:
+        pass
+    else:
+        found += [psycopg.OperationalError, psycopg.InterfaceError]
+    try:
+        from psycopg_pool import PoolTimeout
+    except ImportError:
+        pass
+    else:
+        found.append(PoolTimeout)
+    return tuple(found)
+
+
+#: What :func:`current_rater` and the rater pages catch as the server's trouble (see :func:`_server_trouble`).
+SERVER_TROUBLE: tuple[type[Exception], ...] = _server_trouble()
 
 
 #: Seconds the app server keeps the database open without a unit of work. Raters take
@@ -127,7 +164,19 @@ def check_access() -> Rater:
     token = current_token()
     rater = current_store().authenticate(token)
     st.session_state[_CHECKED_STATE] = (_this_run(), token, rater)
+    st.session_state[_LAST_STATE] = (token, rater)
     return rater
+
+
+def known_rater_name() -> str:
+    """The name of whoever this session's token last proved to be, without asking the database.
+
+    For the admin's record of an error that happened while the database was away (``""``: none yet).
+    """
+    last = st.session_state.get(_LAST_STATE)
+    if isinstance(last, tuple) and last[0] == current_token():
+        return str(last[1].name)
+    return ""
 
 
 def _checked_this_run() -> Rater | None:
@@ -149,17 +198,29 @@ def refuse(*, not_saved: bool, kept: str = "") -> None:
     st.session_state[_KEPT_STATE] = kept
 
 
-def current_rater() -> Rater:
+def current_rater(*, raise_trouble: bool = False) -> Rater:
     """The rater the ``?t=`` token belongs to; stops the page with a message if none is valid.
 
     Checked once per script run: a second call in the same run (the page after the entry
     point, a fragment after the callback that checked) returns the first call's rater.
+
+    When the database cannot answer (:data:`SERVER_TROUBLE`: stopped, restarting, a dropped
+    connection) the details go to the admin (server log, Overview) and the page stops with one
+    plain sentence (:data:`~judgelab.admin._incidents.LOAD_FAILED`), never Streamlit's error box;
+    with ``raise_trouble`` the error is raised instead, for a page that draws something better.
     """
     checked = _checked_this_run()
     if checked is not None:
         return checked
     try:
         return check_access()
+    except SERVER_TROUBLE as exc:
+        if raise_trouble:
+            raise
+        record(exc, where="check the invite link", rater=known_rater_name())
+        st.warning(LOAD_FAILED)
+        st.stop()
+        raise  # unreachable
     except AccessError as exc:
         refused = st.session_state.pop(_REFUSED_STATE, "")
         kept = st.session_state.pop(_KEPT_STATE, "")
@@ -205,12 +266,14 @@ def require_admin() -> Rater:
 
 
 __all__ = [
+    "SERVER_TROUBLE",
     "TOKEN_PARAM",
     "check_access",
     "current_rater",
     "current_store",
     "current_token",
     "db_path",
+    "known_rater_name",
     "refuse",
     "require_admin",
     "settle_heap",

@@ -98,3 +98,48 @@ def drop_database(admin_url: str, url: str) -> None:
     name = url.rsplit("/", 1)[1]
     with psycopg.connect(admin_url, autocommit=True) as con:
         con.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+
+
+class Cluster:
+    """A throwaway PostgreSQL cluster of one test's own, which the test may stop and start again.
+
+    Started on a free port of 127.0.0.1 (as a non-root user when run as root); :meth:`stop` is
+    ``pg_ctl stop -m fast`` (what an admin's restart does), :meth:`start` brings it back on the
+    same port with the same data. Use it as a context manager: the cluster is removed on exit.
+    """
+
+    def __init__(self) -> None:
+        bindir = pg_bin()
+        if bindir is None:
+            raise FileNotFoundError("no PostgreSQL server binary (initdb) found; apt-get install postgresql")
+        self.bindir = bindir
+        self.root = Path(tempfile.mkdtemp(prefix="judgelab-pg-own-"))
+        self.data, self.port = self.root / "data", _free_port()
+        self.run_as: list[str] = []
+        if os.geteuid() == 0:  # postgres will not run as root
+            user = "postgres" if _has_user("postgres") else "nobody"
+            shutil.chown(self.root, user)
+            self.run_as = ["runuser", "-u", user, "--"]
+        subprocess.run([*self.run_as, str(bindir / "initdb"), "-D", str(self.data), "-U", "judgelab",
+                        "--auth=trust", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
+        self.url = f"postgresql://judgelab@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections."""
+        opts = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c max_connections=100"
+        subprocess.run([*self.run_as, str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", opts,
+                        "-l", str(self.root / "log"), "-w", "start"], check=True, capture_output=True)
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (``pg_ctl stop -m MODE``) and wait until it is down."""
+        subprocess.run([*self.run_as, str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"],
+                       check=True, capture_output=True)
+
+    def __enter__(self) -> Cluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        subprocess.run([*self.run_as, str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"],
+                       capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -66,9 +66,13 @@ def streamlit_command(db: Path | str, port: int, address: str) -> list[str]:
     variables, which flags outrank. Among them: raters never see exception details
     (``client.showErrorDetails none``: a traceback would show server paths and offer to send
     it to outside sites), and Streamlit prints no URL of its own (``logger.hideWelcomeMessage``).
+
+    Streamlit runs through :mod:`judgelab.cli._streamlit`, which keeps the script's path on the
+    server: Streamlit would send it to every browser, naming the server's install to anyone who
+    opens the address.
     """
     settings = {**app_settings(), "server.port": port, "server.address": address}
-    command = [sys.executable, "-m", "streamlit", "run", str(APP)]
+    command = [sys.executable, "-m", "judgelab.cli._streamlit", "run", str(APP)]
     for key, value in settings.items():
         command += [f"--{key}", _flag(value)]
     return command

@@ -375,11 +375,13 @@ class RatingForm {
     // pasted page must not make a message past Streamlit's cap and hang the page), and the cut is
     // said at once under the box and again in the message after the submit. Not maxLength: the
     // browser would cut a paste without a word.
+    // Characters are counted as the server counts them (code points: an emoji is one, not the two
+    // UTF-16 units of String.length), so the counter, the cut and the stored text agree.
     const show = () => {
       const cut = this.values.cut[cls];
       const line = cut
         ? `Cut to ${num(max)} characters: the text you pasted had ${num(cut)}; only the first ${num(max)} are kept.`
-        : `${num(box.value.length)} / ${num(max)} characters`;
+        : `${num(codePoints(box.value))} / ${num(max)} characters`;
       if (count) {
         count.textContent = line;
         count.classList.toggle("error", !!cut);
@@ -388,13 +390,10 @@ class RatingForm {
       }
     };
     box.addEventListener("input", () => {
-      if (box.value.length > max) {
-        let end = max;
-        // Never half of a character written as two UTF-16 units (an emoji): the store would refuse it.
-        const last = box.value.charCodeAt(end - 1);
-        if (last >= 0xd800 && last <= 0xdbff) end -= 1;
-        this.values.cut[cls] = Math.max(this.values.cut[cls] || 0, box.value.length);
-        box.value = box.value.slice(0, end);
+      const length = box.value.length > max ? codePoints(box.value) : box.value.length;
+      if (length > max) {
+        this.values.cut[cls] = Math.max(this.values.cut[cls] || 0, length);
+        box.value = box.value.slice(0, unitsOf(box.value, max));
       } else if (!box.value) {
         delete this.values.cut[cls];  // emptied: nothing of the cut text is left to warn about
       }
@@ -886,6 +885,26 @@ function showTurn(n) {
   head.classList.add("jl-turn-on");
   head.style.outline = "2px solid var(--st-primary-color, #ff4b4b)";
   head.scrollIntoView({ block: "nearest" });
+}
+
+/** Whether UTF-16 unit ``i`` of ``s`` starts a character written as two units (a surrogate pair). */
+function pairAt(s, i) {
+  const c = s.charCodeAt(i);
+  return c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00;
+}
+
+/** Characters in ``s`` as Python's ``len`` counts them (code points; a lone surrogate is one). */
+function codePoints(s) {
+  let n = 0;
+  for (let i = 0; i < s.length; i += pairAt(s, i) ? 2 : 1) n += 1;
+  return n;
+}
+
+/** The UTF-16 length of the first ``max`` characters (code points) of ``s``: never half an emoji. */
+function unitsOf(s, max) {
+  let i = 0;
+  for (let n = 0; n < max && i < s.length; n += 1) i += pairAt(s, i) ? 2 : 1;
+  return i;
 }
 
 /** A count as the rater reads it: 1048576 -> "1,048,576". */

@@ -282,12 +282,17 @@ def split_turns(criteria: Mapping[str, float]) -> tuple[dict[str, float], dict[i
 def cut_note(action: Action) -> str:
     """What a saved message adds when the browser cut a text box (``""``: nothing was cut).
 
+    The count said is the text's length as stored (Python's ``len``: code points, as the browser's
+    counter counts them), so the message and the stored comment always agree; the browser cuts to
+    :data:`~labeler.store.MAX_COMMENT_CHARS`.
+
     Examples:
-        >>> cut_note(Action(do="submit", item="x", cut={"jl-comment": 1048576}))
+        >>> cut_note(Action(do="submit", item="x", comment="a" * 5000, cut={"jl-comment": 1048576}))
         'your comment was cut to its first 5,000 characters (the text you pasted had 1,048,576)'
     """
     names = {"jl-comment": "comment", "jl-reason": "reason for the flag"}
-    parts = [f"your {names.get(box, 'text')} was cut to its first {MAX_COMMENT_CHARS:,} characters "
+    kept = {"jl-comment": len(action.comment), "jl-reason": len(action.reason)}
+    parts = [f"your {names[box]} was cut to its first {min(kept[box], MAX_COMMENT_CHARS):,} characters "
              f"(the text you pasted had {length:,})" for box, length in sorted(action.cut.items())
              if box in names and (box != "jl-reason" or action.flag)]
     return "; ".join(parts)

@@ -34,7 +34,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from judgelab.admin._incidents import LOAD_FAILED, READ_ONLY, SAVE_FAILED, record
-from judgelab.session import check_access, current_rater, current_token, refuse
+from judgelab.session import SERVER_TROUBLE, check_access, current_token, known_rater_name, refuse
 from judgelab.views._catcher import key_catcher
 from judgelab.views._form import Action, FormData, cut_note, draft_scope, pending_action, rating_form
 from labeler.blinding import verbatim_html
@@ -148,6 +148,13 @@ class QueuePage:
         except AccessError:
             refuse(not_saved=action.do == "submit", kept=kept(action))
             return
+        except SERVER_TROUBLE as exc:
+            # The database is away (stopped, restarting, a dropped connection): an expected event,
+            # not an exception. Nothing was stored; the rater stays on the item, whose form keeps
+            # what they gave, and reads one sentence at the Submit button; the next submit tries again.
+            self.failed(exc, action.do, said=SAVE_FAILED if action.do in ("submit", "skip") else LOAD_FAILED)
+            st.session_state[self.at] = self.queue[index].assignment_id
+            return
         if action.item != item_key:
             # Sent from a form drawn for another item (it was answered late): act on nothing,
             # and say so, so the rater presses again on the item now shown.
@@ -172,11 +179,15 @@ class QueuePage:
         else:
             self.save(item, action, write, saved=saved, changed=changed)
 
-    def failed(self, exc: Exception, what: str) -> None:
-        """Keep ``exc`` for the admin (server log, Overview) and say :data:`SAVE_FAILED` at the Submit button."""
+    def failed(self, exc: Exception, what: str, *, said: str = SAVE_FAILED) -> None:
+        """Keep ``exc`` for the admin (server log, Overview) and say ``said`` at the Submit button.
+
+        Asks the database nothing (it may be what failed): the rater's name is the one this
+        session's token last proved.
+        """
         page = {"score": "Rate", "pair": "Compare", "audit": "Padding audit"}[self.kind]
-        record(exc, where=f"{page}: {what}", rater=current_rater().name)
-        st.session_state[self.flash + ":error"] = SAVE_FAILED
+        record(exc, where=f"{page}: {what}", rater=known_rater_name())
+        st.session_state[self.flash + ":error"] = said
 
     def save(self, item: QueueItem, action: Action, write: Write, *, saved: str, changed: str) -> None:
         """Store the action's values; say what happened and go on, or show the refusal and stay."""
@@ -239,7 +250,7 @@ def load_screen(store: RaterRole, rater: Rater, kind: Kind, at: int | None) -> S
     """
     try:
         return store.screen(rater.rater_id, kind, at)
-    except StoreError as exc:
+    except SERVER_TROUBLE as exc:
         record(exc, where=f"{kind} page: load", rater=rater.name)
         st.warning(LOAD_FAILED)
         return None

@@ -12,20 +12,23 @@ buttons) fits beside it without scrolling the page.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import streamlit as st
 
 from judgelab.admin._incidents import LOAD_FAILED, record
-from judgelab.session import current_rater, rater_store, show_error
+from judgelab.session import SERVER_TROUBLE, current_rater, current_token, known_rater_name, rater_store, show_error
 from judgelab.views._form import Action, FormData, rubric_levels, score_options, split_turns
 from judgelab.views._queue_page import QueuePage, inert_text, keys_help, read_only_notice
 from judgelab.views._transcript import show_transcript, turn_openings
-from labeler.errors import JudgelabError, StoreError
+from labeler.errors import JudgelabError
 from labeler.queue import QueueItem, choice_keys, format_score, keys_text, scale_choices
-from labeler.store import RaterRole, ScoreView, Screen
+from labeler.store import Rater, RaterRole, ScoreView, Screen
 
 AT = "rate_at"  # assignment the rater went back to (None: resume position)
 FLASH = "rate_flash"
 FEEDBACK = "rate_feedback"  # training mode: what the last check item expected
+SHOWN = "rate_shown"  # (token, what the rating area last drew): drawn again while the database is away
 #: Height of the task-and-answer box: the page itself never needs to scroll at 1366x768.
 TEXT_HEIGHT = 560
 
@@ -59,21 +62,19 @@ def _nothing_assigned(store: RaterRole, rater_id: int) -> None:
     )
 
 
-def _held(store: RaterRole, rater_id: int) -> bool:
-    """Say so when the admin paused the rater's queue or it waits on a review; whether it is held.
+def _held(store: RaterRole, rater_id: int) -> str:
+    """What to say when the admin paused the rater's queue or it waits on a review (``""``: not held).
 
     A rater still qualifying is told nothing: their first items look like any others.
     """
     hold = store.rater_hold(rater_id)
     if hold is None or hold.state == "qualifying":
-        return False
+        return ""
     if hold.state == "paused":
-        st.warning("Your admin has paused your queue: no new answers will be shown to you for now. "
-                   "Everything you have rated is kept. Please contact your admin.")
-    else:
-        st.warning("Your queue is on hold until your admin has looked at your first answers. "
-                   "Everything you have rated is kept. Please contact your admin.")
-    return True
+        return ("Your admin has paused your queue: no new answers will be shown to you for now. "
+                "Everything you have rated is kept. Please contact your admin.")
+    return ("Your queue is on hold until your admin has looked at your first answers. "
+            "Everything you have rated is kept. Please contact your admin.")
 
 
 def _turns(store: RaterRole, rater_id: int, view: ScoreView) -> list[tuple[int, str, str, float | None]]:
@@ -154,42 +155,95 @@ def _threshold(view: ScoreView) -> float:
     return min(passing) if passing else max(choices) + 1
 
 
-@st.fragment
-def rating_area() -> None:
-    """The progress, the item and the form; a submit reruns only this."""
-    rater = current_rater()  # a fragment's rerun skips app.py: check the token here too
+@dataclass(frozen=True)
+class _Shown:
+    """What the rating area shows: everything read from the database for one render.
+
+    Read first and drawn after (:func:`_draw`), so a database that fails halfway leaves nothing
+    half drawn; the last one is kept in the session (:data:`SHOWN`) to draw again while the
+    database is away.
+    """
+
+    rater: Rater
+    store: RaterRole
+    queue: list[QueueItem]
+    index: int | None
+    view: ScoreView | None
+    turns: list[tuple[int, str, str, float | None]]
+    held: str
+
+
+def _load() -> _Shown | None:
+    """Read what the rating area shows; ``None`` after saying why there is nothing to rate.
+
+    Raises:
+        Exception: One of :data:`~judgelab.session.SERVER_TROUBLE` (the database is away).
+    """
+    rater = current_rater(raise_trouble=True)  # a fragment's rerun skips app.py: check the token here too
     store = rater_store()
     if read_only_notice(store, FLASH):
-        return
+        return None
     try:
         screen = _screen(store, rater.rater_id)
-    except StoreError as exc:  # the database's trouble: the admin's to read (Overview, server log)
-        record(exc, where="Rate: load", rater=rater.name)
-        st.warning(LOAD_FAILED)
-        return
+    except SERVER_TROUBLE:
+        raise
     except JudgelabError as exc:
         if store.rubric() is None:
             st.warning("There is no rubric to rate against yet, so there is nothing to rate. "
                        "Please tell your admin: a rubric has to be added on the Data page first.")
         else:
             show_error(exc)
-        return
+        return None
     queue = screen.queue
-    if _held(store, rater.rater_id) and not queue:
-        return
+    held = _held(store, rater.rater_id)
+    if held and not queue:
+        st.warning(held)
+        return None
     if not queue:
         _nothing_assigned(store, rater.rater_id)
-        return
+        return None
+    view = screen.view
+    assert view is None or isinstance(view, ScoreView)
+    turns = _turns(store, rater.rater_id, view) if view is not None else []
+    shown = _Shown(rater, store, queue, screen.index, view, turns, held)
+    # Only an item is drawn again while the database is away (the finished screen has no form).
+    st.session_state[SHOWN] = (current_token(), shown) if screen.index is not None else None
+    return shown
+
+
+def _kept(exc: Exception) -> _Shown | None:
+    """The database is away: keep ``exc`` for the admin; the item last shown, to draw again.
+
+    A database that stops, restarts or drops the connection is an expected event here, not an
+    exception: the rater's item is drawn again as it was, its form still holding what they gave,
+    with one plain sentence at the Submit button (what a failed submit said, else
+    :data:`~judgelab.admin._incidents.LOAD_FAILED`); their next submit tries again. With no item
+    shown before (a first load), the sentence alone.
+    """
+    record(exc, where="Rate: load", rater=known_rater_name())
+    kept = st.session_state.get(SHOWN)
+    if not isinstance(kept, tuple) or kept[0] != current_token() or not isinstance(kept[1], _Shown):
+        st.warning(LOAD_FAILED)
+        return None
+    st.session_state.setdefault(FLASH + ":error", LOAD_FAILED)
+    st.session_state[AT] = kept[1].queue[kept[1].index or 0].assignment_id
+    return kept[1]
+
+
+def _draw(shown: _Shown) -> None:
+    """Draw the progress, the item and the form (asks the database nothing)."""
+    store, rater, queue, view, turns = shown.store, shown.rater, shown.queue, shown.view, shown.turns
+    if shown.held:
+        st.warning(shown.held)
     said = st.session_state.pop(FEEDBACK, None)
     if said:  # training mode only: what the last submitted check item expected (labeler.store._quality)
         st.info(said)
     page = QueuePage(store, rater.rater_id, "score", queue, AT, FLASH)
-    view = screen.view
-    item = queue[screen.index] if screen.index is not None else None
+    item = queue[shown.index] if shown.index is not None else None
     where = f"Answer {{position}} of {len(queue)}" + (
         " · you rated this one; a changed label replaces it" if isinstance(view, ScoreView) and view.current else ""
     ) + (" · skipped before" if item is not None and item.skipped else "")
-    index = page.header(screen.index, f"All {len(queue)} answers are rated. Thank you!",
+    index = page.header(shown.index, f"All {len(queue)} answers are rated. Thank you!",
                         back_help="Go to your last answer to change its label.", where=where)
     item = queue[index]
     assert isinstance(view, ScoreView)
@@ -204,8 +258,6 @@ def rating_area() -> None:
         if view.masked:
             st.caption(f"{view.masked} passage(s) that could identify the author are [redacted].")
 
-    turns = _turns(store, rater.rater_id, view)
-
     def write(action: Action) -> int:
         label_id = _write(store, rater.rater_id, item, action, bool(turns))
         said = store.quality_feedback(rater.rater_id, label_id)
@@ -216,6 +268,17 @@ def rating_area() -> None:
     with right:
         page.form(index, _form_data(view, index, turns), write,
                   saved="Label saved", changed="Label changed")
+
+
+@st.fragment
+def rating_area() -> None:
+    """The progress, the item and the form; a submit reruns only this."""
+    try:
+        shown = _load()
+    except SERVER_TROUBLE as exc:  # the database's trouble: the admin's to read (Overview, server log)
+        shown = _kept(exc)
+    if shown is not None:
+        _draw(shown)
 
 
 rating_area()

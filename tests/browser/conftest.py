@@ -88,14 +88,14 @@ def serve(db: Path | str, *, cwd: Path | None = None, env: Mapping[str, str] | N
 
     ``cwd``: where the server runs; the database file's folder when not given (required for a URL).
     ``launcher``: a script that takes ``streamlit``'s arguments and runs it (instead of
-    ``python -m streamlit``), such as ``_traced_server.py``.
+    ``python -m judgelab.cli._streamlit``), such as ``_traced_server.py``.
     """
     from judgelab.cli.serve import streamlit_command
 
     port = free_port()
     command = streamlit_command(db, port, "127.0.0.1")
     if launcher is not None:
-        assert command[1:3] == ["-m", "streamlit"], command
+        assert command[1:3] == ["-m", "judgelab.cli._streamlit"], command
         command = [command[0], str(launcher), *command[3:]]
     if cwd is None:
         assert isinstance(db, Path), "a server of a PostgreSQL URL needs a working directory (cwd)"
