@@ -8,7 +8,7 @@ seen), the raters' ids must be written beside it, the left-out replies counted, 
 import back to the same labels. Label Studio's own reader (label-studio-sdk's LabelInterface and
 Converter, through tests/data/label_studio/label_studio_tool.py) checks the files when an
 interpreter with the SDK is given in JUDGELAB_LABEL_STUDIO_SDK_PYTHON (the SDK pins NumPy below
-2.3, so it lives in its own venv: see the NOTICE there).
+2.3, so it lives in its own venv: see the NOTICE there; `.ci/run` makes one and CI always checks).
 """
 
 from __future__ import annotations
@@ -102,6 +102,8 @@ def sdk_check(tasks: Path, config: Path) -> None:
     """label-studio-sdk's LabelInterface and Converter on the files, when an interpreter with the SDK is given."""
     python = os.environ.get("JUDGELAB_LABEL_STUDIO_SDK_PYTHON")
     if not python:
+        # CI always reads the files back with the SDK (.ci/run installs it beside the project).
+        assert os.environ.get("CI") != "true", "CI needs JUDGELAB_LABEL_STUDIO_SDK_PYTHON (.ci/run sets it)"
         return
     done = subprocess.run([python, str(TOOL), "check", str(tasks), str(config)], capture_output=True, text=True,
                           timeout=300)
