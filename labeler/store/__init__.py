@@ -7,6 +7,7 @@ part of it takes a role from :mod:`labeler.store.roles` (e.g. :class:`RaterRole`
 from labeler.store._admin import AdminMixin
 from labeler.store._backend import is_postgres, redact
 from labeler.store._calibration import CalibrationMixin
+from labeler.store._copy import BATCH_ROWS, CopySummary, copy_database, copy_project
 from labeler.store._core import (
     DEFAULT_DB,
     MAX_COMMENT_CHARS,
@@ -76,6 +77,7 @@ def _store_plays_every_role(store: Store) -> None:
 
 __all__ = [
     "ADJUDICATED",
+    "BATCH_ROWS",
     "DEFAULT_DB",
     "MASK_DEFAULT",
     "MASK_KEY",
@@ -85,6 +87,7 @@ __all__ = [
     "AssignSummary",
     "AssignmentRole",
     "AuditView",
+    "CopySummary",
     "CurrentLabel",
     "DesignRole",
     "ImportExportRole",
@@ -103,6 +106,8 @@ __all__ = [
     "ScoreView",
     "Screen",
     "Store",
+    "copy_database",
+    "copy_project",
     "hash_token",
     "is_postgres",
     "migrations",

@@ -648,8 +648,10 @@ class DesignMixin(StoreCore):
                               ignore_index=True).drop_duplicates("answer_id").rename(columns={"where": "place"})
             named["pos"] = range(len(named))  # the file's order: the first missing answer is named
             with registered(con, "_named", named):
-                missing = con.execute("SELECT n.answer_id, n.place FROM _named n ANTI JOIN answers a"
-                                      " USING (answer_id) ORDER BY n.pos").fetchall()
+                # NOT EXISTS, not DuckDB's ANTI JOIN: the same statement runs on PostgreSQL.
+                missing = con.execute("SELECT n.answer_id, n.place FROM _named n WHERE NOT EXISTS"
+                                      " (SELECT 1 FROM answers a WHERE a.answer_id = n.answer_id)"
+                                      " ORDER BY n.pos").fetchall()
             if missing:
                 raise InputError(f"{len(missing)} answer id(s) are not in the database, e.g. {missing[0][0]!r}",
                                  file=source_file, column=f"{missing[0][1]}.answer_id",
