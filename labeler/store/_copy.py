@@ -116,6 +116,11 @@ def copy_project(source: str | Path, destination: str | Path, *, batch_rows: int
         src, dst = Store(src_file or str(source)), Store(dst_file or str(destination))
         try:
             return copy_database(src, dst, batch_rows=batch_rows, on_table=on_table)
+        except _driver_errors() as exc:
+            # A server gone away, a full disk, a constraint: the transaction was rolled back.
+            raise StoreError(f"the copy to {shown(destination)} failed and was rolled back, so the destination holds "
+                             f"nothing of it: {exc}".strip() + "\nFix: correct the cause, then run the copy again."
+                             ) from exc
         finally:
             src.release()
             dst.release()
@@ -123,6 +128,17 @@ def copy_project(source: str | Path, destination: str | Path, *, batch_rows: int
         if created and dst_file is not None:
             remove_database(dst_file)
         raise
+
+
+def _driver_errors() -> tuple[type[Exception], ...]:
+    """The database drivers' own error classes (psycopg's only where it is installed)."""
+    import duckdb
+
+    try:
+        import psycopg
+    except ImportError:  # the postgres extra is not installed: only DuckDB files can be copied
+        return (duckdb.Error,)
+    return (duckdb.Error, psycopg.Error)
 
 
 def copy_database(source: StoreCore, destination: StoreCore, *, batch_rows: int = BATCH_ROWS,
