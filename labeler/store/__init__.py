@@ -4,10 +4,14 @@ Use :class:`Store`; the rest of the code never sees a connection. A caller that 
 part of it takes a role from :mod:`labeler.store.roles` (e.g. :class:`RaterRole`) instead.
 """
 
+from collections.abc import Callable
+from pathlib import Path
+
 from labeler.store._admin import AdminMixin
 from labeler.store._backend import is_postgres, redact
 from labeler.store._calibration import CalibrationMixin
-from labeler.store._copy import BATCH_ROWS, CopySummary, copy_database, copy_project
+from labeler.store._copy import BATCH_ROWS, CopySummary, copy_database
+from labeler.store._copy import copy_project as _copy_project
 from labeler.store._core import (
     DEFAULT_DB,
     MAX_COMMENT_CHARS,
@@ -54,6 +58,16 @@ class Store(
     QualityMixin,
 ):
     """The project database (one DuckDB file, or a PostgreSQL database). Safe to share between threads and processes."""
+
+
+def copy_project(source: str | Path, destination: str | Path, *, batch_rows: int = BATCH_ROWS,
+                 on_table: Callable[[str, int], None] | None = None) -> CopySummary:
+    """Copy the project at ``source`` into the empty database at ``destination`` (``judgelab db copy``).
+
+    See :mod:`labeler.store._copy`: every table, ids kept, in one transaction on the
+    destination; a destination file this call made is removed when the copy fails.
+    """
+    return _copy_project(source, destination, open_store=Store, batch_rows=batch_rows, on_table=on_table)
 
 
 def _store_plays_every_role(store: Store) -> None:

@@ -82,8 +82,8 @@ def shown(location: str | Path) -> str:
     return redact(str(location)) if is_postgres(location) else str(location)
 
 
-def copy_project(source: str | Path, destination: str | Path, *, batch_rows: int = BATCH_ROWS,
-                 on_table: Callable[[str, int], None] | None = None) -> CopySummary:
+def copy_project(source: str | Path, destination: str | Path, *, open_store: Callable[[str | Path], StoreCore],
+                 batch_rows: int = BATCH_ROWS, on_table: Callable[[str, int], None] | None = None) -> CopySummary:
     """Copy the project at ``source`` into the empty database at ``destination``.
 
     Opens both (each a DuckDB file or a ``postgresql://`` URL; the destination is created and
@@ -93,6 +93,7 @@ def copy_project(source: str | Path, destination: str | Path, *, batch_rows: int
     Args:
         source: The project to copy; it must exist.
         destination: Where to copy it: a new file, or an empty database.
+        open_store: Opens a database (``Store``: this module is one of its parts, so it is given).
         batch_rows: Rows per page (see :func:`copy_database`).
         on_table: Called after each table is written (inside the destination's transaction).
 
@@ -101,8 +102,6 @@ def copy_project(source: str | Path, destination: str | Path, *, batch_rows: int
             destination holds rows already.
         StoreError: A database cannot be opened, or the copy failed (nothing was written).
     """
-    from labeler.store import Store  # the full Store is built from the mixins this package defines
-
     src_file = None if is_postgres(str(source)) else resolve_db_path(source)
     if src_file is not None and not src_file.is_file():
         raise InputError(f"there is no project database at {src_file}",
@@ -113,7 +112,7 @@ def copy_project(source: str | Path, destination: str | Path, *, batch_rows: int
                          fix="name a new file or an empty PostgreSQL database as DST.")
     created = dst_file is not None and not dst_file.exists()
     try:
-        src, dst = Store(src_file or str(source)), Store(dst_file or str(destination))
+        src, dst = open_store(src_file or str(source)), open_store(dst_file or str(destination))
         try:
             return copy_database(src, dst, batch_rows=batch_rows, on_table=on_table)
         except _driver_errors() as exc:
