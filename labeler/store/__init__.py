@@ -4,6 +4,9 @@ Use :class:`Store`; the rest of the code never sees a connection. A caller that 
 part of it takes a role from :mod:`labeler.store.roles` (e.g. :class:`RaterRole`) instead.
 """
 
+from collections.abc import Callable
+from pathlib import Path
+
 from labeler.store._admin import AdminMixin
 from labeler.store._backend import (
     DEFAULT_POOL_SIZE,
@@ -14,6 +17,8 @@ from labeler.store._backend import (
     redact,
 )
 from labeler.store._calibration import CalibrationMixin
+from labeler.store._copy import BATCH_ROWS, CopySummary, copy_database
+from labeler.store._copy import copy_project as _copy_project
 from labeler.store._core import (
     DEFAULT_DB,
     MAX_COMMENT_CHARS,
@@ -62,6 +67,16 @@ class Store(
     """The project database (one DuckDB file, or a PostgreSQL database). Safe to share between threads and processes."""
 
 
+def copy_project(source: str | Path, destination: str | Path, *, batch_rows: int = BATCH_ROWS,
+                 on_table: Callable[[str, int], None] | None = None) -> CopySummary:
+    """Copy the project at ``source`` into the empty database at ``destination`` (``judgelab db copy``).
+
+    See :mod:`labeler.store._copy`: every table, ids kept, in one transaction on the
+    destination; a destination file this call made is removed when the copy fails.
+    """
+    return _copy_project(source, destination, open_store=Store, batch_rows=batch_rows, on_table=on_table)
+
+
 def _store_plays_every_role(store: Store) -> None:
     """Nothing at run time: mypy checks here that ``Store`` satisfies each role protocol."""
     as_rater: RaterRole = store
@@ -83,6 +98,7 @@ def _store_plays_every_role(store: Store) -> None:
 
 __all__ = [
     "ADJUDICATED",
+    "BATCH_ROWS",
     "DEFAULT_DB",
     "DEFAULT_POOL_SIZE",
     "MASK_DEFAULT",
@@ -95,6 +111,7 @@ __all__ = [
     "AssignSummary",
     "AssignmentRole",
     "AuditView",
+    "CopySummary",
     "CurrentLabel",
     "DesignRole",
     "ImportExportRole",
@@ -113,6 +130,8 @@ __all__ = [
     "ScoreView",
     "Screen",
     "Store",
+    "copy_database",
+    "copy_project",
     "hash_token",
     "is_postgres",
     "migrations",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import duckdb
@@ -123,9 +123,16 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, frame: Any) -> Iterato
     con.register(name, frame)
     try:
         yield name
-    finally:
-        con.complete()
-        con.unregister(name)
+    except BaseException:
+        # Tried, but never in place of the error that got here: after a failed statement
+        # PostgreSQL refuses every other one until the rollback (which drops the table anyway),
+        # and its "transaction is aborted" would hide the cause from the user.
+        with suppress(Exception):
+            con.complete()
+            con.unregister(name)
+        raise
+    con.complete()
+    con.unregister(name)
 
 
 @contextmanager

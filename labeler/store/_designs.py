@@ -28,12 +28,13 @@ from labeler.store._pool import ImportSummary
 
 # Each score assignment, with whether it is answered (a label of the rater's on the answer: the
 # app's rows name their assignment, imported ones match on rater and answer) and whether it is
-# live: answered, or held by a rater who may still answer it (not revoked).
+# live: answered, or held by a rater who may still answer it (not revoked). Every subquery in FROM
+# here has an alias: PostgreSQL before 16 refuses one without.
 _HOLDERS = (
     "SELECT *, done OR active AS live FROM ("
     " SELECT s.assignment_id, s.answer_id, s.rater_id, r.name AS rater, s.design_id, r.revoked_at IS NULL AS active,"
     f" {score_answered('s')} AS done"
-    " FROM assignments s JOIN raters r USING (rater_id) WHERE s.kind = 'score')"
+    " FROM assignments s JOIN raters r USING (rater_id) WHERE s.kind = 'score') held"
 )
 
 
@@ -122,7 +123,7 @@ class DesignMixin(StoreCore):
             "   PARTITION BY answer_id ORDER BY (probe IS NULL) DESC, created_at DESC,"
             "   judgement_id DESC) AS k"
             " FROM plain WHERE format = (SELECT format FROM fmt)"
-            ") WHERE k = 1 ORDER BY answer_id",
+            ") ranked WHERE k = 1 ORDER BY answer_id",
             [info["run_id"], *params, info["rubric_id"], info["rubric_version"]],
         )
 
@@ -456,7 +457,7 @@ class DesignMixin(StoreCore):
             f"  WHERE j.kind = 'pairwise' AND j.value IS NOT NULL AND j.answer_b_id IS NOT NULL AND {plain}),"
             " flips AS (SELECT a, b FROM pairs GROUP BY a, b HAVING count(DISTINCT side) > 1)"
             " SELECT DISTINCT answer_id, true AS flipped FROM ("
-            "  SELECT answer_id FROM point UNION ALL SELECT a FROM flips UNION ALL SELECT b FROM flips)"
+            "  SELECT answer_id FROM point UNION ALL SELECT a FROM flips UNION ALL SELECT b FROM flips) either"
             " ORDER BY answer_id",
             [info["run_id"], *params, *params],
         )
@@ -477,7 +478,7 @@ class DesignMixin(StoreCore):
             f" sum(({verdict}) * {_PEOPLE}) / sum(CASE WHEN ({verdict}) IS NOT NULL THEN {_PEOPLE} END) AS human_pass,"
             f" sum(({score}) * {_PEOPLE}) / sum(CASE WHEN ({score}) IS NOT NULL THEN {_PEOPLE} END) AS human_score,"
             " bool_and(flag_reason IS NOT NULL) AS flagged_only"
-            f" FROM (SELECT l.* FROM labels l {CURRENT_LABEL_RULE}) GROUP BY answer_id ORDER BY answer_id"
+            f" FROM (SELECT l.* FROM labels l {CURRENT_LABEL_RULE}) cur GROUP BY answer_id ORDER BY answer_id"
         )
 
     def rater_labels(self, answer_ids: Iterable[str]) -> pd.DataFrame:
@@ -648,8 +649,10 @@ class DesignMixin(StoreCore):
                               ignore_index=True).drop_duplicates("answer_id").rename(columns={"where": "place"})
             named["pos"] = range(len(named))  # the file's order: the first missing answer is named
             with registered(con, "_named", named):
-                missing = con.execute("SELECT n.answer_id, n.place FROM _named n ANTI JOIN answers a"
-                                      " USING (answer_id) ORDER BY n.pos").fetchall()
+                # NOT EXISTS, not DuckDB's ANTI JOIN: the same statement runs on PostgreSQL.
+                missing = con.execute("SELECT n.answer_id, n.place FROM _named n WHERE NOT EXISTS"
+                                      " (SELECT 1 FROM answers a WHERE a.answer_id = n.answer_id)"
+                                      " ORDER BY n.pos").fetchall()
             if missing:
                 raise InputError(f"{len(missing)} answer id(s) are not in the database, e.g. {missing[0][0]!r}",
                                  file=source_file, column=f"{missing[0][1]}.answer_id",
