@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from calibration.formats import passed_for
-from calibration.judges._anthropic import JudgeCallError
+from calibration.judges._anthropic import BatchReadShort, JudgeCallError
 from calibration.judges._base import Failure, Judge, JudgeCall, Judgement
 from calibration.judges._identity import BatchInDoubt, key_prefix, new_tag, wire_id
 from calibration.judges._protocols import BatchJudge
@@ -311,6 +311,17 @@ async def _collect(
         # execution died before marking it collected): only the pending ones are recorded.
         results: Mapping[str, Judgement] = await batcher.collect_batch(batch_id, calls=requests,
                                                                        skip_unknown=True)
+    except BatchReadShort as exc:
+        # What was read is kept; the rest the batch answered (and billed) waits in its files
+        # for the next execution: neither recorded as missing nor sent again.
+        await _record(rubric, ledger, exc.results, keys, by_key, collected_earlier=collected_earlier)
+        left = len(requests) - len(exc.results)
+        ledger.unread.append(
+            f"batch {batch_no} ({batch_id}): {exc}. The {len(exc.results)} result(s) read are stored; its other "
+            f"{left} call(s) were neither recorded as missing nor sent again (the batch answered them and is "
+            "billed for them). Fix: run the same command again; it reads this batch again."
+        )
+        return False
     except JudgeCallError as exc:
         why = str(exc).split(" Fix: ", 1)[0]  # its own fix ("only the failed calls are sent") is not this one
         ledger.unread.append(
@@ -319,6 +330,15 @@ async def _collect(
             "again; it collects this batch."
         )
         return False
+    await _record(rubric, ledger, results, keys, by_key, collected_earlier=collected_earlier)
+    return True
+
+
+async def _record(
+    rubric: Rubric, ledger: Ledger, results: Mapping[str, Judgement], keys: Mapping[str, str],
+    by_key: Mapping[str, PlannedCall], *, collected_earlier: bool,
+) -> None:
+    """Record a batch's results (by custom id; ``keys``: their cache keys)."""
     records = []
     for cid, judgement in results.items():
         key = keys[cid]
@@ -337,4 +357,3 @@ async def _collect(
         if collected_earlier:
             ledger.tally.collected += 1
     await ledger.sink.put(records)
-    return True
