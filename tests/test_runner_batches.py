@@ -608,6 +608,23 @@ def test_an_openai_output_file_cut_at_a_line_break_is_read_again_never_called_mi
     assert again.issued == 0 and again.collected == 3
 
 
+def test_a_message_batch_results_file_cut_at_a_line_break_is_left_for_the_next_run(tmp_path: Path) -> None:
+    # The same on the Message Batches API: read max_retries + 1 times, still 3 short of what
+    # the batch holds; before, the 3 were recorded as "batch result missing" and paid again.
+    plan = plan_of(4)
+    store = Store(tmp_path / "p.duckdb")
+    with MockAnthropic(batch_delay=0.05, short_output=3) as mock:
+        first = run(plan, judge_for(mock.base_url, max_retries=2), store)
+        cuts = mock.count("fault:short_output")
+        mock.short_output = 0
+        again = run(plan, judge_for(mock.base_url), store)
+        billed, creates = mock.batch_requests_billed, mock.count(CREATES)
+    assert cuts == 3 and first.exit_code == 4 and first.errors == 0 and first.done == 9
+    assert "names 9 of its 12 requests after 3 reads" in str(first)
+    assert creates == 1 and billed == 12
+    assert again.exit_code == 0 and again.issued == 0 and again.collected == 3 and again.done == 12
+
+
 def _openai_ids(url: str) -> list[Any]:
     """Every OpenAI batch the key's workspace holds, through the real SDK."""
     import openai

@@ -97,13 +97,10 @@ class OpenAIAPI(MessagesAPI):
 
     batch_delay: float
     drop_metadata: bool
-    short_output: int
-    short_output_reads: int | None
     cut_creates: int
     hide_batch_inputs: bool
     _files: dict[str, _File]
     _openai_batches: dict[str, _OpenAIBatch]
-    _output_reads: dict[str, int]
 
     def _openai_route(
         self, method: str, path: str, raw: bytes, body: Any, headers: Mapping[str, str],
@@ -271,15 +268,9 @@ class OpenAIAPI(MessagesAPI):
         """A file's bytes as served: an output file cut at a line break, an input file refused, as set."""
         if found.purpose == "batch" and self.hide_batch_inputs:
             raise ApiError(400, "invalid_request_error", f"Not allowed to download files of purpose: {found.purpose}")
-        if found.purpose != "batch_output" or self.short_output <= 0:
+        if found.purpose != "batch_output":
             return found.content
-        with self._lock:
-            reads = self._output_reads[found.id] = self._output_reads.get(found.id, 0) + 1
-        if self.short_output_reads is not None and reads > self.short_output_reads:
-            return found.content
-        self._bump("fault:short_output")
-        lines = found.content.splitlines(keepends=True)
-        return b"".join(lines[: max(len(lines) - self.short_output, 0)])
+        return self._served_output(found.id, found.content)
 
     def _file_json(self, f: _File) -> dict[str, Any]:
         hidden = f.purpose == "batch" and self.hide_batch_inputs  # nor keeps the name it was given

@@ -73,9 +73,10 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
             without bound).
         api_keys: The keys it accepts (default: any non-empty key); any other is answered 401.
         drop_metadata: OpenAI batches keep no ``metadata`` (as some OpenAI-compatible servers).
-        short_output: Each download of an OpenAI batch output file leaves out its last this
-            many lines (whole JSON lines: a file cut at a line break).
-        short_output_reads: Only the first this many downloads of each output file are cut
+        short_output: Each download of a batch's results (a Message Batch's results, an OpenAI
+            batch's output file) leaves out its last this many lines (whole JSON lines: a file
+            cut at a line break).
+        short_output_reads: Only the first this many downloads of each are cut
             (``None``: every one).
         cut_creates: The next this many OpenAI batch creates are carried out, their reply cut
             short on the way.
