@@ -17,7 +17,8 @@ moment an execution dies at, the next one finds every batch it started:
   project on the same key may have one. Found, it is adopted; certainly absent, the intent is
   dropped and its calls go into a new batch; undecidable, it is left in doubt for the user
   (``--adopt-batch ID``), and its calls are not sent again;
-* a batch with an id that was not collected: it is waited for and collected;
+* a batch with an id that was not collected: it is waited for and collected (one whose files
+  named fewer requests than it answered is read again, never re-sent);
 * a collected batch: its results are in the database already.
 
 No batch is created twice and no result is lost. The records are those of the concurrent path.
@@ -302,7 +303,9 @@ async def _collect(
         Whether the batch was read. A batch whose status or files could not be read after
         retries (:class:`~calibration.judges.JudgeCallError`) is left uncollected
         (:attr:`Ledger.unread`): created and billed, its results wait upstream for the next
-        execution, which collects it; its calls are neither sent again nor failed.
+        execution, which collects it; its calls are neither sent again nor failed. So is a
+        batch whose files, read again, still name fewer requests than it answered
+        (:class:`~calibration.judges.BatchReadShort`), once the results that were read are stored.
     """
     batcher = check_batch_judge(judge)
     try:
