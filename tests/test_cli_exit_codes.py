@@ -117,4 +117,49 @@ def test_sigint_to_a_running_command_is_130_and_loses_nothing(tmp_path: Path) ->
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     assert "interrupted: the replies received so far are saved" in err
+    # The run's summary, as at the end of a run: what it did, and its exit code.
+    assert "INTERRUPTED (Ctrl-C) (exit code 130)" in out and "billed:" in out, out
     assert len(Store(db).run_batches(Store(db).unfinished_runs()["run_id"].iloc[0])) == 1
+
+
+# A real SIGINT sent by the process to itself at a chosen moment: while the command opens its
+# database (start-up, before any run), or while a finished run's summary is being printed.
+_SIGINT_AT = """
+import os, signal, sys
+from calibration.runner import RunSummary
+from labeler.store import Store
+
+def ctrl_c():
+    os.kill(os.getpid(), signal.SIGINT)
+
+if sys.argv[1] == "start-up":
+    opened = Store.__init__
+    def init(self, *args, **kwargs):
+        ctrl_c()
+        opened(self, *args, **kwargs)
+    Store.__init__ = init
+else:
+    text = RunSummary.__str__
+    def printing(self):
+        ctrl_c()
+        return text(self)
+    RunSummary.__str__ = printing
+from judgelab.cli import main
+main(sys.argv[2:], prog_name="judgelab")
+"""
+
+
+@pytest.mark.parametrize("moment", ["start-up", "summary"])
+def test_ctrl_c_outside_the_run_loop_is_130_too_never_aborted_1(tmp_path: Path, moment: str) -> None:
+    # Before: click's "Aborted!" and exit 1 at start-up, and the summary cut off while printing.
+    proc = subprocess.run(
+        [sys.executable, "-c", _SIGINT_AT, moment, "probe", "--judge", "fake", "--n", "2", "--biases", "position",
+         "--db", str(tmp_path / "p.duckdb"), "--out", str(tmp_path / "r.jsonl"), "--no-progress"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 130, (proc.stdout, proc.stderr)
+    assert "Aborted!" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert "interrupted: the replies received so far are saved" in proc.stderr
+    if moment == "summary":
+        # The summary printed whole all the same (the run had finished).
+        assert "finished (exit code 0)" in proc.stdout and "billed:" in proc.stdout, proc.stdout

@@ -568,3 +568,126 @@ def test_a_cut_reply_asked_again_is_counted_billed_each_time(tmp_path: Path) -> 
     assert summary.exit_code == 0 and summary.done == 9 and summary.issued == 9
     assert summary.billed_replies == reached == 18 and summary.billed_retries == cuts
     assert "billed: 18 replies (9 of them cut short on the way and asked again" in str(summary)
+
+
+# -- issue 52: an output file cut at a line break; a server that keeps no batch metadata ---------
+
+
+@pytest.mark.parametrize("cut_reads", [1, None])
+def test_an_openai_output_file_cut_at_a_line_break_is_read_again_never_called_missing(
+    tmp_path: Path, cut_reads: int | None
+) -> None:
+    # Each download of the output file leaves out its last 3 whole lines (it still decodes).
+    # Cut once: the second read is whole. Cut every time: the run stays unfinished with the
+    # 9 results it read, the other 3 neither "missing" nor sent again; the next run, the file
+    # whole, reads the same batch. Every request billed once (before: 3 recorded as missing,
+    # exit 3, and paid again in a second batch).
+    plan = plan_of(4)  # 12 distinct requests
+    store = Store(tmp_path / "p.duckdb")
+    with MockAnthropic(batch_delay=0.05, short_output=3, short_output_reads=cut_reads) as mock:
+        first = run(plan, _openai_judge(mock.base_url), store)
+        creates_first = mock.count(OPENAI_CREATES)
+        mock.short_output = 0
+        again = run(plan, _openai_judge(mock.base_url), store)
+        billed, creates = mock.batch_requests_billed, mock.count(OPENAI_CREATES)
+        cuts = mock.count("fault:short_output")
+    rows = store.run_judgements(again.run_id)
+    assert not rows["error"].fillna("").str.contains("missing").any(), "a result the batch answered was called missing"
+    assert creates_first == creates == 1 and billed == 12, f"{billed} billed in {creates} batches for 12 requests"
+    assert again.exit_code == 0 and again.done == 12 and len(rows) == 12
+    if cut_reads == 1:
+        assert cuts == 1
+        assert first.exit_code == 0 and first.done == 12 and first.errors == 0
+        assert again.issued == again.collected == 0
+        return
+    assert cuts == 4  # read four times, then left for the next run
+    assert first.exit_code == 4 and first.outcome == "not finished" and first.errors == 0 and first.done == 9
+    [why] = first.uncollected
+    assert "name 9 of the 12 requests it answered" in why and "run the same command again" in why
+    assert "neither recorded as missing nor sent again" in str(first)
+    assert again.issued == 0 and again.collected == 3
+
+
+def test_a_message_batch_results_file_cut_at_a_line_break_is_left_for_the_next_run(tmp_path: Path) -> None:
+    # The same on the Message Batches API: read max_retries + 1 times, still 3 short of what
+    # the batch holds; before, the 3 were recorded as "batch result missing" and paid again.
+    plan = plan_of(4)
+    store = Store(tmp_path / "p.duckdb")
+    with MockAnthropic(batch_delay=0.05, short_output=3) as mock:
+        first = run(plan, judge_for(mock.base_url, max_retries=2), store)
+        cuts = mock.count("fault:short_output")
+        mock.short_output = 0
+        again = run(plan, judge_for(mock.base_url), store)
+        billed, creates = mock.batch_requests_billed, mock.count(CREATES)
+    assert cuts == 3 and first.exit_code == 4 and first.errors == 0 and first.done == 9
+    assert "names 9 of its 12 requests after 3 reads" in str(first)
+    assert creates == 1 and billed == 12
+    assert again.exit_code == 0 and again.issued == 0 and again.collected == 3 and again.done == 12
+
+
+def _openai_ids(url: str) -> list[Any]:
+    """Every OpenAI batch the key's workspace holds, through the real SDK."""
+    import openai
+
+    async def main() -> list[Any]:
+        client = openai.AsyncOpenAI(api_key="test", base_url=url + "/v1")
+        try:
+            return [b async for b in client.batches.list(limit=100)]
+        finally:
+            await client.close()
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("loss", ["cut create reply", "killed before its id is stored"])
+def test_a_lost_openai_batch_on_a_server_without_metadata_is_found_by_its_input_file(
+    tmp_path: Path, loss: str
+) -> None:
+    # The server keeps no batch metadata. Project B's same-plan, same-size batch exists first;
+    # A's create reply is then lost (cut, or the process killed before the id was stored).
+    # Before: A found no marked batch and created a second one (24 billed for 12), exit 0.
+    plan = plan_of(4)
+    store_a, store_b = Store(tmp_path / "a.duckdb"), Store(tmp_path / "b.duckdb")
+    with MockAnthropic(batch_delay=0.05, drop_metadata=True) as mock:
+        b = run(plan, _openai_judge(mock.base_url), store_b)
+        if loss == "cut create reply":
+            mock.cut_creates = 1
+            a = run(plan, _openai_judge(mock.base_url), store_a)
+            assert mock.count("fault:cut_create") == 1
+        else:
+            judge = _openai_judge(mock.base_url)
+            crash_once(store_a, "set_batch_id")
+            with pytest.raises(Crash):
+                run(plan, judge, store_a)
+            a = run(plan, _openai_judge(mock.base_url), store_a)
+        billed, creates = mock.batch_requests_billed, mock.count(OPENAI_CREATES)
+        upstream = _openai_ids(mock.base_url)
+    assert all(x.metadata is None for x in upstream)
+    assert creates == 2 and billed == 24, f"{billed} billed in {creates} batches for two projects of 12"
+    assert a.exit_code == b.exit_code == 0 and a.done == 12
+    id_a, id_b = (s.run_batches(r.run_id)[0]["batch_id"] for s, r in ((store_a, a), (store_b, b)))
+    assert id_a != id_b, "project A collected project B's batch"
+    assert a.batch_requests_created + a.collected == 12  # what A's summary says it paid for
+
+
+def test_a_lost_openai_batch_whose_input_cannot_be_read_is_left_in_doubt_then_adopted(tmp_path: Path) -> None:
+    # No metadata, and the server neither serves batch input files nor keeps their names: the
+    # lost batch cannot be proven this run's. The run creates nothing blind: exit 4 with the
+    # candidate named; --adopt-batch (checked against the batch's output) settles it.
+    plan = plan_of(3)
+    store = Store(tmp_path / "a.duckdb")
+    with MockAnthropic(batch_delay=0.05, drop_metadata=True, hide_batch_inputs=True) as mock:
+        judge = _openai_judge(mock.base_url)
+        crash_once(store, "set_batch_id")
+        with pytest.raises(Crash):
+            run(plan, judge, store)
+        [lost] = [str(x.id) for x in _openai_ids(mock.base_url)]
+        doubt = run(plan, _openai_judge(mock.base_url), store)
+        assert mock.count(OPENAI_CREATES) == 1, "a batch in doubt was created again"
+        assert doubt.exit_code == 4 and doubt.done == 0 and doubt.issued == 0
+        assert lost in str(doubt) and f"--adopt-batch {lost}" in str(doubt) and "keeps no batch metadata" in str(doubt)
+        right = run(plan, _openai_judge(mock.base_url), store, adopt_batches=[lost])
+        billed, creates = mock.batch_requests_billed, mock.count(OPENAI_CREATES)
+    assert creates == 1 and billed == 9
+    assert right.exit_code == 0 and right.collected == 9
+    assert store.run_batches(right.run_id)[0]["batch_id"] == lost

@@ -3,6 +3,7 @@
 from calibration.judges._anthropic import (
     DEFAULT_MODEL,
     AnthropicJudge,
+    BatchReadShort,
     BatchStatus,
     JudgeCallError,
     create_batch_once,
@@ -27,6 +28,7 @@ __all__ = [
     "POINTWISE_FORMATS",
     "AnthropicJudge",
     "BatchJudge",
+    "BatchReadShort",
     "BatchStatus",
     "BuildingJudge",
     "Failure",

@@ -109,6 +109,27 @@ class JudgeCallError(JudgeError):
         self.error_type = error_type
 
 
+class BatchReadShort(JudgeCallError):
+    """A batch's result files, read again and again, name fewer requests than the batch answered.
+
+    A file cut at a line break decodes (whole JSON lines, fewer of them): only the batch's own
+    request counts tell. The requests it answered are neither missing nor to be sent again
+    (that would pay twice): the batch is left to be read by the next execution.
+
+    Attributes:
+        results: The results that were read, by custom id (each a true reply or failure).
+        read: Requests the files named.
+        expected: Requests the batch says it answered (completed + failed).
+    """
+
+    def __init__(self, message: str, *, model: str, attempts: int, results: Mapping[str, Judgement],
+                 read: int, expected: int) -> None:
+        super().__init__(message, model=model, attempts=attempts, status_code=200, error_type="short_results")
+        self.results = dict(results)
+        self.read = read
+        self.expected = expected
+
+
 def _attempts_of(exc: anthropic.APIError) -> int:
     request = getattr(exc, "request", None)
     header = request.headers.get("x-stainless-retry-count") if request is not None else None
@@ -589,6 +610,8 @@ class AnthropicJudge(ProviderJudge[BatchStatus]):
         Raises:
             JudgeError: If the batch has not ended, or results name an unknown custom id
                 (unless ``skip_unknown``).
+            BatchReadShort: If the results file, read ``max_retries + 1`` times, still names fewer
+                requests than the batch holds (never called missing: the next run reads again).
             JudgeCallError: If a request failed after retries.
         """
         known = dict(calls) if calls is not None else self._batches.get(batch_id)
@@ -609,6 +632,13 @@ class AnthropicJudge(ProviderJudge[BatchStatus]):
                 break
             log.warning("batch %s: results file names %d of %d requests (read %d); reading it again",
                         batch_id, seen, expected, attempt + 1)
+        else:
+            # Never "missing": the batch answered them (and billed them); the next run reads again.
+            raise BatchReadShort(
+                f"{self.model}: batch {batch_id}'s results file names {seen} of its {expected} requests "
+                f"after {self.max_retries + 1} reads (a file cut short at a line break)",
+                model=self.model, attempts=self.max_retries + 1, results=out, read=seen, expected=expected,
+            )
         for custom_id, call in known.items():
             if custom_id not in out:
                 out[custom_id] = _failed(call, "batch result missing: the results file did not mention it")

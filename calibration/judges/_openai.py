@@ -43,10 +43,10 @@ from urllib.parse import urlparse
 import openai
 
 from calibration import formats, pricing
-from calibration.judges._anthropic import JudgeCallError
+from calibration.judges._anthropic import BatchReadShort, JudgeCallError
 from calibration.judges._base import JudgeCall, Judgement
 from calibration.judges._hints import fix_for, origin_of
-from calibration.judges._identity import BatchInDoubt, BatchSearch, marker_of
+from calibration.judges._identity import BatchInDoubt, BatchSearch, is_tagged, marker_of
 from calibration.judges._loops import PerLoop
 from calibration.judges._openai_transport import GovernedTransport, undecodable_cause
 from calibration.judges._provider import ProviderJudge
@@ -431,10 +431,14 @@ class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
         self, custom_ids: Collection[str], *, since: datetime, exclude: Collection[str] = (),
         poll_interval: float = 30.0, timeout: float | None = None,
     ) -> str | None:
-        """The batch created after ``since`` whose metadata marks it as exactly ``custom_ids``, if any."""
+        """The batch created after ``since`` that is exactly ``custom_ids``'s (by metadata, else input file), if any.
+
+        Raises:
+            BatchInDoubt: A candidate without metadata whose input file cannot be read.
+        """
         found = await find_openai_batch(self.client, custom_ids, since=since, exclude=exclude,
                                         model=self.model, host=self.host)
-        return found.found
+        return _settled(found, custom_ids, "a batch of this run")
 
     async def check_batch(self, batch_id: str, custom_ids: Collection[str], *, poll_interval: float = 30.0) -> None:
         """Make sure batch ``batch_id`` holds exactly ``custom_ids`` (``--adopt-batch``).
@@ -457,6 +461,13 @@ class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
                 raise BatchInDoubt(f"batch {batch_id} carries another run's marker ({meta[_MARK]}): not adopted",
                                    candidates=[batch_id], custom_ids=sorted(custom_ids))
             return
+        # No marker (a server that keeps no metadata, a batch made by hand): its input file says.
+        owner = await _input_owner(client, str(batch.input_file_id), set(custom_ids), marker_of(custom_ids))
+        if owner is True:
+            return
+        if owner is False:
+            raise BatchInDoubt(f"batch {batch_id} holds requests that are not this run's: not adopted",
+                               candidates=[batch_id], custom_ids=sorted(custom_ids))
         await self.wait_batch(batch_id, poll_interval=poll_interval)
         batch = await patiently(lambda: client.batches.retrieve(batch_id), what=f"batch {batch_id} status")
         held: set[str] = set()
@@ -488,9 +499,14 @@ class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
     ) -> dict[str, Judgement]:
         """Every result of an ended batch, keyed by custom id; a request without a reply is a batch error.
 
+        The files are checked against the batch's ``request_counts``: when they name fewer
+        requests than it answered (completed + failed), they are read again, and a shortfall
+        that stays is :class:`~calibration.judges.BatchReadShort`, never "missing".
+
         Raises:
             JudgeError: If the batch has not ended, or a result names an unknown custom id
                 (unless ``skip_unknown``).
+            BatchReadShort: If the files still name fewer requests than the batch answered.
             JudgeCallError: If reading the batch or its files failed after retries.
         """
         known = dict(calls) if calls is not None else self._batches.get(batch_id)
@@ -506,23 +522,52 @@ class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
             raise _call_error(self.model, self.host, f"batch {batch_id} status", exc) from exc
         if batch.status not in ("completed", "failed", "expired", "cancelled"):
             raise JudgeError(f"batch {batch_id} is still {batch.status}; poll until it has ended")
+        counts = batch.request_counts.model_dump() if batch.request_counts is not None else {}
+        # What the batch answered, by its own count: a file cut at a line break still decodes.
+        expected = int(counts.get("completed") or 0) + int(counts.get("failed") or 0)
         out: dict[str, Judgement] = {}
-        for file_id in (batch.output_file_id, batch.error_file_id):
-            if not file_id:
-                continue
-            for item in await self._read_file(file_id):
-                custom_id = str(item.get("custom_id"))
-                call = known.get(custom_id)
-                if call is None:
-                    if skip_unknown:
-                        continue
-                    raise JudgeError(f"batch {batch_id} returned unknown custom id {custom_id!r}")
-                out[custom_id] = self._batch_line(call, item, rubric)
+        seen = 0
+        for read in range(1, _READS + 1):
+            out, seen = await self._read_results(batch, known, rubric, skip_unknown=skip_unknown)
+            if seen >= expected:
+                break
+            log.warning("batch %s: its files name %d of the %d requests it answered (read %d); reading them again",
+                        batch_id, seen, expected, read)
+            if read < _READS:
+                await asyncio.sleep(min(0.25 * 2 ** (read - 1), 8.0))
+        else:
+            # Never "missing": the batch answered them (and billed them); the next run reads again.
+            raise BatchReadShort(
+                f"{self.model} at {self.host}: batch {batch_id}'s output and error files name {seen} of the "
+                f"{expected} requests it answered (request_counts: {counts.get('completed', 0)} completed, "
+                f"{counts.get('failed', 0)} failed), after {_READS} reads (a file cut short at a line break)",
+                model=self.model, attempts=_READS, results=out, read=seen, expected=expected,
+            )
         why = f"batch {batch.status}" if batch.status != "completed" else "the output file did not mention it"
         for custom_id, call in known.items():
             if custom_id not in out:
                 out[custom_id] = _failed(call, f"batch result missing: {why}")
         return out
+
+    async def _read_results(
+        self, batch: Any, known: Mapping[str, JudgeCall], rubric: Rubric | None, *, skip_unknown: bool
+    ) -> tuple[dict[str, Judgement], int]:
+        """One read of a batch's output and error files: judgements by custom id, and the requests named."""
+        out: dict[str, Judgement] = {}
+        named: set[str] = set()
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if not file_id:
+                continue
+            for item in await self._read_file(file_id):
+                custom_id = str(item.get("custom_id"))
+                named.add(custom_id)
+                call = known.get(custom_id)
+                if call is None:
+                    if skip_unknown:
+                        continue
+                    raise JudgeError(f"batch {batch.id} returned unknown custom id {custom_id!r}")
+                out[custom_id] = self._batch_line(call, item, rubric)
+        return out, len(named)
 
     async def _read_file(self, file_id: str) -> list[dict[str, Any]]:
         """The JSON lines of a batch output or error file (its whole body is checked by the transport)."""
@@ -551,6 +596,8 @@ class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
         return _failed(call, "batch errored: a result line without a response")
 
 
+# Reads of a batch's files before a shortfall against its request counts is left for the next run.
+_READS = 4
 # A batch found upstream may have been created up to this long before the intent was recorded.
 _CLOCK_MARGIN = timedelta(minutes=5)
 _REFUSED = frozenset({400, 401, 403, 404, 413, 422})
@@ -560,7 +607,7 @@ _COUNT = "judgelab_requests"
 
 async def find_openai_batch(
     client: openai.AsyncOpenAI, custom_ids: Collection[str], *, since: datetime, exclude: Collection[str] = (),
-    model: str = "judge", host: str = "",
+    model: str = "judge", host: str = "", input_file_id: str | None = None,
 ) -> BatchSearch:
     """Look once for the batch of exactly ``custom_ids`` created after ``since``, not in ``exclude``.
 
@@ -569,12 +616,21 @@ async def find_openai_batch(
     which the API shows at once: a batch is this intent's only when both match. A batch of
     another project, or another judgelab database on the same key, never does.
 
+    Some OpenAI-compatible servers keep no ``metadata``. A batch without judgelab's marker is
+    then this intent's only by what only this intent wrote: it was made of ``input_file_id``
+    (the file this execution uploaded), or its input file holds exactly ``custom_ids`` (read
+    back), or, that file unreadable, the file bears the name judgelab gave it (the digest of
+    these ids). One that cannot be read either way is ``undecidable``: the caller stops in
+    doubt rather than create a batch blind.
+
     Raises:
         JudgeCallError: If listing the batches failed after retries.
     """
     floor = (since.replace(tzinfo=UTC) if since.tzinfo is None else since) - _CLOCK_MARGIN
-    marker, count = marker_of(custom_ids), str(len(set(custom_ids)))
+    wanted = set(custom_ids)
+    marker, count = marker_of(wanted), str(len(wanted))
     foreign: list[str] = []
+    unmarked: list[tuple[str, str]] = []
     try:
         async for batch in client.batches.list(limit=100):
             if datetime.fromtimestamp(batch.created_at, UTC) < floor:
@@ -582,13 +638,74 @@ async def find_openai_batch(
             meta = batch.metadata or {}
             if batch.id in exclude:
                 continue
-            if meta.get(_MARK) == marker and meta.get(_COUNT) == count:
-                return BatchSearch(str(batch.id), foreign=tuple(foreign))
-            if meta.get(_COUNT) == count:
-                foreign.append(str(batch.id))
+            if _MARK in meta:
+                if meta.get(_MARK) == marker and meta.get(_COUNT) == count:
+                    return BatchSearch(str(batch.id), foreign=tuple(foreign))
+                if meta.get(_COUNT) == count:
+                    foreign.append(str(batch.id))
+                continue
+            # No marker: a server that drops metadata (or a batch made by hand). Its size, when
+            # the server already states it, rules out the others; never proof of ownership.
+            total = batch.request_counts.total if batch.request_counts is not None else 0
+            if total and total != len(wanted):
+                continue
+            if input_file_id is not None and batch.input_file_id == input_file_id:
+                return BatchSearch(str(batch.id), foreign=tuple(foreign))  # made of this execution's upload
+            unmarked.append((str(batch.id), str(batch.input_file_id)))
     except openai.APIError as exc:
         raise _call_error(model, host, "batch list", exc) from exc
-    return BatchSearch(None, foreign=tuple(foreign))
+    return await _check_unmarked(client, unmarked, wanted, marker, foreign)
+
+
+async def _check_unmarked(
+    client: openai.AsyncOpenAI, unmarked: Sequence[tuple[str, str]], wanted: set[str], marker: str,
+    foreign: list[str],
+) -> BatchSearch:
+    """Which of the batches without a marker (``(batch id, input file id)``, newest first) is ``wanted``'s."""
+    undecidable: list[str] = []
+    for batch_id, file_id in reversed(unmarked):  # oldest first
+        owner = await _input_owner(client, file_id, wanted, marker)
+        if owner is True and is_tagged(wanted):
+            return BatchSearch(batch_id, foreign=tuple(foreign))
+        if owner is False:
+            foreign.append(batch_id)
+        else:
+            # Unreadable, or untagged ids (written before batch tags: another project's plan looks alike).
+            undecidable.append(batch_id)
+    return BatchSearch(None, foreign=tuple(foreign), undecidable=tuple(undecidable))
+
+
+async def _input_owner(client: openai.AsyncOpenAI, file_id: str, wanted: set[str], marker: str) -> bool | None:
+    """Whether the input file ``file_id`` is exactly ``wanted``'s: ``None`` when it cannot be told."""
+
+    async def content() -> bytes:
+        return (await client.files.content(file_id)).content
+
+    try:
+        body = await patiently(content, what=f"batch input file {file_id}")
+        held = {str(json.loads(line).get("custom_id")) for line in body.splitlines() if line.strip()}
+    except (openai.APIError, ValueError, AttributeError):
+        held = None
+    if held is not None:
+        return held == wanted
+    # The content is not served (some servers refuse batch inputs): the name judgelab gave it.
+    try:
+        meta = await patiently(lambda: client.files.retrieve(file_id), what=f"batch input file {file_id}")
+    except openai.APIError:
+        return None
+    return True if meta.filename == f"judgelab-{marker}.jsonl" else None
+
+
+def _settled(search: BatchSearch, custom_ids: Collection[str], what: str) -> str | None:
+    """The batch a search found, ``None`` when none is this intent's; in doubt, :class:`BatchInDoubt`."""
+    if search.found is not None or not search.undecidable:
+        return search.found
+    raise BatchInDoubt(
+        f"{what}: its create reply was lost, this server keeps no batch metadata, and judgelab cannot read "
+        f"whether batch(es) {', '.join(search.undecidable)} (created since, same size or size not yet "
+        "known) hold this run's requests (their input files were not served)",
+        candidates=search.undecidable, custom_ids=sorted(custom_ids),
+    )
 
 
 async def create_openai_batch_once(
@@ -607,11 +724,14 @@ async def create_openai_batch_once(
     As :func:`~calibration.judges.create_batch_once`: a create whose reply is lost may have
     created the batch all the same, so before each new attempt the batches created since
     ``since`` are listed and the one whose ``metadata`` carries the digest of these custom ids
-    is adopted (:func:`find_openai_batch`). Only a refusal (a 4xx other than 408/409/429) is
-    final at once.
+    is adopted (:func:`find_openai_batch`); on a server that keeps no metadata, the one made of
+    ``input_file_id`` or whose input file holds these custom ids. Only a refusal (a 4xx other
+    than 408/409/429) is final at once.
 
     Raises:
         JudgeCallError: If no attempt created the batch.
+        BatchInDoubt: A batch without metadata may be this one and its input cannot be read:
+            no second batch is created blind.
     """
     start = since or datetime.now(UTC)
     once = client.with_options(max_retries=0)
@@ -619,8 +739,9 @@ async def create_openai_batch_once(
     metadata = {_MARK: marker_of(custom_ids), _COUNT: str(len(set(custom_ids)))}
 
     async def search() -> str | None:
-        found = await find_openai_batch(client, custom_ids, since=start, exclude=exclude, model=model, host=host)
-        return found.found
+        found = await find_openai_batch(client, custom_ids, since=start, exclude=exclude, model=model, host=host,
+                                        input_file_id=input_file_id)
+        return _settled(found, custom_ids, "a batch of this run")
 
     for attempt in range(max_retries + 1):
         if attempt:

@@ -109,7 +109,7 @@ class BatchesAPI(MessagesAPI):
         batch = self._get_batch(batch_id)
         if batch.status != "ended":
             raise ApiError(400, "invalid_request_error", f"batch {batch_id} has not ended yet")
-        return "".join(json.dumps(r) + "\n" for r in batch.results).encode()
+        return self._served_output(batch_id, "".join(json.dumps(r) + "\n" for r in batch.results).encode())
 
     def _cancel(self, batch_id: str) -> Batch:
         batch = self._get_batch(batch_id)

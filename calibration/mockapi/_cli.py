@@ -49,6 +49,14 @@ __all__ = ["mock_api_command"]
 @click.option("--duration", default=0.0, type=float, help="Stop after this many seconds (0 = until Ctrl-C).")
 @click.option("--judge-spec", default=None, type=click.Path(dir_okay=False),
               help="Fake judge: read requests written from this judge spec and answer in its verdict format.")
+@click.option("--drop-metadata", is_flag=True, help="OpenAI batches keep no metadata (as some compatible servers).")
+@click.option("--short-output", default=0, type=click.IntRange(min=0),
+              help="Serve each OpenAI batch output file without its last N lines (cut at a line break).")
+@click.option("--short-output-reads", default=None, type=click.IntRange(min=1),
+              help="Cut only the first N downloads of each output file [default: every one].")
+@click.option("--cut-creates", default=0, type=click.IntRange(min=0),
+              help="Carry out the next N OpenAI batch creates but cut their replies short.")
+@click.option("--hide-batch-inputs", is_flag=True, help="Neither serve batch input files nor keep their names.")
 def mock_api_command(
     host: str,
     port: int,
@@ -69,6 +77,11 @@ def mock_api_command(
     min_cache_tokens: int | None,
     duration: float,
     judge_spec: str | None,
+    drop_metadata: bool = False,
+    short_output: int = 0,
+    short_output_reads: int | None = None,
+    cut_creates: int = 0,
+    hide_batch_inputs: bool = False,
 ) -> None:
     """Serve a local Anthropic- and OpenAI-compatible API backed by the fake judge, for dry runs.
 
@@ -92,6 +105,8 @@ def mock_api_command(
     mock = MockAnthropic(
         responder=judge.respond, latency=latency, faults=plan, batch_delay=batch_delay, host=host, port=port,
         min_cache_tokens=min_cache_tokens, rate_limit=RateLimit(rpm=rpm, tpm=tpm, burst_s=burst_seconds),
+        drop_metadata=drop_metadata, short_output=short_output, short_output_reads=short_output_reads,
+        cut_creates=cut_creates, hide_batch_inputs=hide_batch_inputs,
     )
     with mock:
         # `kill` (SIGTERM) stops it as Ctrl+C does, counters printed: a server started with `&` in a
@@ -114,7 +129,7 @@ def mock_api_command(
         except KeyboardInterrupt:
             pass
     summary = ", ".join(f"{k}={v}" for k, v in sorted(mock.counters.items())) or "no requests"
-    click.echo(f"Stopped. {summary}")
+    click.echo(f"Stopped. {summary}; batch requests billed={mock.batch_requests_billed}")
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

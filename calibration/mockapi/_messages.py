@@ -60,10 +60,25 @@ class MessagesAPI:
     _attempts: Counter[tuple[str, str]]  # (endpoint, body digest) -> attempts
     _cache: set[str]
     _ids: itertools.count[int]
+    short_output: int
+    short_output_reads: int | None
+    _output_reads: dict[str, int]
 
     def _bump(self, key: str, n: int = 1) -> None:
         with self._lock:
             self.counters[key] += n
+
+    def _served_output(self, key: str, content: bytes) -> bytes:
+        """A batch's results as served: cut at a line break (``short_output`` lines fewer), when set."""
+        if self.short_output <= 0:
+            return content
+        with self._lock:
+            reads = self._output_reads[key] = self._output_reads.get(key, 0) + 1
+        if self.short_output_reads is not None and reads > self.short_output_reads:
+            return content
+        self._bump("fault:short_output")
+        lines = content.splitlines(keepends=True)
+        return b"".join(lines[: max(len(lines) - self.short_output, 0)])
 
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:

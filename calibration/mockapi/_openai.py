@@ -19,6 +19,15 @@ API, so one mock serves both judges (``openai.AsyncOpenAI(base_url=mock.openai_b
   as its HTTP status, ``timeout`` as ``batch_expired``); ``malformed`` answers it with a reply
   that parses as no verdict.
 
+Knobs for the quirks of OpenAI-compatible servers and what a network does to them (set on
+the server, :class:`~calibration.mockapi.MockAnthropic`): ``drop_metadata`` (a server that keeps
+no batch ``metadata``), ``short_output`` and ``short_output_reads`` (an output file served cut at
+a line break: whole JSON lines, fewer of them), ``cut_creates`` (a create carried out whose reply
+is cut short) and ``hide_batch_inputs`` (a server that neither serves batch input files nor
+keeps their names).
+:attr:`~calibration.mockapi.MockAnthropic.batch_requests_billed` counts what the batches created
+hold: what the provider bills.
+
 Replies come from the server's ``responder``, given the request in Messages shape (the system
 message as ``system``), so the fake judge answers both APIs alike, in the spec's verdict format.
 """
@@ -87,6 +96,9 @@ class OpenAIAPI(MessagesAPI):
     """The OpenAI endpoints of the mock (a base of :class:`~calibration.mockapi.MockAnthropic`)."""
 
     batch_delay: float
+    drop_metadata: bool
+    cut_creates: int
+    hide_batch_inputs: bool
     _files: dict[str, _File]
     _openai_batches: dict[str, _OpenAIBatch]
 
@@ -103,11 +115,19 @@ class OpenAIAPI(MessagesAPI):
         if m and method == "GET":
             found = self._file(m.group("id"))
             if m.group("content"):
-                return 200, {"content-type": "application/octet-stream"}, found.content
+                return 200, {"content-type": "application/octet-stream"}, self._content(found)
             return json_reply(self._file_json(found))
         if path == "/v1/batches":
             if method == "POST":
-                return json_reply(self._batch_json(self._create_openai_batch(body)))
+                status, headers, payload = json_reply(self._batch_json(self._create_openai_batch(body)))
+                with self._lock:
+                    cut = self.cut_creates > 0
+                    self.cut_creates -= cut
+                if cut:
+                    # Created all the same: only the reply is lost on the way (a cut body).
+                    self._bump("fault:cut_create")
+                    payload = payload[: len(payload) // 2]
+                return status, headers, payload
             if method == "GET":
                 return json_reply(self._openai_batch_page(query))
         m = re.fullmatch(r"/v1/batches/(?P<id>[^/]+)(?P<cancel>/cancel)?", path)
@@ -244,10 +264,18 @@ class OpenAIAPI(MessagesAPI):
             raise ApiError(404, "invalid_request_error", f"No such File object: {file_id}")
         return found
 
-    @staticmethod
-    def _file_json(f: _File) -> dict[str, Any]:
+    def _content(self, found: _File) -> bytes:
+        """A file's bytes as served: an output file cut at a line break, an input file refused, as set."""
+        if found.purpose == "batch" and self.hide_batch_inputs:
+            raise ApiError(400, "invalid_request_error", f"Not allowed to download files of purpose: {found.purpose}")
+        if found.purpose != "batch_output":
+            return found.content
+        return self._served_output(found.id, found.content)
+
+    def _file_json(self, f: _File) -> dict[str, Any]:
+        hidden = f.purpose == "batch" and self.hide_batch_inputs  # nor keeps the name it was given
         return {"id": f.id, "object": "file", "bytes": len(f.content), "created_at": f.created_at,
-                "filename": f.filename, "purpose": f.purpose, "status": "processed"}
+                "filename": "upload.jsonl" if hidden else f.filename, "purpose": f.purpose, "status": "processed"}
 
     # ------------------------------------------------------------------ batches
 
@@ -273,7 +301,8 @@ class OpenAIAPI(MessagesAPI):
         metadata = body.get("metadata")
         batch = _OpenAIBatch(
             id=f"batch_mock{next(_IDS):06d}", input_file_id=source.id, endpoint=str(body["endpoint"]),
-            metadata=dict(metadata) if isinstance(metadata, Mapping) else None, created_at=int(time.time()),
+            metadata=dict(metadata) if isinstance(metadata, Mapping) and not self.drop_metadata else None,
+            created_at=int(time.time()),
             ready_at=time.monotonic() + self.batch_delay, total=len(ids),
         )
         batch.counts["total"] = len(ids)

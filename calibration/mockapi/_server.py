@@ -72,6 +72,16 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
         max_received: How many requests :attr:`received` keeps (a long dry run must not grow
             without bound).
         api_keys: The keys it accepts (default: any non-empty key); any other is answered 401.
+        drop_metadata: OpenAI batches keep no ``metadata`` (as some OpenAI-compatible servers).
+        short_output: Each download of a batch's results (a Message Batch's results, an OpenAI
+            batch's output file) leaves out its last this many lines (whole JSON lines: a file
+            cut at a line break).
+        short_output_reads: Only the first this many downloads of each are cut
+            (``None``: every one).
+        cut_creates: The next this many OpenAI batch creates are carried out, their reply cut
+            short on the way.
+        hide_batch_inputs: Refuse (400) to serve the content of batch input files, and keep
+            no name for them.
 
     Attributes:
         counters: Requests per route (``"POST /v1/messages"``), faults injected
@@ -94,6 +104,11 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
         port: int = 0,
         max_received: int = 10_000,
         api_keys: Collection[str] | None = None,
+        drop_metadata: bool = False,
+        short_output: int = 0,
+        short_output_reads: int | None = None,
+        cut_creates: int = 0,
+        hide_batch_inputs: bool = False,
     ) -> None:
         """Configure the server; :meth:`start` binds the port."""
         if responder is None:
@@ -105,6 +120,12 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
         self.latency = latency
         self.faults = faults or FaultPlan()
         self.batch_delay = batch_delay
+        self.drop_metadata = drop_metadata
+        self.short_output = short_output
+        self.short_output_reads = short_output_reads
+        self.cut_creates = cut_creates
+        self.hide_batch_inputs = hide_batch_inputs
+        self._output_reads = {}
         self.min_cache_tokens = min_cache_tokens
         self.rate_limit = rate_limit or RateLimit()
         self._limiter = Limiter(self.rate_limit)
@@ -175,6 +196,13 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
     def openai_base_url(self) -> str:
         """``http://127.0.0.1:<port>/v1``: pass it to the ``openai`` SDK as ``base_url``."""
         return f"{self.base_url}/v1"
+
+    @property
+    def batch_requests_billed(self) -> int:
+        """Requests in every batch created (both APIs): what the provider bills, collected or not."""
+        with self._lock:
+            return (sum(b.total for b in self._openai_batches.values())
+                    + sum(len(b.requests) for b in self._batches.values()))
 
     def count(self, key: str) -> int:
         """A counter's value (0 if never incremented)."""

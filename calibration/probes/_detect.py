@@ -65,6 +65,9 @@ class DetectRow:
             significant AND the estimate at the FAIL threshold or past it).
         pairs_to_fail: Pairs at which FAIL itself has the plan's power for the plan's
             ``fail_effect``.
+        asked_pairs: The pairs the probe reads at the ``--n`` asked for (the dataset's, when it
+            has fewer); ``None`` when no ``n`` was given.
+        fail_power_asked: At ``asked_pairs``, the chance the card marks this true effect FAIL.
     """
 
     bias: str
@@ -77,6 +80,8 @@ class DetectRow:
     scaled_from: int | None
     fail_power: float
     pairs_to_fail: int
+    asked_pairs: int | None = None
+    fail_power_asked: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -136,8 +141,12 @@ async def adetection_plan(
     output_tokens: int = pricing.OUTPUT_TOKENS,
     power: float = 0.8,
     alpha: float = 0.05,
+    n: int | None = None,
 ) -> DetectionPlan:
     """The pairs each card probe needs to detect ``effect`` pp with ``power``, and what they cost.
+
+    With ``n`` (the ``--n`` the user asked for) each row also gives the chance of FAIL at the
+    pairs that ``n`` reads, beside the chance at the pairs needed.
 
     Raises:
         InputError: On a bad effect, biases or dataset.
@@ -154,6 +163,7 @@ async def adetection_plan(
     # Position and the decoration lifts share one FAIL threshold (10 pp by default).
     threshold = THRESHOLDS["decoration"].fail
     fail_effect = effect if effect > threshold else 1.5 * threshold
+    asked = None if n is None else max(min(n, available), 1)
     rows = []
     for bias in chosen:
         alone = bias in SENSITIVITY_ROWS
@@ -175,6 +185,8 @@ async def adetection_plan(
             None if counted == need else counted,
             fail_power(effect, need, threshold=threshold, **test),  # type: ignore[arg-type]
             for_fail,
+            asked,
+            None if asked is None else fail_power(effect, asked, threshold=threshold, **test),  # type: ignore[arg-type]
         ))
     method = (f"two-sided test at alpha/m = {alpha:g}/{family} (Holm's first step; truncation, a sensitivity "
               f"check, at {alpha:g}), {power:.0%} power, binomial variance at 50%, the two orders of a pair "

@@ -54,7 +54,7 @@ from calibration.runner._records import (
     write_evidence,
 )
 from calibration.runner._run import arun_plan, run_plan
-from calibration.runner._summary import EXIT_CODES, RunSummary
+from calibration.runner._summary import EXIT_CODES, RunInterrupted, RunSummary
 
 __all__ = [
     "EVIDENCE_FIELDS",
@@ -62,6 +62,7 @@ __all__ = [
     "EvidenceStatus",
     "Order",
     "PlannedCall",
+    "RunInterrupted",
     "RunSummary",
     "arun_plan",
     "build_request",

@@ -17,7 +17,8 @@ moment an execution dies at, the next one finds every batch it started:
   project on the same key may have one. Found, it is adopted; certainly absent, the intent is
   dropped and its calls go into a new batch; undecidable, it is left in doubt for the user
   (``--adopt-batch ID``), and its calls are not sent again;
-* a batch with an id that was not collected: it is waited for and collected;
+* a batch with an id that was not collected: it is waited for and collected (one whose files
+  named fewer requests than it answered is read again, never re-sent);
 * a collected batch: its results are in the database already.
 
 No batch is created twice and no result is lost. The records are those of the concurrent path.
@@ -32,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from calibration.formats import passed_for
-from calibration.judges._anthropic import JudgeCallError
+from calibration.judges._anthropic import BatchReadShort, JudgeCallError
 from calibration.judges._base import Failure, Judge, JudgeCall, Judgement
 from calibration.judges._identity import BatchInDoubt, key_prefix, new_tag, wire_id
 from calibration.judges._protocols import BatchJudge
@@ -302,7 +303,9 @@ async def _collect(
         Whether the batch was read. A batch whose status or files could not be read after
         retries (:class:`~calibration.judges.JudgeCallError`) is left uncollected
         (:attr:`Ledger.unread`): created and billed, its results wait upstream for the next
-        execution, which collects it; its calls are neither sent again nor failed.
+        execution, which collects it; its calls are neither sent again nor failed. So is a
+        batch whose files, read again, still name fewer requests than it answered
+        (:class:`~calibration.judges.BatchReadShort`), once the results that were read are stored.
     """
     batcher = check_batch_judge(judge)
     try:
@@ -311,6 +314,17 @@ async def _collect(
         # execution died before marking it collected): only the pending ones are recorded.
         results: Mapping[str, Judgement] = await batcher.collect_batch(batch_id, calls=requests,
                                                                        skip_unknown=True)
+    except BatchReadShort as exc:
+        # What was read is kept; the rest the batch answered (and billed) waits in its files
+        # for the next execution: neither recorded as missing nor sent again.
+        await _record(rubric, ledger, exc.results, keys, by_key, collected_earlier=collected_earlier)
+        left = len(requests) - len(exc.results)
+        ledger.unread.append(
+            f"batch {batch_no} ({batch_id}): {exc}. The {len(exc.results)} result(s) read are stored; its other "
+            f"{left} call(s) were neither recorded as missing nor sent again (the batch answered them and is "
+            "billed for them). Fix: run the same command again; it reads this batch again."
+        )
+        return False
     except JudgeCallError as exc:
         why = str(exc).split(" Fix: ", 1)[0]  # its own fix ("only the failed calls are sent") is not this one
         ledger.unread.append(
@@ -319,6 +333,15 @@ async def _collect(
             "again; it collects this batch."
         )
         return False
+    await _record(rubric, ledger, results, keys, by_key, collected_earlier=collected_earlier)
+    return True
+
+
+async def _record(
+    rubric: Rubric, ledger: Ledger, results: Mapping[str, Judgement], keys: Mapping[str, str],
+    by_key: Mapping[str, PlannedCall], *, collected_earlier: bool,
+) -> None:
+    """Record a batch's results (by custom id; ``keys``: their cache keys)."""
     records = []
     for cid, judgement in results.items():
         key = keys[cid]
@@ -337,4 +360,3 @@ async def _collect(
         if collected_earlier:
             ledger.tally.collected += 1
     await ledger.sink.put(records)
-    return True

@@ -29,7 +29,7 @@ from calibration.runner._execute import Execution
 from calibration.runner._plan import PlannedCall, cache_key_for, check_plan, plan_hash, reading_of
 from calibration.runner._records import reorder_evidence, write_evidence
 from calibration.runner._sink import Ledger, Sink
-from calibration.runner._summary import Billed, PlainProgress, RunSummary, Tally, progress_bar
+from calibration.runner._summary import Billed, PlainProgress, RunInterrupted, RunSummary, Tally, progress_bar
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.store import JudgementRecord, JudgeRole
@@ -232,15 +232,20 @@ async def _run(
         on_write=on_write,
         journal=Journal.open(store, rid),
     )
+    stopped = False
     with bar:
         ticker = asyncio.create_task(sink.ticker())
+        ledger = Ledger(rid, sink, tally, keys, {call.call_id: i for i, call in enumerate(plan)})
         try:
-            ledger = Ledger(rid, sink, tally, keys, {call.call_id: i for i, call in enumerate(plan)})
             execution = Execution(judge, rubric, ledger)
             await execution.run(
                 pending, hits, concurrency=concurrency, batch=batch, poll_interval=poll_interval,
                 adopt=adopt_batches,
             )
+        except asyncio.CancelledError:
+            # Ctrl-C (asyncio.run cancels the main task): what arrived is written below, then
+            # the summary goes up with the interruption (RunInterrupted), for the CLI to print.
+            stopped = True
         finally:
             ticker.cancel()
             # Whatever finished is written even when the run is failing or cancelled, and a
@@ -267,7 +272,7 @@ async def _run(
             samples = tuple(
                 f"{row.call_id}: {row.error}" for row in failed.head(5).itertuples(index=False)
             )
-    return RunSummary(
+    summary = RunSummary(
         run_id=rid,
         planned=len(plan),
         answered_before=len(plan) - len(pending),
@@ -299,7 +304,11 @@ async def _run(
         billed_retries=billed.retries,
         unknown_retries=billed.unknown,
         provider=meter.stats is not None,
+        interrupted=stopped,
     )
+    if stopped:
+        raise RunInterrupted(summary)
+    return summary
 
 
 class _Meter:

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from labeler.store import JudgementRecord
 
-__all__ = ["EXIT_CODES", "Billed", "PlainProgress", "RunSummary", "Tally", "progress_bar"]
+__all__ = ["EXIT_CODES", "Billed", "PlainProgress", "RunInterrupted", "RunSummary", "Tally", "progress_bar"]
 
 EXIT_CODES: dict[str, int] = {
     "finished": 0,
@@ -107,6 +107,7 @@ class RunSummary:
         billed_retries: Of those, replies cut short on the way and asked again.
         unknown_retries: Attempts whose reply never came whole (may have been billed).
         provider: Whether the judge calls a provider that bills (the fake judge answers locally).
+        interrupted: Ctrl-C stopped the run (what arrived is saved; the same command continues).
     """
 
     run_id: str
@@ -140,6 +141,7 @@ class RunSummary:
     billed_retries: int = 0
     unknown_retries: int = 0
     provider: bool = True
+    interrupted: bool = False
 
     @property
     def done(self) -> int:
@@ -148,7 +150,9 @@ class RunSummary:
 
     @property
     def outcome(self) -> str:
-        """``finished``, ``finished with errors`` or ``not finished`` (a key of :data:`EXIT_CODES`)."""
+        """``finished``, ``finished with errors``, ``not finished`` or ``interrupted`` (a key of :data:`EXIT_CODES`)."""
+        if self.interrupted:
+            return "interrupted"
         if self.in_doubt or self.uncollected or self.done + self.errors < self.planned:
             return "not finished"
         if self.errors or not self.finished:
@@ -219,7 +223,7 @@ class RunSummary:
     def __str__(self) -> str:
         """The summary the CLI prints after a run."""
         state = {"finished": "finished", "finished with errors": f"finished with {self.errors} error(s)",
-                 "not finished": "NOT finished"}[self.outcome]
+                 "not finished": "NOT finished", "interrupted": "INTERRUPTED (Ctrl-C)"}[self.outcome]
         lines = [
             f"run {self.run_id}: {self.planned} planned calls, {state} (exit code {self.exit_code})"
             + (f" (resumed; {self.answered_before} already answered)" if self.resumed else ""),
@@ -250,6 +254,18 @@ class RunSummary:
         if self.evidence_path:
             lines.append(f"  evidence: {self.evidence_path}")
         return "\n".join(lines)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run: a :class:`KeyboardInterrupt` that carries the run's summary.
+
+    Attributes:
+        summary: What the run had done when it stopped (``interrupted`` set; exit code 130).
+    """
+
+    def __init__(self, summary: RunSummary) -> None:
+        super().__init__(f"run {summary.run_id} interrupted")
+        self.summary = summary
 
 
 @dataclass

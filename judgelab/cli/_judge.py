@@ -7,15 +7,15 @@ options make the same judge, and so the same requests and cache keys, whichever 
 from __future__ import annotations
 
 import os
-import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from calibration.judges import DEFAULT_MODEL as JUDGE_DEFAULT_MODEL
 from calibration.judges import AnthropicJudge, FakeJudge, Judge, OpenAIJudge
-from calibration.runner._summary import EXIT_CODES
+from calibration.runner._summary import RunInterrupted
 from calibration.spec import JudgeSpec, load_spec
+from judgelab.cli._util import echo_json, interrupted_exit
 from labeler.errors import InputError, JudgeError
 
 __all__ = [
@@ -182,8 +182,13 @@ def adopt_batch_option(func: Any) -> Any:
     )(func)
 
 
-def interrupted() -> None:
-    """Say that an interrupted run lost nothing, and exit 130 (see ``EXIT_CODES``)."""
-    click.echo("\ninterrupted: the replies received so far are saved. Run the same command again "
-               "to continue where it stopped.", err=True)
-    sys.exit(EXIT_CODES["interrupted"])
+def interrupted(exc: BaseException | None = None, *, as_json: bool = False) -> NoReturn:
+    """Print the interrupted run's summary (when ``exc`` carries one), say it lost nothing, exit 130.
+
+    See ``EXIT_CODES``; :class:`~calibration.runner.RunInterrupted` carries the summary.
+    """
+    summary = exc.summary if isinstance(exc, RunInterrupted) else None
+    if summary is not None and as_json:
+        echo_json({"run": summary.to_dict()})
+        interrupted_exit()
+    interrupted_exit(None if summary is None else str(summary))

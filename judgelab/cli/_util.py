@@ -5,9 +5,11 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -97,6 +99,10 @@ class JudgelabGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Ctrl-C before a run began (start-up) or outside one: 130, as during a run, never
+            # click's "Aborted!" and exit 1.
+            interrupted_exit()
         except JudgelabError as exc:
             click.echo(f"judgelab: error: {exc}", err=True)
             sys.exit(2)
@@ -109,6 +115,40 @@ class JudgelabGroup(click.Group):
                 raise
             click.echo(f"judgelab: error: the database failed: {exc}\n{_DB_FIX}", err=True)
             sys.exit(2)
+
+
+#: The exit code of a command stopped by Ctrl-C (``calibration.runner.EXIT_CODES["interrupted"]``).
+INTERRUPTED = 130
+
+
+def interrupted_exit(summary: str | None = None) -> NoReturn:
+    """Say that Ctrl-C stopped the command, after the run's ``summary`` when there is one; exit 130."""
+    if summary:
+        click.echo(summary)
+    click.echo("\ninterrupted: the replies received so far are saved. Run the same command again "
+               "to continue where it stopped.", err=True)
+    sys.exit(INTERRUPTED)
+
+
+@contextmanager
+def finishing() -> Iterator[None]:
+    """Print a finished run's summary whole even if Ctrl-C comes meanwhile; then, if it came, exit 130.
+
+    The run is over and saved: a Ctrl-C while its summary prints is honoured (exit 130) once the
+    summary is out, rather than cutting it short with click's "Aborted!" and exit 1.
+    """
+    caught: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    except ValueError:  # not the main thread (an embedding caller): nothing to defer
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        interrupted_exit()
 
 
 def _os_error(exc: OSError) -> None:

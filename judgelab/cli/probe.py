@@ -55,7 +55,7 @@ from judgelab.cli._judge import (
     resolve_provider,
     spec_settings,
 )
-from judgelab.cli._util import echo_json, json_option, new_db_option, png_option
+from judgelab.cli._util import echo_json, finishing, json_option, new_db_option, png_option
 from labeler.store import JudgeRole, Store, resolve_db_path
 
 OUTPUT_TOKENS = pricing.OUTPUT_TOKENS
@@ -167,7 +167,7 @@ def estimate_command(
     if detect is not None:
         plan = asyncio.run(adetection_plan(
             judge, store, effect=detect, dataset=dataset, biases=biases, seed=seed,
-            count_tokens=have_api(base_url), output_tokens=output_tokens,
+            count_tokens=have_api(base_url), output_tokens=output_tokens, n=n,
         ))
     if as_json:
         echo_json({**estimate.to_dict(), **({"detect": plan.to_dict()} if plan is not None else {})})
@@ -195,6 +195,12 @@ def _detect_text(plan: DetectionPlan) -> str:
         "effect is marked FAIL "
         + ", ".join(f"{r.fail_power:.0%} of the time ({r.bias})" for r in plan.rows) + "."
     )
+    asked = [r for r in plan.rows if r.asked_pairs is not None and r.fail_power_asked is not None]
+    if asked:
+        lines.append(
+            f"  at the {asked[0].asked_pairs:,} pairs this run reads (--n), a true {plan.effect:g} pp effect is "
+            "marked FAIL " + ", ".join(f"{r.fail_power_asked:.0%} of the time ({r.bias})" for r in asked) + "."
+        )
     if plan.effect <= t:
         lines.append(f"  a true effect at or below the {t:g} pp FAIL threshold is marked FAIL about half the time "
                      "at most, whatever the pairs.")
@@ -389,25 +395,26 @@ def probe_command(**opts: Any) -> None:
             progress=opts["progress"], poll_interval=opts["poll_interval"], params=params,
             formats=opts["formats"], adopt_batches=opts["adopt_batches"],
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # Every reply that arrived is already in the database: nothing is lost or re-spent.
-        interrupted()
+        interrupted(exc, as_json=opts["as_json"])
     summary, spend = result.summary, result.spend
-    if opts["as_json"]:
-        echo_json(result.to_dict())
-    else:
-        click.echo(str(summary))
-        if spend.rewrites or spend.reused:
-            # A model the price table does not know (a local one) is unpriced, never $0.
-            paid = ("unpriced" if spend.rewrites and spend.unpriced == spend.rewrites
-                    else f"${spend.cost_usd:.4f}" + (f", {spend.unpriced} unpriced" if spend.unpriced else ""))
-            click.echo(
-                f"  padding: {spend.rewrites} model rewrites ({paid}), "
-                f"{spend.reused} reused from earlier runs"
-            )
-        if summary.finished:
-            click.echo(f"next: judgelab report {opts['out']} --mitigate --out report_card.md "
-                       "--png report_card.png")
+    with finishing():  # Ctrl-C now: the summary still prints whole, then exit 130
+        if opts["as_json"]:
+            echo_json(result.to_dict())
+        else:
+            click.echo(str(summary))
+            if spend.rewrites or spend.reused:
+                # A model the price table does not know (a local one) is unpriced, never $0.
+                paid = ("unpriced" if spend.rewrites and spend.unpriced == spend.rewrites
+                        else f"${spend.cost_usd:.4f}" + (f", {spend.unpriced} unpriced" if spend.unpriced else ""))
+                click.echo(
+                    f"  padding: {spend.rewrites} model rewrites ({paid}), "
+                    f"{spend.reused} reused from earlier runs"
+                )
+            if summary.finished:
+                click.echo(f"next: judgelab report {opts['out']} --mitigate --out report_card.md "
+                           "--png report_card.png")
     # Scripts and CI must notice a run that did not get every reply (EXIT_CODES): 3 when calls
     # ended in errors, 4 when some have no result yet. The failures are recorded with their
     # reasons either way, and running the same command again retries only them.

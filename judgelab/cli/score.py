@@ -31,7 +31,7 @@ from judgelab.cli._judge import (
     resolve_judge_spec,
     resolve_provider,
 )
-from judgelab.cli._util import db_option, echo_json, json_option
+from judgelab.cli._util import db_option, echo_json, finishing, json_option
 from labeler.store import JudgeRole, Store
 
 
@@ -91,18 +91,19 @@ def score_command(**opts: Any) -> None:
             concurrency=opts["concurrency"], batch=opts["batch"], progress=opts["progress"],
             poll_interval=opts["poll_interval"], params=params, adopt_batches=opts["adopt_batches"],
         )
-    except KeyboardInterrupt:
-        interrupted()
+    except KeyboardInterrupt as exc:
+        interrupted(exc, as_json=opts["as_json"])
     summary = result.summary
-    if opts["as_json"]:
-        echo_json(result.to_dict())
-    else:
-        each = f" and their {result.turns} assistant turns one by one" if result.turns else ""
-        click.echo(f"scored {result.answer_set}{each} in {', '.join(result.formats)} with {judge.model}"
-                   + (f"\n  prompt: {result.judge_spec}" if result.judge_spec else " (judgelab's built-in prompt)"))
-        click.echo(str(summary))
-        if summary.finished:
-            click.echo(f"next: judgelab calibrate --judge-run {summary.run_id} --out report.md")
+    with finishing():  # Ctrl-C now: the summary still prints whole, then exit 130
+        if opts["as_json"]:
+            echo_json(result.to_dict())
+        else:
+            each = f" and their {result.turns} assistant turns one by one" if result.turns else ""
+            click.echo(f"scored {result.answer_set}{each} in {', '.join(result.formats)} with {judge.model}"
+                       + (f"\n  prompt: {result.judge_spec}" if result.judge_spec else " (judgelab's built-in prompt)"))
+            click.echo(str(summary))
+            if summary.finished:
+                click.echo(f"next: judgelab calibrate --judge-run {summary.run_id} --out report.md")
     # EXIT_CODES: 0 finished, 3 finished with errors, 4 not finished (scripts and CI notice).
     sys.exit(summary.exit_code)
 

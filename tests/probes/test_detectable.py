@@ -116,3 +116,22 @@ def test_estimate_detect_prints_the_pairs_each_probe_needs_and_their_cost(tmp_pa
     assert "the chance the card's adjusted test finds the effect" in text
     assert "is marked FAIL about half the time at most" in text
     assert f"for FAIL itself with 80% power on a true 15 pp effect: position {fail_n:,} pairs" in text
+
+
+def test_estimate_detect_gives_the_chance_of_fail_at_the_n_asked_for(tmp_path: Path) -> None:
+    # Issue 52, point 10: the chance of FAIL was printed only at the pairs needed, not at the
+    # --n the run would read; the dataset has 34 pairs, so --n 60 reads 34.
+    db = str(tmp_path / "e.duckdb")
+    runner = CliRunner(env={"ANTHROPIC_API_KEY": ""})
+    for n, reads in ((20, 20), (60, 34)):
+        args = ["estimate", "--n", str(n), "--detect", "15", "--biases", "position,verbosity", "--db", db]
+        plan = json.loads(runner.invoke(main, [*args, "--json"], catch_exceptions=False).output)["detect"]
+        family = plan["family_size"]
+        for row in plan["rows"]:
+            reading = "position" if row["bias"] == "position" else "lift"
+            assert row["asked_pairs"] == reads
+            assert row["fail_power_asked"] == pytest.approx(
+                fail_power(15, reads, reading=reading, threshold=10, family_size=family))
+        text = runner.invoke(main, args, catch_exceptions=False).output
+        at = ", ".join(f"{r['fail_power_asked']:.0%} of the time ({r['bias']})" for r in plan["rows"])
+        assert f"at the {reads} pairs this run reads (--n), a true 15 pp effect is marked FAIL {at}." in text

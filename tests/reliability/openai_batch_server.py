@@ -32,6 +32,11 @@ error file exists for. A chat completion's verdict is a hash of its messages, so
 the same request gets the same verdict, whichever batch carries it. File ids are sequential
 (``file-`` and 24 digits), so a test can name one file for a targeted fault.
 
+Two quirks met in the wild, on request: ``--drop-metadata`` keeps no batch ``metadata`` (some
+OpenAI-compatible servers), and ``--short-output N`` serves an output file without its last N
+lines (cut at a line break: whole JSON lines, fewer of them) on its first ``--short-output-reads``
+downloads.
+
 The ledger of what is billed (``stats``): ``uploads``, ``creates``, ``requests_billed``
 (requests in the batches created: the API bills each request a batch runs), ``requests_failed``.
 """
@@ -79,7 +84,12 @@ class Batch:
 class State:
     """Files, batches and the billing ledger (one lock: requests come on many threads)."""
 
-    def __init__(self, delay: float, fail_first: int, holds: dict[str, float] | None = None) -> None:
+    def __init__(self, delay: float, fail_first: int, holds: dict[str, float] | None = None, *,
+                 drop_metadata: bool = False, short_output: int = 0, short_output_reads: int = 1) -> None:
+        self.drop_metadata = drop_metadata
+        self.short_output = short_output
+        self.short_output_reads = short_output_reads
+        self.output_reads: dict[str, int] = {}
         self.delay = delay
         self.fail_first = fail_first
         self.holds = dict(holds or {})
@@ -98,6 +108,17 @@ class State:
                "filename": name, "purpose": purpose, "status": "processed", "status_details": None}
         self.files[file_id], self.contents[file_id] = obj, content
         return obj
+
+    def served(self, file_id: str) -> bytes:
+        """A file's content as served: an output file cut at a line break on its first reads, if asked."""
+        content = self.contents[file_id]
+        if not self.short_output or not self.files[file_id]["filename"].endswith("_output.jsonl"):
+            return content
+        reads = self.output_reads[file_id] = self.output_reads.get(file_id, 0) + 1
+        if reads > self.short_output_reads:
+            return content
+        lines = content.splitlines(keepends=True)
+        return b"".join(lines[: max(len(lines) - self.short_output, 0)])
 
     def view(self, batch: Batch) -> dict[str, Any]:
         """The batch object as of now (advancing it through its statuses as time passes)."""
@@ -139,7 +160,7 @@ class State:
             "request_counts": {"total": total if status != "failed" else 0,
                                "completed": (done - failed) if status != "failed" else 0,
                                "failed": failed},
-            "metadata": batch.metadata,
+            "metadata": None if self.drop_metadata else batch.metadata,
         }
 
     def _finish(self, batch: Batch) -> None:
@@ -257,7 +278,7 @@ class Handler(BaseHTTPRequestHandler):
             if m[1] not in st.files:
                 self._error(404, "invalid_request_error", f"No such File object: {m[1]}")
             elif m[2]:
-                self._send(200, "application/octet-stream", st.contents[m[1]])
+                self._send(200, "application/octet-stream", st.served(m[1]))
             else:
                 self._json(st.files[m[1]])
         else:
@@ -388,9 +409,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hold", action="append", default=[], metavar="ROUTE=SECONDS",
                         help="Hold the first reply of ROUTE (upload, create, list, retrieve, content) "
                         "after acting on it.")
+    parser.add_argument("--drop-metadata", action="store_true", help="Keep no batch metadata.")
+    parser.add_argument("--short-output", type=int, default=0, metavar="N",
+                        help="Serve output files without their last N lines (cut at a line break).")
+    parser.add_argument("--short-output-reads", type=int, default=1, metavar="K",
+                        help="Cut only the first K downloads of each output file.")
     args = parser.parse_args(argv)
     holds = {k: float(v) for k, v in (h.split("=", 1) for h in args.hold)}
-    state = State(args.batch_delay, args.fail_first, holds)
+    state = State(args.batch_delay, args.fail_first, holds, drop_metadata=args.drop_metadata,
+                  short_output=args.short_output, short_output_reads=args.short_output_reads)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), type("_H", (Handler,), {"state": state}))
     server.daemon_threads = True
 

@@ -324,13 +324,15 @@ def test_sigkill_at_each_step_then_a_rerun_collects_the_same_batch(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("metadata", ["kept", "dropped"])
 def test_two_projects_on_one_key_with_same_size_batches_and_cut_creates_each_collect_their_own(
-    tmp_path: Path, clean: dict[str, tuple[str, Any]]
+    tmp_path: Path, clean: dict[str, tuple[str, Any]], metadata: str
 ) -> None:
     # Two databases, one key, the same 12 requests at the same moment; each create reply is
     # cut short (the batch is made, its id lost), so each run must find its batch again
-    # among two of the same size and age: by its metadata marker, never by size and time.
-    server = BatchServer(tmp_path, "--batch-delay", "0.5")
+    # among two of the same size and age: by its metadata marker, never by size and time; on a
+    # server that keeps no metadata (issue 52), by its input file (the upload it made).
+    server = BatchServer(tmp_path, "--batch-delay", "0.5", *(("--drop-metadata",) if metadata == "dropped" else ()))
     log = tmp_path / "attempts.jsonl"
     front = proxy(tmp_path, server.url, log, "--rate", "1", "--first-attempt-only", "--kinds", "cut",
                   "--only-path", "/v1/batches")
@@ -352,6 +354,63 @@ def test_two_projects_on_one_key_with_same_size_batches_and_cut_creates_each_col
     assert stats["creates"] == 2 and stats["requests_billed"] == 2 * PLANNED, stats
     for p in projects:
         assert verdicts(p / "p.jsonl") == clean
-    print("\n" + Figures("two projects, one key, cut creates", stats["uploads"], stats["creates"],
+    name = "two projects, one key, cut creates" + (", no metadata" if metadata == "dropped" else "")
+    print("\n" + Figures(name, stats["uploads"], stats["creates"],
                          stats["requests_billed"], stats["requests_failed"],
                          sum(len(verdicts(p / "p.jsonl")) for p in projects), codes).line())
+
+
+# -- issue 52: an output file cut at a line break; a server that keeps no metadata ---------------
+
+
+@pytest.mark.parametrize("cut_reads", [1, 4])
+def test_an_output_file_cut_at_a_line_break_is_read_again_and_each_request_billed_once(
+    tmp_path: Path, clean: dict[str, tuple[str, Any]], cut_reads: int
+) -> None:
+    # The output file's first downloads lack their last 3 lines (whole JSON lines: it decodes).
+    # Cut once, the run reads it again and finishes. Cut on all four reads of the first run,
+    # that run stays not finished (exit 4) with nothing recorded as missing; the next reads
+    # the same batch whole. Before: 3 calls "batch result missing", exit 3, a second batch.
+    server = BatchServer(tmp_path, "--batch-delay", "0.3", "--short-output", "3",
+                         "--short-output-reads", str(cut_reads))
+    db, out = tmp_path / "p.duckdb", tmp_path / "p.jsonl"
+    try:
+        first, run = probe(server.url, db, out)
+        codes = (first, *(until_finished(server.url, db, out) if first else ()))
+    finally:
+        stats = server.stop()
+    assert stats == {"uploads": 1, "creates": 1, "requests_billed": PLANNED, "requests_failed": 0}, stats
+    assert codes[-1] == 0 and verdicts(out) == clean
+    if cut_reads == 1:
+        assert codes == (0,)
+    else:
+        assert first == 4 and run["outcome"] == "not finished" and run["errors"] == 0, run
+        assert run["done"] == PLANNED - 3 and "name 9 of the 12 requests it answered" in run["uncollected"][0]
+    print("\n" + Figures(f"output file cut at a line break on {cut_reads} read(s)", stats["uploads"],
+                         stats["creates"], stats["requests_billed"], stats["requests_failed"],
+                         len(verdicts(out)), codes).line())
+
+
+@pytest.mark.slow
+def test_sigkill_after_create_on_a_server_without_metadata_then_the_rerun_collects_the_same_batch(
+    tmp_path: Path, clean: dict[str, tuple[str, Any]]
+) -> None:
+    # The server keeps no metadata; the run is killed once the batch is created, before its id
+    # is stored. The rerun proves the batch its own by the custom ids in its input file.
+    server = BatchServer(tmp_path, "--batch-delay", "0.6", "--hold", "create=30", "--drop-metadata")
+    db, out = tmp_path / "k.duckdb", tmp_path / "k.jsonl"
+    child = start_probe(tmp_path, server.url, db, out)
+    try:
+        server.wait_event("create")
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+        code, run = probe(server.url, db, out)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        stats = server.stop()
+    assert code == 0 and run["finished"] and run["collected"] == PLANNED, run
+    assert verdicts(out) == clean
+    assert stats["creates"] == 1 and stats["requests_billed"] == PLANNED, stats
+    print("\n" + Figures("SIGKILL after create, no metadata", stats["uploads"], stats["creates"],
+                         stats["requests_billed"], stats["requests_failed"], len(verdicts(out)), (-9, code)).line())
