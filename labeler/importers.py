@@ -39,7 +39,7 @@ from labeler.models import Answer, Criterion, ImportedLabel, Pair, Rubric, Task
 from labeler.scales import FormatSpec, ScaleError, scale_from_toml
 from labeler.schemas import DATA_KINDS, SCHEMAS, DataKind, unknown_columns
 from labeler.store import ImportExportRole, ImportSummary
-from labeler.transcripts import TURN_MODES, Transcript, TranscriptError, name_spans, parse_messages, render
+from labeler.transcripts import TURN_MODES, Transcript, TranscriptError, check_messages, name_spans, render
 
 __all__ = [
     "IMPORT_KINDS",
@@ -258,8 +258,13 @@ def _criteria(toml: _Toml, criteria_raw: list[Any]) -> tuple[Criterion, ...]:
     return tuple(criteria)
 
 
-def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset()) -> tuple[list[Task], list[Answer]]:  # type: ignore[assignment]
-    """Tasks and answers from rows with task_id, prompt, answer_id, family, model, text."""
+def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset(),  # type: ignore[assignment]
+                  warnings: list[str] | None = None) -> tuple[list[Task], list[Answer]]:
+    """Tasks and answers from rows with task_id, prompt, answer_id, family, model, text.
+
+    ``warnings`` (when given) gets a line per conversation shape imported as written (see
+    :func:`labeler.transcripts.check_messages`), naming its row and message.
+    """
     ck = Checker(rows)
     ck.require_columns("task_id", "prompt", "answer_id", "family", "model")
     if "text" not in rows.columns and "messages" not in rows.columns:
@@ -297,7 +302,7 @@ def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset()) -> tu
         variant = ck.text(i, "variant", required=False, is_id=True) or "original"
         parent = ck.text(i, "parent_answer_id", required=False, is_id=True)
         raw_answers.append((i, answer_id, task_id, variant, parent))
-        transcript = _transcript(ck, rows, i)
+        transcript = _transcript(ck, rows, i, warnings)
         answers.append(
             Answer(
                 answer_id=str(answer_id),
@@ -351,7 +356,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _transcript(ck: Checker, rows: Rows, i: int) -> Transcript | None:
+def _transcript(ck: Checker, rows: Rows, i: int, warnings: list[str] | None = None) -> Transcript | None:
     """Row ``i``'s ``messages`` as a transcript (``None`` when the row has a plain ``text``)."""
     if "messages" not in rows.columns:
         return None
@@ -365,12 +370,15 @@ def _transcript(ck: Checker, rows: Rows, i: int) -> Transcript | None:
         raise InputError("has both a text and messages", file=rows.file, row=i, column="text",
                          fix="give an answer either as one text or as a list of messages, not both.")
     try:
-        return parse_messages(value)
+        transcript, warned = check_messages(value)
     except TranscriptError as e:
         raise InputError(str(e), file=rows.file, row=i, column="messages",
-                         fix="write messages in the OpenAI chat form (role, content, tool_calls, tool_call_id) "
-                             "or the Anthropic form (content blocks tool_use / tool_result); "
+                         fix=e.fix or "write messages in the OpenAI chat form (role, content, tool_calls, "
+                             "tool_call_id) or the Anthropic form (content blocks tool_use / tool_result); "
                              "see docs/analysts/conversations.md.") from None
+    if warnings is not None:
+        warnings += [f"row {i}, {w}" for w in warned]
+    return transcript
 
 
 def parse_pairs(rows: Rows) -> list[Pair]:
@@ -468,7 +476,10 @@ def import_file(
     if not rows.rows:
         return ImportSummary(added={}, unchanged={})  # an export of an empty kind: nothing to import
     if kind == "answers":
-        return store.add_pool(*parse_answers(rows, known_answer_ids=store.answer_ids()), source_file=name)
+        warned: list[str] = []
+        summary = store.add_pool(*parse_answers(rows, known_answer_ids=store.answer_ids(), warnings=warned),
+                                 source_file=name)
+        return replace(summary, warnings=tuple(warned)) if warned else summary
     if kind == "pairs":
         return store.add_pairs(parse_pairs(rows), source_file=name)
     if kind == "labels":

@@ -27,6 +27,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "TranscriptError",
     "TurnMode",
     "blinded",
+    "check_messages",
     "last_turn",
     "name_spans",
     "parse_messages",
@@ -59,7 +61,17 @@ _ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
 
 class TranscriptError(ValueError):
-    """A message list that is not a conversation; the message says which message and why."""
+    """A message list that is not a conversation; the message says which message and why.
+
+    Attributes:
+        fix: What to change, when the problem has one fix of its own (``None``: write the
+            messages in one of the provider forms).
+    """
+
+    def __init__(self, problem: str, fix: str | None = None) -> None:
+        """``problem`` names the message; ``fix`` says what to change."""
+        super().__init__(problem)
+        self.fix = fix
 
 
 @dataclass(frozen=True)
@@ -242,9 +254,15 @@ def name_spans(t: Transcript, names: Iterable[str] = ()) -> list[tuple[int, int,
 
 def blinded(t: Transcript, names: Iterable[str] = ()) -> Transcript:
     """``t`` as a blind rater reads it: every field masked (system prompts and tools wholly)."""
-    from labeler.blinding import detect_any_names, detect_self_identifying, mask
+    return _blinded(t, tuple(sorted(set(names))))
 
-    pool = sorted(set(names))
+
+# The detector reads about 50 KB a second: a 500-turn, 1 MB trace took 20 s to mask, and the rater's
+# page masks it again on every rerun (each key press, each submit). A transcript and the pool's
+# names decide the result, so a page's reruns reuse it (bounded: a few traces' worth of memory).
+@lru_cache(maxsize=16)
+def _blinded(t: Transcript, pool: tuple[str, ...]) -> Transcript:
+    from labeler.blinding import detect_any_names, detect_self_identifying, mask
 
     def strict(x: str) -> str:
         return mask(x, detect_any_names(x, pool))
@@ -301,11 +319,15 @@ def _openai_call(c: Any, where: str) -> ToolCall:
     return ToolCall(call_id=str(c.get("id") or ""), name=str(name), arguments=_arguments(args))
 
 
-def _messages(obj: dict[str, Any], where: str) -> list[Message]:
-    """One provider message as one or more internal messages (Anthropic results split out)."""
+def _messages(obj: dict[str, Any], where: str) -> list[tuple[Message, str]]:
+    """One provider message as one or more internal messages (Anthropic results split out), each with where it is."""
     role = obj.get("role")
+    if role == "developer":
+        # OpenAI's newer name for the system message (the reasoning models' instructions): the same
+        # standing instruction to the agent, so it is read, masked and shown as one.
+        role = "system"
     if role not in _ROLES:
-        raise TranscriptError(f"{where}: role {role!r} is not one of {', '.join(_ROLES)}")
+        raise TranscriptError(f"{where}: role {role!r} is not one of {', '.join(_ROLES)} (or developer)")
     content = obj.get("content")
     blocks = content if isinstance(content, list) else None
     if blocks is not None and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in blocks):
@@ -314,14 +336,14 @@ def _messages(obj: dict[str, Any], where: str) -> list[Message]:
     name = obj.get("name") if obj.get("name") is not None else obj.get("function")
     if calls and role != "assistant":
         raise TranscriptError(f"{where}: only an assistant turn calls tools (role is {role!r})")
-    return [Message(role=role, content=_text_of(content, where), tool_calls=calls,
-                    tool_call_id=None if obj.get("tool_call_id") is None else str(obj["tool_call_id"]),
-                    name=None if name is None else str(name))]
+    return [(Message(role=role, content=_text_of(content, where), tool_calls=calls,
+                     tool_call_id=None if obj.get("tool_call_id") is None else str(obj["tool_call_id"]),
+                     name=None if name is None else str(name)), where)]
 
 
-def _anthropic(role: Role, blocks: list[Any], where: str) -> list[Message]:
+def _anthropic(role: Role, blocks: list[Any], where: str) -> list[tuple[Message, str]]:
     """An Anthropic message with ``tool_use``/``tool_result`` blocks, in internal messages."""
-    out: list[Message] = []
+    out: list[tuple[Message, str]] = []
     texts: list[str] = []
     calls: list[ToolCall] = []
     for j, b in enumerate(blocks):
@@ -336,15 +358,15 @@ def _anthropic(role: Role, blocks: list[Any], where: str) -> list[Message]:
                                   arguments=_arguments(b.get("input"))))
         elif kind == "tool_result":
             if texts:  # keep the order the turn was written in
-                out.append(Message(role=role, content="\n".join(texts)))
+                out.append((Message(role=role, content="\n".join(texts)), where))
                 texts = []
             body = _text_of(b.get("content"), at)
-            out.append(Message(role="tool", content=("[error] " if b.get("is_error") else "") + body,
-                               tool_call_id=None if b.get("tool_use_id") is None else str(b["tool_use_id"])))
+            out.append((Message(role="tool", content=("[error] " if b.get("is_error") else "") + body,
+                                tool_call_id=None if b.get("tool_use_id") is None else str(b["tool_use_id"])), at))
         else:
             texts.append(_text_of([b], at))
     if texts or calls:
-        out.append(Message(role=role, content="\n".join(texts), tool_calls=tuple(calls)))
+        out.append((Message(role=role, content="\n".join(texts), tool_calls=tuple(calls)), where))
     return out
 
 
@@ -354,6 +376,76 @@ def parse_messages(value: Any) -> Transcript:
     Raises:
         TranscriptError: A message that is not one; the message names it (``message 3``).
     """
+    return Transcript(messages=tuple(m for m, _ in _parse(value)))
+
+
+def check_messages(value: Any) -> tuple[Transcript, tuple[str, ...]]:
+    """:func:`parse_messages`, refusing what the providers' APIs refuse and warning about the rest.
+
+    Refused (OpenAI's and Anthropic's APIs reject them): a tool result whose call id no assistant
+    turn made, a tool result before its call, a tool result with no id and no call before it.
+    Imported as written, with a warning each (a trace cut short or exported from elsewhere has
+    them; the APIs' rules differ): an empty assistant turn, a conversation that opens with the
+    assistant, a system message after the conversation began, a tool call whose result never comes.
+
+        >>> t, warned = check_messages([{"role": "assistant", "content": "Hi"}])
+        >>> warned
+        ('message 1: the conversation opens with the assistant (no user message before it)',)
+
+    Returns:
+        The transcript, and one line per warning naming the file's message (``message 3``).
+
+    Raises:
+        TranscriptError: A message that is not one, or a shape the APIs refuse, with its fix.
+    """
+    located = _parse(value)
+    made: dict[str, int] = {}  # call id -> index of the message that makes it
+    for i, (m, _) in enumerate(located):
+        for c in m.tool_calls:
+            made.setdefault(c.call_id, i)
+    warned: list[str] = []
+    open_calls: dict[str, str] = {}  # call id -> where the call is, until its result comes
+    began = False
+    for i, (m, where) in enumerate(located):
+        if m.role == "tool":
+            _answer(m, where, i, made, open_calls, located)
+        elif m.role == "system":
+            if began:
+                warned.append(f"{where}: a system message after the conversation began")
+            continue
+        elif m.role == "assistant":
+            if not began:
+                warned.append(f"{where}: the conversation opens with the assistant (no user message before it)")
+            if not m.content.strip() and not m.tool_calls:
+                warned.append(f"{where}: an empty assistant turn (no text, no tool call)")
+            open_calls |= {c.call_id: f"{where} ({c.name})" for c in m.tool_calls}
+        began = True
+    warned += [f"{at}: a tool call whose result never comes" for at in open_calls.values()]
+    return Transcript(messages=tuple(m for m, _ in located)), tuple(warned)
+
+
+def _answer(m: Message, where: str, i: int, made: dict[str, int], open_calls: dict[str, str],
+            located: list[tuple[Message, str]]) -> None:
+    """Match tool result ``m`` (message ``i``) with its call, or refuse it as the APIs do."""
+    cid = m.tool_call_id
+    if not cid:
+        if not open_calls:
+            raise TranscriptError(f"{where}: a tool result with no call id and no tool call before it",
+                                  fix="give the result the id of the call it answers (tool_call_id, or "
+                                      "tool_use_id in a tool_result block), after that call.")
+        open_calls.pop(next(iter(open_calls)))  # Inspect may leave the id out: the oldest open call
+    elif cid not in made:
+        raise TranscriptError(f"{where}: a tool result for call {cid!r}, which no assistant turn makes",
+                              fix="give the result the id of the call it answers, or leave the result out.")
+    elif made[cid] > i:
+        raise TranscriptError(f"{where}: a tool result before its call ({cid!r} is made in {located[made[cid]][1]})",
+                              fix="put the result after the assistant turn that makes the call.")
+    else:
+        open_calls.pop(cid, None)
+
+
+def _parse(value: Any) -> list[tuple[Message, str]]:
+    """The internal messages of a provider's message list, each with the file's message it came from."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -365,15 +457,15 @@ def parse_messages(value: Any) -> Transcript:
         value = value["messages"]
     if not isinstance(value, list) or not value:
         raise TranscriptError("messages must be a non-empty list of {role, content} objects")
-    out: list[Message] = [] if system is None else [Message(role="system", content=system)]
+    out: list[tuple[Message, str]] = [] if system is None else [(Message(role="system", content=system), "system")]
     for i, obj in enumerate(value):
         if not isinstance(obj, dict):
             raise TranscriptError(f"message {i + 1} is not an object")
         out += _messages(obj, f"message {i + 1}")
-    names = {c.call_id: c.name for m in out for c in m.tool_calls if c.call_id}
+    names = {c.call_id: c.name for m, _ in out for c in m.tool_calls if c.call_id}
     # A tool result carries its tool's name (Anthropic and OpenAI give only the call id).
-    out = [Message(m.role, m.content, m.tool_calls, m.tool_call_id, names.get(m.tool_call_id or "", m.name))
-           if m.role == "tool" and m.name is None else m for m in out]
-    if not any(m.role == "assistant" for m in out):
+    out = [(Message(m.role, m.content, m.tool_calls, m.tool_call_id, names.get(m.tool_call_id or "", m.name)), w)
+           if m.role == "tool" and m.name is None else (m, w) for m, w in out]
+    if not any(m.role == "assistant" for m, _ in out):
         raise TranscriptError("the messages have no assistant turn to rate")
-    return Transcript(messages=tuple(out))
+    return out

@@ -58,6 +58,7 @@ Every module but ``_store`` is pure; randomness is injected through ``rng``.
 
 from calibration.active._estimate import (
     DEFAULT_MARGIN,
+    GAP_RANGE,
     ActiveDraws,
     ActiveFigures,
     LastLook,
@@ -98,7 +99,6 @@ from calibration.active._simulate import (
 )
 from calibration.active._spending import SPENDINGS, Boundaries, Spending, spend, spending_boundaries, t_critical
 from calibration.active._store import (
-    GAP_RANGE,
     OUT_OF_REACH,
     ActiveBatch,
     ActiveData,

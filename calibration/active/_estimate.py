@@ -83,6 +83,9 @@ DEFAULT_MARGIN = 1.5
 _FACTOR = {"pass": 100.0, "score": 1.0}
 _UNITS = {"pass": "percentage points", "score": "judge scale points"}
 _NAN = float("nan")
+
+#: The widest a gap (or a residual) can be on pass verdicts: own minus other pass-rate residuals, pp.
+GAP_RANGE = 200.0
 _DESIGN_EVENTS = 1.0
 
 
@@ -715,8 +718,11 @@ def active_residuals_and_gap(
         "ci_low": rci.ci_low, "ci_high": rci.ci_high, "half_width": rci.half_width, "tau": rci.tau,
     })
     refused = np.array([lead.refused_at(k) is not None for k in range(draws.n_batches)])
-    # A look whose interval is refused (two raters, calibrate's rule) has none: it cannot meet the target.
-    looks.loc[refused, ["ci_low", "ci_high", "half_width"]] = np.nan
+    looks["no_interval"] = [_no_interval(float(h), float(v), scale) for h, v in zip(rci.half_width, lead.variance,
+                                                                                     strict=True)]
+    # A look whose interval is refused (two raters, calibrate's rule) has none, nor one that is no
+    # interval yet (see _no_interval): it cannot meet the target.
+    looks.loc[refused | looks["no_interval"].notna().to_numpy(), ["ci_low", "ci_high", "half_width"]] = np.nan
     looks["reached"] = looks["half_width"] <= target_half_width if scale == "pass" else False
     hit = np.flatnonzero(looks["reached"].to_numpy())
     stopped = int(hit[0]) + 1 if hit.size else None
@@ -745,6 +751,24 @@ def active_residuals_and_gap(
             extra[f"residual[{f}]"] = est.estimate
         gap = describe.estimate(lead, extra=extra, gap=True)
     return ActiveFigures(families=families, gap=gap, looks=looks, stopped_at=stopped, statistics=lead)
+
+
+def _no_interval(half_width: float, variance: float, scale: Scale) -> str | None:
+    """Why a look's interval is no interval yet (``None``: it is one).
+
+    An early look of a plan that spends almost nothing there, read as t on a handful of labels,
+    came out ±13,263,157,866,567 pp wide; labels that all agree within each stratum give a zero
+    variance and a ±0.0 pp "interval". Neither says anything about the gap, so neither is shown
+    as a number.
+    """
+    if not math.isfinite(variance) or variance <= 0:
+        return "the labels so far show no variation to size an interval (too few labels per stratum)"
+    if not math.isfinite(half_width):
+        return "the plan spends no error rate at this look"
+    if scale == "pass" and half_width > GAP_RANGE:
+        return (f"too few labels: it would be wider than ±{GAP_RANGE:g} pp, more than any gap can be; "
+                "it appears as batches are labelled")
+    return None
 
 
 @dataclass(frozen=True)
@@ -798,6 +822,12 @@ class _Describe:
         unreliable = None
         if tasks < MIN_CLUSTERS:
             unreliable = f"only {tasks} tasks drawn: intervals are checked from {MIN_CLUSTERS} tasks up"
+        absent = _no_interval(half, float(stats.variance[self.look]), self.scale)
+        if absent is not None:
+            return Estimate(est, _NAN, _NAN, tasks, method, _UNITS[self.scale], self.level,
+                            {**extra, "interval": f"none yet, look {k}", "scope": stats.scope, "df": df, "se": se,
+                             "unreliable": f"no interval yet: {absent}", "no_interval": absent,
+                             "estimator": "active AIPW", "look": k, "critical": critical, "stopped_at": self.stopped})
         fields = {"interval": short, "scope": stats.scope, "df": df, "se": se, "unreliable": unreliable,
                   "estimator": "active AIPW", "look": k, "critical": critical, "stopped_at": self.stopped}
         return Estimate(est, est - half, est + half, tasks, method, _UNITS[self.scale], self.level,

@@ -403,12 +403,14 @@ class SavingForecast:
                     f"{e.ci_high:+.1f}, n = {e.n} labels); label by simple random sampling instead of the active "
                     "design or one stratified by the judge's verdicts (or allocate proportionally)")
         if not math.isfinite(self.ratio):
-            return ("Expected saving: none to state (the active design cannot meet the target within the pool; "
-                    f"a design stratified by the judge's verdicts needs {self.stratified_ratio:.2f}x the labels "
-                    "of simple random sampling)")
+            stratified = (f"; a design stratified by the judge's verdicts needs {self.stratified_ratio:.2f}x the "
+                          "labels of simple random sampling" if math.isfinite(self.stratified_ratio) else "")
+            return ("Expected saving: none to state (the active design cannot meet the target within the "
+                    f"pool{stratified})")
         verdict = "fewer" if self.ratio < 1 else "no fewer"
+        stratified = f"{self.stratified_ratio:.2f}x" if math.isfinite(self.stratified_ratio) else "not known yet"
         return (f"Expected labels against simple random sampling: active {self.ratio:.2f}x ({verdict}), stratified "
-                f"by the judge's verdicts {self.stratified_ratio:.2f}x, predicted from {self.labels_seen} labels; it "
+                f"by the judge's verdicts {stratified}, predicted from {self.labels_seen} labels; it "
                 "holds only where the judge's score tells where people disagree with it")
 
 

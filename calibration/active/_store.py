@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from calibration.active._estimate import DEFAULT_MARGIN, ActiveDraws, ActiveFigures, active_residuals_and_gap
+from calibration.active._estimate import (
+    DEFAULT_MARGIN,
+    ActiveDraws,
+    ActiveFigures,
+    active_residuals_and_gap,
+)
 from calibration.active._plan import (
     DEFAULT_FLOOR,
     GROWTH,
@@ -62,9 +67,6 @@ __all__ = [
     "draw_active_batch",
     "load_active",
 ]
-
-#: The widest a gap (or a residual) can be on pass verdicts: own minus other pass-rate residuals, pp.
-GAP_RANGE = 200.0
 
 ActiveState = Literal["labelling", "ready", "reached", "budget spent", "plan spent", "pool labelled"]
 """Where an active design stands: a batch is being labelled; the next batch may be drawn; the
@@ -691,11 +693,11 @@ def _judge_state(base: dict[str, Any], figures: ActiveFigures, batches: pd.DataF
     needed = labels_still_needed(figures.statistics, capacity=math.inf, **common)
     needed_next = labels_still_needed(figures.statistics, capacity=max(capacity, 0), **common)
     what = "gap" if figures.gap is not None else f"{next(iter(figures.families))} residual"
-    # An early look of a plan that spends almost nothing there, read as t on a handful of labels,
-    # can be astronomically wide; no gap lies outside ±200 pp, so beyond that the width is words.
-    width = f"{half:.1f}" if half <= GAP_RANGE else f"more than {GAP_RANGE:g}"
-    now = f"the {what}'s interval is {gap.estimate:+.1f} ± {width} pp (look {int(gap.extra['look'])})"
-    if gap.extra.get("refused"):
+    now = f"the {what}'s interval is {gap.estimate:+.1f} ± {half:.1f} pp (look {int(gap.extra['look'])})"
+    if gap.extra.get("no_interval"):
+        now = (f"the {what} is {gap.estimate:+.1f} pp, no interval yet (look {int(gap.extra['look'])}: "
+               f"{gap.extra['no_interval']})")
+    elif gap.extra.get("refused"):
         now = (f"the {what} is {gap.estimate:+.1f} pp with no interval (look {int(gap.extra['look'])}: "
                f"{gap.extra['refused']})")
     state: ActiveState

@@ -127,7 +127,10 @@ def active_view(store: DesignRole) -> ActiveView | None:
     else:
         est = figures.gap if figures.gap is not None else next(iter(figures.families.values()))
         refused = est.extra.get("refused")
-        if refused:
+        if est.extra.get("no_interval"):
+            interval = f"{est.estimate:+.1f} pp, no interval yet"
+            headline = f"{interval} after {status.labels_collected} labels: {est.extra['no_interval']}"
+        elif refused:
             # Two raters: the estimate stands, its interval is refused with the reason (never "± nan").
             interval = f"{est.estimate:+.1f} pp, no interval"
             headline = f"{interval} after {status.labels_collected} labels: {refused}"

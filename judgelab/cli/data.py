@@ -7,6 +7,7 @@ Every kind is one file schema (the README's "File schemas"): ``export K`` writes
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -28,7 +29,7 @@ from labeler.errors import InputError
 from labeler.exports import EXPORT_FORMATS, designs_json, export_table, rubric_toml, table_bytes
 from labeler.importers import IMPORT_KINDS, import_file
 from labeler.schemas import DATA_KINDS
-from labeler.store import ImportExportRole, MaintenanceRole, Store
+from labeler.store import ImportExportRole, ImportSummary, MaintenanceRole, Store
 
 
 @click.command()
@@ -74,16 +75,27 @@ def import_(kind: str, file: str, ignore_columns: str, tool: str | None, maps: t
             if kind in ("rubric", "designs") or exc.row is not None:
                 raise
             raise with_hint(exc, file) from None
-        click.echo(f"{file}: {summary}")
+        _echo_summary(file, summary)
         return
     done = import_from(Store(db), kind, file, tool=tool, column_map=parse_map(maps),  # type: ignore[arg-type]
                        ignore_columns=ignore, values=parse_set(sets), family=family)
-    click.echo(f"{file}: {done.summary}")
+    _echo_summary(file, done.summary)
     if done.parse_failures:
         click.echo(f"  {done.parse_failures} judge repl{'y' if done.parse_failures == 1 else 'ies'} did not parse: "
                    "imported without a score, counted as parse failures (see parse_error)")
     for line in done.dropped:
         click.echo(f"  left out: {line}")
+
+
+def _echo_summary(file: str, summary: ImportSummary) -> None:
+    """The import's one line, then each warning on a line of its own (counted on the first)."""
+    if not summary.warnings:
+        click.echo(f"{file}: {summary}")
+        return
+    n = len(summary.warnings)
+    click.echo(f"{file}: {replace(summary, warnings=())}; {n} warning{'s' * (n != 1)} (imported as written):")
+    for line in summary.warnings:
+        click.echo(f"  warning: {line}")
 
 
 # The --from choices and the kinds each reads, under the command's description.

@@ -177,13 +177,26 @@ def _print_status(status: ActiveStatus) -> None:
         click.echo(f"  batch {row.batch}: {row.new_labels} answers drawn to label "
                    f"({row.expected_labels:.0f} expected); {state}")
     if not status.looks.empty:
-        click.echo(status.looks.round({"estimate": 2, "se": 2, "critical": 3, "boundary": 3, "df": 1, "ci_low": 2,
-                                       "ci_high": 2, "half_width": 2, "tau": 3}).to_string(index=False))
+        click.echo(_looks_table(status.looks))
     click.echo(status.message)
     if math.isfinite(status.labels_needed) and status.labels_needed > 0:
         what = "still needed at the current rate" if status.figures is not None else "the plan expects in all"
         click.echo(f"Labels {what}: about {status.labels_needed:.0f} "
                    f"({status.hours_needed:.1f} person-hours at {status.minutes_per_label:g} min per label)")
+
+
+def _looks_table(looks: pd.DataFrame) -> str:
+    """The looks as a table; a look with no interval yet says so instead of its numbers (issue 52)."""
+    shown = looks.round({"estimate": 2, "se": 2, "critical": 3, "boundary": 3, "df": 1, "ci_low": 2,
+                         "ci_high": 2, "half_width": 2, "tau": 3}).astype(object)
+    if "no_interval" in looks:
+        absent = looks["no_interval"].notna().to_numpy()
+        shown.loc[absent, ["ci_low", "ci_high"]] = "-"
+        shown.loc[absent, "half_width"] = "no interval yet"
+        # A critical value of 6e14 is the plan's own (it spends almost nothing early); shown, it reads as a width.
+        shown.loc[absent, "critical"] = "-"
+        shown = shown.drop(columns="no_interval")
+    return str(shown.to_string(index=False))
 
 
 def _print_batch(batch: ActiveBatch, applied: pd.DataFrame | None) -> None:

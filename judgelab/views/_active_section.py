@@ -64,8 +64,12 @@ def overview_section(store: DesignRole, *, labels_in_project: int | None = None)
     chart = active_chart(status)
     if chart is not None:
         st.altair_chart(chart, key="overview_active_chart")
+        shown = status.looks[["look", "labels", "estimate", "ci_low", "ci_high", "half_width", "critical", "reached"]]
+        if "no_interval" in status.looks:
+            # A look with no interval yet: its plan's astronomic critical value reads as a width.
+            shown = shown.assign(critical=shown["critical"].where(status.looks["no_interval"].isna()))
         st.dataframe(
-            status.looks[["look", "labels", "estimate", "ci_low", "ci_high", "half_width", "critical", "reached"]],
+            shown,
             hide_index=True,
             column_config={
                 "estimate": st.column_config.NumberColumn("gap (pp)", format="%+.1f"),

@@ -5,6 +5,11 @@ Markdown or HTML) under its role, each role with its own colour bar; tool calls 
 results fold into expanders named after the tool (arguments and observations inside); a long
 message folds after its opening; the rated turn is marked. The transcript comes from the
 store already blinded (:func:`labeler.transcripts.blinded`).
+
+A long transcript (more than :data:`BLOCK_MESSAGES` messages) is drawn as one HTML block, its
+folds HTML ``<details>`` instead of Streamlit expanders: a 500-turn trace drawn as some 1,500
+elements took about two minutes before the form's Submit showed; as one block it shows in seconds
+(``bench/long_transcript.py``). Every text in it is escaped as in the short form, so it stays inert.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ __all__ = ["show_transcript", "turn_openings"]
 
 #: A message longer than this shows its opening and folds the rest.
 FOLD_CHARS = 1200
+#: A transcript with more messages than this is drawn as one HTML block (see the module's notes).
+BLOCK_MESSAGES = 60
 _OPENING = 600
 _ROLE = {"system": ("System prompt", "#8a8a8a"), "user": ("User", "#2b6cb0"),
          "assistant": ("Assistant", "#2f855a"), "tool": ("Tool result", "#b7791f")}
@@ -57,6 +64,30 @@ def _body(m: Message) -> None:
         st.html(verbatim_html(m.content))
 
 
+def _fold(summary: str, inner: str) -> str:
+    """An HTML fold: ``summary`` (escaped here) over ``inner`` (already escaped HTML)."""
+    return (f'<details style="margin: .3rem 0 .3rem .75rem"><summary style="cursor: pointer">'
+            f"{html.escape(summary)}</summary>{inner}</details>")
+
+
+def _block(t: Transcript, rated: int | None, numbers: dict[int, int]) -> str:
+    """The whole transcript as one HTML string, drawn as :func:`show_transcript` draws it message by message."""
+    out = []
+    for i, m in enumerate(t.messages):
+        if m.role == "tool":
+            out.append(_fold(f"Tool result: {m.name or 'tool'} ({len(m.content):,} characters)",
+                             verbatim_html(m.content)))
+            continue
+        out.append(_head(m.role, i == rated, numbers.get(i), len(numbers)))
+        if len(m.content) > FOLD_CHARS:
+            out.append(verbatim_html(m.content[:_OPENING] + " …"))
+            out.append(_fold(f"Show all {len(m.content):,} characters", verbatim_html(m.content)))
+        elif m.content:
+            out.append(verbatim_html(m.content))
+        out += [_fold(f"Tool call: {c.name}", verbatim_html(c.arguments)) for c in m.tool_calls]
+    return "".join(out)
+
+
 def show_transcript(t: Transcript, turn: TurnMode) -> None:
     """Draw ``t`` message by message, the turn ``turn`` names marked."""
     rated = t.rated_turn(turn)
@@ -66,6 +97,10 @@ def show_transcript(t: Transcript, turn: TurnMode) -> None:
                    "(beside each turn, or in the form's turn rows; T goes to the first without a score).")
     elif rated is None:
         st.caption("Rate the whole conversation.")
+    if len(t.messages) > BLOCK_MESSAGES:
+        st.caption(f"{len(t.messages):,} messages; tool calls, tool results and long messages fold (click to open).")
+        st.html(_block(t, rated, numbers))
+        return
     for i, m in enumerate(t.messages):
         if m.role == "tool":
             # An observation can be long and is rarely what is rated: folded, named by its tool.

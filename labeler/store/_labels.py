@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 import duckdb
 import pandas as pd
 
+from labeler.blinding import REDACTED
 from labeler.errors import AccessError, InputError, StaleLabelError, StoreError
 from labeler.models import Rubric
 from labeler.planner import AssignSummary
@@ -46,7 +47,7 @@ from labeler.store._assign import AssignMixin
 from labeler.store._core import check_comment
 from labeler.store._pool import blind_text, blind_transcript
 from labeler.store._quality import refuse_if_paused, visible_rows
-from labeler.transcripts import Transcript
+from labeler.transcripts import Transcript, render
 
 #: The label a write's caller saw: its id, ``None`` (none), or ``...`` (not said: no check).
 Seen = int | None | EllipsisType
@@ -635,8 +636,14 @@ class LabelMixin(AssignMixin):
         transcript = None if row[5] is None else Transcript.from_json(str(row[5]))
         if not _masking(row[3], row[4]):
             return str(row[0]), str(row[1]), 0, transcript
+        if transcript is not None:
+            # The page draws the conversation from its transcript; masking its rendering too read a
+            # 1 MB trace twice (about 20 s each): the text is the masked transcript's rendering.
+            shown_t = blind_transcript(con, transcript)
+            text = render(shown_t)
+            return str(row[0]), text, text.count(REDACTED) - render(transcript).count(REDACTED), shown_t
         shown, n_masked = blind_text(con, str(row[1]), row[2])
-        return str(row[0]), shown, n_masked, None if transcript is None else blind_transcript(con, transcript)
+        return str(row[0]), shown, n_masked, None
 
     def _view(
         self, con: duckdb.DuckDBPyConnection, rater_id: int, item: QueueItem, progress: Progress,

@@ -36,11 +36,17 @@ class ImportSummary:
     unchanged: dict[str, int]
     notes: tuple[str, ...] = ()
     """What the import read differently from the file's text (e.g. a rounded mean stored exact)."""
+    warnings: tuple[str, ...] = ()
+    """What was imported as written but looks wrong (e.g. a conversation opening with the assistant)."""
 
     def __str__(self) -> str:
         parts = [f"{n} {kind} added" for kind, n in self.added.items()]
         parts += [f"{n} {kind} already present" for kind, n in self.unchanged.items() if n]
         text = ", ".join(parts) if parts else "nothing to import"
+        n = len(self.warnings)
+        if n:
+            shown = "; ".join(self.warnings[:3]) + (f"; and {n - 3} more" if n > 3 else "")
+            text += f"; {n} warning{'s' * (n != 1)} ({shown})"
         return "; ".join((text, *self.notes))
 
 

@@ -18,7 +18,6 @@ from calibration.active import active_status, apply_active_batch, draw_active_ba
 from calibration.calibrate import calibrate
 from calibration.judges import FakeJudge
 from calibration.probes import run_probes
-from judgelab.admin import active_chart
 from judgelab.cli import main
 from labeler.errors import InputError
 from labeler.store import JudgementRecord, Store
@@ -220,14 +219,10 @@ def test_a_small_first_batch_is_a_first_look_not_a_spent_plan(store: Store, trut
     assert tau < 0.07 and math.isfinite(critical) and critical > 5
     assert "Draw the next batch" in status.message
     # With the default margin this look spends ~1e-315 (below the smallest double; its critical
-    # value was then infinite); read as t on a handful of labels it is astronomically wide, so
-    # the message and the Overview chart show it up to the widest a gap can be.
-    assert "± more than 200 pp" in status.message, status.message
-    chart = active_chart(status)
-    assert chart is not None
-    shown = chart.to_dict()["datasets"]
-    values = [v for rows in shown.values() for row in rows for k, v in row.items() if k in ("ci_low", "ci_high")]
-    assert values and max(abs(v) for v in values) <= 200
+    # value was then infinite); read as t on a handful of labels it came out astronomically wide
+    # (issue 52: "±13,263,157,866,567 pp"), so it is no interval yet, in words, nowhere a number.
+    assert "no interval yet" in status.message and "more than 200 pp" not in status.message, status.message
+    assert status.looks["no_interval"].notna().all() and status.looks["half_width"].isna().all()
     nxt = draw_active_batch(store, seed=3)
     assert nxt.n_new > 0
 
@@ -487,5 +482,26 @@ def test_cli_active_status_takes_interval_as_calibrate_does(store: Store, truth:
         assert code == 0
         gap = json.loads(out)["status"]["gap"]
         scopes[interval] = gap["extra"]["scope"]
-        assert gap["ci_low"] is not None or "refused" in gap["extra"]
+        # An interval, one refused (two raters), or none yet (issue 52: wider than any gap can be).
+        assert gap["ci_low"] is not None or "refused" in gap["extra"] or gap["extra"].get("no_interval")
     assert scopes["raters"].startswith("raters") and scopes["panel"] == "this panel only"
+
+
+def test_cli_says_no_interval_yet_for_an_early_look_never_a_huge_number(store: Store, truth: pd.Series) -> None:
+    # Issue 52 (16): an early look printed "±13,263,157,866,567 pp" (and 1.3e+16 in the table).
+    db = str(store.path)
+    store.release()
+    code, out, err = run("--db", db, "--active", "--target-half-width", "6", "--batch-size", "10", "--apply",
+                         "--raters", "4")
+    assert code == 0, err
+    label_everything(Store(db), truth)
+    code, out, err = run("--db", db, "--active")
+    assert code == 0, err
+    assert "no interval yet" in out and "more than 200" not in out, out
+    assert not re.search(r"e\+\d\d|\d{4,}\.\d", out), out  # no 1.3e+16, no 13375770000000000.00
+    assert "nanx" not in out
+    code, out, _ = run("--db", db, "--active", "--json")
+    looks = json.loads(out)["status"]["looks"]
+    assert looks[0]["half_width"] is None and looks[0]["no_interval"], looks
+    gap = json.loads(out)["status"]["gap"]
+    assert gap["ci_low"] is None and gap["extra"]["no_interval"]
