@@ -485,7 +485,7 @@ class BatchFloor:
 
 def batch_floor(
     pool: ActivePool, *, human_pass: npt.ArrayLike, floor: float = DEFAULT_FLOOR, disagreement: float = 0.2,
-    prior_labels: float = 5.0,
+    prior_labels: float = 5.0, forecast: SavingForecast | None = None,
 ) -> BatchFloor:
     """The floor of the next batch: the design's, or 1 (simple random sampling) when the labels show no saving.
 
@@ -495,9 +495,18 @@ def batch_floor(
     above 0), drawing by the judge's doubt spends labels where they help no more than elsewhere (a
     judge wrong at random needed 2.5-3x the labels of simple random sampling), so every unlabelled
     unit gets the same probability. With fewer than :data:`MIN_EVIDENCE_LABELS` labels the design's
-    floor stands.
+    floor stands. The same fall-back follows when the design's own forecast from the labels so far
+    (``forecast``: :func:`predicted_saving`, its :attr:`SavingForecast.ratio`) expects the active
+    design to need more labels than simple random sampling: a pilot that forecast 1.15x must not
+    be followed by an active batch.
     """
     evidence = score_tells_errors(pool, human_pass=human_pass, disagreement=disagreement, prior_labels=prior_labels)
+    if evidence is not None and evidence.ci_low > 0 and forecast is not None and math.isfinite(forecast.ratio) \
+            and forecast.ratio > 1:
+        return BatchFloor(1.0, evidence, (
+            f"no saving expected: the forecast from the {forecast.labels_seen} labels so far says the active design "
+            f"needs {forecast.ratio:.2f}x the labels of simple random sampling; this batch is drawn by simple "
+            "random sampling"))
     if evidence is None or evidence.ci_low > 0:
         return BatchFloor(floor, evidence, None)
     note = (f"no saving expected: people disagreed with the judge no more often where its score says they would "

@@ -354,8 +354,10 @@ def run_active(
     stopped = False
     while True:
         # The store's gate, not a copy: a batch falls back to simple random sampling when the labels
-        # so far show no link between the judge's score and its errors.
-        gate = batch_floor(pool, human_pass=h, floor=floor, disagreement=disagreement, prior_labels=prior_labels)
+        # so far show no link between the judge's score and its errors, or the newest forecast made
+        # here (the first ``forecast_looks`` looks) expects no saving.
+        gate = batch_floor(pool, human_pass=h, floor=floor, disagreement=disagreement, prior_labels=prior_labels,
+                           forecast=forecasts[-1] if forecasts else None)
         plan = plan_batch(pool, size=size, human_pass=h, human_score=hs, **{**plan_kw, "floor": gate.floor})
         xi = gen.random(pool.n_units) < plan.prob
         plans.append(plan)

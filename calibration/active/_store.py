@@ -352,8 +352,10 @@ def _draw(
                          fix="raise --budget-hours, or stop: the status says what was reached.")
     # A flagged-unrateable answer has no verdict and never will: it counts as known.
     seen = np.where(flagged, 0.5, human)
+    # The forecast from the labels so far (none before the first batch is stored) joins the gate.
+    forecast = active_saving(store, design_id) if batch > 1 else None
     gate = batch_floor(pool, human_pass=seen, floor=params["floor"], disagreement=params["disagreement"],
-                       prior_labels=params["prior_labels"])
+                       prior_labels=params["prior_labels"], forecast=forecast)
     floor = gate.floor
     if gate.note is not None:
         notes = (*notes, gate.note)

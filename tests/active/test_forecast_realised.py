@@ -145,3 +145,19 @@ def test_two_raters_refuse_an_active_residual_as_calibrate_does_and_keep_the_gap
     assert math.isfinite(gap.ci_low) and "refused" not in gap.extra
     three, _ = _two_rater_figures(3, seed)
     assert all("refused" not in e.extra for e in three.values())  # type: ignore[attr-defined]
+
+
+def test_a_forecast_of_no_fewer_labels_draws_the_next_batch_by_simple_random_sampling() -> None:
+    """Issue 52 point 16: a pilot whose forecast said 1.15x was followed by an active batch."""
+    sim = _pool("threshold", 3)
+    pilot = _pilot(sim, 160, 3)
+    saving = predicted_saving(sim.pool, target_half_width=10.0, human_pass=pilot, own_family="own")
+    plain = batch_floor(sim.pool, human_pass=pilot, floor=0.1)
+    assert plain.evidence is not None and plain.evidence.ci_low > 0 and not plain.fell_back  # the score tells errors
+    costly = replace(saving, active_ratio=1.15, measured_ratio=math.nan)
+    assert costly.ratio == pytest.approx(1.15)
+    gate = batch_floor(sim.pool, human_pass=pilot, floor=0.1, forecast=costly)
+    assert gate.floor == 1.0 and gate.fell_back
+    assert gate.note is not None and "1.15x the labels of simple random sampling" in gate.note
+    cheap = replace(saving, active_ratio=0.8, measured_ratio=math.nan)
+    assert batch_floor(sim.pool, human_pass=pilot, floor=0.1, forecast=cheap).floor == 0.1
