@@ -262,19 +262,18 @@ def blinded(t: Transcript, names: Iterable[str] = ()) -> Transcript:
 # names decide the result, so a page's reruns reuse it (bounded: a few traces' worth of memory).
 @lru_cache(maxsize=16)
 def _blinded(t: Transcript, pool: tuple[str, ...]) -> Transcript:
-    from labeler.blinding import detect_any_names, detect_self_identifying, mask
+    from labeler.blinding import detect_any_names, detect_self_identifying_many, mask
 
     def strict(x: str) -> str:
         return mask(x, detect_any_names(x, pool))
 
-    def usual(x: str) -> str:
-        return mask(x, detect_self_identifying(x, pool))
-
+    # One prefilter pass over every message; the full detector reads only the candidates.
+    found = detect_self_identifying_many([m.content for m in t.messages], pool)
     return Transcript(tuple(
-        Message(role=m.role, content=strict(m.content) if m.role == "system" else usual(m.content),
+        Message(role=m.role, content=strict(m.content) if m.role == "system" else mask(m.content, spans),
                 tool_calls=tuple(ToolCall(c.call_id, strict(c.name), strict(c.arguments)) for c in m.tool_calls),
                 tool_call_id=m.tool_call_id, name=None if m.name is None else strict(m.name))
-        for m in t.messages))
+        for m, spans in zip(t.messages, found, strict=True)))
 
 
 def _text_of(value: Any, where: str) -> str:
