@@ -85,9 +85,11 @@ def test_the_lock_is_what_tells_live_from_dead(store: Store) -> None:
 
 
 def test_replies_of_one_loop_turn_are_journalled_in_one_write_before_anything_waits(store: Store) -> None:
-    """Group commit: results put in one turn of the event loop share one journal write, made
-    as the next turn starts (before the loop waits for a reply or a timer), and before the
-    database or the progress sees them."""
+    """Group commit: results put in one turn of the event loop share one journal write.
+
+    The write is made as the next turn starts (before the loop waits for a reply or a timer),
+    and before the database or the progress sees them.
+    """
     import asyncio
 
     from calibration.runner._sink import Sink
