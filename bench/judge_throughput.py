@@ -182,7 +182,9 @@ def _compare(provider: str, args: argparse.Namespace, pool: Path) -> None:
           f" {'score CPU/call':>15} {'SDK CPU/call':>13}")
     try:
         for c in levels:
-            ratios, rates, cpus = [], {"score": [], "sdk": []}, {"score": [], "sdk": []}
+            ratios: list[float] = []
+            rates: dict[str, list[float]] = {"score": [], "sdk": []}
+            cpus: dict[str, list[float]] = {"score": [], "sdk": []}
             for _ in range(args.repeats):
                 pair = {}
                 for path in ("score", "sdk"):

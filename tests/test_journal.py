@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -99,7 +100,7 @@ def test_replies_of_one_loop_turn_are_journalled_in_one_write_before_anything_wa
     writes: list[int] = []
     append = journal.append
 
-    def counted(records: list[JudgementRecord]) -> list[int]:
+    def counted(records: Sequence[JudgementRecord]) -> list[int]:
         writes.append(len(records))
         return append(records)
 

@@ -124,7 +124,7 @@ class Execution:
         rubric = call.rubric or self.rubric
         judge = self.judge
         built = self.requests.get(call.call_id)
-        if built is not None and _sends_as_built(judge):
+        if built is not None and isinstance(judge, ProviderJudge) and _sends_as_built(judge):
             return await judge.run(built, rubric)
         if (call.task_id is not None and isinstance(judge, BuildingJudge) and judge.spec is not None
                 and judge.spec.uses("reference")):
