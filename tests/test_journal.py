@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,48 @@ def test_the_lock_is_what_tells_live_from_dead(store: Store) -> None:
     with journal.path.open("rb") as fh, pytest.raises(BlockingIOError):
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     journal.close()
+
+
+def test_replies_of_one_loop_turn_are_journalled_in_one_write_before_anything_waits(store: Store) -> None:
+    """Group commit: results put in one turn of the event loop share one journal write.
+
+    The write is made as the next turn starts (before the loop waits for a reply or a timer),
+    and before the database or the progress sees them.
+    """
+    import asyncio
+
+    from calibration.runner._sink import Sink
+
+    journal = Journal.open(store, "r1")
+    assert journal is not None
+    writes: list[int] = []
+    append = journal.append
+
+    def counted(records: Sequence[JudgementRecord]) -> list[int]:
+        writes.append(len(records))
+        return append(records)
+
+    journal.append = counted  # type: ignore[method-assign]
+    seen: list[int] = []
+    sink = Sink(store, None, model="m", judge_family=None, flush_interval=3600, flush_size=10**6,
+                on_write=lambda batch: seen.append(len(batch)), journal=journal)
+
+    def entries() -> int:
+        return sum(1 for line in journal.path.read_bytes().splitlines() if b'"seq"' in line)
+
+    async def main() -> None:
+        for n in range(3):  # three replies handled in the same loop turn
+            await sink.put([_rec(f"c{n}")])
+        assert entries() == 0 and writes == []
+        await asyncio.sleep(0)  # the next turn starts: the group commit has run
+        assert entries() == 3 and writes == [3]
+        assert seen == [] and store.run_judgements("r1").empty  # database and progress come after
+        await sink.put([_rec("c3")])
+        await sink.flush()  # a flush writes ahead first, whatever the turn
+        await sink.drain()
+        assert writes == [3, 1] and seen == [4]
+
+    asyncio.run(main())
+    sink.close_journal()
+    assert not journal.path.exists()  # every entry reached the database
+    assert sorted(store.run_judgements("r1")["call_id"]) == ["c0", "c1", "c2", "c3"]

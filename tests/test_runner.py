@@ -487,3 +487,22 @@ def test_killed_run_resumes_without_respending(tmp_path: Path) -> None:
     assert len(made) == 60 == summary.planned  # every planned call made exactly once in total
     assert len(set(made)) == 60  # no request made twice
     assert len(read_jsonl(out)) == 60
+
+
+def test_an_sdk_judge_sends_the_request_the_run_built_for_its_cache_key(store: Store) -> None:
+    """Each request is built (and hashed) once per run, not again when it is sent."""
+    built: list[str] = []
+
+    class Counting(AnthropicJudge):
+        def build(self, *args: Any, **kwargs: Any) -> Any:
+            call = super().build(*args, **kwargs)
+            built.append(call.user)
+            return call
+
+    with MockAnthropic() as mock:
+        judge = Counting("claude-sonnet-4-6", api_key="test", base_url=mock.base_url, max_retries=0)
+        summary = run(plan_of(2), judge, store)  # 6 distinct requests, pairwise and pointwise
+    assert summary.finished and summary.issued == 6 and summary.parsed + summary.parse_failures == 6
+    assert len(built) == 6 == len(set(built))
+    rows = store.run_judgements(summary.run_id)
+    assert rows["cache_key"].nunique() == 6

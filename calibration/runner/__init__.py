@@ -13,8 +13,10 @@ the project database and to a JSONL evidence file as it arrives:
   continues the newest unfinished run of that plan (or the run named by ``resume``) and
   re-issues none of the calls that already have a reply.
 * **Never paid twice.** Every result is appended to a write-ahead journal
-  (:mod:`calibration.journal`) the moment it arrives, before it waits for its database batch
-  (one transaction at least every ``flush_interval`` seconds). A killed run's journal is
+  (:mod:`calibration.journal`) as it arrives: the replies read in one turn of the event loop
+  go in one write at the start of the next turn, before the loop waits for anything, and
+  always before their database batch (one transaction at least every ``flush_interval``
+  seconds) or the progress counts them. A killed run's journal is
   replayed by the next run on the database before it decides what to send, so a killed run
   re-sends at most the calls that were in flight when it died.
 * **Failures.** A :class:`~labeler.errors.JudgeError` (the back-end gave up after its

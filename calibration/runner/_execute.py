@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from calibration import formats
 from calibration.formats import passed_for
-from calibration.judges._base import Failure, Judge, Judgement
+from calibration.judges._base import Failure, Judge, JudgeCall, Judgement
 from calibration.judges._protocols import BuildingJudge
+from calibration.judges._provider import ProviderJudge
 from calibration.runner._batch import run_batch
 from calibration.runner._plan import PlannedCall, build_request
 from calibration.runner._sink import Ledger
@@ -30,13 +31,25 @@ from labeler.models import Rubric
 __all__ = ["Execution"]
 
 
+def _sends_as_built(judge: Judge) -> bool:
+    """Whether ``judge``'s score and compare are its ``run`` of the request it builds (an SDK judge's)."""
+    kind = type(judge)
+    return (issubclass(kind, ProviderJudge) and kind.score is ProviderJudge.score
+            and kind.compare is ProviderJudge.compare)
+
+
 @dataclass
 class Execution:
-    """One execution of a run: the judge, the run's rubric, and the :class:`Ledger` it books to."""
+    """One execution of a run: the judge, the run's rubric, and the :class:`Ledger` it books to.
+
+    ``requests`` holds each planned call's request as the run built it for its cache key (by
+    call id): an SDK judge sends that very request instead of building it again.
+    """
 
     judge: Judge
     rubric: Rubric
     ledger: Ledger
+    requests: Mapping[str, JudgeCall] = field(default_factory=dict)
 
     async def run(
         self,
@@ -110,6 +123,9 @@ class Execution:
         """Ask the judge for ``call`` (its own rubric, else the run's)."""
         rubric = call.rubric or self.rubric
         judge = self.judge
+        built = self.requests.get(call.call_id)
+        if built is not None and isinstance(judge, ProviderJudge) and _sends_as_built(judge):
+            return await judge.run(built, rubric)
         if (call.task_id is not None and isinstance(judge, BuildingJudge) and judge.spec is not None
                 and judge.spec.uses("reference")):
             # A spec's reference answer is the call's task's: send the very request the cache

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
 import os
 import secrets
 import sys
@@ -26,7 +27,7 @@ from calibration.judges._openai import OpenAIJudge
 from calibration.judges._transport import GovernorStats
 from calibration.runner._batch import check_batch_judge
 from calibration.runner._execute import Execution
-from calibration.runner._plan import PlannedCall, cache_key_for, check_plan, plan_hash, reading_of
+from calibration.runner._plan import PlannedCall, build_request, check_plan, judge_identity, plan_hash, reading_of
 from calibration.runner._records import reorder_evidence, write_evidence
 from calibration.runner._sink import Ledger, Sink
 from calibration.runner._summary import Billed, PlainProgress, RunInterrupted, RunSummary, Tally, progress_bar
@@ -83,8 +84,8 @@ async def arun_plan(
     batch: bool = False,
     progress: bool | None = None,
     params: Mapping[str, Any] | None = None,
-    flush_interval: float = 0.25,
-    flush_size: int = 64,
+    flush_interval: float = 1.0,
+    flush_size: int = 256,
     poll_interval: float = 30.0,
     started: float | None = None,
     adopt_batches: Sequence[str] = (),
@@ -107,7 +108,9 @@ async def arun_plan(
             error, then a progress bar (``True``, or by default when standard error is a
             terminal) or plain progress lines at most every 5 s (by default, when it is not).
         params: The command's options, stored with the run.
-        flush_interval: Longest time a finished result waits before it is written.
+        flush_interval: Longest time a finished result waits before it is written to the
+            database (it is in the journal already: this bounds the transactions, not what a
+            kill loses).
         flush_size: Results written per transaction at most.
         poll_interval: Seconds between batch status polls.
         started: ``time.monotonic()`` when the command's work began (e.g. before the padding
@@ -166,7 +169,13 @@ async def _run(
 ) -> RunSummary:
     """:func:`arun_plan` once its arguments are checked."""
     started = time.monotonic() if started is None else started
-    keys = {call.call_id: cache_key_for(judge, rubric, call) for call in plan}
+    # Each request is built once: its hash is the cache key, and an SDK judge sends it as built
+    # (building it again per call, with its hash, cost more CPU than the rest of the runner).
+    requests = {call.call_id: build_request(judge, rubric, call) for call in plan}
+    identity = judge_identity(judge)
+    keys = {cid: request.cache_key if not identity
+            else hashlib.sha256(f"{request.cache_key}\n{identity}".encode()).hexdigest()
+            for cid, request in requests.items()}
     phash = plan_hash(plan, keys, reading=reading_of(judge, plan))
     evidence_path = Path(evidence) if evidence is not None else None
     # Set-up reads and writes share one unit of work (one open of the file, not four).
@@ -237,7 +246,7 @@ async def _run(
         ticker = asyncio.create_task(sink.ticker())
         ledger = Ledger(rid, sink, tally, keys, {call.call_id: i for i, call in enumerate(plan)})
         try:
-            execution = Execution(judge, rubric, ledger)
+            execution = Execution(judge, rubric, ledger, requests)
             await execution.run(
                 pending, hits, concurrency=concurrency, batch=batch, poll_interval=poll_interval,
                 adopt=adopt_batches,

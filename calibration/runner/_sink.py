@@ -1,9 +1,17 @@
 """Where results go as they arrive: the journal first, then small database batches and the evidence file.
 
-:class:`Sink` makes each result durable the moment it is put (the write-ahead journal,
-:mod:`calibration.journal`) and writes it to the database in small batches, one transaction
-each. :class:`Ledger` is one execution's bookkeeping around it: which record each outcome
-becomes, why a request failed, what was sent.
+:class:`Sink` makes each result durable before anything else happens to it (the write-ahead
+journal, :mod:`calibration.journal`) and writes it to the database in small batches, one
+transaction each. :class:`Ledger` is one execution's bookkeeping around it: which record each
+outcome becomes, why a request failed, what was sent.
+
+The journal is written by group commit: the results put during one turn of the event loop
+(the replies that arrived together) go to the journal in one ``os.write`` as the loop's next
+turn starts, before the loop waits for anything (a reply, a timer, a database write). So a result is
+in the operating system's hands before the process can do anything else that takes time, and
+always before its database batch is written or it is counted in the progress: a SIGKILL loses
+only the calls whose reply had not been read. One write per turn instead of one per reply is
+what keeps the journal's cost flat at hundreds of replies per second.
 """
 
 from __future__ import annotations
@@ -59,22 +67,63 @@ class Sink:
         self.first_buffered = 0.0
         self.written = 0
         self._inflight: set[asyncio.Future[None]] = set()
+        # Results put this loop turn, not yet in the journal (their group commit is scheduled).
+        self._ahead: list[JudgementRecord] = []
+        self._commit: asyncio.Handle | None = None
+        self._journal_error: Exception | None = None
 
     async def put(self, records: Iterable[JudgementRecord]) -> None:
+        """Take results: journalled by this loop turn's group commit, then written in a batch.
+
+        Raises:
+            OSError: The journal could not be written (a full disk...): the run stops; what
+                arrived is still written to the database.
+        """
         records = list(records)
+        if self._journal_error is not None:
+            error, self._journal_error = self._journal_error, None
+            self._buffer(records)
+            raise error
+        if not records:
+            return
         if self.journal is not None:
-            # Durable first: from here on a kill cannot make anyone pay for these again.
-            self.seqs += self.journal.append(records)
-        for record in records:
-            if not self.buffer:
-                self.first_buffered = time.monotonic()
-            self.buffer.append(record)
-        if len(self.buffer) >= self.flush_size or (
+            # Durable first: the group commit at the end of this loop turn writes them ahead,
+            # before the loop can wait for anything; from then on a kill cannot make anyone
+            # pay for them again.
+            self._ahead += records
+            if self._commit is None:
+                self._commit = asyncio.get_running_loop().call_soon(self.write_ahead)
+        else:
+            self._buffer(records)
+        if len(self.buffer) + len(self._ahead) >= self.flush_size or (
             self.buffer and time.monotonic() - self.first_buffered >= self.flush_interval
         ):
             await self.flush()
 
+    def write_ahead(self) -> None:
+        """Journal the results put since the last group commit (one write), then buffer them."""
+        if self._commit is not None:
+            self._commit.cancel()
+            self._commit = None
+        records, self._ahead = self._ahead, []
+        if not records:
+            return
+        try:
+            if self.journal is not None:
+                self.seqs += self.journal.append(records)
+        except Exception as exc:  # raised by the next put (a loop callback has no caller)
+            self._journal_error = exc
+        finally:
+            self._buffer(records)  # the database gets them either way
+
+    def _buffer(self, records: list[JudgementRecord]) -> None:
+        if not self.buffer:
+            self.first_buffered = time.monotonic()
+        self.buffer += records
+
     async def flush(self) -> None:
+        # Nothing reaches the database (or the progress) before it is in the journal.
+        self.write_ahead()
         if not self.buffer:
             return
         batch, self.buffer = self.buffer, []
@@ -94,6 +143,7 @@ class Sink:
 
     def close_journal(self) -> None:
         """Release the journal (deleted when every entry reached the database)."""
+        self.write_ahead()  # a result put in the turn the run ended in is kept for a resume
         if self.journal is not None:
             self.journal.close()
 
@@ -115,7 +165,7 @@ class Sink:
         """Flush a lingering partial batch every ``flush_interval`` seconds."""
         while True:
             await asyncio.sleep(self.flush_interval)
-            if self.buffer and time.monotonic() - self.first_buffered >= self.flush_interval:
+            if (self.buffer or self._ahead) and time.monotonic() - self.first_buffered >= self.flush_interval:
                 await self.flush()
 
 
