@@ -54,7 +54,7 @@ import itertools
 import re
 import tomllib
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -583,8 +583,8 @@ def _without_leading_option(name: str) -> list[str]:
     return [*_without_leading_option(inner + rest), *_without_leading_option(rest)]
 
 
-def _group_end(pattern: str) -> int:
-    """Where the group opening ``pattern`` closes (the index of its ``)``); the length if nowhere."""
+def _structure(pattern: str) -> Iterator[tuple[int, str, int]]:
+    """Each character of ``pattern`` outside escapes and classes, with the group depth after it."""
     depth, in_class, escaped = 0, False, False
     for i, ch in enumerate(pattern):
         if escaped:
@@ -595,34 +595,19 @@ def _group_end(pattern: str) -> int:
             in_class = ch != "]"
         elif ch == "[":
             in_class = True
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(pattern)
+        else:
+            depth += (ch == "(") - (ch == ")")
+            yield i, ch, depth
+
+
+def _group_end(pattern: str) -> int:
+    """Where the group opening ``pattern`` closes (the index of its ``)``); the length if nowhere."""
+    return next((i for i, ch, depth in _structure(pattern) if ch == ")" and depth == 0), len(pattern))
 
 
 def _top_level_or(pattern: str) -> bool:
     """Whether ``pattern`` has a ``|`` outside every group and class (then it cannot be split)."""
-    depth, in_class, escaped = 0, False, False
-    for ch in pattern:
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            return True
-    return False
+    return any(ch == "|" and depth == 0 for _, ch, depth in _structure(pattern))
 
 
 def _mark(
