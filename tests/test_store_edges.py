@@ -137,7 +137,8 @@ def test_the_rating_forms_text_boxes_stop_where_the_store_does() -> None:
     from labeler.store import MAX_COMMENT_CHARS
 
     form = (Path(__file__).resolve().parent.parent / "judgelab" / "views" / "_form.js").read_text()
-    assert "const max = this.data.max_chars;" in form and "box.value.slice(0, end)" in form
+    # Cut in code points, as the store counts (tests/browser/test_rater_page_edges.py pastes them).
+    assert "const max = this.data.max_chars;" in form and "box.value.slice(0, unitsOf(box.value, max))" in form
     data = FormData(item="i:new", title="t", choice_label="c", options=(), choice=None, missing="m",
                     comment_label="Comment", comment="", keys_help="", editing=False, can_back=False)
     assert data.payload()["max_chars"] == MAX_COMMENT_CHARS
