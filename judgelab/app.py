@@ -16,7 +16,6 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.navigation.page import Page
 
-from judgelab.admin import warm_worker
 from judgelab.session import current_rater, settle_heap
 
 #: (file, title, icon) in menu order.
@@ -70,6 +69,9 @@ if rater.is_admin:
     st.sidebar.caption(f"Signed in as **{rater.name}**")
     # The Calibration report is built in a worker process (judgelab.admin._kept); starting it
     # now, not on the first report, keeps its interpreter start-up off the admin's wait.
+    # Imported here: the calibration code it needs is not a rater's to load.
+    from judgelab.admin import warm_worker
+
     warm_worker()
 else:
     # Raters get their three pages as a bar at the top: the sidebar's width goes to the

@@ -7,12 +7,17 @@ with each script run, so with each submit). For judgelab that names the server's
 for it (Streamlit's front end hashes it into an id for its usage statistics, which the app turns
 off), so this launcher makes the message say ``app.py`` before Streamlit starts; the server
 itself still runs the script from where it is.
+
+It also imports the modules every page's first run needs while the server starts
+(:func:`preload`), so the first rater after ``judgelab serve`` does not wait for them.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,6 +49,36 @@ def hide_script_path() -> bool:
     return True
 
 
+#: What the rater pages import: loaded by :func:`preload` while the server starts. The admin
+#: pages' calibration code is left to the first admin (it would double the server's memory).
+PRELOAD = (
+    "judgelab.session",
+    "judgelab.views._queue_page",
+    "judgelab.views._transcript",
+    "judgelab.views._form",
+    "labeler.queue",
+    "labeler.blinding",
+)
+
+
+def preload() -> threading.Thread:
+    """Import :data:`PRELOAD` in a background thread (started; joined by nobody).
+
+    A thread, so Streamlit's health check answers as soon as it would anyway; a first page
+    asked for meanwhile waits only for what is still loading (Python's import locks).
+    """
+    def run() -> None:
+        for name in PRELOAD:
+            try:
+                importlib.import_module(name)
+            except Exception:  # the page's own import raises it where it is seen
+                return
+
+    thread = threading.Thread(target=run, name="judgelab-preload", daemon=True)
+    thread.start()
+    return thread
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run ``streamlit ARGV`` (this process's arguments by default) with the script path hidden."""
     from streamlit.web.cli import main as streamlit_main
@@ -52,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print("judgelab: this Streamlit version builds its session message differently; "
               "browsers will receive the app's path on the server", file=sys.stderr)
     sys.argv = ["streamlit", *(sys.argv[1:] if argv is None else argv)]
+    if sys.argv[1:2] == ["run"]:
+        preload()
     streamlit_main()
 
 

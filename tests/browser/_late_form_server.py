@@ -3,7 +3,9 @@
 Run as ``python _late_form_server.py run app.py ...`` (the arguments of ``streamlit``) with
 ``JUDGELAB_FORM_DELAY`` in seconds: :func:`labeler.queue.choice_keys`, which the Rate page
 calls after drawing the item's text and before drawing its form, sleeps that long first, as a
-script run of a loaded server pauses. The server is the real one; only the gap between the
+script run of a loaded server pauses. With ``JUDGELAB_FORM_GATE`` (a file path) it also waits
+while that file exists, so a test can hold the form back for as long as its keys take on a
+loaded machine (up to two minutes), then let it come by deleting the file. The server is the real one; only the gap between the
 item's text and its form changes, so keys pressed meanwhile reach a page without a form.
 """
 
@@ -23,11 +25,15 @@ def main() -> None:
     from streamlit.web.cli import main as streamlit_main
 
     delay = float(os.environ["JUDGELAB_FORM_DELAY"])
+    gate = os.environ.get("JUDGELAB_FORM_GATE")
     keys = labeler.queue.choice_keys
 
     @functools.wraps(keys)
     def late(*args: Any, **kwargs: Any) -> Any:
         time.sleep(delay)
+        deadline = time.monotonic() + 120
+        while gate and os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.05)
         return keys(*args, **kwargs)
 
     labeler.queue.choice_keys = late

@@ -25,10 +25,16 @@ FORM_DELAY = 3.0
 
 
 @pytest.fixture(scope="module")
-def late_url(demo: Demo) -> Iterator[str]:
+def form_gate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """While this file exists the late server holds every rating form back (a test creates it)."""
+    return tmp_path_factory.mktemp("gate") / "hold-the-form"
+
+
+@pytest.fixture(scope="module")
+def late_url(demo: Demo, form_gate: Path) -> Iterator[str]:
     """A server on the demo's file that draws every rating form :data:`FORM_DELAY` s after the text."""
     server = serve(demo.db, launcher=Path(__file__).with_name("_late_form_server.py"),
-                   env={"JUDGELAB_FORM_DELAY": str(FORM_DELAY)})
+                   env={"JUDGELAB_FORM_DELAY": str(FORM_DELAY), "JUDGELAB_FORM_GATE": str(form_gate)})
     try:
         yield server.url
     finally:
@@ -45,10 +51,13 @@ def chosen(page: Any) -> Any:
 
 
 def test_keys_pressed_before_the_form_is_drawn_are_held_then_acted_on(
-    demo: Demo, browser: Any, late_url: str
+    demo: Demo, browser: Any, late_url: str, form_gate: Path
 ) -> None:
     rater_id, token = demo.new_rater("early-erin", score=3)
     page = browser.new_page(viewport=LAPTOP)
+    # The first form is held back until the keys are shown held: on a loaded machine the
+    # fixed delay alone could end between two key presses.
+    form_gate.touch()
     page.goto(f"{late_url}/?t={token}")
     # The item is on screen, its form not yet: the rater scores, submits and scores the next.
     expect(page.get_by_text("Answer 1 of 3")).to_be_visible(timeout=60_000)
@@ -57,6 +66,7 @@ def test_keys_pressed_before_the_form_is_drawn_are_held_then_acted_on(
     for key in ("4", "Control+Enter", "3"):
         page.keyboard.press(key)
     expect(page.locator(".jl-held")).to_have_text("Loading the form… keys held for it: 4, Ctrl+Enter, 3")
+    form_gate.unlink()
     expect_text(page, "Answer 2 of 3")
     expect(chosen(page)).to_have_text("3", timeout=30_000)
     expect(page.locator(".jl-held")).to_be_hidden()
