@@ -240,6 +240,9 @@ def browser() -> Iterator[Any]:
     main thread while it is open, and every later test that calls ``asyncio.run`` (the judge
     runner, the SDK tests) would fail with "cannot be called from a running event loop".
     """
+    # An assertion waits up to 30 s, not Playwright's 5: on two shared cores a Streamlit rerun
+    # can take longer than 5 s, and a wait only lasts that long when the test fails anyway.
+    playwright_api.expect.set_options(timeout=30_000)
     with playwright_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
