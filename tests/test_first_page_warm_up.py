@@ -96,3 +96,38 @@ def test_page_scripts_are_compiled_before_the_first_page_and_kept_when_the_last_
     assert ran["x"] == 1  # the warm-up's compile
     cache.clear()  # what Streamlit does when the last session disconnects
     assert cache.get_bytecode(str(script)) is compiled
+
+
+def test_streamlit_static_files_are_gzipped_once_and_otherwise_served_as_they_were(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+    from streamlit import file_util
+    from streamlit.web.server.starlette import starlette_static_routes as routes
+
+    from judgelab.cli._streamlit import GzipOnce, compress_static
+
+    monkeypatch.setattr(routes, "create_streamlit_static_handler", routes.create_streamlit_static_handler)
+    assert compress_static()
+    app = Starlette(routes=routes.create_streamlit_static_assets_routes(base_url=None))
+    client = TestClient(app)
+    static = Path(file_util.get_static_dir())
+    bundle = re.search(r'src="\.?/?(static/js/[^"]+\.js)"', (static / "index.html").read_text()).group(1)  # type: ignore[union-attr]
+    plain = (static / bundle).read_bytes()
+
+    got = client.get("/" + bundle, headers={"Accept-Encoding": "gzip, deflate"})
+    assert got.status_code == 200 and got.headers["content-encoding"] == "gzip"
+    assert got.content == plain and got.num_bytes_downloaded < len(plain) / 2
+    assert "immutable" in got.headers["cache-control"]  # Streamlit's one-year cache header is kept
+    (handler,) = [h for h in (getattr(r, "app", None) for r in app.routes) if isinstance(h, GzipOnce)]
+    assert "/" + bundle in handler._kept  # compressed once, then served from memory
+    assert client.get("/" + bundle, headers={"Accept-Encoding": "gzip"}).content == plain
+
+    for headers in ({"Accept-Encoding": "identity"}, {"Accept-Encoding": "gzip", "Range": "bytes=0-99"}):
+        same = client.get("/" + bundle, headers=headers)
+        assert "content-encoding" not in same.headers
+        assert same.content == plain[:len(same.content)] and len(same.content) in (100, len(plain))
+    font = next((static / "static" / "media").glob("*.woff2")).relative_to(static).as_posix()
+    assert "content-encoding" not in client.get("/" + font, headers={"Accept-Encoding": "gzip"}).headers
