@@ -119,6 +119,19 @@ def current_store() -> Store:
         raise  # unreachable
 
 
+def open_project() -> Store:
+    """Open the project store the pages share and read its rubric, before any page asks.
+
+    For the server's start (:func:`judgelab.cli._streamlit.preload`): the first rater's page
+    then finds the store open (connection, migrations checked) and the first query's code
+    (DuckDB's conversion to pandas) loaded. Raises what opening raises; the launcher leaves it
+    for the page, which shows it to the admin's log and a plain sentence to the rater.
+    """
+    store = _store_for(db_path())
+    store.rubric()
+    return store
+
+
 def current_token() -> str | None:
     """The invite token from the URL, kept in the URL so that a reload resumes.
 
