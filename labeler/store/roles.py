@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from labeler.store._pool import ImportSummary
     from labeler.store._quality import RaterHold
     from labeler.store._raters import Rater, Role
+    from labeler.store._withheld import ScreenFigures
 
 
 class Opened(Protocol):
@@ -235,6 +236,10 @@ class RaterRole(Opened, RubricView, SettingReader, HoldView, Protocol):
         seen: Seen = ...,
     ) -> int: ...
 
+    def flag_author(
+        self, rater_id: int, assignment_id: int, *, note: str = "", seconds: float | None = None, seen: Seen = ...,
+    ) -> int: ...
+
     def add_turn_label(
         self,
         rater_id: int,
@@ -404,6 +409,16 @@ class AdminRole(Settings, PeopleRole, AssignmentRole, ReviewRole, QualityRole, P
     """Everything the admin pages do, plus project settings and masking self-identifying spans."""
 
     def mask_self_id(self, rubric_id: str | None = None) -> bool: ...
+
+    def withheld_answers(self, *, every: bool = False) -> pd.DataFrame: ...
+
+    def mask_answer(self, answer_id: str, text: str, *, admin: str) -> None: ...
+
+    def clear_answer(self, answer_id: str, *, admin: str, reason: str = "") -> None: ...
+
+    def shown_mask(self, answer_id: str) -> str | None: ...
+
+    def screen_figures(self) -> ScreenFigures: ...
 
 
 class ImportExportRole(Located, PoolView, PoolWriter, TurnScoreView, Protocol):
