@@ -97,6 +97,7 @@ _FORM = st.components.v2.component(
 )
 
 Do = Literal["submit", "back", "skip", "forward", "goto", "reveals"]
+_DOS = ("submit", "back", "skip", "forward", "goto", "reveals")
 
 #: A turn's score travels among the criteria under this prefix and the turn number (``#turn-3``): a
 #: criterion id starts with a letter or digit (``labeler._rows.ID_PATTERN``), so none is taken for a turn.
@@ -253,7 +254,7 @@ class Action:
     @classmethod
     def parse(cls, raw: object) -> Action | None:
         """The action in a trigger payload; ``None`` for anything malformed."""
-        if not isinstance(raw, Mapping) or raw.get("do") not in ("submit", "back", "skip", "forward", "goto", "reveals"):
+        if not isinstance(raw, Mapping) or raw.get("do") not in _DOS:
             return None
         crit = raw.get("criteria") or {}
         seconds = raw.get("seconds")

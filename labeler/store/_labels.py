@@ -531,7 +531,8 @@ class LabelMixin(AssignMixin):
             ).fetchone()
             if row is not None:  # a gold item or attention check is no answer of the pool: nothing to withhold
                 con.execute(
-                    "INSERT INTO author_flags (answer_id, action, rater_id, by_name, reason) VALUES (?, 'rater', ?, ?, ?)",
+                    "INSERT INTO author_flags (answer_id, action, rater_id, by_name, reason)"
+                    " VALUES (?, 'rater', ?, ?, ?)",
                     [str(row[0]), rater_id, str(row[1]), note],
                 )
         return label_id

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import duckdb
 import pandas as pd
@@ -40,6 +41,8 @@ __all__ = [
     "mask_of",
     "withheld_among",
 ]
+
+Row = TypeVar("Row", bound=tuple[Any, ...])
 
 #: The newest event per answer: ``answer_id, action, created_at``.
 AUTHOR_STATE_SQL = (
@@ -95,9 +98,7 @@ def withheld_among(con: duckdb.DuckDBPyConnection, answer_ids: Sequence[str]) ->
     ).fetchall()}
 
 
-def hidden_in_queue(
-    con: duckdb.DuckDBPyConnection, rows: list[tuple[object, ...]]
-) -> list[tuple[object, ...]]:
+def hidden_in_queue(con: duckdb.DuckDBPyConnection, rows: list[Row]) -> list[Row]:
     """A rater's queue rows without the items still to do whose answer (or either answer) is withheld.
 
     ``rows`` are :meth:`labeler.store._labels.LabelMixin._queue`'s: answer id second, the second
@@ -183,15 +184,15 @@ class WithheldMixin(StoreCore):
 
     # -- the screen (calibration.screen) --------------------------------------------------
 
-    def screened_answers(self) -> set[str]:
-        """Answers the screen has a verdict for (a parse failure is none: it is asked again)."""
-        return {str(a) for a in self.query(
-            "SELECT DISTINCT answer_id FROM screen_verdicts WHERE reveals IS NOT NULL")["answer_id"]}
-
-    def decided_answers(self) -> set[str]:
-        """Answers an admin has masked or cleared: the screen leaves their state alone."""
-        return {str(a) for a in self.query(
-            "SELECT DISTINCT answer_id FROM author_flags WHERE action IN ('mask', 'clear')")["answer_id"]}
+    def screen_readings(self, run_id: str) -> pd.DataFrame:
+        """A screen run's newest reply per answer: ``answer_id, value, parse_error, error, raw, cost_usd``."""
+        return self.query(
+            "SELECT j.answer_id, j.value, j.parse_error, j.error, j.raw, j.cost_usd FROM judgements j"
+            " WHERE j.run_id = ? AND NOT EXISTS (SELECT 1 FROM judgements n WHERE n.run_id = j.run_id"
+            "  AND n.call_id = j.call_id AND n.judgement_id > j.judgement_id)"
+            " ORDER BY j.answer_id",
+            [run_id],
+        )
 
     def record_screen(
         self, run_id: str, rows: Sequence[tuple[str, bool | None, str, str | None, float | None]], *, judge: str

@@ -405,7 +405,13 @@ class QualityRole(Located, PoolView, RaterDirectory, HoldView, QualitySettingsVi
     def rater_pauses(self) -> pd.DataFrame: ...
 
 
-class AdminRole(Settings, PeopleRole, AssignmentRole, ReviewRole, QualityRole, Protocol):
+class ScreenView(Protocol):
+    """The author screen's figures (:mod:`labeler.store._withheld`): the Overview shows them, the screen prints them."""
+
+    def screen_figures(self) -> ScreenFigures: ...
+
+
+class AdminRole(Settings, PeopleRole, AssignmentRole, ReviewRole, QualityRole, ScreenView, Protocol):
     """Everything the admin pages do, plus project settings and masking self-identifying spans."""
 
     def mask_self_id(self, rubric_id: str | None = None) -> bool: ...
@@ -417,8 +423,6 @@ class AdminRole(Settings, PeopleRole, AssignmentRole, ReviewRole, QualityRole, P
     def clear_answer(self, answer_id: str, *, admin: str, reason: str = "") -> None: ...
 
     def shown_mask(self, answer_id: str) -> str | None: ...
-
-    def screen_figures(self) -> ScreenFigures: ...
 
 
 class ImportExportRole(Located, PoolView, PoolWriter, TurnScoreView, Protocol):
@@ -454,7 +458,9 @@ class ImportExportRole(Located, PoolView, PoolWriter, TurnScoreView, Protocol):
     def design_tables(self) -> dict[str, pd.DataFrame]: ...
 
 
-class JudgeRole(UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLabelView, RunView, Protocol):
+class JudgeRole(
+    UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLabelView, RunView, ScreenView, Protocol
+):
     """Judge runs and judgements: the runner's and probes' writes, cache, batches and evidence."""
 
     def start_judge_run(
@@ -486,6 +492,12 @@ class JudgeRole(UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLab
     def answered_calls(self, run_id: str) -> set[str]: ...
 
     def cached_replies(self, cache_keys: Iterable[str]) -> dict[str, dict[str, Any]]: ...
+
+    def screen_readings(self, run_id: str) -> pd.DataFrame: ...
+
+    def record_screen(
+        self, run_id: str, rows: Sequence[tuple[str, bool | None, str, str | None, float | None]], *, judge: str
+    ) -> int: ...
 
     def add_rewrite(
         self,
