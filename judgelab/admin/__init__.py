@@ -81,6 +81,7 @@ from judgelab.admin._overview import (
     Overview,
     median_seconds,
     overview,
+    screen_summary,
 )
 from judgelab.admin._raters import (
     Invite,
@@ -153,6 +154,7 @@ __all__ = [
     "median_seconds",
     "natural_key",
     "overview",
+    "screen_summary",
     "panel_report",
     "rater_table",
     "reassign_stranded",

@@ -47,3 +47,18 @@ def test_a_rater_cannot_open_it(db: Store) -> None:
     _, token = db.add_rater("dan")
     at = open_page(token)
     assert [e.value for e in at.error] == ["Access denied: this page is for admins."]
+
+
+def test_the_overview_shows_the_screens_figures(db: Store) -> None:
+    seed(db)
+    _, token = db.add_rater("boss", role="admin")
+    db.record_screen("run-1", [("a1", True, "names its maker", None, 0.0025), ("a2", False, "nothing", None, 0.0025),
+                               ("a3", None, "", "no verdict", 0.0025)], judge="fake")
+    db.clear_answer("a1", admin="boss")
+    at = AppTest.from_file(str(PAGES / "admin_overview.py"), default_timeout=60)
+    at.query_params["t"] = token
+    at.run()
+    assert not at.exception, at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert ("Author screen: 3 answers screened, 1 flagged as revealing their author, 1 cleared and 0 masked by an "
+            "admin, 0 withheld now; 1 replies did not parse (no verdict); cost $0.0075.") in text
