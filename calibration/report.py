@@ -436,6 +436,7 @@ def _labels_markdown(report: CalibrationReport) -> list[str]:
         "simulated raters)"
         + (f"; {lab.n_flagged} flagged unrateable and left out" if lab.n_flagged else "") + ".",
         "",
+        *([f"{apart[0].upper()}{apart[1:]}.", ""] if (apart := lab.set_apart_line()) else []),
         report.human_rule_text(),
         "",
         *_rater_model_markdown(report),

@@ -31,6 +31,7 @@ ADMIN_PAGES = (
     ("admin_assignments.py", "Assignments", ":material/assignment_ind:"),
     ("admin_agreement.py", "Agreement", ":material/handshake:"),
     ("admin_review.py", "Review", ":material/rate_review:"),
+    ("admin_withheld.py", "Withheld", ":material/visibility_off:"),
 )
 ANALYST_PAGES = (("analyst.py", "Calibration", ":material/insights:"),)
 

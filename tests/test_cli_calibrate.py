@@ -153,3 +153,27 @@ def test_two_raters_get_no_residual_interval_for_raters_like_these_and_the_line_
     families = json.loads(stdout)["residuals"]["score"]["families"]
     for fam in families.values():
         assert fam["ci_low"] < fam["estimate"] < fam["ci_high"] and fam["extra"]["unreliable"] is None
+
+
+def test_labels_on_answers_that_reveal_their_author_are_set_apart_and_reported(tmp_path: Path) -> None:
+    built = build_store(tmp_path / "apart.duckdb", SMALL_CELLS, simulated=True, n_unlabelled=0)
+    store = built.store
+    labelled = sorted(set(store.human_labels()["answer_id"]))[:3]
+    out = tmp_path / "r.md"
+    args = ("calibrate", "--db", str(store.path), "--judge-run", built.run_id, "--out", str(out), "--resamples", "50")
+    before = json.loads(run(*args, "--json")[1])["labels"]
+    assert before["n_set_apart"] == 0
+    # The screen (or a rater's W key) finds three labelled answers reveal their author: their labels are set apart.
+    store.record_screen("screen-1", [(a, True, "signs with its maker's name", None, None) for a in labelled],
+                        judge="fake")
+    after = json.loads(run(*args, "--json")[1])["labels"]
+    assert (after["n_set_apart"], after["n_set_apart_answers"]) == (6, 3)  # two raters labelled each
+    assert after["n_labels"] == before["n_labels"] - 6 and after["n_answers"] == before["n_answers"] - 3
+    code, stdout, _ = run(*args)
+    assert code == 0
+    assert "  set apart: 6 labels on 3 answers that reveal their author (left out of every figure)" in stdout
+    assert "Set apart: 6 labels on 3 answers that reveal their author" in out.read_text()
+    # Cleared by the admin (nothing unblinds): the labels count again.
+    for answer in labelled:
+        store.clear_answer(answer, admin="root")
+    assert json.loads(run(*args, "--json")[1])["labels"]["n_labels"] == before["n_labels"]

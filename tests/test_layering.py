@@ -146,3 +146,20 @@ def test_the_checker_sees_a_lazy_upward_import(tmp_path: Path) -> None:
     path.write_text(source)
     modules = {"calibration.design": path, "labeler.x": path}
     assert _imports("labeler.x", path, modules) == {"calibration.design"}
+
+
+def test_the_admin_package_resolves_every_public_name_lazily_and_from_its_own_module() -> None:
+    """``judgelab.admin`` loads its modules on first use, and says so consistently.
+
+    Its lazy table, ``__all__`` and the ``TYPE_CHECKING`` imports (what type checkers read) name
+    the same things, each from its own module.
+    """
+    import judgelab.admin as admin
+
+    tree = ast.parse((ROOT / "judgelab" / "admin" / "__init__.py").read_text(encoding="utf-8"))
+    typed = {alias.name: node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             for alias in node.names if node.module and node.module.startswith("judgelab.admin.")}
+    assert typed == admin._LAZY
+    assert sorted(admin.__all__) == sorted(admin._LAZY)
+    for name in admin.__all__:
+        assert getattr(admin, name) is getattr(__import__(admin._LAZY[name], fromlist=[name]), name)

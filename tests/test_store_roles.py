@@ -79,6 +79,7 @@ def test_the_rater_role_reaches_no_family_model_rater_or_admin_data() -> None:
         "read_only", "rubric", "rubrics", "setting", "rater_hold", "authenticate", "screen", "claim_next",
         "progress", "skip_item", "add_label", "add_pair_label", "add_audit", "quality_feedback", "open_item",
         "next_item", "score_view", "pair_view", "audit_view", "rater_queue", "add_turn_label", "label_turns",
+        "flag_author",  # a write: the rater's W key (the answer says who wrote it)
     }
     # Whatever else a rater's role grows, nothing else the other roles reach may join it:
     # answers with family, model and variant, tasks, pairs, raters, designs, judge runs, paths.

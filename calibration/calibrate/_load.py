@@ -194,6 +194,11 @@ def load_calibration_data(store: AnalystRole, run_id: str | None = None) -> Cali
               .sort_values(["_versioned", "label_id"], ascending=[False, False])
               .drop_duplicates(["rater_id", "answer_id"]).sort_values(["answer_id", "rater_id"])
               .reset_index(drop=True))
+    # Labels of an answer later found to say who wrote it are set apart, and counted (as the Arena drops
+    # votes on answers that reveal their model): a rater who knew the author may have scored the author.
+    apart = labels["reveals_author"].fillna(False).astype(bool)
+    n_apart, n_apart_answers = int(apart.sum()), int(labels.loc[apart, "answer_id"].nunique())
+    labels = labels[~apart].reset_index(drop=True)
     labels["simulated"] = (labels["source"] == "simulated") | labels["rater_simulated"].astype(bool)
     people = pd.to_numeric(labels["n_raters"], errors="coerce") if "n_raters" in labels else pd.Series(1, labels.index)
     labels["n_raters"] = people.fillna(1).astype(int)
@@ -213,6 +218,8 @@ def load_calibration_data(store: AnalystRole, run_id: str | None = None) -> Cali
         n_adjudicated=len(adjudicated),
         n_revealed=n_revealed,
         n_annotator_means=len(annotator_means),
+        n_set_apart=n_apart,
+        n_set_apart_answers=n_apart_answers,
     )
 
     judge_format = _choose_format(point, rubric)

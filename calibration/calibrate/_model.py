@@ -96,6 +96,9 @@ class LabelSummary:
         n_annotator_means: Labels that are already the mean of several people (imported with
             ``n_raters`` above 1): each weighs as its number of people in its answer's human
             score and is no rater's label in the raters' spread or alpha.
+        n_set_apart: Scored labels left out because their answer was found to say who wrote it
+            (withheld by a rater's flag or the screen, or masked after the label was given).
+        n_set_apart_answers: The answers those labels are on.
     """
 
     n_labels: int
@@ -108,6 +111,15 @@ class LabelSummary:
     n_adjudicated: int = 0
     n_revealed: int = 0
     n_annotator_means: int = 0
+    n_set_apart: int = 0
+    n_set_apart_answers: int = 0
+
+    def set_apart_line(self) -> str | None:
+        """The report's line on labels set apart because their answer reveals its author (``None``: none)."""
+        if not self.n_set_apart:
+            return None
+        return (f"set apart: {self.n_set_apart} labels on {self.n_set_apart_answers} answers that reveal their "
+                "author (left out of every figure)")
 
     @property
     def simulated(self) -> bool:

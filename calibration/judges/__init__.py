@@ -12,7 +12,7 @@ from calibration.judges._anthropic import (
     rejects_sampling_params,
 )
 from calibration.judges._base import Failure, FailureKind, Judge, JudgeCall, Judgement
-from calibration.judges._fake import FakeJudge, TextFeatures, text_features, text_quality
+from calibration.judges._fake import SCREEN_QUESTION, FakeJudge, TextFeatures, text_features, text_quality
 from calibration.judges._openai import (
     OpenAIBatchStatus,
     OpenAIJudge,
@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "PAIRWISE_FORMATS",
     "POINTWISE_FORMATS",
+    "SCREEN_QUESTION",
     "AnthropicJudge",
     "BatchJudge",
     "BatchReadShort",

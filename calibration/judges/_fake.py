@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from calibration import formats, perturb, pricing
 from calibration.judges._base import JudgeCall, Judgement
+from labeler.blinding import detect_self_identifying
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.scales import FORMATS, PAIRWISE_FORMATS, Format, Kind, format_spec
@@ -74,6 +75,14 @@ MUCH_THRESHOLD = 3.0
 
 BINARY_CUT = 3.5
 """``binary`` answers ACCEPT when the latent 1..5 score reaches this."""
+
+SCREEN_QUESTION = "Does the answer reveal which model or company wrote it?"
+"""The question of the author screen (:mod:`calibration.screen`), in its rubric's name and pass rule.
+
+A call whose prompt asks it is answered by the fake judge as a screen: ACCEPT when the answer names
+its maker or model as the rules (:func:`labeler.blinding.detect_self_identifying`) or a byline read
+it, REJECT otherwise, with the reason in the reply. A real judge reads the same prompt.
+"""
 
 STYLE_MARKERS: dict[str, tuple[str, ...]] = {
     "claude": (
@@ -456,7 +465,8 @@ class FakeJudge:
         self, call: JudgeCall, prompt: str, answers: Sequence[str], rubric: Rubric | None
     ) -> Judgement:
         start = time.perf_counter()
-        raw = self.reply(call.kind, call.format, answers, key=call.cache_key, spec=self.spec)
+        screen = SCREEN_QUESTION in call.system or SCREEN_QUESTION in call.user
+        raw = self.reply(call.kind, call.format, answers, key=call.cache_key, spec=self.spec, screen=screen)
         result = formats.parse(call.format, raw, spec=self.spec)
         usage = pricing.TokenUsage(
             input_tokens=pricing.approx_tokens(call.system) + pricing.approx_tokens(call.user),
@@ -535,16 +545,20 @@ class FakeJudge:
         return d
 
     def reply(
-        self, kind: Kind, fmt: Format, answers: Sequence[str], *, key: str, spec: JudgeSpec | None = None
+        self, kind: Kind, fmt: Format, answers: Sequence[str], *, key: str, spec: JudgeSpec | None = None,
+        screen: bool = False,
     ) -> str:
         """The reply text for one call; ``key`` (the call's cache key) seeds the draws.
 
         The last line is ``VERDICT: <value>``, or with a ``spec`` a verdict its rule for
-        ``fmt`` reads as the same value (``[[A]]``, ``Rating: [[4]]``...).
+        ``fmt`` reads as the same value (``[[A]]``, ``Rating: [[4]]``...). ``screen``: the call
+        asks :data:`SCREEN_QUESTION` (a binary call): ACCEPT means the answer reveals its author.
         """
         rng = self._rng(key)
         fail = rng.random() < self.parse_failure_rate
-        if kind == "pairwise" or fmt in PAIRWISE_FORMATS:
+        if screen and kind == "pointwise" and fmt == "binary":
+            body, verdict = _screen_reply(answers[0])
+        elif kind == "pairwise" or fmt in PAIRWISE_FORMATS:
             body, verdict = self._compare_reply(answers[0], answers[1], rng)
         else:
             body, verdict = self._score_reply(fmt, answers[0], rng)
@@ -601,17 +615,29 @@ class FakeJudge:
             json.dumps([request.get("model"), _system_text(request), user]).encode()
         ).hexdigest()
         system = _system_text(request)
+        screen = SCREEN_QUESTION in system or SCREEN_QUESTION in user
         own = self.spec.read(system, user) if self.spec is not None else None
         if own is not None:
-            return self.reply(own.kind, own.format, own.answers, key=key, spec=self.spec)
+            return self.reply(own.kind, own.format, own.answers, key=key, spec=self.spec, screen=screen)
         read = formats.read_call(user)
         if read is not None:
-            return self.reply(read.kind, read.format, read.answers, key=key)
+            return self.reply(read.kind, read.format, read.answers, key=key, screen=screen)
         padded = _PAD_REQUEST.search(user)
         if padded:
             original = padded.group(1)
             return perturb.pad(original).text
         return "Received. There is no judging task in this request."
+
+
+def _screen_reply(answer: str) -> tuple[str, str]:
+    """The fake judge's author screen: what the rules and a byline read, as a reason and a verdict."""
+    spans = detect_self_identifying(answer)
+    byline = text_features(answer).byline_family
+    if spans:
+        return f"It names who wrote it: {spans[0][2]!r}.", "ACCEPT"
+    if byline:
+        return f"Its byline names {byline}.", "ACCEPT"
+    return "Nothing in it says which model or company wrote it.", "REJECT"
 
 
 _PAD_REQUEST = re.compile(r"<answer_to_pad>\n(.*?)\n</answer_to_pad>", re.DOTALL)

@@ -89,6 +89,7 @@ if TYPE_CHECKING:
         Overview,
         median_seconds,
         overview,
+        screen_summary,
     )
     from judgelab.admin._raters import (
         Invite,
@@ -163,6 +164,7 @@ _LAZY: dict[str, str] = {
     "Overview": "judgelab.admin._overview",
     "median_seconds": "judgelab.admin._overview",
     "overview": "judgelab.admin._overview",
+    "screen_summary": "judgelab.admin._overview",
     "Invite": "judgelab.admin._raters",
     "base_url": "judgelab.admin._raters",
     "invite_link": "judgelab.admin._raters",
@@ -250,6 +252,7 @@ __all__ = [
     "revoke_rater",
     "rewrite_variants",
     "rubric_versions",
+    "screen_summary",
     "select_answers",
     "self_identifying_table",
     "set_masking",

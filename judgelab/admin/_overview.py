@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from judgelab.admin._common import display_name
-from labeler.store import AssignmentRole
+from labeler.store import AssignmentRole, ScreenFigures
+from labeler.store.roles import ScreenView
 from labeler.timing import label_time
 
 # -- overview ------------------------------------------------------------------------
@@ -136,3 +137,16 @@ def _progress_per_rater(progress: pd.DataFrame, labels: pd.DataFrame) -> pd.Data
     return out[[*columns, *extra]].sort_values("rater_id").reset_index(drop=True)
 
 
+def screen_summary(store: ScreenView) -> str | None:
+    """The author screen's figures in one sentence for the Overview (``None``: never run).
+
+    Screened, flagged, cleared (and masked) by the admin, withheld now, parse failures, and what the
+    screen's calls cost (``judgelab screen``; :class:`~labeler.store.ScreenFigures`).
+    """
+    f: ScreenFigures = store.screen_figures()
+    if not f.screened:
+        return None
+    cost = "cost not recorded" if f.cost_usd is None else f"cost ${f.cost_usd:,.4f}"
+    failed = f"; {f.parse_failures} replies did not parse (no verdict)" if f.parse_failures else ""
+    return (f"Author screen: {f.screened} answers screened, {f.flagged} flagged as revealing their author, "
+            f"{f.cleared} cleared and {f.masked} masked by an admin, {f.withheld} withheld now{failed}; {cost}.")

@@ -66,6 +66,8 @@ VERBS: dict[str, tuple[str, str]] = {
         "Render the report card from an evidence file."),
     "score": ("judgelab.cli.score:score_command",
         "Score every answer of a set with the judge, once per format, as a judge run."),
+    "screen": ("judgelab.cli.screen:screen_command",
+        "Ask the judge whether each answer reveals which model or company wrote it; withhold those it flags."),
     "serve": ("judgelab.cli.serve:serve",
         "Start the rater app on the project database."),
     "winrate": ("judgelab.cli.winrate:winrate",

@@ -124,6 +124,7 @@ def calibrate_command(
     click.echo("\n".join([f"  human score: rule {report.human_rule}; {report.labels.n_adjudicated} answer(s) "
                           "adjudicated", *_rater_model_lines(report)]))
     click.echo(f"  intervals: {_scope_line(report.interval)}")
+    click.echo("".join(f"  {line}\n" for line in [report.labels.set_apart_line()] if line), nl=False)
     for scale, section in report.residuals.items():
         digits = 1 if scale == "pass" else 2
         for fam, r in section.families.items():

@@ -420,6 +420,12 @@ class RatingForm {
     else row.appendChild(mk("Skip", "S", "skip", true, false));
     row.appendChild(mk("Submit", "Ctrl+Enter", "submit", true, true));
     const wrap = el("div", { cls: "jl-submit" }, row);
+    if (d.reveals) {
+      // The rater's own flag: the answer says who wrote it (the comment box, if filled, says how).
+      const own = el("div", { cls: "jl-buttons" }, mk(d.reveals.label, "W", "reveals", true, false));
+      own.firstChild.title = d.reveals.help;
+      wrap.appendChild(own);
+    }
     this.message = el("p", { cls: "jl-message", role: "alert" });
     wrap.appendChild(this.message);
     return wrap;
@@ -501,6 +507,10 @@ class RatingForm {
     const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
     const options = this.data.choice.options;
     const scoreKey = options.some((o) => o.key === k) || (/^[0-9]$/.test(k) && twoDigitScale(options));
+    if (this.busy && k === "w" && this.data.reveals) {
+      // W speaks of the answer on screen: never kept for one the rater has not read yet.
+      return this.consume(e, () => this.refuseKeys(["w"], "Not used while saving (it is for the answer on screen):"));
+    }
     if (this.busy && (scoreKey || ["b", "s", "f", "u", "c", "t"].includes(k))) {
       // Sent, and the answer is not here yet: a score key is kept for the item that comes,
       // and so are Back, Skip, Forward, the flag and the comment (B at once after a submit
@@ -516,6 +526,7 @@ class RatingForm {
     if (go) return this.consume(e, () => this.act(go));
     if (k === "s" || k === "f") return this.consume(e, () => this.refuseKeys([k], "Not used on this item:"));
     if (k === "u" && this.data.flag) return this.consume(e, () => this.setFlag(!this.values.flag, true));
+    if (k === "w" && this.data.reveals) return this.consume(e, () => this.act("reveals"));
     if (k === "c") return this.consume(e, () => this.root.querySelector(".jl-comment").focus());
     if (k === "t" && (this.data.turns || []).length) return this.consume(e, () => this.focusTurn());
     if ((k === "ArrowDown" || k === "ArrowUp") && (this.data.criteria || []).length) {
@@ -636,6 +647,7 @@ class RatingForm {
     const go = this.navigation(k);
     if (go) return this.act(go);
     if (k === "u" && this.data.flag) return this.setFlag(!this.values.flag, true);
+    if (k === "w" && this.data.reveals) return this.act("reveals");  // held before the form: the text was on screen
     if (k === "c") return this.root.querySelector(".jl-comment").focus();
     if (k === "t" && (this.data.turns || []).length) return this.focusTurn();
     return this.refuseKeys([k], "Not used on this item:");  // e.g. F on an item not done yet
@@ -671,7 +683,7 @@ class RatingForm {
   }
 
   act(what, to = "") {
-    if (this.busy) return this.wait(what === "submit" ? "submit" : what[0]);
+    if (this.busy) return what === "reveals" ? null : this.wait(what === "submit" ? "submit" : what[0]);
     if (what === "submit") {
       const problem = this.missing();
       if (problem) {

@@ -96,7 +96,8 @@ _FORM = st.components.v2.component(
     js=(_HERE / "_form.js").read_text(encoding="utf-8"),
 )
 
-Do = Literal["submit", "back", "skip", "forward", "goto"]
+Do = Literal["submit", "back", "skip", "forward", "goto", "reveals"]
+_DOS = ("submit", "back", "skip", "forward", "goto", "reveals")
 
 #: A turn's score travels among the criteria under this prefix and the turn number (``#turn-3``): a
 #: criterion id starts with a letter or digit (``labeler._rows.ID_PATTERN``), so none is taken for a turn.
@@ -140,6 +141,8 @@ class FormData:
         guide: The rubric's instructions before its score levels, shown as text under the
             buttons, folded ("" shows none).
         flag: Offer "flag as unrateable" (score items).
+        reveals: Offer "this answer says who wrote it" (key W; the action ``reveals``), which
+            withholds the answer from other raters (score items of the pool).
         flagged: Whether the current label flags the item.
         reason: The current flag reason.
         error: A refusal from the server to show at the Submit button.
@@ -175,6 +178,7 @@ class FormData:
     guide_title: str = ""
     guide: str = ""
     flag: bool = False
+    reveals: bool = False
     flagged: bool = False
     reason: str = ""
     error: str = ""
@@ -205,6 +209,10 @@ class FormData:
             "comment": {"label": self.comment_label, "value": self.comment},
             "flag": {"label": "Flag as unrateable", "reason_label": "Why can it not be rated?",
                      "value": self.flagged, "reason": self.reason} if self.flag else None,
+            "reveals": {"label": "Says who wrote it",
+                        "help": "This answer tells which model or company wrote it: it is taken out of every "
+                                "rater's queue and your admin looks at it. The comment box can say where."}
+            if self.reveals else None,
             "keys_help": self.keys_help, "editing": self.editing, "can_back": self.can_back,
             "error": self.error, "notice": self.notice, "idle_cap": IDLE_CAP_SECONDS,
             "draft_scope": self.draft_scope, "position": self.position, "max_chars": MAX_COMMENT_CHARS,
@@ -216,7 +224,8 @@ class Action:
     """What the rater asked for: a button or shortcut, with the form's values.
 
     Attributes:
-        do: ``submit``, ``back``, ``skip`` or ``forward``.
+        do: ``submit``, ``back``, ``skip``, ``forward``, ``goto`` or ``reveals`` (the answer says who
+            wrote it: the W key).
         item: The item key the form was drawn for (an action on a stale form is ignored).
         choice: The main choice (overall score, preference, yes/no), or ``None``.
         criteria: Criterion id -> score (criteria without a score left out).
@@ -245,7 +254,7 @@ class Action:
     @classmethod
     def parse(cls, raw: object) -> Action | None:
         """The action in a trigger payload; ``None`` for anything malformed."""
-        if not isinstance(raw, Mapping) or raw.get("do") not in ("submit", "back", "skip", "forward", "goto"):
+        if not isinstance(raw, Mapping) or raw.get("do") not in _DOS:
             return None
         crit = raw.get("criteria") or {}
         seconds = raw.get("seconds")

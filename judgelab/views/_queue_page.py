@@ -42,6 +42,10 @@ from labeler.errors import AccessError, JudgelabError, StaleLabelError, StoreErr
 from labeler.queue import KEYS, Kind, QueueItem, previous_index
 from labeler.store import Rater, RaterRole, Screen
 
+#: What the rater reads after pressing W (the answer says who wrote it).
+REVEALED = ("Flagged: this answer says who wrote it. It is taken out of every rater's queue "
+            "and your admin will look at it.")
+
 #: What a write returns: the id of the rater's current label after it (the same id as
 #: before when nothing changed). Pages pass the item's ``done_id`` to the store as the label
 #: the form showed (``seen``).
@@ -176,8 +180,26 @@ class QueuePage:
                 self.failed(exc, "skip")
                 return
             st.session_state[self.at] = None
+        elif action.do == "reveals":
+            self.reveals(item, action)
         else:
             self.save(item, action, write, saved=saved, changed=changed)
+
+    def reveals(self, item: QueueItem, action: Action) -> None:
+        """The rater says the answer tells who wrote it: withhold it from every other rater, then go on.
+
+        The comment box, if the rater wrote in it, is kept as their note for the admin. Refusals
+        are said as a submit's are (:meth:`save`).
+        """
+        if self.kind != "score":
+            st.session_state[self.flash + ":error"] = "Not done: W is for answers rated one at a time."
+            return
+
+        def write(act: Action) -> int:
+            return self.store.flag_author(self.rater_id, item.assignment_id, note=act.comment,
+                                          seconds=act.seconds, seen=item.done_id)
+
+        self.save(item, action, write, saved=REVEALED, changed=REVEALED)
 
     def failed(self, exc: Exception, what: str, *, said: str = SAVE_FAILED) -> None:
         """Keep ``exc`` for the admin (server log, Overview) and say ``said`` at the Submit button.

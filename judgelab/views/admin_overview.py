@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from judgelab.admin import overview
+from judgelab.admin import overview, screen_summary
 from judgelab.session import current_store, require_admin
 from judgelab.views._active_section import overview_section
 from judgelab.views._errors_section import server_errors
@@ -50,6 +50,16 @@ hours_col.metric("Person-hours left", f"{view.person_hours_left:.1f} h")
 hours_col.caption(f"remaining items × {view.minutes_per_label:g} min per label ({view.minutes_source})")
 
 overview_quality(store)
+
+withheld = store.screen_figures().withheld
+screened = screen_summary(store)
+if screened or withheld:
+    st.subheader("Answers that say who wrote them")
+    if screened:
+        st.markdown(screened)
+    if withheld:
+        st.caption(f"{withheld} answer(s) withheld from raters now (a rater's W key or the screen): "
+                   "mask or clear them on the Withheld page.")
 
 per = view.per_rater
 overview_section(store, labels_in_project=None if per.empty else int(per["labels"].sum()))

@@ -110,7 +110,8 @@ def _form_data(view: ScoreView, index: int, turns: list[tuple[int, str, str, flo
         comment=cur.comment if cur else "",
         keys_help=keys_help(f"{shown} overall (untouched criteria follow) · "
                             "↓ then digits or ←/→ criteria" + (" and turns · T first turn without a score" if turns
-                                                               else "") + " · U flag · C comment",
+                                                               else "") + " · U flag · W says who wrote it"
+                            " · C comment",
                             editing=cur is not None),
         editing=cur is not None,
         can_back=index > 0,
@@ -125,6 +126,7 @@ def _form_data(view: ScoreView, index: int, turns: list[tuple[int, str, str, flo
         guide_title=f"How to score ({rubric.name}, v{rubric.version})",
         guide=intro,
         flag=True,
+        reveals=True,
         flagged=bool(cur and cur.flag_reason),
         reason=(cur.flag_reason or "") if cur else "",
         turns=turns,

@@ -45,6 +45,7 @@ from labeler.store._quality import QualityMixin, RaterHold
 from labeler.store._raters import Rater, Role, hash_token
 from labeler.store._review import ADJUDICATED, ReviewMixin
 from labeler.store._turns import TurnMixin
+from labeler.store._withheld import ScreenFigures, WithheldMixin
 from labeler.store.roles import (
     AdminRole,
     AnalystRole,
@@ -62,7 +63,7 @@ from labeler.store.roles import (
 
 class Store(
     TurnMixin, LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin,
-    QualityMixin,
+    QualityMixin, WithheldMixin,
 ):
     """The project database (one DuckDB file, or a PostgreSQL database). Safe to share between threads and processes."""
 
@@ -129,6 +130,7 @@ __all__ = [
     "Role",
     "ScoreView",
     "Screen",
+    "ScreenFigures",
     "Store",
     "copy_database",
     "copy_project",

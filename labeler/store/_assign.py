@@ -11,6 +11,8 @@ check and the write can never be split by another writer:
   raters. Two raters asking at once can never push an answer past ``k``. A revoked rater's
   unanswered assignment does not count (:data:`labeler.store._core.DEAD_SCORE_ASSIGNMENTS`):
   nobody would ever answer it.
+* **Withheld.** An answer that says who wrote it (:mod:`labeler.store._withheld`) is dealt to
+  nobody; its pending assignments stay and count towards k, hidden until the admin decides.
 * **Spread.** New items join the end of each rater's queue in a seeded order that keeps
   answers to one task apart (:func:`labeler.planner.queue_rows`).
 """
@@ -41,6 +43,7 @@ from labeler.store._core import DEAD_SCORE_ASSIGNMENTS
 from labeler.store._imports import ImportMixin
 from labeler.store._pool import tasks_of
 from labeler.store._quality import mix_in
+from labeler.store._withheld import WITHHELD_SQL, withheld_among
 
 __all__ = ["AssignMixin"]
 
@@ -204,6 +207,8 @@ class AssignMixin(ImportMixin):
         with self.connection() as con:
             self._check_raters(con, raters)
             task_of = self._task_of(con, answer_ids, column="answer_id")
+            for withheld in withheld_among(con, list(task_of)):
+                del task_of[withheld]  # it says who wrote it: dealt to nobody (labeler.store._withheld)
             holders: dict[str, set[int]] = defaultdict(set)
             for a, r in con.execute(
                 "SELECT answer_id, rater_id FROM assignments WHERE kind = 'score'"
@@ -326,6 +331,7 @@ class AssignMixin(ImportMixin):
             FROM answers a LEFT JOIN counts c USING (answer_id)
             WHERE {pool_filter}
               AND coalesce(c.n, 0) < {int(k)}
+              AND a.answer_id NOT IN ({WITHHELD_SQL})
               AND NOT EXISTS (SELECT 1 FROM assignments o WHERE o.kind = 'score'
                               AND o.rater_id = $rater AND o.answer_id = a.answer_id)
             ORDER BY coalesce(c.n, 0), hash($salt || a.answer_id), a.answer_id

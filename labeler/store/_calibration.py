@@ -21,6 +21,7 @@ import pandas as pd
 from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement, rubric_match
 from labeler.store._quality import EXCLUDED_RATERS_SQL
 from labeler.store._review import CURRENT_ADJUDICATION_RULE
+from labeler.store._withheld import AUTHOR_STATE_SQL, REVEALS_AUTHOR_SQL
 
 # The newest row per planned call of one run; rows without a call id each stand alone.
 _RUN_ROWS_SQL = """
@@ -41,12 +42,15 @@ _RUN_ROWS_SQL = """
 _CURRENT_SQL = f"""
     SELECT l.label_id, l.rater_id, l.rater_name, r.simulated AS rater_simulated,
            l.answer_id, a.task_id, a.family, a.variant, l.rubric_id, l.rubric_version,
-           l.overall, l.passed, l.flag_reason, l.source, l.n_raters
+           l.overall, l.passed, l.flag_reason, l.source, l.n_raters,
+           {REVEALS_AUTHOR_SQL} AS reveals_author
     FROM labels l
     JOIN raters r ON r.rater_id = l.rater_id
         -- a rater paused with "exclude their labels" (labeler.store._quality) counts in no calibration
         AND r.rater_id NOT IN ({EXCLUDED_RATERS_SQL})
     JOIN answers a ON a.answer_id = l.answer_id
+    -- an answer found to say who wrote it (labeler.store._withheld): its labels are set apart
+    LEFT JOIN ({AUTHOR_STATE_SQL}) fs ON fs.answer_id = l.answer_id
     {CURRENT_LABEL_RULE}
 """
 
@@ -143,7 +147,9 @@ class CalibrationMixin(StoreCore):
 
         Returns:
             ``label_id, rater_id, rater_name, rater_simulated, answer_id, task_id, family,
-            variant, rubric_id, rubric_version, overall, passed, flag_reason, source``.
+            variant, rubric_id, rubric_version, overall, passed, flag_reason, source, n_raters,
+            reveals_author`` (the answer was found to say who wrote it: withheld now, or masked after
+            this label; :mod:`labeler.store._withheld`).
         """
         sql = f"SELECT * FROM ({_CURRENT_SQL}) cur"
         params: list[object] = []

@@ -47,6 +47,7 @@ from labeler.store._assign import AssignMixin
 from labeler.store._core import check_comment
 from labeler.store._pool import blind_text, blind_transcript
 from labeler.store._quality import refuse_if_paused, visible_rows
+from labeler.store._withheld import RATER_FLAG_REASON, hidden_in_queue, mask_of
 from labeler.transcripts import Transcript, render
 
 #: The label a write's caller saw: its id, ``None`` (none), or ``...`` (not said: no check).
@@ -236,6 +237,8 @@ class LabelMixin(AssignMixin):
             rows.append((a, answer_id, answer_b_id, done_id, is_flagged, count, last, rubric_id, rubric_version))
         # A paused or qualifying rater sees only gold items and attention checks (labeler.store._quality).
         rows = visible_rows(con, rater_id, kind, rows)
+        # An answer withheld because it says who wrote it is shown to nobody who has not done it yet.
+        rows = hidden_in_queue(con, rows)
         items = self._item_ids(con, [r[1] for r in rows] + [r[2] for r in rows if r[2] is not None])
         queue = [
             QueueItem(
@@ -499,6 +502,41 @@ class LabelMixin(AssignMixin):
         assert made is not None
         return int(made[0])
 
+    def flag_author(
+        self, rater_id: int, assignment_id: int, *, note: str = "", seconds: float | None = None, seen: Seen = ...,
+    ) -> int:
+        """The rater says the answer tells who wrote it: withhold it from every other rater (the W key).
+
+        One unit of work: the rater's label of the item becomes an unrateable flag (reason
+        :data:`~labeler.store._withheld.RATER_FLAG_REASON`, then the rater's note), so their queue moves
+        on and no score of an unblinded answer is kept; and the answer is withheld
+        (:mod:`labeler.store._withheld`): never dealt again, hidden where it is still to do, until
+        the admin masks or clears it.
+
+        Returns:
+            The flag label's id.
+
+        Raises:
+            AccessError, StaleLabelError, InputError: As :meth:`add_label`.
+        """
+        note = note.strip()
+        reason = f"{RATER_FLAG_REASON}: {note}" if note else RATER_FLAG_REASON
+        with self.connection() as con:
+            label_id = self.add_label(rater_id, assignment_id, overall=None, comment="", flag_reason=reason,
+                                      seconds=seconds, seen=seen)
+            row = con.execute(
+                "SELECT s.answer_id, r.name FROM assignments s JOIN raters r USING (rater_id)"
+                " WHERE s.assignment_id = ? AND s.answer_id IN (SELECT answer_id FROM answers)",
+                [int(assignment_id)],
+            ).fetchone()
+            if row is not None:  # a gold item or attention check is no answer of the pool: nothing to withhold
+                con.execute(
+                    "INSERT INTO author_flags (answer_id, action, rater_id, by_name, reason)"
+                    " VALUES (?, 'rater', ?, ?, ?)",
+                    [str(row[0]), rater_id, str(row[1]), note],
+                )
+        return label_id
+
     def add_pair_label(
         self, rater_id: int, assignment_id: int, preference: int, *, comment: str = "",
         seconds: float | None = None, seen: Seen = ...,
@@ -633,6 +671,11 @@ class LabelMixin(AssignMixin):
         ).fetchone()
         if row is None:
             raise InputError(f"answer {answer_id!r} is missing from the database")
+        masked = mask_of(con, answer_id)
+        if masked is not None:
+            # The admin's edit of an answer that said who wrote it (labeler.store._withheld), blinded as any text.
+            shown, n_masked = blind_text(con, masked, "[]")
+            return str(row[0]), shown, n_masked, None
         transcript = None if row[5] is None else Transcript.from_json(str(row[5]))
         if not _masking(row[3], row[4]):
             return str(row[0]), str(row[1]), 0, transcript

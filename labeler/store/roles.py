@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from labeler.store._pool import ImportSummary
     from labeler.store._quality import RaterHold
     from labeler.store._raters import Rater, Role
+    from labeler.store._withheld import ScreenFigures
 
 
 class Opened(Protocol):
@@ -235,6 +236,10 @@ class RaterRole(Opened, RubricView, SettingReader, HoldView, Protocol):
         seen: Seen = ...,
     ) -> int: ...
 
+    def flag_author(
+        self, rater_id: int, assignment_id: int, *, note: str = "", seconds: float | None = None, seen: Seen = ...,
+    ) -> int: ...
+
     def add_turn_label(
         self,
         rater_id: int,
@@ -400,10 +405,24 @@ class QualityRole(Located, PoolView, RaterDirectory, HoldView, QualitySettingsVi
     def rater_pauses(self) -> pd.DataFrame: ...
 
 
-class AdminRole(Settings, PeopleRole, AssignmentRole, ReviewRole, QualityRole, Protocol):
+class ScreenView(Protocol):
+    """The author screen's figures (:mod:`labeler.store._withheld`): the Overview shows them, the screen prints them."""
+
+    def screen_figures(self) -> ScreenFigures: ...
+
+
+class AdminRole(Settings, PeopleRole, AssignmentRole, ReviewRole, QualityRole, ScreenView, Protocol):
     """Everything the admin pages do, plus project settings and masking self-identifying spans."""
 
     def mask_self_id(self, rubric_id: str | None = None) -> bool: ...
+
+    def withheld_answers(self, *, every: bool = False) -> pd.DataFrame: ...
+
+    def mask_answer(self, answer_id: str, text: str, *, admin: str) -> None: ...
+
+    def clear_answer(self, answer_id: str, *, admin: str, reason: str = "") -> None: ...
+
+    def shown_mask(self, answer_id: str) -> str | None: ...
 
 
 class ImportExportRole(Located, PoolView, PoolWriter, TurnScoreView, Protocol):
@@ -439,7 +458,9 @@ class ImportExportRole(Located, PoolView, PoolWriter, TurnScoreView, Protocol):
     def design_tables(self) -> dict[str, pd.DataFrame]: ...
 
 
-class JudgeRole(UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLabelView, RunView, Protocol):
+class JudgeRole(
+    UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLabelView, RunView, ScreenView, Protocol
+):
     """Judge runs and judgements: the runner's and probes' writes, cache, batches and evidence."""
 
     def start_judge_run(
@@ -471,6 +492,12 @@ class JudgeRole(UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLab
     def answered_calls(self, run_id: str) -> set[str]: ...
 
     def cached_replies(self, cache_keys: Iterable[str]) -> dict[str, dict[str, Any]]: ...
+
+    def screen_readings(self, run_id: str) -> pd.DataFrame: ...
+
+    def record_screen(
+        self, run_id: str, rows: Sequence[tuple[str, bool | None, str, str | None, float | None]], *, judge: str
+    ) -> int: ...
 
     def add_rewrite(
         self,

@@ -5,8 +5,9 @@ Run as ``python _late_form_server.py run app.py ...`` (the arguments of ``stream
 calls after drawing the item's text and before drawing its form, sleeps that long first, as a
 script run of a loaded server pauses. With ``JUDGELAB_FORM_GATE`` (a file path) it also waits
 while that file exists, so a test can hold the form back for as long as its keys take on a
-loaded machine (up to two minutes), then let it come by deleting the file. The server is the real one; only the gap between the
-item's text and its form changes, so keys pressed meanwhile reach a page without a form.
+loaded machine (up to two minutes), then let it come by deleting the file. The server is the
+real one; only the gap between the item's text and its form changes, so keys pressed
+meanwhile reach a page without a form.
 """
 
 from __future__ import annotations
