@@ -31,7 +31,7 @@ from calibration.probes import judge_kind_of, judge_spec
 from calibration.runner import PlannedCall, RunSummary, arun_plan, build_request, cache_key_for
 from labeler.errors import InputError
 from labeler.models import Criterion, Rubric
-from labeler.store import JudgeRole, ScreenFigures
+from labeler.store import SCREEN_RUBRIC_ID, JudgeRole, ScreenFigures
 
 __all__ = [
     "SCREEN_PROBE",
@@ -47,7 +47,7 @@ SCREEN_PROBE = "author-screen"
 """The ``probe`` a screen's judgements are recorded under (its arm ``screen`` is no plain score)."""
 
 SCREEN_RUBRIC = Rubric(
-    rubric_id="author-screen",
+    rubric_id=SCREEN_RUBRIC_ID,
     version=1,
     name=SCREEN_QUESTION,
     scale="binary",

@@ -106,3 +106,12 @@ def test_the_screen_through_the_sdk_and_faults_answers_each_call_once_then_as_a_
     assert all("Does the answer reveal which model or company wrote it?" in json.dumps(b["system"]) for b in posts)
     assert len(created) == 1 and batch["flagged"] == 2 and batch["run"]["finished"]
     assert batch["project"]["cost_usd"] is not None
+
+
+def test_a_project_whose_only_run_is_a_screen_has_no_run_for_calibrate(tmp_path: Path) -> None:
+    db, _ = project(tmp_path)
+    assert invoke("screen", "--judge", "fake", "--db", db).exit_code == 0
+    result = invoke("calibrate", "--db", db, "--out", str(tmp_path / "report"))
+    # The screen's verdicts say who wrote an answer; they are no scores to calibrate.
+    assert result.exit_code == 2, result.output
+    assert "no judge run with pointwise judgements" in result.output

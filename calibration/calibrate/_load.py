@@ -22,7 +22,7 @@ from calibration.spec import recorded_provenance
 from labeler.errors import InputError
 from labeler.models import Rubric
 from labeler.scales import is_pointwise
-from labeler.store import AnalystRole
+from labeler.store import SCREEN_RUBRIC_ID, AnalystRole
 
 _NAN = float("nan")
 _TURN_JUDGEMENT_COLUMNS = ["answer_id", "task_id", "turn", "n_turns", "format", "value", "judgement_id"]
@@ -269,7 +269,7 @@ NO_RUBRIC = Rubric(
 def _latest_judged_run(store: AnalystRole) -> str | None:
     """The newest run with any judgements (pairwise ones, when no run has pointwise ones)."""
     runs = store.calibration_runs()
-    judged = runs[(runs["n_pointwise"] + runs["n_pairwise"]) > 0]
+    judged = runs[((runs["n_pointwise"] + runs["n_pairwise"]) > 0) & (runs["rubric_id"] != SCREEN_RUBRIC_ID)]
     return None if judged.empty else str(judged["run_id"].iloc[0])
 
 

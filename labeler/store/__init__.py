@@ -45,7 +45,7 @@ from labeler.store._quality import QualityMixin, RaterHold
 from labeler.store._raters import Rater, Role, hash_token
 from labeler.store._review import ADJUDICATED, ReviewMixin
 from labeler.store._turns import TurnMixin
-from labeler.store._withheld import ScreenFigures, WithheldMixin
+from labeler.store._withheld import SCREEN_RUBRIC_ID, ScreenFigures, WithheldMixin
 from labeler.store.roles import (
     AdminRole,
     AnalystRole,
@@ -107,6 +107,7 @@ __all__ = [
     "MAX_COMMENT_CHARS",
     "POOL_SIZE_ENV",
     "POOL_TIMEOUT_ENV",
+    "SCREEN_RUBRIC_ID",
     "AdminRole",
     "AnalystRole",
     "AssignSummary",

@@ -21,7 +21,7 @@ import pandas as pd
 from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement, rubric_match
 from labeler.store._quality import EXCLUDED_RATERS_SQL
 from labeler.store._review import CURRENT_ADJUDICATION_RULE
-from labeler.store._withheld import AUTHOR_STATE_SQL, REVEALS_AUTHOR_SQL
+from labeler.store._withheld import AUTHOR_STATE_SQL, REVEALS_AUTHOR_SQL, SCREEN_RUBRIC_ID
 
 # The newest row per planned call of one run; rows without a call id each stand alone.
 _RUN_ROWS_SQL = """
@@ -93,15 +93,16 @@ class CalibrationMixin(StoreCore):
         """The newest run that scored answers as they are, else the newest with any pointwise judgement.
 
         A probe run that scored altered answers or other formats (padding, the format study)
-        comes after the run that scored the pool, but the report is of the pool's scores.
+        comes after the run that scored the pool, but the report is of the pool's scores. A
+        screen's run (:data:`~labeler.store._withheld.SCREEN_RUBRIC_ID`) scores nothing and is never picked.
         """
         plain, params = plain_judgement(alias="j")
         with self.connection() as con:
             row = con.execute(
                 "SELECT r.run_id FROM judge_runs r JOIN judgements j ON j.run_id = r.run_id"
-                " WHERE j.kind = 'pointwise' GROUP BY r.run_id, r.created_at"
+                " WHERE j.kind = 'pointwise' AND r.rubric_id IS DISTINCT FROM ? GROUP BY r.run_id, r.created_at"
                 f" ORDER BY bool_or({plain}) DESC, r.created_at DESC, r.run_id DESC LIMIT 1",
-                params,
+                [SCREEN_RUBRIC_ID, *params],
             ).fetchone()
         return None if row is None else str(row[0])
 

@@ -34,6 +34,7 @@ from labeler.store._pool import blind_text
 __all__ = [
     "AUTHOR_STATE_SQL",
     "REVEALS_AUTHOR_SQL",
+    "SCREEN_RUBRIC_ID",
     "WITHHELD_SQL",
     "ScreenFigures",
     "WithheldMixin",
@@ -63,6 +64,9 @@ REVEALS_AUTHOR_SQL = (
 
 #: What a rater's flag says when the rater wrote no note (the flag label's reason, the admin's list).
 RATER_FLAG_REASON = "says who wrote it"
+#: The rubric id of ``judgelab screen``'s runs (:mod:`calibration.screen`): a screen is a judge run
+#: whose verdicts are about the answer's author, never a score, so no report picks it by default.
+SCREEN_RUBRIC_ID = "author-screen"
 
 
 @dataclass(frozen=True)
