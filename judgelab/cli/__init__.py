@@ -32,6 +32,8 @@ VERBS: dict[str, tuple[str, str]] = {
         "Give each selected answer to exactly K raters (running it again adds only what is missing)."),
     "calibrate": ("judgelab.cli.calibrate:calibrate_command",
         "Write the calibration report of a judge run."),
+    "compare": ("judgelab.cli.loop:compare_command",
+        "Compare two judge versions on the same labelled answers, paired."),
     "db": ("judgelab.cli.db:db",
         "The project database as a whole: copy a project to another database (DuckDB or PostgreSQL)."),
     "demo": ("judgelab.cli.serve:demo",

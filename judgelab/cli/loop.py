@@ -1,0 +1,56 @@
+"""``judgelab compare`` and ``judgelab disagreements``: the judge loop against the people.
+
+``compare`` reads two judge runs on the same labelled answers, paired; ``disagreements`` lists the
+answers where a judge run and the people part most. Both read the tuning part of the project's
+held-out split by default; ``--held-out`` reads the held-out part, and each such look is recorded.
+See :mod:`calibration.loop`.
+"""
+
+from __future__ import annotations
+
+import click
+
+from calibration.loop import HELD_OUT, TUNING, compare_runs, render_compare
+from judgelab.cli._util import db_option, echo_json, json_option
+from labeler.store import Store
+
+
+def _part(held_out: bool, every: bool) -> str:
+    if held_out and every:
+        raise click.UsageError("--held-out and --all-labels cannot be given together")
+    return HELD_OUT if held_out else "all" if every else TUNING
+
+
+@click.command("compare")
+@db_option
+@click.option("--judge-run", "runs", multiple=True, required=True, metavar="ID",
+              help="Give it twice: version A (the old judge), then version B (the new one).")
+@click.option("--held-out", is_flag=True,
+              help="Read the held-out part of the labels instead of the tuning part; the look is recorded and "
+                   "the intervals widened for every held-out look so far (Bonferroni).")
+@click.option("--all-labels", "every", is_flag=True,
+              help="Read every labelled answer, both parts (tuning and held-out) together.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the paired bootstrap (and of the split, when the project has none yet).")
+@click.option("--resamples", type=click.IntRange(min=10), default=2000, show_default=True,
+              help="Bootstrap resamples per interval.")
+@json_option
+def compare_command(db: str | None, runs: tuple[str, ...], held_out: bool, every: bool, seed: int, resamples: int,
+                    as_json: bool) -> None:
+    """Compare two judge versions on the same labelled answers, paired.
+
+    Change in pass/fail agreement (with McNemar's exact test), kappa, |residual| per family and
+    |self-preference gap|, each B minus A with a paired task-clustered bootstrap interval. Says
+    "B is better" only when an interval excludes zero on B's side.
+    """
+    if len(runs) != 2:
+        raise click.UsageError(f"give --judge-run exactly twice (A, then B); got {len(runs)}")
+    report = compare_runs(Store(db), runs[0], runs[1], part=_part(held_out, every),  # type: ignore[arg-type]
+                          seed=seed, n_resamples=resamples)
+    if as_json:
+        echo_json(report.to_dict())
+        return
+    click.echo(render_compare(report))
+
+
+COMMANDS: list[click.Command] = [compare_command]
