@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -91,3 +92,31 @@ def test_calibrate_says_which_part_of_the_labels_it_read(loop: Loop, tmp_path: P
     assert code == 0, err
     line = next(x for x in out.splitlines() if x.startswith("  labels read:"))
     assert "both parts of the held-out split (tuning" in line
+
+
+def test_disagreements_list_the_lenient_family_first_blind_and_write_a_csv(loop: Loop, tmp_path: Path) -> None:
+    from labeler.store import Store
+
+    csv = tmp_path / "d.csv"
+    code, out, err = run("disagreements", "--db", str(loop.db), "--judge-run", loop.lenient, "--json",
+                         "--csv", str(csv))
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["blind"] is True and payload["part"] == "tuning"
+    answers = payload["answers"]
+    assert not {"family", "model", "variant"} & set(answers[0])
+    family = Store(loop.db).pool_answers().set_index("answer_id")["family"]
+    ranked = [family[a["answer_id"]] for a in answers]
+    # The planted family fills the head of the list (half the answers are gpt's) and ranks first on average.
+    assert ranked[:10].count("gpt") >= 7, ranked[:10]
+    mean_rank = {f: np.mean([i for i, g in enumerate(ranked) if g == f]) for f in ("gpt", "claude")}
+    assert mean_rank["gpt"] < mean_rank["claude"] - 5, mean_rank
+    # The judge's reply and the raters' labels come with each answer.
+    assert answers[0]["judge_reply"] and answers[0]["raters"] and answers[0]["raters"][0]["overall"] is not None
+    assert [a["distance"] for a in answers] == sorted((a["distance"] for a in answers), reverse=True)
+    rates = payload["confusion"][0]["rates"]
+    assert set(rates) == {"true pass rate", "true fail rate"}
+    assert all(r["ci_low"] <= r["estimate"] <= r["ci_high"] for r in rates.values())
+    assert len(pd.read_csv(csv)) == len(answers)
+    code, out, _ = run("disagreements", "--db", str(loop.db), "--judge-run", loop.lenient, "--unblind", "--top", "3")
+    assert code == 0 and "[gpt " in out

@@ -15,6 +15,7 @@ from calibration.loop._compare import (
     mcnemar_exact,
     weighted_kappa_rows,
 )
+from calibration.loop._disagree import Confusion, Disagreements, confusion, disagreements, rate, render_disagreements
 from calibration.loop._load import PairedData, RunScores, as_arrays, labelled_split, load_paired, people, run_scores
 from calibration.loop._run import (
     CompareReport,
@@ -47,6 +48,8 @@ __all__ = [
     "TUNING",
     "CompareReport",
     "Comparison",
+    "Confusion",
+    "Disagreements",
     "Figure",
     "McNemar",
     "PairedData",
@@ -59,6 +62,8 @@ __all__ = [
     "compare_history",
     "compare_judges",
     "compare_runs",
+    "confusion",
+    "disagreements",
     "hashed_part",
     "held_out_looks",
     "held_out_summary",
@@ -69,8 +74,10 @@ __all__ = [
     "parts_read_line",
     "people",
     "project_split",
+    "rate",
     "record_look",
     "render_compare",
+    "render_disagreements",
     "run_scores",
     "seen_versions",
     "stored_split",

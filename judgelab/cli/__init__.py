@@ -40,6 +40,8 @@ VERBS: dict[str, tuple[str, str]] = {
         "Build a fresh demo database from the bundled examples and start the app on it."),
     "design": ("judgelab.cli.design:design",
         "Plan the hand-label sample: strata, allocation, precision, hours; --apply assigns it."),
+    "disagreements": ("judgelab.cli.loop:disagreements_command",
+        "The answers where a judge run and the people part most, and its confusion matrices."),
     "estimate": ("judgelab.cli.probe:estimate_command",
         "Preview a probe's calls, tokens and cost at list and batch price."),
     "examples": ("judgelab.cli.examples:examples",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from calibration.loop import HELD_OUT, TUNING, compare_runs, render_compare
+from calibration.loop import HELD_OUT, TUNING, compare_runs, disagreements, render_compare, render_disagreements
 from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.store import Store
 
@@ -53,4 +53,39 @@ def compare_command(db: str | None, runs: tuple[str, ...], held_out: bool, every
     click.echo(render_compare(report))
 
 
-COMMANDS: list[click.Command] = [compare_command]
+@click.command("disagreements")
+@db_option
+@click.option("--judge-run", "run_id", default=None, metavar="ID",
+              help="Judge run to read [default: the newest run that scored the pool].")
+@click.option("--held-out", is_flag=True,
+              help="Read the held-out part of the labels instead of the tuning part (the look is recorded).")
+@click.option("--all-labels", "every", is_flag=True, help="Read every labelled answer, both parts together.")
+@click.option("--unblind", is_flag=True, help="Show each answer's family, model and variant (blind by default).")
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
+              help="How many answers the text output lists (--json and --csv hold all).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write every answer's row to this CSV file.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the held-out split, when the project has none yet.")
+@json_option
+def disagreements_command(db: str | None, run_id: str | None, held_out: bool, every: bool, unblind: bool, top: int,
+                          csv_path: str | None, seed: int, as_json: bool) -> None:
+    """The answers where a judge run and the people part most, and its confusion matrices.
+
+    Ranked by |judge - people| (the raters' mean), each with the judge's reply and the raters'
+    labels and comments; blind (no family, model or variant) unless --unblind. The pass/fail and
+    per-level confusion matrices carry the true pass and true fail rates with exact intervals.
+    """
+    result = disagreements(Store(db), run_id, part=_part(held_out, every), unblind=unblind,  # type: ignore[arg-type]
+                           seed=seed)
+    if csv_path:
+        result.csv_frame().to_csv(csv_path, index=False)
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    click.echo(render_disagreements(result, top=top))
+    if csv_path:
+        click.echo(f"wrote {csv_path}")
+
+
+COMMANDS: list[click.Command] = [compare_command, disagreements_command]
