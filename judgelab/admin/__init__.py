@@ -77,6 +77,14 @@ from judgelab.admin._kept import (
     panel_report,
     warm_worker,
 )
+from judgelab.admin._loop import (
+    compare_table,
+    confusion_tables,
+    disagreement_table,
+    held_out_status,
+    loop_runs,
+    versions_history,
+)
 from judgelab.admin._overview import (
     Overview,
     median_seconds,
@@ -134,6 +142,9 @@ __all__ = [
     "build_agreement",
     "build_apart",
     "calibration_report",
+    "compare_table",
+    "confusion_tables",
+    "disagreement_table",
     "display_name",
     "draft_active_batch",
     "draft_design",
@@ -142,11 +153,13 @@ __all__ = [
     "export_labels",
     "family_pairs",
     "frame_bytes",
+    "held_out_status",
     "import_upload",
     "invite_link",
     "invite_rater",
     "label_criteria",
     "load_agreement_data",
+    "loop_runs",
     "mask_scopes",
     "masking_state",
     "masking_table",
@@ -167,5 +180,6 @@ __all__ = [
     "set_masking",
     "subset_summary",
     "task_order",
+    "versions_history",
     "warm_worker",
 ]
