@@ -120,3 +120,24 @@ def test_disagreements_list_the_lenient_family_first_blind_and_write_a_csv(loop:
     assert len(pd.read_csv(csv)) == len(answers)
     code, out, _ = run("disagreements", "--db", str(loop.db), "--judge-run", loop.lenient, "--unblind", "--top", "3")
     assert code == 0 and "[gpt " in out
+
+
+def test_a_new_judge_version_after_the_last_compare_is_flagged_by_calibrate(loop: Loop, tmp_path: Path) -> None:
+    from calibration.loop import revalidation_note
+    from judgelab.demo import run_demo_judge
+    from labeler.examples import example_path
+    from labeler.store import Store
+
+    run("compare", "--db", str(loop.db), "--judge-run", loop.lenient, "--judge-run", loop.fair, "--resamples", "20")
+    store = Store(loop.db)
+    assert revalidation_note(store, loop.fair) is None  # compared: its figures stand
+    newer = run_demo_judge(store, pd.read_csv(example_path("truth.csv")), model="fake-judge-2")
+    note = revalidation_note(store)
+    assert note is not None and "model fake-judge -> fake-judge-2" in note
+    code, out, err = run("calibrate", "--db", str(loop.db), "--out", str(tmp_path / "r.md"), "--resamples", "30")
+    assert code == 0, err
+    assert out.startswith("WARNING: ") or out.startswith("RE-VALIDATE: ")
+    line = next(x for x in out.splitlines() if x.startswith("RE-VALIDATE: "))
+    assert f"judgelab compare --judge-run {loop.fair} --judge-run {newer}" in line
+    run("compare", "--db", str(loop.db), "--judge-run", loop.fair, "--judge-run", newer, "--resamples", "20")
+    assert revalidation_note(store) is None

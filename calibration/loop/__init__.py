@@ -17,6 +17,7 @@ from calibration.loop._compare import (
 )
 from calibration.loop._disagree import Confusion, Disagreements, confusion, disagreements, rate, render_disagreements
 from calibration.loop._load import PairedData, RunScores, as_arrays, labelled_split, load_paired, people, run_scores
+from calibration.loop._revalidate import revalidation_note, version_of
 from calibration.loop._run import (
     CompareReport,
     compare_history,
@@ -78,8 +79,10 @@ __all__ = [
     "record_look",
     "render_compare",
     "render_disagreements",
+    "revalidation_note",
     "run_scores",
     "seen_versions",
     "stored_split",
+    "version_of",
     "weighted_kappa_rows",
 ]

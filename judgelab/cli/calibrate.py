@@ -22,7 +22,7 @@ from calibration.calibrate import (
     jsonable,
     load_calibration_data,
 )
-from calibration.loop import parts_read_line
+from calibration.loop import parts_read_line, revalidation_note
 from calibration.numbers import estimate, num, pct
 from calibration.report import render_json, turn_lines, write_report
 from judgelab.cli._util import db_option, echo_json, json_option, png_option
@@ -119,8 +119,7 @@ def calibrate_command(
         click.echo(render_json(report))
         return
     banner = report.labels.banner()
-    if banner:
-        click.echo(f"WARNING: {banner}")
+    click.echo("".join(f"{line}\n" for line in _warnings(banner, revalidation_note(store, report.run_id))), nl=False)
     click.echo(f"Calibration report for judge run {report.run_id} ({report.judge_model}, family "
                f"{report.judge_family or 'not recorded'})")
     click.echo("\n".join([f"  human score: rule {report.human_rule}; {report.labels.n_adjudicated} answer(s) "
@@ -150,6 +149,11 @@ def calibrate_command(
             click.echo(f"  note: {note}")
     for path in written:
         click.echo(f"wrote {path}")
+
+
+def _warnings(banner: str | None, stale: str | None) -> list[str]:
+    """The lines above the report: simulated labels; a judge version no compare has read (issue 55)."""
+    return ([f"WARNING: {banner}"] if banner else []) + ([f"RE-VALIDATE: {stale}"] if stale else [])
 
 
 def _scope_line(interval: str) -> str:

@@ -68,3 +68,21 @@ def test_raters_are_kept_out(project: tuple[Store, str, str]) -> None:
     _, token = store.add_rater("ann")
     at = _open(token)
     assert any("Access denied" in str(e.value) for e in at.error)
+
+
+def test_the_overview_asks_for_a_compare_when_a_new_judge_version_came_after_the_last(
+    project: tuple[Store, str, str],
+) -> None:
+    from calibration.loop import compare_runs
+
+    store, run_a, run_b = project
+    _, token = store.add_rater("boss", role="admin")
+    compare_runs(store, run_a, run_b, n_resamples=20)
+    rows = store.run_rows(run_b)
+    store.add_imported_judgements([ImportedJudgement(str(a), "judge-v3", float(v), None, "likert5")
+                                   for a, v in zip(rows["answer_id"], rows["value"], strict=True)])
+    at = AppTest.from_file(str(PAGE.with_name("admin_overview.py")), default_timeout=60)
+    at.query_params["t"] = token
+    at.run()
+    warning = [str(w.value) for w in at.warning if "Re-validate the judge" in str(w.value)]
+    assert warning and f"judgelab compare --judge-run {run_b} --judge-run import:judge-v3" in warning[0]
