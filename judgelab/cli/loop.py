@@ -39,8 +39,8 @@ def compare_command(db: str | None, runs: tuple[str, ...], held_out: bool, every
                     as_json: bool) -> None:
     """Compare two judge versions on the same labelled answers, paired.
 
-    Change in pass/fail agreement (with McNemar's exact test), kappa, |residual| per family and
-    |self-preference gap|, each B minus A with a paired task-clustered bootstrap interval. Says
+    Change in pass/fail agreement (with McNemar's exact test), kappa, the absolute residual per
+    family and the absolute self-preference gap, each B minus A with a paired task-clustered bootstrap interval. Says
     "B is better" only when an interval excludes zero on B's side.
     """
     if len(runs) != 2:
@@ -72,7 +72,7 @@ def disagreements_command(db: str | None, run_id: str | None, held_out: bool, ev
                           csv_path: str | None, seed: int, as_json: bool) -> None:
     """The answers where a judge run and the people part most, and its confusion matrices.
 
-    Ranked by |judge - people| (the raters' mean), each with the judge's reply and the raters'
+    Ranked by the absolute difference of judge and people (the raters' mean), each with the judge's reply and the raters'
     labels and comments; blind (no family, model or variant) unless --unblind. The pass/fail and
     per-level confusion matrices carry the true pass and true fail rates with exact intervals.
     """
