@@ -72,9 +72,10 @@ def disagreements_command(db: str | None, run_id: str | None, held_out: bool, ev
                           csv_path: str | None, seed: int, as_json: bool) -> None:
     """The answers where a judge run and the people part most, and its confusion matrices.
 
-    Ranked by the absolute difference of judge and people (the raters' mean), each with the judge's reply and the raters'
-    labels and comments; blind (no family, model or variant) unless --unblind. The pass/fail and
-    per-level confusion matrices carry the true pass and true fail rates with exact intervals.
+    Ranked by the absolute difference of judge and people (the raters' mean), each with the
+    judge's reply and the raters' labels and comments; blind (no family, model or variant) unless
+    --unblind. The pass/fail and per-level confusion matrices carry the true pass and true fail
+    rates with exact intervals.
     """
     result = disagreements(Store(db), run_id, part=_part(held_out, every), unblind=unblind,  # type: ignore[arg-type]
                            seed=seed)

@@ -26,12 +26,6 @@ if not runs:
     st.info("No judge run with scores yet: run `judgelab score --labelled` or import judgements.")
     st.stop()
 
-status = held_out_status(store)
-st.metric("Held-out looks", status["looks"],
-          help="Every read of the held-out part is counted; its intervals widen for the count (Bonferroni).")
-if status["looks"]:
-    st.caption("Runs looked at on the held-out part: " + ", ".join(status["runs"]))
-
 st.subheader("Where the judge and the people part")
 run = st.selectbox("Judge run", runs, key="loop_run")
 unblind = st.checkbox("Unblind (show family, model and variant)", value=False, key="loop_unblind")
@@ -68,6 +62,12 @@ if st.button("Compare", key="loop_compare", disabled=run_a == run_b):
 
 st.subheader("Versions' history")
 st.dataframe(versions_history(store), hide_index=True)
+
+# Read after the compare above, so a look this run made is already counted.
+st.subheader("Held-out looks")
+status = held_out_status(store)
+st.metric("Held-out looks", status["looks"],
+          help="Every read of the held-out part is counted; its intervals widen for the count (Bonferroni).")
 if status["looks"]:
-    st.markdown("**Held-out looks**")
-    st.dataframe(held_out_status(store)["table"], hide_index=True)
+    st.caption("Runs looked at on the held-out part: " + ", ".join(status["runs"]))
+    st.dataframe(status["table"], hide_index=True)
