@@ -120,6 +120,10 @@ def test_disagreements_list_the_lenient_family_first_blind_and_write_a_csv(loop:
     assert len(pd.read_csv(csv)) == len(answers)
     code, out, _ = run("disagreements", "--db", str(loop.db), "--judge-run", loop.lenient, "--unblind", "--top", "3")
     assert code == 0 and "[gpt " in out
+    # Unblinded, the families are ranked too: the planted one first, its judge above the people.
+    code, out, _ = run("disagreements", "--db", str(loop.db), "--judge-run", loop.lenient, "--unblind", "--json")
+    by_family = json.loads(out)["by_family"]
+    assert by_family[0]["family"] == "gpt" and by_family[0]["mean_residual"] > by_family[1]["mean_residual"]
 
 
 def test_a_new_judge_version_after_the_last_compare_is_flagged_by_calibrate(loop: Loop, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ an ordinal scale, per level, each rate with an exact (Clopper-Pearson) interval.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -75,6 +75,8 @@ class Disagreements:
         confusion: One :class:`Confusion` per criterion.
         unblind: Whether family, model and variant are shown.
         looks: Held-out looks so far, this one included (0 on the tuning part).
+        by_family: Unblinded only: per family ``n``, ``mean_residual`` (judge minus people) and
+            ``mean_distance``, farthest family first; empty when blind.
     """
 
     run_id: str
@@ -83,12 +85,14 @@ class Disagreements:
     confusion: tuple[Confusion, ...]
     unblind: bool
     looks: int
+    by_family: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         rows = self.rows.replace({np.nan: None}).to_dict(orient="records")
         return {"run_id": self.run_id, "part": self.part, "blind": not self.unblind, "held_out_looks": self.looks,
-                "answers": rows, "confusion": [c.to_dict() for c in self.confusion]}
+                "answers": rows, "confusion": [c.to_dict() for c in self.confusion],
+                "by_family": self.by_family.to_dict(orient="records")}
 
     def csv_frame(self) -> pd.DataFrame:
         """The rows flattened for a CSV: the raters' labels as one text column."""
@@ -164,9 +168,14 @@ def disagreements(
         "judge_reply": [replies.get(j) for j in frame["judgement_id"]],
         "raters": [raters.get(a, []) for a in frame["answer_id"]],
     })
+    by_family = pd.DataFrame()
     if unblind:
         for col in _BLINDED:
             rows[col] = frame["answer_id"].map(info[col]).to_numpy()
+        by_family = (frame.assign(residual=frame["score"] - frame["human"]).groupby("family")
+                     .agg(n=("answer_id", "size"), mean_residual=("residual", "mean"),
+                          mean_distance=("distance", "mean"))
+                     .round(3).sort_values("mean_distance", ascending=False).reset_index())
     tables = []
     passed = frame.dropna(subset=["pass", "human_pass"])
     if not passed.empty:
@@ -180,7 +189,7 @@ def disagreements(
         near = [float(grid[np.abs(grid - v).argmin()]) for v in frame["score"]]
         tables.append(confusion(frame["human_category"].astype(float), pd.Series(near, index=frame.index), levels,
                                 criterion="overall levels", level=level))
-    return Disagreements(data.run_id, part, rows, tuple(tables), unblind, looks)
+    return Disagreements(data.run_id, part, rows, tuple(tables), unblind, looks, by_family)
 
 
 def _newest(store: LoopRole) -> str:
@@ -225,6 +234,9 @@ def render_disagreements(result: Disagreements, *, top: int = 20) -> str:
             lines.append(f"       judge: {reply[:160]}{'...' if len(reply) > 160 else ''}")
         for r in row.raters:
             lines.append(f"       {_rater_text(r)}")
+    for fam in result.by_family.itertuples():
+        lines.append(f"family {fam.family}: {fam.n} answers, mean judge - people {fam.mean_residual:+g}, "
+                     f"mean |judge - people| {fam.mean_distance:g}")
     for table in result.confusion:
         lines.append(f"confusion [{table.criterion}] (rows: people, columns: judge)")
         lines += ["  " + line for line in table.matrix.to_string().splitlines()]
