@@ -32,6 +32,7 @@ ADMIN_PAGES = (
     ("admin_agreement.py", "Agreement", ":material/handshake:"),
     ("admin_review.py", "Review", ":material/rate_review:"),
     ("admin_withheld.py", "Withheld", ":material/visibility_off:"),
+    ("admin_loop.py", "Judge loop", ":material/model_training:"),
 )
 ANALYST_PAGES = (("analyst.py", "Calibration", ":material/insights:"),)
 

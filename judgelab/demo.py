@@ -6,6 +6,7 @@ The bundled data, a demo rater and admin, simulated labels and a fake-judge run.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,8 +41,23 @@ class DemoResult:
     summary_lines: list[str] = field(default_factory=list)
 
 
-def run_demo_judge(store: JudgeRole, truth: pd.DataFrame, *, seed: int = 0) -> str:
+def run_demo_judge(
+    store: JudgeRole, truth: pd.DataFrame, *, seed: int = 0, family_style: Mapping[str, float] | None = None,
+    leniency: Mapping[str, float] | None = None, model: str = "fake-judge",
+) -> str:
     """Score the whole pool with a fake judge that leans towards its own family's style.
+
+    Args:
+        store: The demo's store.
+        truth: The bundled quality of each answer.
+        seed: The fake judge's seed.
+        family_style: Likert points the judge adds to each family's answers (default: a
+            :data:`DEMO_SELF_STYLE` lean to its own family); another judge version, e.g. one
+            another lean, for the judge loop's examples and tests.
+        leniency: Likert points added to each named family's answers before the noise (a
+            planted leniency the judge loop's disagreements and compare should find).
+        model: The judge's model name; another version needs another name, since the runner
+            reuses cached replies of identical calls.
 
     Returns the judge run id.
     """
@@ -57,15 +73,17 @@ def run_demo_judge(store: JudgeRole, truth: pd.DataFrame, *, seed: int = 0) -> s
     tasks = store.tasks().set_index("task_id")["prompt"]
     by_text = {row.text: quality.get(row.answer_id, 3.0) for row in answers.itertuples()}
     families = dict(zip(answers["text"], answers["family"], strict=True))
+    lean = dict(leniency or {})
     judge = FakeJudge(
         seed=seed,
         family=DEMO_JUDGE_FAMILY,
-        model="fake-judge",
+        model=model,
         noise=0.5,
         # The demo's judge "knows" the bundled quality labels, then adds its own-family lean.
-        quality_of=lambda text: (by_text.get(text, 3.0) - 1) / 4,
+        # A planted leniency lifts the quality the judge reads (the top of the scale stays the top).
+        quality_of=lambda text: min(1.0, (by_text.get(text, 3.0) - 1 + lean.get(str(families.get(text)), 0.0)) / 4),
         style_of=lambda text: families.get(text),
-        family_style={DEMO_JUDGE_FAMILY: DEMO_SELF_STYLE},
+        family_style=dict(family_style) if family_style is not None else {DEMO_JUDGE_FAMILY: DEMO_SELF_STYLE},
     )
     plan = [
         PlannedCall(

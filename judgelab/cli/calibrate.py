@@ -22,6 +22,7 @@ from calibration.calibrate import (
     jsonable,
     load_calibration_data,
 )
+from calibration.loop import parts_read_line, revalidation_note
 from calibration.numbers import estimate, num, pct
 from calibration.report import render_json, turn_lines, write_report
 from judgelab.cli._util import db_option, echo_json, json_option, png_option
@@ -106,8 +107,9 @@ def calibrate_command(
 
     With --json the report is also written next to --out as JSON and printed on stdout.
     """
+    store = Store(db)
     report = calibrate(
-        Store(db), run_id, compare_run=compare_run, human_rule=human_rule,  # type: ignore[arg-type]
+        store, run_id, compare_run=compare_run, human_rule=human_rule,  # type: ignore[arg-type]
         seed=seed, n_resamples=resamples, interval=interval, judge_family=judge_family,  # type: ignore[arg-type]
         scale_map=scale_map,
     )
@@ -117,14 +119,14 @@ def calibrate_command(
         click.echo(render_json(report))
         return
     banner = report.labels.banner()
-    if banner:
-        click.echo(f"WARNING: {banner}")
+    click.echo("".join(f"{line}\n" for line in _warnings(banner, revalidation_note(store, report.run_id))), nl=False)
     click.echo(f"Calibration report for judge run {report.run_id} ({report.judge_model}, family "
                f"{report.judge_family or 'not recorded'})")
     click.echo("\n".join([f"  human score: rule {report.human_rule}; {report.labels.n_adjudicated} answer(s) "
                           "adjudicated", *_rater_model_lines(report)]))
     click.echo(f"  intervals: {_scope_line(report.interval)}")
     click.echo("".join(f"  {line}\n" for line in [report.labels.set_apart_line()] if line), nl=False)
+    click.echo(f"  labels read: {parts_read_line(store)}")
     for scale, section in report.residuals.items():
         digits = 1 if scale == "pass" else 2
         for fam, r in section.families.items():
@@ -148,6 +150,11 @@ def calibrate_command(
             click.echo(f"  note: {note}")
     for path in written:
         click.echo(f"wrote {path}")
+
+
+def _warnings(banner: str | None, stale: str | None) -> list[str]:
+    """The lines above the report: simulated labels; a judge version no compare has read (issue 55)."""
+    return ([f"WARNING: {banner}"] if banner else []) + ([f"RE-VALIDATE: {stale}"] if stale else [])
 
 
 def _scope_line(interval: str) -> str:

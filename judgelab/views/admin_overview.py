@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from calibration.loop import revalidation_note
 from judgelab.admin import overview, screen_summary
 from judgelab.session import current_store, require_admin
 from judgelab.views._active_section import overview_section
@@ -25,6 +26,9 @@ if store.read_only:
                "and raters are told rating is paused (nothing they do is saved). To rate again, make the file "
                "and its folder writable, then restart `judgelab serve`.")
 server_errors()
+stale = revalidation_note(store)
+if stale:
+    st.warning(f"Re-validate the judge: {stale}")
 
 if view.assigned == 0:
     st.info("Nothing is assigned yet. Assign answers to raters on the Assignments page.")

@@ -53,6 +53,7 @@ from labeler.store.roles import (
     DesignRole,
     ImportExportRole,
     JudgeRole,
+    LoopRole,
     MaintenanceRole,
     PeopleRole,
     QualityRole,
@@ -90,10 +91,11 @@ def _store_plays_every_role(store: Store) -> None:
     as_judge: JudgeRole = store
     as_design: DesignRole = store
     as_analyst: AnalystRole = store
+    as_loop: LoopRole = store
     as_maintenance: MaintenanceRole = store
     del (
         as_rater, as_people, as_assignment, as_review, as_quality, as_admin,
-        as_importexport, as_judge, as_design, as_analyst, as_maintenance,
+        as_importexport, as_judge, as_design, as_analyst, as_loop, as_maintenance,
     )
 
 
@@ -120,6 +122,7 @@ __all__ = [
     "ImportSummary",
     "JudgeRole",
     "JudgementRecord",
+    "LoopRole",
     "MaintenanceRole",
     "PairView",
     "PeopleRole",

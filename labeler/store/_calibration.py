@@ -159,6 +159,27 @@ class CalibrationMixin(StoreCore):
             sql += f" WHERE ({match}) OR rubric_id IS NULL"
         return self.query(sql + " ORDER BY answer_id, rater_id", params)
 
+    def label_notes(self, answer_ids: Iterable[str]) -> pd.DataFrame:
+        """The raters' current labels of some answers with their criteria scores and comments.
+
+        Returns:
+            ``rater_id, rater_name, answer_id, rubric_id, rubric_version, overall, passed,
+            criteria`` (JSON text), ``comment``, ``flag_reason``, ``source``; admins'
+            adjudications left out.
+        """
+        ids = [str(a) for a in answer_ids]
+        if not ids:
+            ids = [""]
+        marks = ", ".join("?" for _ in ids)
+        return self.query(
+            "SELECT l.rater_id, l.rater_name, l.answer_id, l.rubric_id, l.rubric_version, l.overall, l.passed,"
+            " l.criteria, l.comment, l.flag_reason, l.source"
+            f" FROM labels l WHERE l.answer_id IN ({marks}) AND l.source <> 'adjudicated'"
+            " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)"
+            " ORDER BY l.answer_id, l.rater_id",
+            ids,
+        )
+
     def adjudicated_labels(self, rubric_id: str | None = None, version: int | None = None) -> pd.DataFrame:
         """The current adjudicated label per answer, for one rubric version plus unversioned ones.
 

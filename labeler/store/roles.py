@@ -188,6 +188,12 @@ class TurnScoreView(Protocol):
     def turn_scores(self, label_ids: Iterable[int] | None = None) -> pd.DataFrame: ...
 
 
+class JudgementView(Protocol):
+    """Read a run's judgements with their raw replies."""
+
+    def run_judgements(self, run_id: str) -> pd.DataFrame: ...
+
+
 class RunView(Protocol):
     """Read one judge run's row."""
 
@@ -459,7 +465,8 @@ class ImportExportRole(Located, PoolView, PoolWriter, TurnScoreView, Protocol):
 
 
 class JudgeRole(
-    UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLabelView, RunView, ScreenView, Protocol
+    UnitOfWork, Settings, PoolView, PoolWriter, DesignView, HumanLabelView, RunView, JudgementView, ScreenView,
+    Protocol,
 ):
     """Judge runs and judgements: the runner's and probes' writes, cache, batches and evidence."""
 
@@ -485,7 +492,6 @@ class JudgeRole(
 
     def run_counts(self, run_id: str) -> dict[str, Any]: ...
 
-    def run_judgements(self, run_id: str) -> pd.DataFrame: ...
 
     def add_judgements(self, records: Sequence[JudgementRecord]) -> int: ...
 
@@ -592,7 +598,7 @@ class DesignRole(UnitOfWork, PoolView, DesignView, RaterDirectory, LabelTiming, 
 
 
 class AnalystRole(Located, PoolView, DesignView, HumanLabelView, RunView, TurnScoreView, RaterDirectory,
-                  LabelTiming, Protocol):
+                  LabelTiming, JudgementView, Protocol):
     """The analyst's read-only views: the calibration report's reads."""
 
     def calibration_runs(self) -> pd.DataFrame: ...
@@ -606,6 +612,15 @@ class AnalystRole(Located, PoolView, DesignView, HumanLabelView, RunView, TurnSc
     def label_design_items(self) -> pd.DataFrame: ...
 
     def reference_provenance(self, task_ids: Iterable[str]) -> pd.DataFrame: ...
+
+    def label_notes(self, answer_ids: Iterable[str]) -> pd.DataFrame: ...
+
+
+class LoopRole(AnalystRole, Settings, Protocol):
+    """The judge loop: the analyst's reads and the project settings.
+
+    The settings record the held-out split, every look at the held-out part and every compare.
+    """
 
 
 class MaintenanceRole(UnitOfWork, Settings, Protocol):
@@ -633,6 +648,7 @@ ROLES: tuple[type, ...] = (
     JudgeRole,
     DesignRole,
     AnalystRole,
+    LoopRole,
     MaintenanceRole,
 )
 """The roles callers are given; the other protocols here are parts that roles share."""

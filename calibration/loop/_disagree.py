@@ -1,0 +1,247 @@
+"""Where the judge and the people part: answers ranked by distance, and the confusion matrices.
+
+Blind by default, as the Review page is: an answer is named by its id and task, never by its
+family, model or variant, so whoever reads the list to edit the judge prompt is not steered by
+who wrote the answer. ``unblind=True`` adds them.
+
+The judge scores an answer as a whole (``overall``); the raters' per-criterion scores are shown
+with their labels. The confusion matrices are per criterion the judge scores: pass/fail and, on
+an ordinal scale, per level, each rate with an exact (Clopper-Pearson) interval.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+from calibration.loop._load import labelled_split, people, run_scores
+from calibration.loop._split import HELD_OUT, Part, record_look
+from calibration.stats import Estimate
+from labeler.scales import format_spec
+from labeler.store import LoopRole
+
+_BLINDED = ("family", "model", "variant")
+_CP = "Clopper-Pearson exact interval (scipy binomtest)"
+
+
+def rate(successes: int, trials: int, *, level: float = 0.95, units: str = "share") -> Estimate:
+    """A proportion with its exact interval (``nan`` with no trials)."""
+    if trials == 0:
+        return Estimate(float("nan"), float("nan"), float("nan"), 0, _CP, units, level=level)
+    ci = binomtest(successes, trials).proportion_ci(confidence_level=level, method="exact")
+    return Estimate(successes / trials, float(ci.low), float(ci.high), trials, _CP, units, level=level)
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """One criterion's confusion matrix of the judge against the people.
+
+    Attributes:
+        criterion: What is compared (``pass/fail`` or ``overall levels``).
+        matrix: Counts, rows the people's category, columns the judge's.
+        rates: Per people's category, the share the judge put in the same category
+            (``true pass rate``, ``true fail rate``, or ``level 3`` ...), with exact intervals.
+    """
+
+    criterion: str
+    matrix: pd.DataFrame
+    rates: dict[str, Estimate]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"criterion": self.criterion,
+                "rows": "people", "columns": "judge",
+                "labels": [str(c) for c in self.matrix.columns],
+                "matrix": self.matrix.to_numpy().astype(int).tolist(),
+                "rates": {k: v.to_dict() for k, v in self.rates.items()}}
+
+
+@dataclass(frozen=True)
+class Disagreements:
+    """A judge run against the people on one part, answer by answer.
+
+    Attributes:
+        run_id: The judge run.
+        part: The part of the split read.
+        rows: One row per answer, farthest first: ``rank``, ``answer_id``, ``task_id``,
+            ``criterion``, ``judge``, ``people``, ``distance``, ``judge_pass``, ``people_pass``,
+            ``judge_reply``, ``raters`` (list of dicts: ``rater``, ``overall``, ``criteria``,
+            ``comment``) and, unblinded only, ``family``, ``model``, ``variant``.
+        confusion: One :class:`Confusion` per criterion.
+        unblind: Whether family, model and variant are shown.
+        looks: Held-out looks so far, this one included (0 on the tuning part).
+        by_family: Unblinded only: per family ``n``, ``mean_residual`` (judge minus people) and
+            ``mean_distance``, farthest family first; empty when blind.
+    """
+
+    run_id: str
+    part: Part
+    rows: pd.DataFrame
+    confusion: tuple[Confusion, ...]
+    unblind: bool
+    looks: int
+    by_family: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        rows = self.rows.replace({np.nan: None}).to_dict(orient="records")
+        return {"run_id": self.run_id, "part": self.part, "blind": not self.unblind, "held_out_looks": self.looks,
+                "answers": rows, "confusion": [c.to_dict() for c in self.confusion],
+                "by_family": self.by_family.to_dict(orient="records")}
+
+    def csv_frame(self) -> pd.DataFrame:
+        """The rows flattened for a CSV: the raters' labels as one text column."""
+        flat = self.rows.copy()
+        flat["raters"] = [" | ".join(_rater_text(r) for r in raters) for raters in flat["raters"]]
+        return flat
+
+
+def _rater_text(r: dict[str, Any]) -> str:
+    crit = ", ".join(f"{k} {v:g}" for k, v in (r.get("criteria") or {}).items())
+    text = f"{r['rater']}: {r['overall']:g}" if r.get("overall") is not None else f"{r['rater']}: -"
+    text += f" ({crit})" if crit else ""
+    return text + (f" \u201c{r['comment']}\u201d" if r.get("comment") else "")
+
+
+def confusion(people_cat: pd.Series, judge_cat: pd.Series, labels: list[Any], *, criterion: str,
+              names: dict[Any, str] | None = None, level: float = 0.95) -> Confusion:
+    """The confusion matrix of two categorical columns (rows: people) and each category's rate.
+
+    Args:
+        people_cat: The people's category per answer.
+        judge_cat: The judge's category per answer (same index).
+        labels: The categories, in order.
+        criterion: What is compared.
+        names: A rate's name per category (default ``"level <c>"``).
+        level: Confidence level of the rates' intervals.
+    """
+    matrix = pd.crosstab(people_cat, judge_cat).reindex(index=labels, columns=labels, fill_value=0)
+    matrix.index.name, matrix.columns.name = "people", "judge"
+    rates = {}
+    for c in labels:
+        total = int(matrix.loc[c].sum())
+        name = (names or {}).get(c, f"level {c:g}" if isinstance(c, float) else f"level {c}")
+        rates[name] = rate(int(matrix.loc[c, c]), total, level=level,
+                           units=f"share of the people's {name.removeprefix('true ').split(' ')[0]} answers "
+                                 "the judge put there too")
+    return Confusion(criterion, matrix, rates)
+
+
+def disagreements(
+    store: LoopRole, run_id: str | None = None, *, part: Part = "tuning", unblind: bool = False, seed: int = 0,
+    level: float = 0.95,
+) -> Disagreements:
+    """A judge run's answers ranked by how far the judge is from the people, and its confusion matrices.
+
+    Args:
+        store: The project store.
+        run_id: The judge run (default: the newest run that scored the pool).
+        part: The part of the held-out split read (``"tuning"`` by default); a look at the
+            held-out part is recorded.
+        unblind: Show each answer's family, model and variant.
+        seed: Seed of the split when the project has none yet.
+        level: Confidence level of the rates' intervals.
+    """
+    scores = run_scores(store, run_id) if run_id is not None else run_scores(store, _newest(store))
+    data = scores.data
+    who = people(data)
+    split = labelled_split(store, data, seed=seed)
+    keep = set(split.select(who.index, part))
+    looks = record_look(store, [data.run_id], what="disagreements") if part == HELD_OUT else 0
+    frame = scores.frame.merge(who, left_on="answer_id", right_index=True)
+    frame = frame[frame["answer_id"].isin(keep)].copy()
+    frame["distance"] = (frame["score"] - frame["human"]).abs()
+    frame = frame.sort_values(["distance", "answer_id"], ascending=[False, True]).reset_index(drop=True)
+    replies = _replies(store, data.run_id, frame["judgement_id"])
+    raters = _raters(store, frame["answer_id"])
+    info = data.answers.set_index("answer_id")
+    rows = pd.DataFrame({
+        "rank": np.arange(1, len(frame) + 1),
+        "answer_id": frame["answer_id"], "task_id": frame["task_id"], "criterion": "overall",
+        "judge": frame["score"], "people": frame["human"].round(3), "distance": frame["distance"].round(3),
+        "judge_pass": frame["pass"], "people_pass": frame["human_pass"],
+        "judge_reply": [replies.get(j) for j in frame["judgement_id"]],
+        "raters": [raters.get(a, []) for a in frame["answer_id"]],
+    })
+    by_family = pd.DataFrame()
+    if unblind:
+        for col in _BLINDED:
+            rows[col] = frame["answer_id"].map(info[col]).to_numpy()
+        by_family = (frame.assign(residual=frame["score"] - frame["human"]).groupby("family")
+                     .agg(n=("answer_id", "size"), mean_residual=("residual", "mean"),
+                          mean_distance=("distance", "mean"))
+                     .round(3).sort_values("mean_distance", ascending=False).reset_index())
+    tables = []
+    passed = frame.dropna(subset=["pass", "human_pass"])
+    if not passed.empty:
+        tables.append(confusion(passed["human_pass"].map({1.0: "pass", 0.0: "fail"}),
+                                passed["pass"].map({1.0: "pass", 0.0: "fail"}), ["pass", "fail"],
+                                criterion="pass/fail", names={"pass": "true pass rate", "fail": "true fail rate"},
+                                level=level))
+    levels = list(format_spec(data.rubric.scale).levels)
+    if len(levels) > 2 and not frame.empty:
+        grid = np.asarray(levels)
+        near = [float(grid[np.abs(grid - v).argmin()]) for v in frame["score"]]
+        tables.append(confusion(frame["human_category"].astype(float), pd.Series(near, index=frame.index), levels,
+                                criterion="overall levels", level=level))
+    return Disagreements(data.run_id, part, rows, tuple(tables), unblind, looks, by_family)
+
+
+def _newest(store: LoopRole) -> str:
+    from calibration.calibrate import load_calibration_data
+
+    return load_calibration_data(store).run_id
+
+
+def _replies(store: LoopRole, run_id: str, judgement_ids: pd.Series) -> dict[Any, str | None]:
+    rows = store.run_judgements(run_id)
+    rows = rows[rows["judgement_id"].isin(set(judgement_ids))]
+    return {j: (None if pd.isna(r) else str(r)) for j, r in zip(rows["judgement_id"], rows["raw"], strict=True)}
+
+
+def _raters(store: LoopRole, answer_ids: pd.Series) -> dict[str, list[dict[str, Any]]]:
+    notes = store.label_notes(answer_ids.tolist())
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in notes.itertuples():
+        criteria = json.loads(row.criteria) if isinstance(row.criteria, str) and row.criteria else {}
+        out.setdefault(str(row.answer_id), []).append({
+            "rater": str(row.rater_name),
+            "overall": None if pd.isna(row.overall) else float(row.overall),
+            "criteria": {str(k): float(v) for k, v in criteria.items()},
+            "comment": None if pd.isna(row.comment) or not row.comment else str(row.comment),
+        })
+    return out
+
+
+def render_disagreements(result: Disagreements, *, top: int = 20) -> str:
+    """The disagreements as plain text: the farthest ``top`` answers, then the confusion matrices."""
+    blind = "" if result.unblind else "; blind: no family, model or variant (--unblind shows them)"
+    lines = [f"Judge run {result.run_id} against the people on the {result.part} part: {len(result.rows)} answers, "
+             f"farthest first{blind}"]
+    if result.looks:
+        lines.append(f"  held-out look {result.looks} (recorded)")
+    for row in result.rows.head(top).itertuples():
+        who = f" [{row.family} {row.model} {row.variant}]" if result.unblind else ""
+        lines.append(f"  {row.rank:>3}. {row.answer_id} (task {row.task_id}){who}: judge {row.judge:g}, people "
+                     f"{row.people:g}, |judge - people| {row.distance:g}")
+        reply = (row.judge_reply or "").strip().replace("\n", " ")
+        if reply:
+            lines.append(f"       judge: {reply[:160]}{'...' if len(reply) > 160 else ''}")
+        for r in row.raters:
+            lines.append(f"       {_rater_text(r)}")
+    for fam in result.by_family.itertuples():
+        lines.append(f"family {fam.family}: {fam.n} answers, mean judge - people {fam.mean_residual:+g}, "
+                     f"mean |judge - people| {fam.mean_distance:g}")
+    for table in result.confusion:
+        lines.append(f"confusion [{table.criterion}] (rows: people, columns: judge)")
+        lines += ["  " + line for line in table.matrix.to_string().splitlines()]
+        for name, est in table.rates.items():
+            pct = round(est.level * 100)
+            lines.append(f"  {name}: {est.estimate:.2f} ({pct}% CI {est.ci_low:.2f} to {est.ci_high:.2f}; "
+                         f"n={est.n}; exact)" if est.n else f"  {name}: no answers")
+    return "\n".join(lines)
