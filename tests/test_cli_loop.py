@@ -1,8 +1,8 @@
 """The judge loop on the demo: a planted leniency on one family is found and its removal judged better.
 
 One demo database per module (building it is the slow part): the demo's own fake-judge run is
-version B; version A is the same judge with one Likert point and a half of leniency planted on
-the ``gpt`` family's answers.
+version B; version A is the same judge with two and a half Likert points of leniency planted on
+the ``gpt`` family's answers (enough to show on the held-out part's 26 answers too).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def loop(tmp_path_factory: pytest.TempPathFactory) -> Loop:
     build_demo(store)
     fair = str(store.calibration_runs()["run_id"].iloc[0])
     truth = pd.read_csv(example_path("truth.csv"))
-    lenient = run_demo_judge(store, truth, leniency={"gpt": 1.5}, model="fake-judge-lenient")
+    lenient = run_demo_judge(store, truth, leniency={"gpt": 2.5}, model="fake-judge-lenient")
     return Loop(db, lenient, fair)
 
 
@@ -71,6 +71,10 @@ def test_held_out_looks_are_counted_and_widen_the_intervals(loop: Loop) -> None:
     code, out, _ = run(*base, "--held-out", "--json")
     payload = json.loads(out)
     assert payload["held_out_looks"] == before + 2
+    # Found on the held-out part as well, at the widened level.
+    assert payload["verdict"] == "B is better"
+    gpt = next(f for f in payload["figures"] if f["name"] == "|residual| gpt")
+    assert gpt["verdict"] == "B is better" and gpt["diff"]["ci_high"] < 0
     assert payload["level"] == pytest.approx(1 - 0.05 / (before + 2))
     summary = held_out_summary(Store(loop.db))
     assert summary["looks"] == before + 2 and set(summary["runs"]) == {loop.lenient, loop.fair}
