@@ -530,7 +530,8 @@ def _candidates(texts: Sequence[str], names: tuple[str, ...]) -> list[int]:
     hold at a newline; a match across two texts marks both). The reading is one
     ``str.translate`` per text (:func:`_read_alone`), exact for a text without a character
     reference or tag (one with is a candidate outright) and before spelled-out letters are
-    joined (a text where :data:`_SPELLED` matches is a candidate too).
+    joined (a text where :data:`_SPELLED` or :data:`_LINE_BREAK_HYPHEN` matches is a candidate
+    too); a word in leetspeak is tested as the detector tests it (:func:`_leet_names`).
     """
     marked: set[int] = set()
     raw = "\n".join(texts)
@@ -544,7 +545,23 @@ def _candidates(texts: Sequence[str], names: tuple[str, ...]) -> list[int]:
     for pattern in _prefilter(names):
         # A pattern that takes the character before its match (``[^...]``) starts one later.
         _mark(marked, folded, pattern.finditer(read), shift=1, lead=int(pattern.pattern.startswith("[^")))
+    # A name in leetspeak ("Cl4ude") is read as the name: the detector's own test, on the same reading.
+    _mark(marked, folded, (_Span(s, e) for s, e, _ in _leet_names(read)), shift=1)
     return sorted(marked)
+
+
+@dataclass(frozen=True)
+class _Span:
+    """A found ``[start, end)`` where :func:`_mark` expects a match."""
+
+    begin: int
+    finish: int
+
+    def start(self) -> int:
+        return self.begin
+
+    def end(self) -> int:
+        return self.finish
 
 
 @functools.lru_cache(maxsize=64)
@@ -593,6 +610,7 @@ def _prefilter(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
         patterns.append(re.compile(f"(?<![A-Za-z0-9])(?:{'|'.join(other)}){_SUFFIX}(?![A-Za-z0-9])", re.IGNORECASE))
     assert _SPELLED.pattern.startswith(_NOT_AFTER_WORD)
     patterns.append(re.compile("[^\\w']" + _SPELLED.pattern.removeprefix(_NOT_AFTER_WORD)))
+    patterns.append(_LINE_BREAK_HYPHEN)
     return tuple(patterns)
 
 
@@ -652,7 +670,7 @@ def _top_level_or(pattern: str) -> bool:
 
 
 def _mark(
-    marked: set[int], parts: Sequence[str], matches: Iterable[re.Match[str]], *, shift: int = 0, lead: int = 0
+    marked: set[int], parts: Sequence[str], matches: Iterable[re.Match[str] | _Span], *, shift: int = 0, lead: int = 0
 ) -> None:
     """Add to ``marked`` the index of every part of the newline-joined ``parts`` a match overlaps.
 
@@ -926,7 +944,7 @@ def rendered_reading(text: str) -> tuple[str, list[int], list[int]]:
             out.append(ch)
             starts.append(a)
             ends.append(b)
-    return _joined_letters("".join(out), starts, ends)
+    return _unleet(*_joined_letters("".join(out), starts, ends))
 
 
 #: Three or more single letters or digits, one separator apart ("C-l-a-u-d-e", "C l a u d e",
@@ -935,9 +953,18 @@ def rendered_reading(text: str) -> tuple[str, list[int], list[int]]:
 _SPELLED = re.compile(r"(?<![\w'])(\w)([ .\-\u00b7/*+|:]{1,3})\w(?!\w)(?:\2\w(?!\w))+")
 
 
+#: A word broken across lines by a hyphen ("Anthro-\npic"): read as one word.
+_LINE_BREAK_HYPHEN = re.compile(r"(?<=\w)-[ \t\r]*\n[ \t]*(?=\w)")
+
+
 def _joined_letters(read: str, starts: list[int], ends: list[int]) -> tuple[str, list[int], list[int]]:
-    """``read`` with every spelled-out word joined (its separators dropped), offsets kept."""
-    drop: list[int] = []
+    """``read`` with every spelled-out or line-broken word joined (separators dropped), offsets kept."""
+    drop: list[int] = [i for m in _LINE_BREAK_HYPHEN.finditer(read) for i in range(*m.span())]
+    if drop:
+        gone = set(drop)
+        keep = [i for i in range(len(read)) if i not in gone]
+        read, starts, ends = "".join(read[i] for i in keep), [starts[i] for i in keep], [ends[i] for i in keep]
+        drop = []
     for m in _SPELLED.finditer(read):
         begin, sep = m.start(), m.group(2)
         letters = range(begin, m.end(), len(sep) + 1)
@@ -949,6 +976,53 @@ def _joined_letters(read: str, starts: list[int], ends: list[int]) -> tuple[str,
     gone = set(drop)
     keep = [i for i in range(len(read)) if i not in gone]
     return "".join(read[i] for i in keep), [starts[i] for i in keep], [ends[i] for i in keep]
+
+
+#: Two characters where a letter meets a digit or symbol that leetspeak writes for a letter.
+_LEET_HIT = re.compile(r"[a-z][013-9@$]|[013-9@$][a-z]", re.IGNORECASE)
+_LEET_WORD = re.compile(r"[a-z0-9@$]+", re.IGNORECASE)
+#: What leetspeak's digits and symbols stand for; "1" is tried as "i", then as "l".
+_LEET = (str.maketrans("0134567889@$", "oieasgtbbgas"), str.maketrans("0134567889@$", "oleasgtbbgas"))
+
+
+def _leet_names(read: str) -> Iterator[tuple[int, int, str]]:
+    """Each word of ``read`` in leetspeak that, its digits read as letters, is a known name.
+
+    ``Cl4ude``, ``G3m1n1``, ``0penAI``: a word of ASCII letters, digits, ``@`` and ``$`` with a
+    letter next to a digit or symbol, at least two letters and four characters, whose
+    reading matches a name of :data:`KNOWN_NAMES` in full (``GPT4o``, ``h264``, ``mp3`` do not).
+
+    Yields:
+        ``(start, end, word as read)``.
+    """
+    known = _patterns(())[1]
+    done = 0
+    for hit in _LEET_HIT.finditer(read):
+        if hit.start() < done:
+            continue
+        start = hit.start()
+        while start > 0 and read[start - 1].isascii() and (read[start - 1].isalnum() or read[start - 1] in "@$"):
+            start -= 1
+        word = _LEET_WORD.match(read, start)
+        if word is None:  # pragma: no cover - the hit itself is such a word
+            continue
+        done = word.end()
+        token = word.group()
+        if len(token) < 4 or sum(ch.isalpha() for ch in token) < 2:
+            continue
+        for table in _LEET:
+            plain = token.translate(table)
+            if plain != token and known.fullmatch(plain):
+                yield word.start(), word.end(), plain
+                break
+
+
+def _unleet(read: str, starts: list[int], ends: list[int]) -> tuple[str, list[int], list[int]]:
+    """``read`` with each leetspeak name (:func:`_leet_names`) as its letters; same length, offsets kept."""
+    found = list(_leet_names(read))
+    for start, end, plain in reversed(found):
+        read = read[:start] + plain + read[end:]
+    return read, starts, ends
 
 
 @functools.lru_cache(maxsize=4096)

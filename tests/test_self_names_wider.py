@@ -55,8 +55,25 @@ LEAKS: dict[str, list[tuple[str, list[str]]]] = {
         ("I'm Claude. Anthropic is my developer.", ["Claude", "Anthropic"]),
         ("I am Gemini, a multimodal assistant. Google DeepMind developed me.", ["Gemini", "Google DeepMind"]),
     ],
+    "leetspeak": [
+        ("Cl4ude here: the answer is 7.", ["Cl4ude"]),
+        ("I'm G3m1n1, made by G00gle.", ["G3m1n1", "G00gle"]),
+        ("I was trained by 0penAI.", ["0penAI"]),
+        ("I am C1aude, an AI assistant by @nthropic.", ["C1aude", "@nthropic"]),
+    ],
+    "letters split by spaces, hyphens, dots or lines": [
+        ("I am C-l-4-u-d-e.", ["C-l-4-u-d-e"]),
+        ("I am Chat-G-P-T, your assistant.", ["Chat-G-P-T"]),
+        ("I was trained by Anthro-\npic.", ["Anthro-\npic"]),
+        ("I'm Clau-\nde, an AI assistant.", ["Clau-\nde"]),
+        ("I was made by O p e n A I.", ["O p e n A I"]),
+        ("I'm D.e.e.p.S.e.e.k, a reasoning model.", ["D.e.e.p.S.e.e.k"]),
+    ],
 }
 ORDINARY = [
+    "Version 3 of the app fixes h264 and mp3 playback on the 1st floor; see the b2b x86 build.",
+    "Our l33t hax0r team ships 5G and 4K builds; GPT4o-style naming is confusing.",
+    "The well-\nknown fix is to restart the server.",
     "I was at Amazon for three years, then I moved to a startup.",
     "I worked at Google for five years before joining Microsoft as a data engineer.",
     "Experience: Software Engineer, Google (2015-2020); Senior Engineer, Meta (2020-2024).",
