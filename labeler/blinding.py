@@ -69,10 +69,115 @@ class SelfNamesError(ValueError):
     """The self-names file is malformed: names the file, the entry and what is wrong."""
 
 
+@functools.lru_cache(maxsize=4096)
+def _fold(chars: str) -> str:
+    """What ``chars`` read as: invisible and combining characters dropped, look-alikes as Latin.
+
+    Compatibility forms are folded (NFKD: fullwidth letters, ligatures, the non-breaking
+    hyphen); a combining mark on a Latin, Greek or Cyrillic letter (an accent) is dropped,
+    but one on a letter of another script stays and is composed back (NFC): the voicing
+    mark of a kana is part of the letter ("が" is not "か").
+    """
+    read: list[str] = []
+    for ch in unicodedata.normalize("NFKD", chars):
+        category = unicodedata.category(ch)
+        if category in ("Mn", "Me") and read and ord(read[-1]) >= 0x0590:
+            read.append(ch)
+            continue
+        if category in ("Cf", "Mn", "Me", "Cc") and ch not in "\t\n\r":
+            continue
+        if category in ("Pd", "Zs") or ch in _MINUS_SIGNS:  # every dash reads as "-", every space as " "
+            read.append(" " if category == "Zs" else "-")
+            continue
+        read.append(_lookalike(ch) if ord(ch) > 0x7F else ch)
+    return unicodedata.normalize("NFC", "".join(read))
+
+
+#: Minus signs and hyphen look-alikes that are not dashes to Unicode (``GPT−4o``).
+_MINUS_SIGNS = frozenset("\u2212\u2043\u02d7\u2796\ufe63\uff0d")
+
+
+def _lookalike(ch: str) -> str:
+    """The ASCII letter ``ch`` imitates (Unicode's confusables, then its name), else ``ch``."""
+    if ch in _lookalikes():
+        return _lookalikes()[ch]
+    # Small capitals and other Latin letter forms the confusables list lacks ("\u0262").
+    named = re.match(r"LATIN (?:(CAPITAL|SMALL) )?LETTER (?:SMALL CAPITAL )?([A-Z])\b", unicodedata.name(ch, ""))
+    if named is None:
+        return ch
+    return named.group(2) if named.group(1) == "CAPITAL" else named.group(2).lower()
+
+
+@functools.cache
+def _lookalikes() -> dict[str, str]:
+    """Each non-ASCII character that looks like an ASCII letter or digit, and that letter."""
+    from confusable_homoglyphs import confusables  # loads its data file once
+
+    table = {"\u2019": "'", "\u2018": "'", "\u02bc": "'"}
+    for char, glyphs in confusables.confusables_data.items():
+        if len(char) != 1 or ord(char) <= 0x7F or char in table:
+            continue
+        ascii_ = [g["c"] for g in glyphs if len(g["c"]) == 1 and g["c"].isascii() and g["c"].isalnum()]
+        if ascii_:
+            table[char] = ascii_[0]
+    return table
+
+
 def _plain(word: str) -> str:
-    """``word`` folded as the reading folds text: compatibility forms, no accents, lower case."""
-    decomposed = unicodedata.normalize("NFKD", word)
-    return "".join(ch for ch in decomposed if unicodedata.category(ch) not in ("Mn", "Me")).lower()
+    """``word`` folded as the reading folds text, one character at a time, in lower case.
+
+    Compatibility forms, no accents, look-alike letters as Latin (a Cyrillic "о" reads "o"),
+    the marks of Indic and Thai letters dropped as the reading drops them.
+    """
+    return "".join(_fold(ch) if ord(ch) > 0x7F else ch for ch in word).lower()
+
+
+#: Characters a pattern's folded letter must not become unescaped ("（" reads "(").
+_REGEX_SPECIAL = frozenset("\\.^$*+?{}[]|()")
+
+
+def _read_pattern(pattern: str) -> str:
+    """A regular expression written in a language's own script, folded as the reading folds text.
+
+    Each non-ASCII character becomes what the reading makes of it (:func:`_fold`, lower
+    case), escaped where that is a character regular expressions give a meaning to.
+    """
+    if pattern.isascii():
+        return pattern
+    out = []
+    in_class = escaped = False
+    for ch in pattern:
+        if ord(ch) <= 0x7F:
+            out.append(ch)
+            in_class = (in_class and (escaped or ch != "]")) or (not in_class and not escaped and ch == "[")
+            escaped = not escaped and ch == "\\"
+            continue
+        escaped = False
+        # The reading folds before it lowers: "М" reads "m", "м" stays; a letter takes both.
+        forms = dict.fromkeys(_fold(c).lower() for c in (ch, ch.upper()))
+        safe = ["".join(f"\\{c}" if c in _REGEX_SPECIAL else c for c in form) for form in forms]
+        if len(safe) == 1 or not all(len(f) == 1 for f in forms):
+            out.append(safe[0])
+        else:
+            out.append("".join(safe) if in_class else "[" + "".join(safe) + "]")
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class NearLanguage:
+    """A language whose cue is found near a name rather than through a chain of words.
+
+    Chinese, Japanese, Korean and Thai write no spaces between words; Hindi, Arabic and the
+    others put the verb after the name ("मैं Claude हूँ"). A name is the writer's when a cue
+    (``cue``: matched at the end of the text before the name in its sentence, the gap
+    included) comes before it, what follows it introduces it (``after``), and no word of
+    ``not_between`` (work, use, search) stands between the two ("私はGoogleで働いた" stays).
+    """
+
+    code: str
+    cue: re.Pattern[str]
+    after: re.Pattern[str]
+    not_between: re.Pattern[str] | None
 
 
 @dataclass(frozen=True)
@@ -96,8 +201,11 @@ class SelfNames:
         after: First-person words that may follow a name ("..., je").
         fillers: Words a self-description passes through, all languages.
         self_nouns: Nouns of a self-description, all languages.
-        cjk_cues: First-person phrases of Chinese and Japanese (no spaces between words).
-        cjk_after: What follows a name those phrases introduce (a particle, a comma, "开发").
+        near: The languages whose cues are found near a name (:class:`NearLanguage`).
+        self_after: What, right after a name, makes it the writer's in any language
+            ("... tarafından geliştirildim", "... ने मुझे बनाया", "...が私を作りました").
+        workplace_after: What, right after a name, makes it a workplace ("Google'da"):
+            a cue before it is then a person's CV.
         languages: The languages the file has cues for (English is built in).
     """
 
@@ -108,8 +216,9 @@ class SelfNames:
     after: tuple[str, ...]
     fillers: frozenset[str]
     self_nouns: frozenset[str]
-    cjk_cues: tuple[str, ...]
-    cjk_after: tuple[str, ...]
+    near: tuple[NearLanguage, ...]
+    self_after: tuple[str, ...]
+    workplace_after: tuple[str, ...]
     languages: tuple[str, ...]
 
 
@@ -144,7 +253,7 @@ def load_self_names(path: str | Path | None = None) -> SelfNames:
     names = doc.get("names")
     if not isinstance(names, dict) or not names:
         raise SelfNamesError(f"{where}: a [names] table with makers, products, models and descriptions is required")
-    known = tuple(p for kind in ("makers", "products", "models", "descriptions")
+    known = tuple(_read_pattern(p) for kind in ("makers", "products", "models", "descriptions")
                   for p in _patterns_at(where, names.get(kind, []), f"names.{kind}"))
     return SelfNames(known, _everyday_senses(where, doc.get("ordinary", [])),
                      **_language_cues(where, doc.get("languages", {})))
@@ -191,32 +300,51 @@ def _everyday_senses(where: str, entries: Any) -> tuple[EverydaySense, ...]:
 
 
 def _language_cues(where: str, languages: Any) -> dict[str, Any]:
-    """The file's ``[languages.*]`` tables, merged: the cue fields of :class:`SelfNames`."""
+    """The file's ``[languages.*]`` tables, merged: the cue fields of :class:`SelfNames`.
+
+    A table with ``after_name`` is a :class:`NearLanguage` (``self`` its cues, ``gap`` how
+    many characters may stand between a cue and the name, 40 unless given); the others'
+    cues are found through a chain of self-description words (``fillers``). Every pattern
+    and word is folded as the reading folds text (:func:`_read_pattern`).
+    """
     if not isinstance(languages, dict):
         raise SelfNamesError(f"{where}: [languages] must be a table of languages, not {languages!r}")
     cues: list[str] = []
     made: list[str] = []
     after: list[str] = []
-    cjk: list[str] = []
-    cjk_after: list[str] = []
+    near: list[NearLanguage] = []
+    self_after: list[str] = []
+    workplace: list[str] = []
     fillers: set[str] = set()
     nouns: set[str] = set()
     for code, lang in languages.items():
         key = f"languages.{code}"
         if not isinstance(lang, dict):
             raise SelfNamesError(f"{where}: {key} must be a table, not {lang!r}")
-        if code in ("zh", "ja"):  # no spaces between words: a cue before the name in its sentence
-            cjk += _patterns_at(where, lang.get("self", []), f"{key}.self")
-            cjk_after += _patterns_at(where, lang.get("after_name", []), f"{key}.after_name")
+
+        def read(field: str, key: str = key, lang: dict[str, Any] = lang) -> list[str]:
+            return [_read_pattern(p) for p in _patterns_at(where, lang.get(field, []), f"{key}.{field}")]
+
+        self_after += read("self_after")
+        workplace += read("workplace_after")
+        if "after_name" in lang:  # a cue near the name, what follows the name introduces it
+            gap = lang.get("gap", 40)
+            if not isinstance(gap, int) or not 0 <= gap <= 200:
+                raise SelfNamesError(f"{where}: {key}.gap must be a whole number from 0 to 200, not {gap!r}")
+            between = read("not_between")
+            near.append(NearLanguage(
+                code, re.compile("(?:" + "|".join(read("self")) + rf")[^。！？!?\n।؟۔]{{0,{gap}}}$"),
+                re.compile("(?:" + "|".join(read("after_name")) + ")"),
+                re.compile("|".join(between)) if between else None))
             continue
-        cues += _patterns_at(where, lang.get("self", []), f"{key}.self")
-        made += _patterns_at(where, lang.get("made", []), f"{key}.made")
+        cues += read("self")
+        made += read("made")
         after += sorted(_words_at(where, lang.get("after", ""), f"{key}.after"))
         fillers |= _words_at(where, lang.get("fillers", ""), f"{key}.fillers")
         nouns |= _words_at(where, lang.get("self_nouns", ""), f"{key}.self_nouns")
     return {"cues": tuple(cues), "made": tuple(made), "after": tuple(after), "fillers": frozenset(fillers),
-            "self_nouns": frozenset(nouns), "cjk_cues": tuple(cjk), "cjk_after": tuple(cjk_after),
-            "languages": tuple(languages)}
+            "self_nouns": frozenset(nouns), "near": tuple(near), "self_after": tuple(self_after),
+            "workplace_after": tuple(workplace), "languages": tuple(languages)}
 
 
 _DATA = load_self_names()
@@ -260,7 +388,7 @@ _GENERIC_PHRASES = (
 _PHRASES = tuple(re.compile(p, re.IGNORECASE) for p in _GENERIC_PHRASES)
 #: What joins two names into one mention ("Anthropic's Claude", "Google Gemini", "Claude by
 #: Anthropic"): a name next to a masked one is masked too.
-_JOINED = re.compile(r"(?:'s)?(?:\s+|\s+(?:by|from)\s+)")
+_JOINED = re.compile(r"(?:'s)?(?:\s+|\s+(?:by|from)\s+)|\s*(?:의|の|的)\s*")
 
 #: Cues that make the name reached from them the writer's own (matched at the end of the
 #: sentence's text before the chain of self-description words; lower case, apostrophes
@@ -364,12 +492,16 @@ _EMPLOYER = re.compile(
     r"\bi(?:\s+was|'m|\s+am|\s+have\s+been|'ve\s+been|\s+used\s+to\s+be|\s+spent\s+\w+\s+\w+)"
     r"\s+(?:at|with|in)\s+$"
 )
-#: A Chinese or Japanese first-person phrase before a name in the same sentence.
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff]")
-_CJK_CUE = re.compile("(?:" + "|".join(_DATA.cjk_cues) + ")[^。！？!?\n]{0,40}$") if _DATA.cjk_cues else None
-#: What follows a name that a Chinese or Japanese self-introduction names ("我是通义千问，",
-#: "私はClaudeです", "Anthropicが開発した"); "私はGoogleで検索した" is not one.
-_CJK_AFTER = re.compile("(?:" + "|".join(_DATA.cjk_after) + ")") if _DATA.cjk_after else None
+#: The scripts of the languages whose cues are found near a name (:class:`NearLanguage`):
+#: a sentence with none of them before a name tries none of those cues.
+_NEAR_SCRIPT = re.compile("[\u0600-\u06ff\u0900-\u09ff\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+#: What, right after a name, makes it the writer's in the other languages (self-names file).
+_NEAR_END = re.compile(r"\s*(?:[,.!?،؟۔।]|$)")
+_OTHER_SELF_AFTER = (re.compile(r"^(?:'s)?\s*(?:" + "|".join(_DATA.self_after) + ")")
+                     if _DATA.self_after else None)
+#: What, right after a name, makes it a workplace ("Google'da"): a cue before it is a CV's.
+_WORKPLACE_AFTER = (re.compile("^(?:" + "|".join(_DATA.workplace_after) + ")")
+                    if _DATA.workplace_after else None)
 #: Words before a name that use it as an attribute ("an Amazon seller"): then the name must
 #: be followed by a self-noun ("an OpenAI model") unless a "by"/"from" came between.
 _DETERMINERS = _words("a an the your my our this")
@@ -741,8 +873,7 @@ def _names_in_context(
         k = bisect.bisect_left(other_at, sentence_start)
         others = _OTHER_CUE if k < len(other_at) and other_at[k] <= s else None
         before = lower[max(sentence_start, s - 120) : s]
-        cue = None if _EMPLOYER.search(before) else _cue_before(
-            lower, s, sentence_start, ends, others, {found[j][1] for j in hits if j < i})
+        cue = _cue_before(lower, s, sentence_start, ends, others, {found[j][1] for j in hits if j < i})
         if _BYLINE_BEFORE.search(before) and i not in hits:
             weak.add(i)  # "# generated by ChatGPT"; an everyday sense stays ("written by Claude Shannon")
         if (i not in hits and sentence_start >= s - 3 and _NEXT_SENTENCE_AFTER.match(after)
@@ -750,10 +881,11 @@ def _names_in_context(
             hits.add(i)  # "I am Phi-4, a small model. Microsoft built it."
         if cue == "as" and _AS_AFTER.match(after) and i not in hits:
             weak.add(i)
-        if cue == "chain" or (cue == "made" and _MADE_AFTER.match(after)) or (
-                _CJK_CUE is not None and _CJK.search(lower, sentence_start, s)
-                and _CJK_CUE.search(lower, sentence_start, s)
-                and (_CJK_AFTER is None or _CJK_AFTER.match(lower, e))):
+        if (_WORKPLACE_AFTER is not None and _WORKPLACE_AFTER.match(after)) or _EMPLOYER.search(before):
+            cue = None  # "I was at Amazon for three years", "Ben Google'da çalıştım"
+        if cue == "chain" or (cue == "made" and _MADE_AFTER.match(after)) or _near_cue(
+                lower, s, e, sentence_start, any(sentence_start <= found[j][0] < s for j in hits)) or (
+                _OTHER_SELF_AFTER is not None and _OTHER_SELF_AFTER.match(after)):
             hits.add(i)
             weak.discard(i)
         # "ERNIE by Baidu", "Kimi from Moonshot AI": a product named with its maker.
@@ -762,6 +894,25 @@ def _names_in_context(
             hits.update((i, i + 1))
     weak -= hits
     return [found[i] for i in sorted(hits | weak)], {found[i] for i in hits}
+
+
+def _near_cue(lower: str, start: int, end: int, sentence_start: int, hit_before: bool = False) -> bool:
+    """Whether a :class:`NearLanguage`'s cue before ``lower[start:end]`` names the writer.
+
+    ``hit_before``: a name earlier in the sentence is the writer's; then a name that ends the
+    sentence (or is followed as a cue's name is) belongs to the same self-description
+    ("من Claude هستم، دستیار ... توسط Anthropic.").
+    """
+    if not _DATA.near or not _NEAR_SCRIPT.search(lower, sentence_start, start):
+        return False
+    if hit_before and (_NEAR_END.match(lower, end) or any(lang.after.match(lower, end) for lang in _DATA.near)):
+        return True
+    for lang in _DATA.near:
+        cue = lang.cue.search(lower, sentence_start, start)
+        if cue and lang.after.match(lower, end) and (
+                lang.not_between is None or not lang.not_between.search(lower, cue.start(), start)):
+            return True
+    return False
 
 
 class _Everyday:
@@ -1024,59 +1175,6 @@ def _unleet(read: str, starts: list[int], ends: list[int]) -> tuple[str, list[in
         read = read[:start] + plain + read[end:]
     return read, starts, ends
 
-
-@functools.lru_cache(maxsize=4096)
-def _fold(chars: str) -> str:
-    """What ``chars`` read as: invisible and combining characters dropped, look-alikes as Latin.
-
-    Compatibility forms are folded (NFKD: fullwidth letters, ligatures, the non-breaking
-    hyphen); a combining mark on a Latin, Greek or Cyrillic letter (an accent) is dropped,
-    but one on a letter of another script stays and is composed back (NFC): the voicing
-    mark of a kana is part of the letter ("が" is not "か").
-    """
-    read: list[str] = []
-    for ch in unicodedata.normalize("NFKD", chars):
-        category = unicodedata.category(ch)
-        if category in ("Mn", "Me") and read and ord(read[-1]) >= 0x0590:
-            read.append(ch)
-            continue
-        if category in ("Cf", "Mn", "Me", "Cc") and ch not in "\t\n\r":
-            continue
-        if category in ("Pd", "Zs") or ch in _MINUS_SIGNS:  # every dash reads as "-", every space as " "
-            read.append(" " if category == "Zs" else "-")
-            continue
-        read.append(_lookalike(ch) if ord(ch) > 0x7F else ch)
-    return unicodedata.normalize("NFC", "".join(read))
-
-
-#: Minus signs and hyphen look-alikes that are not dashes to Unicode (``GPT−4o``).
-_MINUS_SIGNS = frozenset("\u2212\u2043\u02d7\u2796\ufe63\uff0d")
-
-
-def _lookalike(ch: str) -> str:
-    """The ASCII letter ``ch`` imitates (Unicode's confusables, then its name), else ``ch``."""
-    if ch in _lookalikes():
-        return _lookalikes()[ch]
-    # Small capitals and other Latin letter forms the confusables list lacks ("\u0262").
-    named = re.match(r"LATIN (?:(CAPITAL|SMALL) )?LETTER (?:SMALL CAPITAL )?([A-Z])\b", unicodedata.name(ch, ""))
-    if named is None:
-        return ch
-    return named.group(2) if named.group(1) == "CAPITAL" else named.group(2).lower()
-
-
-@functools.cache
-def _lookalikes() -> dict[str, str]:
-    """Each non-ASCII character that looks like an ASCII letter or digit, and that letter."""
-    from confusable_homoglyphs import confusables  # loads its data file once
-
-    table = {"\u2019": "'", "\u2018": "'", "\u02bc": "'"}
-    for char, glyphs in confusables.confusables_data.items():
-        if len(char) != 1 or ord(char) <= 0x7F or char in table:
-            continue
-        ascii_ = [g["c"] for g in glyphs if len(g["c"]) == 1 and g["c"].isascii() and g["c"].isalnum()]
-        if ascii_:
-            table[char] = ascii_[0]
-    return table
 
 
 

@@ -110,3 +110,33 @@ def test_everyday_senses_stay_unchanged() -> None:
 def test_the_prefilter_finds_every_new_kind() -> None:
     texts = [t for rows in LEAKS.values() for t, _ in rows] + ORDINARY
     assert detect_self_identifying_many(texts) == [detect_self_identifying(t) for t in texts]
+
+
+#: The 20 most-used languages' codes beyond English that the self-names file must hold cues for.
+LANGUAGES = {"zh", "hi", "es", "fr", "ar", "bn", "pt", "ru", "ur", "id", "de", "ja", "ko", "tr", "vi", "fa", "pl",
+             "nl", "th", "sw", "it"}
+
+
+def test_the_self_names_file_has_cues_and_a_corpus_for_each_listed_language() -> None:
+    from labeler.blinding import load_self_names
+    from tests.test_self_names_languages import CORPUS
+
+    assert LANGUAGES - set(load_self_names().languages) == set()
+    assert LANGUAGES - {p.stem for p in CORPUS.glob("*.jsonl")} == set()
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("Я — Claude, ИИ-ассистент от Anthropic.", ["Claude", "Anthropic"]),
+    ("Меня создала компания Google.", ["Google"]),
+    ("저는 Anthropic이 개발한 Claude입니다.", ["Anthropic", "Claude"]),
+    ("मैं Claude हूँ, Anthropic द्वारा बनाया गया एक AI सहायक।", ["Claude", "Anthropic"]),
+    ("أنا Claude، مساعد ذكاء اصطناعي من تطوير Anthropic.", ["Claude", "Anthropic"]),
+    ("Ben Claude, Anthropic tarafından geliştirilen bir yapay zeka asistanıyım.", ["Claude", "Anthropic"]),
+    ("Ich wurde von Anthropic entwickelt und heiße Claude.", ["Anthropic", "Claude"]),
+    ("私を開発したのはOpenAIです。", ["OpenAI"]),
+    ("我是由Anthropic训练的。", ["Anthropic"]),
+    ("开发我的是月之暗面。", ["月之暗面"]),
+])
+def test_languages_in_their_own_scripts(text: str, names: list[str]) -> None:
+    shown = mask(text, detect_self_identifying(text))
+    assert [n for n in names if readable(shown, n)] == []
