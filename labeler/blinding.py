@@ -388,7 +388,7 @@ _GENERIC_PHRASES = (
 _PHRASES = tuple(re.compile(p, re.IGNORECASE) for p in _GENERIC_PHRASES)
 #: What joins two names into one mention ("Anthropic's Claude", "Google Gemini", "Claude by
 #: Anthropic"): a name next to a masked one is masked too.
-_JOINED = re.compile(r"(?:'s)?(?:\s+|\s+(?:by|from)\s+)|\s*(?:의|の|的)\s*")
+_JOINED = re.compile(r"(?:'s)?(?:\s+|\s+(?:by|from)\s+)|\s*(?:의|の|的)\s*|\s*\((?:[\w-]+\s+){0,2}?(?:by|from)\s+")
 
 #: Cues that make the name reached from them the writer's own (matched at the end of the
 #: sentence's text before the chain of self-description words; lower case, apostrophes
@@ -437,7 +437,7 @@ _FILLERS = _words(
     "known as friendly helpful digital virtual new latest trained developed created made designed "
     "engineered programmed fine-tuned finetuned pretrained pre-trained released brought to you team "
     "teams people folks engineers researchers scientists group lab labs product creation proud top "
-    "done drafted written generated produced composed prepared help assistance s 's"
+    "done drafted written generated produced composed prepared help assistance s 's weights checkpoint checkpoints"
 ) | _DATA.fillers
 #: Nouns of a self-description ("an experimental AI", "the Chinese company"): past one, up to
 #: two other words may be passed on the way to the cue.
@@ -447,7 +447,7 @@ _SELF_NOUNS = _words(
 #: What follows a name that introduces the writer: "... trained me", "Claude here", "Claude, your
 #: assistant", "Claude wrote this reply".
 _SELF_AFTER = re.compile(
-    r"^(?:'s)?\s*(?:(?:[\w'-]+\s+){0,3}?(?:created|built|trained|developed|made|designed|programmed|fine-tuned)"
+    r"^(?:'s)?\s*(?:\([^()\n]{0,40}\)\s*)?(?:at\s+your\s+service\b|reporting\s+for\s+duty\b|(?:[\w'-]+\s+){0,3}?(?:created|built|trained|developed|made|designed|programmed|fine-tuned)"
     r"\s+me\b|here\b|speaking\b|,\s*your\s+(?:[\w-]+\s+){0,3}?(?:assistant|model|ai|chatbot|bot|llm|helper)\b"
     r"|,\s*an?\s+(?:[\w.-]+\s+){0,3}?(?:assistant|model|ai|chatbot|bot|llm)\s*,?\s*here\b"
     r"|(?:[\w'-]+\s+){0,3}?(?:wrote|drafted|generated|composed|produced|prepared)\s+(?:this|the)\s+"
@@ -486,6 +486,36 @@ _NEXT_SENTENCE_AFTER = re.compile(
     r"|(?:is|was|are|were)\s+(?:the\s+)?(?:one|ones|company|team|lab|firm)\s+(?:that|who|which|behind)"
     r"|stands\s+behind|is\s+behind\s+(?:me|this))\b"
 )
+#: A job or a stay after a name: a CV ("trained at Google as an SRE", "at Meta for two years");
+#: not a year ("I was trained by Google in 2024" names the writer).
+_JOB_AFTER = re.compile(
+    r"\s+(?:as\s+an?\s+(?:[\w-]+\s+){0,2}?(?:engineer|sre|intern|developer|manager|analyst|scientist|designer"
+    r"|researcher|employee|contractor|consultant|pm|lead|director|architect|recruiter)s?\b"
+    r"|for\s+(?:\w+\s+)?(?:years?|months?|weeks?)\b)"
+)
+#: Words before a name that make it a thing used or named, not the writer ("I'm using a GLM here").
+_ATTRIBUTIVE = re.compile(r"\b(?:a|an|the|my|your|our|their|this|that|using|use|used|with|in|on|of|to|for|and|or)\s+$")
+#: A name as the speaker of the answer: opening it as a label ("Claude: Sure", "[Gemini]:"), or
+#: after "answer by"/"response from" ("Answer by Qwen: ...").
+_LABEL_OPENING = re.compile(r"[\s\[(*_>#]*")
+_LABEL_AFTER = re.compile(r"[\])*_]*\s*:(?!\d)")
+#: At a later line's start a label must be followed by what a reply opens with: "Claude: Sure,
+#: ..." is a speaker, "Claude 3.5 Sonnet: $3 per million tokens" a line of a price list.
+_LINE_LABEL_BEFORE = re.compile(r"\n[ \t\[(*_>#]*$")
+_LINE_LABEL_AFTER = re.compile(
+    r"[\])*_]*\s*:\s*(?:sure|hi|hello|hey|yes|no|i|i'm|here|certainly|of\s+course|absolutely|great|okay|ok"
+    r"|thanks|thank\s+you|good|well|let|happy|glad)\b"
+)
+_ANSWER_BY = re.compile(r"\b(?:answer|reply|response|message|output)\s+(?:by|from)\s+[\[(*_]*$")
+#: A name signing the answer off: after "Regards," and a line break, after "--" opening a line
+#: (then alone on its line), or after "sent from" ("Sent from ChatGPT").
+_SIGNOFF_BEFORE = re.compile(
+    r"(?:(?:^|\n|[.!?]\s)[ \t]*(?:kind\s+|best\s+|warm\s+)?(?:regards|best|cheers|thanks|thank\s+you|sincerely"
+    r"|yours|warmly|best\s+wishes)[,!.]?\s*"
+    r"|(?:^|\n)[ \t]*(?:--|~)[ \t]*)$"
+)
+_SIGNOFF_AFTER = re.compile(r"[ \t*_.!]*(?:\n|$)")
+_SENT_FROM = re.compile(r"\bsent\s+(?:from|with|via|by)\s+(?:my\s+)?$")
 #: A person's own past or present employer ("I was at Amazon for three years", "I'm with
 #: Google now"): a first-person cue reaching a maker through "at"/"with" alone is a CV line.
 _EMPLOYER = re.compile(
@@ -867,21 +897,23 @@ def _names_in_context(
         after = lower[e : e + 80]
         sentence_start = _sentence_start(lower, s)
         intro = _SELF_AFTER.match(after)
-        if intro and (not after.lstrip().startswith(("here", "speaking")) or sentence_start >= s - 12):
+        if intro and (not after.lstrip().startswith(("here", "speaking")) or (
+                sentence_start >= s - 12 and not _ATTRIBUTIVE.search(lower, sentence_start, s))):
             # "Claude, an Anthropic model, here": the names inside the introduction too.
             hits.update(j for j in range(i, len(found)) if found[j][0] < e + intro.end())
         k = bisect.bisect_left(other_at, sentence_start)
         others = _OTHER_CUE if k < len(other_at) and other_at[k] <= s else None
         before = lower[max(sentence_start, s - 120) : s]
         cue = _cue_before(lower, s, sentence_start, ends, others, {found[j][1] for j in hits if j < i})
-        if _BYLINE_BEFORE.search(before) and i not in hits:
-            weak.add(i)  # "# generated by ChatGPT"; an everyday sense stays ("written by Claude Shannon")
+        if i not in hits and (_BYLINE_BEFORE.search(before) or _label(lower, s, e, before)):
+            weak.add(i)  # "# generated by ChatGPT", "Claude: Sure"; an everyday sense stays (Claude Shannon)
         if (i not in hits and sentence_start >= s - 3 and _NEXT_SENTENCE_AFTER.match(after)
                 and any(sentence_start - 240 <= found[j][0] < sentence_start for j in hits)):
             hits.add(i)  # "I am Phi-4, a small model. Microsoft built it."
         if cue == "as" and _AS_AFTER.match(after) and i not in hits:
             weak.add(i)
-        if (_WORKPLACE_AFTER is not None and _WORKPLACE_AFTER.match(after)) or _EMPLOYER.search(before):
+        if ((_WORKPLACE_AFTER is not None and _WORKPLACE_AFTER.match(after)) or _EMPLOYER.search(before)
+                or _JOB_AFTER.match(after)):
             cue = None  # "I was at Amazon for three years", "Ben Google'da çalıştım"
         if cue == "chain" or (cue == "made" and _MADE_AFTER.match(after)) or _near_cue(
                 lower, s, e, sentence_start, any(sentence_start <= found[j][0] < s for j in hits)) or (
@@ -894,6 +926,15 @@ def _names_in_context(
             hits.update((i, i + 1))
     weak -= hits
     return [found[i] for i in sorted(hits | weak)], {found[i] for i in hits}
+
+
+def _label(lower: str, start: int, end: int, before: str) -> bool:
+    """Whether the name at ``lower[start:end]`` labels or signs the answer (``before``: what precedes it)."""
+    return bool(
+        (start <= 12 and _LABEL_OPENING.fullmatch(lower, 0, start) and _LABEL_AFTER.match(lower, end))
+        or (_LINE_LABEL_BEFORE.search(lower, max(0, start - 12), start) and _LINE_LABEL_AFTER.match(lower, end))
+        or _ANSWER_BY.search(before) or _SENT_FROM.search(before)
+        or (_SIGNOFF_BEFORE.search(lower, max(0, start - 40), start) and _SIGNOFF_AFTER.match(lower, end)))
 
 
 def _near_cue(lower: str, start: int, end: int, sentence_start: int, hit_before: bool = False) -> bool:

@@ -55,6 +55,15 @@ LEAKS: dict[str, list[tuple[str, list[str]]]] = {
         ("I'm Claude. Anthropic is my developer.", ["Claude", "Anthropic"]),
         ("I am Gemini, a multimodal assistant. Google DeepMind developed me.", ["Gemini", "Google DeepMind"]),
     ],
+    "a name labelling or signing the answer": [
+        ("Claude: Sure, here is the plan.", ["Claude"]),
+        ("[Gemini]: Sure, here is the plan.", ["Gemini"]),
+        ("Answer by Qwen: the capital is Paris.", ["Qwen"]),
+        ("Thanks for asking!\n-- Claude", ["Claude"]),
+        ("Regards,\nChatGPT", ["ChatGPT"]),
+        ("Sent from ChatGPT", ["ChatGPT"]),
+        ("Claude (made by Anthropic) at your service.", ["Claude", "Anthropic"]),
+    ],
     "leetspeak": [
         ("Cl4ude here: the answer is 7.", ["Cl4ude"]),
         ("I'm G3m1n1, made by G00gle.", ["G3m1n1", "G00gle"]),
@@ -71,6 +80,11 @@ LEAKS: dict[str, list[tuple[str, list[str]]]] = {
     ],
 }
 ORDINARY = [
+    "I'm using a GLM here because the outcome is a count.",
+    "I'm a Gemini, so I like to talk.",
+    "I was trained at Google as an SRE before I switched to teaching.",
+    "Pricing per million tokens:\n- Claude 3.5 Sonnet: $3\n- GPT-4o: $5",
+    "I'm the copilot on tomorrow's flight to Denver.",
     "Version 3 of the app fixes h264 and mp3 playback on the 1st floor; see the b2b x86 build.",
     "Our l33t hax0r team ships 5G and 4K builds; GPT4o-style naming is confusing.",
     "The well-\nknown fix is to restart the server.",
