@@ -64,6 +64,13 @@ LEAKS: dict[str, list[tuple[str, list[str]]]] = {
         ("Sent from ChatGPT", ["ChatGPT"]),
         ("Claude (made by Anthropic) at your service.", ["Claude", "Anthropic"]),
     ],
+    "a maker described in words": [
+        ("I was built by the company founded by Sam Altman.", ["Sam Altman"]),
+        ("I'm an assistant from a San Francisco AI safety company.", ["AI safety company"]),
+        ("I was made by the Chinese e-commerce giant.", ["e-commerce giant"]),
+        ("My makers are the Beijing-based startup behind Kimi.", ["Kimi"]),
+        ("I am a model from Elon's company.", ["Elon's company"]),
+    ],
     "leetspeak": [
         ("Cl4ude here: the answer is 7.", ["Cl4ude"]),
         ("I'm G3m1n1, made by G00gle.", ["G3m1n1", "G00gle"]),
