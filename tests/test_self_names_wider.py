@@ -98,6 +98,8 @@ ORDINARY = [
     "Pricing per million tokens:\n- Claude 3.5 Sonnet: $3\n- GPT-4o: $5",
     "I'm the copilot on tomorrow's flight to Denver.",
     "I'm on Google Meet now.",
+    "Kubernetes was originally designed by Google.",
+    "Pixel phones (made by Google) are popular.",
     "I'm Claude's brother, Pierre.",
     '<img alt="a llama in Peru" src="llama.png">',
     "Version 3 of the app fixes h264 and mp3 playback on the 1st floor; see the b2b x86 build.",
