@@ -7,6 +7,7 @@ options make the same judge, and so the same requests and cache keys, whichever 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import click
@@ -180,6 +181,37 @@ def adopt_batch_option(func: Any) -> Any:
         "create reply was lost and judgelab cannot tell it from another project's). It is adopted only if it "
         "holds exactly this run's requests. Repeatable.",
     )(func)
+
+
+def run_options(func: Any) -> Any:
+    """The runner's options, the same on every command that calls a judge (``probe``, ``score``, ``screen``).
+
+    ``--batch``, ``--concurrency``, ``--max-retries``, ``--timeout``, ``--poll-interval``,
+    ``--base-url``, ``--resume``, ``--adopt-batch`` and ``--progress/--no-progress``.
+    """
+    options: list[Callable[[Any], Any]] = [
+        click.option("--batch", is_flag=True, help="Submit the calls as one batch (half price)."),
+        click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
+                     help="Calls in flight at once."),
+        click.option("--max-retries", type=click.IntRange(min=0), default=6, show_default=True,
+                     help="Retries per request on 429/529/5xx/timeouts and undecodable replies "
+                     "(backoff honours retry-after)."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+                     help="Seconds per HTTP attempt before it is abandoned and retried."),
+        click.option("--poll-interval", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
+                     help="Seconds between batch status checks (--batch)."),
+        click.option("--base-url", default=None,
+                     help="API URL: Anthropic-compatible, or with --judge openai the OpenAI-compatible endpoint "
+                     "(e.g. http://localhost:11434/v1 for Ollama, a local mock's /v1)."),
+        click.option("--resume", "resume", default=None, metavar="RUN_ID",
+                     help="Continue this interrupted run (a re-run of the same command does it too)."),
+        adopt_batch_option,
+        click.option("--progress/--no-progress", default=None,
+                     help="Progress bar [default: when stderr is a terminal]."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
 
 
 def interrupted(exc: BaseException | None = None, *, as_json: bool = False) -> NoReturn:

@@ -44,7 +44,6 @@ from calibration.stats import ADJUSTMENTS, Adjustment
 from judgelab.cli._judge import (
     DEFAULT_MODEL,
     FAKE_FAMILY,
-    adopt_batch_option,
     api_key,
     default_fake_judge,
     have_api,
@@ -53,6 +52,7 @@ from judgelab.cli._judge import (
     make_judge,
     resolve_judge_spec,
     resolve_provider,
+    run_options,
     spec_settings,
 )
 from judgelab.cli._util import echo_json, finishing, json_option, new_db_option, png_option
@@ -343,24 +343,7 @@ def _openai_cache_line(c: pricing.PlanEstimate) -> str:
               "(anthropic or openai; with --batch as a batch of their own), or offline "
               "[default: llm for anthropic and openai, offline for fake].")
 @click.option("--pad-model", default=None, help="Model that writes padded variants [default: --model].")
-@click.option("--batch", is_flag=True, help="Submit the calls as one Message Batch (half price).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
-              help="Calls in flight at once.")
-@click.option("--max-retries", type=click.IntRange(min=0), default=6, show_default=True,
-              help="Retries per request on 429/529/5xx/timeouts and undecodable replies "
-              "(backoff honours retry-after).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
-              help="Seconds per HTTP attempt before it is abandoned and retried.")
-@click.option("--poll-interval", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
-              help="Seconds between Message Batch status checks (--batch).")
-@click.option("--base-url", default=None,
-              help="API URL: Anthropic-compatible, or with --judge openai the OpenAI-compatible endpoint "
-              "(e.g. http://localhost:11434/v1 for Ollama, a local mock's /v1).")
-@click.option("--resume", "resume", default=None, metavar="RUN_ID",
-              help="Continue this interrupted run (a re-run of the same command does it too).")
-@adopt_batch_option
-@click.option("--progress/--no-progress", default=None,
-              help="Progress bar [default: when stderr is a terminal].")
+@run_options
 @judge_spec_option
 @new_db_option
 @json_option

@@ -25,7 +25,6 @@ from calibration.screen import estimate_screen, screen_answers
 from calibration.spec import JudgeSpec
 from judgelab.cli._judge import (
     DEFAULT_MODEL,
-    adopt_batch_option,
     api_key,
     default_fake_judge,
     interrupted,
@@ -33,6 +32,7 @@ from judgelab.cli._judge import (
     make_judge,
     resolve_judge_spec,
     resolve_provider,
+    run_options,
     spec_settings,
 )
 from judgelab.cli._util import db_option, echo_json, finishing, json_option
@@ -65,20 +65,7 @@ def _money(x: float | None) -> str:
               help="Say what the screen would cost (calls, tokens, list and batch price) and stop. Spends nothing.")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="Also write a JSONL evidence file.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fake judge.")
-@click.option("--batch", is_flag=True, help="Submit the calls as one batch (half price).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True,
-              help="Calls in flight at once.")
-@click.option("--max-retries", type=click.IntRange(min=0), default=6, show_default=True,
-              help="Retries per request on 429/529/5xx/timeouts.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
-              help="Seconds per HTTP attempt before it is abandoned and retried.")
-@click.option("--poll-interval", type=click.FloatRange(min=0.01), default=30.0, show_default=True,
-              help="Seconds between batch status checks (--batch).")
-@click.option("--base-url", default=None,
-              help="API URL: Anthropic-compatible, or with --judge openai the OpenAI-compatible endpoint.")
-@click.option("--resume", default=None, metavar="RUN_ID", help="Continue this interrupted screen.")
-@adopt_batch_option
-@click.option("--progress/--no-progress", default=None, help="Progress bar [default: when stderr is a terminal].")
+@run_options
 @db_option
 @json_option
 def screen_command(**opts: Any) -> None:
