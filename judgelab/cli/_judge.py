@@ -214,6 +214,28 @@ def run_options(func: Any) -> Any:
     return func
 
 
+#: Options that steer one execution of a run and are not stored with it (the rest are, for the record).
+_STEERING = ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval", "max_retries", "timeout",
+             "adopt_batches")
+
+
+def run_params(opts: dict[str, Any], *also: str) -> dict[str, Any]:
+    """The command's options stored with its run: all but :data:`_STEERING` and ``also``."""
+    return {k: v for k, v in opts.items() if k not in _STEERING and k not in also}
+
+
+def runner_kwargs(opts: dict[str, Any], *also: str) -> dict[str, Any]:
+    """The keyword arguments every run function takes from the command's options.
+
+    ``score_answers``, ``screen_answers`` and ``run_probes`` each take :func:`run_options`'
+    values, ``--out``, ``--judge`` and the options stored with the run (:func:`run_params`).
+    """
+    return {"evidence": opts["out"], "judge_kind": opts["judge_kind"], "resume": opts["resume"],
+            "concurrency": opts["concurrency"], "batch": opts["batch"], "progress": opts["progress"],
+            "poll_interval": opts["poll_interval"], "adopt_batches": opts["adopt_batches"],
+            "params": run_params(opts, *also)}
+
+
 def interrupted(exc: BaseException | None = None, *, as_json: bool = False) -> NoReturn:
     """Print the interrupted run's summary (when ``exc`` carries one), say it lost nothing, exit 130.
 

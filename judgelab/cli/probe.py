@@ -53,6 +53,7 @@ from judgelab.cli._judge import (
     resolve_judge_spec,
     resolve_provider,
     run_options,
+    runner_kwargs,
     spec_settings,
 )
 from judgelab.cli._util import echo_json, finishing, json_option, new_db_option, png_option
@@ -362,21 +363,11 @@ def probe_command(**opts: Any) -> None:
         else make_judge(opts["judge_kind"], opts["model"], opts["base_url"], concurrency=opts["concurrency"],
                         max_retries=opts["max_retries"], spec=spec, timeout=opts["timeout"])
     )
-    # The options are stored with the run, for the record (not the ones that only steer this
-    # execution).
-    params = {
-        k: v for k, v in opts.items()
-        if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval",
-                     "max_retries", "timeout", "adopt_batches")
-    }
     try:
         result = run_probes(
-            judge, store, dataset=opts["dataset"], n=opts["n"], biases=opts["biases"],
-            seed=opts["seed"], evidence=opts["out"], judge_kind=opts["judge_kind"],
-            other=opts["other_family"], pad=opts["pad_mode"], pad_model=opts["pad_model"],
-            resume=opts["resume"], concurrency=opts["concurrency"], batch=opts["batch"],
-            progress=opts["progress"], poll_interval=opts["poll_interval"], params=params,
-            formats=opts["formats"], adopt_batches=opts["adopt_batches"],
+            judge, store, dataset=opts["dataset"], n=opts["n"], biases=opts["biases"], seed=opts["seed"],
+            other=opts["other_family"], pad=opts["pad_mode"], pad_model=opts["pad_model"], formats=opts["formats"],
+            **runner_kwargs(opts),
         )
     except KeyboardInterrupt as exc:
         # Every reply that arrived is already in the database: nothing is lost or re-spent.

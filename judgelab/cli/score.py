@@ -30,6 +30,7 @@ from judgelab.cli._judge import (
     resolve_judge_spec,
     resolve_provider,
     run_options,
+    runner_kwargs,
 )
 from judgelab.cli._util import db_option, echo_json, finishing, json_option
 from labeler.store import JudgeRole, Store
@@ -68,16 +69,9 @@ def score_command(**opts: Any) -> None:
     opts["judge_kind"], opts["model"] = resolve_provider(opts["judge_kind"], spec, opts["model"])
     judge: Judge = make_judge(opts["judge_kind"], opts["model"], opts["base_url"], concurrency=opts["concurrency"],
                               max_retries=opts["max_retries"], spec=spec, seed=opts["seed"], timeout=opts["timeout"])
-    params = {k: v for k, v in opts.items()
-              if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval", "max_retries",
-                        "adopt_batches", "timeout")}
     try:
-        result = score_answers(
-            judge, store, design=opts["design"], labelled=opts["labelled"], formats=opts["formats"],
-            evidence=opts["out"], judge_kind=opts["judge_kind"], resume=opts["resume"],
-            concurrency=opts["concurrency"], batch=opts["batch"], progress=opts["progress"],
-            poll_interval=opts["poll_interval"], params=params, adopt_batches=opts["adopt_batches"],
-        )
+        result = score_answers(judge, store, design=opts["design"], labelled=opts["labelled"], formats=opts["formats"],
+                               **runner_kwargs(opts))
     except KeyboardInterrupt as exc:
         interrupted(exc, as_json=opts["as_json"])
     summary = result.summary

@@ -33,6 +33,7 @@ from judgelab.cli._judge import (
     resolve_judge_spec,
     resolve_provider,
     run_options,
+    runner_kwargs,
     spec_settings,
 )
 from judgelab.cli._util import db_option, echo_json, finishing, json_option
@@ -98,15 +99,8 @@ def screen_command(**opts: Any) -> None:
         return
     judge: Judge = make_judge(opts["judge_kind"], opts["model"], opts["base_url"], concurrency=opts["concurrency"],
                               max_retries=opts["max_retries"], spec=None, seed=opts["seed"], timeout=opts["timeout"])
-    params = {k: v for k, v in opts.items()
-              if k not in ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval", "max_retries",
-                           "adopt_batches", "timeout", "only_estimate")}
     try:
-        result = screen_answers(
-            judge, store, evidence=opts["out"], judge_kind=opts["judge_kind"], resume=opts["resume"],
-            concurrency=opts["concurrency"], batch=opts["batch"], progress=opts["progress"],
-            poll_interval=opts["poll_interval"], params=params, adopt_batches=opts["adopt_batches"],
-        )
+        result = screen_answers(judge, store, **runner_kwargs(opts, "only_estimate"))
     except KeyboardInterrupt as exc:
         interrupted(exc, as_json=opts["as_json"])
     summary = result.summary
