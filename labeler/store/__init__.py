@@ -28,6 +28,7 @@ from labeler.store._core import (
     resolve_db_path,
 )
 from labeler.store._designs import DesignMixin
+from labeler.store._ingest import Staging
 from labeler.store._judgements import JudgementMixin, JudgementRecord, plain_value
 from labeler.store._labels import (
     MASK_DEFAULT,
@@ -129,6 +130,7 @@ __all__ = [
     "Role",
     "ScoreView",
     "Screen",
+    "Staging",
     "Store",
     "copy_database",
     "copy_project",
