@@ -176,7 +176,7 @@ class Staging:
             whole = "true"
 
         def v(c: str) -> str:
-            return value.get(c, "NULL")
+            return value.get(c, "NULL::VARCHAR")
 
         def k(c: str) -> str:
             return kind.get(c, "NULL")
