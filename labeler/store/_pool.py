@@ -264,7 +264,8 @@ class PoolMixin(StoreCore):
                 typed = ", ".join(f"{c} {k}" for c, k in zip(columns, kinds, strict=True))
                 con.execute(f"CREATE TEMPORARY TABLE {table} ({typed}) ON COMMIT DROP")
                 copying = f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT csv)"
-                with con.raw.cursor() as cur, cur.copy(copying) as copy, file.open("rb") as fh:
+                raw = con.raw  # type: ignore[attr-defined]  # a PgConnection: the psycopg connection under it
+                with raw.cursor() as cur, cur.copy(copying) as copy, file.open("rb") as fh:
                     while block := fh.read(1 << 20):
                         copy.write(block)
             return _write_staged(con, "_tasks_in", "_answers_in", source_file)
