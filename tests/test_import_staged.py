@@ -26,7 +26,7 @@ import pytest
 from bench._answers import answers
 from labeler.errors import InputError
 from labeler.importers import import_file, parse_answers, read_rows
-from labeler.store import Store
+from labeler.store import Staging, Store
 
 #: sha256 of :func:`_stored` after ``judgelab import answers`` of :func:`_write` (2,000 rows) on main at 2d91ec9.
 MAIN_DIGEST = "122eff696bbcbd8996f4c7874dc19af84b2b09358f25829f63d349e245604dd0"
@@ -83,9 +83,20 @@ def _digest(rows: list[list[Any]]) -> str:
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
 
 
+def _engine_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail if the file is read by Python instead of DuckDB (a JSON-lines file DuckDB can read)."""
+    def refused(self: Staging, rows: Any) -> None:
+        raise AssertionError(f"{rows.file} was read by Python, not by DuckDB")
+
+    monkeypatch.setattr(Staging, "stage_rows", refused)
+
+
 @pytest.mark.both_backends
-def test_staged_import_stores_byte_for_byte_what_the_whole_file_import_stored(tmp_path: Path, db: str) -> None:
+def test_staged_import_stores_byte_for_byte_what_the_whole_file_import_stored(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     file = _write(tmp_path / "answers.jsonl", _rows(N))
+    _engine_only(monkeypatch)
     summary = import_file(Store(db), "answers", file)
     assert summary.added == {"tasks": N // 4, "answers": N}
     got = _stored(Store(db))
@@ -110,10 +121,13 @@ def test_a_csv_is_staged_and_stored_as_the_whole_file_import_stores_it(tmp_path:
     assert _stored(Store(tmp_path / "new.duckdb")) == _stored(reference)
 
 
-def test_an_error_late_in_a_large_file_names_its_row_and_nothing_is_stored(tmp_path: Path) -> None:
+def test_an_error_late_in_a_large_file_names_its_row_and_nothing_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rows = _rows(N)
     rows[1_500]["family"] = "not an id"
     file = _write(tmp_path / "answers.jsonl", rows)
+    _engine_only(monkeypatch)
     store = Store(tmp_path / "p.duckdb")
     with pytest.raises(InputError) as err:
         import_file(store, "answers", file)

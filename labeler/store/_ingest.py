@@ -70,6 +70,7 @@ class Staging:
             "memory_limit": MEMORY_LIMIT, "temp_directory": str(Path(self._dir.name) / "spill"),
             "preserve_insertion_order": True, "threads": max(1, min(2, os.cpu_count() or 1)),
         })
+        self.con.execute("SET enable_progress_bar = false")  # a command's output is its own
         #: The file's columns in its order (every key seen, in order of first appearance).
         self.columns: tuple[str, ...] = ()
         #: How many rows were staged.
@@ -106,7 +107,7 @@ class Staging:
         try:
             self.db.execute(
                 "CREATE TABLE raw AS SELECT j FROM read_json(?, format = 'newline_delimited', records = 'false',"
-                " columns = {'j': 'JSON'}, maximum_object_size = 1073741824)", [str(path)])
+                " columns = {'j': 'JSON'}, maximum_object_size = 33554432)", [str(path)])
             bad = self.db.execute("SELECT count(*) FILTER (WHERE json_type(j) <> 'OBJECT'), count(*) FROM raw"
                                   ).fetchone()
         except duckdb.Error:
