@@ -513,7 +513,7 @@ def import_file(
 
 # -- answers, staged ---------------------------------------------------------------------------------
 
-_ENGINE_READS = (".jsonl", ".ndjson")
+_JSON_LINES = (".jsonl", ".ndjson")
 
 
 def _import_answers(
@@ -521,8 +521,8 @@ def _import_answers(
 ) -> ImportSummary:
     """:func:`import_file` of an answers file, through a staging database of the import's own.
 
-    DuckDB reads a JSON-lines file itself; any other file (or one DuckDB refuses, or that has a
-    line that is not an object) is read by ``reader`` as before. The rows are staged
+    DuckDB reads a JSON-lines or Parquet file itself; any other file (or one DuckDB refuses, or a
+    JSON-lines file with a line that is not an object) is read by ``reader`` as before. The rows are staged
     (:class:`labeler.store.Staging`), where one set operation marks the plain ones (every field
     already what :func:`parse_answers` accepts and keeps as it is); only the others are checked
     here in Python, by the very code :func:`parse_answers` runs, which raises its exact errors.
@@ -534,8 +534,10 @@ def _import_answers(
     name = str(file)  # as read_rows names it
     warned: list[str] = []
     with Staging() as stage:
-        engine = (reader is read_rows and file.suffix.lower() in _ENGINE_READS and file.is_file()
-                  and file.stat().st_size > 0 and stage.read_json_lines(file))
+        suffix = file.suffix.lower()
+        engine = (reader is read_rows and file.is_file() and file.stat().st_size > 0
+                  and ((suffix in _JSON_LINES and stage.read_json_lines(file))
+                       or (suffix == ".parquet" and stage.read_parquet(file))))
         rows = None if engine else reader(path)
         if rows is not None:
             name = rows.file

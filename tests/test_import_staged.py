@@ -121,6 +121,23 @@ def test_a_csv_is_staged_and_stored_as_the_whole_file_import_stores_it(tmp_path:
     assert _stored(Store(tmp_path / "new.duckdb")) == _stored(reference)
 
 
+def test_parquet_is_read_by_duckdb_and_stored_as_the_whole_file_import_stores_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{**r, "task_id": str(r["task_id"])} for r in _rows(400) if "messages" not in r]
+    rows[3]["category"] = None
+    file = tmp_path / "answers.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), file)
+    _engine_only(monkeypatch)
+    import_file(Store(tmp_path / "new.duckdb"), "answers", file)
+    reference = Store(tmp_path / "reference.duckdb")
+    reference.add_pool(*parse_answers(read_rows(file)), source_file=str(file))
+    assert _stored(Store(tmp_path / "new.duckdb")) == _stored(reference)
+
+
 def test_an_error_late_in_a_large_file_names_its_row_and_nothing_is_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

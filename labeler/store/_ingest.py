@@ -76,6 +76,8 @@ class Staging:
         #: How many rows were staged.
         self.n = 0
         self._rows: Rows | None = None
+        self._parquet: Path | None = None
+        self._types: dict[str, str] = {}
 
     def __enter__(self) -> Staging:
         return self
@@ -128,6 +130,22 @@ class Staging:
         self.columns = tuple(seen)
         return True
 
+    def read_parquet(self, path: Path) -> bool:
+        """Let DuckDB read a Parquet file; ``False`` (nothing staged) when it cannot (Python's reader words why)."""
+        try:
+            self.db.execute("CREATE TABLE raw AS SELECT * EXCLUDE (file_row_number), file_row_number + 1 AS _row_no"
+                            " FROM read_parquet(?, file_row_number = true)", [str(path)])
+            described = self.db.execute("DESCRIBE raw").fetchall()
+            counted = self.db.execute("SELECT count(*) FROM raw").fetchone()
+        except duckdb.Error:
+            self.db.execute("DROP TABLE IF EXISTS raw")
+            return False
+        self._types = {str(r[0]): str(r[1]) for r in described if r[0] != "_row_no"}
+        self.columns = tuple(self._types)
+        self.n = int(counted[0]) if counted else 0
+        self._parquet = path
+        return True
+
     def stage_rows(self, rows: Rows) -> None:
         """Copy rows a Python reader read in, a slice at a time (kept for the Python checks)."""
         self._rows = rows
@@ -165,7 +183,13 @@ class Staging:
             How many rows are not plain (for the Python checks: :meth:`suspects`).
         """
         present = [c for c in _SOURCE if c in self.columns and c not in ignore]
-        if self._rows is None:  # JSON: a value and its JSON type per column
+        if self._parquet is not None:  # Parquet: a text column's values as they are, any other type for Python
+            value = {c: _q(c) if self._types[c] == "VARCHAR" else "NULL::VARCHAR" for c in present}
+            kind = {c: f"CASE WHEN {_q(c)} IS NULL THEN 'NULL' ELSE "
+                       f"'{'VARCHAR' if self._types[c] == 'VARCHAR' else 'OTHER'}' END" for c in present}
+            source = "(SELECT _row_no AS row_no, * EXCLUDE (_row_no) FROM raw)"
+            whole = "true"
+        elif self._rows is None:  # JSON: a value and its JSON type per column
             value = {c: f"(j->>'$.{c}')" for c in present}
             kind = {c: f"json_type(j->'$.{c}')" for c in present}
             source = "(SELECT rowid + 1 AS row_no, j FROM raw)"
@@ -229,10 +253,28 @@ class Staging:
                 for n in numbers:
                     yield n, self._rows.rows[n - 1]
                 continue
+            if self._parquet is not None:
+                yield from self._parquet_rows(numbers)
+                continue
             found = dict(self.db.execute(
                 "SELECT rowid + 1, j FROM raw WHERE rowid + 1 IN (SELECT unnest(?))", [numbers]).fetchall())
             for n in numbers:
                 yield n, {str(key): value for key, value in json.loads(found[n]).items()}
+
+    def _parquet_rows(self, numbers: list[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Rows ``numbers`` (ascending) of the Parquet file as pyarrow gives them, one batch in memory at a time."""
+        import pyarrow.parquet as pq
+
+        wanted = iter(numbers)
+        n = next(wanted, None)
+        first = 1
+        for batch in pq.ParquetFile(self._parquet).iter_batches(batch_size=SLICE):
+            while n is not None and n < first + batch.num_rows:
+                yield n, batch.slice(n - first, 1).to_pylist()[0]
+                n = next(wanted, None)
+            if n is None:
+                return
+            first += batch.num_rows
 
     def write_back(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """Store the values the Python checks gave rows: ``(row, *ROW_COLUMNS values)`` each."""
@@ -322,7 +364,7 @@ class Staging:
             " (PARTITION BY task_id ORDER BY row_no) AS nth FROM staged) WHERE nth = 1 ORDER BY row_no")
         self.db.execute("DROP TABLE extra")
         self.db.execute("DROP TABLE staged")
-        self.db.execute("DROP TABLE raw")
+        self.db.execute("DROP TABLE IF EXISTS raw")
         self.db.execute("CHECKPOINT")
 
     def to_csv(self, table: str, columns: Sequence[str]) -> Path:
