@@ -190,10 +190,13 @@ class Staging:
             source = "(SELECT _row_no AS row_no, * EXCLUDE (_row_no) FROM raw)"
             whole = "true"
         elif self._rows is None:  # JSON: a value and its JSON type per column
-            value = {c: f"(j->>'$.{c}')" for c in present}
-            kind = {c: f"json_type(j->'$.{c}')" for c in present}
-            source = "(SELECT rowid + 1 AS row_no, j FROM raw)"
-            whole = "len(json_keys(j)) = len(list_distinct(json_keys(j)))"  # a repeated key: last one wins
+            # Each line is parsed once into a struct of JSON values, not once per column.
+            shape = "{" + ", ".join(f'"{c}": "JSON"' for c in present) + "}"
+            value = {c: f"json_extract_string(f.{_q(c)}, '$')" for c in present}
+            kind = {c: f"json_type(f.{_q(c)})" for c in present}
+            source = (f"(SELECT rowid + 1 AS row_no, json_keys(j) AS keys, from_json(j, '{shape}') AS f FROM raw)"
+                      if present else "(SELECT rowid + 1 AS row_no, json_keys(j) AS keys FROM raw)")
+            whole = "len(keys) = len(list_distinct(keys))"  # a repeated key: Python keeps the last one
         else:
             value = {c: _q(c) for c in present}
             kind = {c: _q(c + "__t") for c in present}
