@@ -25,7 +25,9 @@ by DuckDB's ``CREATE TABLE ... AS SELECT * FROM read_json_auto(...)`` into anoth
 a fresh child process: wall time and peak memory side by side. ``--n 1000000`` for the
 million-answer figures (the file, about 600 MB, is written once into ``--workdir``);
 ``--skip-csv`` leaves out the CSV import and ``assign_k`` part. CPU time is printed beside
-wall time: on a shared machine it is the steadier figure.
+wall time: on a shared machine it is the steadier figure. ``--pg`` adds the same file imported
+into a project on a throwaway PostgreSQL server (``tests/pg.py``) beside PostgreSQL's own
+``COPY`` of its lines into a ``jsonb`` column.
 """
 
 from __future__ import annotations
@@ -106,6 +108,22 @@ def measure_duckdb(db: str, path: str) -> dict[str, float]:
     return {"wall_s": time.perf_counter() - start, "cpu_s": _cpu_s() - cpu, "rows": rows[0] if rows else 0}
 
 
+def measure_copy(url: str, path: str) -> dict[str, float]:
+    """PostgreSQL's own bulk load: the file's lines ``COPY``-ed into a ``jsonb`` column (parsed, nothing checked)."""
+    import psycopg
+
+    start, cpu = time.perf_counter(), _cpu_s()
+    with psycopg.connect(url) as con:
+        con.execute("CREATE TABLE raw (j jsonb)")
+        # CSV with a quote and a delimiter no JSON line holds: each line is one value, as it is.
+        with con.cursor().copy("COPY raw (j) FROM STDIN (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')") as copy, \
+                open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                copy.write(block)
+        rows = con.execute("SELECT count(*) FROM raw").fetchone()
+    return {"wall_s": time.perf_counter() - start, "cpu_s": _cpu_s() - cpu, "rows": rows[0] if rows else 0}
+
+
 def _held(units: list[float]) -> Any:
     """Time each outermost store unit of work (nested ones reuse its connection and transaction)."""
     original = StoreCore.connection
@@ -153,13 +171,31 @@ def measure_assign(db: str) -> dict[str, float]:
             "assignments": summary.n_added}
 
 
+def _beside_copy(jsonl: Path) -> None:
+    """The same file imported into a PostgreSQL project beside PostgreSQL's own ``COPY`` of it."""
+    from tests import pg
+
+    print(f"judgelab import answers vs PostgreSQL's COPY · {jsonl.name} (a throwaway server, tests/pg.py)")
+    with pg.server(own=True) as admin:
+        ours_db, theirs_db = pg.fresh_database(admin), pg.fresh_database(admin)
+        ours = child("import_scale.py", ["import", "--db", ours_db, "--csv", str(jsonl)], timeout=3600)
+        theirs = child("import_scale.py", ["copy", "--db", theirs_db, "--csv", str(jsonl)], timeout=3600)
+    for label, fig in (("judgelab import answers", ours), ("bare COPY into jsonb", theirs)):
+        print(f"  {label:24}: {fig['wall_s']:6.1f} s wall, {fig['cpu_s']:6.1f} s CPU (client), "
+              f"peak memory {fig['peak_rss_mb']:5.0f} MiB (client)")
+    print(f"  ratio: {ours['wall_s'] / theirs['wall_s']:.1f}x COPY's wall time (target: at most 3x); the project "
+          f"held {ours['held_s']:.1f} s at most")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", type=int, default=50_000, help="tasks; two answers each")
     parser.add_argument("--workdir", default=WORKDIR)
     parser.add_argument("--n", type=int, default=100_000, help="answers in the JSON-lines comparison")
     parser.add_argument("--skip-csv", action="store_true", help="only the JSON-lines comparison")
-    parser.add_argument("--child", choices=["import", "assign", "duckdb"], help=argparse.SUPPRESS)
+    parser.add_argument("--pg", action="store_true",
+                        help="also on a throwaway PostgreSQL server (tests/pg.py): the import beside a bare COPY")
+    parser.add_argument("--child", choices=["import", "assign", "duckdb", "copy"], help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--csv", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -171,6 +207,9 @@ def main() -> None:
         return
     if args.child == "duckdb":
         emit(measure_duckdb(args.db, args.csv))
+        return
+    if args.child == "copy":
+        emit(measure_copy(args.db, args.csv))
         return
 
     jsonl = Path(args.workdir) / f"answers-{args.n}.jsonl"
@@ -186,9 +225,12 @@ def main() -> None:
     for label, fig in (("judgelab import answers", ours), ("DuckDB read_json_auto", theirs)):
         print(f"  {label:24}: {fig['wall_s']:6.1f} s wall, {fig['cpu_s']:6.1f} s CPU, "
               f"peak memory {fig['peak_rss_mb']:5.0f} MiB")
+    print(f"  the project was held {ours['held_s']:.1f} s at most (one unit of work: the write)")
     print(f"  ratio: {ours['wall_s'] / theirs['wall_s']:.1f}x DuckDB's wall time, "
           f"{ours['cpu_s'] / theirs['cpu_s']:.1f}x its CPU (target: at most 3x); "
           f"{ours['peak_rss_mb'] / 1024:.2f} GiB peak (target: under 1.5 GiB)")
+    if args.pg:
+        _beside_copy(jsonl)
     if args.skip_csv:
         return
 

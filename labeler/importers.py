@@ -38,7 +38,7 @@ from labeler.errors import InputError
 from labeler.models import Answer, Criterion, ImportedLabel, Pair, Rubric, Task
 from labeler.scales import FormatSpec, ScaleError, scale_from_toml
 from labeler.schemas import DATA_KINDS, SCHEMAS, DataKind, unknown_columns
-from labeler.store import ImportExportRole, ImportSummary
+from labeler.store import ImportExportRole, ImportSummary, Staging
 from labeler.transcripts import TURN_MODES, Transcript, TranscriptError, check_messages, name_spans, render
 
 __all__ = [
@@ -266,71 +266,84 @@ def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset(),  # ty
     :func:`labeler.transcripts.check_messages`), naming its row and message.
     """
     ck = Checker(rows)
-    ck.require_columns("task_id", "prompt", "answer_id", "family", "model")
-    if "text" not in rows.columns and "messages" not in rows.columns:
-        ck.require_columns("text")
+    _require_answer_columns(ck, rows.columns)
     tasks: dict[str, Task] = {}
     task_row: dict[str, int] = {}
-    answers: list[Answer] = []
-    ids: list[str | None] = []
-    raw_answers = []
-    for i in range(1, len(rows.rows) + 1):
-        task_id = ck.text(i, "task_id", is_id=True)
-        answer_id = ck.text(i, "answer_id", is_id=True)
-        ids.append(answer_id)
-        ref_kind, ref_author = _author(
-            ck.text(i, "reference_author", required=False),
-            file=rows.file, row=i, column="reference_author",
-        )
-        task = Task(
-            task_id=str(task_id),
-            prompt=str(ck.text(i, "prompt")),
-            category=ck.text(i, "category", required=False),
-            reference_answer=ck.text(i, "reference_answer", required=False),
-            reference_author_kind=ref_kind,  # type: ignore[arg-type]  # validated by _author
-            reference_author=ref_author,
-        )
+
+    def same_task(task: Task, i: int) -> None:
         if task.task_id in tasks and tasks[task.task_id] != task:
-            raise InputError(
-                f"task {task.task_id!r} has a different prompt, category or reference answer than in "
-                f"row {task_row[task.task_id]}",
-                file=rows.file, row=i, column="prompt",
-                fix="repeat exactly the same task fields on every row of one task.",
-            )
+            raise _task_differs(rows.file, i, task.task_id, task_row[task.task_id])
         tasks.setdefault(task.task_id, task)
         task_row.setdefault(task.task_id, i)
-        variant = ck.text(i, "variant", required=False, is_id=True) or "original"
-        parent = ck.text(i, "parent_answer_id", required=False, is_id=True)
-        raw_answers.append((i, answer_id, task_id, variant, parent))
-        transcript = _transcript(ck, rows, i, warnings)
-        answers.append(
-            Answer(
-                answer_id=str(answer_id),
-                task_id=str(task_id),
-                family=str(ck.text(i, "family", is_id=True)),
-                model=str(ck.text(i, "model", is_id=True)),
-                # A conversation's text is its rendering, so the judge, the probes and the
-                # self-name detector read the whole of it without knowing it is one.
-                text=render(transcript) if transcript is not None else _answer_text(ck, rows, i, "text"),
-                variant=variant,
-                parent_answer_id=parent,
-                transcript=transcript,
-            )
-        )
-    ck.unique("answer_id", ids)
+
+    answers = [_answer_row(ck, rows, i, warnings, same_task)[1] for i in range(1, len(rows.rows) + 1)]
+    ck.unique("answer_id", [a.answer_id for a in answers])
     names = sorted({a.family for a in answers} | {a.model for a in answers})
     answers = [a if a.transcript is None else replace(a, self_id_spans=tuple(name_spans(a.transcript, names)))
                for a in answers]
     file_ids = {a.answer_id for a in answers}
-    for i, answer_id, _, _, parent in raw_answers:
+    for i, a in enumerate(answers, start=1):
+        parent = a.parent_answer_id
         if parent is not None and parent not in file_ids and parent not in known_answer_ids:
-            raise InputError(
-                f"parent answer {parent!r} of {answer_id!r} is neither in this file nor in the database",
-                file=rows.file, row=i, column="parent_answer_id", fix="import the parent answer first.",
-            )
+            raise _no_parent(rows.file, i, a.answer_id, parent)
     # Self-identifying spans are found by Store.add_pool, the one path every answer text takes
     # into the store (with this file's and the stored pool's family and model names).
     return list(tasks.values()), answers
+
+
+def _require_answer_columns(ck: Checker, columns: Sequence[str]) -> None:
+    ck.require_columns("task_id", "prompt", "answer_id", "family", "model")
+    if "text" not in columns and "messages" not in columns:
+        ck.require_columns("text")
+
+
+def _task_differs(file: str, row: int, task_id: str, first: int) -> InputError:
+    return InputError(
+        f"task {task_id!r} has a different prompt, category or reference answer than in row {first}",
+        file=file, row=row, column="prompt", fix="repeat exactly the same task fields on every row of one task.",
+    )
+
+
+def _no_parent(file: str, row: int, answer_id: str, parent: str) -> InputError:
+    return InputError(
+        f"parent answer {parent!r} of {answer_id!r} is neither in this file nor in the database",
+        file=file, row=row, column="parent_answer_id", fix="import the parent answer first.",
+    )
+
+
+def _answer_row(ck: Checker, rows: Rows, i: int, warnings: list[str] | None,
+                same_task: Callable[[Task, int], None]) -> tuple[Task, Answer]:
+    """Row ``i``'s task and answer, every field checked; ``same_task`` checks the task against its earlier rows."""
+    task_id = ck.text(i, "task_id", is_id=True)
+    answer_id = ck.text(i, "answer_id", is_id=True)
+    ref_kind, ref_author = _author(
+        ck.text(i, "reference_author", required=False),
+        file=rows.file, row=i, column="reference_author",
+    )
+    task = Task(
+        task_id=str(task_id),
+        prompt=str(ck.text(i, "prompt")),
+        category=ck.text(i, "category", required=False),
+        reference_answer=ck.text(i, "reference_answer", required=False),
+        reference_author_kind=ref_kind,  # type: ignore[arg-type]  # validated by _author
+        reference_author=ref_author,
+    )
+    same_task(task, i)
+    variant = ck.text(i, "variant", required=False, is_id=True) or "original"
+    parent = ck.text(i, "parent_answer_id", required=False, is_id=True)
+    transcript = _transcript(ck, rows, i, warnings)
+    return task, Answer(
+        answer_id=str(answer_id),
+        task_id=str(task_id),
+        family=str(ck.text(i, "family", is_id=True)),
+        model=str(ck.text(i, "model", is_id=True)),
+        # A conversation's text is its rendering, so the judge, the probes and the
+        # self-name detector read the whole of it without knowing it is one.
+        text=render(transcript) if transcript is not None else _answer_text(ck, rows, i, "text"),
+        variant=variant,
+        parent_answer_id=parent,
+        transcript=transcript,
+    )
 
 
 def _answer_text(ck: Checker, rows: Rows, i: int, col: str) -> str:
@@ -421,26 +434,32 @@ def _checked_rows(
 ) -> tuple[DataKind, Rows]:
     """The file's rows with ``ignore`` left out, after refusing any column ``kind`` does not know."""
     rows = reader(path)
-    absent = sorted(ignore - set(rows.columns))
+    kind = _checked_columns(kind, rows.file, rows.columns, ignore)
+    return kind, rows.without(ignore)
+
+
+def _checked_columns(kind: DataKind, file: str, columns: Sequence[str], ignore: set[str]) -> DataKind:
+    """``kind`` (labels may turn out pair labels), after refusing a column it does not know."""
+    absent = sorted(ignore - set(columns))
     if absent:
         raise InputError(
-            f"--ignore-columns names {absent}, which the file does not have; it has {list(rows.columns)}",
-            file=rows.file, fix="list only the file's own columns (names are case-sensitive).",
+            f"--ignore-columns names {absent}, which the file does not have; it has {list(columns)}",
+            file=file, fix="list only the file's own columns (names are case-sensitive).",
         )
-    rows = rows.without(ignore)
-    if kind == "labels" and any(c in rows.columns for c in _PAIR_LABEL_MARKS):
+    columns = [c for c in columns if c not in ignore]
+    if kind == "labels" and any(c in columns for c in _PAIR_LABEL_MARKS):
         kind = "pair_labels"
-    unknown = unknown_columns(kind, rows.columns)
+    unknown = unknown_columns(kind, tuple(columns))
     if unknown:
         schema = SCHEMAS[kind]
         known = list(schema.names) + ([f"{schema.prefix}<id>"] if schema.prefix else [])
         raise InputError(
             f"unknown column(s) {unknown}; {kind} files have {known}",
-            file=rows.file, column=unknown[0],
+            file=file, column=unknown[0],
             fix="rename them to the schema's names (see the README's file schemas; names are case-sensitive), "
             f"or pass --ignore-columns {','.join(unknown)} to import the file without them.",
         )
-    return kind, rows
+    return kind
 
 
 def import_file(
@@ -472,14 +491,11 @@ def import_file(
     if kind == "designs":
         return store.add_imported_designs(parse_designs(path, ignore=ignore), source_file=name)
     store.declared_scales()  # a file may name a scale a stored rubric declares
+    if kind == "answers":
+        return _import_answers(store, path, ignore, reader)
     kind, rows = _checked_rows(kind, path, ignore, reader)
     if not rows.rows:
         return ImportSummary(added={}, unchanged={})  # an export of an empty kind: nothing to import
-    if kind == "answers":
-        warned: list[str] = []
-        summary = store.add_pool(*parse_answers(rows, known_answer_ids=store.answer_ids(), warnings=warned),
-                                 source_file=name)
-        return replace(summary, warnings=tuple(warned)) if warned else summary
     if kind == "pairs":
         return store.add_pairs(parse_pairs(rows), source_file=name)
     if kind == "labels":
@@ -493,6 +509,110 @@ def import_file(
     if kind == "judgements":
         return store.add_imported_judgements(parse_judgements(rows, rubric=store.rubric()), source_file=name)
     return store.add_imported_judgements(parse_verdicts(rows, pairs=store.pair_ids()), source_file=name)
+
+
+# -- answers, staged ---------------------------------------------------------------------------------
+
+_JSON_LINES = (".jsonl", ".ndjson")
+
+
+def _import_answers(
+    store: ImportExportRole, path: str | Path, ignore: set[str], reader: Callable[[str | Path], Rows]
+) -> ImportSummary:
+    """:func:`import_file` of an answers file, through a staging database of the import's own.
+
+    DuckDB reads a JSON-lines or Parquet file itself; any other file (or one DuckDB refuses, or a
+    JSON-lines file with a line that is not an object) is read by ``reader`` as before. The rows are staged
+    (:class:`labeler.store.Staging`), where one set operation marks the plain ones (every field
+    already what :func:`parse_answers` accepts and keeps as it is); only the others are checked
+    here in Python, by the very code :func:`parse_answers` runs, which raises its exact errors.
+    The checks across rows (a task written two ways, a repeated answer id, a parent nowhere) are
+    queries over the staging table. The project is read briefly (parents, the pool's names) and
+    written once, in one short transaction (:meth:`labeler.store.Store.add_staged_pool`).
+    """
+    file = Path(path)
+    name = str(file)  # as read_rows names it
+    warned: list[str] = []
+    with Staging() as stage:
+        suffix = file.suffix.lower()
+        engine = (reader is read_rows and file.is_file() and file.stat().st_size > 0
+                  and ((suffix in _JSON_LINES and stage.read_json_lines(file))
+                       or (suffix == ".parquet" and stage.read_parquet(file))))
+        rows = None if engine else reader(path)
+        if rows is not None:
+            name = rows.file
+        columns = stage.columns if rows is None else rows.columns
+        _checked_columns("answers", name, columns, ignore)
+        if (rows is None and stage.n == 0) or (rows is not None and not rows.rows):
+            return ImportSummary(added={}, unchanged={})  # an export of an empty kind: nothing to import
+        kept = tuple(c for c in columns if c not in ignore)
+        _require_answer_columns(Checker(Rows(name, kept, [])), kept)
+        if rows is not None:
+            stage.stage_rows(rows)
+        stage.build(ignore)
+        failed = _check_suspects(stage, name, kept, ignore, rows, warned)
+        differs = stage.task_differs(failed.row if failed is not None else None)
+        if differs is not None:
+            raise _task_differs(name, *differs)
+        if failed is not None:
+            raise failed
+        repeated = stage.repeated_answer()
+        if repeated is not None:
+            row, answer_id, first = repeated
+            raise InputError(f"duplicate id {answer_id!r} (first seen in row {first})", file=name, row=row,
+                             column="answer_id", fix="ids must be unique within a file.")
+        outside = stage.outside_parents()
+        if outside:
+            stored = store.stored_answers([parent for _, _, parent in outside])
+            for row, answer_id, parent in outside:
+                if parent not in stored:
+                    raise _no_parent(name, row, answer_id, parent)
+        summary = store.add_staged_pool(stage, source_file=str(path))
+    return replace(summary, warnings=tuple(warned)) if warned else summary
+
+
+def _check_suspects(stage: Staging, name: str, columns: tuple[str, ...], ignore: set[str], rows: Rows | None,
+                    warned: list[str]) -> InputError | None:
+    """Check the rows the staging table could not call plain; write their values back.
+
+    Returns:
+        The first row's error (in row order), or ``None``: the caller still looks for an earlier
+        task written two ways before raising it, as :func:`parse_answers` would have met that first.
+    """
+    fixed: list[tuple[Any, ...]] = []
+    failed: InputError | None = None
+    for i, raw in stage.suspects():
+        row = _OneRow(i, {k: v for k, v in raw.items() if k not in ignore})
+        one = Rows(name, columns, row, rows.spreadsheet if rows is not None else False,  # type: ignore[arg-type]
+                   rows.quoted if rows is not None else frozenset())
+        try:
+            task, answer = _answer_row(Checker(one), one, i, warned, lambda task, i: None)
+        except InputError as exc:
+            failed = exc
+            break
+        fixed.append((i, task.task_id, task.prompt, task.category, task.reference_answer, task.reference_author_kind,
+                      task.reference_author, answer.answer_id, answer.family, answer.model, answer.variant,
+                      answer.parent_answer_id, answer.text,
+                      None if answer.transcript is None else answer.transcript.to_json()))
+        if len(fixed) >= 5_000:
+            stage.write_back(fixed)
+            fixed = []
+    stage.write_back(fixed)
+    return failed
+
+
+class _OneRow(list[dict[str, Any]]):
+    """The rows of a file as :class:`Checker` reads them, where only row ``number`` is held."""
+
+    def __init__(self, number: int, row: dict[str, Any]) -> None:
+        super().__init__()
+        self.number, self.row = number, row
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.row if index == self.number - 1 else {}
+
+    def __len__(self) -> int:
+        return self.number
 
 
 def _rounded_means_note(rows: Rows, labels: Sequence[ImportedLabel]) -> tuple[str, ...]:

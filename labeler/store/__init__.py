@@ -28,6 +28,7 @@ from labeler.store._core import (
     resolve_db_path,
 )
 from labeler.store._designs import DesignMixin
+from labeler.store._ingest import Staging
 from labeler.store._judgements import JudgementMixin, JudgementRecord, plain_value
 from labeler.store._labels import (
     MASK_DEFAULT,
@@ -135,6 +136,7 @@ __all__ = [
     "ScoreView",
     "Screen",
     "ScreenFigures",
+    "Staging",
     "Store",
     "copy_database",
     "copy_project",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -25,7 +25,8 @@ from labeler.models import Answer, Criterion, Pair, Rubric, Task
 from labeler.scales import FORMAT_SPECS, FormatSpec, format_spec, known_format, register_scale, scale_from_dict
 from labeler.store._bulk import drop_stored, insert_rows, staged
 from labeler.store._core import StoreCore
-from labeler.transcripts import Transcript, blinded
+from labeler.store._ingest import Staging, item_ids
+from labeler.transcripts import Transcript, blinded, name_spans
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,55 @@ class PoolMixin(StoreCore):
         }
         return ImportSummary(added=added, unchanged=same)
 
+    def add_staged_pool(self, staging: Staging, *, source_file: str | None = None) -> ImportSummary:
+        """Add the checked answers of a staged file (:class:`~labeler.store._ingest.Staging`), all or none.
+
+        The same rules as :meth:`add_pool`, with the file's rows in the import's own staging
+        database instead of Python lists: an id stored with the same content is skipped, with other
+        content it is a :class:`ConflictError` and nothing is written. Every answer's
+        self-identifying spans are found here, with this file's and the stored pool's family and
+        model names, a slice of texts at a time (the prefilter of
+        :func:`~labeler.blinding.detect_self_identifying_many`, the full detector on its candidates),
+        before the project is touched; then one short unit of work writes it all: on DuckDB an
+        ``INSERT ... SELECT`` from the staging database attached read-only, on PostgreSQL a ``COPY``
+        into temporary tables and the same statements.
+        """
+        names = sorted(set(staging.names()) | set(self.pool_name_list()))
+        staging.finish(_staged_extras(staging, names, staging.names()))
+        if self.url is None:
+            staging.close()
+            alias = f"_staging_{secrets.token_hex(4)}"
+            with self.connection() as con:
+                con.execute(f"ATTACH '{staging.path}' AS {alias} (READ_ONLY)")  # undone by a rollback
+                summary = _write_staged(con, f"{alias}.tasks_in", f"{alias}.answers_in", source_file)
+                con.execute(f"DETACH {alias}")
+            return summary
+        files = (staging.to_csv("tasks_in", ("row_no", *_TASK_COLUMNS)),
+                 staging.to_csv("answers_in", ("row_no", *_ANSWER_COLUMNS)))
+        staging.close()
+        with self.connection() as con:
+            for (table, columns, kinds), file in zip(_PG_STAGED, files, strict=True):
+                typed = ", ".join(f"{c} {k}" for c, k in zip(columns, kinds, strict=True))
+                con.execute(f"CREATE TEMPORARY TABLE {table} ({typed}) ON COMMIT DROP")
+                copying = f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT csv)"
+                raw = con.raw  # type: ignore[attr-defined]  # a PgConnection: the psycopg connection under it
+                with raw.cursor() as cur, cur.copy(copying) as copy, file.open("rb") as fh:
+                    while block := fh.read(1 << 20):
+                        copy.write(block)
+            return _write_staged(con, "_tasks_in", "_answers_in", source_file)
+
+    def pool_name_list(self) -> list[str]:
+        """Every family and model name of the stored pool (what self-name detection masks)."""
+        with self.connection() as con:
+            return pool_names(con)
+
+    def stored_answers(self, answer_ids: Sequence[str]) -> set[str]:
+        """Which of ``answer_ids`` are stored answers (one short read)."""
+        with self.connection() as con:
+            return {str(r[0]) for r in con.execute(
+                "SELECT answer_id FROM answers WHERE answer_id IN (SELECT unnest(?))", [list(dict.fromkeys(answer_ids))]
+            ).fetchall()}
+
     def tasks(self) -> pd.DataFrame:
         """All tasks."""
         return self.query("SELECT * FROM tasks ORDER BY task_id")
@@ -316,6 +366,61 @@ _ANSWER_COLUMNS = (
 _PAIR_COLUMNS = ("pair_id", "prompt", "answer_a", "answer_b", "gold")
 PAIRS_QUERY = f"SELECT {', '.join(_PAIR_COLUMNS)} FROM pairs ORDER BY pair_id"
 """Every judge-probe pair, as :meth:`PoolMixin.pairs` and the pairs export read them."""
+
+_PG_STAGED = (
+    ("_tasks_in", ("row_no", *_TASK_COLUMNS), ("BIGINT", *("VARCHAR",) * len(_TASK_COLUMNS))),
+    ("_answers_in", ("row_no", *_ANSWER_COLUMNS),
+     ("BIGINT", *("INTEGER" if c in ("n_words", "n_chars") else "VARCHAR" for c in _ANSWER_COLUMNS))),
+)
+
+
+def _staged_extras(
+    staging: Staging, names: list[str], file_names: list[str]
+) -> Iterator[tuple[list[int], list[str], list[int], list[int], list[str]]]:
+    """Each staged answer's item id, words, characters and self-identifying spans, a slice at a time.
+
+    The spans :meth:`PoolMixin.add_pool` stores: the detector's (with ``names``) merged with a
+    conversation's own name spans (with the file's names, as :func:`labeler.importers.parse_answers`
+    finds them).
+    """
+    for rows, texts, transcripts in staging.texts():
+        found = detect_self_identifying_many(texts, names)
+        spans = []
+        for text, transcript, mine in zip(texts, transcripts, found, strict=True):
+            own = [] if transcript is None else name_spans(Transcript.from_json(transcript), file_names)
+            spans.append(json.dumps([list(s) for s in merge_spans(text, [*own, *mine])]) if own or mine else "[]")
+        yield rows, item_ids(len(rows)), [len(t.split()) for t in texts], [len(t) for t in texts], spans
+
+
+def _write_staged(con: duckdb.DuckDBPyConnection, tasks: str, answers: str, source_file: str | None) -> ImportSummary:
+    """The write of :meth:`PoolMixin.add_staged_pool`, from the staged ``tasks`` and ``answers`` tables."""
+    bad = con.execute(
+        f"SELECT m.task_id FROM {tasks} m JOIN tasks t USING (task_id) WHERE NOT (m.prompt IS NOT DISTINCT FROM"
+        " t.prompt AND m.category IS NOT DISTINCT FROM t.category AND m.reference_answer IS NOT DISTINCT FROM"
+        " t.reference_answer) ORDER BY m.row_no LIMIT 1").fetchone()
+    if bad is not None:
+        raise _task_conflict(source_file, str(bad[0]))
+    bad = con.execute(
+        f"SELECT m.answer_id FROM {answers} m JOIN answers a USING (answer_id) WHERE NOT (m.task_id = a.task_id"
+        " AND m.family = a.family AND m.model = a.model AND m.variant = a.variant AND m.text = a.text)"
+        " ORDER BY m.row_no LIMIT 1").fetchone()
+    if bad is not None:
+        raise _answer_conflict(source_file, str(bad[0]))
+    counts = con.execute(
+        f"SELECT (SELECT count(*) FROM {tasks}), (SELECT count(*) FROM {tasks} m JOIN tasks t USING (task_id)),"
+        f" (SELECT count(*) FROM {answers}), (SELECT count(*) FROM {answers} m JOIN answers a USING (answer_id))"
+    ).fetchone()
+    assert counts is not None
+    n_tasks, same_tasks, n_answers, same_answers = (int(c) for c in counts)
+    columns = ", ".join(_TASK_COLUMNS)
+    con.execute(f"INSERT INTO tasks ({columns}) SELECT {columns} FROM {tasks} m"
+                " WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = m.task_id) ORDER BY m.row_no")
+    columns = ", ".join(_ANSWER_COLUMNS)
+    con.execute(f"INSERT INTO answers ({columns}) SELECT {columns} FROM {answers} m"
+                " WHERE NOT EXISTS (SELECT 1 FROM answers a WHERE a.answer_id = m.answer_id) ORDER BY m.row_no")
+    return ImportSummary(added={"tasks": n_tasks - same_tasks, "answers": n_answers - same_answers},
+                         unchanged={"tasks": same_tasks, "answers": same_answers})
+
 
 _T = TypeVar("_T")
 

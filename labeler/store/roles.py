@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from labeler.queue import Progress, QueueItem
     from labeler.scales import FormatSpec
     from labeler.store._imports import ExportKind
+    from labeler.store._ingest import Staging
     from labeler.store._judgements import JudgementRecord
     from labeler.store._labels import AuditView, Kind, PairView, ScoreView, Screen, Seen
     from labeler.store._pool import ImportSummary
@@ -206,6 +207,12 @@ class PoolWriter(Protocol):
     def add_pool(
         self, tasks: list[Task], answers: list[Answer], *, source_file: str | None = None
     ) -> ImportSummary: ...
+
+    def add_staged_pool(self, staging: Staging, *, source_file: str | None = None) -> ImportSummary: ...
+
+    def pool_name_list(self) -> list[str]: ...
+
+    def stored_answers(self, answer_ids: Sequence[str]) -> set[str]: ...
 
 
 class RaterRole(Opened, RubricView, SettingReader, HoldView, Protocol):
