@@ -28,8 +28,11 @@ from labeler.errors import InputError
 from labeler.importers import import_file, parse_answers, read_rows
 from labeler.store import Staging, Store
 
-#: sha256 of :func:`_stored` after ``judgelab import answers`` of :func:`_write` (2,000 rows) on main at 2d91ec9.
-MAIN_DIGEST = "122eff696bbcbd8996f4c7874dc19af84b2b09358f25829f63d349e245604dd0"
+#: sha256 of :func:`_stored` after ``judgelab import answers`` of :func:`_write` (2,000 rows) by the whole-file
+#: import on main at 43e545d (the widened self-name rules, just before the staged import; 122eff69... at 2d91ec9,
+#: before the rules changed what is masked). A change to the rules changes it: recompute it from the commit
+#: before the change, never from the code under test.
+MAIN_DIGEST = "dd0a088ebed606223203cb8adf72cd556a8eec225fa4c680e0ac5c53c27cdf7e"
 N = 2_000
 _ASK = {"role": "user", "content": "Is my refund through?"}
 
