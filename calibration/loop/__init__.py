@@ -15,7 +15,15 @@ from calibration.loop._compare import (
     mcnemar_exact,
     weighted_kappa_rows,
 )
-from calibration.loop._disagree import Confusion, Disagreements, confusion, disagreements, rate, render_disagreements
+from calibration.loop._disagree import (
+    Confusion,
+    Disagreements,
+    confusion,
+    disagreements,
+    rate,
+    render_disagreements,
+    turn_rows,
+)
 from calibration.loop._load import PairedData, RunScores, as_arrays, labelled_split, load_paired, people, run_scores
 from calibration.loop._revalidate import revalidation_note, version_of
 from calibration.loop._run import (
@@ -83,6 +91,7 @@ __all__ = [
     "run_scores",
     "seen_versions",
     "stored_split",
+    "turn_rows",
     "version_of",
     "weighted_kappa_rows",
 ]

@@ -61,6 +61,9 @@ def compare_command(db: str | None, runs: tuple[str, ...], held_out: bool, every
               help="Read the held-out part of the labels instead of the tuning part (the look is recorded).")
 @click.option("--all-labels", "every", is_flag=True, help="Read every labelled answer, both parts together.")
 @click.option("--unblind", is_flag=True, help="Show each answer's family, model and variant (blind by default).")
+@click.option("--per-turn", is_flag=True,
+              help="Rank each (conversation, assistant turn) by the judge's per-turn score against the raters' "
+                   "turn scores (rubric turn = \"each\").")
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True,
               help="How many answers the text output lists (--json and --csv hold all).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None,
@@ -68,17 +71,18 @@ def compare_command(db: str | None, runs: tuple[str, ...], held_out: bool, every
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the held-out split, when the project has none yet.")
 @json_option
-def disagreements_command(db: str | None, run_id: str | None, held_out: bool, every: bool, unblind: bool, top: int,
-                          csv_path: str | None, seed: int, as_json: bool) -> None:
+def disagreements_command(db: str | None, run_id: str | None, held_out: bool, every: bool, unblind: bool,
+                          per_turn: bool, top: int, csv_path: str | None, seed: int, as_json: bool) -> None:
     """The answers where a judge run and the people part most, and its confusion matrices.
 
     Ranked by the absolute difference of judge and people (the raters' mean), each with the
     judge's reply and the raters' labels and comments; blind (no family, model or variant) unless
     --unblind. The pass/fail and per-level confusion matrices carry the true pass and true fail
-    rates with exact intervals.
+    rates with exact intervals. --per-turn ranks the turns of conversations instead (the text
+    and --csv list turns; --json adds "turns" to the answers).
     """
     result = disagreements(Store(db), run_id, part=_part(held_out, every), unblind=unblind,  # type: ignore[arg-type]
-                           seed=seed)
+                           seed=seed, per_turn=per_turn)
     if csv_path:
         result.csv_frame().to_csv(csv_path, index=False)
     if as_json:
