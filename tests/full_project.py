@@ -78,6 +78,10 @@ def fill_project(location: str | Path) -> Project:
     criteria = {c.criterion_id: 4.0 for c in turns.criteria}
     store.add_turn_label(carol.rater_id, conv.assignment_id, overall=4, criteria=criteria, turns={1: 5, 2: 3},
                          seen=None)
+    # An answer a rater says names its author (withheld), and the judge's author screen.
+    flagged = store.rater_queue(carol.rater_id, "score")[0]
+    store.flag_author(carol.rater_id, flagged.assignment_id, note="it signs as a model")
+    cli("screen", "--judge", "fake", "--db", db)
     store.set_setting("project", "note", "moved with the project")
     cli("raters", "pause", "carol", "--reason", "on leave", "--db", db)
     store.release()
