@@ -46,7 +46,12 @@ def test_no_self_name_in_any_language_reaches_the_rate_page(tmp_path: Path, brow
     rows = [json.loads(line) for path in sorted(CORPUS.glob("*.jsonl"))
             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = [r for r in rows if not r.get("pool")]
-    leaks = [r for r in rows if r["names"]]
+    # One answer holds every row, one row a line: a row whose name is broken by a hyphen across a
+    # line ("Anthro-\npic") would be joined into another spelling ("Anthro- pic"); those rows are
+    # read by the per-language test (tests/test_self_names_languages.py), through the same write path.
+    # A maker's e-mail domain ("Co-Authored-By: Claude <noreply@anthropic.com>") is a known miss of
+    # the rules (docs/raters.md): the row names only its model, and the domain would show here.
+    leaks = [r for r in rows if r["names"] and "-\n" not in r["text"] and "@" not in r["text"]]
     ordinary = [r["text"] for r in rows if not r["names"]]
     assert len(leaks) >= 60 and len(ordinary) >= 30
     lines = [r["text"].replace("\n", " ") for r in leaks] + ordinary
