@@ -122,3 +122,22 @@ def test_per_turn_without_per_turn_judgements_says_so(tmp_path: Path) -> None:
     error = out.stderr.splitlines()[0]  # one line, then the project's usual "Fix:" line
     assert error.startswith("judgelab: error: judge run ") and "has no per-turn judgements" in error
     assert invoke("disagreements", "--db", db, "--all-labels").exit_code == 0  # the answer-level view still runs
+
+
+def test_the_judge_loop_page_shows_the_turns_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    db = _project(tmp_path, each=True)
+    _, token = Store(db).add_rater("boss", role="admin")
+    monkeypatch.setenv("JUDGELAB_DB", db)
+    page = Path(__file__).resolve().parents[1] / "judgelab" / "views" / "admin_loop.py"
+    at = AppTest.from_file(str(page), default_timeout=60)
+    at.query_params["t"] = token
+    at.run()
+    assert not at.exception and not at.error
+    at.checkbox(key="loop_per_turn").check().run()
+    assert not at.exception and not at.error
+    turns = next(d.value for d in at.dataframe if "turn" in d.value.columns)
+    assert {"answer_id", "turn", "n_turns", "judge", "people", "distance", "raters"} <= set(turns.columns)
+    assert not {"family", "model", "variant"} & set(turns.columns)  # blind unless unblinded
+    assert list(turns["distance"]) == sorted(turns["distance"], reverse=True) and len(turns) % TURNS == 0

@@ -49,10 +49,10 @@ def held_out_status(store: LoopRole) -> dict[str, Any]:
 
 
 def disagreement_table(result: Disagreements) -> pd.DataFrame:
-    """The ranked answers for a table: the raters' labels as text, the reply shortened."""
+    """The ranked answers (or turns, when asked for) for a table: the raters' labels as text, the reply shortened."""
     flat = result.csv_frame()
     flat["judge_reply"] = [(r or "")[:300] for r in flat["judge_reply"]]
-    return flat.drop(columns=["criterion"])
+    return flat.drop(columns=["criterion"], errors="ignore")
 
 
 def confusion_tables(result: Disagreements) -> list[tuple[str, pd.DataFrame, pd.DataFrame]]:

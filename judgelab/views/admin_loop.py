@@ -36,6 +36,15 @@ except JudgelabError as exc:
     st.stop()
 st.caption(f"{len(result.rows)} labelled answers of the tuning part, farthest from the people first.")
 st.dataframe(disagreement_table(result), hide_index=True)
+if st.checkbox("Per turn (conversations rated turn by turn)", value=False, key="loop_per_turn"):
+    try:
+        turns = disagreements(store, run, unblind=unblind, per_turn=True)
+    except JudgelabError as exc:
+        st.info(str(exc))
+    else:
+        n_turns = 0 if turns.turns is None else len(turns.turns)
+        st.caption(f"{n_turns} assistant turns of the tuning part's conversations, farthest from the people first.")
+        st.dataframe(disagreement_table(turns), hide_index=True)
 for criterion, matrix, rates in confusion_tables(result):
     st.markdown(f"**Confusion [{criterion}]** (rows: people, columns: judge; rates with exact 95% intervals)")
     left, right = st.columns(2)
