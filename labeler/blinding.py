@@ -376,14 +376,18 @@ _SUFFIX = (
 )
 
 #: The web addresses of chat products: a link to the app that wrote the answer names it.
+_CHAT_DOMAINS = (
+    r"chat\.openai\.com", r"chatgpt\.com", r"claude\.ai", r"claude\.com", r"gemini\.google\.com",
+    r"bard\.google\.com", r"aistudio\.google\.com", r"copilot\.microsoft\.com", r"copilot\.cloud\.microsoft",
+    r"bing\.com/chat", r"chat\.deepseek\.com", r"chat\.mistral\.ai", r"kimi\.moonshot\.cn", r"kimi\.com",
+    r"tongyi\.aliyun\.com", r"qianwen\.aliyun\.com", r"chat\.qwen\.ai", r"chat\.qwenlm\.ai", r"yiyan\.baidu\.com",
+    r"chatglm\.cn", r"chat\.z\.ai", r"doubao\.com", r"grok\.com", r"x\.com/i/grok", r"meta\.ai", r"poe\.com",
+    r"perplexity\.ai", r"pi\.ai", r"huggingface\.co/chat", r"yuanbao\.tencent\.com", r"xinghuo\.xfyun\.cn",
+    r"coral\.cohere\.com", r"hailuoai\.com", r"chat\.minimax\.io", r"giga\.chat", r"alice\.yandex\.ru",
+    r"clova-x\.naver\.com",
+)
 _CHAT_URL = (
-    r"(?<![\w.-])(?:https?://)?(?:www\.)?(?:chat\.openai\.com|chatgpt\.com|claude\.ai|claude\.com"
-    r"|gemini\.google\.com|bard\.google\.com|aistudio\.google\.com|copilot\.microsoft\.com|copilot\.cloud\.microsoft"
-    r"|bing\.com/chat|chat\.deepseek\.com|chat\.mistral\.ai|kimi\.moonshot\.cn|kimi\.com|tongyi\.aliyun\.com"
-    r"|qianwen\.aliyun\.com|chat\.qwen\.ai|chat\.qwenlm\.ai|yiyan\.baidu\.com|chatglm\.cn|chat\.z\.ai"
-    r"|doubao\.com|grok\.com|x\.com/i/grok|meta\.ai|poe\.com|perplexity\.ai|pi\.ai|huggingface\.co/chat"
-    r"|yuanbao\.tencent\.com|xinghuo\.xfyun\.cn|coral\.cohere\.com|hailuoai\.com|chat\.minimax\.io"
-    r"|giga\.chat|alice\.yandex\.ru|clova-x\.naver\.com)(?:/[^\s)\]>\"'<]*)?(?<![.,;:!?])"
+    r"(?<![\w.-])(?:https?://)?(?:www\.)?(?:" + "|".join(_CHAT_DOMAINS) + r")(?:/[^\s)\]>\"'<]*)?(?<![.,;:!?])"
 )
 _GENERIC_PHRASES = (
     # "As an AI (language model|assistant) (developed|made|created|trained|built) by X"
@@ -779,6 +783,9 @@ def _prefilter(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     """
     phrases = []
     for source in _GENERIC_PHRASES:
+        if source is _CHAT_URL:  # every match holds a domain, found from its first dot (a literal)
+            phrases.append(re.compile(_from_first_dot(_CHAT_DOMAINS)))
+            continue
         if "(?P<span>" in source:
             source = source[source.index("(?P<span>") + len("(?P<span>") : source.rindex(")")]
         phrases.append(_lowered(source.removeprefix(r"\b")))
@@ -798,6 +805,13 @@ def _prefilter(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     # then skips every letter and digit in a tight loop (a text is joined after a newline).
     fast = "|".join(f"{re.escape(c)}(?:{'|'.join(rest)})" for c, rest in sorted(grouped.items()))
     patterns = [*phrases, re.compile(f"[^a-z0-9](?:{fast}){suffix}(?![a-z0-9])")]
+    # A name opening on a group ("(?:an?|the)\s+...AI\s+safety...") is looked for by a part every
+    # match of it holds, when that part opens on a plain character: no edge, suffix or start to try.
+    parts = [_required_part(n) for n in other]
+    loose = [_lowered(p) for p in parts if p[:1] not in _SPECIAL]
+    if loose and all(p.flags & re.IGNORECASE == 0 for p in loose):
+        patterns.append(re.compile("|".join(p.pattern for p in loose)))
+        other = [n for n, p in zip(other, parts, strict=True) if p[:1] in _SPECIAL]
     if other:
         patterns.append(re.compile(f"(?<![A-Za-z0-9])(?:{'|'.join(other)}){_SUFFIX}(?![A-Za-z0-9])", re.IGNORECASE))
     assert _SPELLED.pattern.startswith(_NOT_AFTER_WORD)
@@ -807,6 +821,42 @@ def _prefilter(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 
 
 _NOT_AFTER_WORD = r"(?<![\w'])"
+
+
+def _from_first_dot(domains: Sequence[str]) -> str:
+    r"""The alternation of ``domains`` (escaped, each with a ``\.``) as a pattern opening on its dot.
+
+    ``chat\.openai\.com`` becomes ``(?<=chat\.)openai\.com`` after a leading ``\.``: the same
+    matches but for the characters before the first dot, which the look-behind checks. The
+    engine then skips to each ``.`` instead of trying every position.
+    """
+    alternatives = []
+    for domain in domains:
+        head, dot, rest = domain.partition(r"\.")
+        assert dot and re.fullmatch(r"[a-z0-9-]+", head), domain
+        alternatives.append(f"(?<={head}\\.){rest}")
+    return r"\.(?:" + "|".join(alternatives) + ")"
+
+
+def _required_part(name: str) -> str:
+    r"""A part of ``name`` that every match of it holds, opening on a plain character if it can.
+
+    A leading group that must match (``(?:an?|the)``), a leading optional group and leading
+    ``\s+``/``\s*`` are dropped, one after another, while no ``|`` stands outside every group.
+    """
+    while not _top_level_or(name):
+        if name.startswith("(?:"):
+            close = _group_end(name)
+            if close >= len(name) - 1 or name[close + 1] in "*+{":
+                return name
+            name = name[close + 2 :] if name[close + 1] == "?" else name[close + 1 :]
+            if name[:1] in ("?", "+"):  # a lazy or possessive group: leave it whole
+                return name
+        elif name.startswith((r"\s+", r"\s*")):
+            name = name[3:]
+        else:
+            return name
+    return name
 
 
 def _lowered(source: str) -> re.Pattern[str]:
@@ -1239,8 +1289,10 @@ def rendered_reading(text: str) -> tuple[str, list[int], list[int]]:
 _SPELLED = re.compile(r"(?<![\w'])(\w)([ .\-\u00b7/*+|:]{1,3})\w(?!\w)(?:\2\w(?!\w))+")
 
 
-#: A word broken across lines by a hyphen ("Anthro-\npic"): read as one word.
-_LINE_BREAK_HYPHEN = re.compile(r"(?<=\w)-[ \t\r]*\n[ \t]*(?=\w)")
+#: A word broken across lines by a hyphen ("Anthro-\npic"): read as one word. The hyphen is
+#: matched first and the letter before it checked behind it (the same matches as
+#: ``(?<=\w)-...``): a pattern opening on a literal lets the engine skip to each "-".
+_LINE_BREAK_HYPHEN = re.compile(r"-(?<=\w-)[ \t\r]*\n[ \t]*(?=\w)")
 
 
 def _joined_letters(read: str, starts: list[int], ends: list[int]) -> tuple[str, list[int], list[int]]:
