@@ -409,6 +409,56 @@ _PHRASES = tuple(re.compile(p, re.IGNORECASE) for p in _GENERIC_PHRASES)
 #: Anthropic"): a name next to a masked one is masked too.
 _JOINED = re.compile(r"(?:'s)?(?:\s+|\s+(?:by|from)\s+)|\s*(?:의|の|的)\s*|\s*\((?:[\w-]+\s+){0,2}?(?:by|from)\s+")
 
+def _structure(pattern: str) -> Iterator[tuple[int, str, int]]:
+    """Each character of ``pattern`` outside escapes and classes, with the group depth after it."""
+    depth, in_class, escaped = 0, False, False
+    for i, ch in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        else:
+            depth += (ch == "(") - (ch == ")")
+            yield i, ch, depth
+
+
+def _group_end(pattern: str) -> int:
+    """Where the group opening ``pattern`` closes (the index of its ``)``); the length if nowhere."""
+    return next((i for i, ch, depth in _structure(pattern) if ch == ")" and depth == 0), len(pattern))
+
+
+def _top_level_or(pattern: str) -> bool:
+    """Whether ``pattern`` has a ``|`` outside every group and class (then it cannot be split)."""
+    return any(ch == "|" and depth == 0 for _, ch, depth in _structure(pattern))
+
+
+def _boundary_grouped(alternatives: Sequence[str]) -> str:
+    r"""``"|".join(alternatives)``, each run of ones opening on ``\b`` written ``\b(?:a|b|...)``.
+
+    The same matches in the same order of preference (``\b`` is zero-width: ``\ba|\bb`` tries
+    exactly what ``\b(?:a|b)`` tries), but a position inside a word fails one ``\b`` instead
+    of one per alternative, and the alternatives then open on a literal the engine skips by.
+    An alternative with a ``|`` outside its groups is left as it is.
+    """
+    out: list[str] = []
+    run: list[str] = []
+    for alternative in [*alternatives, None]:
+        if alternative is not None and alternative.startswith("\\b") and len(alternative) > 2 and not _top_level_or(
+                alternative) and alternative[2] not in "*+?{|)":
+            run.append(alternative[2:])
+            continue
+        if run:
+            out.append("\\b(?:" + "|".join(run) + ")")
+            run = []
+        if alternative is not None:
+            out.append(alternative)
+    return "|".join(out)
+
+
 #: Cues that make the name reached from them the writer's own (matched at the end of the
 #: sentence's text before the chain of self-description words; lower case, apostrophes
 #: straightened).
@@ -424,10 +474,11 @@ _CUE = re.compile(
 #: The other languages' cues, from the self-names file ("je suis", "ich bin", "soy"): tried
 #: only in a sentence that holds one somewhere (:data:`_OTHER_CUE_ANYWHERE`), since every
 #: step of a walk tries the cues and a long alternation at every step is slow.
-_OTHER_CUE = re.compile("(?:" + "|".join(_DATA.cues) + ")$") if _DATA.cues else None
+_OTHER_CUE = re.compile("(?:" + _boundary_grouped(_DATA.cues) + ")$") if _DATA.cues else None
 #: Loosened to match anywhere: a cue anchored at a sentence's start (``(?:^|...)soy``) must
 #: be found at any sentence's start, not only the text's.
-_OTHER_CUE_ANYWHERE = re.compile("|".join(c.replace("(?:^|", "(?:|") for c in _DATA.cues)) if _DATA.cues else None
+_OTHER_CUE_ANYWHERE = (re.compile(_boundary_grouped([c.replace("(?:^|", "(?:|") for c in _DATA.cues]))
+                       if _DATA.cues else None)
 #: Cues that name the writer only when the name is followed by what a self-introduction
 #: says next (:data:`_AS_AFTER`): "As Opus, I ..." but not "As Google reported".
 _AS_CUE = re.compile(
@@ -882,33 +933,6 @@ def _without_leading_option(name: str) -> list[str]:
     if name[close + 1 : close + 2] != "?" or rest[:1] in ("", "?", "+") or _top_level_or(inner):
         return [name]
     return [*_without_leading_option(inner + rest), *_without_leading_option(rest)]
-
-
-def _structure(pattern: str) -> Iterator[tuple[int, str, int]]:
-    """Each character of ``pattern`` outside escapes and classes, with the group depth after it."""
-    depth, in_class, escaped = 0, False, False
-    for i, ch in enumerate(pattern):
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        else:
-            depth += (ch == "(") - (ch == ")")
-            yield i, ch, depth
-
-
-def _group_end(pattern: str) -> int:
-    """Where the group opening ``pattern`` closes (the index of its ``)``); the length if nowhere."""
-    return next((i for i, ch, depth in _structure(pattern) if ch == ")" and depth == 0), len(pattern))
-
-
-def _top_level_or(pattern: str) -> bool:
-    """Whether ``pattern`` has a ``|`` outside every group and class (then it cannot be split)."""
-    return any(ch == "|" and depth == 0 for _, ch, depth in _structure(pattern))
 
 
 def _mark(
