@@ -376,14 +376,18 @@ _SUFFIX = (
 )
 
 #: The web addresses of chat products: a link to the app that wrote the answer names it.
+_CHAT_DOMAINS = (
+    r"chat\.openai\.com", r"chatgpt\.com", r"claude\.ai", r"claude\.com", r"gemini\.google\.com",
+    r"bard\.google\.com", r"aistudio\.google\.com", r"copilot\.microsoft\.com", r"copilot\.cloud\.microsoft",
+    r"bing\.com/chat", r"chat\.deepseek\.com", r"chat\.mistral\.ai", r"kimi\.moonshot\.cn", r"kimi\.com",
+    r"tongyi\.aliyun\.com", r"qianwen\.aliyun\.com", r"chat\.qwen\.ai", r"chat\.qwenlm\.ai", r"yiyan\.baidu\.com",
+    r"chatglm\.cn", r"chat\.z\.ai", r"doubao\.com", r"grok\.com", r"x\.com/i/grok", r"meta\.ai", r"poe\.com",
+    r"perplexity\.ai", r"pi\.ai", r"huggingface\.co/chat", r"yuanbao\.tencent\.com", r"xinghuo\.xfyun\.cn",
+    r"coral\.cohere\.com", r"hailuoai\.com", r"chat\.minimax\.io", r"giga\.chat", r"alice\.yandex\.ru",
+    r"clova-x\.naver\.com",
+)
 _CHAT_URL = (
-    r"(?<![\w.-])(?:https?://)?(?:www\.)?(?:chat\.openai\.com|chatgpt\.com|claude\.ai|claude\.com"
-    r"|gemini\.google\.com|bard\.google\.com|aistudio\.google\.com|copilot\.microsoft\.com|copilot\.cloud\.microsoft"
-    r"|bing\.com/chat|chat\.deepseek\.com|chat\.mistral\.ai|kimi\.moonshot\.cn|kimi\.com|tongyi\.aliyun\.com"
-    r"|qianwen\.aliyun\.com|chat\.qwen\.ai|chat\.qwenlm\.ai|yiyan\.baidu\.com|chatglm\.cn|chat\.z\.ai"
-    r"|doubao\.com|grok\.com|x\.com/i/grok|meta\.ai|poe\.com|perplexity\.ai|pi\.ai|huggingface\.co/chat"
-    r"|yuanbao\.tencent\.com|xinghuo\.xfyun\.cn|coral\.cohere\.com|hailuoai\.com|chat\.minimax\.io"
-    r"|giga\.chat|alice\.yandex\.ru|clova-x\.naver\.com)(?:/[^\s)\]>\"'<]*)?(?<![.,;:!?])"
+    r"(?<![\w.-])(?:https?://)?(?:www\.)?(?:" + "|".join(_CHAT_DOMAINS) + r")(?:/[^\s)\]>\"'<]*)?(?<![.,;:!?])"
 )
 _GENERIC_PHRASES = (
     # "As an AI (language model|assistant) (developed|made|created|trained|built) by X"
@@ -405,6 +409,56 @@ _PHRASES = tuple(re.compile(p, re.IGNORECASE) for p in _GENERIC_PHRASES)
 #: Anthropic"): a name next to a masked one is masked too.
 _JOINED = re.compile(r"(?:'s)?(?:\s+|\s+(?:by|from)\s+)|\s*(?:의|の|的)\s*|\s*\((?:[\w-]+\s+){0,2}?(?:by|from)\s+")
 
+def _structure(pattern: str) -> Iterator[tuple[int, str, int]]:
+    """Each character of ``pattern`` outside escapes and classes, with the group depth after it."""
+    depth, in_class, escaped = 0, False, False
+    for i, ch in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        else:
+            depth += (ch == "(") - (ch == ")")
+            yield i, ch, depth
+
+
+def _group_end(pattern: str) -> int:
+    """Where the group opening ``pattern`` closes (the index of its ``)``); the length if nowhere."""
+    return next((i for i, ch, depth in _structure(pattern) if ch == ")" and depth == 0), len(pattern))
+
+
+def _top_level_or(pattern: str) -> bool:
+    """Whether ``pattern`` has a ``|`` outside every group and class (then it cannot be split)."""
+    return any(ch == "|" and depth == 0 for _, ch, depth in _structure(pattern))
+
+
+def _boundary_grouped(alternatives: Sequence[str]) -> str:
+    r"""``"|".join(alternatives)``, each run of ones opening on ``\b`` written ``\b(?:a|b|...)``.
+
+    The same matches in the same order of preference (``\b`` is zero-width: ``\ba|\bb`` tries
+    exactly what ``\b(?:a|b)`` tries), but a position inside a word fails one ``\b`` instead
+    of one per alternative, and the alternatives then open on a literal the engine skips by.
+    An alternative with a ``|`` outside its groups is left as it is.
+    """
+    out: list[str] = []
+    run: list[str] = []
+    for alternative in [*alternatives, None]:
+        if alternative is not None and alternative.startswith("\\b") and len(alternative) > 2 and not _top_level_or(
+                alternative) and alternative[2] not in "*+?{|)":
+            run.append(alternative[2:])
+            continue
+        if run:
+            out.append("\\b(?:" + "|".join(run) + ")")
+            run = []
+        if alternative is not None:
+            out.append(alternative)
+    return "|".join(out)
+
+
 #: Cues that make the name reached from them the writer's own (matched at the end of the
 #: sentence's text before the chain of self-description words; lower case, apostrophes
 #: straightened).
@@ -420,10 +474,11 @@ _CUE = re.compile(
 #: The other languages' cues, from the self-names file ("je suis", "ich bin", "soy"): tried
 #: only in a sentence that holds one somewhere (:data:`_OTHER_CUE_ANYWHERE`), since every
 #: step of a walk tries the cues and a long alternation at every step is slow.
-_OTHER_CUE = re.compile("(?:" + "|".join(_DATA.cues) + ")$") if _DATA.cues else None
+_OTHER_CUE = re.compile("(?:" + _boundary_grouped(_DATA.cues) + ")$") if _DATA.cues else None
 #: Loosened to match anywhere: a cue anchored at a sentence's start (``(?:^|...)soy``) must
 #: be found at any sentence's start, not only the text's.
-_OTHER_CUE_ANYWHERE = re.compile("|".join(c.replace("(?:^|", "(?:|") for c in _DATA.cues)) if _DATA.cues else None
+_OTHER_CUE_ANYWHERE = (re.compile(_boundary_grouped([c.replace("(?:^|", "(?:|") for c in _DATA.cues]))
+                       if _DATA.cues else None)
 #: Cues that name the writer only when the name is followed by what a self-introduction
 #: says next (:data:`_AS_AFTER`): "As Opus, I ..." but not "As Google reported".
 _AS_CUE = re.compile(
@@ -779,6 +834,9 @@ def _prefilter(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     """
     phrases = []
     for source in _GENERIC_PHRASES:
+        if source is _CHAT_URL:  # every match holds a domain, found from its first dot (a literal)
+            phrases.append(re.compile(_from_first_dot(_CHAT_DOMAINS)))
+            continue
         if "(?P<span>" in source:
             source = source[source.index("(?P<span>") + len("(?P<span>") : source.rindex(")")]
         phrases.append(_lowered(source.removeprefix(r"\b")))
@@ -798,6 +856,13 @@ def _prefilter(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     # then skips every letter and digit in a tight loop (a text is joined after a newline).
     fast = "|".join(f"{re.escape(c)}(?:{'|'.join(rest)})" for c, rest in sorted(grouped.items()))
     patterns = [*phrases, re.compile(f"[^a-z0-9](?:{fast}){suffix}(?![a-z0-9])")]
+    # A name opening on a group ("(?:an?|the)\s+...AI\s+safety...") is looked for by a part every
+    # match of it holds, when that part opens on a plain character: no edge, suffix or start to try.
+    parts = [_required_part(n) for n in other]
+    loose = [_lowered(p) for p in parts if p[:1] not in _SPECIAL]
+    if loose and all(p.flags & re.IGNORECASE == 0 for p in loose):
+        patterns.append(re.compile("|".join(p.pattern for p in loose)))
+        other = [n for n, p in zip(other, parts, strict=True) if p[:1] in _SPECIAL]
     if other:
         patterns.append(re.compile(f"(?<![A-Za-z0-9])(?:{'|'.join(other)}){_SUFFIX}(?![A-Za-z0-9])", re.IGNORECASE))
     assert _SPELLED.pattern.startswith(_NOT_AFTER_WORD)
@@ -807,6 +872,42 @@ def _prefilter(names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
 
 
 _NOT_AFTER_WORD = r"(?<![\w'])"
+
+
+def _from_first_dot(domains: Sequence[str]) -> str:
+    r"""The alternation of ``domains`` (escaped, each with a ``\.``) as a pattern opening on its dot.
+
+    ``chat\.openai\.com`` becomes ``(?<=chat\.)openai\.com`` after a leading ``\.``: the same
+    matches but for the characters before the first dot, which the look-behind checks. The
+    engine then skips to each ``.`` instead of trying every position.
+    """
+    alternatives = []
+    for domain in domains:
+        head, dot, rest = domain.partition(r"\.")
+        assert dot and re.fullmatch(r"[a-z0-9-]+", head), domain
+        alternatives.append(f"(?<={head}\\.){rest}")
+    return r"\.(?:" + "|".join(alternatives) + ")"
+
+
+def _required_part(name: str) -> str:
+    r"""A part of ``name`` that every match of it holds, opening on a plain character if it can.
+
+    A leading group that must match (``(?:an?|the)``), a leading optional group and leading
+    ``\s+``/``\s*`` are dropped, one after another, while no ``|`` stands outside every group.
+    """
+    while not _top_level_or(name):
+        if name.startswith("(?:"):
+            close = _group_end(name)
+            if close >= len(name) - 1 or name[close + 1] in "*+{":
+                return name
+            name = name[close + 2 :] if name[close + 1] == "?" else name[close + 1 :]
+            if name[:1] in ("?", "+"):  # a lazy or possessive group: leave it whole
+                return name
+        elif name.startswith((r"\s+", r"\s*")):
+            name = name[3:]
+        else:
+            return name
+    return name
 
 
 def _lowered(source: str) -> re.Pattern[str]:
@@ -832,33 +933,6 @@ def _without_leading_option(name: str) -> list[str]:
     if name[close + 1 : close + 2] != "?" or rest[:1] in ("", "?", "+") or _top_level_or(inner):
         return [name]
     return [*_without_leading_option(inner + rest), *_without_leading_option(rest)]
-
-
-def _structure(pattern: str) -> Iterator[tuple[int, str, int]]:
-    """Each character of ``pattern`` outside escapes and classes, with the group depth after it."""
-    depth, in_class, escaped = 0, False, False
-    for i, ch in enumerate(pattern):
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        else:
-            depth += (ch == "(") - (ch == ")")
-            yield i, ch, depth
-
-
-def _group_end(pattern: str) -> int:
-    """Where the group opening ``pattern`` closes (the index of its ``)``); the length if nowhere."""
-    return next((i for i, ch, depth in _structure(pattern) if ch == ")" and depth == 0), len(pattern))
-
-
-def _top_level_or(pattern: str) -> bool:
-    """Whether ``pattern`` has a ``|`` outside every group and class (then it cannot be split)."""
-    return any(ch == "|" and depth == 0 for _, ch, depth in _structure(pattern))
 
 
 def _mark(
@@ -1239,8 +1313,10 @@ def rendered_reading(text: str) -> tuple[str, list[int], list[int]]:
 _SPELLED = re.compile(r"(?<![\w'])(\w)([ .\-\u00b7/*+|:]{1,3})\w(?!\w)(?:\2\w(?!\w))+")
 
 
-#: A word broken across lines by a hyphen ("Anthro-\npic"): read as one word.
-_LINE_BREAK_HYPHEN = re.compile(r"(?<=\w)-[ \t\r]*\n[ \t]*(?=\w)")
+#: A word broken across lines by a hyphen ("Anthro-\npic"): read as one word. The hyphen is
+#: matched first and the letter before it checked behind it (the same matches as
+#: ``(?<=\w)-...``): a pattern opening on a literal lets the engine skip to each "-".
+_LINE_BREAK_HYPHEN = re.compile(r"-(?<=\w-)[ \t\r]*\n[ \t]*(?=\w)")
 
 
 def _joined_letters(read: str, starts: list[int], ends: list[int]) -> tuple[str, list[int], list[int]]:
