@@ -48,7 +48,7 @@ SCREEN_PROBE = "author-screen"
 
 SCREEN_RUBRIC = Rubric(
     rubric_id=SCREEN_RUBRIC_ID,
-    version=1,
+    version=2,
     name=SCREEN_QUESTION,
     scale="binary",
     pass_rule=(
@@ -57,7 +57,8 @@ SCREEN_RUBRIC = Rubric(
         "leetspeak included), the model, its maker or the maker's chat product as the one speaking or having "
         "written it; when it describes the maker in words ('a search company from Mountain View'); or when it "
         "carries a byline, a signature, a generated-by note, a link to a chat product. Naming a company or a "
-        "model as a topic (a person's former employer, a product the user asks about) reveals nothing."
+        "model as a topic (a person's former employer, a product the user asks about) reveals nothing. Text "
+        "already hidden from the raters reads '[redacted]': it reveals nothing."
     ),
     criteria=(Criterion("reveals", "Reveals its author", SCREEN_QUESTION),),
     instructions=(
@@ -75,7 +76,11 @@ REASON_CHARS = 300
 
 
 def plan_screen(answers: pd.DataFrame) -> list[PlannedCall]:
-    """One binary call per answer (call ids ``screen/<answer id>``), the raw text as the judge reads it."""
+    """One binary call per answer (call ids ``screen/<answer id>``), its ``text`` as the judge reads it.
+
+    ``answers`` holds the text a blind rater would read (:func:`_pool`): the screen looks for what
+    the rules left readable, so an answer whose name the rules already mask is not withheld again.
+    """
     return [
         PlannedCall(
             call_id=f"screen/{r.answer_id}", kind="pointwise", format="binary", prompt=str(r.prompt),
@@ -87,14 +92,17 @@ def plan_screen(answers: pd.DataFrame) -> list[PlannedCall]:
 
 
 def _pool(store: JudgeRole) -> pd.DataFrame:
-    """Every answer of the pool with its task's prompt, by task and answer id."""
+    """Every answer of the pool with its task's prompt and its blinded text, by task and answer id."""
     answers = store.answers()
     if answers.empty:
         raise InputError("there are no answers to screen",
                          fix="import answers first with `judgelab import answers FILE`.")
     tasks = store.tasks()
     prompts = dict(zip(tasks["task_id"], tasks["prompt"], strict=True))
-    return answers.assign(prompt=[prompts[t] for t in answers["task_id"]]).sort_values(["task_id", "answer_id"])
+    blind = store.blind_texts()
+    return answers.assign(
+        prompt=[prompts[t] for t in answers["task_id"]], text=[blind[a] for a in answers["answer_id"]],
+    ).sort_values(["task_id", "answer_id"])
 
 
 @dataclass(frozen=True)

@@ -629,14 +629,29 @@ class FakeJudge:
         return "Received. There is no judging task in this request."
 
 
+#: What the fake judge's screen reads beyond the rules: two kinds the rules miss (docs/raters.md),
+#: a maker's e-mail domain and a maker described in words. A screen reads the text the raters see
+#: (the rules' masks applied), so a fake that read only the rules would never find anything there;
+#: these stand in for a real model's reading in the tests.
+_BEYOND_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"[\w.+-]+@(?:anthropic|openai|google|deepmind|mistral|cohere|deepseek|x)\.(?:com|ai)\b", re.I),
+     "a maker's e-mail address"),
+    (re.compile(r"\bsearch (?:company|giant) (?:from|in) Mountain View\b", re.I), "its maker described in words"),
+)
+
+
 def _screen_reply(answer: str) -> tuple[str, str]:
-    """The fake judge's author screen: what the rules and a byline read, as a reason and a verdict."""
+    """The fake judge's author screen: what the rules, a byline and :data:`_BEYOND_RULES` read."""
     spans = detect_self_identifying(answer)
     byline = text_features(answer).byline_family
     if spans:
         return f"It names who wrote it: {spans[0][2]!r}.", "ACCEPT"
     if byline:
         return f"Its byline names {byline}.", "ACCEPT"
+    for pattern, kind in _BEYOND_RULES:
+        found = pattern.search(answer)
+        if found:
+            return f"It gives {kind}: {found.group(0)!r}.", "ACCEPT"
     return "Nothing in it says which model or company wrote it.", "REJECT"
 
 

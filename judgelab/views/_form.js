@@ -189,6 +189,9 @@ class RatingForm {
     // key ("1" then "0" held is 10), as they are when typed on the live form in time.
     early = joinDigits(early, data.choice.options);
     for (let i = 0; i < early.length; i++) {
+      // A lone first digit held last ("1" of 10) waits for its second as if typed now: the
+      // item may have come between the two presses, and the "0" is still on its way.
+      if (i === early.length - 1 && this.heldFirstDigit(early[i])) return;
       this.press(early[i]);
       if (this.busy) { this.early = early.slice(i + 1); this.queued(); return; }
     }
@@ -632,6 +635,18 @@ class RatingForm {
 
   queued() {
     if (this.early.length) this.say(`Saving… then ${this.early.map(keyName).join(", ")}`, false);
+  }
+
+  /** A held digit on a scale with two-digit keys, read as typed now (it may wait for a second digit). */
+  heldFirstDigit(k) {
+    const none = { preventDefault() {}, stopPropagation() {} };
+    const focused = this.shadow.activeElement;
+    const row = focused && focused.getAttribute ? focused.getAttribute("data-criterion") : null;
+    if (row) {
+      const set = (value) => this.setCriterion(row, value, true);
+      return this.twoDigits(none, k, this.data.criterion_options, `criterion:${row}`, set);
+    }
+    return this.twoDigits(none, k, this.data.choice.options, "overall", (value) => this.pick(value));
   }
 
   /** A queued key acted on now, on the item just drawn (as its keydown would have been). */

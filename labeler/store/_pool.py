@@ -299,6 +299,16 @@ class PoolMixin(StoreCore):
             params.append(variant)
         return self.query(sql + " ORDER BY a.task_id, a.answer_id", params)
 
+    def blind_texts(self) -> dict[str, str]:
+        """Every answer's text as a blind rater reads it, by answer id.
+
+        The spans stored at import and today's rules are both masked (:func:`blind_text`), so a
+        reader of these texts (the author screen) sees what the rules left, not what they masked.
+        """
+        with self.connection() as con:
+            rows = con.execute("SELECT answer_id, text, self_id_spans FROM answers").fetchall()
+            return {str(a): blind_text(con, str(t or ""), s)[0] for a, t, s in rows}
+
     def answer_ids(self) -> set[str]:
         """Every stored answer id (without reading the texts)."""
         with self.connection() as con:
