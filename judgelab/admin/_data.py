@@ -186,12 +186,18 @@ def export_data(store: ImportExportRole, kind: DataKind, fmt: ExportFormat) -> D
     """
     if kind not in EXPORT_KINDS:
         raise InputError(f"unknown export {kind!r}", fix=f"use one of {', '.join(EXPORT_KINDS)}.")
-    return Download(frame_bytes(export_table(store, kind), fmt), f"{kind}.{fmt}", EXPORT_MIME[fmt])
+    frame = export_table(store, kind)
+    download = Download(frame_bytes(frame, fmt), f"{kind}.{fmt}", EXPORT_MIME[fmt])
+    # Built when the admin clicks the download button (the Data page passes a callable).
+    store.record_action("export", download.file_name, kind=kind, rows=len(frame), format=fmt)
+    return download
 
 
 def export_designs(store: ImportExportRole) -> Download:
     """Every sample and active design with its probabilities (JSON), as ``judgelab export designs`` writes them."""
-    return Download(designs_json(store)[0].encode("utf-8"), "designs.json", "application/json")
+    text, n = designs_json(store)
+    store.record_action("export", "designs.json", kind="designs", rows=n, format="json")
+    return Download(text.encode("utf-8"), "designs.json", "application/json")
 
 
 def export_labels(store: ImportExportRole, fmt: ExportFormat) -> Download:
