@@ -31,7 +31,7 @@ from labeler.blinding import detect_self_identifying, merge_spans
 from labeler.errors import ConflictError, InputError, JudgelabError
 from labeler.quality import SCOPE, QualityItem, QualitySettings, quality_positions, within
 from labeler.queue import rater_rng
-from labeler.store._audit import audit, audit_import, audit_setting
+from labeler.store._audit import audit, audit_import
 from labeler.store._bulk import insert_rows
 from labeler.store._core import StoreCore
 from labeler.store._pool import ImportSummary, pool_names, write_setting
@@ -271,8 +271,12 @@ class QualityMixin(StoreCore):
     def set_quality_settings(self, settings: QualitySettings) -> dict[int, int]:
         """Store the settings and mix quality items into every queue accordingly; returns items added per rater."""
         with self.connection() as con:
+            # One entry for the change, naming only the settings whose value it changes.
+            was = read_settings(con).stored()
+            changed = {k: v for k, v in settings.stored().items() if was.get(k) != v}
+            if changed:
+                audit(con, "setting", SCOPE, value=changed, was={k: was.get(k) for k in changed})
             for key, value in settings.stored().items():
-                audit_setting(con, SCOPE, key, value)
                 write_setting(con, SCOPE, key, value)
             return mix_in(con)
 
