@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.cli import main
-from labeler.store import Store, copy_project, migrations
+from labeler.store import Store, copy_project, migrations, os_user, redact
 from tests.full_project import EMPTY_TABLES, fill_project
 
 
@@ -63,6 +63,11 @@ def tables(location: str) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
+def shown(location: str) -> str:
+    """A database as messages (and the audit trail) name it: a file's path, a URL without its password."""
+    return redact(location) if location.startswith("postgres") else str(Path(location).resolve())
+
+
 def calibrate(location: str, out: Path) -> dict[str, Any]:
     code, stdout, stderr = run("calibrate", "--json", "--out", str(out), "--db", location)
     assert code == 0, stderr
@@ -91,6 +96,11 @@ def test_a_project_moves_whole_with_its_ids_links_and_figures(
     assert set(report["tables"]) == set(before) == set(after)
     assert report["tables"] == {name: len(rows) for name, rows in before.items()}
     assert {name for name, rows in before.items() if not rows} == EMPTY_TABLES
+    # The copy's own audit entry follows the copied trail (issue 57): one more row, by this command.
+    copy_entry = [row for row in after["audit_log"] if row not in before["audit_log"]]
+    assert [(r[0], r[2], r[3], r[4]) for r in copy_entry] == [
+        (max(r[0] for r in before["audit_log"]) + 1, f"cli:{os_user()}", "db copy", shown(src))]
+    after["audit_log"] = [row for row in after["audit_log"] if row not in copy_entry]
     for name in before:
         assert after[name] == before[name], name
     assert report["rows"] == sum(report["tables"].values())
