@@ -8,16 +8,19 @@ by the store with each action (:mod:`labeler.store._audit`).
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
-from judgelab.admin import EXPORT_FORMATS, EXPORT_MIME, audit_table, export_data
+from judgelab.admin import EXPORT_FORMATS, EXPORT_MIME, ExportFormat, audit_table, export_data
 from judgelab.session import current_store, require_admin
-from labeler.store import AUDIT_ACTIONS, AdminRole
+from labeler.schemas import DataKind
+from labeler.store import AUDIT_ACTIONS
 
 ALL = "(every action)"
 
 require_admin()
-store: AdminRole = current_store()
+store = current_store()  # the trail (AdminRole) and its export (ImportExportRole)
 
 st.title("Audit trail")
 st.caption("Who imported, assigned, revoked, adjudicated, paused, exported or changed settings, and when: "
@@ -39,11 +42,18 @@ else:
     st.dataframe(table, hide_index=True, width="stretch")
 
 st.caption("The whole trail as a file (`judgelab export audit_trail` writes the same); the download is recorded too.")
+TRAIL: DataKind = "audit_trail"
+
+
+def _export(fmt: ExportFormat) -> bytes:
+    return export_data(store, TRAIL, fmt).data
+
+
 for column, fmt in zip(st.columns(len(EXPORT_FORMATS)), EXPORT_FORMATS, strict=True):
     column.download_button(
         f"audit_trail.{fmt}",
         # Built only when clicked: a page view is not an export.
-        data=lambda fmt=fmt: export_data(store, "audit_trail", fmt).data,
+        data=functools.partial(_export, fmt),
         file_name=f"audit_trail.{fmt}",
         mime=EXPORT_MIME[fmt],
         key=f"audit_export_{fmt}",

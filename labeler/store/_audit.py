@@ -87,7 +87,8 @@ class AuditMixin(StoreCore):
             since: Only rows at or after this time (the database's clock).
             action: Only rows of this action.
         """
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if since is not None:
             where.append("done_at >= ?")
             params.append(since)
