@@ -31,3 +31,6 @@ def audit(action: str | None, actor: str | None, db: str | None, as_json: bool) 
         when = r["done_at"].replace("T", " ")[:19]
         click.echo(f"{r['entry_id']:>5}  {when}  {r['actor']:<20} {r['action']:<14} {r['target']}"
                    + (f"  ({describe(r['detail'])})" if r["detail"] else ""))
+
+
+COMMANDS: list[click.Command] = [audit]
