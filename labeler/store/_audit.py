@@ -50,6 +50,7 @@ AUDIT_ACTIONS: dict[str, str] = {
     "db copy": "the project copied into this database",
 }
 
+
 def audit(con: Any, action: str, target: str = "", **detail: Any) -> None:
     """Write one audit row on ``con``, the connection of the unit of work doing the action.
 
