@@ -33,6 +33,7 @@ ADMIN_PAGES = (
     ("admin_review.py", "Review", ":material/rate_review:"),
     ("admin_withheld.py", "Withheld", ":material/visibility_off:"),
     ("admin_loop.py", "Judge loop", ":material/model_training:"),
+    ("admin_audit.py", "Audit trail", ":material/history:"),
 )
 ANALYST_PAGES = (("analyst.py", "Calibration", ":material/insights:"),)
 

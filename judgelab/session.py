@@ -27,6 +27,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from judgelab.admin._incidents import LOAD_FAILED, record
+from labeler._actor import set_actor_source
 from labeler.errors import AccessError, JudgelabError, StoreError
 from labeler.store import Rater, RaterRole, Store, is_postgres, resolve_db_path
 
@@ -192,6 +193,26 @@ def known_rater_name() -> str:
     return ""
 
 
+def admin_actor() -> str | None:
+    """Who the audit trail records for an action taken on a page: ``admin:<name>`` of this session.
+
+    The name is the one this session's link last proved (:func:`check_access`), read without asking
+    the database: a store write asks mid-transaction. ``None`` outside a page's run (the CLI, a test),
+    so the caller's own actor applies there (:func:`labeler._actor.current_actor`).
+    """
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return None
+    last = st.session_state.get(_LAST_STATE)
+    if isinstance(last, tuple) and isinstance(last[1], Rater):
+        return f"{'admin' if last[1].is_admin else 'rater'}:{last[1].name}"
+    return "app:unknown"
+
+
+# Process-wide and harmless outside a page's run (it answers None there): every store write made
+# while a page runs is recorded as that session's admin's (issue 57).
+set_actor_source(admin_actor)
+
+
 def _checked_this_run() -> Rater | None:
     """The rater :func:`check_access` found earlier in this script run for the same token."""
     memo = st.session_state.get(_CHECKED_STATE)
@@ -281,6 +302,7 @@ def require_admin() -> Rater:
 __all__ = [
     "SERVER_TROUBLE",
     "TOKEN_PARAM",
+    "admin_actor",
     "check_access",
     "current_rater",
     "current_store",

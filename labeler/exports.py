@@ -48,7 +48,7 @@ def export_table(store: ImportExportRole, kind: DataKind) -> pd.DataFrame:
     """
     builders = {
         "answers": _answers, "pairs": _pairs, "labels": _labels, "pair_labels": _pair_labels, "audits": _audits,
-        "judgements": _judgements, "verdicts": _verdicts,
+        "judgements": _judgements, "verdicts": _verdicts, "audit_trail": _audit_trail,
     }
     if kind not in builders:
         raise InputError(f"cannot export {kind!r} as a table",
@@ -137,6 +137,10 @@ def _judgements(store: ImportExportRole) -> pd.DataFrame:
     for col in ("trial", "input_tokens", "output_tokens"):
         out[col] = out[col].astype("Int64")
     return out
+
+
+def _audit_trail(store: ImportExportRole) -> pd.DataFrame:
+    return store.audit_log()
 
 
 def _verdicts(store: ImportExportRole) -> pd.DataFrame:

@@ -37,7 +37,7 @@ from labeler._rows import (
 from labeler.errors import InputError
 from labeler.models import Answer, Criterion, ImportedLabel, Pair, Rubric, Task
 from labeler.scales import FormatSpec, ScaleError, scale_from_toml
-from labeler.schemas import DATA_KINDS, SCHEMAS, DataKind, unknown_columns
+from labeler.schemas import DATA_KINDS, EXPORT_ONLY, SCHEMAS, DataKind, unknown_columns
 from labeler.store import ImportExportRole, ImportSummary, Staging
 from labeler.transcripts import TURN_MODES, Transcript, TranscriptError, check_messages, name_spans, render
 
@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 ImportKind = DataKind
-IMPORT_KINDS: tuple[ImportKind, ...] = DATA_KINDS
+IMPORT_KINDS: tuple[ImportKind, ...] = tuple(k for k in DATA_KINDS if k not in EXPORT_ONLY)
 
 _RUBRIC_KEYS = {
     "": ("id", "version", "name", "scale", "pass_threshold", "pass_rule", "instructions", "author", "criteria", "turn"),

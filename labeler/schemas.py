@@ -20,6 +20,7 @@ from typing import Literal
 
 __all__ = [
     "DATA_KINDS",
+    "EXPORT_ONLY",
     "SCHEMAS",
     "Column",
     "DataKind",
@@ -29,13 +30,19 @@ __all__ = [
 ]
 
 DataKind = Literal[
-    "rubric", "answers", "pairs", "labels", "pair_labels", "audits", "judgements", "verdicts", "designs"
+    "rubric", "answers", "pairs", "labels", "pair_labels", "audits", "judgements", "verdicts", "designs",
+    "audit_trail",
 ]
-"""Every kind of file ``judgelab import`` reads and ``judgelab export`` writes."""
+"""Every kind of file ``judgelab export`` writes; ``judgelab import`` reads each but :data:`EXPORT_ONLY`."""
 
 DATA_KINDS: tuple[DataKind, ...] = (
-    "rubric", "answers", "pairs", "labels", "pair_labels", "audits", "judgements", "verdicts", "designs"
+    "rubric", "answers", "pairs", "labels", "pair_labels", "audits", "judgements", "verdicts", "designs",
+    "audit_trail",
 )
+
+#: Kinds written for the record, never read back: the audit trail is the database's own account
+#: of who did what, and an import must not be able to write it.
+EXPORT_ONLY: tuple[DataKind, ...] = ("audit_trail",)
 
 
 @dataclass(frozen=True)
@@ -384,8 +391,30 @@ _DESIGNS = Schema(
     ),
 )
 
+_AUDIT_TRAIL = Schema(
+    "audit_trail", "CSV, JSONL, Parquet",
+    "One row per admin action, oldest first: who imported, assigned, revoked, adjudicated, paused or "
+    "resumed a rater, withheld or gave back an answer, exported, copied the project or changed a setting, "
+    "and when (docs/admins/audit.md). Raters' own labels are not here: the labels export holds them. "
+    "Export only: `judgelab import` does not read it.",
+    (
+        Column("entry_id", "whole number", "yes", "the entry's number, in the order the actions were done"),
+        Column("done_at", _TS, "yes", "when the action was done", _WHEN),
+        Column("actor", "text", "yes", "who did it", "`cli:<os user>` (a command), `admin:<name>` (an admin "
+               "page), `os:<os user>` (a program of one's own)"),
+        Column("action", "text", "yes", "what was done", "`import`, `gold import`, `assign`, `design`, "
+               "`rater add`, `rater reissue`, `revoke`, `pause`, `resume`, `adjudicate`, `withhold`, `mask`, "
+               "`clear`, `setting`, `export`, `db copy`"),
+        Column("target", "text", "no", "what it was done to: a rater, an answer, a file, a setting "
+               "(`scope:key`), a queue kind"),
+        Column("detail", "JSON object", "yes", "the facts kept with it: counts per kind or rater, reasons, "
+               "a setting's new and old value"),
+    ),
+)
+
 SCHEMAS: dict[DataKind, Schema] = {
-    s.kind: s for s in (_RUBRIC, _ANSWERS, _PAIRS, _LABELS, _PAIR_LABELS, _AUDITS, _JUDGEMENTS, _VERDICTS, _DESIGNS)
+    s.kind: s for s in (_RUBRIC, _ANSWERS, _PAIRS, _LABELS, _PAIR_LABELS, _AUDITS, _JUDGEMENTS, _VERDICTS, _DESIGNS,
+                        _AUDIT_TRAIL)
 }
 """The schema of each kind, in :data:`DATA_KINDS` order."""
 

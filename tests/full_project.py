@@ -4,7 +4,8 @@ The demo (rubric, answers, pairs, raters, assignments, simulated labels, a fake-
 what only the database holds: a rater with no labels, a paused rater (a hold), pair labels and
 padding audits with their history, queue events, a sample design and an active design applied to
 raters, gold items and their settings, a rewrite, a judge batch and its calls, a rubric that
-rates each turn and a conversation labelled turn by turn.
+rates each turn and a conversation labelled turn by turn, and the audit trail of the admin actions among
+these (migration 021).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.cli import main
-from labeler.store import Store, copy_project, migrations
+from labeler.store import Store, copy_project, migrations, os_user, redact
 from tests.full_project import EMPTY_TABLES, fill_project
 
 
@@ -63,6 +63,11 @@ def tables(location: str) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
+def shown(location: str) -> str:
+    """A database as messages (and the audit trail) name it: a file's path, a URL without its password."""
+    return redact(location) if location.startswith("postgres") else str(Path(location).resolve())
+
+
 def calibrate(location: str, out: Path) -> dict[str, Any]:
     code, stdout, stderr = run("calibrate", "--json", "--out", str(out), "--db", location)
     assert code == 0, stderr
@@ -91,6 +96,11 @@ def test_a_project_moves_whole_with_its_ids_links_and_figures(
     assert set(report["tables"]) == set(before) == set(after)
     assert report["tables"] == {name: len(rows) for name, rows in before.items()}
     assert {name for name, rows in before.items() if not rows} == EMPTY_TABLES
+    # The copy's own audit entry follows the copied trail (issue 57): one more row, by this command.
+    copy_entry = [row for row in after["audit_log"] if row not in before["audit_log"]]
+    assert [(r[0], r[2], r[3], r[4]) for r in copy_entry] == [
+        (max(r[0] for r in before["audit_log"]) + 1, f"cli:{os_user()}", "db copy", shown(src))]
+    after["audit_log"] = [row for row in after["audit_log"] if row not in copy_entry]
     for name in before:
         assert after[name] == before[name], name
     assert report["rows"] == sum(report["tables"].values())
@@ -115,7 +125,8 @@ def test_the_command_prints_each_table_s_count(place: Any) -> None:
     lines = out.splitlines()
     assert any(line.split() == ["rubrics", "1"] for line in lines)
     assert any(line.split() == ["labels", "0"] for line in lines)
-    assert lines[-1].startswith(f"copied 6 rows in {len(lines) - 1} tables from {src} to {dst} in ")
+    assert any(line.split() == ["audit_log", "1"] for line in lines)  # the import's entry
+    assert lines[-1].startswith(f"copied 7 rows in {len(lines) - 1} tables from {src} to {dst} in ")
 
 
 @pytest.mark.parametrize("dst_kind", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -129,8 +140,8 @@ def test_a_destination_with_rows_is_refused_and_left_as_it_was(place: Any, dst_k
     code, out, err = run("db", "copy", src, dst)
     assert code == 2 and out == ""
     problem, fix = err.strip().splitlines()
-    assert problem.startswith("judgelab: error: the destination ") and "is not empty: it holds rows in raters, " \
-        "rubric_criteria, rubrics; nothing was copied" in problem
+    assert problem.startswith("judgelab: error: the destination ") and "is not empty: it holds rows in audit_log, " \
+        "raters, rubric_criteria, rubrics; nothing was copied" in problem
     assert fix.startswith("Fix: copy into a new file or a new, empty PostgreSQL database")
     assert tables(dst) == before
 
@@ -185,4 +196,7 @@ def test_a_copy_that_fails_on_the_server_leaves_nothing_and_can_run_again(place:
     with psycopg.connect(dst, autocommit=True) as con:
         con.execute("DROP TRIGGER refuse ON turn_scores")
     assert run("db", "copy", project.location, dst)[0] == 0
-    assert tables(dst) == tables(project.location)
+    copied = tables(dst)
+    assert [r[3] for r in copied["audit_log"]].count("db copy") == 1  # the copy that worked, only
+    copied["audit_log"] = [r for r in copied["audit_log"] if r[3] != "db copy"]
+    assert copied == tables(project.location)

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         subset_summary,
         task_order,
     )
+    from judgelab.admin._audit import AUDIT_COLUMNS, audit_records, audit_table
     from judgelab.admin._common import (
         BASE_URL_SETTING,
         DEFAULT_BASE_URL,
@@ -118,6 +119,9 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
+    "AUDIT_COLUMNS": "judgelab.admin._audit",
+    "audit_records": "judgelab.admin._audit",
+    "audit_table": "judgelab.admin._audit",
     "ActiveView": "judgelab.admin._active",
     "active_chart": "judgelab.admin._active",
     "active_view": "judgelab.admin._active",
@@ -205,6 +209,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AUDIT_COLUMNS",
     "BASE_URL_SETTING",
     "DEFAULT_BASE_URL",
     "EXPORT_FORMATS",
@@ -234,6 +239,8 @@ __all__ = [
     "assign_audit_sample",
     "assign_each_to_k",
     "assign_pairwise",
+    "audit_records",
+    "audit_table",
     "base_url",
     "build_agreement",
     "build_apart",

@@ -14,7 +14,7 @@ from judgelab.admin._common import EXPORT_MIME, ExportFormat
 from labeler.errors import InputError
 from labeler.exports import designs_json, export_table, table_bytes
 from labeler.importers import IMPORT_KINDS, ImportKind, import_file
-from labeler.schemas import DATA_KINDS, DataKind
+from labeler.schemas import DATA_KINDS, EXPORT_ONLY, DataKind
 from labeler.store import MASK_KEY, AdminRole, ImportExportRole, ImportSummary
 from labeler.store.roles import RubricView
 
@@ -155,9 +155,10 @@ def set_masking(store: AdminRole, scope: str, on: bool) -> None:
 
 # -- export --------------------------------------------------------------------------
 
-#: What the Data page exports as tables: every kind ``judgelab export`` writes as a table (the
-#: rubric is TOML and the designs JSON: :func:`export_designs`).
-EXPORT_KINDS: tuple[DataKind, ...] = tuple(k for k in DATA_KINDS if k not in ("rubric", "designs"))
+#: What the Data page exports as tables: every kind ``judgelab export`` writes as a table that
+#: ``judgelab import`` reads back (the rubric is TOML and the designs JSON: :func:`export_designs`;
+#: the audit trail is the Audit page's).
+EXPORT_KINDS: tuple[DataKind, ...] = tuple(k for k in DATA_KINDS if k not in ("rubric", "designs", *EXPORT_ONLY))
 
 
 @dataclass(frozen=True)
@@ -184,14 +185,20 @@ def export_data(store: ImportExportRole, kind: DataKind, fmt: ExportFormat) -> D
     Raises:
         InputError: An unknown kind or format.
     """
-    if kind not in EXPORT_KINDS:
-        raise InputError(f"unknown export {kind!r}", fix=f"use one of {', '.join(EXPORT_KINDS)}.")
-    return Download(frame_bytes(export_table(store, kind), fmt), f"{kind}.{fmt}", EXPORT_MIME[fmt])
+    if kind not in EXPORT_KINDS and kind not in EXPORT_ONLY:
+        raise InputError(f"unknown export {kind!r}", fix=f"use one of {', '.join((*EXPORT_KINDS, *EXPORT_ONLY))}.")
+    frame = export_table(store, kind)
+    download = Download(frame_bytes(frame, fmt), f"{kind}.{fmt}", EXPORT_MIME[fmt])
+    # Built when the admin clicks the download button (the Data page passes a callable).
+    store.record_action("export", download.file_name, kind=kind, rows=len(frame), format=fmt)
+    return download
 
 
 def export_designs(store: ImportExportRole) -> Download:
     """Every sample and active design with its probabilities (JSON), as ``judgelab export designs`` writes them."""
-    return Download(designs_json(store)[0].encode("utf-8"), "designs.json", "application/json")
+    text, n = designs_json(store)
+    store.record_action("export", "designs.json", kind="designs", rows=n, format="json")
+    return Download(text.encode("utf-8"), "designs.json", "application/json")
 
 
 def export_labels(store: ImportExportRole, fmt: ExportFormat) -> Download:

@@ -21,6 +21,7 @@ import click
 
 from judgelab import __version__
 from judgelab.cli._util import JudgelabGroup
+from labeler._actor import acting_as, os_user
 
 __all__ = ["VERBS", "LazyGroup", "main"]
 
@@ -30,6 +31,8 @@ VERBS: dict[str, tuple[str, str]] = {
         "Agreement of a judge's pairwise verdicts with human pair labels, per turn, with and without ties."),
     "assign": ("judgelab.cli.assign:assign",
         "Give each selected answer to exactly K raters (running it again adds only what is missing)."),
+    "audit": ("judgelab.cli.audit:audit",
+        "The audit trail: who imported, assigned, revoked, adjudicated, paused, exported or changed settings."),
     "calibrate": ("judgelab.cli.calibrate:calibrate_command",
         "Write the calibration report of a judge run."),
     "compare": ("judgelab.cli.loop:compare_command",
@@ -130,3 +133,5 @@ class LazyGroup(JudgelabGroup):
 @click.version_option(__version__, prog_name="judgelab")
 def main() -> None:
     """judgelab: instrument an LLM judge before anyone trusts it."""
+    # Every admin action a command does goes into the audit trail as this OS user's (labeler._actor).
+    click.get_current_context().with_resource(acting_as(f"cli:{os_user()}"))

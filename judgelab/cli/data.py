@@ -125,6 +125,7 @@ def export(kind: str, fmt: str | None, out: str, tool: str | None, db: str | Non
         data, n = export_to(store, kind, tool, fmt)  # type: ignore[arg-type]  # a Choice
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+        store.record_action("export", str(path), kind=kind, rows=n, to=tool)
         click.echo(f"wrote {n} {kind} rows for {tool} to {out}")
         return
     if kind == "rubric":
@@ -146,6 +147,7 @@ def export(kind: str, fmt: str | None, out: str, tool: str | None, db: str | Non
         data, n = table_bytes(frame, fmt), len(frame)  # type: ignore[arg-type]  # checked above
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
+    store.record_action("export", str(path), kind=kind, rows=n, format=fmt)
     what = "designs (sample and active, with their probabilities)" if kind == "designs" else f"{kind} rows"
     click.echo(f"wrote {n} {what} to {out}")
 
@@ -157,6 +159,7 @@ def _export_label_studio(store: ImportExportRole, kind: str, path: Path) -> None
     path.parent.mkdir(parents=True, exist_ok=True)
     data = done.tasks_json()
     path.write_bytes(data)
+    store.record_action("export", str(path), kind=kind, rows=len(done.tasks), to="label-studio")
     click.echo(f"wrote {len(done.tasks)} tasks for label-studio to {path}")
     config = path.with_suffix(".label_config.xml")  # so the tasks open in Label Studio as they are
     config.write_text(label_studio_config(store, data), encoding="utf-8")

@@ -7,7 +7,9 @@ part of it takes a role from :mod:`labeler.store.roles` (e.g. :class:`RaterRole`
 from collections.abc import Callable
 from pathlib import Path
 
+from labeler._actor import acting_as, current_actor, os_user, set_actor_source
 from labeler.store._admin import AdminMixin
+from labeler.store._audit import AUDIT_ACTIONS, AuditMixin
 from labeler.store._backend import (
     DEFAULT_POOL_SIZE,
     POOL_SIZE_ENV,
@@ -65,7 +67,7 @@ from labeler.store.roles import (
 
 class Store(
     TurnMixin, LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin,
-    QualityMixin, WithheldMixin,
+    QualityMixin, WithheldMixin, AuditMixin,
 ):
     """The project database (one DuckDB file, or a PostgreSQL database). Safe to share between threads and processes."""
 
@@ -102,6 +104,7 @@ def _store_plays_every_role(store: Store) -> None:
 
 __all__ = [
     "ADJUDICATED",
+    "AUDIT_ACTIONS",
     "BATCH_ROWS",
     "DEFAULT_DB",
     "DEFAULT_POOL_SIZE",
@@ -138,15 +141,19 @@ __all__ = [
     "ScreenFigures",
     "Staging",
     "Store",
+    "acting_as",
     "copy_database",
     "copy_project",
+    "current_actor",
     "hash_token",
     "is_postgres",
     "migrations",
+    "os_user",
     "plain_value",
     "pool_settings",
     "redact",
     "release_all",
     "remove_database",
     "resolve_db_path",
+    "set_actor_source",
 ]

@@ -38,6 +38,7 @@ from labeler.planner import (
     queue_rows,
 )
 from labeler.queue import DEFAULT_GAP, Kind
+from labeler.store._audit import audit
 from labeler.store._bulk import insert_rows
 from labeler.store._core import DEAD_SCORE_ASSIGNMENTS
 from labeler.store._imports import ImportMixin
@@ -157,7 +158,14 @@ class AssignMixin(ImportMixin):
         if kind == "score":
             # Gold items and attention checks keep their share of the grown queues (labeler.store._quality).
             mix_in(con, planned)
-        return plan.summary()
+        summary = plan.summary()
+        if summary.n_added:
+            names = dict(con.execute("SELECT rater_id, name FROM raters WHERE rater_id IN (SELECT unnest(?))",
+                                     [planned]).fetchall())
+            audit(con, "assign", kind, items=summary.items, already=summary.already or None,
+                  added={str(names.get(r, r)): n for r, n in summary.added.items() if n},
+                  rubric=f"{rubric_id} v{rubric_version}" if rubric_id else None, design=design_id)
+        return summary
 
     def assign_k(
         self,

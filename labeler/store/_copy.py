@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from labeler.errors import InputError, StoreError
+from labeler.store._audit import audit
 from labeler.store._backend import is_postgres, redact
 from labeler.store._bulk import insert_rows
 from labeler.store._core import StoreCore, remove_database, resolve_db_path
@@ -179,6 +180,8 @@ def copy_database(source: StoreCore, destination: StoreCore, *, batch_rows: int 
         for table in tables:
             for column, sequence in table.sequences:
                 _advance(dst, table.name, column, sequence)
+        # After the sequences moved: the copy's own entry follows the copied trail (issue 57).
+        audit(dst, "db copy", shown(source.location), rows=sum(copied.values()))
     return CopySummary(shown(source.location), shown(destination.location), copied,
                        round(time.monotonic() - started, 3))
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from labeler.errors import ConflictError, InputError
 from labeler.models import ImportedDesigns
+from labeler.store._audit import audit, audit_import
 from labeler.store._bulk import registered
 from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement, score_answered
 from labeler.store._pool import ImportSummary
@@ -207,6 +208,7 @@ class DesignMixin(StoreCore):
                     " weight, n_raters) SELECT design_id, answer_id, stratum, inclusion_prob,"
                     " weight, n_raters FROM _design_rows"
                 )
+            audit(con, "design", design_id, items=len(rows))
         return True
 
     def designs(self) -> pd.DataFrame:
@@ -376,6 +378,7 @@ class DesignMixin(StoreCore):
                 "UPDATE designs SET applied_at = current_timestamp WHERE design_id = ?",
                 [design_id],
             )
+            _audit_plan(con, design_id, plan, rubric)
         return len(plan)
 
     def add_reassignments(self, design_id: str, plan: pd.DataFrame, *, rubric: tuple[str, int] | None = None) -> int:
@@ -398,6 +401,7 @@ class DesignMixin(StoreCore):
                 raise InputError(f"design {design_id!r} is not applied: nothing to reassign",
                                  fix="apply the design first.")
             _insert_plan(con, design_id, plan, rubric)
+            _audit_plan(con, design_id, plan, rubric, reassigned=True)
         return len(plan)
 
     def score_holders(self, answer_ids: Sequence[str]) -> pd.DataFrame:
@@ -515,6 +519,7 @@ class DesignMixin(StoreCore):
                                     fix="continue it with `judgelab design --active --apply`.")
             con.execute("INSERT INTO active_designs (design_id, params) VALUES (?, ?)",
                         [design_id, json.dumps(params, default=str)])
+            audit(con, "design", design_id, active=True)
 
     def add_active_batch(
         self,
@@ -565,6 +570,7 @@ class DesignMixin(StoreCore):
             )
             with registered(con, "_active_rows", rows):
                 con.execute(f"INSERT INTO active_draws SELECT design_id, batch, {', '.join(cols)} FROM _active_rows")
+            audit(con, "design", design_id, batch=int(batch), draw=draw_id)
 
     def active_designs(self) -> pd.DataFrame:
         """Every active design, newest first, with its batch count."""
@@ -680,8 +686,10 @@ class DesignMixin(StoreCore):
                 with registered(con, "_draws", draws):
                     con.execute(f"INSERT INTO active_draws ({', '.join(_DRAW_COLUMNS)})"
                                 f" SELECT {', '.join(_DRAW_COLUMNS)} FROM _draws")
-        n_designs, n_active = len(parsed.designs), len(parsed.active)
-        added = {"designs": len(new_designs), "active designs": len(new_active)}
+            n_designs, n_active = len(parsed.designs), len(parsed.active)
+            added = {"designs": len(new_designs), "active designs": len(new_active)}
+            audit_import(con, added, {"designs": n_designs - len(new_designs),
+                                      "active designs": n_active - len(new_active)}, source_file)
         return ImportSummary(
             added={k: n for k, n in added.items() if n},
             unchanged={"designs": n_designs - len(new_designs), "active designs": n_active - len(new_active)},
@@ -771,3 +779,16 @@ def _insert_plan(
             " FROM _plan ORDER BY rater_id, queue_pos",
             [rubric_id, rubric_version, design_id],
         )
+
+
+def _audit_plan(con: duckdb.DuckDBPyConnection, design_id: str, plan: pd.DataFrame,
+                rubric: tuple[str, int] | None, *, reassigned: bool = False) -> None:
+    """Record a design's assignments (per rater, by name) in the audit trail."""
+    if plan.empty:
+        return
+    per = plan["rater_id"].astype(int).value_counts().to_dict()
+    names = dict(con.execute("SELECT rater_id, name FROM raters WHERE rater_id IN (SELECT unnest(?))",
+                             [list(per)]).fetchall())
+    audit(con, "assign", "score", design=design_id, items=int(plan["answer_id"].nunique()),
+          added={str(names.get(r, r)): int(n) for r, n in sorted(per.items())},
+          rubric=f"{rubric[0]} v{rubric[1]}" if rubric else None, reassigned=reassigned or None)

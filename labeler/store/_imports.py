@@ -23,6 +23,7 @@ import pandas as pd
 
 from labeler.errors import ConflictError, InputError
 from labeler.models import ImportedAudit, ImportedJudgement, ImportedLabel, ImportedPairLabel, pair_of
+from labeler.store._audit import audit_import
 from labeler.store._bulk import drop_stored, insert_rows, staged
 from labeler.store._history import Incoming, Planned, Stored, plan
 from labeler.store._pool import PAIRS_QUERY, ImportSummary, PoolMixin, tasks_of
@@ -227,6 +228,7 @@ class ImportMixin(RaterMixin, PoolMixin):
                 new_turns += [(new_id, turn, score) for turn, score in sorted(lab.turns.items())]
             insert_rows(con, "labels", ("label_id", *_LABEL_COLUMNS), rows)
             insert_turns(con, new_turns)
+            audit_import(con, {"labels": len(planned)}, {"labels": unchanged}, source_file)
         return ImportSummary(added={"labels": len(planned)}, unchanged={"labels": unchanged})
 
     @staticmethod
@@ -290,6 +292,7 @@ class ImportMixin(RaterMixin, PoolMixin):
                 rows.append([new_id, raters[lab.rater], lab.rater, lab.shown_left, lab.shown_right, lab.preference,
                              lab.comment or "", lab.seconds, rec.source, parent, lab.created_at or now])
             insert_rows(con, "pair_labels", ("pair_label_id", *_PAIR_LABEL_COLUMNS), rows)
+            audit_import(con, {"pair labels": len(planned)}, {"pair labels": unchanged}, source_file)
         return ImportSummary(added={"pair labels": len(planned)}, unchanged={"pair labels": unchanged})
 
     def add_imported_audits(self, audits: list[ImportedAudit], *, source_file: str | None = None) -> ImportSummary:
@@ -335,6 +338,7 @@ class ImportMixin(RaterMixin, PoolMixin):
                 rows.append([new_id, raters[a.rater], a.original_id, a.rewrite_id, ratio, bool(a.adds_content),
                              a.note or "", a.seconds, "import", parent, a.created_at or now])
             insert_rows(con, "padding_audits", ("audit_id", *_AUDIT_COLUMNS), rows)
+            audit_import(con, {"audits": len(planned)}, {"audits": unchanged}, source_file)
         return ImportSummary(added={"audits": len(planned)}, unchanged={"audits": unchanged})
 
     # -- judgements ---------------------------------------------------------------------------
@@ -407,6 +411,7 @@ class ImportMixin(RaterMixin, PoolMixin):
             for row in rows:
                 row[-1] = row[-1] or task_of.get(row[8]) or pair_of(row[8], pairs)
             insert_rows(con, "judgements", _JUDGEMENT_COLUMNS, rows, id_from=("judgement_id", "seq_judgement"))
+            audit_import(con, {"judgements": len(rows)}, {"judgements": len(judgements) - len(rows)}, source_file)
         self._keep_declared_scales(j.format for j in judgements)  # type: ignore[attr-defined]  # PoolMixin's
         return ImportSummary(
             added={"judgements": len(rows)}, unchanged={"judgements": len(judgements) - len(rows)}

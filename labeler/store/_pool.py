@@ -23,6 +23,7 @@ from labeler.blinding import detect_self_identifying, detect_self_identifying_ma
 from labeler.errors import ConflictError
 from labeler.models import Answer, Criterion, Pair, Rubric, Task
 from labeler.scales import FORMAT_SPECS, FormatSpec, format_spec, known_format, register_scale, scale_from_dict
+from labeler.store._audit import audit, audit_import, audit_setting
 from labeler.store._bulk import drop_stored, insert_rows, staged
 from labeler.store._core import StoreCore
 from labeler.store._ingest import Staging, item_ids
@@ -94,6 +95,8 @@ class PoolMixin(StoreCore):
                     for i, c in enumerate(rubric.criteria)
                 ],
             )
+            audit(con, "import", source_file or "", added={"rubrics": 1},
+                  rubric=f"{rubric.rubric_id} v{rubric.version}")
         return ImportSummary(added={"rubrics": 1}, unchanged={})
 
     def declared_scales(self) -> list[FormatSpec]:
@@ -226,11 +229,12 @@ class PoolMixin(StoreCore):
             answer_rows = drop_stored(answer_rows, stored, answer_conflict)
             insert_rows(con, "tasks", _TASK_COLUMNS, task_rows)
             insert_rows(con, "answers", _ANSWER_COLUMNS, answer_rows)
-        added = {"tasks": len(task_rows), "answers": len(answer_rows)}
-        same = {
-            "tasks": same_tasks + len(new_tasks) - len(task_rows),
-            "answers": same_answers + len(new_answers) - len(answer_rows),
-        }
+            added = {"tasks": len(task_rows), "answers": len(answer_rows)}
+            same = {
+                "tasks": same_tasks + len(new_tasks) - len(task_rows),
+                "answers": same_answers + len(new_answers) - len(answer_rows),
+            }
+            audit_import(con, added, same, source_file)
         return ImportSummary(added=added, unchanged=same)
 
     def add_staged_pool(self, staging: Staging, *, source_file: str | None = None) -> ImportSummary:
@@ -346,6 +350,7 @@ class PoolMixin(StoreCore):
                 ).fetchall()
             rows = drop_stored(rows, stored, conflict)
             insert_rows(con, "pairs", _PAIR_COLUMNS, rows)
+            audit_import(con, {"pairs": len(rows)}, {"pairs": same + len(new) - len(rows)}, source_file)
         return ImportSummary(added={"pairs": len(rows)}, unchanged={"pairs": same + len(new) - len(rows)})
 
     def pairs(self) -> pd.DataFrame:
@@ -357,6 +362,7 @@ class PoolMixin(StoreCore):
     def set_setting(self, scope: str, key: str, value: str) -> None:
         """Store a project (``scope='project'``) or rubric (``'rubric:<id>'``) setting."""
         with self.connection() as con:
+            audit_setting(con, scope, key, value)
             write_setting(con, scope, key, value)
 
     def setting(self, scope: str, key: str, default: str | None = None) -> str | None:
@@ -428,8 +434,10 @@ def _write_staged(con: duckdb.DuckDBPyConnection, tasks: str, answers: str, sour
     columns = ", ".join(_ANSWER_COLUMNS)
     con.execute(f"INSERT INTO answers ({columns}) SELECT {columns} FROM {answers} m"
                 " WHERE NOT EXISTS (SELECT 1 FROM answers a WHERE a.answer_id = m.answer_id) ORDER BY m.row_no")
-    return ImportSummary(added={"tasks": n_tasks - same_tasks, "answers": n_answers - same_answers},
-                         unchanged={"tasks": same_tasks, "answers": same_answers})
+    summary = ImportSummary(added={"tasks": n_tasks - same_tasks, "answers": n_answers - same_answers},
+                            unchanged={"tasks": same_tasks, "answers": same_answers})
+    audit_import(con, summary.added, summary.unchanged, source_file)
+    return summary
 
 
 _T = TypeVar("_T")

@@ -31,6 +31,7 @@ from labeler.blinding import detect_self_identifying, merge_spans
 from labeler.errors import ConflictError, InputError, JudgelabError
 from labeler.quality import SCOPE, QualityItem, QualitySettings, quality_positions, within
 from labeler.queue import rater_rng
+from labeler.store._audit import audit, audit_import
 from labeler.store._bulk import insert_rows
 from labeler.store._core import StoreCore
 from labeler.store._pool import ImportSummary, pool_names, write_setting
@@ -254,6 +255,7 @@ class QualityMixin(StoreCore):
                              q.explanation, source_file])
             insert_rows(con, "quality_items", _ITEM_COLUMNS, rows)
             mix_in(con)
+            audit_import(con, {"quality items": len(rows)}, {"quality items": same}, source_file, action="gold import")
         return ImportSummary(added={"quality items": len(rows)}, unchanged={"quality items": same})
 
     def quality_items(self) -> pd.DataFrame:
@@ -269,6 +271,11 @@ class QualityMixin(StoreCore):
     def set_quality_settings(self, settings: QualitySettings) -> dict[int, int]:
         """Store the settings and mix quality items into every queue accordingly; returns items added per rater."""
         with self.connection() as con:
+            # One entry for the change, naming only the settings whose value it changes.
+            was = read_settings(con).stored()
+            changed = {k: v for k, v in settings.stored().items() if was.get(k) != v}
+            if changed:
+                audit(con, "setting", SCOPE, value=changed, was={k: was.get(k) for k in changed})
             for key, value in settings.stored().items():
                 write_setting(con, SCOPE, key, value)
             return mix_in(con)
@@ -298,12 +305,14 @@ class QualityMixin(StoreCore):
             rater_id = self._rater_row(con, name)
             con.execute("INSERT INTO rater_holds (rater_id, action, exclude_labels, reason) VALUES (?, 'pause', ?, ?)",
                         [rater_id, bool(exclude_labels), reason])
+            audit(con, "pause", name, reason=reason or None, exclude_labels=exclude_labels or None)
 
     def resume_rater(self, name: str) -> None:
         """Give a paused rater their live items back (their labels count again)."""
         with self.connection() as con:
             rater_id = self._rater_row(con, name)
             con.execute("INSERT INTO rater_holds (rater_id, action) VALUES (?, 'resume')", [rater_id])
+            audit(con, "resume", name)
 
     def rater_hold(self, rater_id: int) -> RaterHold | None:
         """Why the rater's live items are held back, or ``None`` (what the rater's page says)."""

@@ -12,6 +12,7 @@ import duckdb
 import pandas as pd
 
 from labeler.errors import AccessError, InputError
+from labeler.store._audit import audit
 from labeler.store._core import StoreCore
 
 Role = Literal["rater", "admin"]
@@ -65,6 +66,7 @@ class RaterMixin(StoreCore):
                 " RETURNING rater_id",
                 [name, role, hash_token(token), simulated],
             ).fetchone()
+            audit(con, "rater add", name, role=role, simulated=simulated or None)
         assert row is not None
         return Rater(int(row[0]), name, role, simulated), token
 
@@ -93,8 +95,9 @@ class RaterMixin(StoreCore):
                 " RETURNING rater_id",
                 [name],
             ).fetchone()
-        if row is None:
-            raise InputError(f"no active rater named {name!r}", fix="see `judgelab raters list`.")
+            if row is None:
+                raise InputError(f"no active rater named {name!r}", fix="see `judgelab raters list`.")
+            audit(con, "revoke", name)
 
     def reissue_token(self, name: str) -> str:
         """A fresh token for an existing rater (the old one stops working)."""
@@ -104,8 +107,9 @@ class RaterMixin(StoreCore):
                 "UPDATE raters SET token_hash = ?, revoked_at = NULL WHERE name = ? RETURNING rater_id",
                 [hash_token(token), name],
             ).fetchone()
-        if row is None:
-            raise InputError(f"no rater named {name!r}", fix="see `judgelab raters list`.")
+            if row is None:
+                raise InputError(f"no rater named {name!r}", fix="see `judgelab raters list`.")
+            audit(con, "rater reissue", name)
         return token
 
     def raters(self) -> pd.DataFrame:

@@ -28,6 +28,7 @@ import pandas as pd
 from labeler.errors import AccessError, InputError
 from labeler.models import Rubric
 from labeler.scales import format_range
+from labeler.store._audit import audit
 from labeler.store._backend import PORTABLE
 from labeler.store._core import CURRENT_LABEL_RULE, check_comment, rubric_match
 from labeler.store._pool import PoolMixin, blind_text
@@ -239,7 +240,11 @@ class ReviewMixin(PoolMixin):
                     None if current is None else int(current[0]), ADJUDICATED, bool(revealed),
                 ],
             ).fetchone()
-        assert made is not None
+            assert made is not None
+            audit(con, "adjudicate", answer_id, label_id=int(made[0]), overall=float(overall),
+                  rubric=f"{rubric.rubric_id} v{rubric.version}",
+                  supersedes=None if current is None else int(current[0]),
+                  revealed=bool(revealed) or None, by=name)
         return int(made[0])
 
 

@@ -28,6 +28,7 @@ import duckdb
 import pandas as pd
 
 from labeler.errors import InputError
+from labeler.store._audit import audit
 from labeler.store._core import StoreCore, check_comment
 from labeler.store._pool import blind_text
 
@@ -179,6 +180,7 @@ class WithheldMixin(StoreCore):
                 "INSERT INTO author_flags (answer_id, action, by_name, reason, shown_text) VALUES (?, ?, ?, ?, ?)",
                 [answer_id, action, admin, reason, text],
             )
+            audit(con, action, answer_id, reason=reason or None, by=admin)
 
     def shown_mask(self, answer_id: str) -> str | None:
         """The text raters see of a masked answer, blinded (``None``: not masked)."""
@@ -229,6 +231,8 @@ class WithheldMixin(StoreCore):
                 " RETURNING answer_id",
                 [f"screen ({judge}, run {run_id})", run_id],
             ).fetchall()
+            if made:
+                audit(con, "withhold", f"run {run_id}", answers=sorted(str(a) for (a,) in made), judge=judge)
         return len(made)
 
     def screen_figures(self) -> ScreenFigures:

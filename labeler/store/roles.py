@@ -93,6 +93,14 @@ class Settings(SettingReader, Protocol):
     def settings_for(self, key: str) -> pd.DataFrame: ...
 
 
+class AuditTrail(Protocol):
+    """Read the audit trail of admin actions, and record one the store did not write itself (an export)."""
+
+    def audit_log(self, *, since: datetime | None = None, action: str | None = None) -> pd.DataFrame: ...
+
+    def record_action(self, action: str, target: str = "", **detail: Any) -> None: ...
+
+
 class RubricView(Protocol):
     """The rubrics raters and judge see verbatim."""
 
@@ -426,7 +434,7 @@ class ScreenView(Protocol):
     def screen_figures(self) -> ScreenFigures: ...
 
 
-class AdminRole(Settings, PeopleRole, AssignmentRole, ReviewRole, QualityRole, ScreenView, Protocol):
+class AdminRole(Settings, PeopleRole, AssignmentRole, ReviewRole, QualityRole, ScreenView, AuditTrail, Protocol):
     """Everything the admin pages do, plus project settings and masking self-identifying spans."""
 
     def mask_self_id(self, rubric_id: str | None = None) -> bool: ...
@@ -440,7 +448,7 @@ class AdminRole(Settings, PeopleRole, AssignmentRole, ReviewRole, QualityRole, S
     def shown_mask(self, answer_id: str) -> str | None: ...
 
 
-class ImportExportRole(Located, PoolView, PoolWriter, TurnScoreView, Protocol):
+class ImportExportRole(Located, PoolView, PoolWriter, TurnScoreView, AuditTrail, Protocol):
     """Imports and exports: the pool, rubrics and labels, judgements and designs from files, and the file exports."""
 
     def add_pairs(self, pairs: list[Pair], *, source_file: str | None = None) -> ImportSummary: ...
@@ -632,7 +640,7 @@ class LoopRole(AnalystRole, Settings, Protocol):
     """
 
 
-class MaintenanceRole(UnitOfWork, Settings, Protocol):
+class MaintenanceRole(UnitOfWork, Settings, AuditTrail, Protocol):
     """The operator's commands: migrations, schema, raw read queries, settings and releasing the file."""
 
     def applied_migrations(self) -> pd.DataFrame: ...

@@ -347,7 +347,7 @@ def test_admin_pages_are_in_the_navigation_for_admins_only(tokens: dict[str, str
     assert not at.exception, at.exception
     for page, title in (("admin_overview.py", "Overview"), ("admin_raters.py", "Raters"),
                         ("admin_data.py", "Data"), ("admin_assignments.py", "Assignments"),
-                        ("admin_agreement.py", "Agreement")):
+                        ("admin_agreement.py", "Agreement"), ("admin_audit.py", "Audit trail")):
         at.switch_page(f"views/{page}").run()
         assert not at.exception, (page, at.exception)
         assert at.title[0].value == title
