@@ -127,8 +127,8 @@ def open_project(path_or_url: str | Path) -> Project:
     """Open a project database to read its data as DataFrames.
 
     A DuckDB file is opened read-only: the app and the command line can keep writing to it. A
-    PostgreSQL URL is read through a connection of its own; use a role that may only read (the
-    analyst role of docs/admins/database.md) when you want the server to enforce it.
+    PostgreSQL URL is read through a connection of its own: the library only reads, and a role
+    granted ``SELECT`` only makes the server enforce it.
 
     Args:
         path_or_url: The DuckDB file, or a ``postgresql://`` URL.
