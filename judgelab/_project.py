@@ -176,6 +176,20 @@ def project_from_frames(
 
     Raises:
         InputError: A frame that ``judgelab import`` would refuse as a file.
+
+    Example:
+        >>> import pandas as pd
+        >>> from labeler.examples import example_path
+        >>> answers = pd.read_json(example_path("answers.jsonl"), lines=True)
+        >>> project = project_from_frames(answers, rubric=example_path("rubric.toml"))
+        >>> project.answers.groupby("family").size().to_dict()
+        {'claude': 70, 'gpt': 70}
+        >>> labels = pd.DataFrame({"rater": ["ann"], "answer_id": ["nope"], "score": [4]})
+        >>> project_from_frames(answers, labels, rubric=example_path("rubric.toml"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        labeler.errors.InputError: labels (DataFrame), column 'answer_id': 1 answer id(s) are not in the database...
+        >>> project.close()
     """
     folder = tempfile.TemporaryDirectory(prefix="judgelab-frames-")
     try:
