@@ -16,7 +16,9 @@ of DataFrames or of a project database, with typed frozen results.
 * **The statistics underneath**, array-likes in and a frozen :class:`Estimate` out:
   :func:`residuals_and_gap`, :func:`cohen_kappa`, :func:`krippendorff_alpha`,
   :func:`format_diagnostics`, the probes' :func:`pointwise_gap`, :func:`truncation_gap`,
-  :func:`pairwise_lift`, :func:`position_statistics` and :func:`wilson_interval`.
+  :func:`pairwise_lift`, :func:`position_statistics` and :func:`wilson_interval`; and
+  :func:`vote_agreement` (``judgelab agreement``: a judge's pairwise verdicts against human pair
+  labels, from the judgements, pair_labels and answers frames).
 
 Example:
     >>> import judgelab as jl
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
         truncation_gap,
         wilson_interval,
     )
+    from calibration.vote_agreement import VoteAgreement, vote_agreement
     from judgelab._analysis import (
         Calibration,
         Panel,
@@ -94,6 +97,8 @@ _LAZY: dict[str, str] = {
     "self_preference_gap": "calibration.stats",
     "truncation_gap": "calibration.stats",
     "wilson_interval": "calibration.stats",
+    "VoteAgreement": "calibration.vote_agreement",
+    "vote_agreement": "calibration.vote_agreement",
     "Calibration": "judgelab._analysis",
     "Panel": "judgelab._analysis",
     "SampleDesign": "judgelab._analysis",
@@ -132,6 +137,7 @@ __all__ = [
     "PositionStatistics",
     "Project",
     "SampleDesign",
+    "VoteAgreement",
     "calibrate",
     "cohen_kappa",
     "design",
@@ -147,5 +153,6 @@ __all__ = [
     "residuals_and_gap",
     "self_preference_gap",
     "truncation_gap",
+    "vote_agreement",
     "wilson_interval",
 ]
