@@ -58,9 +58,10 @@ class Project:
             ``"DataFrames"``.
     """
 
-    def __init__(self, store: Store, *, source: str, folder: tempfile.TemporaryDirectory[str] | None = None) -> None:
-        self._store = store
-        self.source = source
+    def __init__(self, location: str | Path, *, folder: tempfile.TemporaryDirectory[str] | None = None) -> None:
+        """Open the project database at ``location`` read-only (``folder``: the private one to remove)."""
+        self._store = Store(location, read_only=True)
+        self.source = "DataFrames" if folder is not None else self._store.shown
         self._frames: dict[str, pd.DataFrame] = {}
         # A project made from DataFrames owns its private database: removed with the project.
         self._cleanup = weakref.finalize(self, folder.cleanup) if folder is not None else None
@@ -144,8 +145,7 @@ def open_project(path_or_url: str | Path) -> Project:
     if not is_postgres(text) and not Path(text).is_file():
         raise InputError("no such project database", file=text,
                          fix="pass the DuckDB file `judgelab init` or `judgelab demo` made, or a postgresql:// URL.")
-    store = Store(text, read_only=True)
-    return Project(store, source=store.shown)
+    return Project(text)
 
 
 def project_from_frames(
@@ -207,7 +207,7 @@ def project_from_frames(
     except BaseException:
         folder.cleanup()
         raise
-    return Project(store, source="DataFrames", folder=folder)
+    return Project(store.path, folder=folder)
 
 
 def as_project(
