@@ -9,9 +9,10 @@ of DataFrames or of a project database, with typed frozen results.
   schemas, checked as ``judgelab import`` checks files.
 * **The command line's analyses.** :func:`calibrate` (per-family residuals judge - human, the
   self-preference gap, kappa, Krippendorff's alpha, PPI, probes, format diagnostics),
-  :func:`panel` (several judges side by side) and :func:`design` (the hand-label sample) take a
+  :func:`panel` (several judges side by side), :func:`position` (a run's pairwise judgements
+  in both orders) and :func:`design` (the hand-label sample) take a
   project or the answers, labels and judgements frames, call the very function their command
-  calls, and return :class:`Calibration`, :class:`Panel` and :class:`SampleDesign`:
+  calls, and return :class:`Calibration`, :class:`Panel`, :class:`Position` and :class:`SampleDesign`:
   ``to_dict()`` is the command's ``--json``, ``to_frame()`` a table, ``chart()`` an Altair chart.
 * **The statistics underneath**, array-likes in and a frozen :class:`Estimate` out:
   :func:`residuals_and_gap`, :func:`cohen_kappa`, :func:`krippendorff_alpha`,
@@ -68,10 +69,12 @@ if TYPE_CHECKING:
     from judgelab._analysis import (
         Calibration,
         Panel,
+        Position,
         SampleDesign,
         calibrate,
         design,
         panel,
+        position,
     )
     from judgelab._project import (
         FRAME_KINDS,
@@ -101,10 +104,12 @@ _LAZY: dict[str, str] = {
     "vote_agreement": "calibration.vote_agreement",
     "Calibration": "judgelab._analysis",
     "Panel": "judgelab._analysis",
+    "Position": "judgelab._analysis",
     "SampleDesign": "judgelab._analysis",
     "calibrate": "judgelab._analysis",
     "design": "judgelab._analysis",
     "panel": "judgelab._analysis",
+    "position": "judgelab._analysis",
     "FRAME_KINDS": "judgelab._project",
     "Project": "judgelab._project",
     "open_project": "judgelab._project",
@@ -134,6 +139,7 @@ __all__ = [
     "InputError",
     "KappaResult",
     "Panel",
+    "Position",
     "PositionStatistics",
     "Project",
     "SampleDesign",
@@ -148,6 +154,7 @@ __all__ = [
     "pairwise_lift",
     "panel",
     "pointwise_gap",
+    "position",
     "position_statistics",
     "project_from_frames",
     "residuals_and_gap",

@@ -20,6 +20,7 @@ from calibration.calibrate import CalibrationReport, HumanScoreRule
 from calibration.calibrate import calibrate as _calibrate
 from calibration.design import ALLOCATIONS, STRATIFIERS, Allocation, DrawnDesign, Stratifier, design_table, draw_design
 from calibration.panel import PanelData, PanelResult, heatmap, judges_table, load_panel, panel_analysis, panel_json
+from calibration.probes import RunPosition, run_position
 from calibration.report import combined_chart, gap_table, render_json, report_tables, residual_table
 from calibration.stats import RaterScope
 from judgelab._project import Project, RubricLike, as_project
@@ -168,6 +169,64 @@ class SampleDesign:
         return (f"Design {d.design_id}: {d.n_labels} answers to label, {d.params['allocation']} allocation; "
                 f"expected 95% half-widths (pp): residuals {resid}, gap ±{prec.gap_half_width:.1f}; "
                 f"{d.cost.person_hours:g} person-hours")
+
+
+@dataclass(frozen=True, repr=False)
+class Position:
+    """Position statistics of one run's pairwise judgements: what ``judgelab position`` reports.
+
+    Attributes:
+        run: The run's figures (:class:`calibration.probes.RunPosition`): consistency across the
+            two shown orders, first-shown advantage, accuracy against gold, each an
+            :class:`~judgelab.Estimate` clustered by pair.
+    """
+
+    run: RunPosition
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as ``judgelab position --json`` prints them."""
+        return dict(json.loads(json.dumps(self.run.to_json(), default=str, allow_nan=False)))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per figure: ``statistic``, then its estimate, interval, ``n``, method and units."""
+        s = self.run.statistics
+        figures = {"consistency": s.consistency, "positional agreement": s.positional_agreement,
+                   "first-shown advantage": s.first_shown_advantage,
+                   **{f"accuracy ({k})": e for k, e in s.accuracy.items()}}
+        return pd.concat([pd.DataFrame({"statistic": [name]}).join(e.to_frame()) for name, e in figures.items()],
+                         ignore_index=True)
+
+    def __repr__(self) -> str:
+        return "\n".join(self.run.lines())
+
+
+def position(
+    data: Project | pd.DataFrame,
+    labels: pd.DataFrame | None = None,
+    judgements: pd.DataFrame | None = None,
+    *,
+    rubric: RubricLike | None = None,
+    run_id: str | None = None,
+    judge_model: str | None = None,
+) -> Position:
+    """Position statistics of a run's pairwise judgements: ``judgelab position`` as a function.
+
+    Args:
+        data: A :class:`~judgelab.Project`, or the answers DataFrame.
+        labels: With an answers frame: the labels (not read; ``None`` is fine).
+        judgements: With an answers frame: the judgements, pairwise ones with ``answer_b_id`` and ``order``.
+        rubric: With frames: the rubric.
+        run_id: The run (default: the newest with pairwise judgements).
+        judge_model: The newest run of this judge model instead.
+
+    Returns:
+        A :class:`Position`; its ``to_dict()`` is what ``judgelab position --json`` prints.
+
+    Raises:
+        InputError: No run with pairwise judgements, or frames ``judgelab import`` would refuse.
+    """
+    project = as_project(data, labels, judgements, rubric)
+    return Position(run_position(project.store, run_id=run_id, judge_model=judge_model))
 
 
 def calibrate(
