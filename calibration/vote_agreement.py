@@ -77,6 +77,24 @@ class VoteAgreement:
     unparsed_items: int
     human_votes: int
 
+    def to_dict(self) -> dict[str, Any]:
+        """The counts and every row, as ``judgelab agreement --json`` prints them (after the options)."""
+        return {"judge_items": self.judge_items, "unparsed_items": self.unparsed_items,
+                "human_votes": self.human_votes, "rows": [r.to_json() for r in self.rows]}
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per figure: ``turn``, ``compared``, ``ties``, then the agreement's estimate and interval."""
+        frames = [pd.DataFrame({"turn": [r.turn], "compared": [r.compared], "ties": [r.ties]})
+                  .join(r.agreement.to_frame()) for r in self.rows]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+            columns=["turn", "compared", "ties", "estimate", "ci_low", "ci_high", "n", "method", "units", "level"])
+
+    def __repr__(self) -> str:
+        """The counts, then one line per figure as ``judgelab agreement`` prints it."""
+        head = (f"Vote agreement: {self.judge_items} judge items, {self.unparsed_items} left out, "
+                f"{self.human_votes} human votes")
+        return "\n".join([head, *(f"  {r.line()}" for r in self.rows)])
+
 
 def _vote(score: float) -> str:
     return "a" if score > 0 else "b" if score < 0 else "tie"

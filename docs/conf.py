@@ -29,7 +29,11 @@ author = "judgelab maintainers"
 copyright = "judgelab maintainers"
 version = release = __version__
 
-extensions = ["myst_parser", "sphinx_click"]
+# autodoc + napoleon: the Python API page (reference/api.md) is the docstrings (Google style).
+extensions = ["myst_parser", "sphinx_click", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+napoleon_use_ivar = True  # a dataclass's "Attributes:" are fields of its entry, not duplicate entries
+autodoc_typehints = "description"
+autodoc_member_order = "bysource"
 source_suffix = {".md": "markdown"}
 exclude_patterns = ["_build", "_generated/.gitignore"]
 myst_heading_anchors = 3

@@ -14,6 +14,8 @@ own modules, and checked two ways:
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -163,3 +165,25 @@ def test_the_admin_package_resolves_every_public_name_lazily_and_from_its_own_mo
     assert sorted(admin.__all__) == sorted(admin._LAZY)
     for name in admin.__all__:
         assert getattr(admin, name) is getattr(__import__(admin._LAZY[name], fromlist=[name]), name)
+
+
+def test_the_judgelab_package_resolves_every_public_name_lazily_and_from_its_own_module() -> None:
+    """``import judgelab as jl`` names the analyst's library the same way: lazy table, ``__all__`` and typing agree."""
+    import judgelab
+
+    tree = ast.parse((ROOT / "judgelab" / "__init__.py").read_text(encoding="utf-8"))
+    guarded = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+    typed = {alias.name: node.module for block in guarded for node in ast.walk(block)
+             if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+    assert typed == judgelab._LAZY
+    assert sorted(judgelab.__all__) == sorted(judgelab._LAZY)
+    for name in judgelab.__all__:
+        assert getattr(judgelab, name) is getattr(__import__(judgelab._LAZY[name], fromlist=[name]), name)
+
+
+def test_importing_judgelab_loads_no_analysis_code() -> None:
+    """Every rater's page imports ``judgelab``: its public names must not load pandas, SciPy or the judge side."""
+    code = ("import sys, judgelab; print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'pandas', 'scipy', 'numpy', 'duckdb', 'calibration', 'labeler', 'sklearn'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

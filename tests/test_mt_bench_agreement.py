@@ -103,6 +103,14 @@ def test_agreement_counts_as_fastchat_compute_agreement(tmp_path: Path) -> None:
     text = run("agreement", "--judge-model", "gpt-4", "--raters", "expert", "--db", db)
     assert "turn 1 judge-human with tie: #total 8, #agree 3, ratio 0.3750" in text
     assert "turn 2 judge-human without tie: #total 5, #agree 5, ratio 1.0000" in text
+    # The Python API reads the same frames with the same function: the same figures.
+    import judgelab as jl
+
+    project = jl.open_project(db)
+    api = jl.vote_agreement(project.judgements, project.frame("pair_labels"), project.answers,
+                            judge_model="gpt-4", rater_prefix="expert")
+    assert api.to_dict() == {k: v for k, v in got.items() if k not in ("judge_model", "raters")}
+    assert len(api.to_frame()) == 8 and "turn 1 judge-human with tie: #total 8" in repr(api)
 
 
 def test_human_judgments_as_parquet_import_the_same(tmp_path: Path) -> None:

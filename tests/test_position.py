@@ -87,6 +87,13 @@ def test_position_prints_text_and_json_and_picks_the_run(verdicts_db: str) -> No
     code, out, _ = run("position", "--judge-run", "import:GPT-4/Vanilla", "--json", "--db", verdicts_db)
     payload = json.loads(out)
     assert payload["run_id"] == "import:GPT-4/Vanilla" and payload["accuracy"]["a_first"]["value"] == 0.95
+    # The Python API calls the same function: the same figures, and the text lines as its repr.
+    import judgelab as jl
+
+    api = jl.position(jl.open_project(verdicts_db), run_id="import:GPT-4/Vanilla")
+    assert api.to_dict() == payload
+    assert repr(api).splitlines()[0].startswith("judge run import:GPT-4/Vanilla")
+    assert "consistency" in set(api.to_frame()["statistic"])
     code, _, err = run("position", "--judge-run", "x", "--judge-model", "y", "--db", verdicts_db)
     assert code == 2 and "not both" in err
     code, _, err = run("position", "--judge-model", "nobody", "--db", verdicts_db)

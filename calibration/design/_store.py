@@ -20,7 +20,7 @@ from calibration.design._assign import plan_assignments
 from calibration.design._model import Allocation, Stratifier, planning_model
 from calibration.design._power import budget_labels
 from calibration.design._quality import quality_budget_hours, with_quality
-from calibration.design._sample import Design, design_sample, pairing_note
+from calibration.design._sample import Design, design_sample, design_table, pairing_note
 from calibration.stats._bootstrap import RngLike
 from labeler.errors import InputError
 from labeler.queue import DEFAULT_GAP
@@ -172,6 +172,18 @@ class DrawnDesign:
         """``(rubric_id, version)`` the judge run scored against, if it names one."""
         rubric_id, version = self.pool_info.get("rubric_id"), self.pool_info.get("rubric_version")
         return None if rubric_id is None or version is None else (str(rubric_id), int(version))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The design as ``judgelab design --json`` prints it (before ``--apply``).
+
+        The summary (precision, cost, planning model, notes), the parameters, the judge run the
+        pool was read with, and the per-stratum table, one record per row (``None`` where the
+        table has no value).
+        """
+        table = design_table(self.design)
+        records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
+        return {**self.design.summary(), "params": self.design.params, "judge_run": self.pool_info,
+                "strata": records}
 
 
 def _with_quality(design: Design, rate: float, qualify_n: int) -> Design:

@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -63,6 +65,18 @@ class Estimate:
         if self.extra:
             out["extra"] = {k: clean(v) for k, v in self.extra.items()}
         return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row: :meth:`to_dict`'s figures as columns (``extra`` figures prefixed ``extra.``).
+
+        Example:
+            >>> Estimate(0.25, 0.1, 0.4, 40, "t interval", "percentage points").to_frame()
+               estimate  ci_low  ci_high   n      method              units  level
+            0      0.25     0.1      0.4  40  t interval  percentage points   0.95
+        """
+        row = {k: v for k, v in self.to_dict().items() if k != "extra"}
+        row |= {f"extra.{k}": v for k, v in self.extra.items()}
+        return pd.DataFrame([row])
 
     def __str__(self) -> str:
         pct = round(self.level * 100)

@@ -26,6 +26,7 @@ from calibration.design import (
     ALLOCATIONS,
     STRATIFIERS,
     Design,
+    DrawnDesign,
     apply_design,
     design_table,
     draw_design,
@@ -137,16 +138,8 @@ def _print_design(design: Design, info: dict[str, Any], applied: pd.DataFrame | 
         )
 
 
-def _payload(design: Design, info: dict[str, Any], applied: pd.DataFrame | None) -> dict[str, Any]:
-    table = design_table(design)
-    records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
-    out = {
-        **design.summary(),
-        "params": design.params,
-        "judge_run": info,
-        "strata": records,
-        "applied": None,
-    }
+def _payload(drawn: DrawnDesign, applied: pd.DataFrame | None) -> dict[str, Any]:
+    out = {**drawn.to_dict(), "applied": None}  # the library's dict: judgelab.design gives the same
     if applied is not None:
         out["applied"] = {
             "assignments": len(applied),
@@ -454,7 +447,7 @@ def design(
         who: int | list[str] = rater_arg if rater_arg is not None else max(n_raters, 1)
         applied = apply_design(store, plan, who, rng=seed, rubric=drawn.judge_rubric)
     if as_json:
-        echo_json(_payload(plan, info, applied))
+        echo_json(_payload(drawn, applied))
     else:
         _print_design(plan, info, applied)
 
