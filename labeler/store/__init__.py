@@ -27,6 +27,7 @@ from labeler.store._core import (
     remove_database,
     resolve_db_path,
 )
+from labeler.store._crowd import PLATFORMS, CrowdMixin, CrowdStatus, CrowdStudy
 from labeler.store._designs import DesignMixin
 from labeler.store._ingest import Staging
 from labeler.store._judgements import JudgementMixin, JudgementRecord, plain_value
@@ -64,7 +65,7 @@ from labeler.store.roles import (
 
 
 class Store(
-    TurnMixin, LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin,
+    CrowdMixin, TurnMixin, LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin,
     QualityMixin, WithheldMixin,
 ):
     """The project database (one DuckDB file, or a PostgreSQL database). Safe to share between threads and processes."""
@@ -101,6 +102,9 @@ def _store_plays_every_role(store: Store) -> None:
 
 
 __all__ = [
+    "PLATFORMS",
+    "CrowdStatus",
+    "CrowdStudy",
     "ADJUDICATED",
     "BATCH_ROWS",
     "DEFAULT_DB",

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from labeler.quality import QualityItem, QualitySettings
     from labeler.queue import Progress, QueueItem
     from labeler.scales import FormatSpec
+    from labeler.store._crowd import CrowdStatus
     from labeler.store._imports import ExportKind
     from labeler.store._ingest import Staging
     from labeler.store._judgements import JudgementRecord
@@ -292,6 +293,17 @@ class RaterRole(Opened, RubricView, SettingReader, HoldView, Protocol):
     def audit_view(self, rater_id: int, assignment_id: int) -> AuditView: ...
 
     def rater_queue(self, rater_id: int, kind: Kind = "score") -> list[QueueItem]: ...
+
+    # A crowd participant's own standing, consent, deal, end and return (labeler.store._crowd).
+    def crowd_status(self, rater_id: int, *, now: float | None = None) -> CrowdStatus | None: ...
+
+    def crowd_start(self, rater_id: int, *, now: float | None = None) -> CrowdStatus: ...
+
+    def crowd_deal(self, rater_id: int, *, now: float | None = None) -> int: ...
+
+    def crowd_finish(self, rater_id: int, *, now: float | None = None) -> CrowdStatus | None: ...
+
+    def crowd_return(self, rater_id: int, *, now: float | None = None) -> None: ...
 
 
 class PeopleRole(Located, SettingReader, RaterDirectory, Protocol):
