@@ -167,7 +167,8 @@ def test_cli_creates_a_study_and_lists_its_participants_as_json(tmp_path) -> Non
                   "--base-url", "https://rate.example.org", "--db", str(db), "--json")
     assert made.exit_code == 0, made.output
     info = json.loads(made.stdout)
-    assert info["link"].startswith("https://rate.example.org/?crowd=") and "PROLIFIC_PID={{%PROLIFIC_PID%}}" in info["link"]
+    assert info["link"].startswith("https://rate.example.org/?crowd=")
+    assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in info["link"]
     key = info["link"].split("crowd=")[1].split("&")[0]
     ann, _ = store.crowd_enter(key, "PID1")
     store.crowd_start(ann.rater_id)

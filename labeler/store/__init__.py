@@ -65,8 +65,8 @@ from labeler.store.roles import (
 
 
 class Store(
-    CrowdMixin, TurnMixin, LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin,
-    QualityMixin, WithheldMixin,
+    CrowdMixin, TurnMixin, LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin,
+    CalibrationMixin, QualityMixin, WithheldMixin,
 ):
     """The project database (one DuckDB file, or a PostgreSQL database). Safe to share between threads and processes."""
 
@@ -102,9 +102,6 @@ def _store_plays_every_role(store: Store) -> None:
 
 
 __all__ = [
-    "PLATFORMS",
-    "CrowdStatus",
-    "CrowdStudy",
     "ADJUDICATED",
     "BATCH_ROWS",
     "DEFAULT_DB",
@@ -112,6 +109,7 @@ __all__ = [
     "MASK_DEFAULT",
     "MASK_KEY",
     "MAX_COMMENT_CHARS",
+    "PLATFORMS",
     "POOL_SIZE_ENV",
     "POOL_TIMEOUT_ENV",
     "SCREEN_RUBRIC_ID",
@@ -121,6 +119,8 @@ __all__ = [
     "AssignmentRole",
     "AuditView",
     "CopySummary",
+    "CrowdStatus",
+    "CrowdStudy",
     "CurrentLabel",
     "DesignRole",
     "ImportExportRole",

@@ -31,7 +31,7 @@ import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import duckdb
 import pandas as pd
@@ -110,9 +110,9 @@ _STUDY_COLUMNS = ("name, link_key, platform, quota, k, time_limit, places, compl
                   " closed_at IS NOT NULL")
 
 
-def _study(row: Sequence[object]) -> CrowdStudy:
-    return CrowdStudy(str(row[0]), str(row[1]), row[2], int(row[3]), int(row[4]),  # type: ignore[arg-type]
-                      float(row[5]), None if row[6] is None else int(row[6]),  # type: ignore[arg-type]
+def _study(row: Sequence[Any]) -> CrowdStudy:
+    return CrowdStudy(str(row[0]), str(row[1]), row[2], int(row[3]), int(row[4]),
+                      float(row[5]), None if row[6] is None else int(row[6]),
                       None if row[7] is None else str(row[7]), None if row[8] is None else str(row[8]),
                       bool(row[9]))
 
@@ -314,9 +314,9 @@ class CrowdMixin(AssignMixin):
                             " session_id = CASE WHEN session_id = '' THEN ? ELSE session_id END WHERE rater_id = ?",
                             [session, rater_id])
                 con.execute("UPDATE raters SET token_hash = ? WHERE rater_id = ?", [hash_token(token), rater_id])
-                name = con.execute("SELECT name FROM raters WHERE rater_id = ?", [rater_id]).fetchone()
-                assert name is not None
-                return Rater(rater_id, str(name[0]), "rater"), token
+                found = con.execute("SELECT name FROM raters WHERE rater_id = ?", [rater_id]).fetchone()
+                assert found is not None
+                return Rater(rater_id, str(found[0]), "rater"), token
             seen = con.execute("SELECT count(*) FROM crowd_participants WHERE study = ?", [study.name]).fetchone()
             n = int(seen[0]) if seen else 0
             if study.places is not None and n >= study.places:
@@ -416,7 +416,8 @@ class CrowdMixin(AssignMixin):
     def _status(self, con: duckdb.DuckDBPyConnection, rater_id: int, at: float, *, sweep: bool) -> CrowdStatus | None:
         row = con.execute(
             "SELECT s.name, s.link_key, s.platform, s.quota, s.k, s.time_limit, s.places, s.completion_code,"
-            " s.completion_url, s.closed_at IS NOT NULL, p.started, p.deadline, p.outcome FROM crowd_participants p JOIN crowd_studies s ON s.name = p.study"
+            " s.completion_url, s.closed_at IS NOT NULL, p.started, p.deadline, p.outcome"
+            " FROM crowd_participants p JOIN crowd_studies s ON s.name = p.study"
             " WHERE p.rater_id = ?",
             [rater_id],
         ).fetchone()
