@@ -16,8 +16,9 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.navigation.page import Page
 
+from judgelab.crowd_entry import crowd_arrival
 from judgelab.session import current_rater, rater_store, settle_heap
-from judgelab.views._crowd import crowd_arrival, is_crowd
+from judgelab.views._crowd import is_crowd
 
 #: (file, title, icon) in menu order.
 RATER_PAGES = (
@@ -61,7 +62,7 @@ st.html(
     "</style>"
 )
 
-crowd_arrival()  # ?crowd=: a crowd platform's participant arrives (views/_crowd.py); leaves ?t= in the URL
+crowd_arrival()  # ?crowd=: a crowd platform's participant arrives (crowd_entry.py); leaves ?t= in the URL
 rater = current_rater()  # stops here with "Access denied" when the token is missing or bad
 
 if rater.is_admin:

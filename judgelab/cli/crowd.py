@@ -10,7 +10,7 @@ import click
 
 from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option
 from labeler.errors import InputError
-from labeler.store import PLATFORMS, CrowdStudy, Store
+from labeler.store import PLATFORMS, CrowdStudy, PeopleRole, Store
 
 _BASE_URL_HELP = ("App address for the link [default: $JUDGELAB_BASE_URL, else where `judgelab serve` last "
                   "served this project, else http://localhost:8501].")
@@ -22,7 +22,7 @@ def _study_record(study: CrowdStudy, base: str) -> dict[str, Any]:
             "completion_url": study.completion_url, "closed": study.closed, "link": study.link(base)}
 
 
-def _base(store: Store, given: str | None) -> str:
+def _base(store: PeopleRole, given: str | None) -> str:
     from judgelab.admin import base_url  # imported here: the admin helpers are not needed for --help
 
     return given or base_url(store)

@@ -3,10 +3,8 @@
 Thin: every rule (who may enter, quota, time limit, exactly-k, resume) is the store's
 (:mod:`labeler.store._crowd`). What this module adds is where the URL's ids go:
 
-* :func:`crowd_arrival` runs in the entry point before the token check. A URL with ``?crowd=``
-  and the platform's ids makes or resumes the participant's rater and then *replaces* the whole
-  query string with the rater's own ``?t=`` token: the participant id leaves the address bar (and
-  the browser's history), and a reload resumes through the token like any rater's link.
+* :func:`judgelab.crowd_entry.crowd_arrival` (the entry point, before the token check) turns the
+  study link into the participant's own ``?t=`` token.
 * :func:`crowd_gate` runs at the top of the Rate page: consent and instructions first (the clock
   starts at consent), the time left while working, the end screen once the outcome is set.
 * :func:`crowd_end` runs where the Rate page would say "all rated": the completion code, or a
@@ -23,13 +21,7 @@ import time
 
 import streamlit as st
 
-from judgelab.admin._incidents import LOAD_FAILED, record
-from judgelab.session import SERVER_TROUBLE, TOKEN_PARAM, current_store
-from labeler.errors import AccessError
-from labeler.store import PLATFORMS, CrowdStatus, Rater, RaterRole
-
-LINK_PARAM = "crowd"
-MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+from labeler.store import CrowdStatus, Rater, RaterRole
 
 # A tiny component whose script runs in the page itself: it sends the browser to the platform's
 # completion URL (a Streamlit app cannot answer with an HTTP redirect).
@@ -39,37 +31,6 @@ _REDIRECT = st.components.v2.component(
     js="export default function (c) { const u = c.data && c.data.url;"
        " if (u && !window.judgelabRedirected) { window.judgelabRedirected = true; window.location.assign(u); } }",
 )
-
-
-def crowd_arrival() -> None:
-    """A participant opens the study link: make or resume their rater, then swap the URL for their token.
-
-    Does nothing without ``?crowd=``. Stops the page with one sentence when the link cannot let
-    this visitor in (unknown or closed study, missing participant id, another session, time ran out).
-    """
-    params = st.query_params
-    key = params.get(LINK_PARAM)
-    if not key:
-        return
-    ids = next(((params.get(p) or "", params.get(s) or "", params.get(x) or "")
-                for p, s, x in PLATFORMS.values() if params.get(p)), ("", "", ""))
-    if params.get("assignmentId") == MTURK_PREVIEW:
-        st.info("This is a preview of the task. Accept the HIT to start rating.")
-        st.stop()
-    try:
-        _rater, token = current_store().crowd_enter(key, ids[0], platform_study=ids[1], session_id=ids[2])
-    except SERVER_TROUBLE as exc:
-        record(exc, where="crowd arrival")
-        st.warning(LOAD_FAILED)
-        st.stop()
-        raise  # unreachable
-    except AccessError as exc:
-        st.error(f"Access denied: {exc}")
-        st.stop()
-        raise  # unreachable
-    # Only the participant's own token stays in the URL: their platform id leaves the address bar.
-    params.clear()
-    params[TOKEN_PARAM] = token
 
 
 def is_crowd(store: RaterRole, rater: Rater) -> bool:
@@ -164,4 +125,4 @@ def crowd_end(store: RaterRole, rater_id: int) -> bool:
     return False
 
 
-__all__ = ["LINK_PARAM", "crowd_arrival", "crowd_end", "crowd_gate", "is_crowd", "show_end"]
+__all__ = ["crowd_end", "crowd_gate", "is_crowd", "show_end"]

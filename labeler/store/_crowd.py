@@ -51,8 +51,6 @@ PLATFORMS: dict[str, tuple[str, str, str]] = {
     "mturk": ("workerId", "hitId", "assignmentId"),
     "generic": ("pid", "study", "session"),
 }
-#: What MTurk sends while a worker only previews a HIT: nobody to make a rater of yet.
-MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 _ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 Outcome = Literal["completed", "timed_out", "returned"]
