@@ -178,3 +178,28 @@ def test_cli_creates_a_study_and_lists_its_participants_as_json(tmp_path) -> Non
     assert [(r["participant_id"], r["items"]) for r in rows] == [("PID1", 1)]
     bad = invoke("crowd", "participants", "nope", "--db", str(db))
     assert bad.exit_code == 2 and "no crowd study named 'nope'" in bad.output
+
+
+def test_the_crowd_admin_page_lists_participants_and_refuses_a_participant(store: Store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.test_admin_pages import PAGES
+
+    seed(store, 2)
+    monkeypatch.setenv("JUDGELAB_DB", str(store.path))
+    study = store.create_crowd_study("pilot", quota=1, time_limit=600, completion_code="C0DE")
+    ann, ann_token = store.crowd_enter(study.link_key, "PID_ANN")
+    store.crowd_start(ann.rater_id)
+    _, admin_token = store.add_rater("boss", role="admin")
+    at = AppTest.from_file(str(PAGES / "admin_crowd.py"), default_timeout=60)
+    at.query_params["t"] = admin_token
+    at.run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert table["participant_id"].tolist() == ["PID_ANN"] and table["items"].tolist() == [1]
+    assert f"crowd={study.link_key}" in at.code[0].value
+    refused = AppTest.from_file(str(PAGES / "admin_crowd.py"), default_timeout=60)
+    refused.query_params["t"] = ann_token
+    refused.run()
+    assert [e.value for e in refused.error] == ["Access denied: this page is for admins."]
+    assert not refused.dataframe
