@@ -41,7 +41,7 @@ def _answer_ids(path: str | None) -> list[str] | None:
 
 @click.group(cls=JudgelabGroup)
 def crowd() -> None:
-    """Crowd studies: a study link a platform opens with its participant ids; quota, time limit, completion."""
+    """Crowd studies: a study link for Prolific, MTurk or others, and its participants."""
 
 
 @crowd.command("create")
@@ -140,3 +140,6 @@ def crowd_close(name: str, db: str | None, as_json: bool) -> None:
         echo_json({"closed": name})
         return
     click.echo(f"closed {name}", err=False)
+
+
+COMMANDS: list[click.Command] = [crowd]
