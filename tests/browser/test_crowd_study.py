@@ -2,9 +2,9 @@
 
 On the package's served demo: a study of 19 answers, two per participant, k = 1. The first
 participant consents, rates one answer and leaves; the second rates one, closes the tab, opens the
-study link again and resumes; seven more rate theirs and see the completion code. Once the
-leaver's time limit has passed (waited on as a condition: the deadline the store holds), the tenth
-participant is dealt the leaver's unrated answer and the last free one. Then every answer has
+study link again and resumes; seven more rate theirs and see the completion code. The tenth comes
+once the leaver's time limit has passed (waited on as a condition: the deadline the store holds),
+so the leaver's unrated answer has gone to whoever consented first after it. Then every answer has
 exactly one rater who counts, every acknowledged submit is a stored label, and no participant's
 browser received another participant's id, or a family, model or answer id.
 """
@@ -101,11 +101,15 @@ def test_ten_prolific_participants_rate_leave_resume_and_finish(demo: Demo, brow
     rate(page, 9, CODE)
     close(page, rec, 9)
 
-    # The leaver's unrated answer went to the tenth participant.
-    held = store.query("SELECT a.answer_id, p.participant_id FROM assignments a JOIN crowd_participants p"
+    # The leaver's unrated answer went to another participant, who consented after the leaver's deadline
+    # (each participant's quota is dealt at consent; whoever consented first after it got the answer).
+    held = store.query("SELECT a.answer_id, p.participant_id, p.started FROM assignments a JOIN crowd_participants p"
                        " USING (rater_id) WHERE a.kind = 'score'")
-    by_pid = held.groupby("participant_id")["answer_id"].apply(set).to_dict()
-    assert len(by_pid[PIDS[0]] & by_pid[PIDS[9]]) == 1
+    unrated = set(held.loc[held["participant_id"] == PIDS[0], "answer_id"]) - set(
+        store.query("SELECT answer_id FROM labels WHERE rater_id = ?", [leaver_id])["answer_id"])
+    assert len(unrated) == 1
+    takers = held[held["answer_id"].isin(unrated) & (held["participant_id"] != PIDS[0])]
+    assert len(takers) == 1 and float(takers["started"].iloc[0]) > deadline
     # Exactly k = 1: every answer of the study has one rater who counts; acked = stored.
     live = store.query(f"SELECT answer_id, count(*) AS n FROM assignments WHERE kind = 'score'"
                        f" AND assignment_id NOT IN ({DEAD_SCORE_ASSIGNMENTS}) AND answer_id IN (SELECT unnest(?))"
