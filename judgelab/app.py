@@ -16,7 +16,9 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.navigation.page import Page
 
-from judgelab.session import current_rater, settle_heap
+from judgelab.crowd_entry import crowd_arrival
+from judgelab.session import current_rater, rater_store, settle_heap
+from judgelab.views._crowd import is_crowd
 
 #: (file, title, icon) in menu order.
 RATER_PAGES = (
@@ -27,6 +29,7 @@ RATER_PAGES = (
 ADMIN_PAGES = (
     ("admin_overview.py", "Overview", ":material/monitoring:"),
     ("admin_raters.py", "Raters", ":material/group:"),
+    ("admin_crowd.py", "Crowd", ":material/groups:"),
     ("admin_data.py", "Data", ":material/database:"),
     ("admin_assignments.py", "Assignments", ":material/assignment_ind:"),
     ("admin_agreement.py", "Agreement", ":material/handshake:"),
@@ -60,6 +63,7 @@ st.html(
     "</style>"
 )
 
+crowd_arrival()  # ?crowd=: a crowd platform's participant arrives (crowd_entry.py); leaves ?t= in the URL
 rater = current_rater()  # stops here with "Access denied" when the token is missing or bad
 
 if rater.is_admin:
@@ -79,6 +83,8 @@ if rater.is_admin:
 else:
     # Raters get their three pages as a bar at the top: the sidebar's width goes to the
     # answer and the rubric.
-    page = st.navigation(_pages(RATER_PAGES, default="rate.py"), position="top")
+    crowd = is_crowd(rater_store(), rater)  # a crowd participant gets the Rate page alone, no menu
+    page = st.navigation(_pages(RATER_PAGES[:1] if crowd else RATER_PAGES, default="rate.py"),
+                         position="hidden" if crowd else "top")
 page.run()
 settle_heap()

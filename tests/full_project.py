@@ -85,5 +85,9 @@ def fill_project(location: str | Path) -> Project:
     cli("screen", "--judge", "fake", "--db", db)
     store.set_setting("project", "note", "moved with the project")
     cli("raters", "pause", "carol", "--reason", "on leave", "--db", db)
+    # A crowd study of two answers, and a participant who consented and was dealt one (issue 57).
+    two = sorted(store.answers(variant="original")["answer_id"])[:2]
+    study = store.create_crowd_study("pilot", quota=1, time_limit=600, completion_code="CODE", answer_ids=two)
+    store.crowd_start(store.crowd_enter(study.link_key, "PID1", session_id="S1")[0].rater_id)
     store.release()
     return Project(db, carol_token, carol.rater_id)

@@ -70,7 +70,7 @@ def test_protocol_signatures_are_the_stores_own(proto: type) -> None:
 # -- blind means blind ---------------------------------------------------------------
 
 RATER_PAGES = ["judgelab/views/rate.py", "judgelab/views/pairwise.py", "judgelab/views/audit.py",
-               "judgelab/views/_queue_page.py"]
+               "judgelab/views/_queue_page.py", "judgelab/views/_crowd.py"]
 
 
 def test_the_rater_role_reaches_no_family_model_rater_or_admin_data() -> None:
@@ -80,6 +80,8 @@ def test_the_rater_role_reaches_no_family_model_rater_or_admin_data() -> None:
         "progress", "skip_item", "add_label", "add_pair_label", "add_audit", "quality_feedback", "open_item",
         "next_item", "score_view", "pair_view", "audit_view", "rater_queue", "add_turn_label", "label_turns",
         "flag_author",  # a write: the rater's W key (the answer says who wrote it)
+        # a crowd participant's own standing and consent, deal, end, return (their own rows only)
+        "crowd_status", "crowd_start", "crowd_deal", "crowd_finish", "crowd_return",
     }
     # Whatever else a rater's role grows, nothing else the other roles reach may join it:
     # answers with family, model and variant, tasks, pairs, raters, designs, judge runs, paths.

@@ -37,6 +37,8 @@ VERBS: dict[str, tuple[str, str]] = {
         "Write the calibration report of a judge run."),
     "compare": ("judgelab.cli.loop:compare_command",
         "Compare two judge versions on the same labelled answers, paired."),
+    "crowd": ("judgelab.cli.crowd:crowd",
+        "Crowd studies: a study link for Prolific, MTurk or others, and its participants."),
     "db": ("judgelab.cli.db:db",
         "The project database as a whole: copy a project to another database (DuckDB or PostgreSQL)."),
     "demo": ("judgelab.cli.serve:demo",

@@ -18,6 +18,7 @@ import streamlit as st
 
 from judgelab.admin._incidents import LOAD_FAILED, record
 from judgelab.session import SERVER_TROUBLE, current_rater, current_token, known_rater_name, rater_store, show_error
+from judgelab.views._crowd import crowd_end, crowd_gate
 from judgelab.views._form import Action, FormData, rubric_levels, score_options, split_turns
 from judgelab.views._queue_page import QueuePage, inert_text, keys_help, read_only_notice
 from judgelab.views._transcript import show_transcript, turn_openings
@@ -32,7 +33,7 @@ SHOWN = "rate_shown"  # (token, what the rating area last drew): drawn again whi
 #: Height of the task-and-answer box: the page itself never needs to scroll at 1366x768.
 TEXT_HEIGHT = 560
 
-current_rater()
+crowd_gate(rater_store(), current_rater())  # a crowd participant: consent first, the clock, the end
 st.title("Rate")
 
 
@@ -45,6 +46,8 @@ def _screen(store: RaterRole, rater_id: int) -> Screen:
                if screen.index is None and at is None and not store.read_only else None)
     if claim_k and store.claim_next(rater_id, int(claim_k)) is not None:
         screen = store.screen(rater_id, "score", None)
+    elif screen.index is None and at is None and not store.read_only and store.crowd_deal(rater_id):
+        screen = store.screen(rater_id, "score", None)  # a crowd participant below the quota: dealt more
     return screen
 
 
@@ -196,6 +199,8 @@ def _load() -> _Shown | None:
         else:
             show_error(exc)
         return None
+    if screen.index is None and st.session_state.get(AT) is None and crowd_end(store, rater.rater_id):
+        return None  # a crowd participant's end: the completion code or the redirect
     queue = screen.queue
     held = _held(store, rater.rater_id)
     if held and not queue:

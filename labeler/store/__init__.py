@@ -29,6 +29,7 @@ from labeler.store._core import (
     remove_database,
     resolve_db_path,
 )
+from labeler.store._crowd import PLATFORMS, CrowdMixin, CrowdStatus, CrowdStudy
 from labeler.store._designs import DesignMixin
 from labeler.store._ingest import Staging
 from labeler.store._judgements import JudgementMixin, JudgementRecord, plain_value
@@ -66,8 +67,8 @@ from labeler.store.roles import (
 
 
 class Store(
-    TurnMixin, LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin, CalibrationMixin,
-    QualityMixin, WithheldMixin, AuditMixin,
+    CrowdMixin, TurnMixin, LabelMixin, ReviewMixin, PoolMixin, JudgementMixin, DesignMixin, AdminMixin,
+    CalibrationMixin, QualityMixin, WithheldMixin, AuditMixin,
 ):
     """The project database (one DuckDB file, or a PostgreSQL database). Safe to share between threads and processes."""
 
@@ -111,6 +112,7 @@ __all__ = [
     "MASK_DEFAULT",
     "MASK_KEY",
     "MAX_COMMENT_CHARS",
+    "PLATFORMS",
     "POOL_SIZE_ENV",
     "POOL_TIMEOUT_ENV",
     "SCREEN_RUBRIC_ID",
@@ -120,6 +122,8 @@ __all__ = [
     "AssignmentRole",
     "AuditView",
     "CopySummary",
+    "CrowdStatus",
+    "CrowdStudy",
     "CurrentLabel",
     "DesignRole",
     "ImportExportRole",

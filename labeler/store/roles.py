@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from labeler.quality import QualityItem, QualitySettings
     from labeler.queue import Progress, QueueItem
     from labeler.scales import FormatSpec
+    from labeler.store._crowd import CrowdStatus, CrowdStudy, Platform
     from labeler.store._imports import ExportKind
     from labeler.store._ingest import Staging
     from labeler.store._judgements import JudgementRecord
@@ -303,6 +304,17 @@ class RaterRole(Opened, RubricView, SettingReader, HoldView, Protocol):
 
     def rater_queue(self, rater_id: int, kind: Kind = "score") -> list[QueueItem]: ...
 
+    # A crowd participant's own standing, consent, deal, end and return (labeler.store._crowd).
+    def crowd_status(self, rater_id: int, *, now: float | None = None) -> CrowdStatus | None: ...
+
+    def crowd_start(self, rater_id: int, *, now: float | None = None) -> CrowdStatus: ...
+
+    def crowd_deal(self, rater_id: int, *, now: float | None = None) -> int: ...
+
+    def crowd_finish(self, rater_id: int, *, now: float | None = None) -> CrowdStatus | None: ...
+
+    def crowd_return(self, rater_id: int, *, now: float | None = None) -> None: ...
+
 
 class PeopleRole(Located, SettingReader, RaterDirectory, Protocol):
     """The admin's people: invite, reissue, revoke, pause and resume raters."""
@@ -318,6 +330,39 @@ class PeopleRole(Located, SettingReader, RaterDirectory, Protocol):
     def pause_rater(self, name: str, *, reason: str = "", exclude_labels: bool = False) -> None: ...
 
     def resume_rater(self, name: str) -> None: ...
+
+    # Crowd studies (labeler.store._crowd): the study link makes raters of its own study only.
+    def create_crowd_study(
+        self,
+        name: str,
+        *,
+        platform: Platform = "prolific",
+        quota: int,
+        time_limit: float,
+        k: int = 1,
+        completion_code: str | None = None,
+        completion_url: str | None = None,
+        places: int | None = None,
+        answer_ids: Sequence[str] | None = None,
+    ) -> CrowdStudy: ...
+
+    def crowd_study(self, name: str) -> CrowdStudy: ...
+
+    def crowd_studies(self) -> list[CrowdStudy]: ...
+
+    def close_crowd_study(self, name: str) -> None: ...
+
+    def crowd_participants(self, name: str, *, now: float | None = None) -> pd.DataFrame: ...
+
+    def crowd_enter(
+        self,
+        link_key: str,
+        participant_id: str,
+        *,
+        platform_study: str = "",
+        session_id: str = "",
+        now: float | None = None,
+    ) -> tuple[Rater, str]: ...
 
 
 class AssignmentRole(Located, PoolView, RaterDirectory, LabelTiming, Protocol):
