@@ -16,7 +16,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.navigation.page import Page
 
-from judgelab.session import current_rater, settle_heap
+from judgelab.session import current_actor, current_rater, settle_heap, sign_out_button
 
 #: (file, title, icon) in menu order.
 RATER_PAGES = (
@@ -68,7 +68,8 @@ if rater.is_admin:
         "Analysis": _pages(ANALYST_PAGES),
     }
     page = st.navigation(sections)
-    st.sidebar.caption(f"Signed in as **{rater.name}**")
+    st.sidebar.caption(f"Signed in as **{current_actor()}**")
+    sign_out_button()
     # The Calibration report is built in a worker process (judgelab.admin._kept); starting it
     # now, not on the first report, keeps its interpreter start-up off the admin's wait.
     # Imported here: the calibration code it needs is not a rater's to load.
