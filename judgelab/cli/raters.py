@@ -56,12 +56,15 @@ def raters_list(db: str | None, as_json: bool) -> None:
     """List raters (never their tokens)."""
     frame = Store(db).raters()
     if as_json:
-        echo_json(frame.to_dict(orient="records"))
+        # A rater with no e-mail or expiry: null, not NaN (which is not JSON) or "NaT".
+        echo_json(frame.astype(object).where(frame.notna(), None).to_dict(orient="records"))
         return
     for r in frame.itertuples(index=False):
         state = "active" if r.active else "revoked"
         sim = " (simulated)" if r.simulated else ""
-        click.echo(f"{r.rater_id:>4}  {r.name:<24} {r.role:<6} {state}{sim}")
+        until = "" if pd.isna(r.expires_at) else f"  link expires {r.expires_at:%Y-%m-%d %H:%M} UTC"
+        email = f"  signs in as {r.email}" if isinstance(r.email, str) else ""
+        click.echo(f"{r.rater_id:>4}  {r.name:<24} {r.role:<6} {state}{sim}{until}{email}")
 
 
 @raters.command("revoke")
