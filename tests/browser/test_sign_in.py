@@ -26,7 +26,16 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Demo, expect_text, main_text, menu_titles, open_page, playwright_api, serve, wait_ready
+from tests.browser.conftest import (
+    Demo,
+    expect_text,
+    main_text,
+    menu_titles,
+    open_page,
+    playwright_api,
+    serve,
+    wait_ready,
+)
 
 oidc_provider_mock = pytest.importorskip("oidc_provider_mock")
 
