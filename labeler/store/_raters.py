@@ -123,10 +123,11 @@ class RaterMixin(StoreCore):
     def signed_in_rater(self, email: str, *, admin: bool) -> Rater | None:
         """Who a person signed in with the project's provider as ``email`` is here.
 
-        The rater mapped to ``email`` (:meth:`set_rater_email`), with the admin role when
+        The rater mapped to ``email`` (:meth:`set_rater_email`), with the admin role exactly when
         ``admin`` (the project's admin list says so, whatever the row's role); an admin with no
         row yet gets one, named by the address, with no usable link (their adjudications and
-        actions need a rater id). ``None``: neither mapped nor an admin.
+        actions need a rater id). ``None``: neither mapped to a rater nor an admin (an admin's row
+        whose address left the list included).
 
         Raises:
             AccessError: The rater mapped to ``email`` was revoked.
@@ -149,11 +150,13 @@ class RaterMixin(StoreCore):
                 row = con.execute(
                     "SELECT rater_id, name, role, simulated, revoked_at FROM raters WHERE email = ?", [email]
                 ).fetchone()
-        if row is None:
+        # Signed in, the admin list alone makes an admin: an admin's row whose address left the list
+        # is no rater either.
+        if row is None or (not admin and row[2] == "admin"):
             return None
         if row[4] is not None:
             raise AccessError(f"access for {email} was revoked. Ask your admin.")
-        return Rater(int(row[0]), str(row[1]), "admin" if admin else row[2], bool(row[3]))
+        return Rater(int(row[0]), str(row[1]), "admin" if admin else "rater", bool(row[3]))
 
     def set_rater_email(self, name: str, email: str | None) -> None:
         """Let rater ``name`` sign in as ``email`` (``None``: with their link only).
