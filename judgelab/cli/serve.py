@@ -258,7 +258,11 @@ _BASE_URL_HELP = ("The address raters open, used in every link (behind a reverse
 def serve(port: int | None, address: str, base_url: str | None, pool_size: int | None, db: str | None,
           oidc_file: str | None, oidc_metadata_url: str | None, oidc_client_id: str | None,
           oidc_client_secret: str | None, oidc_cookie_secret: str | None, oidc_scope: str | None) -> None:
-    """Start the rater app on the project database (admins may sign in with --oidc-*: docs/admins/sign-in.md)."""
+    """Start the rater app on the project database.
+
+    With --oidc-metadata-url (and a client id and secret) admins sign in with that OpenID Connect
+    provider; who is an admin is `judgelab admins` (docs/admins/sign-in.md).
+    """
     if pool_size is not None:
         os.environ[POOL_SIZE_ENV] = str(pool_size)  # this process's own pool too (the migration check)
     provider = provider_settings(oidc_file, server_metadata_url=oidc_metadata_url, client_id=oidc_client_id,
