@@ -17,7 +17,7 @@ import streamlit as st
 from streamlit.navigation.page import Page
 
 from judgelab.crowd_entry import crowd_arrival
-from judgelab.session import current_rater, rater_store, settle_heap
+from judgelab.session import current_actor, current_rater, rater_store, settle_heap, sign_out_button
 from judgelab.views._crowd import is_crowd
 
 #: (file, title, icon) in menu order.
@@ -73,7 +73,8 @@ if rater.is_admin:
         "Analysis": _pages(ANALYST_PAGES),
     }
     page = st.navigation(sections)
-    st.sidebar.caption(f"Signed in as **{rater.name}**")
+    st.sidebar.caption(f"Signed in as **{current_actor()}**")
+    sign_out_button()
     # The Calibration report is built in a worker process (judgelab.admin._kept); starting it
     # now, not on the first report, keeps its interpreter start-up off the admin's wait.
     # Imported here: the calibration code it needs is not a rater's to load.

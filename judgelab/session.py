@@ -16,6 +16,11 @@ handled in one place.
   check at the top of the page alone would come too late (:func:`check_access`).
   Within one script run the token is checked once: the entry point, the page and a
   fragment (or a callback, then the fragment it reruns) share that run's answer.
+* Without a token, a server with a sign-in provider (``judgelab serve --oidc-...``: an ``[auth]``
+  section in Streamlit's secrets) lets people sign in through Streamlit's ``st.login``; who they
+  are here (an admin from the project's admin list, or a rater mapped to their e-mail) is
+  decided by :func:`judgelab.admin._signin.resolve_sign_in` on every check. A link always wins
+  over a sign-in: a rater's link opened in an admin's browser shows that rater's pages only.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from judgelab.admin._incidents import LOAD_FAILED, record
+from judgelab.admin._signin import SignInExpired, resolve_sign_in
 from labeler._actor import set_actor_source
 from labeler.errors import AccessError, JudgelabError, StoreError
 from labeler.store import Rater, RaterRole, Store, is_postgres, resolve_db_path
@@ -148,6 +154,48 @@ def current_token() -> str | None:
     return token or None
 
 
+def sign_in_configured() -> bool:
+    """Whether this server signs people in with a provider (its secrets hold an ``[auth]`` section)."""
+    try:
+        return bool(st.secrets.load_if_toml_exists() and "auth" in st.secrets)
+    except Exception:  # an unreadable secrets file: Streamlit logs it; nobody signs in
+        return False
+
+
+def signed_in_claims() -> dict[str, object] | None:
+    """The ID token's claims of whoever signed in through the provider in this browser, else ``None``."""
+    if not sign_in_configured():
+        return None
+    try:
+        user = st.user.to_dict()
+    except Exception:  # no session context (a script run outside the server)
+        return None
+    return dict(user) if user.get("is_logged_in") else None
+
+
+def _credential() -> str | None:
+    """What this run's access was checked against: the token, else the signed-in e-mail and time."""
+    token = current_token()
+    if token:
+        return token
+    claims = signed_in_claims()
+    return None if claims is None else f"signed-in:{claims.get('email')}:{claims.get('iat')}"
+
+
+def current_actor() -> str:
+    """Who is acting, for the record (an audit trail): the signed-in e-mail, else the rater's name.
+
+    A link wins over a sign-in (as in :func:`check_access`): with a ``?t=`` token the actor is that
+    link's rater (or admin). Checks access like :func:`current_rater` (cheap within one run).
+    """
+    rater = current_rater()
+    if not current_token():
+        claims = signed_in_claims()
+        if claims is not None and claims.get("email"):
+            return str(claims["email"]).strip().lower()
+    return rater.name
+
+
 def _this_run() -> object | None:
     """An object that exists for the current script run only (``None`` outside one).
 
@@ -167,18 +215,22 @@ def _this_run() -> object | None:
 
 
 def check_access() -> Rater:
-    """The rater the ``?t=`` token belongs to, checked now.
+    """The rater the ``?t=`` token belongs to, else who signed in with the provider; checked now.
 
     The answer is remembered for the rest of this script run (:func:`current_rater`).
 
     Raises:
-        AccessError: The token is missing, unknown or revoked.
+        AccessError: The token is missing, unknown, revoked or expired, and nobody signed in (or
+            the person who did is neither on the admin list nor a rater, or their sign-in expired).
     """
     st.session_state.pop(_CHECKED_STATE, None)
     token = current_token()
-    rater = current_store().authenticate(token)
-    st.session_state[_CHECKED_STATE] = (_this_run(), token, rater)
-    st.session_state[_LAST_STATE] = (token, rater)
+    claims = None if token else signed_in_claims()
+    store = current_store()
+    rater = resolve_sign_in(store, claims) if claims is not None else store.authenticate(token)
+    key = _credential()
+    st.session_state[_CHECKED_STATE] = (_this_run(), key, rater)
+    st.session_state[_LAST_STATE] = (key, rater)
     return rater
 
 
@@ -188,7 +240,7 @@ def known_rater_name() -> str:
     For the admin's record of an error that happened while the database was away (``""``: none yet).
     """
     last = st.session_state.get(_LAST_STATE)
-    if isinstance(last, tuple) and last[0] == current_token():
+    if isinstance(last, tuple) and last[0] == _credential():
         return str(last[1].name)
     return ""
 
@@ -219,7 +271,7 @@ def _checked_this_run() -> Rater | None:
     run = _this_run()
     if run is None or not isinstance(memo, tuple) or memo[0] is not run:
         return None
-    return memo[2] if memo[1] == current_token() else None
+    return memo[2] if memo[1] == _credential() else None
 
 
 def refuse(*, not_saved: bool, kept: str = "") -> None:
@@ -256,6 +308,8 @@ def current_rater(*, raise_trouble: bool = False) -> Rater:
         st.stop()
         raise  # unreachable
     except AccessError as exc:
+        if not current_token() and sign_in_configured():
+            _sign_in_screen(exc)
         refused = st.session_state.pop(_REFUSED_STATE, "")
         kept = st.session_state.pop(_KEPT_STATE, "")
         st.error(f"Access denied: {exc}" + (f"  \n{refused}" if refused else ""))
@@ -265,6 +319,27 @@ def current_rater(*, raise_trouble: bool = False) -> Rater:
             st.code(kept, language=None, wrap_lines=True)
         st.stop()
         raise  # unreachable
+
+
+def _sign_in_screen(exc: AccessError) -> None:
+    """No link, on a server with a provider: a Sign-in button, or why the signed-in person is refused."""
+    if signed_in_claims() is None:
+        st.title("judgelab")
+        st.write("Sign in with your organisation's account, or open the link your admin sent you.")
+        st.button("Sign in", type="primary", on_click=st.login, key="jl-sign-in")
+    elif isinstance(exc, SignInExpired):
+        st.warning(f"{str(exc)[:1].upper()}{str(exc)[1:]}")
+        st.button("Sign in again", type="primary", on_click=st.login, key="jl-sign-in")
+    else:
+        st.error(f"Access denied: {exc}")
+        st.button("Sign out", on_click=st.logout, key="jl-sign-out")
+    st.stop()
+
+
+def sign_out_button() -> None:
+    """A Sign-out button in the sidebar, for whoever signed in with the provider (not a link's holder)."""
+    if not current_token() and signed_in_claims() is not None:
+        st.sidebar.button("Sign out", on_click=st.logout, key="jl-sign-out")
 
 
 _settled = False
@@ -304,6 +379,7 @@ __all__ = [
     "TOKEN_PARAM",
     "admin_actor",
     "check_access",
+    "current_actor",
     "current_rater",
     "current_store",
     "current_token",
@@ -313,4 +389,7 @@ __all__ = [
     "require_admin",
     "settle_heap",
     "show_error",
+    "sign_in_configured",
+    "sign_out_button",
+    "signed_in_claims",
 ]

@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import urllib.parse
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from judgelab.admin._common import BASE_URL_SETTING, DEFAULT_BASE_URL, display_name
+from judgelab.admin._signin import DEFAULT_ADMIN_LINK_SECONDS, expiry, parse_duration
 from labeler.errors import InputError
 from labeler.store import PeopleRole, Rater
 
@@ -27,6 +29,19 @@ class Invite:
 
     rater: Rater
     link: str
+    #: When the link stops working (naive UTC), or ``None``.
+    expires_at: datetime | None = None
+
+
+def link_expiry(expires: str | None, *, admin: bool) -> datetime | None:
+    """When a link made now stops working: ``expires`` (``12h``, ``7d``, ``never``), else the default.
+
+    Admin links last :data:`~judgelab.admin._signin.DEFAULT_ADMIN_LINK_SECONDS` (7 days) unless told
+    otherwise: they open pages that are not blind. Rater links do not expire unless told.
+    """
+    if expires is None:
+        return expiry(DEFAULT_ADMIN_LINK_SECONDS) if admin else None
+    return expiry(parse_duration(expires))
 
 
 def base_url(store: PeopleRole | None = None) -> str:
@@ -45,15 +60,23 @@ def invite_link(token: str, base: str | None = None) -> str:
     return f"{root}/?t={urllib.parse.quote(token, safe='')}"
 
 
-def invite_rater(store: PeopleRole, name: str, *, admin: bool = False, base: str | None = None) -> Invite:
-    """Create a rater (or admin) and return the invite link to send them."""
-    rater, token = store.add_rater(name, role="admin" if admin else "rater")
-    return Invite(rater=rater, link=invite_link(token, base or base_url(store)))
+def invite_rater(store: PeopleRole, name: str, *, admin: bool = False, base: str | None = None,
+                 expires: str | None = None) -> Invite:
+    """Create a rater (or admin) and return the invite link to send them (``expires``: :func:`link_expiry`)."""
+    until = link_expiry(expires, admin=admin)
+    rater, token = store.add_rater(name, role="admin" if admin else "rater", expires_at=until)
+    return Invite(rater=rater, link=invite_link(token, base or base_url(store)), expires_at=until)
 
 
-def reissue_link(store: PeopleRole, name: str, *, base: str | None = None) -> str:
-    """A new invite link for ``name``; the old one stops working (a revoked rater is let in again)."""
-    return invite_link(store.reissue_token(name), base or base_url(store))
+def reissue_link(store: PeopleRole, name: str, *, base: str | None = None, expires: str | None = None) -> str:
+    """A new invite link for ``name``; the old one stops working (a revoked rater is let in again).
+
+    ``expires`` as in :func:`link_expiry` (an admin's new link expires in 7 days unless told).
+    """
+    frame = store.raters()
+    role = frame.loc[frame["name"] == name, "role"]
+    until = link_expiry(expires, admin=bool(len(role)) and role.iloc[0] == "admin")
+    return invite_link(store.reissue_token(name, expires_at=until), base or base_url(store))
 
 
 def revoke_rater(store: PeopleRole, name: str, *, acting: Rater | None = None) -> None:

@@ -27,6 +27,8 @@ __all__ = ["VERBS", "LazyGroup", "main"]
 
 #: Every verb: its name -> (``module:attribute`` of the click command, one-line help).
 VERBS: dict[str, tuple[str, str]] = {
+    "admins": ("judgelab.cli.admins:admins",
+        "The admin list for signing in (e-mails, groups), and how long a sign-in lasts."),
     "agreement": ("judgelab.cli.agreement:agreement",
         "Agreement of a judge's pairwise verdicts with human pair labels, per turn, with and without ties."),
     "assign": ("judgelab.cli.assign:assign",

@@ -18,11 +18,16 @@ once (:func:`compress_static`). Measured by ``bench/first_page.py``.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import gzip
 import importlib
 import inspect
+import json
+import os
+import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -257,6 +262,27 @@ def compress_static() -> bool:
     return True
 
 
+def use_sign_in(argv: list[str]) -> list[str]:
+    """``argv`` with Streamlit pointed at a secrets file holding the sign-in provider, when one was handed over.
+
+    ``judgelab serve`` hands the ``[auth]`` section over in :data:`~judgelab.admin._signin.AUTH_ENV`
+    (JSON), so nobody writes ``.streamlit/secrets.toml`` by hand. It goes into a folder only this
+    user can read, removed when the server exits; ``--secrets.files`` names that file alone, so a
+    ``secrets.toml`` where the server runs cannot change who signs in.
+    """
+    from judgelab.admin._signin import AUTH_ENV, secrets_toml
+
+    raw = os.environ.pop(AUTH_ENV, None)
+    if not raw:
+        return argv
+    folder = tempfile.mkdtemp(prefix="judgelab-auth-")  # mode 0700
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    path = os.path.join(folder, "secrets.toml")
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as f:
+        f.write(secrets_toml(json.loads(raw)))
+    return [*argv, "--secrets.files", path]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run ``streamlit ARGV`` (this process's arguments by default) with the script path hidden."""
     from streamlit.web.cli import main as streamlit_main
@@ -266,6 +292,7 @@ def main(argv: Sequence[str] | None = None) -> None:
               "browsers will receive the app's path on the server", file=sys.stderr)
     sys.argv = ["streamlit", *(sys.argv[1:] if argv is None else argv)]
     if sys.argv[1:2] == ["run"] and len(sys.argv) > 2:
+        sys.argv = use_sign_in(sys.argv)
         keep_compiled_scripts()
         compress_static()
         # The app and its rater's landing page (views/rate.py beside judgelab/app.py).

@@ -6,6 +6,7 @@ import dataclasses
 import math
 
 import click
+import pandas as pd
 
 from judgelab.admin import invite_rater, reissue_link
 from judgelab.admin._quality import quality_table, rater_quality
@@ -21,15 +22,31 @@ def raters() -> None:
     """Invite, list and revoke raters; their quality on gold items; pause and resume them."""
 
 
+_EXPIRES_HELP = ("When the link stops working: 12h, 7d, 2w, or never [default: 7d for an admin's link, never for a "
+                 "rater's].")
+
+
+def _expires_note(expires_at: object) -> None:
+    if expires_at is not None:
+        click.echo(f"the link expires {expires_at:%Y-%m-%d %H:%M} UTC (--expires)", err=True)
+
+
 @raters.command("add")
 @click.argument("name")
 @click.option("--admin", is_flag=True, help="Give this person the admin pages.")
+@click.option("--expires", default=None, metavar="DURATION", help=_EXPIRES_HELP)
+@click.option("--email", default=None, help="Let this rater also sign in with the project's provider as this address.")
 @click.option("--base-url", default=None, help=_BASE_URL_HELP)
 @new_db_option
-def raters_add(name: str, admin: bool, base_url: str | None, db: str | None) -> None:
+def raters_add(name: str, admin: bool, expires: str | None, email: str | None, base_url: str | None,
+               db: str | None) -> None:
     """Invite a rater and print their link (shown once; only a hash is stored)."""
-    invite = invite_rater(Store(db), name, admin=admin, base=base_url)
+    store = Store(db)
+    invite = invite_rater(store, name, admin=admin, base=base_url, expires=expires)
+    if email:
+        store.set_rater_email(invite.rater.name, email)
     click.echo(f"{invite.rater.name} ({invite.rater.role}): {invite.link}")
+    _expires_note(invite.expires_at)
 
 
 @raters.command("list")
@@ -39,12 +56,15 @@ def raters_list(db: str | None, as_json: bool) -> None:
     """List raters (never their tokens)."""
     frame = Store(db).raters()
     if as_json:
-        echo_json(frame.to_dict(orient="records"))
+        # A rater with no e-mail or expiry: null, not NaN (which is not JSON) or "NaT".
+        echo_json(frame.astype(object).where(frame.notna(), None).to_dict(orient="records"))
         return
     for r in frame.itertuples(index=False):
         state = "active" if r.active else "revoked"
         sim = " (simulated)" if r.simulated else ""
-        click.echo(f"{r.rater_id:>4}  {r.name:<24} {r.role:<6} {state}{sim}")
+        until = "" if pd.isna(r.expires_at) else f"  link expires {r.expires_at:%Y-%m-%d %H:%M} UTC"
+        email = f"  signs in as {r.email}" if isinstance(r.email, str) else ""
+        click.echo(f"{r.rater_id:>4}  {r.name:<24} {r.role:<6} {state}{sim}{until}{email}")
 
 
 @raters.command("revoke")
@@ -58,11 +78,32 @@ def raters_revoke(name: str, db: str | None) -> None:
 
 @raters.command("reissue")
 @click.argument("name")
+@click.option("--expires", default=None, metavar="DURATION", help=_EXPIRES_HELP)
 @click.option("--base-url", default=None, help=_BASE_URL_HELP)
 @db_option
-def raters_reissue(name: str, base_url: str | None, db: str | None) -> None:
+def raters_reissue(name: str, expires: str | None, base_url: str | None, db: str | None) -> None:
     """Give a rater a new link (the old one stops working)."""
-    click.echo(f"{name}: {reissue_link(Store(db), name, base=base_url)}")
+    store = Store(db)
+    click.echo(f"{name}: {reissue_link(store, name, base=base_url, expires=expires)}")
+    until = store.raters().set_index("name").loc[name, "expires_at"]
+    _expires_note(None if pd.isna(until) else until)
+
+
+@raters.command("email")
+@click.argument("name")
+@click.argument("email", required=False)
+@click.option("--clear", is_flag=True, help="Take the address away (the rater then uses their link only).")
+@db_option
+@json_option
+def raters_email(name: str, email: str | None, clear: bool, db: str | None, as_json: bool) -> None:
+    """Let rater NAME sign in with the project's provider as EMAIL, instead of a link."""
+    if not clear and not email:
+        raise click.UsageError("give the EMAIL to sign in with, or --clear")
+    Store(db).set_rater_email(name, None if clear else email)
+    if as_json:
+        echo_json({"rater": name, "email": None if clear else email.strip().lower() if email else None})
+        return
+    click.echo(f"{name} signs in with their link only" if clear else f"{name} may sign in as {email}")
 
 
 @raters.command("quality")

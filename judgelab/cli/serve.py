@@ -10,6 +10,8 @@ which without a token only says "Access denied".
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import socket
 import sys
@@ -22,6 +24,7 @@ from typing import Any
 import click
 
 from judgelab.admin._common import BASE_URL_SETTING
+from judgelab.admin._signin import AUTH_ENV, Provider, admin_list, auth_section, provider_settings, redirect_uri
 from judgelab.cli._util import db_option, new_db_option
 from labeler.errors import InputError
 from labeler.store import (
@@ -149,8 +152,12 @@ def serving_url(address: str, port: int, base_url: str | None = None) -> str:
     return f"http://{host}:{port}"
 
 
-def _serve(db: Path | str, port: int, address: str, base: str, pool_size: int | None = None) -> None:
+def _serve(db: Path | str, port: int, address: str, base: str, pool_size: int | None = None,
+           sign_in: dict[str, Any] | None = None) -> None:
     env = {**os.environ, "JUDGELAB_DB": str(db), "JUDGELAB_BASE_URL": base}
+    if sign_in is not None:
+        # The launcher writes it to a secrets file of its own (judgelab.cli._streamlit.use_sign_in).
+        env[AUTH_ENV] = json.dumps(sign_in)
     if pool_size is not None:
         env[POOL_SIZE_ENV] = str(pool_size)
     sys.stdout.flush()
@@ -185,6 +192,52 @@ def _announce(store: MaintenanceRole, address: str, port: int, base: str) -> Non
     click.echo("  Ctrl+C stops")
 
 
+def _sign_in(store: MaintenanceRole, provider: Provider | None, base: str) -> dict[str, Any] | None:
+    """Streamlit's ``[auth]`` section for ``provider`` (``None``: no sign-in), with what to tell the admin."""
+    if provider is None:
+        return None
+    if importlib.util.find_spec("authlib") is None:
+        raise InputError("signing in needs Authlib, which is not installed",
+                         fix="pip install 'judgelab[sso]', or leave the --oidc-* options out.")
+    admins = admin_list(store)  # type: ignore[arg-type]
+    click.echo(f"  sign-in:     {provider.server_metadata_url}")
+    click.echo(f"               redirect URI to register with the provider: {redirect_uri(base)}")
+    click.echo(f"               admin list: {len(admins.emails)} e-mail(s), {len(admins.groups)} group(s) "
+               f"(claim {admins.group_claim!r}); a sign-in lasts {admins.session_seconds // 60} min")
+    if not admins.emails and not admins.groups:
+        click.echo("  note: nobody is on the admin list yet: `judgelab admins allow EMAIL` (or --group NAME)")
+    if provider.cookie_secret_made:
+        click.echo("  note: sign-ins end when this server stops (no --oidc-cookie-secret; "
+                   "set JUDGELAB_OIDC_COOKIE_SECRET to keep them across restarts)")
+    return auth_section(provider, base)
+
+
+def oidc_options(func: Any) -> Any:
+    """The sign-in provider's options (each also read from a ``JUDGELAB_OIDC_*`` variable)."""
+    options = [
+        click.option("--oidc-file", type=click.Path(exists=True, dir_okay=False), envvar="JUDGELAB_OIDC_FILE",
+                     default=None, help="A TOML file with the provider's settings (the keys below, at its top or "
+                                        "under [auth]) [env: JUDGELAB_OIDC_FILE]."),
+        click.option("--oidc-metadata-url", envvar="JUDGELAB_OIDC_METADATA_URL", default=None, metavar="URL",
+                     help="The OpenID Connect provider's issuer or its /.well-known/openid-configuration; turns "
+                          "sign-in on [env: JUDGELAB_OIDC_METADATA_URL]."),
+        click.option("--oidc-client-id", envvar="JUDGELAB_OIDC_CLIENT_ID", default=None,
+                     help="The client id the provider gave this app [env: JUDGELAB_OIDC_CLIENT_ID]."),
+        click.option("--oidc-client-secret", envvar="JUDGELAB_OIDC_CLIENT_SECRET", default=None,
+                     help="Its client secret; prefer the variable, which `ps` does not show "
+                          "[env: JUDGELAB_OIDC_CLIENT_SECRET]."),
+        click.option("--oidc-cookie-secret", envvar="JUDGELAB_OIDC_COOKIE_SECRET", default=None,
+                     help="Signs the sign-in cookie; keep it to keep sign-ins across restarts [default: a random "
+                          "one per start; env: JUDGELAB_OIDC_COOKIE_SECRET]."),
+        click.option("--oidc-scope", envvar="JUDGELAB_OIDC_SCOPE", default=None,
+                     help="Scopes to ask for [default: 'openid email profile'; add 'groups' for Okta's group "
+                          "claim; env: JUDGELAB_OIDC_SCOPE]."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 _PORT_HELP = "Port to serve on [default: 8501, or the next free one when it is busy]."
 _ADDRESS_HELP = ("Interface to listen on: localhost (this machine only), 0.0.0.0 (every interface), "
                  "or one address.")
@@ -200,16 +253,27 @@ _BASE_URL_HELP = ("The address raters open, used in every link (behind a reverse
               help="PostgreSQL: the most connections this server opens to the database; a page waits for one "
                    f"when all are busy [default: ${POOL_SIZE_ENV}, else {DEFAULT_POOL_SIZE}]. Keep servers x N "
                    "under the server's max_connections minus its reserved ones.")
+@oidc_options
 @db_option
-def serve(port: int | None, address: str, base_url: str | None, pool_size: int | None, db: str | None) -> None:
-    """Start the rater app on the project database."""
+def serve(port: int | None, address: str, base_url: str | None, pool_size: int | None, db: str | None,
+          oidc_file: str | None, oidc_metadata_url: str | None, oidc_client_id: str | None,
+          oidc_client_secret: str | None, oidc_cookie_secret: str | None, oidc_scope: str | None) -> None:
+    """Start the rater app on the project database.
+
+    With --oidc-metadata-url (and a client id and secret) admins sign in with that OpenID Connect
+    provider; who is an admin is `judgelab admins` (docs/admins/sign-in.md).
+    """
     if pool_size is not None:
         os.environ[POOL_SIZE_ENV] = str(pool_size)  # this process's own pool too (the migration check)
+    provider = provider_settings(oidc_file, server_metadata_url=oidc_metadata_url, client_id=oidc_client_id,
+                                 client_secret=oidc_client_secret, cookie_secret=oidc_cookie_secret,
+                                 scope=oidc_scope)
     store: MaintenanceRole = Store(db)
     port = choose_port(address, port)
     base = serving_url(address, port, base_url)
     _announce(store, address, port, base)
-    _serve(store.location, port, address, base, pool_size)
+    sign_in = _sign_in(store, provider, base)
+    _serve(store.location, port, address, base, pool_size, sign_in)
 
 
 @click.command()

@@ -46,7 +46,8 @@ if invited:
     else:
         _done(
             f"Invited {invite.rater.name}. Send them this link now: it is shown only once "
-            "(only a hash of it is stored). The copy button is at its right.",
+            "(only a hash of it is stored). The copy button is at its right."
+            + (f" It expires {invite.expires_at:%Y-%m-%d %H:%M} UTC." if invite.expires_at else ""),
             invite.link,
         )
 
