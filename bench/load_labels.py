@@ -1,7 +1,7 @@
 """The load test at full size: 50 raters label 200 answers each from two processes (10,000 labels).
 
 Run: ``python bench/load_labels.py`` (four to six minutes on 2 CPUs; ``--per-rater`` to change the
-size). The suite runs the same function (``tests/reliability/test_load.py``) at 40 labels each:
+size). The suite runs the same function (``tests/reliability/test_load.py``) at 20 labels each:
 the same 50 raters racing from two processes, fewer rounds. Every check of the test holds here
 too: each acknowledged label stored exactly once, no duplicates, every answer exactly k = 2 labels.
 """

@@ -4,7 +4,7 @@
 prefilter marks as candidates. It must return, for every text, exactly what
 :func:`~labeler.blinding.detect_self_identifying` returns: compared here on the project's
 corpora (English, the other languages, ordinary mentions, the example pool) with and without
-pool names, and on 20,000 generated answers with names planted in every form the detector
+pool names, and on 5,000 generated answers with names planted in every form the detector
 reads through (``python bench/prefilter_masks.py`` compares 100,000 and more the same way).
 Identical spans give a byte-identical masked text; both are compared.
 """
@@ -65,8 +65,12 @@ def test_texts_next_to_each_other_do_not_change_what_is_found() -> None:
 
 
 @pytest.mark.slow
-def test_20000_generated_answers_get_the_same_spans_and_masks() -> None:
-    texts = list(answers(20_000, seed=53, planted=0.05, tricky=0.2))
+def test_5000_generated_answers_get_the_same_spans_and_masks() -> None:
+    # As many planted names (about 1,000) and corpus quotes (about 200) as the 20,000 answers at a
+    # 5% rate this test read before, in a quarter of the texts and time: where the prefilter could
+    # lose a mask is in those, and in the tricky sentences (9 kinds, each still drawn hundreds of
+    # times); the plain answers around them add repetitions of the same few templates.
+    texts = list(answers(5_000, seed=53, planted=0.2, tricky=0.2))
     pool = ("claude", "claude-3.5-sonnet", "gpt-5.1-mini", "o3", "othermodel")
     _same(texts, pool)
     # The planted names are there to be found (else this proves nothing).
