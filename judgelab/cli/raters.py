@@ -26,9 +26,13 @@ def raters() -> None:
 @click.option("--admin", is_flag=True, help="Give this person the admin pages.")
 @click.option("--base-url", default=None, help=_BASE_URL_HELP)
 @new_db_option
-def raters_add(name: str, admin: bool, base_url: str | None, db: str | None) -> None:
+@json_option
+def raters_add(name: str, admin: bool, base_url: str | None, db: str | None, as_json: bool) -> None:
     """Invite a rater and print their link (shown once; only a hash is stored)."""
     invite = invite_rater(Store(db), name, admin=admin, base=base_url)
+    if as_json:
+        echo_json({"name": invite.rater.name, "role": invite.rater.role, "link": invite.link})
+        return
     click.echo(f"{invite.rater.name} ({invite.rater.role}): {invite.link}")
 
 
@@ -50,19 +54,22 @@ def raters_list(db: str | None, as_json: bool) -> None:
 @raters.command("revoke")
 @click.argument("name")
 @db_option
-def raters_revoke(name: str, db: str | None) -> None:
+@json_option
+def raters_revoke(name: str, db: str | None, as_json: bool) -> None:
     """Revoke a rater's link; their labels stay."""
     Store(db).revoke_rater(name)
-    click.echo(f"revoked {name}")
+    _done({"name": name, "state": "revoked"}, f"revoked {name}", as_json)
 
 
 @raters.command("reissue")
 @click.argument("name")
 @click.option("--base-url", default=None, help=_BASE_URL_HELP)
 @db_option
-def raters_reissue(name: str, base_url: str | None, db: str | None) -> None:
+@json_option
+def raters_reissue(name: str, base_url: str | None, db: str | None, as_json: bool) -> None:
     """Give a rater a new link (the old one stops working)."""
-    click.echo(f"{name}: {reissue_link(Store(db), name, base=base_url)}")
+    link = reissue_link(Store(db), name, base=base_url)
+    _done({"name": name, "link": link}, f"{name}: {link}", as_json)
 
 
 @raters.command("quality")
@@ -95,19 +102,30 @@ def raters_quality(db: str | None, as_json: bool) -> None:
 @click.option("--reason", default="", help="Why (shown to admins, not to the rater).")
 @click.option("--exclude-labels", is_flag=True, help="Leave this rater's labels out of calibration while paused.")
 @db_option
-def raters_pause(name: str, reason: str, exclude_labels: bool, db: str | None) -> None:
+@json_option
+def raters_pause(name: str, reason: str, exclude_labels: bool, db: str | None, as_json: bool) -> None:
     """Hold back a rater's live items (nothing is deleted; their page says they are paused)."""
     Store(db).pause_rater(name, reason=reason, exclude_labels=exclude_labels)
-    click.echo(f"paused {name}" + ("; their labels are left out of calibration" if exclude_labels else ""))
+    _done({"name": name, "state": "paused", "reason": reason, "labels_excluded": exclude_labels},
+          f"paused {name}" + ("; their labels are left out of calibration" if exclude_labels else ""), as_json)
 
 
 @raters.command("resume")
 @click.argument("name")
 @db_option
-def raters_resume(name: str, db: str | None) -> None:
+@json_option
+def raters_resume(name: str, db: str | None, as_json: bool) -> None:
     """Give a paused rater their live items back (their labels count again)."""
     Store(db).resume_rater(name)
-    click.echo(f"resumed {name}")
+    _done({"name": name, "state": "active"}, f"resumed {name}", as_json)
+
+
+def _done(payload: dict[str, object], line: str, as_json: bool) -> None:
+    """What a change to one rater did: ``payload`` with ``--json``, else ``line``."""
+    if as_json:
+        echo_json(payload)
+    else:
+        click.echo(line)
 
 
 COMMANDS: list[click.Command] = [raters]
