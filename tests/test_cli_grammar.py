@@ -74,6 +74,8 @@ def test_every_command_takes_the_shared_options_spelled_one_way() -> None:
             assert (options["--raters"].metavar or "").startswith("all|"), path
         else:
             assert "--raters" not in options, f"{path} chooses raters: list it in RATERS"
+        if "--png" in options:  # one --png: refused at once without the renderer, on every command
+            assert (options["--png"].help or "").endswith("Needs the png extra (pip install 'judgelab[png]')."), path
         # One spelling each: no --rater, no file --format beside the scoring --formats.
         visible = {o for o, p in options.items() if not p.hidden}
         assert not visible & {"--rater", "--format", "--progress", "--no-progress"}, (path, visible)
@@ -206,3 +208,14 @@ def test_a_terminal_sees_the_bar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     os.close(leader)
     shown = seen.decode("utf-8", "replace")
     assert "import rubric: done" in shown and "3/3" in shown
+
+
+def test_serve_json_is_where_it_serves_before_it_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from judgelab.cli.serve import _announce
+
+    store = Store(tmp_path / "p.duckdb")
+    _announce(store, "127.0.0.1", 8599, "http://127.0.0.1:8599", as_json=True, extra={"serving": True})
+    said = capsys.readouterr()
+    got = json.loads(said.out)
+    assert got["app"] == "http://127.0.0.1:8599" and got["port"] == 8599 and got["serving"] is True
+    assert got["rater_links"] == "http://127.0.0.1:8599/?t=<token>" and "Ctrl+C stops" in said.err

@@ -23,8 +23,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: The grammar, as ``--help`` shows it.
 METAVAR = "all|N|NAME,...|PREFIX*|@FILE"
 
-GRAMMAR = ("'all' (every rater), N (that many, the least busy first), names (alice,bob), a prefix "
-           "('crowd-*'; any * pattern), or @FILE (a file of names or patterns, one a line; # comments)")
+# No "*" right before a letter or a quote: the docs read the help as reStructuredText (emphasis).
+GRAMMAR = ("all (every rater), N (that many, the least busy first), names (alice,bob), a prefix ending "
+           "in * (crowd-* for crowd-1, crowd-2, ...), or @FILE (a file of names or prefixes, one a line; "
+           "# comments)")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import click
 
 from calibration.panel import load_panel, panel_analysis, panel_json, render_markdown, write_png
 from judgelab.cli._progress import progress_bar
-from judgelab.cli._util import db_option, echo_json, json_option, quiet_option
+from judgelab.cli._util import db_option, echo_json, json_option, png_option, quiet_option
 from labeler.store import Store
 
 
@@ -22,8 +22,7 @@ from labeler.store import Store
 @click.option("--judge-run", "run_ids", multiple=True, metavar="ID",
               help="A judge run of the panel (repeat it) [default: every run with pointwise judgements].")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the markdown here.")
-@click.option("--png", type=click.Path(dir_okay=False), default=None,
-              help="Write the residual matrix as a heatmap PNG.")
+@png_option("Write the residual matrix as a heatmap PNG.")
 @json_option
 @click.option("--no-kappa", is_flag=True, help="Skip kappa (its jackknife is the slowest part).")
 @quiet_option
