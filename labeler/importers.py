@@ -485,10 +485,9 @@ def import_file(
         ConflictError: The file would change data already stored.
     """
     step = _steps(progress)
-    try:
-        return _import_file(store, kind, path, ignore_columns, reader, step)
-    finally:
-        step("done", _STEPS)
+    summary = _import_file(store, kind, path, ignore_columns, reader, step)
+    step("done", _STEPS)
+    return summary
 
 
 #: The steps :func:`import_file` reports: reading, checking, writing.
