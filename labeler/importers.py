@@ -464,7 +464,7 @@ def _checked_columns(kind: DataKind, file: str, columns: Sequence[str], ignore: 
 
 def import_file(
     store: ImportExportRole, kind: ImportKind, path: str | Path, *, ignore_columns: Collection[str] = (),
-    reader: Callable[[str | Path], Rows] = read_rows,
+    reader: Callable[[str | Path], Rows] = read_rows, progress: Callable[[str, int, int], None] | None = None,
 ) -> ImportSummary:
     """Validate ``path`` as ``kind`` and import it all-or-nothing.
 
@@ -477,11 +477,36 @@ def import_file(
         reader: What turns the file into rows (default :func:`read_rows`; an adapter of
             :mod:`labeler.adapters` converts another tool's export instead). Not for rubrics
             and designs.
+        progress: Called as ``progress(step, done, total)`` as the import moves from reading
+            to checking to writing (and once at the end), e.g. to draw a progress bar.
 
     Raises:
         InputError: An unknown kind, or anything in the file that cannot be imported as it is.
         ConflictError: The file would change data already stored.
     """
+    step = _steps(progress)
+    summary = _import_file(store, kind, path, ignore_columns, reader, step)
+    step("done", _STEPS)
+    return summary
+
+
+#: The steps :func:`import_file` reports: reading, checking, writing.
+_STEPS = 3
+
+
+def _steps(progress: Callable[[str, int, int], None] | None) -> Callable[[str, int], None]:
+    """``step(what, done)``: ``progress`` out of :data:`_STEPS`, or nothing when it is ``None``."""
+    if progress is None:
+        return lambda what, done: None
+    return lambda what, done: progress(what, done, _STEPS)
+
+
+def _import_file(
+    store: ImportExportRole, kind: ImportKind, path: str | Path, ignore_columns: Collection[str],
+    reader: Callable[[str | Path], Rows], step: Callable[[str, int], None],
+) -> ImportSummary:
+    """:func:`import_file`, reporting each step to ``step``."""
+    step(f"reading {Path(path).name}", 0)
     name = str(path)
     ignore = {c.strip() for c in ignore_columns if c.strip()}
     if kind not in IMPORT_KINDS:
@@ -492,10 +517,11 @@ def import_file(
         return store.add_imported_designs(parse_designs(path, ignore=ignore), source_file=name)
     store.declared_scales()  # a file may name a scale a stored rubric declares
     if kind == "answers":
-        return _import_answers(store, path, ignore, reader)
+        return _import_answers(store, path, ignore, reader, step)
     kind, rows = _checked_rows(kind, path, ignore, reader)
     if not rows.rows:
         return ImportSummary(added={}, unchanged={})  # an export of an empty kind: nothing to import
+    step(f"checking {len(rows.rows):,} rows, writing them", 1)
     if kind == "pairs":
         return store.add_pairs(parse_pairs(rows), source_file=name)
     if kind == "labels":
@@ -517,7 +543,8 @@ _JSON_LINES = (".jsonl", ".ndjson")
 
 
 def _import_answers(
-    store: ImportExportRole, path: str | Path, ignore: set[str], reader: Callable[[str | Path], Rows]
+    store: ImportExportRole, path: str | Path, ignore: set[str], reader: Callable[[str | Path], Rows],
+    step: Callable[[str, int], None] = lambda what, done: None,
 ) -> ImportSummary:
     """:func:`import_file` of an answers file, through a staging database of the import's own.
 
@@ -547,6 +574,7 @@ def _import_answers(
             return ImportSummary(added={}, unchanged={})  # an export of an empty kind: nothing to import
         kept = tuple(c for c in columns if c not in ignore)
         _require_answer_columns(Checker(Rows(name, kept, [])), kept)
+        step(f"checking {stage.n if rows is None else len(rows.rows):,} answers", 1)
         if rows is not None:
             stage.stage_rows(rows)
         stage.build(ignore)
@@ -567,6 +595,7 @@ def _import_answers(
             for row, answer_id, parent in outside:
                 if parent not in stored:
                     raise _no_parent(name, row, answer_id, parent)
+        step("writing the answers", 2)
         summary = store.add_staged_pool(stage, source_file=str(path))
     return replace(summary, warnings=tuple(warned)) if warned else summary
 

@@ -36,7 +36,7 @@ def test_import_then_export_round_trip(tmp_path: Path) -> None:
     original = pd.read_json(DATA / "answers.jsonl", lines=True)
     for fmt in ("csv", "jsonl", "parquet"):
         out_file = tmp_path / f"answers.{fmt}"
-        assert run("export", "answers", "--format", fmt, "--out", str(out_file), "--db", db)[0] == 0
+        assert run("export", "answers", "--file-format", fmt, "--out", str(out_file), "--db", db)[0] == 0
         back = {"csv": pd.read_csv, "parquet": pd.read_parquet}.get(fmt, lambda p: pd.read_json(p, lines=True))(
             out_file
         )

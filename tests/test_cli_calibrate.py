@@ -177,3 +177,13 @@ def test_labels_on_answers_that_reveal_their_author_are_set_apart_and_reported(t
     for answer in labelled:
         store.clear_answer(answer, admin="root")
     assert json.loads(run(*args, "--json")[1])["labels"]["n_labels"] == before["n_labels"]
+
+
+def test_calibrate_reports_each_section_to_a_plain_progress_callable(simulated_db: Built) -> None:
+    from calibration.calibrate import calibrate
+
+    steps: list[tuple[str, int, int]] = []
+    calibrate(simulated_db.store, n_resamples=10, progress=lambda *step: steps.append(step))
+    assert steps[0] == ("loading the run", 0, steps[0][2]) and steps[-1][1] == steps[-1][2] == steps[0][2]
+    assert [done for _, done, _ in steps] == list(range(len(steps)))  # one step at a time, none skipped
+    assert "kappa" in [name for name, *_ in steps]

@@ -91,7 +91,7 @@ def _imported(db: str) -> None:
 def test_agreement_counts_as_fastchat_compute_agreement(tmp_path: Path) -> None:
     db = str(tmp_path / "p.duckdb")
     _imported(db)
-    got = json.loads(run("agreement", "--judge-model", "gpt-4", "--raters", "expert", "--json", "--db", db))
+    got = json.loads(run("agreement", "--judge-model", "gpt-4", "--raters", "expert*", "--json", "--db", db))
     assert (got["judge_items"], got["unparsed_items"], got["human_votes"]) == (7, 1, 16)
     seen = 0
     for row in got["rows"]:
@@ -100,7 +100,7 @@ def test_agreement_counts_as_fastchat_compute_agreement(tmp_path: Path) -> None:
         assert (row["agreement"]["extra"]["agree"], row["agreement"]["n"]) == (agree, total), row
         seen += 1
     assert seen == 8  # two turns x (judge-human, human-human) x (with, without ties)
-    text = run("agreement", "--judge-model", "gpt-4", "--raters", "expert", "--db", db)
+    text = run("agreement", "--judge-model", "gpt-4", "--raters", "expert*", "--db", db)
     assert "turn 1 judge-human with tie: #total 8, #agree 3, ratio 0.3750" in text
     assert "turn 2 judge-human without tie: #total 5, #agree 5, ratio 1.0000" in text
     # The Python API reads the same frames with the same function: the same figures.

@@ -52,6 +52,7 @@ def calibrate(
     interval: RaterScope = "raters",
     judge_family: str | None = None,
     scale_map: str | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> CalibrationReport:
     """Load a judge run (and optionally a "before" run) and build its calibration report.
 
@@ -72,6 +73,8 @@ def calibrate(
         scale_map: How to read the judge's scores on the rubric's scale when the two differ
             (``linear`` or ``J=R,...``, :func:`calibration.calibrate.parse_scale_map`); stated in
             the report's notes. Without one, scores on different scales are never subtracted.
+        progress: Called as ``progress(step, done, total)`` before each step (loading, then
+            each section of the report), e.g. to draw a progress bar; ``None`` for none.
 
     Returns:
         A :class:`CalibrationReport`.
@@ -79,6 +82,8 @@ def calibrate(
     Raises:
         InputError: As :func:`load_calibration_data`.
     """
+    if progress is not None:
+        progress("loading the run", 0, len(_SECTIONS) + 1)
     data = load_calibration_data(store, run_id)
     if judge_family is not None:
         data = dataclasses.replace(data, run={**data.run, "family": judge_family})
@@ -87,8 +92,13 @@ def calibrate(
     before = load_calibration_data(store, compare_run) if compare_run is not None else None
     return build_report(
         data, compare=before, human_rule=human_rule, seed=seed, n_resamples=n_resamples, level=level,
-        interval=interval,
+        interval=interval, progress=None if progress is None else _after_loading(progress),
     )
+
+
+def _after_loading(progress: Callable[[str, int, int], None]) -> Callable[[str, int, int], None]:
+    """``progress`` with the loading step counted before the sections."""
+    return lambda step, done, total: progress(step, done + 1, total + 1)
 
 
 def _mapped(data: CalibrationData, text: str) -> CalibrationData:
@@ -110,6 +120,7 @@ def build_report(
     n_resamples: int = 2000,
     level: float = 0.95,
     interval: RaterScope = "raters",
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> CalibrationReport:
     """Compute every section of the calibration report from loaded data.
 
@@ -124,6 +135,8 @@ def build_report(
         n_resamples: Bootstrap resamples.
         level: Confidence level.
         interval: ``"raters"`` or ``"panel"`` (see :func:`calibrate`).
+        progress: Called as ``progress(section, done, total)`` before each section and once
+            at the end (``done == total``); ``None`` for none.
 
     Returns:
         A :class:`CalibrationReport`.
@@ -141,13 +154,17 @@ def build_report(
     analysis, design_note = analysis_set(data, opts)
     inputs = _Inputs(data, analysis, compare, opts)
     sections = _Sections()
-    for name, compute in _SECTIONS:
+    for done, (name, compute) in enumerate(_SECTIONS):
+        if progress is not None:
+            progress(name, done, len(_SECTIONS))
         try:
             sections.skipped += compute(inputs, sections)
         except ValueError as exc:
             # Data the statistics reject (e.g. every weight zero) skips the section, which keeps
             # its empty default, instead of failing the whole report.
             sections.skipped.append(f"{name}: {exc}")
+    if progress is not None:
+        progress("done", len(_SECTIONS), len(_SECTIONS))
     prov = provenance_note(data.provenance, judge_family=data.judge_family) if data.judge_family else None
     rubric = data.rubric
     return CalibrationReport(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import sys
 import time
 from types import FrameType
 
@@ -57,6 +59,9 @@ __all__ = ["mock_api_command"]
 @click.option("--cut-creates", default=0, type=click.IntRange(min=0),
               help="Carry out the next N OpenAI batch creates but cut their replies short.")
 @click.option("--hide-batch-inputs", is_flag=True, help="Neither serve batch input files nor keep their names.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the result as one JSON document on stdout; messages and progress go to stderr. "
+                   "Here: the addresses, on one line as soon as the server listens.")
 def mock_api_command(
     host: str,
     port: int,
@@ -82,6 +87,7 @@ def mock_api_command(
     short_output_reads: int | None = None,
     cut_creates: int = 0,
     hide_batch_inputs: bool = False,
+    as_json: bool = False,
 ) -> None:
     """Serve a local Anthropic- and OpenAI-compatible API backed by the fake judge, for dry runs.
 
@@ -118,9 +124,15 @@ def mock_api_command(
             limits = "".join(
                 f"; {name} {value:g}/min" for name, value in (("requests", rpm), ("tokens", tpm)) if value
             )
-            click.echo(f"Mock Anthropic API on {mock.base_url} ({judge!r}; fault rate {fault_rate:g}{limits})")
-            click.echo(f"  export ANTHROPIC_BASE_URL={mock.base_url} ANTHROPIC_API_KEY=mock")
-            click.echo(f"  export OPENAI_BASE_URL={mock.openai_base_url} OPENAI_API_KEY=mock  # --judge openai")
+            if as_json:  # one line, flushed: a script reads the address and goes on while the server runs
+                click.echo(json.dumps({"base_url": mock.base_url, "openai_base_url": mock.openai_base_url,
+                                       "judge": repr(judge), "fault_rate": fault_rate, "rpm": rpm, "tpm": tpm}))
+                sys.stdout.flush()
+            click.echo(f"Mock Anthropic API on {mock.base_url} ({judge!r}; fault rate {fault_rate:g}{limits})",
+                       err=as_json)
+            click.echo(f"  export ANTHROPIC_BASE_URL={mock.base_url} ANTHROPIC_API_KEY=mock", err=as_json)
+            click.echo(f"  export OPENAI_BASE_URL={mock.openai_base_url} OPENAI_API_KEY=mock  # --judge openai",
+                       err=as_json)
             if duration > 0:
                 time.sleep(duration)
             else:
@@ -129,7 +141,7 @@ def mock_api_command(
         except KeyboardInterrupt:
             pass
     summary = ", ".join(f"{k}={v}" for k, v in sorted(mock.counters.items())) or "no requests"
-    click.echo(f"Stopped. {summary}; batch requests billed={mock.batch_requests_billed}")
+    click.echo(f"Stopped. {summary}; batch requests billed={mock.batch_requests_billed}", err=as_json)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -16,7 +16,7 @@ from calibration.judges import DEFAULT_MODEL as JUDGE_DEFAULT_MODEL
 from calibration.judges import AnthropicJudge, FakeJudge, Judge, OpenAIJudge
 from calibration.runner._summary import RunInterrupted
 from calibration.spec import JudgeSpec, load_spec
-from judgelab.cli._util import echo_json, interrupted_exit
+from judgelab.cli._util import echo_json, interrupted_exit, quiet_option
 from labeler.errors import InputError, JudgeError
 
 __all__ = [
@@ -187,7 +187,7 @@ def run_options(func: Any) -> Any:
     """The runner's options, the same on every command that calls a judge (``probe``, ``score``, ``screen``).
 
     ``--batch``, ``--concurrency``, ``--max-retries``, ``--timeout``, ``--poll-interval``,
-    ``--base-url``, ``--resume``, ``--adopt-batch`` and ``--progress/--no-progress``.
+    ``--base-url``, ``--resume``, ``--adopt-batch`` and ``--quiet`` (``--progress/--no-progress``, hidden).
     """
     options: list[Callable[[Any], Any]] = [
         click.option("--batch", is_flag=True, help="Submit the calls as one batch (half price)."),
@@ -206,7 +206,10 @@ def run_options(func: Any) -> Any:
         click.option("--resume", "resume", default=None, metavar="RUN_ID",
                      help="Continue this interrupted run (a re-run of the same command does it too)."),
         adopt_batch_option,
-        click.option("--progress/--no-progress", default=None,
+        quiet_option,
+        # The older spelling, kept working for scripts (--no-progress is --quiet; --progress draws
+        # the bar even when stderr is not a terminal); --quiet is the one the help shows.
+        click.option("--progress/--no-progress", default=None, hidden=True,
                      help="Progress bar [default: when stderr is a terminal]."),
     ]
     for option in reversed(options):
@@ -215,8 +218,8 @@ def run_options(func: Any) -> Any:
 
 
 #: Options that steer one execution of a run and are not stored with it (the rest are, for the record).
-_STEERING = ("as_json", "progress", "db", "resume", "concurrency", "out", "poll_interval", "max_retries", "timeout",
-             "adopt_batches")
+_STEERING = ("as_json", "progress", "quiet", "db", "resume", "concurrency", "out", "poll_interval", "max_retries",
+             "timeout", "adopt_batches")
 
 
 def run_params(opts: dict[str, Any], *also: str) -> dict[str, Any]:
@@ -231,7 +234,8 @@ def runner_kwargs(opts: dict[str, Any], *also: str) -> dict[str, Any]:
     values, ``--out``, ``--judge`` and the options stored with the run (:func:`run_params`).
     """
     return {"evidence": opts["out"], "judge_kind": opts["judge_kind"], "resume": opts["resume"],
-            "concurrency": opts["concurrency"], "batch": opts["batch"], "progress": opts["progress"],
+            "concurrency": opts["concurrency"], "batch": opts["batch"],
+            "progress": False if opts.get("quiet") else opts["progress"],
             "poll_interval": opts["poll_interval"], "adopt_batches": opts["adopt_batches"],
             "params": run_params(opts, *also)}
 

@@ -78,14 +78,36 @@ def png_option(help_text: str) -> Callable[[F], F]:
     return decorate
 
 
+#: The one help of ``--json``, the same on every command.
+JSON_HELP = "Print the result as one JSON document on stdout; messages and progress go to stderr."
+
+
 def json_option(func: F) -> F:
-    """``--json``: print the result as JSON on stdout instead of a table."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
+    """``--json``: the result as one JSON document on stdout, every other line on stderr.
+
+    Every command takes it (a test walks them all), so a script reads any command's stdout with
+    one ``json.loads``. Errors stay one line on stderr and exit code 2, as without ``--json``.
+    """
+    return click.option("--json", "as_json", is_flag=True, help=JSON_HELP)(func)
+
+
+#: The one help of ``--quiet``, on every command that shows a progress bar.
+QUIET_HELP = "No progress bar (there is none either when stderr is not a terminal)."
+
+
+def quiet_option(func: F) -> F:
+    """``--quiet``/``-q``: no progress bar on a command that shows one."""
+    return click.option("--quiet", "-q", "quiet", is_flag=True, help=QUIET_HELP)(func)
 
 
 def echo_json(payload: Any) -> None:
     """Print ``payload`` as indented JSON (NaN becomes null)."""
     click.echo(json.dumps(payload, indent=2, default=str, allow_nan=False))
+
+
+def say(text: str, *, as_json: bool) -> None:
+    """A line for people: on stdout, or on stderr when stdout carries the ``--json`` document."""
+    click.echo(text, err=as_json)
 
 
 class JudgelabGroup(click.Group):

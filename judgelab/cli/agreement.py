@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from calibration.vote_agreement import vote_agreement
+from judgelab.cli._raters import RaterSelection, raters_option
 from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.errors import InputError
 from labeler.exports import export_table
@@ -13,11 +14,10 @@ from labeler.store import Store
 
 @click.command()
 @click.option("--judge-model", required=True, help="The judge whose pairwise judgements are compared.")
-@click.option("--raters", "rater_prefix", default=None,
-              help="Only raters whose name starts with this (MT-Bench: expert) [default: every rater].")
+@raters_option("Only these raters' pair labels (MT-Bench's experts: 'expert*').")
 @json_option
 @db_option
-def agreement(judge_model: str, rater_prefix: str | None, as_json: bool, db: str | None) -> None:
+def agreement(judge_model: str, raters: RaterSelection, as_json: bool, db: str | None) -> None:
     """Agreement of a judge's pairwise verdicts with human pair labels, per turn, with and without ties.
 
     Counted as FastChat's compute_agreement.py counts it: the judge's two shown orders make one
@@ -26,14 +26,20 @@ def agreement(judge_model: str, rater_prefix: str | None, as_json: bool, db: str
     comparison with a tie. Import MT-Bench's files with `judgelab import ... --from mt-bench`.
     """
     store = Store(db)
-    result = vote_agreement(export_table(store, "judgements"), export_table(store, "pair_labels"),
-                            export_table(store, "answers"), judge_model=judge_model, rater_prefix=rater_prefix)
+    labels = export_table(store, "pair_labels")
+    if not raters.everyone and len(labels):
+        # Matched against the raters of the pair labels: imported ones (MT-Bench's) are not invited raters.
+        chosen = raters.pick(list(dict.fromkeys(labels["rater"].astype(str))), what="rater of a pair label",
+                              fix="see the rater column of `judgelab export pair_labels`.")
+        labels = labels[labels["rater"].astype(str).isin(chosen)]
+    result = vote_agreement(export_table(store, "judgements"), labels,
+                            export_table(store, "answers"), judge_model=judge_model)
     if not result.judge_items or not result.human_votes:
         raise InputError(f"no pairwise judgements by {judge_model!r} and human pair labels to compare"
-                         + (f" (raters starting {rater_prefix!r})" if rater_prefix else ""),
+                         + (f" (--raters {raters.text})" if not raters.everyone else ""),
                          fix="import both first (e.g. --from mt-bench), and check --judge-model and --raters.")
     if as_json:
-        echo_json({"judge_model": judge_model, "raters": rater_prefix, "judge_items": result.judge_items,
+        echo_json({"judge_model": judge_model, "raters": raters.text, "judge_items": result.judge_items,
                    "unparsed_items": result.unparsed_items, "human_votes": result.human_votes,
                    "rows": [r.to_json() for r in result.rows]})
         return

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from judgelab.admin import active_raters, assign_each_to_k, select_answers, task_order
-from judgelab.cli._util import db_option
+from judgelab.cli._raters import RaterSelection, raters_option
+from judgelab.cli._util import db_option, echo_json, json_option
 from labeler.errors import InputError
 from labeler.store import AssignmentRole, Store
 
@@ -30,8 +31,7 @@ def _tasks(value: str | None) -> tuple[str, str] | None:
 
 @click.command()
 @click.option("--k", "k", type=int, default=1, show_default=True, help="Raters per answer.")
-@click.option("--rater", "raters", multiple=True,
-              help="A rater to choose from (repeat it); default: every active rater who is not an admin.")
+@raters_option("The raters to give answers to, among the active raters who are not admins.")
 @click.option("--category", "categories", multiple=True, help="Only answers to tasks of this category (repeat it).")
 @click.option("--variant", "variants", multiple=True, default=("original",), show_default=True,
               help="Only answers of this variant (repeat it).")
@@ -40,19 +40,17 @@ def _tasks(value: str | None) -> tuple[str, str] | None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Makes the choice and queue orders reproducible.")
 @click.option("--rubric", default=None, help="ID:VERSION to label against [default: the newest rubric].")
 @db_option
+@json_option
 def assign(
-    k: int, raters: tuple[str, ...], categories: tuple[str, ...], variants: tuple[str, ...],
+    k: int, raters: RaterSelection, categories: tuple[str, ...], variants: tuple[str, ...],
     families: tuple[str, ...], task_range: str | None, seed: int, rubric: str | None, db: str | None,
+    as_json: bool,
 ) -> None:
     """Give each selected answer to exactly K raters (running it again adds only what is missing)."""
     store: AssignmentRole = Store(db)
     pool = active_raters(store)
-    if raters:
-        unknown = sorted(set(raters) - set(pool["name"]))
-        if unknown:
-            raise InputError(f"no active rater named {', '.join(map(repr, unknown))}",
-                             fix="see `judgelab raters list`.")
-        pool = pool[pool["name"].isin(raters)]
+    if not raters.everyone:
+        pool = pool[pool["name"].isin(raters.pick(pool["name"].astype(str).tolist(), what="active rater"))]
     if pool.empty:
         raise InputError("there are no active raters to assign to", fix="invite one with `judgelab raters add NAME`.")
     chosen = select_answers(store.answer_catalog(), categories=categories, variants=variants,
@@ -61,6 +59,11 @@ def assign(
                                seed=seed, rubric=_rubric(rubric))
     # Raters by name, as `judgelab raters list` and the app show them (their ids mean nothing to an admin).
     names = {int(r): str(n) for r, n in zip(pool["rater_id"], pool["name"], strict=True)}
+    if as_json:
+        echo_json({"answers": len(chosen), "k": k, "raters": sorted(names.values()),
+                   "added": {names.get(r, str(r)): n for r, n in sorted(summary.added.items())},
+                   "already": summary.already, "items": summary.items})
+        return
     click.echo(f"{len(chosen)} answers to {k} of {len(pool)} raters each: {summary.describe(names)}")
 
 

@@ -25,7 +25,8 @@ from calibration.calibrate import (
 from calibration.loop import parts_read_line, revalidation_note
 from calibration.numbers import estimate, num, pct
 from calibration.report import render_json, turn_lines, write_report
-from judgelab.cli._util import db_option, echo_json, json_option, png_option
+from judgelab.cli._progress import progress_bar
+from judgelab.cli._util import db_option, echo_json, json_option, png_option, quiet_option
 from labeler.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,6 +87,7 @@ def _run_option(func: F) -> F:
                    "(low to low, high to high) or every judge level's value, e.g. 1=0,2=0,...,10=2.")
 @_seed_option
 @_resamples_option
+@quiet_option
 def calibrate_command(
     db: str | None,
     run_id: str | None,
@@ -99,24 +101,29 @@ def calibrate_command(
     scale_map: str | None,
     seed: int,
     resamples: int,
+    quiet: bool,
 ) -> None:
     """Write the calibration report of a judge run.
 
     Residuals and self-preference gap per family, kappa, alpha, PPI, probe results and format
     diagnostics.
 
-    With --json the report is also written next to --out as JSON and printed on stdout.
+    The report is always written to --out (Markdown). With --json it is also printed on stdout
+    as one JSON document, and written beside --out as the same JSON (FILE.json); the files
+    written are then named on stderr.
     """
     store = Store(db)
-    report = calibrate(
-        store, run_id, compare_run=compare_run, human_rule=human_rule,  # type: ignore[arg-type]
-        seed=seed, n_resamples=resamples, interval=interval, judge_family=judge_family,  # type: ignore[arg-type]
-        scale_map=scale_map,
-    )
-    json_path = Path(out).with_suffix(".json") if as_json else None
-    written = write_report(report, out, png=png, json_path=json_path)
+    with progress_bar(quiet, "calibrate") as hook:
+        report = calibrate(
+            store, run_id, compare_run=compare_run, human_rule=human_rule,  # type: ignore[arg-type]
+            seed=seed, n_resamples=resamples, interval=interval, judge_family=judge_family,  # type: ignore[arg-type]
+            scale_map=scale_map, progress=hook,
+        )
+        written = write_report(report, out, png=png, json_path=Path(out).with_suffix(".json") if as_json else None)
     if as_json:
         click.echo(render_json(report))
+        for path in written:
+            click.echo(f"wrote {path}", err=True)
         return
     banner = report.labels.banner()
     click.echo("".join(f"{line}\n" for line in _warnings(banner, revalidation_note(store, report.run_id))), nl=False)
@@ -181,9 +188,10 @@ def _how(short: str, unreliable: str | None) -> str:
 @_human_rule_option
 @_seed_option
 @_resamples_option
+@quiet_option
 def formats_command(
     db: str | None, run_id: str | None, as_json: bool, reference: str, human_rule: str, seed: int,
-    resamples: int,
+    resamples: int, quiet: bool,
 ) -> None:
     """Format diagnostics of a judge run.
 
@@ -191,9 +199,14 @@ def formats_command(
     D/top-1 against a reference, parse rate, and the four quantities a judge-based pipeline should
     report.
     """
-    data = load_calibration_data(Store(db), run_id)
-    opts = ReportOptions(human_rule=human_rule, seed=seed, n_resamples=resamples)  # type: ignore[arg-type]
-    rows, skipped = format_rows(data, reference=reference, opts=opts)
+    with progress_bar(quiet, "formats") as hook:
+        if hook is not None:
+            hook("loading the run", 0, 2)
+        data = load_calibration_data(Store(db), run_id)
+        if hook is not None:
+            hook("format diagnostics", 1, 2)
+        opts = ReportOptions(human_rule=human_rule, seed=seed, n_resamples=resamples)  # type: ignore[arg-type]
+        rows, skipped = format_rows(data, reference=reference, opts=opts)
     banner = data.label_summary.banner() if reference == "human" else None
     if as_json:
         echo_json(jsonable({

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from judgelab.cli._util import JudgelabGroup, echo_json, json_option
+from judgelab.cli._progress import progress_bar
+from judgelab.cli._util import JudgelabGroup, echo_json, json_option, quiet_option
 
 
 @click.group(cls=JudgelabGroup)
@@ -18,7 +19,8 @@ def db() -> None:
 @click.option("--batch-rows", type=click.IntRange(min=1), default=None, metavar="N",
               help="Rows read and written at a time (memory holds one page) [default: 5000].")
 @json_option
-def db_copy(src: str, dst: str, batch_rows: int | None, as_json: bool) -> None:
+@quiet_option
+def db_copy(src: str, dst: str, batch_rows: int | None, as_json: bool, quiet: bool) -> None:
     """Copy every table of the project at SRC into the empty database DST, ids and all.
 
     SRC and DST are each a DuckDB file or a postgresql:// URL, in either direction. Raters keep
@@ -31,7 +33,15 @@ def db_copy(src: str, dst: str, batch_rows: int | None, as_json: bool) -> None:
     # Imported here: the store pulls in DuckDB and pandas, which `judgelab --help` never needs.
     from labeler.store import BATCH_ROWS, copy_project
 
-    summary = copy_project(src, dst, batch_rows=batch_rows or BATCH_ROWS)
+    with progress_bar(quiet, "db copy") as hook:
+        done: list[str] = []
+
+        def on_table(table: str, rows: int) -> None:
+            done.append(table)
+            if hook is not None:  # the number of tables is known only to the copy: no total
+                hook(f"{table} ({rows:,} rows)", len(done), 0)
+
+        summary = copy_project(src, dst, batch_rows=batch_rows or BATCH_ROWS, on_table=on_table)
     if as_json:
         echo_json({"source": summary.source, "destination": summary.destination, "tables": summary.tables,
                    "rows": summary.rows, "seconds": summary.seconds})

@@ -32,7 +32,9 @@ from calibration.design import (
     draw_design,
 )
 from calibration.stats import RaterScope
-from judgelab.cli._util import db_option, echo_json, json_option
+from judgelab.cli._progress import progress_bar
+from judgelab.cli._raters import RaterSelection, raters_option
+from judgelab.cli._util import db_option, echo_json, json_option, quiet_option
 from labeler.errors import InputError
 from labeler.store import DesignRole, Store
 
@@ -49,18 +51,21 @@ def _parse_strata(text: str) -> list[Any]:
     return names
 
 
-def _parse_raters(text: str | None, store: DesignRole) -> tuple[int | list[str] | None, int]:
-    """``(what apply_design takes, how many raters share the work)``."""
-    if text is None:
-        frame = store.raters()
+def _parse_raters(raters: RaterSelection, store: DesignRole) -> tuple[int | list[str] | None, int]:
+    """``(what apply_design takes, how many raters share the work)``.
+
+    ``all`` is every active non-admin rater; a count plans for that many (who need not be
+    invited yet; ``--apply`` takes the least busy); names and patterns are matched against the
+    active raters.
+    """
+    if raters.count is not None:
+        return raters.count, raters.count
+    frame = store.raters()
+    if raters.everyone:
         count = int(((frame["role"] == "rater") & frame["active"]).sum()) if len(frame) else 0
         return None, count
-    text = text.strip()
-    if text.isdigit():
-        return int(text), int(text)
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise InputError("--raters is empty", fix="pass a count (5) or names (alice,bob).")
+    pool = frame.loc[frame["active"].astype(bool), "name"].astype(str).tolist() if len(frame) else []
+    names = raters.pick(pool, what="active rater")
     return names, len(names)
 
 
@@ -214,29 +219,35 @@ def _print_batch(batch: ActiveBatch, applied: pd.DataFrame | None) -> None:
 
 
 def _run_active(store: DesignRole, options: dict[str, Any], rater_arg: int | list[str] | None, n_raters: int,
-                do_apply: bool, as_json: bool, *, interval: RaterScope) -> None:
+                do_apply: bool, as_json: bool, *, interval: RaterScope, quiet: bool = True) -> None:
     """``--active``: the open design's status, and its next batch (drawn, and applied with --apply)."""
-    status = active_status(store, interval=interval)
     batch = None
     applied = None
     reassigned = None
-    finished = status is not None and status.state not in ("labelling", "ready")
-    if status is None or options["new"] or status.state == "ready" or (finished and options["target_half_width"]):
-        batch = draw_active_batch(store, **options)
-        if do_apply:
-            who: int | list[str] = rater_arg if rater_arg is not None else max(n_raters, 1)
-            applied = apply_active_batch(store, batch, who, rng=options["seed"])
-            status = active_status(store, interval=interval)
-    elif do_apply and status is not None and status.state == "labelling" and status.batches["stranded"].any():
-        # The batch's answers whose raters were revoked go to active raters; its draw stays.
-        who = rater_arg if rater_arg is not None else max(n_raters, 1)
-        reassigned = reassign_active_batch(store, who, rng=options["seed"])
+    with progress_bar(quiet, "design --active") as hook:
+        step = hook or _no_progress
+        step("reading the open design", 0, 3)
         status = active_status(store, interval=interval)
-    elif do_apply:
-        assert status is not None
-        fix = ("finish labelling the batch first." if status.state == "labelling"
-               else "stop here, or start a new design with --new --target-half-width.")
-        raise InputError(status.message, fix=fix)
+        finished = status is not None and status.state not in ("labelling", "ready")
+        if status is None or options["new"] or status.state == "ready" or (finished and options["target_half_width"]):
+            step("drawing the next batch", 1, 3)
+            batch = draw_active_batch(store, **options)
+            if do_apply:
+                step("assigning it", 2, 3)
+                who: int | list[str] = rater_arg if rater_arg is not None else max(n_raters, 1)
+                applied = apply_active_batch(store, batch, who, rng=options["seed"])
+                status = active_status(store, interval=interval)
+        elif do_apply and status is not None and status.state == "labelling" and status.batches["stranded"].any():
+            # The batch's answers whose raters were revoked go to active raters; its draw stays.
+            step("reassigning", 2, 3)
+            who = rater_arg if rater_arg is not None else max(n_raters, 1)
+            reassigned = reassign_active_batch(store, who, rng=options["seed"])
+            status = active_status(store, interval=interval)
+        elif do_apply:
+            assert status is not None
+            fix = ("finish labelling the batch first." if status.state == "labelling"
+                   else "stop here, or start a new design with --new --target-half-width.")
+            raise InputError(status.message, fix=fix)
     if as_json:
         echo_json({
             "status": None if status is None else _status_payload(status),
@@ -261,6 +272,10 @@ def _run_active(store: DesignRole, options: dict[str, Any], rater_arg: int | lis
         forecast = active_saving(store, status.design_id)
         if forecast is not None:
             click.echo(forecast.headline)
+
+
+def _no_progress(step: str, done: int, total: int) -> None:
+    """No bar (``--quiet``, or stderr is not a terminal)."""
 
 
 def _saving_payload(store: DesignRole, status: ActiveStatus | None) -> dict[str, Any] | None:
@@ -312,8 +327,8 @@ def _status_payload(status: ActiveStatus) -> dict[str, Any]:
               help="How the budget is spread over strata.")
 @click.option("--overlap", type=click.FloatRange(0.0, 1.0), default=0.2, show_default=True,
               help="Share of the sample labelled by two raters (for inter-rater reliability).")
-@click.option("--raters", default=None,
-              help="A count or comma-separated names [default: the active raters].")
+@raters_option("Who shares the labelling (a count plans for raters not yet invited; --apply gives the work "
+               "to them).", count=True)
 @click.option("--judge-run", default=None,
               help="Judge run whose scores bin the answers [default: the newest].")
 @click.option("--minutes-per-label", type=float, default=None,
@@ -356,6 +371,7 @@ def _status_payload(status: ActiveStatus) -> dict[str, Any]:
 @click.option("--apply", "do_apply", is_flag=True,
               help="Store the design (or the next active batch) and create the raters' assignments.")
 @json_option
+@quiet_option
 def design(
     db: str | None,
     n: int | None,
@@ -363,7 +379,7 @@ def design(
     strata: str,
     allocation: str,
     overlap: float,
-    raters: str | None,
+    raters: RaterSelection,
     judge_run: str | None,
     minutes_per_label: float | None,
     hours_per_day: float,
@@ -384,6 +400,7 @@ def design(
     interval: str,
     do_apply: bool,
     as_json: bool,
+    quiet: bool,
 ) -> None:
     """Plan the hand-label sample: strata, allocation, precision, hours; --apply assigns it.
 
@@ -410,7 +427,7 @@ def design(
             "disagreement": disagreement, "minutes_per_label": minutes_per_label, "new": new_active, "seed": seed,
         }
         _run_active(store, options, rater_arg, n_raters, do_apply, as_json,
-                    interval="panel" if interval == "panel" else "raters")
+                    interval="panel" if interval == "panel" else "raters", quiet=quiet)
         return
     if (n is None) == (budget_hours is None):
         raise click.UsageError("give exactly one of --n or --budget-hours")
@@ -419,33 +436,37 @@ def design(
     store = Store(db)
     stratifiers = _parse_strata(strata)
     rater_arg, n_raters = _parse_raters(raters, store)
-    drawn = draw_design(
-        store,
-        n=n,
-        budget_hours=budget_hours,
-        run_id=judge_run,
-        variant=None if variant == "all" else variant,
-        minutes_per_label=minutes_per_label,
-        allocation=allocation,  # type: ignore[arg-type]  # click.Choice checked it
-        strata=stratifiers,
-        paired=True if paired is None else paired,
-        overlap=overlap,
-        judge_bins=judge_bins,
-        length_bins=length_bins,
-        disagreement=disagreement,
-        rho=rho,
-        kappa=kappa,
-        raters=n_raters,
-        hours_per_rater_per_day=hours_per_day,
-        target_half_width=target_half_width,
-        min_gap=min_gap,
-        seed=seed,
-    )
-    plan, info = drawn.design, drawn.pool_info
-    applied = None
-    if do_apply:
-        who: int | list[str] = rater_arg if rater_arg is not None else max(n_raters, 1)
-        applied = apply_design(store, plan, who, rng=seed, rubric=drawn.judge_rubric)
+    with progress_bar(quiet, "design") as hook:
+        step = hook or _no_progress
+        step("drawing the sample", 0, 2 if do_apply else 1)
+        drawn = draw_design(
+            store,
+            n=n,
+            budget_hours=budget_hours,
+            run_id=judge_run,
+            variant=None if variant == "all" else variant,
+            minutes_per_label=minutes_per_label,
+            allocation=allocation,  # type: ignore[arg-type]  # click.Choice checked it
+            strata=stratifiers,
+            paired=True if paired is None else paired,
+            overlap=overlap,
+            judge_bins=judge_bins,
+            length_bins=length_bins,
+            disagreement=disagreement,
+            rho=rho,
+            kappa=kappa,
+            raters=n_raters,
+            hours_per_rater_per_day=hours_per_day,
+            target_half_width=target_half_width,
+            min_gap=min_gap,
+            seed=seed,
+        )
+        plan, info = drawn.design, drawn.pool_info
+        applied = None
+        if do_apply:
+            step("assigning it", 1, 2)
+            who: int | list[str] = rater_arg if rater_arg is not None else max(n_raters, 1)
+            applied = apply_design(store, plan, who, rng=seed, rubric=drawn.judge_rubric)
     if as_json:
         echo_json(_payload(drawn, applied))
     else:

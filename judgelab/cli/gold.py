@@ -61,17 +61,26 @@ def _describe(settings: QualitySettings) -> str:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @_settings_options
 @db_option
-def gold_import(file: str, db: str | None, **given: object) -> None:
+@json_option
+def gold_import(file: str, db: str | None, as_json: bool, **given: object) -> None:
     """Import gold items and attention checks (id, prompt, text, score or low/high, kind, explanation)."""
     store: QualityRole = Store(db)
     summary = import_quality_file(store, file)
     settings, added = _apply(store, given)
+    gap = gold_length_gap(store)
+    warning = gap.warning() if gap is not None and gap.telling else None
+    if as_json:
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
+        echo_json({"file": file, "added": dict(summary.added), "unchanged": dict(summary.unchanged),
+                   "notes": list(summary.notes), "warnings": [*summary.warnings, *([warning] if warning else [])],
+                   "settings": dataclasses.asdict(settings), "queued": {str(k): v for k, v in added.items()}})
+        return
     click.echo(f"{file}: {summary}")
     click.echo(f"settings: {_describe(settings)}; {sum(added.values())} quality item(s) added to "
                f"{len(added)} rater queue(s)")
-    gap = gold_length_gap(store)
-    if gap is not None and gap.telling:
-        click.echo(f"warning: {gap.warning()}", err=True)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
 
 
 @gold.command("settings")
@@ -105,7 +114,8 @@ def gold_list(db: str | None, as_json: bool) -> None:
 @gold.command("export")
 @click.option("--out", required=True, help="CSV, JSONL or Parquet file to write.")
 @db_option
-def gold_export(out: str, db: str | None) -> None:
+@json_option
+def gold_export(out: str, db: str | None, as_json: bool) -> None:
     """Export every rater label of a gold item or attention check, marked as such."""
     fmt = Path(out).suffix.lower().lstrip(".")
     if fmt not in EXPORT_FORMATS:
@@ -113,6 +123,9 @@ def gold_export(out: str, db: str | None) -> None:
     frame = quality_export(Store(db))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_bytes(table_bytes(frame, fmt))  # type: ignore[arg-type]  # checked above
+    if as_json:
+        echo_json({"out": out, "file_format": fmt, "rows": len(frame)})
+        return
     click.echo(f"wrote {len(frame)} gold and attention label(s) to {out}")
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import click
 
 from calibration.loop import HELD_OUT, TUNING, compare_runs, disagreements, render_compare, render_disagreements
-from judgelab.cli._util import db_option, echo_json, json_option
+from judgelab.cli._progress import progress_bar
+from judgelab.cli._util import db_option, echo_json, json_option, quiet_option
 from labeler.store import Store
 
 
@@ -35,8 +36,9 @@ def _part(held_out: bool, every: bool) -> str:
 @click.option("--resamples", type=click.IntRange(min=10), default=2000, show_default=True,
               help="Bootstrap resamples per interval.")
 @json_option
+@quiet_option
 def compare_command(db: str | None, runs: tuple[str, ...], held_out: bool, every: bool, seed: int, resamples: int,
-                    as_json: bool) -> None:
+                    as_json: bool, quiet: bool) -> None:
     """Compare two judge versions on the same labelled answers, paired.
 
     Change in pass/fail agreement (with McNemar's exact test), kappa, the absolute residual per
@@ -45,8 +47,9 @@ def compare_command(db: str | None, runs: tuple[str, ...], held_out: bool, every
     """
     if len(runs) != 2:
         raise click.UsageError(f"give --judge-run exactly twice (A, then B); got {len(runs)}")
-    report = compare_runs(Store(db), runs[0], runs[1], part=_part(held_out, every),  # type: ignore[arg-type]
-                          seed=seed, n_resamples=resamples)
+    with progress_bar(quiet, "compare: paired bootstrap"):
+        report = compare_runs(Store(db), runs[0], runs[1], part=_part(held_out, every),  # type: ignore[arg-type]
+                              seed=seed, n_resamples=resamples)
     if as_json:
         echo_json(report.to_dict())
         return
@@ -71,8 +74,10 @@ def compare_command(db: str | None, runs: tuple[str, ...], held_out: bool, every
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the held-out split, when the project has none yet.")
 @json_option
+@quiet_option
 def disagreements_command(db: str | None, run_id: str | None, held_out: bool, every: bool, unblind: bool,
-                          per_turn: bool, top: int, csv_path: str | None, seed: int, as_json: bool) -> None:
+                          per_turn: bool, top: int, csv_path: str | None, seed: int, as_json: bool,
+                          quiet: bool) -> None:
     """The answers where a judge run and the people part most, and its confusion matrices.
 
     Ranked by the absolute difference of judge and people (the raters' mean), each with the
@@ -81,8 +86,9 @@ def disagreements_command(db: str | None, run_id: str | None, held_out: bool, ev
     rates with exact intervals. --per-turn ranks the turns of conversations instead (the text
     and --csv list turns; --json adds "turns" to the answers).
     """
-    result = disagreements(Store(db), run_id, part=_part(held_out, every), unblind=unblind,  # type: ignore[arg-type]
-                           seed=seed, per_turn=per_turn)
+    with progress_bar(quiet, "disagreements"):
+        result = disagreements(Store(db), run_id, part=_part(held_out, every),  # type: ignore[arg-type]
+                               unblind=unblind, seed=seed, per_turn=per_turn)
     if csv_path:
         result.csv_frame().to_csv(csv_path, index=False)
     if as_json:

@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 from calibration.panel import load_panel, panel_analysis, panel_json, render_markdown, write_png
-from judgelab.cli._util import db_option, echo_json, json_option
+from judgelab.cli._progress import progress_bar
+from judgelab.cli._util import db_option, echo_json, json_option, png_option, quiet_option
 from labeler.store import Store
 
 
@@ -21,23 +22,28 @@ from labeler.store import Store
 @click.option("--judge-run", "run_ids", multiple=True, metavar="ID",
               help="A judge run of the panel (repeat it) [default: every run with pointwise judgements].")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the markdown here.")
-@click.option("--png", type=click.Path(dir_okay=False), default=None,
-              help="Write the residual matrix as a heatmap PNG.")
+@png_option("Write the residual matrix as a heatmap PNG.")
 @json_option
 @click.option("--no-kappa", is_flag=True, help="Skip kappa (its jackknife is the slowest part).")
+@quiet_option
 def panel_command(db: str | None, run_ids: tuple[str, ...], out: str | None, png: str | None, as_json: bool,
-                  no_kappa: bool) -> None:
+                  no_kappa: bool, quiet: bool) -> None:
     """Read a panel of judges against the same human labels.
 
     Residual matrix (judge x answer family), each judge's self-bias and family-bias controlled for
     the human score, the juries (mean of all judges; mean of the judges of other families) and
     which judge agrees with people best.
     """
-    data = load_panel(Store(db), list(run_ids))
-    try:
-        result = panel_analysis(data.frame, scale=data.scale, kappa=not no_kappa)
-    except ValueError as exc:  # the loader keeps this from happening; say it plainly if it does
-        raise click.ClickException(str(exc)) from exc
+    with progress_bar(quiet, "panel") as hook:
+        if hook is not None:
+            hook("loading the runs", 0, 2)
+        data = load_panel(Store(db), list(run_ids))
+        if hook is not None:
+            hook("residuals, biases, juries" + ("" if no_kappa else ", kappa"), 1, 2)
+        try:
+            result = panel_analysis(data.frame, scale=data.scale, kappa=not no_kappa)
+        except ValueError as exc:  # the loader keeps this from happening; say it plainly if it does
+            raise click.ClickException(str(exc)) from exc
     text = render_markdown(result, data)
     if out:
         Path(out).write_text(text, encoding="utf-8")

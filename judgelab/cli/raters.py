@@ -38,13 +38,19 @@ def _expires_note(expires_at: object) -> None:
 @click.option("--email", default=None, help="Let this rater also sign in with the project's provider as this address.")
 @click.option("--base-url", default=None, help=_BASE_URL_HELP)
 @new_db_option
+@json_option
 def raters_add(name: str, admin: bool, expires: str | None, email: str | None, base_url: str | None,
-               db: str | None) -> None:
+               db: str | None, as_json: bool) -> None:
     """Invite a rater and print their link (shown once; only a hash is stored)."""
     store = Store(db)
     invite = invite_rater(store, name, admin=admin, base=base_url, expires=expires)
     if email:
         store.set_rater_email(invite.rater.name, email)
+    if as_json:
+        echo_json({"name": invite.rater.name, "role": invite.rater.role, "link": invite.link,
+                   "expires_at": None if invite.expires_at is None else f"{invite.expires_at:%Y-%m-%dT%H:%M:%S}Z",
+                   "email": email.strip().lower() if email else None})
+        return
     click.echo(f"{invite.rater.name} ({invite.rater.role}): {invite.link}")
     _expires_note(invite.expires_at)
 
@@ -70,10 +76,11 @@ def raters_list(db: str | None, as_json: bool) -> None:
 @raters.command("revoke")
 @click.argument("name")
 @db_option
-def raters_revoke(name: str, db: str | None) -> None:
+@json_option
+def raters_revoke(name: str, db: str | None, as_json: bool) -> None:
     """Revoke a rater's link; their labels stay."""
     Store(db).revoke_rater(name)
-    click.echo(f"revoked {name}")
+    _done({"name": name, "state": "revoked"}, f"revoked {name}", as_json)
 
 
 @raters.command("reissue")
@@ -81,12 +88,19 @@ def raters_revoke(name: str, db: str | None) -> None:
 @click.option("--expires", default=None, metavar="DURATION", help=_EXPIRES_HELP)
 @click.option("--base-url", default=None, help=_BASE_URL_HELP)
 @db_option
-def raters_reissue(name: str, expires: str | None, base_url: str | None, db: str | None) -> None:
+@json_option
+def raters_reissue(name: str, expires: str | None, base_url: str | None, db: str | None, as_json: bool) -> None:
     """Give a rater a new link (the old one stops working)."""
     store = Store(db)
-    click.echo(f"{name}: {reissue_link(store, name, base=base_url, expires=expires)}")
+    link = reissue_link(store, name, base=base_url, expires=expires)
     until = store.raters().set_index("name").loc[name, "expires_at"]
-    _expires_note(None if pd.isna(until) else until)
+    until = None if pd.isna(until) else until
+    if as_json:
+        echo_json({"name": name, "link": link,
+                   "expires_at": None if until is None else f"{until:%Y-%m-%dT%H:%M:%S}Z"})
+        return
+    click.echo(f"{name}: {link}")
+    _expires_note(until)
 
 
 @raters.command("email")
@@ -136,19 +150,30 @@ def raters_quality(db: str | None, as_json: bool) -> None:
 @click.option("--reason", default="", help="Why (shown to admins, not to the rater).")
 @click.option("--exclude-labels", is_flag=True, help="Leave this rater's labels out of calibration while paused.")
 @db_option
-def raters_pause(name: str, reason: str, exclude_labels: bool, db: str | None) -> None:
+@json_option
+def raters_pause(name: str, reason: str, exclude_labels: bool, db: str | None, as_json: bool) -> None:
     """Hold back a rater's live items (nothing is deleted; their page says they are paused)."""
     Store(db).pause_rater(name, reason=reason, exclude_labels=exclude_labels)
-    click.echo(f"paused {name}" + ("; their labels are left out of calibration" if exclude_labels else ""))
+    _done({"name": name, "state": "paused", "reason": reason, "labels_excluded": exclude_labels},
+          f"paused {name}" + ("; their labels are left out of calibration" if exclude_labels else ""), as_json)
 
 
 @raters.command("resume")
 @click.argument("name")
 @db_option
-def raters_resume(name: str, db: str | None) -> None:
+@json_option
+def raters_resume(name: str, db: str | None, as_json: bool) -> None:
     """Give a paused rater their live items back (their labels count again)."""
     Store(db).resume_rater(name)
-    click.echo(f"resumed {name}")
+    _done({"name": name, "state": "active"}, f"resumed {name}", as_json)
+
+
+def _done(payload: dict[str, object], line: str, as_json: bool) -> None:
+    """What a change to one rater did: ``payload`` with ``--json``, else ``line``."""
+    if as_json:
+        echo_json(payload)
+    else:
+        click.echo(line)
 
 
 COMMANDS: list[click.Command] = [raters]

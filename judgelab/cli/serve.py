@@ -25,7 +25,7 @@ import click
 
 from judgelab.admin._common import BASE_URL_SETTING
 from judgelab.admin._signin import AUTH_ENV, Provider, admin_list, auth_section, provider_settings, redirect_uri
-from judgelab.cli._util import db_option, new_db_option
+from judgelab.cli._util import db_option, echo_json, json_option, new_db_option
 from labeler.errors import InputError
 from labeler.store import (
     DEFAULT_POOL_SIZE,
@@ -169,11 +169,22 @@ def _serve(db: Path | str, port: int, address: str, base: str, pool_size: int | 
     os.execve(command[0], command, env)
 
 
-def _announce(store: MaintenanceRole, address: str, port: int, base: str) -> None:
-    """Print where the app listens and the links it serves, and record ``base`` for new links."""
+def _announce(store: MaintenanceRole, address: str, port: int, base: str, *, as_json: bool = False,
+              extra: dict[str, Any] | None = None) -> None:
+    """Print where the app listens and the links it serves, and record ``base`` for new links.
+
+    With ``as_json`` the same facts are one JSON document on stdout (with ``extra``, e.g. the
+    demo's links), printed before the server starts, and the lines for people go to stderr.
+    """
     earlier = store.setting("project", BASE_URL_SETTING)
     if not store.read_only:
         store.set_setting("project", BASE_URL_SETTING, base)
+    if as_json:
+        echo_json({**(extra or {}), "db": store.shown, "read_only": store.read_only, "address": address,
+                   "port": port, "app": base, "rater_links": f"{base}/?t=<token>",
+                   "stale_links_for": earlier if earlier and earlier != base and not store.read_only else None})
+        click.echo("serving; Ctrl+C stops", err=True)
+        return
     click.echo(f"serving {store.shown}" + (" (read-only)" if store.read_only else ""))
     if store.read_only:
         click.echo("  read-only: the admin pages and exports work; raters are told rating is paused, and nothing "
@@ -192,23 +203,31 @@ def _announce(store: MaintenanceRole, address: str, port: int, base: str) -> Non
     click.echo("  Ctrl+C stops")
 
 
-def _sign_in(store: MaintenanceRole, provider: Provider | None, base: str) -> dict[str, Any] | None:
-    """Streamlit's ``[auth]`` section for ``provider`` (``None``: no sign-in), with what to tell the admin."""
+def _sign_in(store: MaintenanceRole, provider: Provider | None, base: str, *, err: bool = False
+             ) -> dict[str, Any] | None:
+    """Streamlit's ``[auth]`` section for ``provider`` (``None``: no sign-in), with what to tell the admin.
+
+    ``err``: the lines for the admin go to stderr (``--json`` keeps stdout for its document).
+    """
     if provider is None:
         return None
     if importlib.util.find_spec("authlib") is None:
         raise InputError("signing in needs Authlib, which is not installed",
                          fix="pip install 'judgelab[sso]', or leave the --oidc-* options out.")
     admins = admin_list(store)  # type: ignore[arg-type]
-    click.echo(f"  sign-in:     {provider.server_metadata_url}")
-    click.echo(f"               redirect URI to register with the provider: {redirect_uri(base)}")
-    click.echo(f"               admin list: {len(admins.emails)} e-mail(s), {len(admins.groups)} group(s) "
-               f"(claim {admins.group_claim!r}); a sign-in lasts {admins.session_seconds // 60} min")
+    lines = [
+        f"  sign-in:     {provider.server_metadata_url}",
+        f"               redirect URI to register with the provider: {redirect_uri(base)}",
+        f"               admin list: {len(admins.emails)} e-mail(s), {len(admins.groups)} group(s) "
+        f"(claim {admins.group_claim!r}); a sign-in lasts {admins.session_seconds // 60} min",
+    ]
     if not admins.emails and not admins.groups:
-        click.echo("  note: nobody is on the admin list yet: `judgelab admins allow EMAIL` (or --group NAME)")
+        lines.append("  note: nobody is on the admin list yet: `judgelab admins allow EMAIL` (or --group NAME)")
     if provider.cookie_secret_made:
-        click.echo("  note: sign-ins end when this server stops (no --oidc-cookie-secret; "
-                   "set JUDGELAB_OIDC_COOKIE_SECRET to keep them across restarts)")
+        lines.append("  note: sign-ins end when this server stops (no --oidc-cookie-secret; "
+                     "set JUDGELAB_OIDC_COOKIE_SECRET to keep them across restarts)")
+    for line in lines:
+        click.echo(line, err=err)
     return auth_section(provider, base)
 
 
@@ -255,13 +274,16 @@ _BASE_URL_HELP = ("The address raters open, used in every link (behind a reverse
                    "under the server's max_connections minus its reserved ones.")
 @oidc_options
 @db_option
+@json_option
 def serve(port: int | None, address: str, base_url: str | None, pool_size: int | None, db: str | None,
           oidc_file: str | None, oidc_metadata_url: str | None, oidc_client_id: str | None,
-          oidc_client_secret: str | None, oidc_cookie_secret: str | None, oidc_scope: str | None) -> None:
+          oidc_client_secret: str | None, oidc_cookie_secret: str | None, oidc_scope: str | None,
+          as_json: bool) -> None:
     """Start the rater app on the project database.
 
     With --oidc-metadata-url (and a client id and secret) admins sign in with that OpenID Connect
-    provider; who is an admin is `judgelab admins` (docs/admins/sign-in.md).
+    provider; who is an admin is `judgelab admins` (docs/admins/sign-in.md). With --json, where it
+    serves is one JSON document on stdout, printed before the server starts.
     """
     if pool_size is not None:
         os.environ[POOL_SIZE_ENV] = str(pool_size)  # this process's own pool too (the migration check)
@@ -271,8 +293,8 @@ def serve(port: int | None, address: str, base_url: str | None, pool_size: int |
     store: MaintenanceRole = Store(db)
     port = choose_port(address, port)
     base = serving_url(address, port, base_url)
-    _announce(store, address, port, base)
-    sign_in = _sign_in(store, provider, base)
+    _announce(store, address, port, base, as_json=as_json)
+    sign_in = _sign_in(store, provider, base, err=as_json)
     _serve(store.location, port, address, base, pool_size, sign_in)
 
 
@@ -282,11 +304,15 @@ def serve(port: int | None, address: str, base_url: str | None, pool_size: int |
 @click.option("--base-url", envvar="JUDGELAB_BASE_URL", default=None, help=_BASE_URL_HELP)
 @click.option("--no-serve", is_flag=True, help="Build the demo database and print the links only.")
 @new_db_option
-def demo(port: int | None, address: str, base_url: str | None, no_serve: bool, db: str | None) -> None:
+@json_option
+def demo(port: int | None, address: str, base_url: str | None, no_serve: bool, db: str | None,
+         as_json: bool) -> None:
     """Build a fresh demo database from the bundled examples and start the app on it.
 
     The links it prints point at the server it starts: on ``--port`` (refused at once if
     busy), else on 8501 or the next free port. A demo that fails part-way leaves no database.
+    With --json the database, its summary and the links are one JSON document on stdout,
+    printed before the server starts.
     """
     from judgelab.demo import build_demo_file
 
@@ -299,12 +325,22 @@ def demo(port: int | None, address: str, base_url: str | None, no_serve: bool, d
     folder = None if db else Path(tempfile.mkdtemp(prefix="judgelab-demo-"))
     path = resolve_db_path(db) if db else Path(folder or ".") / "demo.duckdb"
     result = build_demo_file(path, base_url=base, remove_folder=folder)
+    store: MaintenanceRole = Store(path)
+    if as_json:
+        links = {"demo_db": str(path), "summary": list(result.summary_lines), "rater_link": result.rater_url,
+                 "admin_link": result.admin_url}
+        if no_serve:
+            store.set_setting("project", BASE_URL_SETTING, base)
+            echo_json({**links, "serving": False, "port": port, "app": base})
+            return
+        _announce(store, address, port, base, as_json=True, extra={**links, "serving": True})
+        _serve(path, port, address, base)
+        return
     click.echo(f"demo database: {path}")
     for line in result.summary_lines:
         click.echo(f"  {line}")
     click.echo(f"rater link: {result.rater_url}")
     click.echo(f"admin link: {result.admin_url}")
-    store: MaintenanceRole = Store(path)
     if no_serve:
         store.set_setting("project", BASE_URL_SETTING, base)
         click.echo(f"not serving (--no-serve); start it with: judgelab serve --db {path} --port {port}")

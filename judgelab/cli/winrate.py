@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from calibration.leaderboard import win_rates
-from judgelab.cli._util import db_option, echo_json, json_option
+from judgelab.cli._progress import progress_bar
+from judgelab.cli._util import db_option, echo_json, json_option, quiet_option
 from labeler.errors import InputError
 from labeler.exports import export_table
 from labeler.store import ImportExportRole, Store
@@ -23,9 +24,10 @@ from labeler.store import ImportExportRole, Store
               help="Bootstrap resamples for the length-controlled interval.")
 @click.option("--seed", default=0, show_default=True, help="Seed of that bootstrap.")
 @json_option
+@quiet_option
 @db_option
 def winrate(judge_model: str | None, baseline: str | None, length_controlled: bool, resamples: int, seed: int,
-            as_json: bool, db: str | None) -> None:
+            as_json: bool, quiet: bool, db: str | None) -> None:
     """Win rate of each model against another, as AlpacaEval reports it, from pairwise judgements.
 
     A judgement's score about an answer (+1 better, -1 worse, 0 a tie, fractions kept) is a win of
@@ -34,8 +36,9 @@ def winrate(judge_model: str | None, baseline: str | None, length_controlled: bo
     `judgelab import answers|judgements annotations.json --from alpaca-eval`.
     """
     store: ImportExportRole = Store(db)
-    rows = win_rates(export_table(store, "judgements"), export_table(store, "answers"), judge_model=judge_model,
-                     baseline=baseline, length_controlled=length_controlled, n_resamples=resamples, rng=seed)
+    with progress_bar(quiet, "winrate"):
+        rows = win_rates(export_table(store, "judgements"), export_table(store, "answers"), judge_model=judge_model,
+                         baseline=baseline, length_controlled=length_controlled, n_resamples=resamples, rng=seed)
     if not rows:
         raise InputError("no pairwise judgements between answers of known models"
                          + (f" judged by {judge_model!r}" if judge_model else "")

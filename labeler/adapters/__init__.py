@@ -23,7 +23,7 @@ predictions), which ``--from label-studio`` reads back.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -222,12 +222,13 @@ def import_from(
     store: ImportExportRole, kind: DataKind, path: str | Path, *, tool: str | None = None,
     column_map: Mapping[str, str] | None = None, ignore_columns: Collection[str] = (),
     values: Mapping[str, str] | None = None, family: str | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> AdaptedImport:
     """Import another tool's ``path`` as ``kind``, all-or-nothing, through ``tool``'s adapter or a column map.
 
     ``family`` (answers only) is the model family of every answer whose file does not name one
     (empty, or ``unknown`` from an adapter), and its model too when that is missing: a Label
-    Studio project's tasks rarely carry either.
+    Studio project's tasks rarely carry either. ``progress`` is :func:`~labeler.importers.import_file`'s.
 
     Raises:
         InputError: No such adapter, a kind it does not read, or anything in the file that cannot
@@ -246,7 +247,8 @@ def import_from(
         notes = (*adapted.notes, f"{named} answer(s) whose file names no family or model: family {family!r} "
                                  "(--family)") if named else adapted.notes
         adapted = Adapted(rows, dropped, notes)
-    summary = import_file(store, kind, path, ignore_columns=ignore_columns, reader=lambda _: adapted.rows)
+    summary = import_file(store, kind, path, ignore_columns=ignore_columns, reader=lambda _: adapted.rows,
+                          progress=progress)
     if adapted.notes:
         summary = replace(summary, notes=(*summary.notes, *adapted.notes))
     failures = sum(1 for r in adapted.rows.rows if kind == "judgements" and isinstance(r.get("parse_error"), str))
