@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from labeler.errors import AccessError, InputError
-from labeler.store import Rater, Store
+from labeler.store import AdminRole, Rater
 from labeler.store._raters import normal_email, utc_now
 
 ADMIN_EMAILS_SETTING = "admin_emails"
@@ -105,12 +105,12 @@ class AdminList:
                 "session_seconds": self.session_seconds}
 
 
-def _names(store: Store, key: str) -> tuple[str, ...]:
+def _names(store: AdminRole, key: str) -> tuple[str, ...]:
     raw = store.setting("project", key)
     return tuple(json.loads(raw)) if raw else ()
 
 
-def admin_list(store: Store) -> AdminList:
+def admin_list(store: AdminRole) -> AdminList:
     """The project's admin list (empty until ``judgelab admins allow``)."""
     session = store.setting("project", SESSION_SETTING)
     return AdminList(
@@ -121,11 +121,11 @@ def admin_list(store: Store) -> AdminList:
     )
 
 
-def _store_names(store: Store, key: str, names: Iterable[str]) -> None:
+def _store_names(store: AdminRole, key: str, names: Iterable[str]) -> None:
     store.set_setting("project", key, json.dumps(sorted(set(names))))
 
 
-def change_admins(store: Store, *, emails: Iterable[str] = (), groups: Iterable[str] = (),
+def change_admins(store: AdminRole, *, emails: Iterable[str] = (), groups: Iterable[str] = (),
                   remove: bool = False) -> AdminList:
     """Add ``emails`` and ``groups`` to the admin list (or, with ``remove``, take them off it).
 
@@ -149,7 +149,7 @@ def change_admins(store: Store, *, emails: Iterable[str] = (), groups: Iterable[
     return admin_list(store)
 
 
-def set_sign_in(store: Store, *, group_claim: str | None = None, session_seconds: int | None = None) -> AdminList:
+def set_sign_in(store: AdminRole, *, group_claim: str | None = None, session_seconds: int | None = None) -> AdminList:
     """Name the claim groups are read from, and how long a sign-in lasts."""
     if group_claim is not None:
         if not group_claim.strip():
@@ -160,7 +160,7 @@ def set_sign_in(store: Store, *, group_claim: str | None = None, session_seconds
     return admin_list(store)
 
 
-def resolve_sign_in(store: Store, claims: Mapping[str, Any], *, now: float | None = None) -> Rater:
+def resolve_sign_in(store: AdminRole, claims: Mapping[str, Any], *, now: float | None = None) -> Rater:
     """Who the signed-in person with ID token ``claims`` is in this project.
 
     An admin when the admin list names their e-mail or one of their groups; else the rater mapped

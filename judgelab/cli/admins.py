@@ -6,7 +6,7 @@ import click
 
 from judgelab.admin._signin import AdminList, admin_list, change_admins, parse_duration, set_sign_in
 from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option
-from labeler.store import Store
+from labeler.store import AdminRole, Store
 
 
 @click.group(cls=JudgelabGroup)
@@ -14,7 +14,7 @@ def admins() -> None:
     """The admin list for signing in (e-mails, groups), and how long a sign-in lasts."""
 
 
-def _show(listed: AdminList, as_json: bool, store: Store | None = None) -> None:
+def _show(listed: AdminList, as_json: bool, store: AdminRole | None = None) -> None:
     if as_json:
         payload = listed.as_dict()
         if store is not None:
