@@ -23,21 +23,19 @@ from labeler.store._core import (
 
 # Whether an assignment has been answered, per kind (see the module docstring). Rows
 # written by the app name their assignment (migration 002); rows without one (imports)
-# count for the same rater and item, so outside labels show as progress too.
+# count for the same rater and item, so outside labels show as progress too. Each way is an EXISTS
+# of its own: an OR inside one EXISTS kept it correlated (a scan of every row per assignment).
 _DONE_SQL = f"""
     CASE a.kind
         WHEN 'score' THEN {score_answered("a")}
-        WHEN 'pair' THEN EXISTS (
-            SELECT 1 FROM pair_labels p
-            WHERE p.assignment_id = a.assignment_id
-               OR (p.assignment_id IS NULL AND p.rater_id = a.rater_id
-                   AND ((p.shown_left = a.answer_id AND p.shown_right = a.answer_b_id)
-                     OR (p.shown_left = a.answer_b_id AND p.shown_right = a.answer_id))))
-        ELSE EXISTS (
-            SELECT 1 FROM padding_audits d
-            WHERE d.assignment_id = a.assignment_id
-               OR (d.assignment_id IS NULL AND d.rater_id = a.rater_id
-                   AND d.original_id = a.answer_id AND d.rewrite_id = a.answer_b_id))
+        WHEN 'pair' THEN EXISTS (SELECT 1 FROM pair_labels p WHERE p.assignment_id = a.assignment_id)
+            OR EXISTS (SELECT 1 FROM pair_labels p WHERE p.assignment_id IS NULL AND p.rater_id = a.rater_id
+                       AND p.shown_left = a.answer_id AND p.shown_right = a.answer_b_id)
+            OR EXISTS (SELECT 1 FROM pair_labels p WHERE p.assignment_id IS NULL AND p.rater_id = a.rater_id
+                       AND p.shown_left = a.answer_b_id AND p.shown_right = a.answer_id)
+        ELSE EXISTS (SELECT 1 FROM padding_audits d WHERE d.assignment_id = a.assignment_id)
+            OR EXISTS (SELECT 1 FROM padding_audits d WHERE d.assignment_id IS NULL AND d.rater_id = a.rater_id
+                       AND d.original_id = a.answer_id AND d.rewrite_id = a.answer_b_id)
     END
 """
 
