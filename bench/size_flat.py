@@ -1,4 +1,4 @@
-"""Size that stays flat: the rater's next item, the Overview, calibrate, design and export at 1,000 and 1,000,000 answers.
+"""Size that stays flat: next item, Overview, calibrate, design and export at 1,000 and 1,000,000 answers.
 
 Run: ``python bench/size_flat.py`` (default sizes 1,000 and 1,000,000 answers, each labelled
 once, on DuckDB and on a throwaway PostgreSQL server from ``tests/pg.py``); ``--sizes 1000,100000``
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -149,6 +150,8 @@ def main() -> None:
     parser.add_argument("--no-cli", action="store_true", help="leave out calibrate, design and export")
     parser.add_argument("--workdir", default=WORKDIR)
     args = parser.parse_args()
+    # Stopped from outside (kill PID): unwind, so the throwaway PostgreSQL server is stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = [int(s) for s in args.sizes.split(",")]
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)

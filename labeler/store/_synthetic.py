@@ -9,10 +9,13 @@ The rows are plain (no masks, no edits, no quality items): they measure reading,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from labeler.models import Criterion, Rubric
 from labeler.store._copy import _advance
-from labeler.store._core import StoreCore
+
+if TYPE_CHECKING:
+    from labeler.store import Store
 
 #: The synthetic project's rubric (scored 1-5; pass at 4).
 RUBRIC = Rubric(
@@ -35,7 +38,7 @@ class SyntheticProject:
     judgements: int
 
 
-def fill_synthetic(store: StoreCore, *, answers: int, queue: int = 250, done: int = 200) -> SyntheticProject:
+def fill_synthetic(store: Store, *, answers: int, queue: int = 250, done: int = 200) -> SyntheticProject:
     """Write a project of ``answers`` answers, each labelled once, into an empty store.
 
     Raters are as many as the labels need at ``done`` labels each; each rater's score queue
@@ -43,8 +46,7 @@ def fill_synthetic(store: StoreCore, *, answers: int, queue: int = 250, done: in
     length at every project size and only the project grows. One judge run scores every
     answer on the rubric's 1-5 scale, leaning a point up on family ``claude``.
     """
-    add_rubric = getattr(store, "add_rubric")  # StoreCore has no writers; the full Store does
-    add_rubric(RUBRIC)
+    store.add_rubric(RUBRIC)
     n_raters = max(answers // done, 1)
     n = int(answers)
     # The human score and the judge's are drawn from the answer number (a cheap hash), so they agree often.
@@ -64,7 +66,8 @@ def fill_synthetic(store: StoreCore, *, answers: int, queue: int = 250, done: in
             f" 't' || lpad(CAST({half} AS VARCHAR), 8, '0'),"
             " CASE WHEN i % 2 = 0 THEN 'claude' ELSE 'othermodel' END,"
             " CASE WHEN i % 2 = 0 THEN 'claude-model' ELSE 'other-model' END,"
-            " 'Answer ' || CAST(i AS VARCHAR) || ': ' || repeat('We refunded the second charge; it shows within days. ', 7),"
+            " 'Answer ' || CAST(i AS VARCHAR) || ': '"
+            " || repeat('We refunded the second charge; it shows within days. ', 7),"
             " 58, 380, '[]'"
             " FROM generate_series(0, $1) AS g(i)",
             [n - 1],
@@ -75,12 +78,16 @@ def fill_synthetic(store: StoreCore, *, answers: int, queue: int = 250, done: in
             " FROM generate_series(1, $1) AS g(r)",
             [n_raters],
         )
-        # Assignment k (from 0) is rater k / queue + 1's item k % queue + 1, of answer k % answers.
+        # Assignment k (from 0) is rater k % raters + 1's item k / raters + 1: the raters' rows interleave
+        # in the tables as a design's assignments and the labels of a team at work do. Its answer is k (past
+        # the last answer, k + 7 from the first again: never one the same rater has already).
         con.execute(
             "INSERT INTO assignments (assignment_id, rater_id, kind, answer_id, queue_pos, rubric_id, rubric_version)"
-            f" SELECT k + 1, {_div('k', '$2')} + 1, 'score', 'a' || lpad(CAST(k % $3 AS VARCHAR), 8, '0'), k % $2 + 1, $4, $5"
+            " SELECT k + 1, k % $2 + 1, 'score',"
+            " 'a' || lpad(CAST((k + CASE WHEN k >= $3 THEN 7 ELSE 0 END) % $3 AS VARCHAR), 8, '0'),"
+            f" {_div('k', '$2')} + 1, $4, $5"
             " FROM generate_series(0, $1) AS g(k)",
-            [n_raters * queue - 1, queue, n, RUBRIC.rubric_id, RUBRIC.version],
+            [n_raters * queue - 1, n_raters, n, RUBRIC.rubric_id, RUBRIC.version],
         )
         con.execute(
             "INSERT INTO labels (label_id, rater_id, rater_name, answer_id, rubric_id, rubric_version, overall,"
