@@ -126,7 +126,13 @@ def _duckdb_project(workdir: Path, size: int) -> tuple[str, int]:
     path = workdir / f"size_flat_{size}.duckdb"
     if not path.exists():
         start = time.perf_counter()
-        built = fill_synthetic(Store(path), answers=size)
+        part = path.with_suffix(".part")  # a build that fails leaves no file a later run would take as built
+        for stale in (part, part.with_name(part.name + ".wal")):
+            stale.unlink(missing_ok=True)
+        store = Store(part)
+        built = fill_synthetic(store, answers=size)
+        store.release()
+        part.rename(path)
         print(f"  built {path} in {time.perf_counter() - start:.0f} s ({built.labels} labels, kept for later runs)")
     return str(path), max(size // 200, 1)
 
