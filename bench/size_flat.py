@@ -91,18 +91,30 @@ def measure_store(store: Store, n_raters: int, repeats: int) -> dict[str, float]
     return figures
 
 
+#: Runs ``judgelab`` and writes the process's own peak memory (``VmHWM``) to a file at exit:
+#: ``ru_maxrss`` of a child on Linux keeps the parent's peak across ``exec``.
+_CHILD = (
+    "import os, runpy, sys\n"
+    "out = sys.argv[1]\n"
+    "sys.argv = ['judgelab', *sys.argv[2:]]\n"
+    "try:\n"
+    "    runpy.run_module('judgelab', run_name='__main__')\n"
+    "finally:\n"
+    "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+    "    open(out, 'w').write(hwm)\n"
+)
+
+
 def _run(args: list[str]) -> tuple[float, float]:
     """Wall seconds and peak MiB of ``judgelab ARGS`` in a child process."""
-    with tempfile.TemporaryFile("w+") as log:
+    with tempfile.TemporaryFile("w+") as log, tempfile.NamedTemporaryFile("r") as peak:
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "judgelab", *args], stdout=log, stderr=log)
-        _, status, usage = os.wait4(proc.pid, 0)
+        done = subprocess.run([sys.executable, "-c", _CHILD, peak.name, *args], stdout=log, stderr=log)
         wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
+        if done.returncode != 0:
             log.seek(0)
-            raise SystemExit(f"judgelab {' '.join(args)} failed ({proc.returncode}):\n{log.read()[-4000:]}")
-    return wall, usage.ru_maxrss / 1024
+            raise SystemExit(f"judgelab {' '.join(args)} failed ({done.returncode}):\n{log.read()[-4000:]}")
+        return wall, int(peak.read() or 0) / 1024
 
 
 def measure_cli(db: str, out: Path) -> dict[str, str]:
