@@ -70,8 +70,10 @@ def too_fast(seconds: npt.ArrayLike, n_words: npt.ArrayLike, *, words_per_second
     """
     secs = np.asarray(seconds, dtype=float)
     words = np.asarray(n_words, dtype=float)
-    floors = np.array([seconds_floor(int(w) if np.isfinite(w) else 0, words_per_second=words_per_second,
-                                     min_seconds=min_seconds) for w in words])
+    # One floor per distinct length, not per label: a million labels have a few hundred lengths.
+    lengths, at = np.unique(np.where(np.isfinite(words), np.trunc(words), 0.0), return_inverse=True)
+    floors = np.array([seconds_floor(int(w), words_per_second=words_per_second, min_seconds=min_seconds)
+                       for w in lengths], dtype=float)[at.reshape(-1)] if len(words) else np.zeros(0)
     return np.isfinite(secs) & (secs < floors)
 
 
@@ -153,18 +155,26 @@ def rater_quality(store: QualityRole) -> QualityReport:
     right = np.array([within(o, lo, hi) for o, lo, hi in zip(labels["overall"], labels["low"], labels["high"],
                                                                strict=True)], dtype=bool)
     labels = labels.assign(right=right)
+    # Each rater's rows grouped once (a filter of every label per rater cost raters x labels).
+    gold_right = {int(k): g["right"].astype(int).to_numpy()
+                  for k, g in labels[labels["kind"] == "gold"].groupby("rater_id")}
+    checks = labels[labels["kind"] == "attention"]
+    attention_n = checks.groupby("rater_id").size()
+    attention_failed = (~checks["right"].astype(bool)).groupby(checks["rater_id"]).sum()
+    timed_rows = speeds[speeds["seconds"].notna()]
+    timed_n = timed_rows.groupby("rater_id").size()
+    fast_n = timed_rows["fast"].astype(int).groupby(timed_rows["rater_id"]).sum()
+    # A revoked rater sees nothing any more: no hold to report, only their record.
+    holds = store.rater_holds([int(r) for r, a in zip(raters["rater_id"], raters["active"], strict=True)
+                               if bool(a)])
     out = []
     for r in raters.itertuples(index=False):
         rid = int(r.rater_id)
-        mine = labels[labels["rater_id"] == rid]
-        gold = mine[mine["kind"] == "gold"]
-        attention = mine[mine["kind"] == "attention"]
-        timed = speeds[(speeds["rater_id"] == rid) & speeds["seconds"].notna()]
-        acc = gold_accuracy(gold["right"].astype(int).to_numpy())
-        failed = int((~attention["right"].astype(bool)).sum())
-        warnings = _warnings(acc, failed, int(timed["fast"].sum()), len(timed), settings)
-        # A revoked rater sees nothing any more: no hold to report, only their record.
-        hold = store.rater_hold(rid) if bool(r.active) else None
+        acc = gold_accuracy(gold_right.get(rid, np.zeros(0, dtype=int)))
+        failed = int(attention_failed.get(rid, 0))
+        n_attention, n_timed, n_fast = int(attention_n.get(rid, 0)), int(timed_n.get(rid, 0)), int(fast_n.get(rid, 0))
+        warnings = _warnings(acc, failed, n_fast, n_timed, settings)
+        hold = holds.get(rid) if bool(r.active) else None
         excluded = bool(rid in pauses.index and pauses.loc[rid, "action"] == "pause"
                         and pauses.loc[rid, "exclude_labels"])
         state = ("revoked" if not bool(r.active)
@@ -176,7 +186,7 @@ def rater_quality(store: QualityRole) -> QualityReport:
                             f"{settings.qualify_n} gold items right")
         out.append(RaterQuality(
             rater_id=rid, rater=display_name(str(r.name), bool(r.simulated)), name=str(r.name), accuracy=acc,
-            attention=len(attention), attention_failed=failed, timed=len(timed), fast=int(timed["fast"].sum()),
+            attention=n_attention, attention_failed=failed, timed=n_timed, fast=n_fast,
             state=state, warnings=tuple(warnings), excluded=excluded,
         ))
     kinds = items["kind"].value_counts()

@@ -18,27 +18,30 @@ from labeler.store._core import (
     DEAD_SCORE_ASSIGNMENTS,
     StoreCore,
     rubric_match,
-    score_answered,
 )
 
 # Whether an assignment has been answered, per kind (see the module docstring). Rows
 # written by the app name their assignment (migration 002); rows without one (imports)
-# count for the same rater and item, so outside labels show as progress too.
-_DONE_SQL = f"""
-    CASE a.kind
-        WHEN 'score' THEN {score_answered("a")}
-        WHEN 'pair' THEN EXISTS (
-            SELECT 1 FROM pair_labels p
-            WHERE p.assignment_id = a.assignment_id
-               OR (p.assignment_id IS NULL AND p.rater_id = a.rater_id
-                   AND ((p.shown_left = a.answer_id AND p.shown_right = a.answer_b_id)
-                     OR (p.shown_left = a.answer_b_id AND p.shown_right = a.answer_id))))
-        ELSE EXISTS (
-            SELECT 1 FROM padding_audits d
-            WHERE d.assignment_id = a.assignment_id
-               OR (d.assignment_id IS NULL AND d.rater_id = a.rater_id
-                   AND d.original_id = a.answer_id AND d.rewrite_id = a.answer_b_id))
-    END
+# count for the same rater and item, so outside labels show as progress too. Both ways are
+# tables joined to the assignments, not an EXISTS per assignment: a correlated subquery read
+# every label once per assignment (88 s for the Overview at 100,000 labels; bench/size_flat.py).
+# Each CTE holds a key once (UNION), so a join matches at most one row per assignment.
+_DONE_CTE = """
+    done_ids AS (
+        SELECT assignment_id, 'score' AS kind FROM labels WHERE assignment_id IS NOT NULL
+        UNION SELECT assignment_id, 'pair' FROM pair_labels WHERE assignment_id IS NOT NULL
+        UNION SELECT assignment_id, 'audit' FROM padding_audits WHERE assignment_id IS NOT NULL),
+    outside AS (
+        SELECT 'score' AS kind, rater_id, answer_id AS x, CAST(NULL AS VARCHAR) AS y FROM labels
+        WHERE assignment_id IS NULL AND source <> 'adjudicated'
+        UNION SELECT 'pair', rater_id, shown_left, shown_right FROM pair_labels WHERE assignment_id IS NULL
+        UNION SELECT 'pair', rater_id, shown_right, shown_left FROM pair_labels WHERE assignment_id IS NULL
+        UNION SELECT 'audit', rater_id, original_id, rewrite_id FROM padding_audits WHERE assignment_id IS NULL)
+"""
+_DONE_JOIN = """
+    LEFT JOIN done_ids d ON d.assignment_id = a.assignment_id AND d.kind = a.kind
+    LEFT JOIN outside o ON o.kind = a.kind AND o.rater_id = a.rater_id AND o.x = a.answer_id
+        AND (a.kind = 'score' OR o.y = a.answer_b_id)
 """
 
 # The current label of (rater, answer, rubric version) (see CURRENT_LABEL_RULE).
@@ -66,10 +69,12 @@ class AdminMixin(StoreCore):
         """
         return self.query(
             f"""
+            WITH {_DONE_CTE}
             SELECT r.rater_id, r.name, r.role, r.simulated, r.revoked_at IS NULL AS active,
                    a.kind, count(*)::BIGINT AS assigned,
-                   count_if({_DONE_SQL})::BIGINT AS done
+                   count(CASE WHEN d.assignment_id IS NOT NULL OR o.rater_id IS NOT NULL THEN 1 END)::BIGINT AS done
             FROM assignments a JOIN raters r ON r.rater_id = a.rater_id
+            {_DONE_JOIN}
             GROUP BY r.rater_id, r.name, r.role, r.simulated, r.revoked_at, a.kind
             ORDER BY r.rater_id, a.kind
             """

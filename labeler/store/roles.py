@@ -157,6 +157,8 @@ class HoldView(Protocol):
 
     def rater_hold(self, rater_id: int) -> RaterHold | None: ...
 
+    def rater_holds(self, rater_ids: Sequence[int]) -> dict[int, RaterHold | None]: ...
+
 
 class QualitySettingsView(Protocol):
     """Read the project's quality settings."""
