@@ -87,7 +87,7 @@ def load(csv: Path) -> pd.DataFrame:
 
 
 def paper_model(df: pd.DataFrame) -> dict[str, float]:
-    """The paper's per-dimension regression (:func:`calibration.panel.pooled_self_bias`, HC1) on its 0-1 scale."""
+    """The paper's per-dimension regression (:func:`calibration.panel.pooled_self_bias`, HC1), 0-1 scale."""
     frame = pd.DataFrame({"judge": df["judge"], "judge_model": df["judge"], "judge_family": df["judge_family"],
                           "answer_id": df["prompt_id"] + ":" + df["model"], "task_id": df["prompt_id"],
                           "answer_model": df["model"], "answer_family": df["model_family"],

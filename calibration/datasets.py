@@ -2,8 +2,8 @@
 
 Pair-based probes (position, pairwise padding/truncation, decoration, byline) take pairs in the
 judge-probe format: ``prompt, answer_a, answer_b`` with optional ``id`` and ``gold``, from a
-``.csv`` or ``.jsonl`` file, or the bundled ``sample`` (``pairs.jsonl`` of :mod:`labeler.examples`: similar-quality
-answer pairs on technical questions, so a fair judge lands near 50/50 and any systematic
+``.csv`` or ``.jsonl`` file, or the bundled ``sample`` (``pairs.jsonl`` of :mod:`labeler.examples`:
+similar-quality answer pairs on technical questions, so a fair judge lands near 50/50 and any systematic
 preference is bias).
 
 ``project`` takes the project's own data instead: the pairs imported with ``judgelab import

@@ -43,15 +43,15 @@ before = set(sys.modules)
 at = AppTest.from_file(sys.argv[1], default_timeout=60)
 at.query_params["t"] = sys.argv[2]
 at.run()
-watched = ("judgelab", "labeler", "calibration", "pandas", "numpy", "duckdb", "pyarrow", "psycopg",
+watched = ("judgelab", "pandas", "numpy", "duckdb", "pyarrow", "psycopg",
            "scipy", "sklearn", "anthropic", "openai", "streamlit.emojis")
 print(json.dumps({
     "errors": [str(e.value) for e in at.exception],
     "forms": [json.loads(c.proto.json).get("item") for c in at.get("bidi_component")
               if "judgelab_rating_form" in c.proto.component_name],
     "new": sorted(m for m in set(sys.modules) - before if m.startswith(watched)),
-    "admin": sorted(m for m in sys.modules if m.split(".")[0] in (
-        "calibration", "sklearn", "scipy", "anthropic", "openai", "altair", "matplotlib", "krippendorff")),
+    "admin": sorted(m for m in sys.modules if m.startswith("judgelab.calibration") or m.split(".")[0] in (
+        "sklearn", "scipy", "anthropic", "openai", "altair", "matplotlib", "krippendorff")),
 }))
 """
 

@@ -1,4 +1,4 @@
-"""The floor plan: ``judgelab -> calibration -> labeler``, and no import cycles between files.
+"""The floor plan: ``judgelab -> judgelab.calibration -> judgelab.labeler``, no import cycles, one namespace.
 
 Every module's imports are read with :mod:`ast` (including imports inside functions and
 under ``TYPE_CHECKING``: a lazy import is still a dependency), resolved to the project's
@@ -14,6 +14,7 @@ own modules, and checked two ways:
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -21,21 +22,44 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Each package's folder in the repository: labeler/ and calibration/ stay at the top and are
+#: installed inside judgelab through the symlinks judgelab/labeler and judgelab/calibration.
+FOLDERS = {"judgelab": "judgelab", "judgelab.calibration": "calibration", "judgelab.labeler": "labeler"}
 #: Each package and the packages it may import, top floor first.
-LAYERS = {"judgelab": {"judgelab", "calibration", "labeler"},
-          "calibration": {"calibration", "labeler"},
-          "labeler": {"labeler"}}
+LAYERS = {"judgelab": {"judgelab", "judgelab.calibration", "judgelab.labeler"},
+          "judgelab.calibration": {"judgelab.calibration", "judgelab.labeler"},
+          "judgelab.labeler": {"judgelab.labeler"}}
+#: The old top-level names: no code may import them (a user's own calibration.py would shadow them).
+OLD_TOPS = ("labeler", "calibration")
+
+
+def _layer(module: str) -> str:
+    """The package (floor) a module belongs to: the longest of LAYERS' names it starts with."""
+    return max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len)
 
 
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+    for package, folder in FOLDERS.items():
+        if path.is_relative_to(ROOT / folder):
+            parts = [package, *path.relative_to(ROOT / folder).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            return ".".join(parts)
+    raise ValueError(path)
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A file's syntax tree, parsed once for all the checks here."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+@functools.cache
 def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for top in LAYERS for p in (ROOT / top).rglob("*.py")}
+    # The symlinks inside judgelab/ are skipped: their files are read once, from their own folder.
+    links = [ROOT / "judgelab" / top for top in OLD_TOPS]
+    return {_module_name(p): p for folder in FOLDERS.values() for p in sorted((ROOT / folder).rglob("*.py"))
+            if not any(p.is_relative_to(link) for link in links)}
 
 
 def _resolve(name: str, modules: dict[str, Path]) -> str | None:
@@ -51,7 +75,7 @@ def _imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
     is_package = path.name == "__init__.py"
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in ast.walk(_tree(path)):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -112,7 +136,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_every_package_is_scanned() -> None:
     graph = _graph()
-    assert {name.split(".")[0] for name in graph} == set(LAYERS)
+    assert {_layer(name) for name in graph} == set(LAYERS)
     assert len(graph) > 50
 
 
@@ -121,7 +145,7 @@ def test_imports_run_one_way_only() -> None:
         f"{module} imports {target}"
         for module, targets in sorted(_graph().items())
         for target in sorted(targets)
-        if target.split(".")[0] not in LAYERS[module.split(".")[0]]
+        if _layer(target) not in LAYERS[_layer(module)]
     ]
     assert upward == []
 
@@ -143,11 +167,17 @@ def test_cycle_finder_finds_known_cycles(graph: dict[str, set[str]], expected: l
 
 
 def test_the_checker_sees_a_lazy_upward_import(tmp_path: Path) -> None:
-    source = "def f():\n    from calibration.design import Design\n    return Design\n"
+    source = "def f():\n    from judgelab.calibration.design import Design\n    return Design\n"
     path = tmp_path / "x.py"
     path.write_text(source)
-    modules = {"calibration.design": path, "labeler.x": path}
-    assert _imports("labeler.x", path, modules) == {"calibration.design"}
+    modules = {"judgelab.calibration.design": path, "judgelab.labeler.x": path}
+    assert _imports("judgelab.labeler.x", path, modules) == {"judgelab.calibration.design"}
+
+
+#: Where code lives: the packages, the tests, the benchmarks, the docs' build scripts.
+CODE = ("judgelab", "labeler", "calibration", "tests", "bench", "docs")
+#: Calls that take a module's name as a string.
+LOADERS = {"files", "import_module", "find_spec", "__import__", "as_file"}
 
 
 def test_the_admin_package_resolves_every_public_name_lazily_and_from_its_own_module() -> None:
@@ -187,3 +217,60 @@ def test_importing_judgelab_loads_no_analysis_code() -> None:
             "{'pandas', 'scipy', 'numpy', 'duckdb', 'calibration', 'labeler', 'sklearn'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def _old_names(path: Path) -> list[str]:
+    """Each place a file names the old top-level ``labeler``/``calibration`` as a module."""
+    found = []
+    modules = _modules()
+    for node in ast.walk(_tree(path)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if func in LOADERS and node.args[0].value in OLD_TOPS:
+                names = [str(node.args[0].value)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # A module path in a string: a `-m` argument, a mock.patch target, an entry point.
+            for word in node.value.replace(":", " ").replace("=", " ").replace(";", " ").split():
+                top, dot, rest = word.partition(".")
+                head = rest.split(".")[0]
+                if top in OLD_TOPS and dot and f"judgelab.{top}.{head}" in modules and (
+                        rest not in {"png", "md", "json", "csv", "toml"}):  # a file name: calibration.png
+                    names.append(word)
+        found += [f"{getattr(node, 'lineno', 0)}: {n}" for n in names if n.split(".")[0] in OLD_TOPS]
+    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return [f"{where}:{hit}" for hit in found]
+
+
+def test_no_code_names_the_old_top_level_packages() -> None:
+    files = [ROOT / "conftest.py"]
+    for top in CODE:
+        files += [p for p in sorted((ROOT / top).rglob("*.py"))
+                  if not any(p.is_relative_to(ROOT / "judgelab" / t) for t in OLD_TOPS)]
+    found = [hit for path in files for hit in _old_names(path)]
+    assert found == [], "write judgelab.labeler / judgelab.calibration (python /work/wt/ns_rename.py .):\n" + (
+        "\n".join(found))
+
+
+# The probes spell the old names through {lab}/{cal}: this file is scanned too, and so is the
+# rename script's input.
+@pytest.mark.parametrize("source", [
+    "import {lab}.store\n", "from {cal}.stats import cohen_kappa\n", "import {cal} as c\n",
+    "args = ['-m', '{cal}.mockapi']\n", "patch('{lab}.store.Store.add_label')\n",
+    "resources.files('{lab}')\n", "code = 'import sys\\nimport {lab}.store'\n",
+])
+def test_the_old_name_check_sees_each_form(tmp_path: Path, source: str) -> None:
+    path = tmp_path / "probe.py"
+    path.write_text(source.format(lab="label" + "er", cal="calibra" + "tion"))
+    assert len(_old_names(path)) == 1
+
+
+def test_the_old_name_check_leaves_file_names_and_the_new_names_alone(tmp_path: Path) -> None:
+    path = tmp_path / "probe.py"
+    path.write_text("from judgelab.calibration import stats\nout = 'calibration.png'\n"
+                    "p = 'labeler/store/roles.py'\nm = 'judgelab.labeler.store'\n")
+    assert _old_names(path) == []

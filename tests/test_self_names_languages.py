@@ -120,7 +120,7 @@ def test_spans_of_a_spelled_out_name_cover_its_raw_characters() -> None:
 
 def test_the_list_ships_in_the_wheel_and_loads() -> None:
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    assert SELF_NAMES_FILE in pyproject["tool"]["setuptools"]["package-data"]["labeler"]
+    assert SELF_NAMES_FILE in pyproject["tool"]["setuptools"]["package-data"]["judgelab.labeler"]
     names = load_self_names()
     assert len(names.known) > 100
     assert {"Anthropic", "通义千问", "o[1-9](?:-(?:mini|pro|preview|high|low))?"} <= set(names.known)

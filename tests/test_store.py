@@ -227,7 +227,8 @@ def test_a_store_asked_to_hold_keeps_the_file_when_idle_yet_hands_it_to_a_judgel
     time.sleep(1.5)  # longer than the default idle release, and the reaper checks every 0.05 s
     assert store._state.con is con and con is not None  # still open: no reopen on the next unit
     assert store.setting("project", "k") == "v" and store._state.con is con
-    writer = "import sys\nfrom labeler.store import Store\nStore(sys.argv[1]).set_setting('project', 'k', 'cli')\n"
+    writer = ("import sys\nfrom labeler.store import Store\n"
+              "Store(sys.argv[1]).set_setting('project', 'k', 'cli')\n")
     began = time.monotonic()
     done = subprocess.run([sys.executable, "-c", writer, str(db)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

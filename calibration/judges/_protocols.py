@@ -111,7 +111,7 @@ class BatchJudge(BuildingJudge, Protocol):
         ...
 
     async def check_batch(self, batch_id: str, custom_ids: Collection[str], *, poll_interval: float = 30.0) -> None:
-        """Refuse (:class:`~calibration.judges._identity.BatchInDoubt`) a batch that is not exactly ``custom_ids``."""
+        """Refuse (:class:`~calibration.judges._identity.BatchInDoubt`) a batch not exactly ``custom_ids``."""
         ...
 
     async def wait_batch(

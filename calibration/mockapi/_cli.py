@@ -1,4 +1,4 @@
-"""``judgelab mock-api``: serve :class:`~calibration.mockapi.MockAnthropic` from the command line, for dry runs."""
+"""``judgelab mock-api``: serve :class:`~calibration.mockapi.MockAnthropic` on the command line (dry runs)."""
 
 from __future__ import annotations
 

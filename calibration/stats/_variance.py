@@ -385,8 +385,8 @@ def rare_event_variance(n: npt.ArrayLike, *, events: float = 3.0, scale: float =
     (:func:`calibration.stats.family_residuals`), under the pool's own variance in an active
     design's looks (:func:`calibration.active.look_statistics`) and, for a sample read without a
     design, under a look's whole variance (``min_variance`` of
-    :func:`calibration.active.repeated_intervals`): with no disagreement among ``n`` labelled units the data cannot
-    tell a rate of 0 from one of ``3/n`` (the "rule of three", the 95% upper bound after ``n``
+    :func:`calibration.active.repeated_intervals`): with no disagreement among ``n`` labelled units the
+    data cannot tell a rate of 0 from one of ``3/n`` (the "rule of three", the 95% upper bound after ``n``
     clean trials; Hanley & Lippman-Hand 1983, JAMA 249:1743-1745), so the interval should not be
     narrower than that rate allows. It falls as ``1/n²``, so it only binds while disagreements
     are rarer than ``events`` in ``n``.

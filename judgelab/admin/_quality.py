@@ -61,7 +61,7 @@ def gold_accuracy(right: npt.ArrayLike, *, level: float = 0.95) -> Estimate:
 
 def too_fast(seconds: npt.ArrayLike, n_words: npt.ArrayLike, *, words_per_second: float = 10.0,
              min_seconds: float = 2.0) -> npt.NDArray[np.bool_]:
-    """Which labels took fewer active seconds than their answer's floor (:func:`labeler.quality.seconds_floor`).
+    """Which labels took less active time than their answer's floor (:func:`labeler.quality.seconds_floor`).
 
     A label without a recorded time is not flagged (nothing says it was fast).
 

@@ -482,7 +482,7 @@ class QualityRole(Located, PoolView, RaterDirectory, HoldView, QualitySettingsVi
 
 
 class ScreenView(Protocol):
-    """The author screen's figures (:mod:`labeler.store._withheld`): the Overview shows them, the screen prints them."""
+    """The author screen's figures (:mod:`labeler.store._withheld`): on the Overview and in the screen's."""
 
     def screen_figures(self) -> ScreenFigures: ...
 
