@@ -5,7 +5,7 @@ Run: ``python bench/active_economy.py`` (about 15 minutes on 2 CPUs; ``--quick``
 ``--unrelated 0.25`` for the second data model: a quarter of the judge's readings unrelated to
 quality, so its errors are not where its score sits next to the threshold).
 
-The pools (stated, because the saving depends on them): :mod:`calibration.active._simulate`,
+The pools (stated, because the saving depends on them): :mod:`judgelab.calibration.active._simulate`,
 the coverage suite's model with the judge's and the humans' noise scaled so that the judge's pass
 verdict agrees with a human's on 70%, 85% or 95% of the answers, and a real self-preference gap
 (the judge reads its own family's answers 0.15 points better: a gap of 5-6 pp). ``--tasks`` tasks
@@ -19,7 +19,7 @@ Each strategy labels until the self-preference gap's 95% half-width (pass verdic
 covered the true gap:
 
 * **SRS fixed n**: simple random sample of tasks (both answers labelled), read with the report's
-  t interval (:func:`calibration.stats.self_preference_gap`, with its rule-of-three floor under
+  t interval (:func:`judgelab.calibration.stats.self_preference_gap`, with its rule-of-three floor under
   the variance while fewer than 3 tasks disagreed), at the one sample size whose mean half-width
   meets the target: the best a fixed plan can do, and only with hindsight (it needs the true
   variance);
@@ -27,12 +27,12 @@ covered the true gap:
   stops marking the interval unreliable) and stopping at the first look whose t interval meets
   the target: what a team without a stopping rule does (the promise breaks);
 * **SRS, same rule**: the same sample, with the active design's repeated intervals
-  (:func:`calibration.active.repeated_intervals`, read as t with the tasks less one) looked at
+  (:func:`judgelab.calibration.active.repeated_intervals`, read as t with the tasks less one) looked at
   every 10% of the fixed n;
-* **stratified fixed n / peeking**: today's design (:func:`calibration.design.design_sample`,
+* **stratified fixed n / peeking**: today's design (:func:`judgelab.calibration.design.design_sample`,
   ``gap`` allocation, paired by task, judge-verdict strata, planned without a pilot), nested as it
   grows, read with its weights and strata;
-* **active + rule**: :func:`calibration.active.run_active`: batches drawn with probabilities that
+* **active + rule**: :func:`judgelab.calibration.active.run_active`: batches drawn with probabilities that
   grow with the judge's doubt, the AIPW estimate, the repeated interval of the O'Brien-Fleming-type
   spending plan, stopping at the first look that meets the target;
 * **active + rule, judge flips**: the same on pools whose judge reads every answer twice
@@ -47,7 +47,7 @@ covered the true gap:
   endless pool (without the pool's own variance), and for the flipping judge (its flips seen).
 
 **Predicted against realised.** Before the team commits, the plan predicts its own saving from
-the labels it has (:func:`calibration.active.predicted_saving`, after the pilot, the second and
+the labels it has (:func:`judgelab.calibration.active.predicted_saving`, after the pilot, the second and
 the third batch): ``predicted x SRS`` on the active row (its ``ratio``: the larger of the model's
 prediction and the design effect the draws so far measure) and on the stratified row (its
 ``stratified_ratio``), next to the realised ``x SRS fixed``.
@@ -76,7 +76,7 @@ from scipy import special
 # Run from a checkout without installing: the repository root holds the packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.active import (
+from judgelab.calibration.active import (
     LLMBAR_REREADING,
     PoolModel,
     SimulatedPool,
@@ -87,8 +87,8 @@ from calibration.active import (
     sampling_probabilities,
     simulate_pool,
 )
-from calibration.design import PlanningModel, allocate, design_sample
-from calibration.stats import self_preference_gap
+from judgelab.calibration.design import PlanningModel, allocate, design_sample
+from judgelab.calibration.stats import self_preference_gap
 
 AGREEMENTS = (0.70, 0.85, 0.95)
 
@@ -107,7 +107,7 @@ def srs_curve(sim: SimulatedPool, gen: np.random.Generator, max_tasks: int) -> p
     n = np.arange(1, x.size + 1)
     mean = np.cumsum(x) / n
     var = np.maximum(np.cumsum(x**2) - n * mean**2, 0) / np.maximum(n - 1, 1)
-    # The report's floor (calibration.stats.rare_event_floor): as if 3 of the n tasks had
+    # The report's floor (judgelab.calibration.stats.rare_event_floor): as if 3 of the n tasks had
     # disagreed by one verdict (an answer's disagreement is one verdict or none).
     var_mean = np.maximum(var / n, rare_event_variance(n))
     q = special.stdtrit(np.maximum(n - 1, 1), 0.975)

@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 
 from bench._measure import machine, percentiles
-from labeler.examples import example_path
+from judgelab.labeler.examples import example_path
 
 CHROMIUM = "/usr/bin/chromium"
 VIEWPORT = {"width": 1366, "height": 768}
@@ -139,8 +139,8 @@ class Figures:
 
 def build_pool(db: Path, n: int) -> str:
     """The bundled rubric and answers, one rater with ``n`` of them assigned; returns the token."""
-    from labeler.importers import import_file
-    from labeler.store import Store
+    from judgelab.labeler.importers import import_file
+    from judgelab.labeler.store import Store
 
     store = Store(db)
     import_file(store, "rubric", example_path("rubric.toml"))
@@ -314,7 +314,7 @@ def measure_flask(browser: Any, work: Path, n: int) -> Figures | None:
     if python is None:
         print("  flask could not be installed: baseline skipped")
         return None
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     store = Store(work / "bench.duckdb")
     rows = store.query("SELECT t.prompt, a.text FROM answers a JOIN tasks t USING (task_id)"
@@ -385,7 +385,7 @@ def crowd_pool(db: Path, n: int, items: int) -> tuple[list[tuple[int, str]], str
     import math
     import urllib.parse
 
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     judgelab_cli = str(Path(sys.executable).parent / "judgelab")
     out = subprocess.run([judgelab_cli, "demo", "--no-serve", "--db", str(db)], capture_output=True,
@@ -506,7 +506,7 @@ def crowd(n: int, items: int, *, admin: bool, importing: bool, admin_page: str =
     from playwright.async_api import async_playwright
 
     from judgelab.cli.serve import streamlit_command
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     fig = Crowd(n)
     with tempfile.TemporaryDirectory(prefix="judgelab-crowd-bench-") as tmp:

@@ -5,11 +5,11 @@ process; building the database the first time takes a few minutes and is kept in
 ``--workdir`` for later runs).
 
 The database: 50,000 answers from two model families to 25,000 tasks, each labelled by two of
-ten simulated raters (100,000 labels, :func:`labeler.simulate.simulated_labels` around a
+ten simulated raters (100,000 labels, :func:`judgelab.labeler.simulate.simulated_labels` around a
 known quality), and one judge run scoring every answer (a
-:class:`~calibration.judges.FakeJudge` that knows the quality and leans towards its own
-family, run through :func:`calibration.runner.run_plan` as the demo does). The figure is the
-wall time and peak memory of :func:`calibration.calibrate.calibrate` plus writing the
+:class:`~judgelab.calibration.judges.FakeJudge` that knows the quality and leans towards its own
+family, run through :func:`judgelab.calibration.runner.run_plan` as the demo does). The figure is the
+wall time and peak memory of :func:`judgelab.calibration.calibrate.calibrate` plus writing the
 markdown, JSON and PNG report, exactly what ``judgelab calibrate --out ... --png ...`` does.
 """
 
@@ -27,9 +27,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._measure import WORKDIR, built_once, child, emit, machine
-from labeler.models import Answer, Criterion, Rubric, Task
-from labeler.simulate import SimulatedRater, simulated_labels
-from labeler.store import Store
+from judgelab.labeler.models import Answer, Criterion, Rubric, Task
+from judgelab.labeler.simulate import SimulatedRater, simulated_labels
+from judgelab.labeler.store import Store
 
 RUBRIC = Rubric(
     rubric_id="bench", version=1, name="Bench rubric", scale="likert5", pass_rule="overall >= 4",
@@ -42,8 +42,8 @@ RATERS = [SimulatedRater(f"sim-{i:02d}", leniency=0.1 * (i - 5), noise=0.6) for 
 
 def build(path: Path, *, labels: int) -> None:
     """Answers, two simulated labels per answer (``labels`` in all) and one judge run."""
-    from calibration.judges import FakeJudge
-    from calibration.runner import PlannedCall, run_plan
+    from judgelab.calibration.judges import FakeJudge
+    from judgelab.calibration.runner import PlannedCall, run_plan
 
     store = Store(path)
     store.add_rubric(RUBRIC)
@@ -79,8 +79,8 @@ def build(path: Path, *, labels: int) -> None:
 
 
 def measure(db: str, resamples: int) -> dict[str, float]:
-    from calibration.calibrate import calibrate
-    from calibration.report import write_report
+    from judgelab.calibration.calibrate import calibrate
+    from judgelab.calibration.report import write_report
 
     store = Store(db)
     start = time.perf_counter()

@@ -6,7 +6,7 @@ change the set-up.
 Each run is one card of every pairwise probe (position, verbosity, formatting, tone, citations,
 truncation, byline) on the bundled sample with ``--n`` pairs, judged by the fake judge with a
 fresh seed (so a fresh draw of every verdict) and a fresh choice of pairs, read exactly as
-``judgelab report`` reads it (:func:`calibration.probes.analyse_evidence`).
+``judgelab report`` reads it (:func:`judgelab.calibration.probes.analyse_evidence`).
 
 * **No bias**: the share of cards that show any FAIL, with the verdicts adjusted for the rows
   tested (Holm, the default), with Benjamini-Hochberg, and read row by row at 95% (``none``);
@@ -27,9 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._measure import machine
-from calibration.judges import FakeJudge
-from calibration.probes import Analysis, analyse_evidence, simulate_evidence
-from calibration.stats import adjust_p_values
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.probes import Analysis, analyse_evidence, simulate_evidence
+from judgelab.calibration.stats import adjust_p_values
 
 INJECTED = ("position", "verbosity", "formatting", "tone", "citations", "byline")
 

@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.stats import cluster_bootstrap, weighted_mean
+from judgelab.calibration.stats import cluster_bootstrap, weighted_mean
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ leniency 0/0.4 x balanced/unbalanced families), with every residual and gap also
 ``interval="panel"`` against the panel's own truth; there a family's residual and PPI are refused
 an interval for raters like these, and the table says how often (coverage counts the others).
 
-The model, the truths and the intervals are :mod:`calibration.stats._coverage`'s: every interval
+The model, the truths and the intervals are :mod:`judgelab.calibration.stats._coverage`'s: every interval
 is computed by the same functions the calibration report calls. Coverage is in percent; its Monte
 Carlo standard error at 95% is ``sqrt(0.95 · 0.05 / reps)`` (1.1 points at 400 datasets).
 """
@@ -32,9 +32,9 @@ import pandas as pd
 # Run from a checkout without installing: the repository root holds the packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.stats import self_preference_gap
-from calibration.stats._bootstrap import percentile_interval
-from calibration.stats._coverage import (
+from judgelab.calibration.stats import self_preference_gap
+from judgelab.calibration.stats._bootstrap import percentile_interval
+from judgelab.calibration.stats._coverage import (
     COVERAGE_GRID,
     INTERVALS,
     PANEL_INTERVALS,

@@ -6,14 +6,14 @@ Run: ``python bench/dawid_skene_crowdkit.py`` in an environment with ``crowd-kit
 
 Two panels, three raters per answer:
 
-* ``binary``: :func:`calibration.stats.simulate_raters`'s pass/fail panel (one careful rater, two
+* ``binary``: :func:`judgelab.calibration.stats.simulate_raters`'s pass/fail panel (one careful rater, two
   lenient, one harsh, one careless), 80 tasks (160 answers);
 * ``likert5``: 150 answers with a uniform true level 1-5, four raters right 70% of the time (else
   one level off), one random rater (uniform 1-5) and one who always says 3.
 
 Each dataset is fitted four ways: crowd-kit ``DawidSkene`` as shipped (``n_iter=100, tol=1e-5``
 on its per-label evidence lower bound) and run long (``n_iter=5000, tol=1e-12``); judgelab's
-:func:`calibration.stats.dawid_skene` without a pseudo-count (plain maximum likelihood, as
+:func:`judgelab.calibration.stats.dawid_skene` without a pseudo-count (plain maximum likelihood, as
 crowd-kit) and with its default pseudo-count 0.01. Both start from the raters' vote shares and
 use one prior for all answers. The log-likelihood of the labels is computed by judgelab's one
 formula at each fit's own priors and confusions. Printed per panel: the mean log-likelihood per
@@ -35,8 +35,8 @@ import pandas as pd
 # Run from a checkout without installing: the repository root holds the packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.stats import dawid_skene, simulate_raters
-from calibration.stats._dawid_skene import _codes, _e_step, _Labels
+from judgelab.calibration.stats import dawid_skene, simulate_raters
+from judgelab.calibration.stats._dawid_skene import _codes, _e_step, _Labels
 
 
 def likert_panel(seed: int, n: int = 150) -> pd.DataFrame:

@@ -9,10 +9,10 @@ easily (a true self-preference gap of about 7-8 points), misreads a task for bot
 for every answer (one rater, so raters play no part here).
 
 Three ways to spend ``n`` labels, each read the way ``judgelab calibrate`` reads it (the gap's
-t interval from :func:`calibration.stats.self_preference_gap`, with the design's weights and
+t interval from :func:`judgelab.calibration.stats.self_preference_gap`, with the design's weights and
 strata where there is a design):
 
-* **design**: the recommended design, :func:`calibration.design.design_sample` with the ``gap``
+* **design**: the recommended design, :func:`judgelab.calibration.design.design_sample` with the ``gap``
   allocation, paired by task and stratified by the judge's verdicts, planned from a pilot of 100
   random tasks (200 labels) (and, for comparison, with no pilot: the assumed planning model);
 * **SRS tasks**: ``n / 2`` tasks drawn at random, both answers labelled;
@@ -41,8 +41,8 @@ import pandas as pd
 # Run from a checkout without installing: the repository root holds the packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.design import Design, PlanningModel, design_sample, planning_model, stratify_pool
-from calibration.stats import Estimate, self_preference_gap
+from judgelab.calibration.design import Design, PlanningModel, design_sample, planning_model, stratify_pool
+from judgelab.calibration.stats import Estimate, self_preference_gap
 
 N_TASKS = 2000
 

@@ -22,10 +22,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._measure import WORKDIR, machine
-from labeler.exports import designs_json
-from labeler.importers import import_file
-from labeler.models import Answer, Task
-from labeler.store import Store
+from judgelab.labeler.exports import designs_json
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.models import Answer, Task
+from judgelab.labeler.store import Store
 
 
 def designs_doc(answer_ids: list[str], batches: int, seed: int = 0) -> dict[str, Any]:

@@ -5,13 +5,13 @@ cell (default 100), ``--pilots 40 80 160`` pilot sizes.
 
 Two data models, 800 answers (400 tasks, two families), the judge wrong on 15% of them:
 
-* ``threshold``: :func:`calibration.active.pool_model` at 85% agreement: the judge's errors sit
+* ``threshold``: :func:`judgelab.calibration.active.pool_model` at 85% agreement: the judge's errors sit
   where its score is next to the pass threshold (the model the plan's prior assumes);
 * ``random``: the same pool, but each human verdict is the judge's, flipped on 15% of the answers
   at random: the score tells nothing about where the errors are (issue 43's second data model).
 
 For each pilot (a simple random sample of answers, labelled) the forecast
-(:func:`calibration.active.predicted_saving`, target ±5 pp on the gap) gives the model's active
+(:func:`judgelab.calibration.active.predicted_saving`, target ±5 pp on the gap) gives the model's active
 ratio against simple random sampling, the evidence it reads from the pilot (disagreement share
 where the prior expects errors minus elsewhere, with a 95% Wald interval) and its verdict. Printed
 per cell: the mean model ratio, the ratio planned on (1 when no saving is expected), the share of
@@ -33,7 +33,7 @@ import pandas as pd
 # Run from a checkout without installing: the repository root holds the packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.active import pool_model, predicted_saving, simulate_pool
+from judgelab.calibration.active import pool_model, predicted_saving, simulate_pool
 
 
 def one(model: str, pilot: int, rep: int) -> dict[str, float]:

@@ -6,7 +6,7 @@ Run: ``python bench/forecast_realised.py`` (about 75 s on 2 CPUs; 300 pools per 
 labels (default 240, about what simple random sampling needs for ±10 pp).
 
 Two data models, 800 answers (400 tasks, two families, one label per answer), the judge wrong on
-15% of them (:func:`calibration.active.pool_model` at 85% agreement):
+15% of them (:func:`judgelab.calibration.active.pool_model` at 85% agreement):
 
 * ``threshold``: the judge's errors sit where its score is next to the pass threshold (the model
   the plan's prior assumes); the active and stratified designs should save here;
@@ -16,20 +16,20 @@ Two data models, 800 answers (400 tasks, two families, one label per answer), th
 For each pool:
 
 * **forecast**: a pilot of 40 answers drawn by simple random sampling and labelled;
-  :func:`calibration.active.predicted_saving` from it gives the labels ratio against simple random
+  :func:`judgelab.calibration.active.predicted_saving` from it gives the labels ratio against simple random
   sampling the plan is planned on (``ratio`` for the active design, ``stratified`` for the
   stratified one: 1 when it says "no saving expected") and whether it said so;
-* **active, realised**: :func:`calibration.active.run_active`, the store's procedure (pilot, batches,
-  the gate :func:`calibration.active.batch_floor` that falls back to simple random sampling,
+* **active, realised**: :func:`judgelab.calibration.active.run_active`, the store's procedure (pilot, batches,
+  the gate :func:`judgelab.calibration.active.batch_floor` that falls back to simple random sampling,
   repeated intervals, stop at the target); beside it the same procedure with every batch drawn by
   simple random sampling (floor 1). Realised labels ratio: mean labels of the active run over mean
   labels of the simple random one, both stopped by the same rule at the same target. Width ratio: the
   active run's final half-width over that of a simple random sample of as many answers read as
-  ``judgelab calibrate`` reads it (:func:`calibration.stats.self_preference_gap`, t interval), whose
+  ``judgelab calibrate`` reads it (:func:`judgelab.calibration.stats.self_preference_gap`, t interval), whose
   square is the labels ratio at equal width (the repeated interval's price for looking included);
-* **stratified, realised**: :func:`calibration.design.design_sample` with ``n`` labels, answers
+* **stratified, realised**: :func:`judgelab.calibration.design.design_sample` with ``n`` labels, answers
   stratified by the judge's verdict, planned from the same pilot, with the ``gap`` allocation, or
-  ``proportional`` when the pilot shows no saving (:func:`calibration.design.stratified_gate`, the
+  ``proportional`` when the pilot shows no saving (:func:`judgelab.calibration.design.stratified_gate`, the
   fall-back ``judgelab design`` draws through); read with its weights and
   strata. Its labels ratio is its mean half-width over that of simple random samples of ``n``
   answers, squared.
@@ -54,10 +54,10 @@ from scipy.special import ndtr
 # Run from a checkout without installing: the repository root holds the packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.active import SimulatedPool, pool_model, predicted_saving, run_active, simulate_pool
-from calibration.active._simulate import _MU, _PASS, _SD_ANSWER, _SD_TASK
-from calibration.design import design_sample, stratified_gate
-from calibration.stats import self_preference_gap
+from judgelab.calibration.active import SimulatedPool, pool_model, predicted_saving, run_active, simulate_pool
+from judgelab.calibration.active._simulate import _MU, _PASS, _SD_ANSWER, _SD_TASK
+from judgelab.calibration.design import design_sample, stratified_gate
+from judgelab.calibration.stats import self_preference_gap
 
 N_TASKS, WRONG = 400, 0.15
 

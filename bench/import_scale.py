@@ -49,9 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._answers import answers
 from bench._measure import WORKDIR, built_once, child, emit, machine
-from labeler.models import Criterion, Rubric
-from labeler.store import Store
-from labeler.store._core import StoreCore
+from judgelab.labeler.models import Criterion, Rubric
+from judgelab.labeler.store import Store
+from judgelab.labeler.store._core import StoreCore
 
 FAMILIES = ("claude", "othermodel")
 RUBRIC = Rubric(

@@ -7,10 +7,10 @@ Each replicate simulates labelled answers (likert5 people's scores; pass at 4 an
 baseline judge A plus ``V`` candidate versions B1..BV of *equal true quality*: every judge is the
 true score plus independent noise, read on the same scale. So the true difference in pass/fail
 agreement between any version and A is zero. The labelled answers are split 70/30 into a
-tuning and a held-out part (:func:`calibration.loop.make_split`, stratified by family).
+tuning and a held-out part (:func:`judgelab.calibration.loop.make_split`, stratified by family).
 
 - **honest**: pick the version with the best agreement difference on the *tuning* part, then
-  report its difference on the *held-out* part (:func:`calibration.loop.compare_judges`, paired
+  report its difference on the *held-out* part (:func:`judgelab.calibration.loop.compare_judges`, paired
   task-clustered bootstrap): the 95% interval covers the true difference (0) about 95% of the time.
 - **held-out picking**: pick the best version on the *held-out* part and report it on the same
   part: the reported gain is inflated and the interval covers zero far less often.
@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.loop import compare_judges, make_split
+from judgelab.calibration.loop import compare_judges, make_split
 
 LEVELS = np.arange(1.0, 6.0)
 

@@ -10,7 +10,7 @@ how close is that to what the official SDK alone reaches? ``judgelab mock-api`` 
 process (its threads do not compete with the client for the interpreter lock), and each
 measurement runs in a fresh child process:
 
-* **score**: :func:`calibration.scoring.ascore_answers`, which ``judgelab score`` calls: the
+* **score**: :func:`judgelab.calibration.scoring.ascore_answers`, which ``judgelab score`` calls: the
   plan from the database, the judge (its middleware: decode checks, rate governor), the
   write-ahead journal, the database batches and the plain progress lines (standard error is
   not a terminal), on a fresh copy of a pool of ``--calls`` answers, as ``judgelab score
@@ -51,7 +51,7 @@ def _pool(calls: int, workdir: Path) -> Path:
     if db.exists():
         return db
     from judgelab.cli import main as cli
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     workdir.mkdir(parents=True, exist_ok=True)
     source = workdir / f"judge-throughput-{calls}.csv"
@@ -65,7 +65,7 @@ def _pool(calls: int, workdir: Path) -> Path:
 
 
 def _judge(provider: str, base_url: str, concurrency: int) -> Any:
-    from calibration.judges import AnthropicJudge, OpenAIJudge
+    from judgelab.calibration.judges import AnthropicJudge, OpenAIJudge
 
     if provider == "openai":
         return OpenAIJudge(_MODELS[provider], api_key="bench", base_url=base_url + "/v1",
@@ -80,8 +80,8 @@ def _warm_texts(n: int) -> list[tuple[str, str]]:
 
 async def _score(provider: str, base_url: str, pool: Path, concurrency: int, workdir: Path) -> dict[str, float]:
     """Seconds and CPU for one ``score`` run over the pool (after a warm-up round)."""
-    from calibration.scoring import ascore_answers
-    from labeler.store import Store
+    from judgelab.calibration.scoring import ascore_answers
+    from judgelab.labeler.store import Store
 
     db = workdir / "score.duckdb"
     shutil.copy(pool, db)
@@ -100,9 +100,9 @@ async def _score(provider: str, base_url: str, pool: Path, concurrency: int, wor
 
 async def _sdk(provider: str, base_url: str, pool: Path, concurrency: int) -> dict[str, float]:
     """Seconds and CPU for the same requests through the bare SDK client (after a warm-up round)."""
-    from calibration.runner._plan import build_request
-    from calibration.scoring import choose_answers, plan_scores
-    from labeler.store import Store
+    from judgelab.calibration.runner._plan import build_request
+    from judgelab.calibration.scoring import choose_answers, plan_scores
+    from judgelab.labeler.store import Store
 
     judge = _judge(provider, base_url, concurrency)
     answers, _ = choose_answers(Store(pool))

@@ -6,11 +6,11 @@ panel, ``--tasks T`` tasks each).
 Speed: nine judges of four families (gpt x3, claude x2, llama x2, mistral x2), each also one of
 the nine answering models, score 50,004 answers to 5,556 tasks on likert5 (450,036 judgements),
 with set self-bias, family-bias and leniency. The figure is the wall time of
-:func:`calibration.panel.panel_analysis` (residual matrix, 9 regressions, gaps, both juries,
+:func:`judgelab.calibration.panel.panel_analysis` (residual matrix, 9 regressions, gaps, both juries,
 kappa with its task jackknife and residual spread for 11 rows) plus rendering the markdown, the
 JSON and the PNG heatmap: what ``judgelab panel --png`` does after reading the store.
 
-Coverage: :func:`calibration.panel.coverage_of_known_effects`: share of the 95% intervals that
+Coverage: :func:`judgelab.calibration.panel.coverage_of_known_effects`: share of the 95% intervals that
 cover each judge's set self-bias, family-bias and (for the judge outside the pool) leniency.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._measure import machine, peak_rss_mb
-from calibration.panel import (
+from judgelab.calibration.panel import (
     SimJudge,
     coverage_of_known_effects,
     panel_analysis,

@@ -12,7 +12,7 @@ labels, judgements), runs ``judgelab panel --json``, and prints three columns pe
   linear_by_dimension.pdf``: 0-1 scale, read off the PDF's vector coordinates, ±0.0005);
 * **paper's model, refit**: the paper's per-dimension regression ``rating ~ judge + gt:judge +
   same_judge + same_family - 1`` (one OLS over all judges, family-bias shared by the judges of a
-  family, HC1 variance), refit here with :func:`calibration.panel.pooled_self_bias`;
+  family, HC1 variance), refit here with :func:`judgelab.calibration.panel.pooled_self_bias`;
 * **judgelab**: ``judges[].self_bias`` of ``judgelab panel`` (one OLS per judge, family-bias per
   judge, task-clustered CR1 variance), divided by 100 to put it on the paper's 0-1 scale.
 
@@ -36,7 +36,7 @@ from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.panel import pooled_self_bias
+from judgelab.calibration.panel import pooled_self_bias
 from judgelab.cli import main as cli
 
 #: Self-bias per judge as plotted per dimension by the paper (0-1 scale), read from the vector
@@ -87,7 +87,7 @@ def load(csv: Path) -> pd.DataFrame:
 
 
 def paper_model(df: pd.DataFrame) -> dict[str, float]:
-    """The paper's per-dimension regression (:func:`calibration.panel.pooled_self_bias`, HC1), 0-1 scale."""
+    """The paper's per-dimension regression (:func:`judgelab.calibration.panel.pooled_self_bias`, HC1), 0-1 scale."""
     frame = pd.DataFrame({"judge": df["judge"], "judge_model": df["judge"], "judge_family": df["judge_family"],
                           "answer_id": df["prompt_id"] + ":" + df["model"], "task_id": df["prompt_id"],
                           "answer_model": df["model"], "answer_family": df["model_family"],

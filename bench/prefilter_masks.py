@@ -3,8 +3,8 @@
 ``python bench/prefilter_masks.py --n 100000`` generates ``--n`` seeded answers
 (:mod:`bench._answers`: about 400 characters, 5 % with a planted name in one of the forms the
 detector reads through, 20 % tricky ordinary text), finds their self-name spans twice, with
-:func:`labeler.blinding.detect_self_identifying_many` (one prefilter pass, the full detector
-only on candidates) and with :func:`labeler.blinding.detect_self_identifying` on each answer,
+:func:`judgelab.labeler.blinding.detect_self_identifying_many` (one prefilter pass, the full detector
+only on candidates) and with :func:`judgelab.labeler.blinding.detect_self_identifying` on each answer,
 and prints the CPU time of each, the candidates and whether every span and masked text is
 identical. Printed, not asserted (the suite compares 20,000 in
 ``tests/test_self_id_prefilter.py``).
@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._answers import answers
-from labeler.blinding import _candidates, detect_self_identifying, detect_self_identifying_many, mask
+from judgelab.labeler.blinding import _candidates, detect_self_identifying, detect_self_identifying_many, mask
 
 POOL = ("claude", "claude-3.5-sonnet", "gpt-5.1-mini", "o3", "othermodel")
 

@@ -4,10 +4,10 @@ Run: ``python bench/rater_model.py`` (200 datasets at 30, 60 and 150 tasks, abou
 each Dawid-Skene reading refits the model on 100 task resamples); ``--reps N`` datasets per row,
 ``--tasks 60 150`` the task counts, ``--per-answer 3`` raters per answer.
 
-The model is :func:`calibration.stats.simulate_raters`'s: pass/fail answers of two families with
+The model is :func:`judgelab.calibration.stats.simulate_raters`'s: pass/fail answers of two families with
 a known true verdict, a judge with a self-preference, and five raters of known confusion (one
 careful, two lenient, one harsh, one careless), three per answer. Each dataset is read under the
-majority, the mean and Dawid-Skene (:func:`calibration.stats.compare_rules`, the report's own
+majority, the mean and Dawid-Skene (:func:`judgelab.calibration.stats.compare_rules`, the report's own
 residual functions, intervals for raters like these):
 
 * ``error %``: answers whose human category differs from the true verdict (Dawid-Skene: the
@@ -31,7 +31,7 @@ import pandas as pd
 # Run from a checkout without installing: the repository root holds the packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from calibration.stats import RULES_COMPARED, compare_rules, simulate_raters
+from judgelab.calibration.stats import RULES_COMPARED, compare_rules, simulate_raters
 
 FIGURES = ("own", "other", "gap")
 

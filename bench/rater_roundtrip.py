@@ -5,13 +5,13 @@ it the first time takes about five more and is kept in ``--workdir`` for later r
 
 A round trip is what the server does between a rater pressing Submit and the next answer
 being ready to draw, calling what ``judgelab/views/rate.py`` calls in its order: the submit
-callback checks the ``?t=`` token (:meth:`~labeler.store.Store.authenticate`, once per script
-run) and stores the label (:meth:`~labeler.store.Store.add_label`), then the fragment's rerun
-reads the screen (:meth:`~labeler.store.Store.screen`: queue, item, open event and blinded
+callback checks the ``?t=`` token (:meth:`~judgelab.labeler.store.Store.authenticate`, once per script
+run) and stores the label (:meth:`~judgelab.labeler.store.Store.add_label`), then the fragment's rerun
+reads the screen (:meth:`~judgelab.labeler.store.Store.screen`: queue, item, open event and blinded
 view in one unit of work). Streamlit's own rendering and the network are not included.
 
 The pool: 100,000 answers to 50,000 tasks, each assigned to one of 50 raters (2,000 each)
-with :meth:`~labeler.store.Store.assign_k`. Two figures, each from a fresh child process:
+with :meth:`~judgelab.labeler.store.Store.assign_k`. Two figures, each from a fresh child process:
 
 * **alone**: one rater, nobody else using the app (the floor);
 * **50 at a human pace**: all 50 raters, each reading for an exponentially distributed time
@@ -35,9 +35,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._measure import WORKDIR, built_once, child, emit, machine, percentiles
-from labeler.models import Answer, Criterion, Rubric, Task
-from labeler.queue import QueueItem
-from labeler.store import Rater, Store
+from judgelab.labeler.models import Answer, Criterion, Rubric, Task
+from judgelab.labeler.queue import QueueItem
+from judgelab.labeler.store import Rater, Store
 
 TOKENS_ENV = "JUDGELAB_BENCH_TOKENS"
 

@@ -2,7 +2,7 @@
 
 Run: ``python bench/runner_throughput.py`` (about three minutes). ``--calls``, ``--limited-calls``,
 ``--latency``, ``--concurrency``, ``--rpm`` and ``--repeats`` change the set-up; ``--provider
-openai`` measures the OpenAI-compatible judge instead (:class:`~calibration.judges.OpenAIJudge`
+openai`` measures the OpenAI-compatible judge instead (:class:`~judgelab.calibration.judges.OpenAIJudge`
 through the ``openai`` SDK, against the same server's ``/v1/chat/completions``, its limits
 stated in ``x-ratelimit-*`` headers), the SDK-alone path then being the bare ``openai`` client.
 
@@ -17,11 +17,11 @@ child process that also reports its peak memory:
 
   - **SDK alone**: the official ``anthropic`` client (no judgelab code, no middleware) sending the
     same Messages requests under an ``asyncio.Semaphore(64)``, nothing recorded;
-  - **judge alone**: :class:`~calibration.judges.AnthropicJudge` (prompt building, middleware,
+  - **judge alone**: :class:`~judgelab.calibration.judges.AnthropicJudge` (prompt building, middleware,
     reply parsing and pricing) under the same semaphore, nothing recorded (what earlier rounds
     of this benchmark called "SDK only");
-  - **runner**: :func:`calibration.runner.arun_plan` with the real
-    :class:`~calibration.judges.AnthropicJudge` (its middleware: decode checks, rate governor),
+  - **runner**: :func:`judgelab.calibration.runner.arun_plan` with the real
+    :class:`~judgelab.calibration.judges.AnthropicJudge` (its middleware: decode checks, rate governor),
     the write-ahead journal, the database and the JSONL evidence file, as ``judgelab probe``.
 
   The figures are the runner's rate as a share of the bare SDK's and of the judge's (means over
@@ -51,7 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._measure import REPO, child, emit, machine
-from calibration.runner import PlannedCall
+from judgelab.calibration.runner import PlannedCall
 
 PROVIDER = "anthropic"
 """The back-end measured (``--provider``)."""
@@ -61,7 +61,7 @@ _PATHS = {"anthropic": "POST /v1/messages", "openai": "POST /v1/chat/completions
 
 def _make_judge(base_url: str, **kwargs: Any) -> Any:
     """The judge of the back-end measured, pointed at the mock API server."""
-    from calibration.judges import AnthropicJudge, OpenAIJudge
+    from judgelab.calibration.judges import AnthropicJudge, OpenAIJudge
 
     if PROVIDER == "openai":
         return OpenAIJudge("gpt-4.1-mini", api_key="bench", base_url=base_url + "/v1", **kwargs)
@@ -87,8 +87,8 @@ async def _sdk(base_url: str, calls: int, concurrency: int) -> float:
         return await _openai_sdk(base_url, calls, concurrency)
     import anthropic
 
-    from calibration.datasets import PROBE_RUBRIC
-    from calibration.judges import AnthropicJudge
+    from judgelab.calibration.datasets import PROBE_RUBRIC
+    from judgelab.calibration.judges import AnthropicJudge
 
     # The judge only builds the request bodies here; the SDK client below sends them.
     builder = AnthropicJudge("claude-sonnet-4-6", api_key="bench", base_url=base_url)
@@ -118,7 +118,7 @@ async def _openai_sdk(base_url: str, calls: int, concurrency: int) -> float:
     """Seconds for ``calls`` Chat Completions requests through the bare ``openai`` client."""
     import openai
 
-    from calibration.datasets import PROBE_RUBRIC
+    from judgelab.calibration.datasets import PROBE_RUBRIC
 
     builder = _make_judge(base_url)
     bodies = [builder.request(builder.build("pointwise", "likert5", PROBE_RUBRIC, c.prompt, [c.answer]))
@@ -140,7 +140,7 @@ async def _openai_sdk(base_url: str, calls: int, concurrency: int) -> float:
 
 async def _judge_alone(base_url: str, calls: int, concurrency: int) -> float:
     """Seconds for ``calls`` judge calls with nothing recorded (after a warm-up round)."""
-    from calibration.datasets import PROBE_RUBRIC
+    from judgelab.calibration.datasets import PROBE_RUBRIC
 
     judge = _make_judge(base_url, max_concurrency=concurrency, max_retries=6, timeout=30)
     gate = asyncio.Semaphore(concurrency)
@@ -158,9 +158,9 @@ async def _judge_alone(base_url: str, calls: int, concurrency: int) -> float:
 
 async def _runner(base_url: str, calls: int, concurrency: int, workdir: Path) -> dict[str, float]:
     """Seconds for ``calls`` planned calls through the runner, and what the governor saw."""
-    from calibration.datasets import PROBE_RUBRIC
-    from calibration.runner import arun_plan
-    from labeler.store import Store
+    from judgelab.calibration.datasets import PROBE_RUBRIC
+    from judgelab.calibration.runner import arun_plan
+    from judgelab.labeler.store import Store
 
     judge = _make_judge(base_url, max_concurrency=concurrency, max_retries=6, timeout=30)
     async with judge:
@@ -204,7 +204,7 @@ def _measure_path(path: str, base_url: str, calls: int, concurrency: int, workdi
 
 def _start_server(latency: float, *extra: str) -> tuple[subprocess.Popen[str], str]:
     code = (
-        "import sys; from calibration.mockapi import mock_api_command;"
+        "import sys; from judgelab.calibration.mockapi import mock_api_command;"
         "mock_api_command(sys.argv[1:])"
     )
     proc = subprocess.Popen(

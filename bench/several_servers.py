@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._measure import machine, percentiles
 from bench.browser_roundtrip import CHROMIUM, VIEWPORT, WATCH_JS, free_port, start
-from labeler.examples import example_path
+from judgelab.labeler.examples import example_path
 
 TICK = os.sysconf("SC_CLK_TCK")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -106,8 +106,8 @@ HEADER = ("| database   | servers | submit p50 ms | p95 ms | server CPU ms/submi
 
 def build(db: str, raters: int, items: int) -> list[tuple[int, str, int]]:
     """The bundled rubric and answers, ``raters`` raters with at least ``items`` each: ``(id, token, queue length)``."""
-    from labeler.importers import import_file
-    from labeler.store import Store
+    from judgelab.labeler.importers import import_file
+    from judgelab.labeler.store import Store
 
     store = Store(db)
     import_file(store, "rubric", example_path("rubric.toml"))
@@ -254,7 +254,7 @@ def measure(backend: str, servers: int, raters: int, items: int, pg_url: str | N
         if master is not None:
             time.sleep(1)  # the servers' sessions end with them; their counts reach the statistics
             fig.connections = sessions(db) - opened
-        from labeler.store import Store
+        from judgelab.labeler.store import Store
 
         store = Store(db)
         fig.stored = int(store.query("SELECT count(*) AS n FROM labels").iloc[0, 0])

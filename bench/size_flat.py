@@ -4,7 +4,7 @@ Run: ``python bench/size_flat.py`` (default sizes 1,000 and 1,000,000 answers, e
 once, on DuckDB and on a throwaway PostgreSQL server from ``tests/pg.py``); ``--sizes 1000,100000``
 to develop on; ``--backends duckdb`` for one back-end; ``--no-cli`` for the in-process figures only.
 
-The projects are written by the engine (:func:`labeler.store._synthetic.fill_synthetic`: one
+The projects are written by the engine (:func:`judgelab.labeler.store._synthetic.fill_synthetic`: one
 ``INSERT ... SELECT`` per table), since this measures reading, not import; the DuckDB files are
 kept under ``--workdir`` for later runs (PostgreSQL's are built in each run). Each rater's queue
 is 250 assignments (200 labelled) at every size: only the project grows (4 raters at 1,000
@@ -40,8 +40,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._measure import WORKDIR, machine
-from labeler.store import Store
-from labeler.store._synthetic import RUN_ID, fill_synthetic
+from judgelab.labeler.store import Store
+from judgelab.labeler.store._synthetic import RUN_ID, fill_synthetic
 
 #: Every export kind, with the file it is written to.
 EXPORTS = {
@@ -62,11 +62,11 @@ def _median_ms(call: Callable[[], Any], repeats: int) -> float:
 
 def _overview_calls(store: Store) -> dict[str, Callable[[], Any]]:
     """The Overview page's store-side work, call by call."""
-    from calibration.loop import revalidation_note
     from judgelab.admin import overview, screen_summary
     from judgelab.admin._active import active_view
     from judgelab.admin._quality import rater_quality
-    from labeler.timing import rater_times
+    from judgelab.calibration.loop import revalidation_note
+    from judgelab.labeler.timing import rater_times
 
     return {
         "overview": lambda: overview(store),

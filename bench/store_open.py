@@ -26,8 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._measure import WORKDIR, child, emit, machine, percentiles
-from labeler.models import Answer, Task
-from labeler.store import Store
+from judgelab.labeler.models import Answer, Task
+from judgelab.labeler.store import Store
 
 
 def measure(db: str, reps: int) -> dict[str, float]:

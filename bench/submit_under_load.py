@@ -5,7 +5,7 @@ Run: ``python bench/submit_under_load.py`` (a few minutes; the database is built
 
 Each scenario runs in a fresh child process standing in for the app server: ``--raters`` rater
 threads submit as the Rate page does (check the token, store the label, read the next screen,
-:meth:`~labeler.store.Store.screen`) with a short pause between submits, for ``--seconds``; the
+:meth:`~judgelab.labeler.store.Store.screen`) with a short pause between submits, for ``--seconds``; the
 store is opened as the server opens it (``idle_release`` of :data:`judgelab.session.APP_IDLE_RELEASE`).
 Alongside them, in the same process or beside it:
 
@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._measure import REPO, WORKDIR, built_once, child, emit, machine, percentiles
 from bench.calibrate_scale import build as build_calibrated
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 TOKENS_ENV = "JUDGELAB_BENCH_TOKENS"
 SCENARIOS = ("alone", "calibration-old", "calibration-now", "agreement-old", "agreement-now", "import")
@@ -72,8 +72,8 @@ def _rater(store: Store, token: str, stop: threading.Event, out: list[float], pa
 
 
 def _admin(store: Store, scenario: str, stop: threading.Event, done: list[float]) -> None:
-    from calibration.calibrate import calibrate
     from judgelab.admin import KEPT, agreement_kept, agreement_report, calibration_report, warm_worker
+    from judgelab.calibration.calibrate import calibrate
 
     run_id = store.latest_scored_run()
     assert run_id is not None

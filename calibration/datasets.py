@@ -2,7 +2,7 @@
 
 Pair-based probes (position, pairwise padding/truncation, decoration, byline) take pairs in the
 judge-probe format: ``prompt, answer_a, answer_b`` with optional ``id`` and ``gold``, from a
-``.csv`` or ``.jsonl`` file, or the bundled ``sample`` (``pairs.jsonl`` of :mod:`labeler.examples`:
+``.csv`` or ``.jsonl`` file, or the bundled ``sample`` (``pairs.jsonl`` of :mod:`judgelab.labeler.examples`:
 similar-quality answer pairs on technical questions, so a fair judge lands near 50/50 and any systematic
 preference is bias).
 
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labeler.errors import InputError
-from labeler.examples import example_path
-from labeler.importers import parse_pairs, read_rows
-from labeler.models import Criterion, Pair, Rubric
-from labeler.store.roles import PoolView
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.examples import example_path
+from judgelab.labeler.importers import parse_pairs, read_rows
+from judgelab.labeler.models import Criterion, Pair, Rubric
+from judgelab.labeler.store.roles import PoolView
 
 __all__ = [
     "DATASET_SUFFIXES",

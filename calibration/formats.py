@@ -15,12 +15,12 @@ turned into a default score; it is recorded, counted in the parse rate, and left
 statistic (the same policy as inspect_ai's ``unscored`` grades).
 
 :func:`build_call` assembles the request: the rubric text every rater also sees
-(:meth:`~labeler.models.Rubric.as_text`) plus :data:`JUDGE_INSTRUCTIONS` as the system block
+(:meth:`~judgelab.labeler.models.Rubric.as_text`) plus :data:`JUDGE_INSTRUCTIONS` as the system block
 (identical across calls, so it can be prompt-cached), and the task and answer(s) in delimited
 blocks followed by the format line in the user message.
 
 A team's own judge replaces all of this through a :class:`PromptSpec` (a judge spec file,
-:mod:`calibration.spec`): :func:`build_call`, :func:`parse` and :func:`read_call` take it as
+:mod:`judgelab.calibration.spec`): :func:`build_call`, :func:`parse` and :func:`read_call` take it as
 ``spec=`` and let its templates write the request and its verdict rule read the reply. The
 built-in prompt stays the default.
 """
@@ -35,10 +35,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from calibration.judges._base import JudgeCall
-from labeler.errors import InputError
-from labeler.models import Rubric
-from labeler.scales import (
+from judgelab.calibration.judges._base import JudgeCall
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.scales import (
     FORMATS,
     PAIRWISE_FORMATS,
     POINTWISE_FORMATS,
@@ -242,7 +242,7 @@ def parse(fmt: Format, reply: str, *, spec: PromptSpec | None = None) -> ParseRe
     matched case-insensitively against their menus; numeric values must be bare whole numbers in
     range.
 
-    With a ``spec`` (a team's judge spec, :mod:`calibration.spec`) the reply is read by the
+    With a ``spec`` (a team's judge spec, :mod:`judgelab.calibration.spec`) the reply is read by the
     spec's own rule for ``fmt`` instead, under the same policy: the last match wins, anything
     else is a failure with a reason.
 
@@ -284,7 +284,7 @@ def parse(fmt: Format, reply: str, *, spec: PromptSpec | None = None) -> ParseRe
 def parse_on_grid(value: str, spec: FormatSpec) -> ParseResult:
     """Read a bare number on a declared scale's grid (``7``, ``7.5`` on 0-10 by 0.5).
 
-    >>> from labeler.scales import declare_scale
+    >>> from judgelab.labeler.scales import declare_scale
     >>> s = declare_scale("halves10", 0, 10, 0.5)
     >>> parse_on_grid("7.5", s).value, parse_on_grid("7.25", s).error
     (7.5, '7.25 is off the halves10 scale; expected one of 0, 0.5, ..., 10 (0-10 by 0.5)')
@@ -374,7 +374,7 @@ def tournament_pairs(candidates: Sequence[str]) -> list[tuple[str, str]]:
     """Every within-task pair once, in listing order: ``(c_i, c_j)`` for ``i < j``.
 
     The earlier-listed candidate is shown as Response A; the listing-order slot bias this
-    carries is what :mod:`calibration.stats` decomposes.
+    carries is what :mod:`judgelab.calibration.stats` decomposes.
 
     Raises:
         InputError: If a candidate id repeats.
@@ -464,7 +464,7 @@ def passed_for(rubric: Rubric, fmt: Format, value: float | None) -> bool | None:
 class PromptSpec(Protocol):
     """A judge prompt other than the built-in one: what :func:`build_call` and :func:`parse` ask.
 
-    :class:`calibration.spec.JudgeSpec` (a team's judge spec file) is the one implementation;
+    :class:`judgelab.calibration.spec.JudgeSpec` (a team's judge spec file) is the one implementation;
     the protocol keeps this module free of it.
     """
 
@@ -543,7 +543,7 @@ def user_text(fmt: Format, prompt: str, answers: Sequence[str]) -> str:
 def format_line(fmt: Format) -> str:
     """The format line of ``fmt``: the built-in one, or one written from a declared scale.
 
-    >>> from labeler.scales import declare_scale, register_scale
+    >>> from judgelab.labeler.scales import declare_scale, register_scale
     >>> print(format_line(register_scale(declare_scale("doc_ten", 1, 10, 1)).name))  # doctest: +NORMALIZE_WHITESPACE
     Rate the answer overall on a scale from 1 (worst) to 10 (best). End your reply with one final
     line of the form `VERDICT: <n>`, where <n> is a single whole number from 1 to 10 written in digits.
@@ -577,19 +577,19 @@ def build_call(
         kind: ``"pointwise"`` for one answer, ``"pairwise"`` for two.
         fmt: The scoring format; must belong to ``kind``.
         model: The judge model id.
-        rubric: The rubric; its text (:meth:`~labeler.models.Rubric.as_text`) opens the system
+        rubric: The rubric; its text (:meth:`~judgelab.labeler.models.Rubric.as_text`) opens the system
             block.
         prompt: The task prompt.
         answers: The answer (pointwise), or answers A and B in the order shown (pairwise).
         params: Request parameters recorded in the call and its cache key (``max_tokens``,
             ``temperature``, a fake judge's knobs...).
-        spec: A team's judge spec (:mod:`calibration.spec`): its templates write the system
+        spec: A team's judge spec (:mod:`judgelab.calibration.spec`): its templates write the system
             and user text. Its verdict rule is not sent, so it is not in the params nor the
             cache key: editing only the rule reuses the stored replies, read again under it.
         task_id: The task (or pair) judged; a spec looks its reference answer up by it.
 
     Returns:
-        A :class:`~calibration.judges.JudgeCall` whose ``system`` is :func:`system_text` and
+        A :class:`~judgelab.calibration.judges.JudgeCall` whose ``system`` is :func:`system_text` and
         whose ``user`` is :func:`user_text` (or the spec's filled templates).
 
     Raises:
@@ -691,5 +691,5 @@ def _check_format(func: str, fmt: str) -> None:
     if not known_format(fmt):
         raise InputError(
             f"{func}: unknown format {fmt!r}; expected one of {', '.join(FORMATS)}",
-            fix="pick a format from calibration.formats.FORMATS",
+            fix="pick a format from judgelab.calibration.formats.FORMATS",
         )

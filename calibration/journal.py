@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from labeler.store import JudgementRecord, JudgeRole, redact
+from judgelab.labeler.store import JudgementRecord, JudgeRole, redact
 
 try:  # POSIX: the lock that tells a live writer's journal from a dead one's
     import fcntl

@@ -28,7 +28,7 @@ each; the fit here learns the difficulty from the models given and has no gamed 
 56 AlpacaEval 2.0 models in ``tests/data/alpaca_eval_lc`` this lands a median 0.6 points from
 the published LC, up to 16 (gpt4_gamed, the adversarial model the gamed rows are there for);
 claude-2.1: 27.69 against 25.25. With fewer than :data:`MIN_LEADERBOARD_MODELS` models,
-:func:`win_rates` fits length only (:func:`calibration.stats.length_controlled_win_rate`): a
+:func:`win_rates` fits length only (:func:`judgelab.calibration.stats.length_controlled_win_rate`): a
 different estimand, a median 4.7 and up to 27 points from the published LC on those 56 models
 (claude-2.1: 32.4).
 """
@@ -49,7 +49,7 @@ from scipy import stats
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from calibration.stats import Estimate, length_controlled_win_rate
+from judgelab.calibration.stats import Estimate, length_controlled_win_rate
 
 __all__ = ["LEADERBOARD_NOTE", "LENGTH_ONLY_NOTE", "MIN_LEADERBOARD_MODELS", "WinRateRow",
            "leaderboard_length_controlled", "win_rate", "win_rates"]
@@ -177,7 +177,7 @@ def win_rates(
             refitted on these rows (:func:`leaderboard_length_controlled`; not the published LC)
             when :data:`MIN_LEADERBOARD_MODELS` or more models were judged against the same
             opponent by the same judge; else the length-only fit
-            (:func:`calibration.stats.length_controlled_win_rate`, a bootstrap of ``n_resamples``
+            (:func:`judgelab.calibration.stats.length_controlled_win_rate`, a bootstrap of ``n_resamples``
             fits). Each figure's ``extra["estimand"]`` says which it is.
         n_resamples: Bootstrap resamples for the length-only interval.
         rng: Seed or generator for that bootstrap.

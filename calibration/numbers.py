@@ -32,7 +32,7 @@ NO_INTERVAL = "no interval"
 class HasInterval(Protocol):
     """Anything with an estimate, its interval, ``n``, units and confidence level.
 
-    :class:`calibration.stats.Estimate` and the report's typed results (a family's residual, the
+    :class:`judgelab.calibration.stats.Estimate` and the report's typed results (a family's residual, the
     self-preference gap) all qualify.
     """
 
@@ -158,7 +158,7 @@ def ci(est: HasInterval, digits: int = 2, *, signed: bool = True, percent: bool 
     Returns:
         The text.
 
-    >>> from calibration.stats import Estimate
+    >>> from judgelab.calibration.stats import Estimate
     >>> ci(Estimate(5.0, 1.0, 9.0, 20, "bootstrap", "percentage points"), 1)
     '95% CI +1.0 to +9.0'
     >>> ci(Estimate(0.9, 0.8, 0.95, 20, "Wilson", "share", level=0.9), 1, percent=True)
@@ -181,7 +181,7 @@ def estimate(est: HasInterval | None, digits: int = 1, *, signed: bool = True) -
     Returns:
         The text.
 
-    >>> from calibration.stats import Estimate
+    >>> from judgelab.calibration.stats import Estimate
     >>> estimate(Estimate(5.0, 1.0, 9.0, 20, "bootstrap", "percentage points"))
     '+5.0 percentage points (95% CI +1.0 to +9.0; n=20)'
     >>> estimate(Estimate(0.4, float("nan"), float("nan"), 1, "t", "kappa"), 3)

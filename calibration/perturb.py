@@ -9,7 +9,7 @@ the control arm that shows what "no change" reads as).
 
 Every function returns a :class:`Perturbed` with the new text, its length ratio in words and
 any warnings. The offline functions are deterministic: the same text gives the same variant.
-The marker phrases they insert are module constants so that :class:`~calibration.judges.FakeJudge`
+The marker phrases they insert are module constants so that :class:`~judgelab.calibration.judges.FakeJudge`
 can detect them from text alone.
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from labeler.errors import InputError, JudgeError
-from labeler.models import Rubric
+from judgelab.labeler.errors import InputError, JudgeError
+from judgelab.labeler.models import Rubric
 
 __all__ = [
     "BYLINE",
@@ -309,14 +309,14 @@ async def llm_pad(client: Any, model: str, text: str, *, max_tokens: int = 4096)
 
     Args:
         client: An ``anthropic.AsyncAnthropic`` (or :attr:`AnthropicJudge.client
-            <calibration.judges.AnthropicJudge.client>`); its retry settings apply.
+            <judgelab.calibration.judges.AnthropicJudge.client>`); its retry settings apply.
         model: The model that rewrites.
         text: The answer.
         max_tokens: Reply budget; a reply cut off at it gets a warning.
 
     Returns:
         The ``padded`` :class:`Perturbed` with :func:`check_padding`'s warnings and the tokens
-        the rewrite was billed for (price them with :func:`calibration.pricing.cost`).
+        the rewrite was billed for (price them with :func:`judgelab.calibration.pricing.cost`).
 
     Raises:
         InputError: If ``text`` has no words.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from labeler.errors import InputError
+from judgelab.labeler.errors import InputError
 
 __all__ = ["PNG_EXTRA_FIX", "png_renderer"]
 

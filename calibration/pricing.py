@@ -30,12 +30,12 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calibration.perturb import PAD_INSTRUCTION
-from labeler.errors import InputError
+from judgelab.calibration.perturb import PAD_INSTRUCTION
+from judgelab.labeler.errors import InputError
 
 if TYPE_CHECKING:
     # Only for annotations: the judges import this module to price their replies.
-    from calibration.judges._base import JudgeCall
+    from judgelab.calibration.judges._base import JudgeCall
 
 __all__ = [
     "APPROX_METHOD",
@@ -74,7 +74,7 @@ EXACT_METHOD = "exact prompt tokens from the API's count_tokens endpoint"
 def approx_tokens(text: str) -> int:
     """A rough token count (4 characters per token), for estimates made without the API.
 
-    Use :meth:`AnthropicJudge.count_tokens <calibration.judges.AnthropicJudge.count_tokens>`
+    Use :meth:`AnthropicJudge.count_tokens <judgelab.calibration.judges.AnthropicJudge.count_tokens>`
     for the exact count of a real request.
     """
     return max(1, math.ceil(len(text) / 4)) if text else 0
@@ -277,7 +277,7 @@ def _rates(table: Mapping[str, Any], where: str, file: str) -> ModelPrice:
 def _bundled_prices() -> PriceTable:
     # Parsed once per process: the fake judge prices every reply, and re-reading the
     # TOML each time was about half of a fake run's time.
-    bundled = resources.files("calibration").joinpath("prices.toml")
+    bundled = resources.files("judgelab.calibration").joinpath("prices.toml")
     return _parse(bundled.read_text(encoding="utf-8"), "calibration/prices.toml")
 
 
@@ -423,7 +423,7 @@ def estimate_calls(
     prices: PriceTable | None = None,
     prefix_tokens: Mapping[str, int] | None = None,
 ) -> CostEstimate:
-    """Preview the cost of a list of :class:`~calibration.judges.JudgeCall` objects.
+    """Preview the cost of a list of :class:`~judgelab.calibration.judges.JudgeCall` objects.
 
     Tokens are :func:`approx_tokens` of the system and user text, or for a system block the
     exact count in ``prefix_tokens`` when given. When the system block is prompt-cached, the

@@ -1,6 +1,6 @@
 """Rendering the calibration report: markdown, JSON and PNG, and the tables and charts the analyst page shows.
 
-Every form carries the same figures from one :class:`~calibration.calibrate.CalibrationReport`:
+Every form carries the same figures from one :class:`~judgelab.calibration.calibrate.CalibrationReport`:
 the tables are built once here (:func:`report_tables`) and printed as markdown or handed to
 ``st.dataframe``; the charts are built once (:func:`report_charts`) and drawn by
 ``st.altair_chart`` or rendered to PNG with vl-convert. Charts embed their data inline and
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import altair as alt
 import pandas as pd
 
-from calibration.numbers import HasInterval, ci, interval, num
-from calibration.probes.position import statistics_lines
-from calibration.stats import Estimate
+from judgelab.calibration.numbers import HasInterval, ci, interval, num
+from judgelab.calibration.probes.position import statistics_lines
+from judgelab.calibration.stats import Estimate
 
 if TYPE_CHECKING:
-    from calibration.calibrate import CalibrationReport, ResidualSection
+    from judgelab.calibration.calibrate import CalibrationReport, ResidualSection
 
 AnyChart = alt.Chart | alt.LayerChart | alt.HConcatChart | alt.VConcatChart | alt.FacetChart
 """Any chart :func:`report_charts` returns (each is drawable with ``st.altair_chart``)."""
@@ -792,7 +792,7 @@ def render_png(report: CalibrationReport, *, scale: float = 2.0) -> bytes:
     Raises:
         InputError: vl-convert is not installed.
     """
-    from calibration.png import png_renderer
+    from judgelab.calibration.png import png_renderer
 
     vlc = png_renderer()
     spec = combined_chart(report).to_dict()

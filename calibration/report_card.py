@@ -4,13 +4,13 @@ The card follows judge-probe's: one row per bias with the raw reading and (with 
 the reading after swap-averaging, a 95% interval for each, and a PASS/WARN/FAIL verdict per bias
 ("FAIL → PASS" when swap-averaging changes it). The verdicts are adjusted for the number of rows
 tested (Holm by default, stated on the card, with each reading's p-value) and the placebo arm's
-lift is printed as the empirical false-alarm check (:mod:`calibration.probes._errors`). Under the
+lift is printed as the empirical false-alarm check (:mod:`judgelab.calibration.probes._errors`). Under the
 table: what Raw and After mean, the thresholds, the swap consistency rate and the parse-failure
 count. judgelab adds the pointwise
 gaps in the judge's own units with lengths and the length ratio, the padding-audit result, the
 byline caveat, the slot decomposition and the format study.
 
-Rendering never calls the judge: everything comes from :func:`calibration.probes.
+Rendering never calls the judge: everything comes from :func:`judgelab.calibration.probes.
 analyse_evidence`. The PNG is an Altair chart saved through ``vl-convert`` (offline, the data
 inline in the spec).
 """
@@ -24,13 +24,13 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from calibration.numbers import MISSING, ci, interval, num, pct
-from calibration.probes import Analysis, BiasResult
-from calibration.probes._errors import SENSITIVITY_ROWS
-from calibration.probes.byline import NOT_SELF_PREFERENCE
-from calibration.probes.length import TRUNCATION_RULE
-from calibration.stats import THRESHOLDS, Detectable, Estimate, detectable_effect
-from labeler.scales import format_range
+from judgelab.calibration.numbers import MISSING, ci, interval, num, pct
+from judgelab.calibration.probes import Analysis, BiasResult
+from judgelab.calibration.probes._errors import SENSITIVITY_ROWS
+from judgelab.calibration.probes.byline import NOT_SELF_PREFERENCE
+from judgelab.calibration.probes.length import TRUNCATION_RULE
+from judgelab.calibration.stats import THRESHOLDS, Detectable, Estimate, detectable_effect
+from judgelab.labeler.scales import format_range
 
 __all__ = [
     "TITLE",
@@ -550,7 +550,7 @@ def render_png(
     Raises:
         InputError: vl-convert is not installed.
     """
-    from calibration.png import png_renderer
+    from judgelab.calibration.png import png_renderer
 
     png_renderer()  # Altair's own error for a missing renderer does not say how to get it
     target = Path(path)

@@ -4,8 +4,8 @@ Probes draw a few answers to measure one bias at a time; calibration needs the j
 every answer the humans label. :func:`score_answers` (``judgelab score``) judges every answer
 of a chosen set (the whole pool, the answers of a stored sample design, or the answers that
 have human labels) once in each pointwise format, with the judge the caller gives: the
-built-in prompt, or a team's judge spec (:mod:`calibration.spec`), whose pointwise formats are
-then the default. The calls go through :func:`calibration.runner.arun_plan`, so identical
+built-in prompt, or a team's judge spec (:mod:`judgelab.calibration.spec`), whose pointwise formats are
+then the default. The calls go through :func:`judgelab.calibration.runner.arun_plan`, so identical
 requests are answered from the cache, an interrupted run continues where it stopped, and
 ``batch=True`` uses Message Batches. The run is what ``judgelab calibrate`` reads; with a spec,
 the run records the spec and its declared authors (the provenance audit reads them).
@@ -21,17 +21,17 @@ from typing import Any
 
 import pandas as pd
 
-from calibration.calibrate import SCORE_TURN_PROBE
-from calibration.datasets import PoolAnswer
-from calibration.judges import Judge
-from calibration.probes import judge_endpoint, judge_kind_of, judge_spec, reference_tasks
-from calibration.runner import PlannedCall, RunSummary, arun_plan
-from calibration.spec import with_references
-from labeler.errors import InputError
-from labeler.models import Rubric
-from labeler.scales import POINTWISE_FORMATS, Format, is_pointwise
-from labeler.store import JudgeRole
-from labeler.transcripts import Transcript, render
+from judgelab.calibration.calibrate import SCORE_TURN_PROBE
+from judgelab.calibration.datasets import PoolAnswer
+from judgelab.calibration.judges import Judge
+from judgelab.calibration.probes import judge_endpoint, judge_kind_of, judge_spec, reference_tasks
+from judgelab.calibration.runner import PlannedCall, RunSummary, arun_plan
+from judgelab.calibration.spec import with_references
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.scales import POINTWISE_FORMATS, Format, is_pointwise
+from judgelab.labeler.store import JudgeRole
+from judgelab.labeler.transcripts import Transcript, render
 
 __all__ = [
     "SCORE_PROBE",

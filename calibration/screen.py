@@ -1,14 +1,14 @@
 """The author screen: the team's judge reads each answer for what the blinding rules cannot (issue 54).
 
-The rules (:mod:`labeler.blinding`) are the free first pass; they trail what people and models
+The rules (:mod:`judgelab.labeler.blinding`) are the free first pass; they trail what people and models
 write. ``judgelab screen`` asks the configured judge (the same judges, providers and specs as
-``judgelab score``) one binary question per answer, :data:`~calibration.judges.SCREEN_QUESTION`,
-in any language. The calls go through :func:`calibration.runner.arun_plan`, so the runner's
+``judgelab score``) one binary question per answer, :data:`~judgelab.calibration.judges.SCREEN_QUESTION`,
+in any language. The calls go through :func:`judgelab.calibration.runner.arun_plan`, so the runner's
 guarantees hold: an answer already read costs nothing (the cache), an interrupted screen
 continues where it stopped and bills nothing twice (the journal), ``batch=True`` uses the
 provider's batches at half price, a failed call is retried by the next run.
 
-What a reading becomes (:meth:`labeler.store.Store.record_screen`): ACCEPT withholds the answer
+What a reading becomes (:meth:`judgelab.labeler.store.Store.record_screen`): ACCEPT withholds the answer
 (the same state as a rater's W key: dealt to nobody, pending items wait) with the judge's reply as
 the reason, until the admin masks or clears it on the Withheld page; REJECT is a clear reading; a
 reply that does not parse is recorded and counted as a parse failure, never a verdict, and is asked
@@ -25,13 +25,13 @@ from typing import Any
 
 import pandas as pd
 
-from calibration import pricing
-from calibration.judges import SCREEN_QUESTION, Judge, JudgeCall
-from calibration.probes import judge_kind_of, judge_spec
-from calibration.runner import PlannedCall, RunSummary, arun_plan, build_request, cache_key_for
-from labeler.errors import InputError
-from labeler.models import Criterion, Rubric
-from labeler.store import SCREEN_RUBRIC_ID, JudgeRole, ScreenFigures
+from judgelab.calibration import pricing
+from judgelab.calibration.judges import SCREEN_QUESTION, Judge, JudgeCall
+from judgelab.calibration.probes import judge_kind_of, judge_spec
+from judgelab.calibration.runner import PlannedCall, RunSummary, arun_plan, build_request, cache_key_for
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Criterion, Rubric
+from judgelab.labeler.store import SCREEN_RUBRIC_ID, JudgeRole, ScreenFigures
 
 __all__ = [
     "SCREEN_PROBE",
@@ -167,7 +167,7 @@ async def ascreen_answers(
 ) -> ScreenResult:
     """Ask the judge of every answer whether it reveals its author; withhold what it flags.
 
-    Args are :func:`calibration.scoring.ascore_answers`'s (the judge's spec, if any, needs a
+    Args are :func:`judgelab.calibration.scoring.ascore_answers`'s (the judge's spec, if any, needs a
     ``binary`` template). Readings are recorded for the calls that have a reply; a call that
     failed is left for the next run (the run is then unfinished: its exit code says so).
 

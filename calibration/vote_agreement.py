@@ -5,7 +5,7 @@ verdicts with human votes on the same question, turn and two models: the judge's
 orders make one vote (a tie unless both orders agree), a reply without a verdict in either
 order drops the item (as FastChat's ``show_result.py`` drops ``error``), and the agreement is
 counted per turn, with ties (S1) and without (S2), by
-:func:`calibration.stats.judge_rater_agreement` and :func:`calibration.stats.rater_rater_agreement`.
+:func:`judgelab.calibration.stats.judge_rater_agreement` and :func:`judgelab.calibration.stats.rater_rater_agreement`.
 
 Here the inputs are judgelab's own tables (``judgelab export judgements``, ``pair_labels`` and
 ``answers``), so any judge and any raters can be read this way, not only MT-Bench's. A turn is
@@ -22,8 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from calibration.stats import combine_orders, judge_rater_agreement, rater_rater_agreement
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats import combine_orders, judge_rater_agreement, rater_rater_agreement
+from judgelab.calibration.stats._result import Estimate
 
 _TURN = re.compile(r"-t(\d+)$")
 

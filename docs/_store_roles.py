@@ -1,7 +1,7 @@
 """The picture of the Store by role, drawn from the code at each docs build (docs/conf.py).
 
 Three columns: who takes a role (a module whose functions are annotated with it), the roles of
-:mod:`labeler.store.roles` with their method counts, and the tables their methods' SQL names.
+:mod:`judgelab.labeler.store.roles` with their method counts, and the tables their methods' SQL names.
 Callers are found by reading annotations (AST), tables by reading each method's SQL (its own
 and that of the private ``self._helpers`` it calls), so neither list is kept by hand.
 """
@@ -14,7 +14,7 @@ import re
 from html import escape
 from pathlib import Path
 
-from labeler.store import Store, roles
+from judgelab.labeler.store import Store, roles
 
 ROLES = list(roles.ROLES)
 ROLE_NAMES = {r.__name__ for r in ROLES}

@@ -2,9 +2,9 @@
 
 Pages are Markdown (MyST). Several parts are generated from the code at every build, so they
 cannot drift from it: the command-line reference (sphinx-click reads the click commands), the
-file schemas (written here from :func:`labeler.schemas.schemas_markdown`, the tables
+file schemas (written here from :func:`judgelab.labeler.schemas.schemas_markdown`, the tables
 ``judgelab import`` checks files against), the Store's parts, and the picture of the Store by
-role (``docs/_store_roles.py`` reads :mod:`labeler.store.roles`, the callers' annotations and
+role (``docs/_store_roles.py`` reads :mod:`judgelab.labeler.store.roles`, the callers' annotations and
 the methods' SQL).
 """
 
@@ -18,8 +18,8 @@ DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent))
 
 from judgelab import __version__  # noqa: E402  (after the path is set)
-from labeler.schemas import schemas_markdown  # noqa: E402
-from labeler.store import Store  # noqa: E402
+from judgelab.labeler.schemas import schemas_markdown  # noqa: E402
+from judgelab.labeler.store import Store  # noqa: E402
 
 sys.path.insert(0, str(DOCS))
 import _store_roles  # noqa: E402  (docs/_store_roles.py draws the Store-by-role picture)
@@ -69,7 +69,7 @@ def _store_map() -> str:
     """The Store's parts as a table: each mixin, its module's first docstring line, its methods."""
     rows = ["| part | module | what it holds | public methods |", "|---|---|---|---|"]
     for part in Store.__mro__[1:]:
-        if not part.__module__.startswith("labeler.store"):
+        if not part.__module__.startswith("judgelab.labeler.store"):
             continue
         module = sys.modules[part.__module__]
         summary = (module.__doc__ or "").strip().splitlines()[0]

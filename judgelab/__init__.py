@@ -48,24 +48,6 @@ __version__ = "0.1.0"
 # imports this package first, and loading the analyses here would pull in pandas, SciPy and the
 # calibration code (seconds of CPU) before a rater's first page could draw.
 if TYPE_CHECKING:
-    from calibration.stats import (
-        Estimate,
-        FormatDiagnostics,
-        KappaResult,
-        PositionStatistics,
-        cohen_kappa,
-        family_residuals,
-        format_diagnostics,
-        krippendorff_alpha,
-        pairwise_lift,
-        pointwise_gap,
-        position_statistics,
-        residuals_and_gap,
-        self_preference_gap,
-        truncation_gap,
-        wilson_interval,
-    )
-    from calibration.vote_agreement import VoteAgreement, vote_agreement
     from judgelab._analysis import (
         Calibration,
         Panel,
@@ -82,26 +64,44 @@ if TYPE_CHECKING:
         open_project,
         project_from_frames,
     )
-    from labeler.errors import InputError
+    from judgelab.calibration.stats import (
+        Estimate,
+        FormatDiagnostics,
+        KappaResult,
+        PositionStatistics,
+        cohen_kappa,
+        family_residuals,
+        format_diagnostics,
+        krippendorff_alpha,
+        pairwise_lift,
+        pointwise_gap,
+        position_statistics,
+        residuals_and_gap,
+        self_preference_gap,
+        truncation_gap,
+        wilson_interval,
+    )
+    from judgelab.calibration.vote_agreement import VoteAgreement, vote_agreement
+    from judgelab.labeler.errors import InputError
 
 _LAZY: dict[str, str] = {
-    "Estimate": "calibration.stats",
-    "FormatDiagnostics": "calibration.stats",
-    "KappaResult": "calibration.stats",
-    "PositionStatistics": "calibration.stats",
-    "cohen_kappa": "calibration.stats",
-    "family_residuals": "calibration.stats",
-    "format_diagnostics": "calibration.stats",
-    "krippendorff_alpha": "calibration.stats",
-    "pairwise_lift": "calibration.stats",
-    "pointwise_gap": "calibration.stats",
-    "position_statistics": "calibration.stats",
-    "residuals_and_gap": "calibration.stats",
-    "self_preference_gap": "calibration.stats",
-    "truncation_gap": "calibration.stats",
-    "wilson_interval": "calibration.stats",
-    "VoteAgreement": "calibration.vote_agreement",
-    "vote_agreement": "calibration.vote_agreement",
+    "Estimate": "judgelab.calibration.stats",
+    "FormatDiagnostics": "judgelab.calibration.stats",
+    "KappaResult": "judgelab.calibration.stats",
+    "PositionStatistics": "judgelab.calibration.stats",
+    "cohen_kappa": "judgelab.calibration.stats",
+    "family_residuals": "judgelab.calibration.stats",
+    "format_diagnostics": "judgelab.calibration.stats",
+    "krippendorff_alpha": "judgelab.calibration.stats",
+    "pairwise_lift": "judgelab.calibration.stats",
+    "pointwise_gap": "judgelab.calibration.stats",
+    "position_statistics": "judgelab.calibration.stats",
+    "residuals_and_gap": "judgelab.calibration.stats",
+    "self_preference_gap": "judgelab.calibration.stats",
+    "truncation_gap": "judgelab.calibration.stats",
+    "wilson_interval": "judgelab.calibration.stats",
+    "VoteAgreement": "judgelab.calibration.vote_agreement",
+    "vote_agreement": "judgelab.calibration.vote_agreement",
     "Calibration": "judgelab._analysis",
     "Panel": "judgelab._analysis",
     "Position": "judgelab._analysis",
@@ -114,7 +114,7 @@ _LAZY: dict[str, str] = {
     "Project": "judgelab._project",
     "open_project": "judgelab._project",
     "project_from_frames": "judgelab._project",
-    "InputError": "labeler.errors",
+    "InputError": "judgelab.labeler.errors",
 }
 
 

@@ -16,15 +16,31 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from calibration.calibrate import CalibrationReport, HumanScoreRule
-from calibration.calibrate import calibrate as _calibrate
-from calibration.design import ALLOCATIONS, STRATIFIERS, Allocation, DrawnDesign, Stratifier, design_table, draw_design
-from calibration.panel import PanelData, PanelResult, heatmap, judges_table, load_panel, panel_analysis, panel_json
-from calibration.probes import RunPosition, run_position
-from calibration.report import combined_chart, gap_table, render_json, report_tables, residual_table
-from calibration.stats import RaterScope
 from judgelab._project import Project, RubricLike, as_project
-from labeler.errors import InputError
+from judgelab.calibration.calibrate import CalibrationReport, HumanScoreRule
+from judgelab.calibration.calibrate import calibrate as _calibrate
+from judgelab.calibration.design import (
+    ALLOCATIONS,
+    STRATIFIERS,
+    Allocation,
+    DrawnDesign,
+    Stratifier,
+    design_table,
+    draw_design,
+)
+from judgelab.calibration.panel import (
+    PanelData,
+    PanelResult,
+    heatmap,
+    judges_table,
+    load_panel,
+    panel_analysis,
+    panel_json,
+)
+from judgelab.calibration.probes import RunPosition, run_position
+from judgelab.calibration.report import combined_chart, gap_table, render_json, report_tables, residual_table
+from judgelab.calibration.stats import RaterScope
+from judgelab.labeler.errors import InputError
 
 if TYPE_CHECKING:
     import altair as alt
@@ -35,7 +51,7 @@ class Calibration:
     """A judge run read against blind human labels: what ``judgelab calibrate`` reports.
 
     Attributes:
-        report: The full report model (:class:`calibration.calibrate.CalibrationReport`): every
+        report: The full report model (:class:`judgelab.calibration.calibrate.CalibrationReport`): every
             section with its intervals, ``n``, method and units.
     """
 
@@ -105,8 +121,8 @@ class Panel:
     """Several judge runs read side by side against the same labels: what ``judgelab panel`` reports.
 
     Attributes:
-        result: The analysis (:class:`calibration.panel.PanelResult`).
-        data: What was read (:class:`calibration.panel.PanelData`: the long table, runs, notes).
+        result: The analysis (:class:`judgelab.calibration.panel.PanelResult`).
+        data: What was read (:class:`judgelab.calibration.panel.PanelData`: the long table, runs, notes).
     """
 
     result: PanelResult
@@ -144,7 +160,7 @@ class SampleDesign:
     """A hand-label sample design: what ``judgelab design`` plans (nothing is assigned).
 
     Attributes:
-        drawn: The design and what it was drawn from (:class:`calibration.design.DrawnDesign`).
+        drawn: The design and what it was drawn from (:class:`judgelab.calibration.design.DrawnDesign`).
     """
 
     drawn: DrawnDesign
@@ -176,7 +192,7 @@ class Position:
     """Position statistics of one run's pairwise judgements: what ``judgelab position`` reports.
 
     Attributes:
-        run: The run's figures (:class:`calibration.probes.RunPosition`): consistency across the
+        run: The run's figures (:class:`judgelab.calibration.probes.RunPosition`): consistency across the
             two shown orders, first-shown advantage, accuracy against gold, each an
             :class:`~judgelab.Estimate` clustered by pair.
     """

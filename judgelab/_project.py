@@ -24,13 +24,13 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from labeler._rows import Rows
-from labeler.errors import InputError
-from labeler.exports import export_table, rubric_toml
-from labeler.importers import import_file
-from labeler.models import Rubric
-from labeler.store import Store
-from labeler.store._backend import is_postgres
+from judgelab.labeler._rows import Rows
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.exports import export_table, rubric_toml
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.store import Store
+from judgelab.labeler.store._backend import is_postgres
 
 FrameKind = Literal["answers", "pairs", "labels", "pair_labels", "audits", "judgements", "verdicts"]
 """The kinds of data a :class:`Project` hands over as DataFrames (every file kind but rubric and designs)."""
@@ -42,7 +42,7 @@ _IMPORT_ORDER: tuple[FrameKind, ...] = ("answers", "pairs", "labels", "pair_labe
                                         "verdicts")
 
 RubricLike = str | Path | Rubric
-"""A rubric: a TOML file's path, its TOML text, or a :class:`labeler.models.Rubric`."""
+"""A rubric: a TOML file's path, its TOML text, or a :class:`judgelab.labeler.models.Rubric`."""
 
 
 class Project:
@@ -179,7 +179,7 @@ def project_from_frames(
 
     Example:
         >>> import pandas as pd
-        >>> from labeler.examples import example_path
+        >>> from judgelab.labeler.examples import example_path
         >>> answers = pd.read_json(example_path("answers.jsonl"), lines=True)
         >>> project = project_from_frames(answers, rubric=example_path("rubric.toml"))
         >>> project.answers.groupby("family").size().to_dict()
@@ -188,7 +188,7 @@ def project_from_frames(
         >>> project_from_frames(answers, labels, rubric=example_path("rubric.toml"))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        labeler.errors.InputError: labels (DataFrame), column 'answer_id': 1 answer id(s) are not in the database...
+        judgelab.labeler.errors.InputError: labels (DataFrame), column 'answer_id': 1 answer id(s) are not in...
         >>> project.close()
     """
     folder = tempfile.TemporaryDirectory(prefix="judgelab-frames-")
@@ -242,13 +242,13 @@ def _rubric_text(rubric: RubricLike) -> str:
         path = Path(rubric)
         if not path.is_file():
             raise InputError("no such rubric file", file=str(path),
-                             fix="pass the rubric's TOML file, its TOML text, or a labeler.models.Rubric.")
+                             fix="pass the rubric's TOML file, its TOML text, or a judgelab.labeler.models.Rubric.")
         return path.read_text(encoding="utf-8")
     return rubric
 
 
 def _reader(kind: str, frame: pd.DataFrame) -> Any:
-    """What :func:`labeler.importers.import_file` reads the frame with, in place of a file."""
+    """What :func:`judgelab.labeler.importers.import_file` reads the frame with, in place of a file."""
     if not isinstance(frame, pd.DataFrame):
         raise InputError(f"{kind} must be a pandas DataFrame; got {type(frame).__name__}",
                          fix="pass a DataFrame with the columns of the file schema.")

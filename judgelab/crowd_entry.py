@@ -3,7 +3,7 @@
 :func:`crowd_arrival` runs in the entry point before the token check. A URL with ``?crowd=`` and
 the platform's ids (Prolific's ``PROLIFIC_PID``/``STUDY_ID``/``SESSION_ID``, MTurk's
 ``workerId``/``hitId``/``assignmentId``, or ``pid``/``study``/``session``) makes or resumes the
-participant's rater (:meth:`~labeler.store.Store.crowd_enter`) and then *replaces* the whole query
+participant's rater (:meth:`~judgelab.labeler.store.Store.crowd_enter`) and then *replaces* the whole query
 string with the rater's own ``?t=`` token: the participant id leaves the address bar (and the
 browser's history), and a reload resumes through the token like any rater's link. Everything
 after that is an ordinary rater's session (:mod:`judgelab.views._crowd` for consent and the end).
@@ -14,9 +14,9 @@ from __future__ import annotations
 import streamlit as st
 
 from judgelab.admin._incidents import LOAD_FAILED, record
+from judgelab.labeler.errors import AccessError
+from judgelab.labeler.store import PLATFORMS, PeopleRole
 from judgelab.session import SERVER_TROUBLE, TOKEN_PARAM, current_store
-from labeler.errors import AccessError
-from labeler.store import PLATFORMS, PeopleRole
 
 LINK_PARAM = "crowd"
 #: What MTurk sends while a worker only previews a HIT: nobody to make a rater of yet.

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from labeler.errors import InputError
-from labeler.examples import example_path
-from labeler.importers import import_file
-from labeler.simulate import add_simulated_labels
-from labeler.store import JudgeRole, Store, remove_database
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.examples import example_path
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.simulate import add_simulated_labels
+from judgelab.labeler.store import JudgeRole, Store, remove_database
 
 #: How many tickets the demo rater gets (both answers of each), so a newcomer can finish.
 DEMO_TICKETS = 12
@@ -61,8 +61,8 @@ def run_demo_judge(
 
     Returns the judge run id.
     """
-    from calibration.judges import FakeJudge
-    from calibration.runner import PlannedCall, run_plan
+    from judgelab.calibration.judges import FakeJudge
+    from judgelab.calibration.runner import PlannedCall, run_plan
 
     rubric = store.rubric()
     if rubric is None:
@@ -105,9 +105,9 @@ def run_demo_judge(
 
 def _demo_pairs_and_audits(store: Store, answers: pd.DataFrame, rater_id: int) -> list[str]:
     """Give the demo rater cross-family pairs and padding audits of offline-padded answers."""
-    from calibration import perturb
     from judgelab.admin import family_pairs
-    from labeler.models import Answer
+    from judgelab.calibration import perturb
+    from judgelab.labeler.models import Answer
 
     tasks = sorted(answers["task_id"].unique())
     pair_tasks = tasks[DEMO_TICKETS : DEMO_TICKETS + DEMO_PAIRS]

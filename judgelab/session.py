@@ -33,9 +33,9 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from judgelab.admin._incidents import LOAD_FAILED, record
 from judgelab.admin._signin import SignInExpired, resolve_sign_in
-from labeler._actor import set_actor_source
-from labeler.errors import AccessError, JudgelabError, StoreError
-from labeler.store import Rater, RaterRole, Store, is_postgres, resolve_db_path
+from judgelab.labeler._actor import set_actor_source
+from judgelab.labeler.errors import AccessError, JudgelabError, StoreError
+from judgelab.labeler.store import Rater, RaterRole, Store, is_postgres, resolve_db_path
 
 TOKEN_PARAM = "t"
 _TOKEN_STATE = "_judgelab_token"
@@ -51,7 +51,7 @@ def _server_trouble() -> tuple[type[Exception], ...]:
     A database that stops, restarts or drops the connection mid-submit is an expected event on a
     rater's page: the page catches these where it catches access errors, keeps the details for the
     admin (:func:`~judgelab.admin._incidents.record`) and tells the rater one plain sentence. The
-    drivers' own connection errors are listed beside :class:`~labeler.errors.StoreError` because a
+    drivers' own connection errors are listed beside :class:`~judgelab.labeler.errors.StoreError` because a
     unit of work that loses its connection halfway raises them as they are; a driver that is not
     installed adds none.
     """
@@ -101,7 +101,7 @@ def db_path() -> str:
 
 
 def rater_store() -> RaterRole:
-    """The project store as a rater's page sees it: :class:`~labeler.store.RaterRole` only.
+    """The project store as a rater's page sees it: :class:`~judgelab.labeler.store.RaterRole` only.
 
     Typed so that mypy refuses a rater's page any call that could read an answer's family,
     model or variant, another rater, or the admin's data (blind means blind).
@@ -250,7 +250,7 @@ def admin_actor() -> str | None:
 
     The name is the one this session's link last proved (:func:`check_access`), read without asking
     the database: a store write asks mid-transaction. ``None`` outside a page's run (the CLI, a test),
-    so the caller's own actor applies there (:func:`labeler._actor.current_actor`).
+    so the caller's own actor applies there (:func:`judgelab.labeler._actor.current_actor`).
     """
     if get_script_run_ctx(suppress_warning=True) is None:
         return None

@@ -1,4 +1,4 @@
-"""Who is acting: the name the audit trail records with each admin action (:mod:`labeler.store._audit`).
+"""Who is acting: the name the audit trail records with each admin action (:mod:`judgelab.labeler.store._audit`).
 
 Kept apart from the store so the command line can name its actor without loading the store's
 libraries (``judgelab --help`` stays light).

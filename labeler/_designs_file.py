@@ -20,9 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from labeler._rows import decode
-from labeler.errors import InputError
-from labeler.models import ImportedDesigns
+from judgelab.labeler._rows import decode
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import ImportedDesigns
 
 __all__ = ["DESIGN_KEYS", "parse_designs"]
 

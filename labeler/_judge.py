@@ -1,6 +1,6 @@
 """Parsers for what judges said elsewhere: judgements (any format) and two-order verdicts on pairs.
 
-Both return :class:`~labeler.models.ImportedJudgement` in the store's orientation: for a
+Both return :class:`~judgelab.labeler.models.ImportedJudgement` in the store's orientation: for a
 pairwise call the answer shown first is ``answer_id`` and the value is slot-coded. A file is
 written the way people think of a comparison instead: the score is about ``answer_id``
 whichever answer came first, and ``order`` (judgements) or ``shown_first`` (verdicts) says
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from labeler._rows import Checker, Rows
-from labeler.models import ImportedJudgement, Rubric
-from labeler.scales import (
+from judgelab.labeler._rows import Checker, Rows
+from judgelab.labeler.models import ImportedJudgement, Rubric
+from judgelab.labeler.scales import (
     FORMATS,
     ScaleError,
     format_range,

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from labeler._rows import Checker, Rows
-from labeler.errors import InputError
-from labeler.models import ImportedAudit, ImportedLabel, ImportedPairLabel, Rubric, Source
-from labeler.scales import format_range
+from judgelab.labeler._rows import Checker, Rows
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import ImportedAudit, ImportedLabel, ImportedPairLabel, Rubric, Source
+from judgelab.labeler.scales import format_range
 
 RubricLookup = Callable[[str | None, int | None], Rubric | None]
 """``(rubric id, version) -> Rubric``: the stored rubric (``None`` id: the newest rubric;

@@ -3,7 +3,7 @@
 CSV, JSON lines, JSON arrays (``.json``: one array of objects, as Label Studio and AlpacaEval
 export), Parquet and Arrow (an ``.arrow`` file, or the folder Hugging Face ``datasets`` writes with
 ``Dataset.save_to_disk``) all become :class:`Rows`: the columns in file order and one dict per
-data row. Everything a user can get wrong in a file is an :class:`~labeler.errors.InputError`
+data row. Everything a user can get wrong in a file is an :class:`~judgelab.labeler.errors.InputError`
 naming the file, the row (1-based, header not counted), the column and the fix.
 
 **Neutralised CSV cells.** A spreadsheet runs a cell that starts with ``=``, ``+``, ``-``, ``@``,
@@ -32,7 +32,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from labeler.errors import InputError
+from judgelab.labeler.errors import InputError
 
 TABLE_SUFFIXES = (".csv", ".jsonl", ".ndjson", ".json", ".parquet", ".arrow")
 

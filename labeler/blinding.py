@@ -258,7 +258,7 @@ def load_self_names(path: str | Path | None = None) -> SelfNames:
     where = str(path) if path is not None else f"labeler/{SELF_NAMES_FILE}"
     try:
         raw = (Path(path).read_text(encoding="utf-8") if path is not None
-               else resources.files("labeler").joinpath(SELF_NAMES_FILE).read_text(encoding="utf-8"))
+               else resources.files("judgelab.labeler").joinpath(SELF_NAMES_FILE).read_text(encoding="utf-8"))
         doc = tomllib.loads(raw)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise SelfNamesError(f"{where}: cannot read the self-names file: {err}") from err
@@ -658,7 +658,7 @@ def detect_self_identifying(
 ) -> list[tuple[int, int, str]]:
     """Spans of ``text`` that could tell a rater which model or maker wrote it.
 
-    The rule is the module's (see :mod:`labeler.blinding`): the pool's own names always,
+    The rule is the module's (see :mod:`judgelab.labeler.blinding`): the pool's own names always,
     known makers and products in a self-identification context, generic "as an AI"
     phrases; all read on the text as rendered (markup, character references, invisible
     characters and look-alike letters undone).

@@ -1,10 +1,10 @@
 """Exports in the file schemas the importers read: ``judgelab export K`` is ``judgelab import K``'s input.
 
-:func:`export_table` builds one kind's rows in the columns of :data:`labeler.schemas.SCHEMAS`
+:func:`export_table` builds one kind's rows in the columns of :data:`judgelab.labeler.schemas.SCHEMAS`
 (in that order) from the store's rows; :func:`table_bytes` writes them as CSV, JSON lines or
 Parquet, and :func:`rubric_toml` writes a rubric. Floats are written so they read back
 exactly; a CSV's formula-like cells are neutralised with a leading ``'`` that the CSV reader
-removes again (:func:`labeler.importers.neutralise`).
+removes again (:func:`judgelab.labeler.importers.neutralise`).
 
 What an export keeps that an import restores: every label, preference and audit row with its
 history (``supersedes`` names the row's ``*_id`` in the same file), every judgement that counts
@@ -25,12 +25,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from labeler._rows import neutralise
-from labeler.errors import InputError
-from labeler.models import Rubric, pair_of
-from labeler.scales import FORMAT_SPECS, format_spec, known_format
-from labeler.schemas import SCHEMAS, DataKind
-from labeler.store import ImportExportRole
+from judgelab.labeler._rows import neutralise
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric, pair_of
+from judgelab.labeler.scales import FORMAT_SPECS, format_spec, known_format
+from judgelab.labeler.schemas import SCHEMAS, DataKind
+from judgelab.labeler.store import ImportExportRole
 
 __all__ = ["EXPORT_FORMATS", "TableFormat", "designs_json", "export_table", "rubric_toml", "table_bytes"]
 
@@ -253,7 +253,7 @@ def designs_json(store: ImportExportRole) -> tuple[str, int]:
     """Every sample design and active design as the ``designs`` file (JSON), and how many there are.
 
     Labels drawn by a design are read with its probabilities; the file carries them so that a
-    project rebuilt from its exports estimates as the original did (:mod:`labeler._designs_file`).
+    project rebuilt from its exports estimates as the original did (:mod:`judgelab.labeler._designs_file`).
     """
     t = store.design_tables()
     items: dict[str, list[dict[str, Any]]] = {}

@@ -1,6 +1,6 @@
 """Model families from model names: the one table judgelab reads a family from a model id with.
 
-A judge given no family (``calibration.judges.infer_family``) and an import whose file names a
+A judge given no family (``judgelab.calibration.judges.infer_family``) and an import whose file names a
 model but no family (``--from otel``) both read it here.
 """
 

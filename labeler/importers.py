@@ -1,13 +1,13 @@
 """Validated importers for every kind of file judgelab reads (:data:`IMPORT_KINDS`).
 
 A rubric is TOML; the other kinds are CSV, JSONL or Parquet with the columns of
-:data:`labeler.schemas.SCHEMAS` (the README's "File schemas" tables). Every importer reads the
+:data:`judgelab.labeler.schemas.SCHEMAS` (the README's "File schemas" tables). Every importer reads the
 whole file, validates every row, and only then writes, in one transaction: an import is
-all-or-nothing. The first problem found raises an :class:`~labeler.errors.InputError` naming the
+all-or-nothing. The first problem found raises an :class:`~judgelab.labeler.errors.InputError` naming the
 file, the row (1-based, header not counted), the column, and the fix. A column the schema does
 not know is such an error too (nothing is dropped silently), unless it is named in
 ``ignore_columns``. Importing the same file twice changes nothing; a different text under an
-existing id is a :class:`~labeler.errors.ConflictError`.
+existing id is a :class:`~judgelab.labeler.errors.ConflictError`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from labeler._designs_file import parse_designs
-from labeler._judge import NO_VERDICT, parse_judgements, parse_verdicts
-from labeler._people import parse_audits, parse_labels, parse_pair_labels
-from labeler._rows import (
+from judgelab.labeler._designs_file import parse_designs
+from judgelab.labeler._judge import NO_VERDICT, parse_judgements, parse_verdicts
+from judgelab.labeler._people import parse_audits, parse_labels, parse_pair_labels
+from judgelab.labeler._rows import (
     ID_PATTERN,
     MAX_FIELD_CHARS,
     MAX_ID_CHARS,
@@ -34,12 +34,12 @@ from labeler._rows import (
     read_rows,
     restore,
 )
-from labeler.errors import InputError
-from labeler.models import Answer, Criterion, ImportedLabel, Pair, Rubric, Task
-from labeler.scales import FormatSpec, ScaleError, scale_from_toml
-from labeler.schemas import DATA_KINDS, EXPORT_ONLY, SCHEMAS, DataKind, unknown_columns
-from labeler.store import ImportExportRole, ImportSummary, Staging
-from labeler.transcripts import TURN_MODES, Transcript, TranscriptError, check_messages, name_spans, render
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Answer, Criterion, ImportedLabel, Pair, Rubric, Task
+from judgelab.labeler.scales import FormatSpec, ScaleError, scale_from_toml
+from judgelab.labeler.schemas import DATA_KINDS, EXPORT_ONLY, SCHEMAS, DataKind, unknown_columns
+from judgelab.labeler.store import ImportExportRole, ImportSummary, Staging
+from judgelab.labeler.transcripts import TURN_MODES, Transcript, TranscriptError, check_messages, name_spans, render
 
 __all__ = [
     "IMPORT_KINDS",
@@ -263,7 +263,7 @@ def parse_answers(rows: Rows, *, known_answer_ids: set[str] = frozenset(),  # ty
     """Tasks and answers from rows with task_id, prompt, answer_id, family, model, text.
 
     ``warnings`` (when given) gets a line per conversation shape imported as written (see
-    :func:`labeler.transcripts.check_messages`), naming its row and message.
+    :func:`judgelab.labeler.transcripts.check_messages`), naming its row and message.
     """
     ck = Checker(rows)
     _require_answer_columns(ck, rows.columns)
@@ -475,7 +475,7 @@ def import_file(
         ignore_columns: Columns (rubric: keys) of the file to leave out; any other column the
             kind's schema does not know is an error.
         reader: What turns the file into rows (default :func:`read_rows`; an adapter of
-            :mod:`labeler.adapters` converts another tool's export instead). Not for rubrics
+            :mod:`judgelab.labeler.adapters` converts another tool's export instead). Not for rubrics
             and designs.
         progress: Called as ``progress(step, done, total)`` as the import moves from reading
             to checking to writing (and once at the end), e.g. to draw a progress bar.
@@ -550,12 +550,12 @@ def _import_answers(
 
     DuckDB reads a JSON-lines or Parquet file itself; any other file (or one DuckDB refuses, or a
     JSON-lines file with a line that is not an object) is read by ``reader`` as before. The rows are staged
-    (:class:`labeler.store.Staging`), where one set operation marks the plain ones (every field
+    (:class:`judgelab.labeler.store.Staging`), where one set operation marks the plain ones (every field
     already what :func:`parse_answers` accepts and keeps as it is); only the others are checked
     here in Python, by the very code :func:`parse_answers` runs, which raises its exact errors.
     The checks across rows (a task written two ways, a repeated answer id, a parent nowhere) are
     queries over the staging table. The project is read briefly (parents, the pool's names) and
-    written once, in one short transaction (:meth:`labeler.store.Store.add_staged_pool`).
+    written once, in one short transaction (:meth:`judgelab.labeler.store.Store.add_staged_pool`).
     """
     file = Path(path)
     name = str(file)  # as read_rows names it

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from labeler.scales import FormatSpec, ScaleError, format_range, format_spec, register_scale
-from labeler.transcripts import Transcript, TurnMode
+from judgelab.labeler.scales import FormatSpec, ScaleError, format_range, format_spec, register_scale
+from judgelab.labeler.transcripts import Transcript, TurnMode
 
 AuthorKind = Literal["human", "model"]
 
@@ -31,7 +31,7 @@ class Rubric:
     """A versioned rubric, shown verbatim to raters and to the judge.
 
     ``scale`` names the scale: a named one (``likert5``) or one the rubric declares, whose
-    declaration ``declared_scale`` carries (:func:`labeler.scales.declare_scale`); building the
+    declaration ``declared_scale`` carries (:func:`judgelab.labeler.scales.declare_scale`); building the
     rubric registers it, so every consumer finds it by name. A declared scale needs a
     ``pass_threshold`` on its grid.
     """
@@ -174,7 +174,7 @@ class Pair:
 
 
 Source = Literal["import", "simulated", "adjudicated"]
-"""Where an imported human record came from: an outside file, :mod:`labeler.simulate`, or an
+"""Where an imported human record came from: an outside file, :mod:`judgelab.labeler.simulate`, or an
 admin's adjudication (labels only) exported from another database."""
 
 

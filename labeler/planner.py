@@ -1,6 +1,6 @@
 """Assignment policy: who gets which item, and where it joins their queue.
 
-Pure functions over plain ids and counts; the store (:mod:`labeler.store`) executes them.
+Pure functions over plain ids and counts; the store (:mod:`judgelab.labeler.store`) executes them.
 For every assignment call the store reads what the database already holds, asks a function
 here for the plan, and writes it, all inside one transaction, so no other writer can come
 between the check and the write: that is what keeps *exactly k* true when raters, the app
@@ -9,13 +9,13 @@ and the CLI assign at once. Nothing here touches a database.
 * :func:`deal_k` gives each answer to exactly ``k`` raters for scoring, preferring raters
   with fewer answers to the same task, then the least loaded.
 * :func:`deal_pairs` gives each pair to ``k`` raters with its sides counterbalanced
-  (:func:`labeler.queue.counterbalance`).
+  (:func:`judgelab.labeler.queue.counterbalance`).
 * :func:`deal_audits` gives each original/rewrite audit to ``k`` raters, the least loaded.
 * :func:`queue_rows` places each rater's new items after their queue, in a seeded order
-  that keeps answers to one task apart (:func:`labeler.queue.spread_order`).
+  that keeps answers to one task apart (:func:`judgelab.labeler.queue.spread_order`).
 * :func:`pick_claim` is pull mode: the answer a rater pulls next.
 
-Every choice is seeded (:func:`labeler.queue.rater_rng`), so the same call on the same
+Every choice is seeded (:func:`judgelab.labeler.queue.rater_rng`), so the same call on the same
 database makes the same plan.
 """
 
@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from labeler.queue import counterbalance, rater_rng, spread_order
+from judgelab.labeler.queue import counterbalance, rater_rng, spread_order
 
 __all__ = [
     "AssignSummary",
@@ -179,7 +179,7 @@ def deal_pairs(
     """Give each pair to ``k`` raters, half seeing it as A/B and half as B/A.
 
     A pair (in either order) keeps the raters it has; the missing ones are the least loaded,
-    ties at random. Sides are decided by :func:`labeler.queue.counterbalance` from the
+    ties at random. Sides are decided by :func:`judgelab.labeler.queue.counterbalance` from the
     canonical (sorted) order, so flips are comparable across calls and each rater's own
     flips stay balanced.
 
@@ -279,7 +279,7 @@ def queue_rows(
     """Where each new item joins its rater's queue.
 
     A rater's new items go after their last position (``tops``; queue positions of a kind
-    are 1-based), in a seeded order (:func:`labeler.queue.rater_rng` of the seed, the rater,
+    are 1-based), in a seeded order (:func:`judgelab.labeler.queue.rater_rng` of the seed, the rater,
     the kind and the old end) that keeps items of one task ``gap`` items apart, from each
     other and from the rater's last items already queued (``tails``).
 

@@ -3,7 +3,7 @@
 A **quality item** is an answer whose correct overall score (or range of scores) the admin
 sets. It is mixed into raters' score queues and shown exactly like a live answer (same page,
 opaque item id, same blinding); the store keeps it apart from the pool, so no analysis ever
-counts it (:mod:`labeler.store._quality`). Two kinds:
+counts it (:mod:`judgelab.labeler.store._quality`). Two kinds:
 
 * ``gold``: measures each rater's accuracy (share of gold labels inside the range);
 * ``attention``: its own text tells the rater what to score ("This is a check: score it 2");
@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Literal
 
-from labeler._rows import Checker, Rows
-from labeler.errors import InputError
+from judgelab.labeler._rows import Checker, Rows
+from judgelab.labeler.errors import InputError
 
 __all__ = [
     "QUALITY_KINDS",
@@ -213,7 +213,7 @@ def parse_quality_items(rows: Rows, *, scale: tuple[float, float] | None = None)
     optional ``kind`` (``gold``, the default, or ``attention``) and ``explanation``.
 
     Args:
-        rows: The file's rows (:func:`labeler._rows.read_rows`).
+        rows: The file's rows (:func:`judgelab.labeler._rows.read_rows`).
         scale: The rubric's lowest and highest score; scores outside are refused.
 
     Raises:

@@ -1,7 +1,7 @@
 """Who sees which item in which order.
 
-Pure functions, no database: the assignment planner (:mod:`labeler.planner`) and the
-sample design (:func:`calibration.design.plan_assignments`) call them when they place
+Pure functions, no database: the assignment planner (:mod:`judgelab.labeler.planner`) and the
+sample design (:func:`judgelab.calibration.design.plan_assignments`) call them when they place
 new assignments, the store when it reads a rater's queue, and tests drive them directly.
 
 * :func:`spread_order` is the per-rater seeded shuffle, the one orderer of every queue.
@@ -22,7 +22,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from labeler.scales import format_spec, known_format
+from judgelab.labeler.scales import format_spec, known_format
 
 Kind = Literal["score", "pair", "audit"]
 KINDS: tuple[Kind, ...] = ("score", "pair", "audit")

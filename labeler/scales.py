@@ -3,12 +3,12 @@
 A rubric's scale is one of the pointwise formats, so a rater and a judge answer on the same
 menu. The comparative formats read a verdict on two answers shown as A and B; their stored
 value is the verdict itself, +2 (A much better) .. -2 (B much better), whatever score is later
-derived from it (:func:`calibration.formats.anchored_score`,
-:func:`calibration.formats.tournament_scores`).
+derived from it (:func:`judgelab.calibration.formats.anchored_score`,
+:func:`judgelab.calibration.formats.tournament_scores`).
 
 Everything that checks or reads a score (the importers, the store, the judges' parsers, the
 calibration report) takes its ranges from here; the prompt lines and parsers built on this
-catalogue live in :mod:`calibration.formats`.
+catalogue live in :mod:`judgelab.calibration.formats`.
 
 A scale is data: a rubric may declare its own ordinal scale (``[scale]`` with ``name``,
 ``low``, ``high``, ``step`` and optional ``labels``, :func:`scale_from_toml`); the three named
@@ -251,7 +251,7 @@ def declare_scale(
     >>> declare_scale("half", 0, 10, 3)
     Traceback (most recent call last):
     ...
-    labeler.scales.ScaleError: step 3 does not divide the range 0-10 into whole steps
+    judgelab.labeler.scales.ScaleError: step 3 does not divide the range 0-10 into whole steps
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ScaleError(f"scale name {name!r} is not a lower-case identifier", column="scale.name",

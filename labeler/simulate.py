@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from labeler.models import ImportedLabel, Rubric
-from labeler.store import ImportExportRole, ImportSummary
+from judgelab.labeler.models import ImportedLabel, Rubric
+from judgelab.labeler.store import ImportExportRole, ImportSummary
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """How long one label takes: the one rule behind every person-hours figure.
 
 The store records the seconds of each label from the server's clock
-(:meth:`labeler.store.Store.label_seconds`); :func:`label_time` turns them into the
+(:meth:`judgelab.labeler.store.Store.label_seconds`); :func:`label_time` turns them into the
 figures the app and the CLI quote, so the Overview, the Assignments page and
 ``judgelab design`` never disagree about the time a label takes:
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from labeler.errors import InputError
+from judgelab.labeler.errors import InputError
 
 __all__ = [
     "DEFAULT_MINUTES_PER_LABEL",

@@ -238,7 +238,7 @@ def _fields(m: Message) -> list[tuple[int, int, bool]]:
 
 def name_spans(t: Transcript, names: Iterable[str] = ()) -> list[tuple[int, int, str]]:
     """Spans of :func:`render` naming a model or maker in a system prompt, tool name or arguments."""
-    from labeler.blinding import detect_any_names  # blinding's tables load once, when first needed
+    from judgelab.labeler.blinding import detect_any_names  # blinding's tables load once, when first needed
 
     text = render(t)
     spans: list[tuple[int, int, str]] = []
@@ -262,7 +262,7 @@ def blinded(t: Transcript, names: Iterable[str] = ()) -> Transcript:
 # names decide the result, so a page's reruns reuse it (bounded: a few traces' worth of memory).
 @lru_cache(maxsize=16)
 def _blinded(t: Transcript, pool: tuple[str, ...]) -> Transcript:
-    from labeler.blinding import detect_any_names, detect_self_identifying_many, mask
+    from judgelab.labeler.blinding import detect_any_names, detect_self_identifying_many, mask
 
     def strict(x: str) -> str:
         return mask(x, detect_any_names(x, pool))

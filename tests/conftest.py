@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from labeler.examples import example_path
-from labeler.store import Store
+from judgelab.labeler.examples import example_path
+from judgelab.labeler.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 #: The bundled examples (rubric, answers, pairs, judge spec, truth), found as the product finds them.

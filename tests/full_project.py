@@ -17,11 +17,11 @@ from click.testing import CliRunner
 
 from judgelab.cli import main
 from judgelab.demo import build_demo
-from labeler.examples import example_path
-from labeler.importers import parse_rubric
-from labeler.models import Answer, Task
-from labeler.store import Store
-from labeler.transcripts import parse_messages, render
+from judgelab.labeler.examples import example_path
+from judgelab.labeler.importers import parse_rubric
+from judgelab.labeler.models import Answer, Task
+from judgelab.labeler.store import Store
+from judgelab.labeler.transcripts import parse_messages, render
 
 #: Tables the project leaves empty (every other table of the schema holds rows).
 EMPTY_TABLES = frozenset({"declared_scales"})

@@ -19,13 +19,13 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.cli import main
-from labeler.adapters import ADAPTERS, apply_map, import_from, parse_map
-from labeler.adapters.alpaca_eval import task_id
-from labeler.errors import InputError
-from labeler.examples import example_path
-from labeler.exports import export_table
-from labeler.importers import import_file, read_rows
-from labeler.store import Store
+from judgelab.labeler.adapters import ADAPTERS, apply_map, import_from, parse_map
+from judgelab.labeler.adapters.alpaca_eval import task_id
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.examples import example_path
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.importers import import_file, read_rows
+from judgelab.labeler.store import Store
 
 DATA = Path(__file__).parent / "data"
 AE = DATA / "alpaca_eval"
@@ -80,7 +80,7 @@ def test_a_bad_json_array_names_the_element(tmp_path: Path, text: str, row: int 
 
 
 def test_a_probe_dataset_may_be_a_json_array(tmp_path: Path) -> None:
-    from calibration.datasets import load_pairs
+    from judgelab.calibration.datasets import load_pairs
 
     (tmp_path / "pairs.json").write_text(json.dumps([{"prompt": "p", "answer_a": "x", "answer_b": "y"}]))
     assert [p.pair_id for p in load_pairs(tmp_path / "pairs.json")] == ["row1"]
@@ -583,7 +583,7 @@ def test_current_inspect_logs_give_grades_and_count_a_failed_grader(
 def test_an_eval_log_reads_the_same_from_its_zip_as_through_inspect(
     tmp_path: Path, inspect_logs: dict[str, Path]
 ) -> None:
-    from labeler.adapters.inspect_ai import read_eval_zip
+    from judgelab.labeler.adapters.inspect_ai import read_eval_zip
 
     # The zip reader (used where inspect_ai is not installed) against Inspect's own reader, on one file.
     as_json = tmp_path / "from_zip.json"
@@ -617,7 +617,7 @@ def test_an_inspect_log_with_grader_calls_never_imports_nothing_quietly(
 
 
 def test_win_rate_faces_the_baseline_and_refuses_what_is_not_a_win(tmp_path: Path) -> None:
-    from calibration.leaderboard import win_rate
+    from judgelab.calibration.leaderboard import win_rate
 
     db = str(tmp_path / "ae.duckdb")
     for kind in ("answers", "judgements"):

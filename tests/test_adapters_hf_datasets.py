@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.cli import main
-from labeler.exports import export_table
-from labeler.importers import read_rows
-from labeler.store import Store
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.importers import read_rows
+from judgelab.labeler.store import Store
 
 HF = Path(__file__).parent / "data" / "hf"
 

@@ -24,8 +24,8 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.cli import main
-from labeler.exports import export_table
-from labeler.store import Store
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.store import Store
 from tests.conftest import DATA as EXAMPLES
 from tests.scales.fixtures import CORRECT3, LIKERT7
 

@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from calibration.judges import FakeJudge
-from calibration.mockapi import MockAnthropic
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.mockapi import MockAnthropic
 from judgelab.cli import main
-from labeler.adapters import import_from
-from labeler.errors import InputError
-from labeler.exports import export_table
-from labeler.store import Store
-from labeler.transcripts import Transcript
+from judgelab.labeler.adapters import import_from
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.store import Store
+from judgelab.labeler.transcripts import Transcript
 from tests.conftest import DATA
 
 OTEL = Path(__file__).parent / "data" / "otel"

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from calibration.leaderboard import leaderboard_length_controlled
-from calibration.stats import length_controlled_win_rate
+from judgelab.calibration.leaderboard import leaderboard_length_controlled
+from judgelab.calibration.stats import length_controlled_win_rate
 from judgelab.cli import main
 
 DATA = Path(__file__).parent / "data"

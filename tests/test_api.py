@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 import judgelab as jl
-from labeler.examples import example_path
-from labeler.exports import export_table
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.examples import example_path
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 
 
 @pytest.mark.both_backends

@@ -40,7 +40,7 @@ def _cli(*args: str) -> Any:
 def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], Path]]:
     """The page's namespace after its code ran beside the demo database, and that database."""
     from judgelab.demo import build_demo
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     folder = tmp_path_factory.mktemp("notebook")
     build_demo(Store(folder / "demo.duckdb"))

@@ -18,12 +18,12 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.cli import main
-from labeler.errors import InputError
-from labeler.importers import parse_rubric
-from labeler.models import Answer, Pair, Task
-from labeler.quality import QualityItem, QualitySettings
-from labeler.schemas import SCHEMAS
-from labeler.store import Store, acting_as, current_actor, os_user, set_actor_source
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.importers import parse_rubric
+from judgelab.labeler.models import Answer, Pair, Task
+from judgelab.labeler.quality import QualityItem, QualitySettings
+from judgelab.labeler.schemas import SCHEMAS
+from judgelab.labeler.store import Store, acting_as, current_actor, os_user, set_actor_source
 from tests.conftest import DATA
 
 RUBRIC = parse_rubric(DATA / "rubric.toml")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labeler.blinding import inert_markdown
+from judgelab.labeler.blinding import inert_markdown
 
 
 @pytest.mark.parametrize(

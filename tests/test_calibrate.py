@@ -3,7 +3,7 @@
 The fixture database is built the way a team's data arrives: a pool (``Store.add_pool``),
 human labels (``Store.add_imported_labels``), judgements (``Store.add_imported_judgements``,
 each judge model becoming a run named ``import:<model>`` with its family). Every figure is
-then read back through :func:`calibration.calibrate.calibrate`, not by calling the statistics
+then read back through :func:`judgelab.calibration.calibrate.calibrate`, not by calling the statistics
 directly.
 
 Seed 000's cross-family run: humans pass 71% of the judge's own family's answers and 68% of the
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.calibrate import (
+from judgelab.calibration.calibrate import (
     CalibrationReport,
     FamilyResidual,
     SelfPreferenceGap,
@@ -30,11 +30,11 @@ from calibration.calibrate import (
     format_rows,
     load_calibration_data,
 )
-from calibration.calibrate._load import isin
-from calibration.report import render_markdown
-from labeler.errors import InputError
-from labeler.models import Answer, Criterion, ImportedJudgement, ImportedLabel, Rubric, Task
-from labeler.store import Store
+from judgelab.calibration.calibrate._load import isin
+from judgelab.calibration.report import render_markdown
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Answer, Criterion, ImportedJudgement, ImportedLabel, Rubric, Task
+from judgelab.labeler.store import Store
 
 N_RESAMPLES = 300
 OWN, OTHER = "claude", "gpt"
@@ -596,7 +596,7 @@ def test_report_is_deterministic_under_a_seed(seed_store: Built, seed_report: Ca
 
 
 def test_run_rows_take_the_newest_row_per_planned_call(tmp_path: Path) -> None:
-    from labeler.store import JudgementRecord
+    from judgelab.labeler.store import JudgementRecord
 
     built = build_store(tmp_path / "rows.duckdb", SMALL_CELLS, n_unlabelled=0)
     store = built.store

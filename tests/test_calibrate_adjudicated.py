@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from calibration.calibrate import calibrate, format_rows, load_calibration_data
+from judgelab.calibration.calibrate import calibrate, format_rows, load_calibration_data
 from judgelab.cli import main
-from labeler.errors import InputError
+from judgelab.labeler.errors import InputError
 from tests.app.test_analyst_page import open_analyst
 from tests.test_calibrate import OWN, SMALL_CELLS, Built, build_store
 

@@ -1,10 +1,10 @@
 """``--human-rule dawid-skene``: a model of the raters gives each answer its human score.
 
 The fixture database holds a simulation of raters with known confusion
-(:func:`calibration.stats.simulate_raters`: one careful rater, two lenient, one harsh, one
+(:func:`judgelab.calibration.stats.simulate_raters`: one careful rater, two lenient, one harsh, one
 careless, three per answer) on a binary rubric, imported the way a team's labels arrive. The
 report under the rule must give exactly the figures the simulation's own reading gives
-(:func:`calibration.stats.compare_rules`), and show each rater's estimated confusion.
+(:func:`judgelab.calibration.stats.compare_rules`), and show each rater's estimated confusion.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from calibration.calibrate import calibrate, load_calibration_data
-from calibration.calibrate._rater_model import fit_rater_models
-from calibration.report import rater_model_table, render_markdown
-from calibration.stats import RaterSimulation, compare_rules, simulate_raters
+from judgelab.calibration.calibrate import calibrate, load_calibration_data
+from judgelab.calibration.calibrate._rater_model import fit_rater_models
+from judgelab.calibration.report import rater_model_table, render_markdown
+from judgelab.calibration.stats import RaterSimulation, compare_rules, simulate_raters
 from judgelab.cli import main
-from labeler.errors import InputError
-from labeler.models import Answer, Criterion, ImportedJudgement, ImportedLabel, Rubric, Task
-from labeler.scales import declare_scale, register_scale
-from labeler.store import Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Answer, Criterion, ImportedJudgement, ImportedLabel, Rubric, Task
+from judgelab.labeler.scales import declare_scale, register_scale
+from judgelab.labeler.store import Store
 from tests.app.test_analyst_page import open_analyst
 from tests.test_calibrate import Built, build_store, report_of
 

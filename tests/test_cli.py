@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.cli import main
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.conftest import DATA
 
 

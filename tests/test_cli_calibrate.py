@@ -101,7 +101,7 @@ def test_errors_are_one_problem_line_and_one_fix_line_and_exit_2(simulated_db: B
 def test_calibrate_on_the_demo_database_writes_all_three(tmp_path: Path) -> None:
     """The demo carries simulated labels and a fake-judge run: the report comes out in every form."""
     from judgelab.demo import build_demo
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     db = tmp_path / "demo.duckdb"
     build_demo(Store(db))
@@ -180,7 +180,7 @@ def test_labels_on_answers_that_reveal_their_author_are_set_apart_and_reported(t
 
 
 def test_calibrate_reports_each_section_to_a_plain_progress_callable(simulated_db: Built) -> None:
-    from calibration.calibrate import calibrate
+    from judgelab.calibration.calibrate import calibrate
 
     steps: list[tuple[str, int, int]] = []
     calibrate(simulated_db.store, n_resamples=10, progress=lambda *step: steps.append(step))

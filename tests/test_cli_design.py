@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from judgelab.admin import draft_design, overview
 from judgelab.cli import main
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.test_design import _fill, simulate_pool
 
 

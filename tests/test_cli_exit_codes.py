@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from calibration.judges import FakeJudge
-from calibration.mockapi import MockAnthropic
-from calibration.runner import EXIT_CODES
-from calibration.spec import load_spec
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.calibration.runner import EXIT_CODES
+from judgelab.calibration.spec import load_spec
 from judgelab.cli import main
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.conftest import DATA
 
 SPEC = DATA / "judge_spec.toml"
@@ -126,8 +126,8 @@ def test_sigint_to_a_running_command_is_130_and_loses_nothing(tmp_path: Path) ->
 # database (start-up, before any run), or while a finished run's summary is being printed.
 _SIGINT_AT = """
 import os, signal, sys
-from calibration.runner import RunSummary
-from labeler.store import Store
+from judgelab.calibration.runner import RunSummary
+from judgelab.labeler.store import Store
 
 def ctrl_c():
     os.kill(os.getpid(), signal.SIGINT)

@@ -24,9 +24,9 @@ from judgelab.cli import main
 from judgelab.cli._progress import progress_bar
 from judgelab.cli._raters import RaterSelection, parse_raters
 from judgelab.cli._util import JSON_HELP, QUIET_HELP
-from labeler.errors import InputError
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.conftest import DATA
 
 #: The commands that draw a progress bar (on stderr, when it is a terminal): each takes --quiet.

@@ -34,8 +34,8 @@ def run(*args: str) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def loop(tmp_path_factory: pytest.TempPathFactory) -> Loop:
     from judgelab.demo import build_demo, run_demo_judge
-    from labeler.examples import example_path
-    from labeler.store import Store
+    from judgelab.labeler.examples import example_path
+    from judgelab.labeler.store import Store
 
     db = tmp_path_factory.mktemp("loop") / "demo.duckdb"
     store = Store(db)
@@ -59,8 +59,8 @@ def test_compare_judges_the_version_without_the_leniency_better_on_the_tuning_pa
 
 
 def test_held_out_looks_are_counted_and_widen_the_intervals(loop: Loop) -> None:
-    from calibration.loop import held_out_summary
-    from labeler.store import Store
+    from judgelab.calibration.loop import held_out_summary
+    from judgelab.labeler.store import Store
 
     base = ("compare", "--db", str(loop.db), "--judge-run", loop.lenient, "--judge-run", loop.fair, "--resamples",
             "200")
@@ -99,7 +99,7 @@ def test_calibrate_says_which_part_of_the_labels_it_read(loop: Loop, tmp_path: P
 
 
 def test_disagreements_list_the_lenient_family_first_blind_and_write_a_csv(loop: Loop, tmp_path: Path) -> None:
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     csv = tmp_path / "d.csv"
     code, out, err = run("disagreements", "--db", str(loop.db), "--judge-run", loop.lenient, "--json",
@@ -131,10 +131,10 @@ def test_disagreements_list_the_lenient_family_first_blind_and_write_a_csv(loop:
 
 
 def test_a_new_judge_version_after_the_last_compare_is_flagged_by_calibrate(loop: Loop, tmp_path: Path) -> None:
-    from calibration.loop import revalidation_note
+    from judgelab.calibration.loop import revalidation_note
     from judgelab.demo import run_demo_judge
-    from labeler.examples import example_path
-    from labeler.store import Store
+    from judgelab.labeler.examples import example_path
+    from judgelab.labeler.store import Store
 
     run("compare", "--db", str(loop.db), "--judge-run", loop.lenient, "--judge-run", loop.fair, "--resamples", "20")
     store = Store(loop.db)

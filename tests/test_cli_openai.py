@@ -1,6 +1,6 @@
 """Every probe, ``score --all`` and ``calibrate`` with an OpenAI-compatible judge, as a user types them.
 
-No fake judge in the path: the CLI builds the :class:`~calibration.judges.OpenAIJudge`, the real
+No fake judge in the path: the CLI builds the :class:`~judgelab.calibration.judges.OpenAIJudge`, the real
 ``openai`` SDK sends Chat Completions (and Files and Batches) over HTTP to the local mock, whose
 fake judge answers in the spec's verdict format.
 """
@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from calibration.judges import FakeJudge
-from calibration.mockapi import MockAnthropic
-from calibration.probes import BIASES
-from calibration.spec import load_spec
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.calibration.probes import BIASES
+from judgelab.calibration.spec import load_spec
 from judgelab.cli import main
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.conftest import DATA, invoke
 
 MODEL = "gpt-4.1-mini"

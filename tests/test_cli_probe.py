@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from calibration.mockapi import FaultPlan, MockAnthropic
+from judgelab.calibration.mockapi import FaultPlan, MockAnthropic
 from judgelab.cli import main
-from labeler.examples import example_path
+from judgelab.labeler.examples import example_path
 from tests.conftest import invoke
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -151,7 +151,7 @@ def test_pool_probes_use_the_project_database(tmp_path: Path) -> None:
     result = invoke("probe", "--judge", "fake", "--fake-verbosity", "0.3", "--n", "3", "--biases",
                     "verbosity,truncation", "--db", db, "--out", str(out))
     assert result.exit_code == 0, result.output
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     store = Store(db)
     padded = store.answers(variant="padded")

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from calibration.judges import FakeJudge
-from calibration.mockapi import FaultPlan, MockAnthropic
-from calibration.spec import load_spec
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.mockapi import FaultPlan, MockAnthropic
+from judgelab.calibration.spec import load_spec
 from judgelab.cli import main
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.conftest import DATA, invoke
 
 SPEC = DATA / "judge_spec.toml"

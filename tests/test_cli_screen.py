@@ -10,12 +10,12 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from calibration.judges import FakeJudge
-from calibration.mockapi import FaultPlan, MockAnthropic
-from calibration.screen import screen_answers
-from labeler.importers import parse_rubric
-from labeler.models import Answer, Task
-from labeler.store import Store
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.mockapi import FaultPlan, MockAnthropic
+from judgelab.calibration.screen import screen_answers
+from judgelab.labeler.importers import parse_rubric
+from judgelab.labeler.models import Answer, Task
+from judgelab.labeler.store import Store
 from tests.conftest import DATA, invoke
 
 #: Answers that tell who wrote them in ways the rules leave readable (the fake judge reads a

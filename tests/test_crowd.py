@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from labeler.errors import AccessError, InputError
-from labeler.importers import parse_rubric
-from labeler.models import Answer, Task
-from labeler.quality import QualityItem, QualitySettings
-from labeler.store import Store
-from labeler.store._core import DEAD_SCORE_ASSIGNMENTS
+from judgelab.labeler.errors import AccessError, InputError
+from judgelab.labeler.importers import parse_rubric
+from judgelab.labeler.models import Answer, Task
+from judgelab.labeler.quality import QualityItem, QualitySettings
+from judgelab.labeler.store import Store
+from judgelab.labeler.store._core import DEAD_SCORE_ASSIGNMENTS
 from tests.conftest import DATA, invoke
 
 CRITERIA = [c.criterion_id for c in parse_rubric(DATA / "rubric.toml").criteria]

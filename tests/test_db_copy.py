@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.cli import main
-from labeler.store import Store, copy_project, migrations, os_user, redact
+from judgelab.labeler.store import Store, copy_project, migrations, os_user, redact
 from tests.full_project import EMPTY_TABLES, fill_project
 
 

@@ -1,4 +1,4 @@
-"""Tests for the hand-label sample design (:mod:`calibration.design`) and its store tables."""
+"""Tests for the hand-label sample design (:mod:`judgelab.calibration.design`) and its store tables."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-import calibration.design._model
-import calibration.design._power
-from calibration.design import (
+import judgelab.calibration.design._model
+import judgelab.calibration.design._power
+from judgelab.calibration.design import (
     PlanningModel,
     allocate,
     allocation_scores,
@@ -28,11 +28,11 @@ from calibration.design import (
     planning_model,
     stratify_pool,
 )
-from labeler.errors import InputError
-from labeler.models import Answer, Criterion, Rubric, Task
-from labeler.store import Store
-from labeler.store._judgements import JudgementRecord
-from labeler.timing import label_time
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Answer, Criterion, Rubric, Task
+from judgelab.labeler.store import Store
+from judgelab.labeler.store._judgements import JudgementRecord
+from judgelab.labeler.timing import label_time
 
 # -- simulated pools ------------------------------------------------------------------------------
 
@@ -76,7 +76,7 @@ def simulate_pool(
 
 def test_docstring_examples() -> None:
     attempted = 0
-    for module in (calibration.design._model, calibration.design._power):
+    for module in (judgelab.calibration.design._model, judgelab.calibration.design._power):
         result = doctest.testmod(module)
         assert result.failed == 0
         attempted += result.attempted

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from judgelab.cli import VERBS
-from labeler.schemas import DATA_KINDS, SCHEMAS, schemas_markdown
+from judgelab.labeler.schemas import DATA_KINDS, SCHEMAS, schemas_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"

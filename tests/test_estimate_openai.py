@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from calibration import pricing
-from calibration.judges import JudgeCall
+from judgelab.calibration import pricing
+from judgelab.calibration.judges import JudgeCall
 from judgelab.cli import main
 from tests.conftest import DATA
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import labeler
+from judgelab import labeler
 from judgelab.cli import main
-from labeler.errors import InputError
-from labeler.examples import EXAMPLES, example_path, write_examples
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.examples import EXAMPLES, example_path, write_examples
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 
 
 def test_every_example_is_inside_the_package_not_beside_it() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from labeler.store import release_all
+from judgelab.labeler.store import release_all
 from tests.app.conftest import build_pool
 
 APP = Path(__file__).resolve().parents[1] / "judgelab" / "app.py"
@@ -33,12 +33,12 @@ parsed.set()  # AppTest reads Streamlit's settings itself; the launcher waits fo
 _streamlit.warm_up(parsed)
 
 from streamlit.testing.v1 import AppTest  # the test harness's own imports are not the page's
-import labeler.store
+import judgelab.labeler.store
 
 def refuse(*args, **kwargs):
     raise RuntimeError("the page opened a second store")
 
-labeler.store.Store.__init__ = refuse  # the page must use the store the warm-up opened
+judgelab.labeler.store.Store.__init__ = refuse  # the page must use the store the warm-up opened
 before = set(sys.modules)
 at = AppTest.from_file(sys.argv[1], default_timeout=60)
 at.query_params["t"] = sys.argv[2]

@@ -9,8 +9,8 @@ and what is stored is compared, column by column, with
 
 * a digest of what judgelab stored for the same file before this change (frozen from ``main``
   at 2d91ec9 with :func:`_stored` over its import), and
-* the whole-file path still in the code (:func:`labeler.importers.parse_answers` and
-  :meth:`labeler.store.Store.add_pool`), for a readable difference when they part.
+* the whole-file path still in the code (:func:`judgelab.labeler.importers.parse_answers` and
+  :meth:`judgelab.labeler.store.Store.add_pool`), for a readable difference when they part.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from bench._answers import answers
-from labeler.errors import InputError
-from labeler.importers import import_file, parse_answers, read_rows
-from labeler.store import Staging, Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.importers import import_file, parse_answers, read_rows
+from judgelab.labeler.store import Staging, Store
 
 #: sha256 of :func:`_stored` after ``judgelab import answers`` of :func:`_write` (2,000 rows) by the whole-file
 #: import on main at 43e545d (the widened self-name rules, just before the staged import; 122eff69... at 2d91ec9,

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labeler.errors import ConflictError, InputError
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.errors import ConflictError, InputError
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 
 BAD = Path(__file__).parent / "bad_inputs"
 
@@ -209,7 +209,7 @@ def test_imported_labels_and_judgements(seeded: Store, tmp_path: Path) -> None:
 
 
 def test_bulk_insert_keeps_nulls_booleans_and_row_order(store: Store) -> None:
-    from labeler.store._bulk import insert_rows, staged
+    from judgelab.labeler.store._bulk import insert_rows, staged
 
     n = 5000  # several vectors and Arrow chunks' worth, so a parallel insert could reorder
     rows = [
@@ -272,7 +272,7 @@ def test_reimport_against_stored_rows_skips_same_and_refuses_changed(seeded: Sto
 
 
 def test_pool_import_settles_repeats_and_conflicts(store: Store) -> None:
-    from labeler.models import Answer, Task
+    from judgelab.labeler.models import Answer, Task
 
     tasks = [Task("T1", "p"), Task("T1", "p"), Task("T2", "q")]
     answers = [Answer("a1", "T1", "f", "m", "x"), Answer("a1", "T1", "f", "m", "x"), Answer("a2", "T2", "f", "m", "y")]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from calibration.journal import Journal, journal_dir, recover
-from labeler.store import JudgementRecord, Store
+from judgelab.calibration.journal import Journal, journal_dir, recover
+from judgelab.labeler.store import JudgementRecord, Store
 
 
 def _rec(call_id: str, *, error: str | None = None) -> JudgementRecord:
@@ -93,7 +93,7 @@ def test_replies_of_one_loop_turn_are_journalled_in_one_write_before_anything_wa
     """
     import asyncio
 
-    from calibration.runner._sink import Sink
+    from judgelab.calibration.runner._sink import Sink
 
     journal = Journal.open(store, "r1")
     assert journal is not None

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from calibration.loop import compare_history, compare_runs, disagreements, held_out_summary, stored_split
-from labeler.models import Answer, ImportedJudgement, ImportedLabel, Task
-from labeler.store import Store
+from judgelab.calibration.loop import compare_history, compare_runs, disagreements, held_out_summary, stored_split
+from judgelab.labeler.models import Answer, ImportedJudgement, ImportedLabel, Task
+from judgelab.labeler.store import Store
 from tests.test_calibrate import rubric
 
 

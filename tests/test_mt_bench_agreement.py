@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner
 
 from judgelab.cli import main
-from labeler.adapters import import_from
-from labeler.errors import InputError
-from labeler.exports import export_table
-from labeler.store import Store
+from judgelab.labeler.adapters import import_from
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.store import Store
 
 DATA = Path(__file__).parent / "data" / "mt_bench_human"
 HUMAN, PAIR = DATA / "human_judgments.jsonl", DATA / "gpt-4_pair.jsonl"

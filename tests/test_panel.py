@@ -1,4 +1,4 @@
-"""``judgelab panel`` and :mod:`calibration.panel`: cluster-robust OLS, biases, juries, agreement, CLI."""
+"""``judgelab panel`` and :mod:`judgelab.calibration.panel`: cluster-robust OLS, biases, juries, agreement, CLI."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from calibration.panel import (
+from judgelab.calibration.panel import (
     JURY_MEAN,
     JURY_OTHERS,
     SimJudge,

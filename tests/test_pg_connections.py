@@ -1,7 +1,7 @@
 """PostgreSQL connections of one process: reused across threads, never shared, never handed out dead.
 
 Streamlit runs every script run (each submit) on a new thread. Connections kept per thread opened
-a PostgreSQL session per submit; they are the process's now (:func:`labeler.store._backend.pg_connection`),
+a PostgreSQL session per submit; they are the process's now (:func:`judgelab.labeler.store._backend.pg_connection`),
 and each unit of work holds its own until it ends, so the advisory lock that serialises units is
 never held by two threads through one session.
 """
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 pytestmark = pytest.mark.postgres
 

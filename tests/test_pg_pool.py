@@ -3,7 +3,7 @@
 A server of its own with ``max_connections = 8`` (3 of them kept for superusers, so 5 for the app's
 role, as on a small managed database): a unit of work that finds every connection of its process
 busy, or the server with no slot left, waits for one and then goes on; one that waits its whole
-``$JUDGELAB_PG_POOL_TIMEOUT`` gets one plain sentence, a :class:`~labeler.errors.StoreError` (the
+``$JUDGELAB_PG_POOL_TIMEOUT`` gets one plain sentence, a :class:`~judgelab.labeler.errors.StoreError` (the
 CLI: one line and exit 2; the rater pages catch it with the store's other errors and say "Could not
 load this page just now"), never a traceback.
 """
@@ -21,10 +21,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from labeler.errors import StoreError
-from labeler.store import Store
+from judgelab.labeler.errors import StoreError
+from judgelab.labeler.store import Store
 
-#: The variables that bound and time a process's pool (labeler.store.POOL_SIZE_ENV, POOL_TIMEOUT_ENV).
+#: The variables that bound and time a process's pool (judgelab.labeler.store.POOL_SIZE_ENV, POOL_TIMEOUT_ENV).
 POOL_SIZE_ENV, POOL_TIMEOUT_ENV = "JUDGELAB_PG_POOL_SIZE", "JUDGELAB_PG_POOL_TIMEOUT"
 
 pytestmark = pytest.mark.postgres

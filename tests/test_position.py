@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from calibration.judges import FakeJudge
-from calibration.probes import (
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.probes import (
     analyse_evidence,
     position_replies,
     read_evidence,
@@ -21,11 +21,11 @@ from calibration.probes import (
     statistics_of_replies,
 )
 from judgelab.cli import main
-from labeler.errors import InputError
-from labeler.examples import example_path
-from labeler.exports import export_table, table_bytes
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.examples import example_path
+from judgelab.labeler.exports import export_table, table_bytes
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 
 LLMBAR = Path(__file__).parent / "data" / "llmbar"
 

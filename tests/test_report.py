@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from calibration.calibrate import CalibrationReport, calibrate
-from calibration.report import (
+from judgelab.calibration.calibrate import CalibrationReport, calibrate
+from judgelab.calibration.report import (
     combined_chart,
     render_json,
     render_markdown,
@@ -24,7 +24,7 @@ from calibration.report import (
     residual_table,
     write_report,
 )
-from labeler.models import ImportedJudgement
+from judgelab.labeler.models import ImportedJudgement
 from tests.test_calibrate import (
     JUDGE,
     OWN,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from calibration.datasets import PROBE_RUBRIC, choose, load_pairs, pool_from_pairs
-from calibration.judges import FakeJudge
-from calibration.probes import (
+from judgelab.calibration.datasets import PROBE_RUBRIC, choose, load_pairs, pool_from_pairs
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.probes import (
     Analysis,
     ProbeContext,
     Variants,
@@ -17,10 +17,10 @@ from calibration.probes import (
     plan_probes,
     read_evidence,
 )
-from calibration.report_card import TITLE, card_json, render_markdown, render_png
-from calibration.runner import run_plan
-from labeler.errors import InputError
-from labeler.store import Store
+from judgelab.calibration.report_card import TITLE, card_json, render_markdown, render_png
+from judgelab.calibration.runner import run_plan
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import Store
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

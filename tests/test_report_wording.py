@@ -7,14 +7,14 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from calibration.calibrate import load_calibration_data
-from calibration.calibrate._formats import _decoding_rule
-from calibration.judges import FakeJudge
-from calibration.probes import run_probes
-from calibration.spec import load_spec
+from judgelab.calibration.calibrate import load_calibration_data
+from judgelab.calibration.calibrate._formats import _decoding_rule
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.probes import run_probes
+from judgelab.calibration.spec import load_spec
 from judgelab.cli import main
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.conftest import DATA
 
 LLMBAR = Path(__file__).parent / "data" / "llmbar"
@@ -50,7 +50,7 @@ def test_imported_verdicts_are_described_as_imported_and_the_family_fix_is_named
 
 
 def test_the_no_family_reason_names_the_fix_not_a_column() -> None:
-    from calibration.calibrate._human import _no_gap_reason
+    from judgelab.calibration.calibrate._human import _no_gap_reason
 
     reason = _no_gap_reason(None, ["a", "b"]) or ""
     assert "judge_runs.family" not in reason

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from calibration.judges import AnthropicJudge
-from calibration.mockapi import MockAnthropic
-from calibration.runner import run_plan
-from calibration.runner._summary import PlainProgress, RunSummary
-from labeler.store import Store
+from judgelab.calibration.judges import AnthropicJudge
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.calibration.runner import run_plan
+from judgelab.calibration.runner._summary import PlainProgress, RunSummary
+from judgelab.labeler.store import Store
 from tests.programs import REPO, mock_api
 from tests.test_runner import RUBRIC, plan_of
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from calibration.judges import AnthropicJudge, FakeJudge, Format, Judgement
-from calibration.mockapi import FaultPlan, MockAnthropic
-from calibration.runner import (
+from judgelab.calibration.judges import AnthropicJudge, FakeJudge, Format, Judgement
+from judgelab.calibration.mockapi import FaultPlan, MockAnthropic
+from judgelab.calibration.runner import (
     EVIDENCE_FIELDS,
     PlannedCall,
     arun_plan,
@@ -34,9 +34,9 @@ from calibration.runner import (
     run_plan,
     write_evidence,
 )
-from labeler.errors import InputError
-from labeler.models import Criterion, Rubric
-from labeler.store import JudgementRecord, Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Criterion, Rubric
+from judgelab.labeler.store import JudgementRecord, Store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -419,8 +419,8 @@ CHILD_SCRIPT = textwrap.dedent(
     import asyncio, sys
     sys.path.insert(0, {tests!r})
     from test_runner import CountingJudge, RUBRIC, plan_of
-    from calibration.runner import run_plan
-    from labeler.store import Store
+    from judgelab.calibration.runner import run_plan
+    from judgelab.labeler.store import Store
 
     class Logged(CountingJudge):
         # Logs each reply it delivers; after `stop_after` replies it hangs, so the process is

@@ -19,12 +19,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from calibration.judges import AnthropicJudge, OpenAIJudge
-from calibration.judges._identity import is_tagged, key_prefix, new_tag, wire_id
-from calibration.mockapi import MockAnthropic
-from calibration.runner import RunSummary, run_plan
-from calibration.runner._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, batch_limits, split_batches
-from labeler.store import Store
+from judgelab.calibration.judges import AnthropicJudge, OpenAIJudge
+from judgelab.calibration.judges._identity import is_tagged, key_prefix, new_tag, wire_id
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.calibration.runner import RunSummary, run_plan
+from judgelab.calibration.runner._batch import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, batch_limits, split_batches
+from judgelab.labeler.store import Store
 from tests.reliability.fault_proxy import Proxy, read_log, served_in_thread
 from tests.test_runner import RUBRIC, plan_of
 
@@ -159,7 +159,7 @@ def test_cut_replies_on_every_batch_endpoint_are_retried_and_create_one_batch(
     # 35% of batch-endpoint attempts answered by a cut, empty or HTML 200, a reset or a 500;
     # over these seeds the faults fall on create, list, retrieve and the results file. The
     # proxy draws its faults from the request bodies, so the batch tag (random in use) is fixed.
-    from calibration.runner import _batch
+    from judgelab.calibration.runner import _batch
 
     monkeypatch.setattr(_batch, "new_tag", lambda: "jl0123456789ab")
     faulted: set[str] = set()
@@ -190,7 +190,7 @@ def test_cut_create_replies_are_found_again_not_created_twice(tmp_path: Path) ->
         judge = judge_for(url, max_retries=2)
 
         async def submit() -> str:
-            from calibration.runner import build_request
+            from judgelab.calibration.runner import build_request
             calls = {f"c{i}": build_request(judge, RUBRIC, c) for i, c in enumerate(plan)}
             async with judge:
                 return await judge.submit_batch(calls)
@@ -225,7 +225,7 @@ def test_each_provider_batch_is_split_at_its_own_apis_limits() -> None:
 
 
 def test_a_run_past_the_limits_goes_out_as_several_batches_all_collected(tmp_path: Path) -> None:
-    from calibration.runner import _batch
+    from judgelab.calibration.runner import _batch
 
     plan = plan_of(5)  # 15 distinct requests
     store = Store(tmp_path / "p.duckdb")
@@ -254,7 +254,7 @@ def test_a_run_past_the_limits_goes_out_as_several_batches_all_collected(tmp_pat
 # -- the verdict rule is how replies are read, not what is sent -------------------------------
 
 def _spec(regex: str, sample: str, expect: int) -> Any:
-    from calibration.spec import parse_spec
+    from judgelab.calibration.spec import parse_spec
 
     return parse_spec({
         "judge": {"name": "t", "family": "claude"},
@@ -266,7 +266,7 @@ def _spec(regex: str, sample: str, expect: int) -> Any:
 
 
 def test_editing_only_the_verdict_rule_rereads_stored_replies_instead_of_buying_them(tmp_path: Path) -> None:
-    from calibration.judges import FakeJudge
+    from judgelab.calibration.judges import FakeJudge
 
     plan = [call for call in plan_of(6) if call.kind == "pointwise"]
     store = Store(tmp_path / "p.duckdb")
@@ -298,7 +298,7 @@ def test_editing_only_the_verdict_rule_rereads_stored_replies_instead_of_buying_
 def test_cut_bodies_on_every_endpoint_the_runner_calls_are_retried_never_a_crash(tmp_path: Path) -> None:
     # Issue 30, item 1: a 200 whose JSON is cut short, from count_tokens, messages, batch
     # create, retrieve, list or the results file, is a transient fault retried like a 5xx.
-    from calibration.runner import build_request
+    from judgelab.calibration.runner import build_request
 
     plan = [c for c in plan_of(3) if c.kind == "pointwise"]
     log = tmp_path / "attempts.jsonl"
@@ -355,7 +355,7 @@ def test_several_batches_whose_ids_were_all_lost_are_found_again_each_for_its_ow
     # Split into batches of 4, 4, 4 and 3 requests; no id is ever stored (as if each reply was
     # lost), then the run dies. The next run finds all four upstream, the two of equal size
     # each for its own calls (the oldest match for the earliest intent), and creates none.
-    from calibration.runner import _batch
+    from judgelab.calibration.runner import _batch
 
     plan = plan_of(5)
     store = Store(tmp_path / "p.duckdb")
@@ -385,7 +385,7 @@ OPENAI_CREATES = "POST /v1/batches"
 
 
 def _openai_judge(url: str, **kwargs: Any) -> Any:
-    from calibration.judges import OpenAIJudge
+    from judgelab.calibration.judges import OpenAIJudge
 
     kwargs.setdefault("max_retries", 6)
     return OpenAIJudge("gpt-4.1-mini", api_key="test", base_url=url + "/v1", **kwargs)
@@ -492,7 +492,7 @@ def test_a_lost_batch_that_cannot_be_told_apart_is_left_in_doubt_then_adopted_by
     # reply was lost, while another project's same-size batch exists too: the run must not
     # guess. It sends nothing again, stays unfinished (exit 4) and names --adopt-batch; the
     # user's choice is checked (another project's batch refused), then the right one adopted.
-    from calibration.runner import build_request
+    from judgelab.calibration.runner import build_request
 
     plan = plan_of(3)
     store = Store(tmp_path / "a.duckdb")

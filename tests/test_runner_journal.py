@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from calibration.journal import journal_dir
-from labeler.store import Store
+from judgelab.calibration.journal import journal_dir
+from judgelab.labeler.store import Store
 from tests.test_runner import CHILD_SCRIPT, REPO, CountingJudge, plan_of, run
 
 #: The killed run holds every result in its database buffer: only the journal has them.

@@ -13,12 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from calibration import formats
-from calibration.calibrate import FormatRow, ReportOptions, format_rows, load_calibration_data, position_results
-from labeler.errors import InputError
-from labeler.importers import import_file
-from labeler.scales import FORMAT_SPECS, FORMATS, PAIRWISE_FORMATS, POINTWISE_FORMATS, SCALES
-from labeler.store import Store
+from judgelab.calibration import formats
+from judgelab.calibration.calibrate import (
+    FormatRow,
+    ReportOptions,
+    format_rows,
+    load_calibration_data,
+    position_results,
+)
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.scales import FORMAT_SPECS, FORMATS, PAIRWISE_FORMATS, POINTWISE_FORMATS, SCALES
+from judgelab.labeler.store import Store
 from tests.conftest import DATA
 
 ANSWERS = (

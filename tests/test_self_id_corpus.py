@@ -5,7 +5,7 @@ model or maker in many spellings (makers alone, products, other makers' models, 
 character references, invisible characters, look-alike letters, short pool names);
 ``ordinary_mentions.jsonl`` holds third-person mentions and everyday words that must stay.
 A phrase counts as caught when none of its names can be read in the masked text *as a
-rater reads it* (:func:`labeler.blinding.rendered_reading`), so a name left readable
+rater reads it* (:func:`judgelab.labeler.blinding.rendered_reading`), so a name left readable
 through markup counts as a miss. The figures print with ``-s``.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from labeler.blinding import REDACTED, detect_self_identifying, mask, rendered_reading, verbatim_html
+from judgelab.labeler.blinding import REDACTED, detect_self_identifying, mask, rendered_reading, verbatim_html
 
 DATA = Path(__file__).parent / "data" / "self_id"
 #: Every self-identifying phrase in the corpus is masked (the rule was built against it, so

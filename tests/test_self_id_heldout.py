@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from labeler.blinding import detect_self_identifying, mask, rendered_reading
+from judgelab.labeler.blinding import detect_self_identifying, mask, rendered_reading
 
 CORPUS = Path(__file__).resolve().parent / "data" / "self_id_heldout" / "self_id_heldout.jsonl"
 #: Measured at the frozen rules (see the corpus README): leaks masked of 200, ordinary changed of 100.

@@ -1,8 +1,8 @@
 """The self-name prefilter changes no mask (issue 53, point 1).
 
-:func:`labeler.blinding.detect_self_identifying_many` reads in full only the texts a one-pass
+:func:`judgelab.labeler.blinding.detect_self_identifying_many` reads in full only the texts a one-pass
 prefilter marks as candidates. It must return, for every text, exactly what
-:func:`~labeler.blinding.detect_self_identifying` returns: compared here on the project's
+:func:`~judgelab.labeler.blinding.detect_self_identifying` returns: compared here on the project's
 corpora (English, the other languages, ordinary mentions, the example pool) with and without
 pool names, and on 5,000 generated answers with names planted in every form the detector
 reads through (``python bench/prefilter_masks.py`` compares 100,000 and more the same way).
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench._answers import answers
-from labeler.blinding import _candidates, detect_self_identifying, detect_self_identifying_many, mask
+from judgelab.labeler.blinding import _candidates, detect_self_identifying, detect_self_identifying_many, mask
 
 DATA = Path(__file__).parent / "data" / "self_id"
 POOLS = ((), ("claude", "claude-sonnet-4-6"), ("gpt", "o3", "gpt-5.1-mini"), ("othermodel", "qwen2.5-72b"))

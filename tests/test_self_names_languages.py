@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from labeler.blinding import (
+from judgelab.labeler.blinding import (
     REDACTED,
     SELF_NAMES_FILE,
     SelfNamesError,

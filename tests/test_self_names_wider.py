@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from labeler.blinding import detect_self_identifying, detect_self_identifying_many, mask
+from judgelab.labeler.blinding import detect_self_identifying, detect_self_identifying_many, mask
 from tests.test_self_names_languages import readable
 
 LEAKS: dict[str, list[tuple[str, list[str]]]] = {
@@ -149,7 +149,7 @@ LANGUAGES = {"zh", "hi", "es", "fr", "ar", "bn", "pt", "ru", "ur", "id", "de", "
 
 
 def test_the_self_names_file_has_cues_and_a_corpus_for_each_listed_language() -> None:
-    from labeler.blinding import load_self_names
+    from judgelab.labeler.blinding import load_self_names
     from tests.test_self_names_languages import CORPUS
 
     assert LANGUAGES - set(load_self_names().languages) == set()

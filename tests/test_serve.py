@@ -21,8 +21,8 @@ import judgelab.demo
 from judgelab.admin import BASE_URL_SETTING
 from judgelab.cli import main
 from judgelab.cli.serve import APP_CONFIG, app_settings, serving_url, streamlit_command
-from labeler.errors import InputError
-from labeler.store import Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import Store
 
 JUDGELAB = str(Path(sys.executable).parent / "judgelab")
 
@@ -160,7 +160,7 @@ def test_a_png_without_the_renderer_is_refused_at_once_with_the_extra_to_install
     Store(db).release()
     code, out = _run("calibrate", "--db", str(db), "--out", str(tmp_path / "r.md"), "--png", str(tmp_path / "r.png"))
     assert code == 2 and "judgelab[png]" in out and not (tmp_path / "r.md").exists(), out
-    from calibration.png import png_renderer
+    from judgelab.calibration.png import png_renderer
 
     with pytest.raises(InputError, match=r"judgelab\[png\]"):
         png_renderer()
@@ -171,7 +171,7 @@ def test_serve_announces_a_read_only_database_and_writes_nothing_to_it(
 ) -> None:
     """Issue 47 item 3: ``serve`` serves a file it cannot write (the browser test serves one for real)."""
     from judgelab.cli.serve import _announce
-    from labeler.store import release_all
+    from judgelab.labeler.store import release_all
 
     db = tmp_path / "ro.duckdb"
     Store(db).add_rater("ann")

@@ -30,8 +30,8 @@ from judgelab.admin._signin import (
 )
 from judgelab.cli import main
 from judgelab.cli._streamlit import use_sign_in
-from labeler.errors import AccessError, InputError
-from labeler.store import Store
+from judgelab.labeler.errors import AccessError, InputError
+from judgelab.labeler.store import Store
 
 NOW = 2_000_000_000.0
 

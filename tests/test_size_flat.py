@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from labeler.store import Store
-from labeler.store._synthetic import fill_synthetic
+from judgelab.labeler.store import Store
+from judgelab.labeler.store._synthetic import fill_synthetic
 
 pytestmark = pytest.mark.both_backends
 
@@ -79,7 +79,7 @@ def test_progress_counts_what_the_old_done_test_counted(store: Store) -> None:
 
 
 def test_every_raters_hold_read_at_once_is_each_raters_hold(store: Store) -> None:
-    from labeler.quality import QualityItem, QualitySettings
+    from judgelab.labeler.quality import QualityItem, QualitySettings
 
     fill_synthetic(store, answers=20, queue=5, done=4)
     store.add_quality_items([QualityItem(answer_id=f"g{i}", kind="gold", prompt="Ticket", text=f"Gold {i}",

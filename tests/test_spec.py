@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from calibration import formats
-from calibration.judges import FakeJudge
-from calibration.spec import (
+from judgelab.calibration import formats
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.spec import (
     JudgeSpec,
     VerdictRule,
     bind_references,
@@ -17,9 +17,9 @@ from calibration.spec import (
     recorded_provenance,
     with_references,
 )
-from calibration.stats import provenance_note
-from labeler.errors import InputError
-from labeler.models import Criterion, Rubric
+from judgelab.calibration.stats import provenance_note
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Criterion, Rubric
 from tests.conftest import DATA, REPO
 
 BAD = Path(__file__).parent / "bad_specs"

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from calibration import formats
-from calibration.judges import FakeJudge
-from calibration.runner._plan import PlannedCall, build_request
-from calibration.spec import JudgeSpec, Template, bind_references, load_spec, parse_spec
-from labeler.errors import InputError
-from labeler.models import Criterion, Rubric
+from judgelab.calibration import formats
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.runner._plan import PlannedCall, build_request
+from judgelab.calibration.spec import JudgeSpec, Template, bind_references, load_spec, parse_spec
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Criterion, Rubric
 from tests.conftest import DATA
 
 RUBRIC = Rubric(

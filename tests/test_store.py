@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labeler.store import Store, migrations, release_all
+from judgelab.labeler.store import Store, migrations, release_all
 
 # The columns the rest of judgelab relies on, table by table (later migrations may add more).
 EXPECTED = {
@@ -101,7 +101,7 @@ def _free_port() -> int:
 
 WRITER = """
 import sys, time
-from labeler.store import Store
+from judgelab.labeler.store import Store
 store = Store(sys.argv[1])
 deadline = time.monotonic() + float(sys.argv[2])
 n = 0
@@ -227,7 +227,7 @@ def test_a_store_asked_to_hold_keeps_the_file_when_idle_yet_hands_it_to_a_judgel
     time.sleep(1.5)  # longer than the default idle release, and the reaper checks every 0.05 s
     assert store._state.con is con and con is not None  # still open: no reopen on the next unit
     assert store.setting("project", "k") == "v" and store._state.con is con
-    writer = ("import sys\nfrom labeler.store import Store\n"
+    writer = ("import sys\nfrom judgelab.labeler.store import Store\n"
               "Store(sys.argv[1]).set_setting('project', 'k', 'cli')\n")
     began = time.monotonic()
     done = subprocess.run([sys.executable, "-c", writer, str(db)], capture_output=True, text=True, timeout=60)
@@ -264,7 +264,7 @@ def test_a_process_killed_right_after_creating_the_database_leaves_one_that_open
     """
     db = tmp_path / "fresh.duckdb"
     code = (
-        "import os, signal, sys\nfrom labeler.store import Store\n"
+        "import os, signal, sys\nfrom judgelab.labeler.store import Store\n"
         "Store(sys.argv[1])\nos.kill(os.getpid(), signal.SIGKILL)"
     )
     done = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, timeout=60)

@@ -16,8 +16,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labeler.errors import InputError
-from labeler.store import MAX_COMMENT_CHARS, Store, migrations, release_all
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import MAX_COMMENT_CHARS, Store, migrations, release_all
 from tests.app.conftest import build_pool
 from tests.app.test_review import assignment
 from tests.conftest import DATA
@@ -133,8 +133,8 @@ def test_a_comment_longer_than_the_bound_is_refused_in_the_store(tmp_path: Path)
 def test_the_rating_forms_text_boxes_stop_where_the_store_does() -> None:
     # The browser caps what it sends at the store's bound, so an oversized comment never
     # reaches Streamlit's message cap (the page hung silently there).
+    from judgelab.labeler.store import MAX_COMMENT_CHARS
     from judgelab.views._form import FormData
-    from labeler.store import MAX_COMMENT_CHARS
 
     form = (Path(__file__).resolve().parent.parent / "judgelab" / "views" / "_form.js").read_text()
     # Cut in code points, as the store counts (tests/browser/test_rater_page_edges.py pastes them).

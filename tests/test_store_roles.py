@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from labeler.store import Store, roles
+from judgelab.labeler.store import Store, roles
 
 ROOT = Path(__file__).resolve().parents[1]
 HOMES = [c for c in vars(roles).values()

@@ -10,11 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labeler.adapters import import_from
-from labeler.errors import InputError
-from labeler.importers import import_file
-from labeler.store import Store
-from labeler.transcripts import Transcript, parse_messages
+from judgelab.labeler.adapters import import_from
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
+from judgelab.labeler.transcripts import Transcript, parse_messages
 
 DATA = Path(__file__).parent / "data" / "conversations"
 
@@ -121,7 +121,7 @@ def test_an_inspect_agent_log_written_by_the_current_release_imports_as_a_trace(
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
 def test_an_export_imports_back_to_the_same_transcripts(store: Store, tmp_path: Path, suffix: str) -> None:
-    from labeler.exports import export_table
+    from judgelab.labeler.exports import export_table
 
     import_file(store, "answers", DATA / "openai.jsonl")
     import_file(store, "answers", DATA / "anthropic.jsonl")

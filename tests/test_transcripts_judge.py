@@ -8,9 +8,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from calibration.judges import FakeJudge
-from calibration.mockapi import MockAnthropic
-from calibration.spec import load_spec
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.calibration.spec import load_spec
 from judgelab.cli import main
 from tests.conftest import DATA, invoke
 
@@ -83,8 +83,8 @@ def test_padding_and_byline_change_only_the_final_turn_and_other_probes_say_why_
     probed = invoke("probe", "--judge", "fake", "--fake-verbosity", "0.3", "--n", "3", "--biases", "verbosity,byline",
                     "--db", db, "--out", str(tmp_path / "r.jsonl"))
     assert probed.exit_code == 0, probed.output
-    from labeler.store import Store
-    from labeler.transcripts import split_turn
+    from judgelab.labeler.store import Store
+    from judgelab.labeler.transcripts import split_turn
 
     frame = Store(db).answers().set_index("answer_id")
     padded = frame[frame["variant"] == "padded"]
@@ -104,8 +104,8 @@ def test_the_rubric_s_turn_decides_what_turn_holds_and_a_forged_header_stays_ins
         tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from labeler.importers import parse_rubric
-    from labeler.transcripts import parse_messages, render
+    from judgelab.labeler.importers import parse_rubric
+    from judgelab.labeler.transcripts import parse_messages, render
 
     spec_path = tmp_path / "spec.toml"
     spec_path.write_text((DATA / "judge_spec.toml").read_text().replace(

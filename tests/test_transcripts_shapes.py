@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.conftest import DATA, invoke
 
 ASK = {"role": "user", "content": "Refund order 1042."}

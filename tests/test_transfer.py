@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labeler.errors import ConflictError
-from labeler.exports import EXPORT_FORMATS, export_table, rubric_toml, table_bytes
-from labeler.importers import import_file, parse_rubric
-from labeler.models import (
+from judgelab.labeler.errors import ConflictError
+from judgelab.labeler.exports import EXPORT_FORMATS, export_table, rubric_toml, table_bytes
+from judgelab.labeler.importers import import_file, parse_rubric
+from judgelab.labeler.models import (
     Answer,
     Criterion,
     ImportedAudit,
@@ -36,10 +36,10 @@ from labeler.models import (
     Rubric,
     Task,
 )
-from labeler.scales import FORMAT_SPECS, FORMATS
-from labeler.schemas import SCHEMAS, DataKind
-from labeler.store import Store, release_all
-from labeler.transcripts import parse_messages, render
+from judgelab.labeler.scales import FORMAT_SPECS, FORMATS
+from judgelab.labeler.schemas import SCHEMAS, DataKind
+from judgelab.labeler.store import Store, release_all
+from judgelab.labeler.transcripts import parse_messages, render
 
 RUBRIC = Rubric("r1", 1, "Rubric", "likert5", "4 or 5", (Criterion("acc", "A", "d"), Criterion("tone", "T", "d")),
                 pass_threshold=4.0)
@@ -233,8 +233,8 @@ def judgements(draw: st.DrawFn) -> list[ImportedJudgement]:
 
 @st.composite
 def verdict_rows(draw: st.DrawFn) -> list[ImportedJudgement]:
-    from labeler._judge import parse_verdicts
-    from labeler._rows import Rows
+    from judgelab.labeler._judge import parse_verdicts
+    from judgelab.labeler._rows import Rows
 
     rows = []
     for pair in draw(st.lists(st.sampled_from([p.pair_id for p in PAIRS]), min_size=1, max_size=4, unique=True)):

@@ -15,7 +15,7 @@ import click
 import pytest
 
 from judgelab.cli import main
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.full_project import cli
 
 SUFFIX = {"rubric": "toml", "designs": "json"}

@@ -17,11 +17,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from calibration.calibrate import ReportOptions, load_calibration_data, position_results
+from judgelab.calibration.calibrate import ReportOptions, load_calibration_data, position_results
 from judgelab.cli import main
-from labeler.errors import InputError
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.conftest import DATA
 
 

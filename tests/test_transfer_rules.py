@@ -15,12 +15,12 @@ from click.testing import CliRunner
 
 from judgelab import admin
 from judgelab.cli import main
-from labeler.errors import ConflictError, InputError
-from labeler.exports import export_table, rubric_toml, table_bytes
-from labeler.importers import import_file
-from labeler.models import ImportedLabel
-from labeler.schemas import SCHEMAS
-from labeler.store import Store
+from judgelab.labeler.errors import ConflictError, InputError
+from judgelab.labeler.exports import export_table, rubric_toml, table_bytes
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.models import ImportedLabel
+from judgelab.labeler.schemas import SCHEMAS
+from judgelab.labeler.store import Store
 from tests.app.conftest import build_pool
 from tests.conftest import DATA
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from labeler.errors import InputError, StaleLabelError
-from labeler.importers import parse_rubric
-from labeler.models import Answer, Rubric, Task
-from labeler.store import Store
-from labeler.transcripts import parse_messages, render
+from judgelab.labeler.errors import InputError, StaleLabelError
+from judgelab.labeler.importers import parse_rubric
+from judgelab.labeler.models import Answer, Rubric, Task
+from judgelab.labeler.store import Store
+from judgelab.labeler.transcripts import parse_messages, render
 from tests.conftest import DATA
 
 
@@ -131,7 +131,7 @@ def test_a_rubric_reads_turn_each_and_an_unknown_turn_names_the_file_and_the_fix
 
 
 def test_a_labels_file_s_turns_are_read_and_refused_when_they_cannot_be(tmp_path: Path) -> None:
-    from labeler.importers import import_file
+    from judgelab.labeler.importers import import_file
 
     store = Store(tmp_path / "p.duckdb")
     seed(store)

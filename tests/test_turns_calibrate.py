@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from calibration import formats
-from calibration.mockapi import MockAnthropic
+from judgelab.calibration import formats
+from judgelab.calibration.mockapi import MockAnthropic
 from judgelab.cli import main
-from labeler.store import Store
-from labeler.transcripts import last_turn
+from judgelab.labeler.store import Store
+from judgelab.labeler.transcripts import last_turn
 from tests.conftest import DATA
 
 N, TURNS = 12, 3

@@ -144,9 +144,11 @@ def _link_declared_dependencies(wheel_metadata: str, site: Path) -> list[str]:
 def _check_contents(sdist: Path, wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     for needed in ("labeler/examples/rubric.toml", "labeler/examples/answers.jsonl", "labeler/examples/pairs.jsonl",
-                   "labeler/examples/judge_spec.toml", "labeler/examples/truth.csv", "judgelab/.streamlit/config.toml",
-                   "judgelab/views/_form.js", "labeler/store/migrations/001_core.sql", "calibration/prices.toml"):
-        assert needed in names, needed
+                   "labeler/examples/judge_spec.toml", "labeler/examples/truth.csv", ".streamlit/config.toml",
+                   "views/_form.js", "labeler/store/migrations/001_core.sql", "calibration/prices.toml"):
+        assert f"judgelab/{needed}" in names, needed
+    # One namespace: judgelab is the only top-level package (labeler and calibration are inside it).
+    assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"judgelab"}
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert f"Version: {judgelab.__version__}\n" in metadata and "License-Expression: MIT\n" in metadata
@@ -154,7 +156,8 @@ def _check_contents(sdist: Path, wheel: Path) -> None:
     assert "Requires-Dist: vl-convert-python" in metadata and 'extra == "png"' in metadata
     with tarfile.open(sdist) as tar:
         members = {m.split("/", 1)[1] for m in tar.getnames() if "/" in m}
-    assert {"LICENSE", "CHANGELOG.md", "README.md", "labeler/examples/rubric.toml", "tests/conftest.py"} <= members
+    assert {"LICENSE", "CHANGELOG.md", "README.md", "judgelab/labeler/examples/rubric.toml",
+            "tests/conftest.py"} <= members
 
 
 def _serve_until_healthy(exe: Path, db: Path, cwd: Path) -> str:
@@ -201,7 +204,7 @@ def test_the_installed_wheel_runs_the_product_from_an_empty_folder(tmp_path: Pat
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     work = tmp_path / "empty"
     work.mkdir()
-    where = _run(python, "-c", "import judgelab, labeler; print(judgelab.__file__); print(labeler.__file__)",
+    where = _run(python, "-c", "import judgelab.labeler; print(judgelab.__file__); print(judgelab.labeler.__file__)",
                  cwd=work).stdout
     assert str(REPO) not in where and str(env_dir) in where, where
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from labeler.importers import parse_rubric
-from labeler.models import Answer, Task
-from labeler.store import Store
+from judgelab.labeler.importers import parse_rubric
+from judgelab.labeler.models import Answer, Task
+from judgelab.labeler.store import Store
 from tests.conftest import DATA
 
 CRITERIA = [c.criterion_id for c in parse_rubric(DATA / "rubric.toml").criteria]

@@ -5,13 +5,13 @@ interval too wide to act on. An **active design** labels the pool in batches. Be
 every unlabelled answer gets a probability of being labelled that grows with how likely the human
 and the judge disagree on it (the judge's score distance to the pass threshold, the judge
 disagreeing with itself between orders or formats, and the labels so far by stratum), with a
-floor, scaled to the batch (:mod:`calibration.active._model`). Each figure (each family's
+floor, scaled to the batch (:mod:`judgelab.calibration.active._model`). Each figure (each family's
 residual and the self-preference gap, on pass verdicts and on scores) is estimated by inverse-
 probability weighting around the judge's prediction, an AIPW / prediction-powered estimator that
-stays unbiased under the stored probabilities (:mod:`calibration.active._estimate`; Zrnic &
+stays unbiased under the stored probabilities (:mod:`judgelab.calibration.active._estimate`; Zrnic &
 Candès 2024, "Active Statistical Inference", arXiv:2403.03208). After each batch its interval is
 a **repeated confidence interval** of a stated alpha-spending plan
-(:mod:`calibration.active._spending`): valid at every look at once, so the team may look after
+(:mod:`judgelab.calibration.active._spending`): valid at every look at once, so the team may look after
 every batch and stop at the first one whose interval meets the target.
 
 What it buys depends on how much the judge's score says about where humans disagree
@@ -56,7 +56,7 @@ The modules:
 Every module but ``_store`` is pure; randomness is injected through ``rng``.
 """
 
-from calibration.active._estimate import (
+from judgelab.calibration.active._estimate import (
     DEFAULT_MARGIN,
     GAP_RANGE,
     ActiveDraws,
@@ -70,8 +70,8 @@ from calibration.active._estimate import (
     rare_event_variance,
     repeated_intervals,
 )
-from calibration.active._model import HumanPrediction, predict_humans, sampling_probabilities, task_uncertainty
-from calibration.active._plan import (
+from judgelab.calibration.active._model import HumanPrediction, predict_humans, sampling_probabilities, task_uncertainty
+from judgelab.calibration.active._plan import (
     DEFAULT_FLOOR,
     ActivePool,
     BatchFloor,
@@ -88,7 +88,7 @@ from calibration.active._plan import (
     predicted_saving,
     stack_draws,
 )
-from calibration.active._simulate import (
+from judgelab.calibration.active._simulate import (
     LLMBAR_REREADING,
     ActiveRun,
     PoolModel,
@@ -97,8 +97,15 @@ from calibration.active._simulate import (
     run_active,
     simulate_pool,
 )
-from calibration.active._spending import SPENDINGS, Boundaries, Spending, spend, spending_boundaries, t_critical
-from calibration.active._store import (
+from judgelab.calibration.active._spending import (
+    SPENDINGS,
+    Boundaries,
+    Spending,
+    spend,
+    spending_boundaries,
+    t_critical,
+)
+from judgelab.calibration.active._store import (
     OUT_OF_REACH,
     ActiveBatch,
     ActiveData,

@@ -3,7 +3,7 @@
 An active design labels the pool in **batches**. Before batch ``b`` is drawn, every sampling
 unit ``t`` (an answer, or a whole task when the design is paired) gets a probability ``π_bt`` (1
 for a unit labelled already: it costs nothing) and every answer ``i`` a predicted human label
-``p_bi`` (:mod:`calibration.active._model`), both from the labels of earlier batches only; then
+``p_bi`` (:mod:`judgelab.calibration.active._model`), both from the labels of earlier batches only; then
 each unit is drawn independently, ``ξ_bt ~ Bernoulli(π_bt)``, and its answers are labelled.
 
 **Estimator.** Every figure is a linear function of the residuals ``e_i = j_i − h_i`` (judge minus
@@ -33,10 +33,11 @@ will see (as everywhere in judgelab), so the variance of the pool's own mean aro
 behaviour is added, clustered by task: ``σ²/T`` over ``T`` tasks, ``σ²`` the variance of a task's total
 ``T·Σ_{i∈task} c_i e_i`` (its second moment estimated by the same AIPW combination), so answers
 of one task that move together count as one. With per-rater labels the raters' component of
-:mod:`calibration.stats._raters` is added as in the other estimates (``∂θ̂/∂h_i = −c_i Σ_b (w_b/W) ξ_bt/π_bt``).
+:mod:`judgelab.calibration.stats._raters` is added as in the other estimates
+(``∂θ̂/∂h_i = −c_i Σ_b (w_b/W) ξ_bt/π_bt``).
 
 **Interval.** Each look's estimate gets a repeated confidence interval ``θ̂_k ± c_k·se_k`` from the
-alpha-spending plan of :mod:`calibration.active._spending`, with the information fractions of the
+alpha-spending plan of :mod:`judgelab.calibration.active._spending`, with the information fractions of the
 *gap* (the figure the stopping rule watches): every figure of one look uses its critical value.
 """
 
@@ -52,10 +53,10 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import special
 
-from calibration.active._spending import Spending, spending_boundaries, t_critical
-from calibration.stats._raters import TWO_RATERS_UNEVEN, RaterScope, rater_terms
-from calibration.stats._result import Estimate
-from calibration.stats._variance import MIN_CLUSTERS, REFUSED_METHOD, rare_event_variance
+from judgelab.calibration.active._spending import Spending, spending_boundaries, t_critical
+from judgelab.calibration.stats._raters import TWO_RATERS_UNEVEN, RaterScope, rater_terms
+from judgelab.calibration.stats._result import Estimate
+from judgelab.calibration.stats._variance import MIN_CLUSTERS, REFUSED_METHOD, rare_event_variance
 
 __all__ = [
     "DEFAULT_MARGIN",
@@ -73,7 +74,7 @@ __all__ = [
 Scale = Literal["pass", "score"]
 LastLook = Literal["target", "tau"]
 """Which look ends a plan: ``"target"``, the first that meets the target by spending the alpha left
-(its critical values read as t, :func:`calibration.active.t_critical`); ``"tau"``, the look at
+(its critical values read as t, :func:`judgelab.calibration.active.t_critical`); ``"tau"``, the look at
 the plan's maximum information, with normal critical values (designs started before the first
 rule existed keep it, as their stored parameters have no ``last_look``: a plan does not change
 after its first look)."""
@@ -253,8 +254,8 @@ class LookStatistics:
             among the drawn units in place of ``design`` (``_design_floor``: no look can stop on
             a variance its labels cannot vouch for); ``None`` when not computed.
         refused: Per look, why no interval can speak for raters like these (two raters, as
-            ``judgelab calibrate`` refuses them: :func:`calibration.stats._raters.two_rater_refusal`,
-            or :data:`calibration.stats._raters.TWO_RATERS_UNEVEN` when their spread carries half
+            ``judgelab calibrate`` refuses them: :func:`judgelab.calibration.stats._raters.two_rater_refusal`,
+            or :data:`judgelab.calibration.stats._raters.TWO_RATERS_UNEVEN` when their spread carries half
             the variance or more), else ``None``; empty when not computed.
     """
 
@@ -397,7 +398,7 @@ def _design_floor(
     variance if one of the drawn units, at random, had disagreed by as much as the disagreements
     seen (one verdict when none were), i.e. the mean over the draws of
     ``w_b² (1 − π)/π² · Σ_unit c² · size² / W²`` (in the spirit of
-    :func:`calibration.stats.rare_event_floor`; a unit drawn with certainty adds nothing). One
+    :func:`judgelab.calibration.stats.rare_event_floor`; a unit drawn with certainty adds nothing). One
     disagreement, not the report's three, as the PPI floor: the design already draws where the
     judge is in doubt, and three cost 30% more labels at 95% agreement (41 -> 54 at 70 tasks and
     ±15 pp, 49 -> 61 at 2,000 tasks) for 98-100% coverage; with one, 41 and 50 labels, 96.5% and
@@ -520,7 +521,7 @@ def _rater_parts(
     """The raters' variance at each look, its df, the scope in words, and with two raters their gross part and refusal.
 
     The gross part (the raters' mean square, ``nan`` unless there are exactly two raters) and the
-    refusal are :func:`calibration.stats._raters.rater_terms`', the same calibrate reads. The
+    refusal are :func:`judgelab.calibration.stats._raters.rater_terms`', the same calibrate reads. The
     refusal is judged on the Hajek form of the look's gradient (each family's inverse-probability
     weights rescaled to the family's coefficient, ``coef`` per pool answer): calibrate's estimates
     are Hajek means, whose gap's raters' shares sum to exactly 0, while the AIPW gap's sum to 0 only
@@ -614,7 +615,7 @@ def repeated_intervals(
             simple random sample looked at every 10% under this plan covered 75-78% at 95%
             agreement in ``bench/active_economy.py``.
         df: Degrees of freedom of each look's variance (:attr:`LookStatistics.df`): the plan's
-            normal critical values are read as t ones (:func:`calibration.active.t_critical`).
+            normal critical values are read as t ones (:func:`judgelab.calibration.active.t_critical`).
             ``None``: normal.
         last_look: See :data:`LastLook`.
 

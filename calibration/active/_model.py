@@ -1,7 +1,7 @@
 """What the judge says about each answer's human label, and the probability of labelling it.
 
 Pure functions, fixed before each batch is drawn (only labels from earlier batches enter), which
-is what keeps the estimator of :mod:`calibration.active._estimate` unbiased.
+is what keeps the estimator of :mod:`judgelab.calibration.active._estimate` unbiased.
 
 **Prediction.** Each answer gets a probability that a human passes it, ``p_i``, and an expected
 human score, from three sources the project already has:

@@ -1,7 +1,7 @@
 """Planning an active design: the pool, each batch's probabilities, and the labels still needed.
 
-Pure: arrays in, frozen dataclasses out. :mod:`calibration.active._store` runs the same steps
-over the project database, and :mod:`calibration.active._simulate` over simulated pools.
+Pure: arrays in, frozen dataclasses out. :mod:`judgelab.calibration.active._store` runs the same steps
+over the project database, and :mod:`judgelab.calibration.active._simulate` over simulated pools.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import special
 
-from calibration.active._estimate import (
+from judgelab.calibration.active._estimate import (
     DEFAULT_MARGIN,
     ActiveDraws,
     LastLook,
@@ -24,9 +24,9 @@ from calibration.active._estimate import (
     estimand_coefficients,
     repeated_intervals,
 )
-from calibration.active._model import HumanPrediction, predict_humans, sampling_probabilities, task_uncertainty
-from calibration.active._spending import Spending
-from calibration.stats._result import Estimate
+from judgelab.calibration.active._model import HumanPrediction, predict_humans, sampling_probabilities, task_uncertainty
+from judgelab.calibration.active._spending import Spending
+from judgelab.calibration.stats._result import Estimate
 
 __all__ = [
     "DEFAULT_FLOOR",
@@ -225,7 +225,7 @@ def plan_batch(
         human_pass: Human pass share per answer so far (``nan`` where unlabelled).
         human_score: Human score per answer on the judge's scale (``nan`` where unlabelled).
         own_family: The judge's family.
-        floor: See :func:`calibration.active.sampling_probabilities`.
+        floor: See :func:`judgelab.calibration.active.sampling_probabilities`.
         disagreement: Planning disagreement rate for the prior.
         prior_labels: Weight of the prior in a stratum, in labels.
 
@@ -261,7 +261,7 @@ def expected_population_variance(
 ) -> float:
     """The pool's variance around the judge's behaviour, ``σ²/T`` (pp²), that the model expects.
 
-    The look's own estimate of it (:func:`calibration.active.look_statistics`) rests on the
+    The look's own estimate of it (:func:`judgelab.calibration.active.look_statistics`) rests on the
     labels so far and is noisy early: one rare answer drawn with a small probability can put it at
     ten times its value after a first batch. :func:`labels_still_needed` treats this part as
     fixed, so projecting from such an estimate says no number of labels can meet the target and
@@ -425,7 +425,7 @@ def score_tells_errors(
     """How much more often people disagree with the judge where its score says they would, from the labels so far.
 
     The active design saves labels only when the judge's score tells where its errors are: it
-    draws the answers the model of :func:`calibration.active.predict_humans` puts next to the
+    draws the answers the model of :func:`judgelab.calibration.active.predict_humans` puts next to the
     pass threshold (or flipped) more often. Before the labels so far are used, that model's prior
     ranks every answer by its expected disagreement; on the labelled answers this compares the
     observed disagreement share ``|human − judge|`` in the upper half of that ranking with the lower
@@ -489,8 +489,8 @@ def batch_floor(
 ) -> BatchFloor:
     """The floor of the next batch: the design's, or 1 (simple random sampling) when the labels show no saving.
 
-    The one gate the store (:func:`calibration.active.draw_active_batch`) and the simulator
-    (:func:`calibration.active.run_active`) both draw through. When the labels so far show no link
+    The one gate the store (:func:`judgelab.calibration.active.draw_active_batch`) and the simulator
+    (:func:`judgelab.calibration.active.run_active`) both draw through. When the labels so far show no link
     between the judge's score and its errors (:func:`score_tells_errors`' interval does not lie
     above 0), drawing by the judge's doubt spends labels where they help no more than elsewhere (a
     judge wrong at random needed 2.5-3x the labels of simple random sampling), so every unlabelled
@@ -536,7 +536,7 @@ def predicted_saving(
     design needed 0.6-0.7x the labels of SRS at 85% agreement; when a quarter of its readings are
     unrelated to quality, about 1x (``bench/active_economy.py --unrelated 0.25``). So the plan
     says what it expects from what its labels show, before the team commits to it: the model of
-    where people disagree (:func:`calibration.active.predict_humans`, refitted from 20 labels on),
+    where people disagree (:func:`judgelab.calibration.active.predict_humans`, refitted from 20 labels on),
     the active design's one-batch need (:func:`planned_labels`, with its floor), the same with
     uniform probabilities (SRS of the same units) and with Neyman allocation over strata of the
     judge's verdicts on each unit (``(Σ_h W_h S_h)² / S²`` of SRS's variance), all for the same
@@ -688,7 +688,7 @@ def labels_still_needed(
     batches' combination, ``(Σ w_b² V̂_b + n² V(n)) / (W + n)²``, so a first batch drawn before
     the predictions had learnt anything does not set the pace of the rest. Either way the next
     look's critical value follows from the plan and the looks so far
-    (:func:`calibration.active.spending_boundaries`), and the answer is the smallest ``n`` whose
+    (:func:`judgelab.calibration.active.spending_boundaries`), and the answer is the smallest ``n`` whose
     next-look half-width is at most ``aim·H``.
 
     Args:
@@ -698,7 +698,7 @@ def labels_still_needed(
         aim: Share of ``H`` to aim at (below 1 leaves room for the noise of the rate).
         level: ``1 − alpha`` of the plan.
         spending: The spending function.
-        margin: See :data:`calibration.active.DEFAULT_MARGIN`.
+        margin: See :data:`judgelab.calibration.active.DEFAULT_MARGIN`.
         next_variance: ``V(n)``, see above.
         weight_total: ``W``: the batches' weights so far (their expected labels), with
             ``next_variance``.
@@ -706,7 +706,7 @@ def labels_still_needed(
             instead of the last look's estimate only when that estimate alone rules the target
             out: it can be ten times too high after a small first batch, and the projection
             treats this part as fixed, so it would ask for the whole pool.
-        last_look: See :data:`calibration.active.LastLook`.
+        last_look: See :data:`judgelab.calibration.active.LastLook`.
 
     Returns:
         0 when the last look met the target; ``inf`` when ``capacity`` labels would not.

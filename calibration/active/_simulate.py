@@ -1,6 +1,6 @@
 """Simulated pools with a known truth, and the active design run on them (tests and the bench).
 
-The model is the coverage suite's (:mod:`calibration.stats._coverage`) with the judge's and the
+The model is the coverage suite's (:mod:`judgelab.calibration.stats._coverage`) with the judge's and the
 humans' noise scaled to a chosen **agreement** (the share of answers whose human pass verdict
 equals the judge's) and one human label per answer:
 
@@ -37,14 +37,14 @@ import pandas as pd
 from scipy import optimize
 from scipy.special import ndtr
 
-from calibration.active._estimate import (
+from judgelab.calibration.active._estimate import (
     DEFAULT_MARGIN,
     LastLook,
     estimand_coefficients,
     look_statistics,
     repeated_intervals,
 )
-from calibration.active._plan import (
+from judgelab.calibration.active._plan import (
     DEFAULT_FLOOR,
     ActivePool,
     BatchPlan,
@@ -59,9 +59,9 @@ from calibration.active._plan import (
     predicted_saving,
     stack_draws,
 )
-from calibration.active._spending import Spending
-from calibration.stats._bootstrap import RngLike, as_rng
-from calibration.stats._coverage import _expected_score
+from judgelab.calibration.active._spending import Spending
+from judgelab.calibration.stats._bootstrap import RngLike, as_rng
+from judgelab.calibration.stats._coverage import _expected_score
 
 __all__ = ["LLMBAR_REREADING", "ActiveRun", "PoolModel", "SimulatedPool", "pool_model", "run_active", "simulate_pool"]
 
@@ -187,7 +187,7 @@ class SimulatedPool:
     quality: npt.NDArray[np.float64]
 
     def frame(self) -> pd.DataFrame:
-        """One row per answer, as :func:`calibration.design.design_sample` takes a pool."""
+        """One row per answer, as :func:`judgelab.calibration.design.design_sample` takes a pool."""
         p = self.pool
         return pd.DataFrame({
             "answer_id": p.answer_id, "task_id": p.task_id[p.task], "family": p.family,
@@ -281,10 +281,10 @@ class ActiveRun:
         looks: One row per look: ``look``, ``labels``, ``estimate``, ``half_width``, ``ci_low``,
             ``ci_high``, ``critical``, ``reached``, ``batch_size``, ``fell_back`` (the batch was drawn
             by simple random sampling because the labels before it showed no saving:
-            :func:`calibration.active.batch_floor`).
+            :func:`judgelab.calibration.active.batch_floor`).
         stopped: Whether the target was met (else the budget or the pool ran out).
         score_gap: ``(estimate, ci_low, ci_high)`` of the gap on the score scale at the last look.
-        forecasts: The plan's predicted saving (:func:`calibration.active.predicted_saving`) after
+        forecasts: The plan's predicted saving (:func:`judgelab.calibration.active.predicted_saving`) after
             each of the first ``forecast_looks`` looks (the pilot first).
     """
 
@@ -323,14 +323,14 @@ def run_active(
     """Label ``sim`` in batches until the gap's repeated interval meets the target.
 
     Each batch is planned from the labels so far (:func:`plan_batch`, with the floor the store's gate
-    gives it, :func:`calibration.active.batch_floor`: 1 when they show no saving), drawn, and its labels
+    gives it, :func:`judgelab.calibration.active.batch_floor`: 1 when they show no saving), drawn, and its labels
     revealed; batches are sized as the store sizes them (:func:`next_batch_size`: a pilot, then what
     the current rate says the next look needs to meet ``aim`` times the target, at most doubling
     the labels so far), or ``batch_size`` each, within ``max_labels``. A run ends at
     the first look that meets the target, or at one that spends the plan's alpha without meeting
     it (no later look would have an interval: the store's "plan spent"), or when the labels run out.
     After each of the first ``forecast_looks`` looks the plan predicts its saving from the labels
-    it has (:func:`calibration.active.predicted_saving`), as a team would read it before going on.
+    it has (:func:`judgelab.calibration.active.predicted_saving`), as a team would read it before going on.
 
     Returns:
         The :class:`ActiveRun`.

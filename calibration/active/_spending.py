@@ -48,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import optimize, special
 
-from calibration.stats._bootstrap import check_choice
+from judgelab.calibration.stats._bootstrap import check_choice
 
 __all__ = ["SPENDINGS", "Boundaries", "Spending", "spend", "spending_boundaries", "t_critical"]
 

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from calibration.active._estimate import (
+from judgelab.calibration.active._estimate import (
     DEFAULT_MARGIN,
     ActiveDraws,
     ActiveFigures,
     active_residuals_and_gap,
 )
-from calibration.active._plan import (
+from judgelab.calibration.active._plan import (
     DEFAULT_FLOOR,
     GROWTH,
     ActivePool,
@@ -41,20 +41,20 @@ from calibration.active._plan import (
     planned_labels,
     predicted_saving,
 )
-from calibration.active._spending import SPENDINGS, Spending
-from calibration.design._assign import assign_items
-from calibration.design._model import planning_model
-from calibration.design._power import budget_labels
-from calibration.design._store import load_pool, rubric_key
-from calibration.stats._bootstrap import RngLike, check_choice
-from calibration.stats._raters import RaterScope
-from labeler.errors import InputError
-from labeler.queue import DEFAULT_GAP
-from labeler.timing import label_time
+from judgelab.calibration.active._spending import SPENDINGS, Spending
+from judgelab.calibration.design._assign import assign_items
+from judgelab.calibration.design._model import planning_model
+from judgelab.calibration.design._power import budget_labels
+from judgelab.calibration.design._store import load_pool, rubric_key
+from judgelab.calibration.stats._bootstrap import RngLike, check_choice
+from judgelab.calibration.stats._raters import RaterScope
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.queue import DEFAULT_GAP
+from judgelab.labeler.timing import label_time
 
 if TYPE_CHECKING:
-    from labeler.store import DesignRole
-    from labeler.store.roles import DesignView
+    from judgelab.labeler.store import DesignRole
+    from judgelab.labeler.store.roles import DesignView
 
 __all__ = [
     "ActiveBatch",
@@ -214,12 +214,12 @@ def draw_active_batch(
         budget_hours: Person-hours at most (overlap included); ``None``: no limit but the pool.
         batch_size: Labels per batch at most; ``None``: a pilot first, then what the current
             rate says the next look needs, growing step by step
-            (:func:`calibration.active.next_batch_size`).
+            (:func:`judgelab.calibration.active.next_batch_size`).
         run_id: The judge run whose verdicts and scores the plan uses (newest by default).
         variant: Answer variant of the pool.
         paired: Sample whole tasks (every family's answer) instead of single answers.
         overlap: Share of drawn units labelled by two raters.
-        floor: See :func:`calibration.active.sampling_probabilities`.
+        floor: See :func:`judgelab.calibration.active.sampling_probabilities`.
         disagreement: Planning disagreement rate (else the pilot's, else 0.2).
         minutes_per_label: Minutes per label instead of the measured figure.
         level: Confidence level of the plan.
@@ -406,7 +406,7 @@ def apply_active_batch(
 ) -> pd.DataFrame:
     """Store a drawn batch (and its design, for a first batch) and give its answers to raters.
 
-    One transaction, with the same guarantees as :func:`calibration.design.apply_design`: answers
+    One transaction, with the same guarantees as :func:`judgelab.calibration.design.apply_design`: answers
     of one task go to the same rater(s), families are dealt evenly, each queue is spread by task
     and blind, and an answer gets exactly its ``n_raters`` raters.
 
@@ -512,7 +512,7 @@ class ActiveStatus:
         params: Its inputs.
         batches: One row per batch: ``batch``, ``draw_id``, ``expected_labels``, ``new_labels``,
             ``assigned``, ``done``, ``complete``, ``created_at``.
-        looks: One row per labelled batch (see :class:`calibration.active.ActiveFigures`).
+        looks: One row per labelled batch (see :class:`judgelab.calibration.active.ActiveFigures`).
         figures: The residuals and the gap at the last labelled batch (``None`` before it).
         state: See :data:`ActiveState`.
         message: What to do, in plain words.
@@ -597,13 +597,13 @@ def active_status(
 def active_saving(store: DesignRole, design_id: str | None = None) -> SavingForecast | None:
     """The saving the newest (or the given) active design predicts for itself, from its labels so far.
 
-    What a team reads before it commits to the design (:func:`calibration.active.predicted_saving`:
+    What a team reads before it commits to the design (:func:`judgelab.calibration.active.predicted_saving`:
     the active and the stratified design against simple random sampling, with the basis and the
     condition it holds under in ``basis``); after a look the design effect its draws measure is
     included.
 
     Returns:
-        The :class:`calibration.active.SavingForecast`, or ``None`` without an active design.
+        The :class:`judgelab.calibration.active.SavingForecast`, or ``None`` without an active design.
     """
     stored = _read(store, design_id)
     if stored is None:
@@ -852,7 +852,7 @@ def active_figures(
             ``boundary``), for the score scale.
 
     Returns:
-        The :class:`calibration.active.ActiveFigures`.
+        The :class:`judgelab.calibration.active.ActiveFigures`.
     """
     params, active = data.params, data.draws
     if human is None:
@@ -872,7 +872,7 @@ def plan_options(params: dict[str, Any]) -> dict[str, Any]:
     """The stored design's plan as keyword options of the estimator (:func:`active_residuals_and_gap`).
 
     A design stored before plans named their last look (no ``last_look``) keeps the one it was
-    started with, ``"tau"`` (:data:`calibration.active.LastLook`).
+    started with, ``"tau"`` (:data:`judgelab.calibration.active.LastLook`).
     """
     return {"target_half_width": float(params["target_half_width"]), "level": float(params["level"]),
             "spending": params["spending"], "margin": float(params["margin"]),

@@ -14,10 +14,10 @@ from functools import partial
 
 import pandas as pd
 
-from calibration.calibrate._formats import format_rows
-from calibration.calibrate._human import alphas, analysis_set, kappa_rows, ppi_rows, residual_section
-from calibration.calibrate._load import CalibrationData, load_calibration_data
-from calibration.calibrate._model import (
+from judgelab.calibration.calibrate._formats import format_rows
+from judgelab.calibration.calibrate._human import alphas, analysis_set, kappa_rows, ppi_rows, residual_section
+from judgelab.calibration.calibrate._load import CalibrationData, load_calibration_data
+from judgelab.calibration.calibrate._model import (
     HUMAN_SCORE_RULES,
     CalibrationReport,
     DesignNote,
@@ -30,14 +30,14 @@ from calibration.calibrate._model import (
     ResidualSection,
     TurnSection,
 )
-from calibration.calibrate._probes import probe_section
-from calibration.calibrate._rater_model import fit_rater_models
-from calibration.calibrate._scalemap import apply_scale_map, parse_scale_map
-from calibration.calibrate._turns import turn_section
-from calibration.stats import Estimate, ProvenanceNote, RaterScope, ResidualScale, provenance_note
-from labeler.errors import InputError
-from labeler.scales import is_pointwise
-from labeler.store import AnalystRole
+from judgelab.calibration.calibrate._probes import probe_section
+from judgelab.calibration.calibrate._rater_model import fit_rater_models
+from judgelab.calibration.calibrate._scalemap import apply_scale_map, parse_scale_map
+from judgelab.calibration.calibrate._turns import turn_section
+from judgelab.calibration.stats import Estimate, ProvenanceNote, RaterScope, ResidualScale, provenance_note
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.scales import is_pointwise
+from judgelab.labeler.store import AnalystRole
 
 
 def calibrate(
@@ -71,7 +71,7 @@ def calibrate(
             intervals speak for.
         judge_family: The judge's own model family, for a run that records none (or another).
         scale_map: How to read the judge's scores on the rubric's scale when the two differ
-            (``linear`` or ``J=R,...``, :func:`calibration.calibrate.parse_scale_map`); stated in
+            (``linear`` or ``J=R,...``, :func:`judgelab.calibration.calibrate.parse_scale_map`); stated in
             the report's notes. Without one, scores on different scales are never subtracted.
         progress: Called as ``progress(step, done, total)`` before each step (loading, then
             each section of the report), e.g. to draw a progress bar; ``None`` for none.

@@ -15,19 +15,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibration.calibrate._load import CalibrationData, first_judgement
-from calibration.calibrate._model import FormatRow, HumanScoreRule, ProbeSection, ReportOptions
-from calibration.calibrate._probes import position_results
-from calibration.calibrate._rater_model import fit_rater_models, model_human_scores
-from calibration.numbers import ci, num
-from calibration.stats import (
+from judgelab.calibration.calibrate._load import CalibrationData, first_judgement
+from judgelab.calibration.calibrate._model import FormatRow, HumanScoreRule, ProbeSection, ReportOptions
+from judgelab.calibration.calibrate._probes import position_results
+from judgelab.calibration.calibrate._rater_model import fit_rater_models, model_human_scores
+from judgelab.calibration.numbers import ci, num
+from judgelab.calibration.stats import (
     Estimate,
     format_diagnostics,
     human_scores,
     proportion,
 )
-from labeler.errors import InputError
-from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, is_pointwise
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, is_pointwise
 
 Reference = str
 """What format diagnostics are measured against: ``"human"`` (the human score per answer) or
@@ -179,7 +179,7 @@ def _reference_scores(data: CalibrationData, reference: Reference, opts: ReportO
 def _comparative_row(
     sub: pd.DataFrame, fmt: str, ref: pd.Series, ref_name: str, decoding: str, probes: ProbeSection, opts: ReportOptions
 ) -> FormatRow | None:
-    from calibration.formats import tournament_scores
+    from judgelab.calibration.formats import tournament_scores
 
     matches = [
         (str(a), str(b), None if s != "parsed" else float(v))

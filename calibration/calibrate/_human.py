@@ -2,7 +2,7 @@
 
 Per-family residuals and the self-preference gap, Cohen's kappa (judge vs humans),
 Krippendorff's alpha (among raters) and prediction-powered pass rates. Each builder takes the
-loaded :class:`~calibration.calibrate._load.CalibrationData` and the analysis set (original
+loaded :class:`~judgelab.calibration.calibrate._load.CalibrationData` and the analysis set (original
 answers with a judge score and a human label, with their design weights) and returns its
 section's model plus the reasons for whatever it could not compute.
 """
@@ -17,9 +17,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from calibration.active import ActiveData, ActiveFigures, active_residuals_and_gap, plan_options
-from calibration.calibrate._load import CalibrationData, first_judgement, isin
-from calibration.calibrate._model import (
+from judgelab.calibration.active import ActiveData, ActiveFigures, active_residuals_and_gap, plan_options
+from judgelab.calibration.calibrate._load import CalibrationData, first_judgement, isin
+from judgelab.calibration.calibrate._model import (
     DesignNote,
     FamilyResidual,
     KappaRow,
@@ -28,8 +28,13 @@ from calibration.calibrate._model import (
     ResidualSection,
     SelfPreferenceGap,
 )
-from calibration.calibrate._rater_model import MODEL_REFITS, fit_rater_models, model_categories, model_human_scores
-from calibration.stats import (
+from judgelab.calibration.calibrate._rater_model import (
+    MODEL_REFITS,
+    fit_rater_models,
+    model_categories,
+    model_human_scores,
+)
+from judgelab.calibration.stats import (
     Estimate,
     ResidualScale,
     design_kappa,
@@ -44,8 +49,8 @@ from calibration.stats import (
     residuals_and_gap,
     with_model_variance,
 )
-from labeler.models import Rubric
-from labeler.scales import FormatSpec
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.scales import FormatSpec
 
 _NO_KAPPA = "kappa: no answer has both a judge verdict and a human label"
 
@@ -116,7 +121,7 @@ def active_figures_from(
     interval: str,
     critical: list[float] | None = None,
 ) -> ActiveFigures:
-    """:func:`calibration.active.active_residuals_and_gap` under the design's own plan."""
+    """:func:`judgelab.calibration.active.active_residuals_and_gap` under the design's own plan."""
     return active_residuals_and_gap(act.draws, human, scale=scale, own_family=own, critical=critical,
                                     rater_level=rater_level, interval=interval,  # type: ignore[arg-type]
                                     **plan_options(act.params))
@@ -165,7 +170,7 @@ def _ratings(data: CalibrationData, ids: Sequence[str], column: str, opts: Repor
     labels = labels[isin(labels["answer_id"], ids)]
     labels = labels[labels[column].notna()]
     # An adjudicated label is the answer's settled score, not a rater's: without a rater it stays
-    # out of the raters' spread (calibration.stats._raters), which one adjudication used to switch
+    # out of the raters' spread (judgelab.calibration.stats._raters), which one adjudication used to switch
     # (the admin read as one more rater connecting the panel).
     rater = labels["rater_id"].astype(object).where(labels["source"] != "adjudicated", None)
     # An imported annotator mean weighs as its number of people in the answer's human score, and
@@ -441,8 +446,8 @@ def alphas(data: CalibrationData, opts: ReportOptions) -> tuple[dict[str, Estima
 def ppi_rows(data: CalibrationData, analysis: pd.DataFrame, opts: ReportOptions) -> tuple[list[PPIRow], list[str]]:
     """Per family, the prediction-powered pass rate beside the human-only one.
 
-    Both under the labels' design (:func:`calibration.stats.design_ppi_mean`,
-    :func:`calibration.stats.design_mean`): the judge's pass rate on every judged answer of the
+    Both under the labels' design (:func:`judgelab.calibration.stats.design_ppi_mean`,
+    :func:`judgelab.calibration.stats.design_mean`): the judge's pass rate on every judged answer of the
     family plus the (design-weighted) mean human correction on the labelled ones; λ is
     power-tuned (PPI++) without design weights and 1 with them.
     """

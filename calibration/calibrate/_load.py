@@ -1,7 +1,7 @@
 """Loading: one judge run and everything its calibration report reads from the store.
 
 :func:`load_calibration_data` is the only part of the report that touches the database (through
-:class:`~labeler.store.Store`, which holds the SQL); everything downstream is a pure function
+:class:`~judgelab.labeler.store.Store`, which holds the SQL); everything downstream is a pure function
 of the :class:`CalibrationData` it returns.
 """
 
@@ -16,13 +16,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.active import ActiveData, load_active
-from calibration.calibrate._model import SCORE_TURN_PROBE, HumanScoreRule, LabelSummary
-from calibration.spec import recorded_provenance
-from labeler.errors import InputError
-from labeler.models import Rubric
-from labeler.scales import is_pointwise
-from labeler.store import SCREEN_RUBRIC_ID, AnalystRole
+from judgelab.calibration.active import ActiveData, load_active
+from judgelab.calibration.calibrate._model import SCORE_TURN_PROBE, HumanScoreRule, LabelSummary
+from judgelab.calibration.spec import recorded_provenance
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.scales import is_pointwise
+from judgelab.labeler.store import SCREEN_RUBRIC_ID, AnalystRole
 
 _NAN = float("nan")
 _TURN_JUDGEMENT_COLUMNS = ["answer_id", "task_id", "turn", "n_turns", "format", "value", "judgement_id"]
@@ -64,7 +64,7 @@ class CalibrationData:
         active: The active design the labels came from, when its plan used this run and it has a
             labelled batch (then ``design`` holds its answers' chance of ever being drawn).
         scale_note: How the judge's scores were mapped onto the rubric's scale, when they were
-            (:func:`calibration.calibrate.apply_scale_map`); ``None``: read as they are.
+            (:func:`judgelab.calibration.calibrate.apply_scale_map`); ``None``: read as they are.
         annotator_means: ``(rater_id, answer_id)`` of the labels that are already the mean of
             several people (imported with ``n_raters`` above 1): a human score, not one rater's.
         turn_judgements: The run's parsed per-turn judgements (rubric ``turn = "each"``):

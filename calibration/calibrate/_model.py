@@ -1,7 +1,7 @@
 """The frozen report model: every section of the calibration report as data.
 
 Nothing here computes a statistic or lays out a page: the section builders (``_human``,
-``_probes``, ``_formats``) fill these dataclasses and :mod:`calibration.report` renders them
+``_probes``, ``_formats``) fill these dataclasses and :mod:`judgelab.calibration.report` renders them
 (this module never imports it). The few sentences a figure needs wherever it is shown (the
 simulated-label banner, the design note, the four quantities of a format) live with their data.
 Each class has a ``to_dict`` whose output is JSON-ready (``nan`` becomes ``None``, see
@@ -19,8 +19,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from calibration.numbers import ci, num, pct
-from calibration.stats import (
+from judgelab.calibration.numbers import ci, num, pct
+from judgelab.calibration.stats import (
     Estimate,
     FormatDiagnostics,
     HumanRule,
@@ -38,10 +38,10 @@ HumanScoreRule = Literal["mean", "majority", "adjudicated", "dawid-skene"]
 """How the human score of an answer is defined in the report.
 
 ``"mean"`` (the default) and ``"majority"`` collapse the raters' current labels
-(:data:`calibration.stats.HumanRule`). ``"adjudicated"``: an admin's adjudicated label where the
+(:data:`judgelab.calibration.stats.HumanRule`). ``"adjudicated"``: an admin's adjudicated label where the
 answer has one (it replaces the raters' labels of that answer), else the raters' mean.
 ``"dawid-skene"``: a model of the raters (each rater's confusion and the true labels estimated
-jointly, :mod:`calibration.calibrate._rater_model`); the posterior mean on the scale, and its mode
+jointly, :mod:`judgelab.calibration.calibrate._rater_model`); the posterior mean on the scale, and its mode
 for kappa.
 """
 
@@ -235,7 +235,7 @@ class FamilyResidual:
 
     @classmethod
     def from_estimate(cls, family: str, est: Estimate) -> FamilyResidual:
-        """Read one entry of :func:`calibration.stats.family_residuals` into typed fields."""
+        """Read one entry of :func:`judgelab.calibration.stats.family_residuals` into typed fields."""
         x = est.extra
         return cls(family, est.estimate, est.ci_low, est.ci_high, est.n, est.method, est.units, est.level,
                    judge_mean=float(x["judge_mean"]), human_mean=float(x["human_mean"]),
@@ -304,7 +304,7 @@ class SelfPreferenceGap:
 
     @classmethod
     def from_estimate(cls, est: Estimate) -> SelfPreferenceGap:
-        """Read :func:`calibration.stats.self_preference_gap`'s result into typed fields."""
+        """Read :func:`judgelab.calibration.stats.self_preference_gap`'s result into typed fields."""
         x = est.extra
         families = [k.removeprefix("residual[").removesuffix("]") for k in x if k.startswith("residual[")]
         bound = x.get("bound")
@@ -811,7 +811,7 @@ class CalibrationReport:
         A rater whose labels tell the true level no better than chance (a random rater, one
         who always gives the same level) is estimated as such by the model but still weighs in its
         posterior: the sentence names them, as ``judgelab raters quality`` names a rater below the
-        gold accuracy (:meth:`calibration.stats.RaterModel.warnings`).
+        gold accuracy (:meth:`judgelab.calibration.stats.RaterModel.warnings`).
         """
         out = []
         for column, model in self.rater_models.items():

@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from calibration.calibrate._load import CalibrationData, isna
-from calibration.calibrate._model import PositionResult, ProbeSection, ReportOptions, VariantGap
-from calibration.probes.position import position_replies, position_rows, statistics_of_replies
-from calibration.stats import (
+from judgelab.calibration.calibrate._load import CalibrationData, isna
+from judgelab.calibration.calibrate._model import PositionResult, ProbeSection, ReportOptions, VariantGap
+from judgelab.calibration.probes.position import position_replies, position_rows, statistics_of_replies
+from judgelab.calibration.stats import (
     THRESHOLDS,
     Estimate,
     RunComparison,
@@ -33,7 +33,7 @@ from calibration.stats import (
     truncation_gap,
     verdict,
 )
-from labeler.scales import PAIRWISE_FORMATS, format_range, is_pointwise
+from judgelab.labeler.scales import PAIRWISE_FORMATS, format_range, is_pointwise
 
 # Refits for the length-controlled win rate: each resample is one logistic fit, so the count
 # is capped to keep a report to seconds; the method string states the number used.

@@ -1,6 +1,6 @@
 """The human rule ``dawid-skene``: a model of the raters gives each answer its human score.
 
-Dawid and Skene's model (:func:`calibration.stats.dawid_skene`) is fitted to every rater's
+Dawid and Skene's model (:func:`judgelab.calibration.stats.dawid_skene`) is fitted to every rater's
 current labels of the rubric, once for the pass verdict and once for the overall score (the
 rubric's levels: two on ``binary``, five on ``likert5``), with one confusion matrix per rater and
 the true levels' shares (class priors) per model family, so that a family's mean posterior is
@@ -18,7 +18,7 @@ as follows:
   corrects part of a panel's leniency, so this errs wide. The fit itself moves every answer's
   score at once, which the linearised variance misses: the residuals and the gap refit the model
   on :data:`MODEL_REFITS` task resamples and add the spread beyond the design part
-  (:mod:`calibration.stats._model_variance`); ``bench/rater_model.py`` measures the coverage.
+  (:mod:`judgelab.calibration.stats._model_variance`); ``bench/rater_model.py`` measures the coverage.
   PPI and an active design's figures do not have this term yet.
 
 ``numeric100`` is refused: a 101x101 confusion matrix per rater cannot be estimated from a
@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calibration.calibrate._load import CalibrationData
-from calibration.stats import RaterModel, dawid_skene, human_scores
-from labeler.errors import InputError
-from labeler.scales import format_spec
+from judgelab.calibration.calibrate._load import CalibrationData
+from judgelab.calibration.stats import RaterModel, dawid_skene, human_scores
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.scales import format_spec
 
 __all__ = ["COLUMN_NAMES", "MODEL_REFITS", "fit_rater_models", "model_categories", "model_human_scores"]
 

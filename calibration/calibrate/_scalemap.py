@@ -9,7 +9,7 @@ through a mapping the user states (``--scale-map``), and the report says which:
 - ``J=R,J=R,...``: each judge level given its rubric value (every judge level must be named;
   each value must be on the rubric's scale), e.g. ``1=0,2=0,3=0,4=1,5=1,6=1,7=1,8=2,9=2,10=2``.
 
-    >>> from labeler.scales import declare_scale, register_scale
+    >>> from judgelab.labeler.scales import declare_scale, register_scale
     >>> j = register_scale(declare_scale("doc_ten", 1, 10, 1))
     >>> r = register_scale(declare_scale("doc_three", 0, 2, 1))
     >>> m = parse_scale_map("linear", "doc_ten", "doc_three")
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from calibration.calibrate._load import CalibrationData
-from labeler.errors import InputError
-from labeler.scales import format_spec, known_format
+from judgelab.calibration.calibrate._load import CalibrationData
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.scales import format_spec, known_format
 
 __all__ = ["ScaleMap", "apply_scale_map", "parse_scale_map"]
 

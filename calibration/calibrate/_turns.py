@@ -2,12 +2,12 @@
 
 A rubric with ``turn = "each"`` has raters score every assistant turn (``turn_scores``) and the
 judge score every turn in a call of its own (``judgelab score``, probe
-:data:`~calibration.calibrate._model.SCORE_TURN_PROBE`). Per turn, the human score is the mean
+:data:`~judgelab.calibration.calibrate._model.SCORE_TURN_PROBE`). Per turn, the human score is the mean
 of its raters' turn scores, the judge score the turn's first parsed judgement in the rubric's own
 scale; their difference is averaged over the turns at each position (first, middle, last) and
 each turn number. Turns of one conversation are not independent (one rater, one judge reading,
 one agent), so the interval is a percentile bootstrap over conversations
-(:func:`calibration.stats.cluster_bootstrap`), not over turns.
+(:func:`judgelab.calibration.stats.cluster_bootstrap`), not over turns.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from calibration.calibrate._load import CalibrationData
-from calibration.calibrate._model import ReportOptions, TurnPosition, TurnRow, TurnSection
-from calibration.stats import Estimate, cluster_bootstrap, weighted_mean
+from judgelab.calibration.calibrate._load import CalibrationData
+from judgelab.calibration.calibrate._model import ReportOptions, TurnPosition, TurnRow, TurnSection
+from judgelab.calibration.stats import Estimate, cluster_bootstrap, weighted_mean
 
 __all__ = ["turn_position", "turn_section"]
 

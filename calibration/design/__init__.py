@@ -5,7 +5,7 @@ minutes each is ten to fifteen person-hours; seed 000), so *which* answers get l
 more than how many. This module plans that sample for the quantity judgelab cares most about,
 the **self-preference gap**: the judge-minus-human residual on the judge's own family minus the
 residual on the other family (with several other families, minus their unweighted mean, as in
-:func:`calibration.stats.self_preference_gap`). Residuals are on pass verdicts, so every
+:func:`judgelab.calibration.stats.self_preference_gap`). Residuals are on pass verdicts, so every
 precision figure is in percentage points.
 
 The plan, in order:
@@ -38,7 +38,7 @@ The plan, in order:
 The pool stands for the answers the judge will see in use, so no finite-population correction
 is applied anywhere: the intervals are for the judge's behaviour, not for this particular pool
 (and the report's variance adds the part that comes from the strata's shares being measured on
-this pool, :mod:`calibration.stats._variance`).
+this pool, :mod:`judgelab.calibration.stats._variance`).
 
 The modules, in the order of the plan:
 
@@ -52,15 +52,15 @@ The modules, in the order of the plan:
   :func:`pairing_note`;
 * ``_assign``: :func:`plan_assignments`, who labels what in which order;
 * ``_store``: the only part that touches the project database, through
-  :class:`labeler.store.Store`: :func:`load_pool`, :func:`draw_design` (the workflow behind
+  :class:`judgelab.labeler.store.Store`: :func:`load_pool`, :func:`draw_design` (the workflow behind
   ``judgelab design`` and the Assignments page) and :func:`apply_design`.
 
 Every module but ``_store`` is pure: a pool DataFrame in, frozen dataclasses out, randomness
 injected through ``rng``.
 """
 
-from calibration.design._assign import plan_assignments
-from calibration.design._model import (
+from judgelab.calibration.design._assign import plan_assignments
+from judgelab.calibration.design._model import (
     ALLOCATIONS,
     STRATIFIERS,
     Allocation,
@@ -70,7 +70,7 @@ from calibration.design._model import (
     allocation_scores,
     planning_model,
 )
-from calibration.design._power import (
+from judgelab.calibration.design._power import (
     Cost,
     Precision,
     Target,
@@ -79,9 +79,9 @@ from calibration.design._power import (
     kappa_se,
     paired_sample_size,
 )
-from calibration.design._sample import Design, design_sample, design_table, pairing_note
-from calibration.design._store import DrawnDesign, apply_design, draw_design, load_pool, stratified_gate
-from calibration.design._strata import stratify_pool
+from judgelab.calibration.design._sample import Design, design_sample, design_table, pairing_note
+from judgelab.calibration.design._store import DrawnDesign, apply_design, draw_design, load_pool, stratified_gate
+from judgelab.calibration.design._strata import stratify_pool
 
 __all__ = [
     "ALLOCATIONS",

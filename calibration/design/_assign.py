@@ -1,6 +1,6 @@
 """Who labels which sampled answer of a design, in which queue position (pure).
 
-The queue order comes from :func:`labeler.queue.spread_order`, the one orderer that keeps
+The queue order comes from :func:`judgelab.labeler.queue.spread_order`, the one orderer that keeps
 answers to one task apart in every rater's queue (the store uses it for its own queues too).
 """
 
@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from calibration.design._sample import Design
-from calibration.stats._bootstrap import RngLike, as_rng
-from labeler.errors import InputError
-from labeler.queue import DEFAULT_GAP, spread_order
+from judgelab.calibration.design._sample import Design
+from judgelab.calibration.stats._bootstrap import RngLike, as_rng
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.queue import DEFAULT_GAP, spread_order
 
 __all__ = ["assign_items", "plan_assignments"]
 
@@ -40,7 +40,7 @@ def plan_assignments(
       rater(s) holding the fewest answers of the task's families (ties broken at random), so
       every family's answers spread over the raters within ±1, and with a family-balanced
       design each rater's count of one family is within 1 of another's.
-    * **Spread.** Each rater's queue is a seeded shuffle (:func:`labeler.queue.spread_order`)
+    * **Spread.** Each rater's queue is a seeded shuffle (:func:`judgelab.labeler.queue.spread_order`)
       in which no two answers of one task sit within ``spread`` positions of each other when
       that is possible (the rater should not read one prompt's answers back to back and
       compare them).

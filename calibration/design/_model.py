@@ -1,6 +1,6 @@
 """The planning model and the allocation of a label budget over strata (pure functions).
 
-See :mod:`calibration.design` for the plan these pieces serve.
+See :mod:`judgelab.calibration.design` for the plan these pieces serve.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from calibration.stats._bootstrap import check_choice
-from labeler.errors import InputError
+from judgelab.calibration.stats._bootstrap import check_choice
+from judgelab.labeler.errors import InputError
 
 __all__ = [
     "ALLOCATIONS",

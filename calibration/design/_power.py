@@ -1,6 +1,6 @@
 """Precision, power and cost of a hand-label sample: what the labels buy and what they cost.
 
-Pure functions; see :mod:`calibration.design` for the plan they serve.
+Pure functions; see :mod:`judgelab.calibration.design` for the plan they serve.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Literal
 
 from scipy import stats as sps
 
-from labeler.errors import InputError
-from labeler.timing import DEFAULT_MINUTES_PER_LABEL
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.timing import DEFAULT_MINUTES_PER_LABEL
 
 __all__ = [
     "Cost",
@@ -59,7 +59,7 @@ class Cost:
         hours_per_rater_per_day: Labelling hours each rater gives a day.
         calendar_days: Working days to finish with every rater at that pace.
         quality_ratings: Of ``ratings``, the gold items and attention checks mixed into the
-            raters' queues (:func:`calibration.design._quality.with_quality`); 0 without them.
+            raters' queues (:func:`judgelab.calibration.design._quality.with_quality`); 0 without them.
     """
 
     labels: int

@@ -1,6 +1,6 @@
 """What gold items and attention checks add to a design's labelling cost.
 
-Quality items (:mod:`labeler.quality`) are mixed into every rater's queue at a rate per live
+Quality items (:mod:`judgelab.labeler.quality`) are mixed into every rater's queue at a rate per live
 label, and a new rater labels ``qualify_n`` gold items first. They are labels people spend time
 on, so a design's ratings, person-hours and calendar days include them, and a budget in
 person-hours buys correspondingly fewer live labels.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from calibration.design._power import Cost
+from judgelab.calibration.design._power import Cost
 
 __all__ = ["quality_budget_hours", "with_quality"]
 
@@ -22,7 +22,7 @@ def with_quality(cost: Cost, *, rate: float, qualify_n: int) -> Cost:
     ``round(rate x ratings)`` spread among the live labels plus ``qualify_n`` qualification items
     per rater, at the same minutes per label.
 
-    >>> from calibration.design import cost_of
+    >>> from judgelab.calibration.design import cost_of
     >>> c = with_quality(cost_of(100, overlap=0.0, minutes_per_label=1.0, raters=2), rate=0.1, qualify_n=5)
     >>> c.ratings, c.quality_ratings, c.person_hours
     (120, 20, 2.0)

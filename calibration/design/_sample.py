@@ -1,7 +1,7 @@
 """The design itself: draw a stratified hand-label sample and state its precision and cost.
 
 Pure: a pool DataFrame in, a frozen :class:`Design` out, randomness injected through ``rng``.
-See :mod:`calibration.design` for the plan.
+See :mod:`judgelab.calibration.design` for the plan.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from calibration.design._model import (
+from judgelab.calibration.design._model import (
     ALLOCATIONS,
     STRATIFIERS,
     Z95,
@@ -29,11 +29,11 @@ from calibration.design._model import (
     allocation_scores,
     planning_model,
 )
-from calibration.design._power import Cost, Precision, Target, cost_of, kappa_se
-from calibration.design._strata import Strata, build_strata, stratify_pool
-from calibration.stats._bootstrap import RngLike, as_rng, check_choice
-from labeler.errors import InputError
-from labeler.timing import DEFAULT_MINUTES_PER_LABEL
+from judgelab.calibration.design._power import Cost, Precision, Target, cost_of, kappa_se
+from judgelab.calibration.design._strata import Strata, build_strata, stratify_pool
+from judgelab.calibration.stats._bootstrap import RngLike, as_rng, check_choice
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.timing import DEFAULT_MINUTES_PER_LABEL
 
 __all__ = ["Design", "design_sample", "design_table", "pairing_note"]
 

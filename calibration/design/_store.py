@@ -1,6 +1,6 @@
 """Designs over the project database: read the pool, draw a design, give it to raters.
 
-Everything here takes a :class:`labeler.store.Store`; the planning itself is pure and lives in
+Everything here takes a :class:`judgelab.labeler.store.Store`; the planning itself is pure and lives in
 the sibling modules. :func:`draw_design` is the one workflow both ``judgelab design`` and the
 Assignments page call, so the two quote the same design, precision and person-hours for the
 same database.
@@ -16,18 +16,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from calibration.design._assign import plan_assignments
-from calibration.design._model import Allocation, Stratifier, planning_model
-from calibration.design._power import budget_labels
-from calibration.design._quality import quality_budget_hours, with_quality
-from calibration.design._sample import Design, design_sample, design_table, pairing_note
-from calibration.stats._bootstrap import RngLike
-from labeler.errors import InputError
-from labeler.queue import DEFAULT_GAP
-from labeler.timing import LabelTime, label_time
+from judgelab.calibration.design._assign import plan_assignments
+from judgelab.calibration.design._model import Allocation, Stratifier, planning_model
+from judgelab.calibration.design._power import budget_labels
+from judgelab.calibration.design._quality import quality_budget_hours, with_quality
+from judgelab.calibration.design._sample import Design, design_sample, design_table, pairing_note
+from judgelab.calibration.stats._bootstrap import RngLike
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.queue import DEFAULT_GAP
+from judgelab.labeler.timing import LabelTime, label_time
 
 if TYPE_CHECKING:
-    from labeler.store import DesignRole
+    from judgelab.labeler.store import DesignRole
 
 __all__ = ["DrawnDesign", "apply_design", "draw_design", "load_pool", "rubric_key"]
 
@@ -160,7 +160,7 @@ class DrawnDesign:
         design: The :class:`Design`; its notes end with the pairing note when the other
             sampling unit would do better (:func:`pairing_note`).
         pool_info: What the pool was read from (see :func:`load_pool`).
-        label_time: The time per label its cost rests on (:func:`labeler.timing.label_time`).
+        label_time: The time per label its cost rests on (:func:`judgelab.labeler.timing.label_time`).
     """
 
     design: Design
@@ -226,7 +226,7 @@ def draw_design(
 
     The judge run's family is the gap's own family; the planning model is measured on the
     pool's pilot labels (:func:`planning_model`); the minutes per label follow
-    :func:`labeler.timing.label_time` over :meth:`Store.label_seconds`.
+    :func:`judgelab.labeler.timing.label_time` over :meth:`Store.label_seconds`.
 
     Args:
         store: The project database.
@@ -261,7 +261,7 @@ def draw_design(
     quality = store.quality_settings()
     if n is None:
         assert budget_hours is not None
-        # Gold items and attention checks are paid from the same budget (calibration.design._quality).
+        # Gold items and attention checks are paid from the same budget (judgelab.calibration.design._quality).
         live_hours = quality_budget_hours(budget_hours, rate=quality.rate, qualify_n=quality.qualify_n,
                                           raters=raters, minutes_per_label=time.minutes)
         n = budget_labels(live_hours, minutes_per_label=time.minutes, overlap=overlap)
@@ -293,7 +293,7 @@ def draw_design(
 def stratified_gate(pool: pd.DataFrame, allocation: Allocation) -> tuple[Allocation, str | None]:
     """The allocation to draw with: ``proportional`` when the pilot labels show no saving, with the note why.
 
-    The active design's gate (:func:`calibration.active.batch_floor`, the same evidence:
+    The active design's gate (:func:`judgelab.calibration.active.batch_floor`, the same evidence:
     ``score_tells_errors`` on the pool's labels so far). An allocation that leans on the judge's
     verdicts (``gap``, ``neyman``) saves labels only where they tell where people disagree with the
     judge; when the pilot shows no link between the judge's score and its errors, the design falls
@@ -307,8 +307,8 @@ def stratified_gate(pool: pd.DataFrame, allocation: Allocation) -> tuple[Allocat
     """
     if allocation not in ("gap", "neyman") or "human_pass" not in pool.columns:
         return allocation, None
-    # Imported here: calibration.active imports this module (its store draws through load_pool).
-    from calibration.active._plan import ActivePool, score_tells_errors
+    # Imported here: judgelab.calibration.active imports this module (its store draws through load_pool).
+    from judgelab.calibration.active._plan import ActivePool, score_tells_errors
 
     judged = pool[pool["judge_pass"].notna()].sort_values("answer_id")
     if judged.empty:

@@ -1,6 +1,6 @@
 """Strata: the bins answers are stratified by, the sampling units, and each stratum's variance terms.
 
-Pure functions over a pool DataFrame; see :mod:`calibration.design` for the plan they serve.
+Pure functions over a pool DataFrame; see :mod:`judgelab.calibration.design` for the plan they serve.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.design._model import (
+from judgelab.calibration.design._model import (
     STRATIFIERS,
     UNCATEGORISED,
     UNJUDGED,
@@ -21,7 +21,7 @@ from calibration.design._model import (
     PlanningModel,
     Stratifier,
 )
-from labeler.errors import InputError
+from judgelab.labeler.errors import InputError
 
 __all__ = ["Strata", "build_strata", "stratify_pool"]
 

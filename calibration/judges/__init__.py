@@ -1,6 +1,6 @@
 """Judge back-ends: the judge protocols, the Anthropic and OpenAI-compatible judges and a fake one."""
 
-from calibration.judges._anthropic import (
+from judgelab.calibration.judges._anthropic import (
     DEFAULT_MODEL,
     AnthropicJudge,
     BatchReadShort,
@@ -11,16 +11,16 @@ from calibration.judges._anthropic import (
     patiently,
     rejects_sampling_params,
 )
-from calibration.judges._base import Failure, FailureKind, Judge, JudgeCall, Judgement
-from calibration.judges._fake import SCREEN_QUESTION, FakeJudge, TextFeatures, text_features, text_quality
-from calibration.judges._openai import (
+from judgelab.calibration.judges._base import Failure, FailureKind, Judge, JudgeCall, Judgement
+from judgelab.calibration.judges._fake import SCREEN_QUESTION, FakeJudge, TextFeatures, text_features, text_quality
+from judgelab.calibration.judges._openai import (
     OpenAIBatchStatus,
     OpenAIJudge,
     create_openai_batch_once,
     infer_family,
 )
-from calibration.judges._protocols import BatchJudge, BuildingJudge
-from labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, Format, Kind
+from judgelab.calibration.judges._protocols import BatchJudge, BuildingJudge
+from judgelab.labeler.scales import PAIRWISE_FORMATS, POINTWISE_FORMATS, Format, Kind
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -2,18 +2,18 @@
 
 One thin wrapper, no retry loop of its own: the SDK retries 408/409/429/5xx (529 included) and
 connection errors with exponential backoff, honouring ``retry-after``, up to ``max_retries``.
-The judge's middleware (:mod:`calibration.judges._transport`), which the SDK runs inside that
+The judge's middleware (:mod:`judgelab.calibration.judges._transport`), which the SDK runs inside that
 loop once per attempt, adds two things: a 200 whose body cannot be decoded (cut short, empty,
 not JSON, not a Message) is retried within the same budget, and every attempt waits for a
 permit from a rate governor that reads the ``anthropic-ratelimit-*`` headers, paces to the
 stated limits and adapts concurrency (AIMD on 429/529). A call that still fails raises
-:class:`JudgeCallError` (a :class:`~labeler.errors.JudgeError`) carrying the number of attempts
+:class:`JudgeCallError` (a :class:`~judgelab.labeler.errors.JudgeError`) carrying the number of attempts
 and the reason; it is never turned into a score or an empty reply. A reply that arrives but
-does not parse as a verdict is a recorded parse failure (:func:`calibration.formats.parse`),
+does not parse as a verdict is a recorded parse failure (:func:`judgelab.calibration.formats.parse`),
 like every other back-end's.
 
 The rubric (system) block carries the ``cache_control`` breakpoint only when it reaches the
-model's minimum cacheable prompt length (:meth:`calibration.pricing.PriceTable.cache_applies`):
+model's minimum cacheable prompt length (:meth:`judgelab.calibration.pricing.PriceTable.cache_applies`):
 below it the API would ignore the breakpoint, and the estimate prices it the same way.
 
 SDK facts this module relies on (checked against the installed 2.15 source):
@@ -47,18 +47,18 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anthropic
 
-from calibration import formats, pricing
-from calibration.judges._base import JudgeCall, Judgement
-from calibration.judges._hints import fix_for, origin_of
-from calibration.judges._identity import BatchInDoubt, BatchSearch, identify, is_tagged
-from calibration.judges._loops import PerLoop
-from calibration.judges._provider import ProviderJudge
-from calibration.judges._transport import GovernorMiddleware, RateGovernor, UndecodableReply
-from labeler.errors import InputError, JudgeError
-from labeler.models import Rubric
+from judgelab.calibration import formats, pricing
+from judgelab.calibration.judges._base import JudgeCall, Judgement
+from judgelab.calibration.judges._hints import fix_for, origin_of
+from judgelab.calibration.judges._identity import BatchInDoubt, BatchSearch, identify, is_tagged
+from judgelab.calibration.judges._loops import PerLoop
+from judgelab.calibration.judges._provider import ProviderJudge
+from judgelab.calibration.judges._transport import GovernorMiddleware, RateGovernor, UndecodableReply
+from judgelab.labeler.errors import InputError, JudgeError
+from judgelab.labeler.models import Rubric
 
 if TYPE_CHECKING:  # the spec module imports the formats, which import this package
-    from calibration.spec import JudgeSpec
+    from judgelab.calibration.spec import JudgeSpec
 
 log = logging.getLogger(__name__)
 
@@ -194,14 +194,14 @@ _CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class AnthropicJudge(ProviderJudge[BatchStatus]):
-    """A Claude judge behind the :class:`~calibration.judges.Judge` protocol.
+    """A Claude judge behind the :class:`~judgelab.calibration.judges.Judge` protocol.
 
     Args:
         model: The judge model id (default :data:`DEFAULT_MODEL`).
         family: The judge's own model family, for the self-preference gap.
         api_key: The API key; default ``$ANTHROPIC_API_KEY``.
         base_url: API base URL; default the SDK's (``$ANTHROPIC_BASE_URL`` or Anthropic's).
-            Point it at :class:`calibration.mockapi.MockAnthropic` for dry runs.
+            Point it at :class:`judgelab.calibration.mockapi.MockAnthropic` for dry runs.
         max_concurrency: Requests in flight at once, per event loop.
         max_retries: The SDK's retry budget per request (attempts = retries + 1).
         timeout: Seconds per HTTP attempt.
@@ -212,8 +212,8 @@ class AnthropicJudge(ProviderJudge[BatchStatus]):
             default (the same set that rejects sampling), whose thinking counts against it.
         batch_cache_ttl: Prompt-cache TTL for batch requests (``"1h"``: a batch can take longer
             than the 5-minute default, and the rubric prefix should survive it).
-        prices: A loaded price table (default :func:`calibration.pricing.load_prices`).
-        spec: A team's judge spec (:mod:`calibration.spec`): requests are written from its
+        prices: A loaded price table (default :func:`judgelab.calibration.pricing.load_prices`).
+        spec: A team's judge spec (:mod:`judgelab.calibration.spec`): requests are written from its
             templates and replies read by its verdict rules (default: the built-in prompt).
 
     Raises:
@@ -376,7 +376,7 @@ class AnthropicJudge(ProviderJudge[BatchStatus]):
         """Send a prebuilt call and parse the reply.
 
         Args:
-            call: The call (from :meth:`build` or :func:`calibration.formats.build_call`).
+            call: The call (from :meth:`build` or :func:`judgelab.calibration.formats.build_call`).
             rubric: Gives pointwise judgements their ``passed`` verdict.
 
         Returns:
@@ -507,7 +507,7 @@ class AnthropicJudge(ProviderJudge[BatchStatus]):
 
         Args:
             calls: The calls (see :meth:`batch_requests` for their custom ids; the runner's
-                carry the intent's tag, :func:`~calibration.judges._identity.wire_id`).
+                carry the intent's tag, :func:`~judgelab.calibration.judges._identity.wire_id`).
             since: When the caller recorded its intent to submit (UTC); default now.
             exclude: Batch ids already claimed by other work (never adopted).
             poll_interval: Seconds between looks at same-size batches after a lost create reply.
@@ -536,7 +536,7 @@ class AnthropicJudge(ProviderJudge[BatchStatus]):
         """The batch of exactly ``custom_ids`` created after ``since``, if the API holds one.
 
         Same-size candidates still processing are waited for (see :func:`find_batch` and
-        :func:`~calibration.judges._identity.identify`).
+        :func:`~judgelab.calibration.judges._identity.identify`).
 
         Raises:
             JudgeCallError: If listing the batches failed after retries.
@@ -710,7 +710,7 @@ async def find_batch(
     batches created since the intent (less a margin for clock skew), not in ``exclude`` and of
     the same request count are candidates, and a candidate is this intent's only when its
     results name exactly ``custom_ids`` (which carry the intent's random tag:
-    :mod:`calibration.judges._identity`); candidates still processing are reported as
+    :mod:`judgelab.calibration.judges._identity`); candidates still processing are reported as
     ``pending``, never adopted.
 
     Raises:

@@ -8,8 +8,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from labeler.models import Rubric
-from labeler.scales import Format, Kind
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.scales import Format, Kind
 
 if TYPE_CHECKING:  # the spec module imports the formats, which import this package
     pass
@@ -51,7 +51,7 @@ class JudgeCall:
 
     Attributes:
         kind: ``"pointwise"`` (one answer) or ``"pairwise"`` (answer A vs answer B).
-        format: The scoring format (see :mod:`calibration.formats`).
+        format: The scoring format (see :mod:`judgelab.calibration.formats`).
         model: The judge model id.
         system: The system prompt (the rubric block, shared across calls).
         user: The user message (task and answer(s) and the format line).

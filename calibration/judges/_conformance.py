@@ -1,7 +1,7 @@
 """Static proof that every back-end is what the runner takes it for (checked by mypy, never run).
 
 The runner asks a judge for its requests, cache identity, spec and batch methods through the
-protocols of :mod:`calibration.judges._base`. Assigning each back-end to the protocols it
+protocols of :mod:`judgelab.calibration.judges._base`. Assigning each back-end to the protocols it
 must satisfy makes mypy check every member's name and signature: a back-end that misspelled
 ``cache_identity`` (and so would silently share cached replies with another) fails the type
 check here instead.
@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from calibration.judges._anthropic import AnthropicJudge
-    from calibration.judges._base import Judge
-    from calibration.judges._fake import FakeJudge
-    from calibration.judges._openai import OpenAIJudge
-    from calibration.judges._protocols import BatchJudge, BuildingJudge
+    from judgelab.calibration.judges._anthropic import AnthropicJudge
+    from judgelab.calibration.judges._base import Judge
+    from judgelab.calibration.judges._fake import FakeJudge
+    from judgelab.calibration.judges._openai import OpenAIJudge
+    from judgelab.calibration.judges._protocols import BatchJudge, BuildingJudge
 
     def _anthropic(judge: AnthropicJudge) -> tuple[Judge, BuildingJudge, BatchJudge]:
         return judge, judge, judge

@@ -32,7 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from labeler.errors import JudgeError
+from judgelab.labeler.errors import JudgeError
 
 __all__ = [
     "BatchInDoubt",

@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
-from calibration.judges._transport import RateGovernor
+from judgelab.calibration.judges._transport import RateGovernor
 
 __all__ = ["PerLoop"]
 

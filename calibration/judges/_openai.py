@@ -2,14 +2,14 @@
 
 Chat Completions is the one API that OpenAI, Azure OpenAI, vLLM, Ollama, Together and Gemini's
 OpenAI-compatible endpoint all speak, so that is what :class:`OpenAIJudge` sends. It gives
-the guarantees of the Claude path (:class:`~calibration.judges.AnthropicJudge`):
+the guarantees of the Claude path (:class:`~judgelab.calibration.judges.AnthropicJudge`):
 
 * the SDK retries 408/409/429/5xx and lost connections with backoff honouring
   ``retry-after``, up to ``max_retries``; the client's transport
-  (:mod:`calibration.judges._openai_transport`) adds that an undecodable 2xx, from any
+  (:mod:`judgelab.calibration.judges._openai_transport`) adds that an undecodable 2xx, from any
   endpoint, is retried within the same budget, and that every attempt waits for a permit from
-  a :class:`~calibration.judges._transport.RateGovernor` fed by the ``x-ratelimit-*`` headers;
-* a call that still fails raises :class:`~calibration.judges.JudgeCallError` with its attempts
+  a :class:`~judgelab.calibration.judges._transport.RateGovernor` fed by the ``x-ratelimit-*`` headers;
+* a call that still fails raises :class:`~judgelab.calibration.judges.JudgeCallError` with its attempts
   and reason, never a score; a reply that does not parse is a recorded parse failure;
 * the cost of each reply is read from its ``usage`` (cached prompt tokens, from
   ``prompt_tokens_details.cached_tokens``, at the cached rate) and the price table; a model the
@@ -42,21 +42,21 @@ from urllib.parse import urlparse
 
 import openai
 
-from calibration import formats, pricing
-from calibration.judges._anthropic import BatchReadShort, JudgeCallError
-from calibration.judges._base import JudgeCall, Judgement
-from calibration.judges._hints import fix_for, origin_of
-from calibration.judges._identity import BatchInDoubt, BatchSearch, is_tagged, marker_of
-from calibration.judges._loops import PerLoop
-from calibration.judges._openai_transport import GovernedTransport, undecodable_cause
-from calibration.judges._provider import ProviderJudge
-from calibration.judges._transport import RateGovernor
-from labeler.errors import InputError, JudgeError
-from labeler.families import infer_family
-from labeler.models import Rubric
+from judgelab.calibration import formats, pricing
+from judgelab.calibration.judges._anthropic import BatchReadShort, JudgeCallError
+from judgelab.calibration.judges._base import JudgeCall, Judgement
+from judgelab.calibration.judges._hints import fix_for, origin_of
+from judgelab.calibration.judges._identity import BatchInDoubt, BatchSearch, is_tagged, marker_of
+from judgelab.calibration.judges._loops import PerLoop
+from judgelab.calibration.judges._openai_transport import GovernedTransport, undecodable_cause
+from judgelab.calibration.judges._provider import ProviderJudge
+from judgelab.calibration.judges._transport import RateGovernor
+from judgelab.labeler.errors import InputError, JudgeError
+from judgelab.labeler.families import infer_family
+from judgelab.labeler.models import Rubric
 
 if TYPE_CHECKING:
-    from calibration.spec import JudgeSpec
+    from judgelab.calibration.spec import JudgeSpec
 
 log = logging.getLogger(__name__)
 
@@ -199,8 +199,8 @@ class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
             models, which refuse any but the default).
         max_tokens: Reply budget (default 1024; 8192 for reasoning models, whose reasoning
             counts against it). Sent as ``max_completion_tokens`` to OpenAI's reasoning models.
-        prices: A loaded price table (default :func:`calibration.pricing.load_prices`).
-        spec: A team's judge spec (:mod:`calibration.spec`).
+        prices: A loaded price table (default :func:`judgelab.calibration.pricing.load_prices`).
+        spec: A team's judge spec (:mod:`judgelab.calibration.spec`).
 
     Raises:
         JudgeError: If no key is set and no endpoint other than OpenAI's is given.
@@ -501,7 +501,7 @@ class OpenAIJudge(ProviderJudge[OpenAIBatchStatus]):
 
         The files are checked against the batch's ``request_counts``: when they name fewer
         requests than it answered (completed + failed), they are read again, and a shortfall
-        that stays is :class:`~calibration.judges.BatchReadShort`, never "missing".
+        that stays is :class:`~judgelab.calibration.judges.BatchReadShort`, never "missing".
 
         Raises:
             JudgeError: If the batch has not ended, or a result names an unknown custom id
@@ -611,7 +611,7 @@ async def find_openai_batch(
 ) -> BatchSearch:
     """Look once for the batch of exactly ``custom_ids`` created after ``since``, not in ``exclude``.
 
-    judgelab writes the digest of a batch's custom ids (:func:`~calibration.judges._identity.marker_of`;
+    judgelab writes the digest of a batch's custom ids (:func:`~judgelab.calibration.judges._identity.marker_of`;
     the ids carry the intent's random tag) and its request count into the batch's ``metadata``,
     which the API shows at once: a batch is this intent's only when both match. A batch of
     another project, or another judgelab database on the same key, never does.
@@ -721,7 +721,7 @@ async def create_openai_batch_once(
 ) -> str:
     """Create a Chat Completions batch of an uploaded file and return its id, never twice.
 
-    As :func:`~calibration.judges.create_batch_once`: a create whose reply is lost may have
+    As :func:`~judgelab.calibration.judges.create_batch_once`: a create whose reply is lost may have
     created the batch all the same, so before each new attempt the batches created since
     ``since`` are listed and the one whose ``metadata`` carries the digest of these custom ids
     is adopted (:func:`find_openai_batch`); on a server that keeps no metadata, the one made of

@@ -1,7 +1,7 @@
 """What sits between the OpenAI-compatible judge and the wire: decode checks and the rate governor.
 
 The ``openai`` SDK (3.x) has no middleware hook, so the guarantees of the Claude path
-(:mod:`calibration.judges._transport`) are given one layer lower, by the HTTP transport the
+(:mod:`judgelab.calibration.judges._transport`) are given one layer lower, by the HTTP transport the
 SDK's client sends every attempt through (:class:`GovernedTransport`). The SDK's retry loop
 calls it once per attempt, so:
 
@@ -12,7 +12,7 @@ calls it once per attempt, so:
   connection. When the budget is spent the caller gets an ``openai.APIConnectionError``
   whose cause carries the reason (:func:`undecodable_cause`).
 * **Within the provider's limits.** Every Chat Completions attempt waits for a permit from the
-  shared :class:`~calibration.judges._transport.RateGovernor`, fed from OpenAI's
+  shared :class:`~judgelab.calibration.judges._transport.RateGovernor`, fed from OpenAI's
   ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` headers (:func:`openai_rate_limits`)
   and ``retry-after`` / ``retry-after-ms``.
 * **Retries wait their turn**: a retry is an attempt like any other and takes a permit too.
@@ -28,8 +28,8 @@ from typing import Any
 
 import httpx2
 
-from calibration.judges._transport import RateGovernor, RateLimits, jsonl_results_problem
-from calibration.pricing import approx_tokens
+from judgelab.calibration.judges._transport import RateGovernor, RateLimits, jsonl_results_problem
+from judgelab.calibration.pricing import approx_tokens
 
 __all__ = [
     "GovernedTransport",

@@ -1,10 +1,10 @@
 """What the runner relies on a judge for, declared: :class:`BuildingJudge` and :class:`BatchJudge`.
 
-The base :class:`~calibration.judges.Judge` protocol (``score`` and ``compare``) is all a judge
+The base :class:`~judgelab.calibration.judges.Judge` protocol (``score`` and ``compare``) is all a judge
 must have. The runner asks more of the judges that have it: the exact request (for its cache
 key), what else decides the reply, the spec the replies are read by, and the provider's batch
 methods. Declared here (not looked up by name) so that mypy checks every back-end against them
-(:mod:`calibration.judges._conformance`). Apart from ``_base`` because the spec type they name
+(:mod:`judgelab.calibration.judges._conformance`). Apart from ``_base`` because the spec type they name
 imports the formats, which import ``_base``.
 """
 
@@ -14,11 +14,11 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from calibration.judges._base import Format, Judge, JudgeCall, Judgement, Kind
-from labeler.models import Rubric
+from judgelab.calibration.judges._base import Format, Judge, JudgeCall, Judgement, Kind
+from judgelab.labeler.models import Rubric
 
 if TYPE_CHECKING:
-    from calibration.spec import JudgeSpec
+    from judgelab.calibration.spec import JudgeSpec
 
 __all__ = ["BatchJudge", "BatchStatusLike", "BuildingJudge"]
 
@@ -30,7 +30,7 @@ class BuildingJudge(Judge, Protocol):
     The runner hashes the exact request a judge would send (:meth:`build`), folds in what else
     decides the reply (:meth:`cache_identity`), reads stored replies by the judge's spec and
     sends a prebuilt request (:meth:`run`). Declared here so that mypy checks every back-end
-    against it (:mod:`calibration.judges._conformance`): a back-end that misspelled
+    against it (:mod:`judgelab.calibration.judges._conformance`): a back-end that misspelled
     ``cache_identity`` would otherwise have silently shared cached replies with another.
 
     Attributes:
@@ -80,8 +80,8 @@ class BatchJudge(BuildingJudge, Protocol):
     The runner records each batch's intent (its custom ids, which carry a random tag drawn for
     it) before :meth:`submit_batch` and its id after, and after a crash asks :meth:`find_batch`
     for the batch of exactly those custom ids, so that no batch is created twice and no other
-    run's batch is ever taken (:mod:`calibration.runner._batch`,
-    :mod:`calibration.judges._identity`).
+    run's batch is ever taken (:mod:`judgelab.calibration.runner._batch`,
+    :mod:`judgelab.calibration.judges._identity`).
     """
 
     def batch_requests(self, calls: Sequence[JudgeCall] | Mapping[str, JudgeCall]) -> list[dict[str, Any]]:
@@ -111,7 +111,7 @@ class BatchJudge(BuildingJudge, Protocol):
         ...
 
     async def check_batch(self, batch_id: str, custom_ids: Collection[str], *, poll_interval: float = 30.0) -> None:
-        """Refuse (:class:`~calibration.judges._identity.BatchInDoubt`) a batch not exactly ``custom_ids``."""
+        """Refuse (:class:`~judgelab.calibration.judges._identity.BatchInDoubt`) a batch not exactly ``custom_ids``."""
         ...
 
     async def wait_batch(

@@ -2,7 +2,7 @@
 
 Each back-end writes its requests, sends them and reads its provider's batches; what is left is
 the same for both: the judge protocol's ``score`` and ``compare`` as one built call sent with
-``run``, the per-event-loop client's life (:class:`~calibration.judges._loops.PerLoop`), and
+``run``, the per-event-loop client's life (:class:`~judgelab.calibration.judges._loops.PerLoop`), and
 waiting for a batch to end by polling it.
 """
 
@@ -13,14 +13,14 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar
 
-from calibration import formats
-from calibration.judges._base import Format, JudgeCall, Judgement, Kind
-from calibration.judges._loops import PerLoop
-from labeler.errors import JudgeError
-from labeler.models import Rubric
+from judgelab.calibration import formats
+from judgelab.calibration.judges._base import Format, JudgeCall, Judgement, Kind
+from judgelab.calibration.judges._loops import PerLoop
+from judgelab.labeler.errors import JudgeError
+from judgelab.labeler.models import Rubric
 
 if TYPE_CHECKING:
-    from calibration.spec import JudgeSpec
+    from judgelab.calibration.spec import JudgeSpec
 
 __all__ = ["ProviderJudge"]
 
@@ -74,7 +74,7 @@ class ProviderJudge(Generic[S]):
         self, kind: Kind, fmt: Format, rubric: Rubric, prompt: str, answers: Sequence[str],
         *, task_id: str | None = None,
     ) -> JudgeCall:
-        """The :class:`JudgeCall` this judge makes (see :func:`calibration.formats.build_call`)."""
+        """The :class:`JudgeCall` this judge makes (see :func:`judgelab.calibration.formats.build_call`)."""
         return formats.build_call(kind, fmt, self.model, rubric, prompt, answers, self.params, spec=self.spec,
                                   task_id=task_id)
 

@@ -41,7 +41,7 @@ from anthropic import AsyncAPIResponse
 from anthropic._middleware import AsyncCallNext, Middleware
 from anthropic._request import APIRequest
 
-from calibration.pricing import approx_tokens
+from judgelab.calibration.pricing import approx_tokens
 
 __all__ = [
     "GovernorMiddleware",

@@ -5,7 +5,7 @@ out); :func:`load_paired` reads two runs on one part of the project's held-out s
 (:func:`project_split`); :func:`compare_runs` is the workflow ``judgelab compare`` runs.
 """
 
-from calibration.loop._compare import (
+from judgelab.calibration.loop._compare import (
     Comparison,
     Figure,
     McNemar,
@@ -15,7 +15,7 @@ from calibration.loop._compare import (
     mcnemar_exact,
     weighted_kappa_rows,
 )
-from calibration.loop._disagree import (
+from judgelab.calibration.loop._disagree import (
     Confusion,
     Disagreements,
     confusion,
@@ -24,16 +24,24 @@ from calibration.loop._disagree import (
     render_disagreements,
     turn_rows,
 )
-from calibration.loop._load import PairedData, RunScores, as_arrays, labelled_split, load_paired, people, run_scores
-from calibration.loop._revalidate import revalidation_note, version_of
-from calibration.loop._run import (
+from judgelab.calibration.loop._load import (
+    PairedData,
+    RunScores,
+    as_arrays,
+    labelled_split,
+    load_paired,
+    people,
+    run_scores,
+)
+from judgelab.calibration.loop._revalidate import revalidation_note, version_of
+from judgelab.calibration.loop._run import (
     CompareReport,
     compare_history,
     compare_runs,
     held_out_summary,
     render_compare,
 )
-from calibration.loop._split import (
+from judgelab.calibration.loop._split import (
     DEFAULT_FRACTION,
     HELD_OUT,
     PARTS,

@@ -29,8 +29,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy.stats import binomtest
 
-from calibration.stats import Estimate, RngLike, cluster_bootstrap
-from calibration.stats._bootstrap import as_rng, check_level, check_resamples
+from judgelab.calibration.stats import Estimate, RngLike, cluster_bootstrap
+from judgelab.calibration.stats._bootstrap import as_rng, check_level, check_resamples
 
 Verdict = Literal["B is better", "A is better", "no difference shown"]
 NO_DIFFERENCE: Verdict = "no difference shown"

@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from calibration.loop._load import labelled_split, people, run_scores
-from calibration.loop._split import HELD_OUT, Part, record_look
-from calibration.stats import Estimate
-from labeler.errors import InputError
-from labeler.scales import format_spec
-from labeler.store import LoopRole
+from judgelab.calibration.loop._load import labelled_split, people, run_scores
+from judgelab.calibration.loop._split import HELD_OUT, Part, record_look
+from judgelab.calibration.stats import Estimate
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.scales import format_spec
+from judgelab.labeler.store import LoopRole
 
 _BLINDED = ("family", "model", "variant")
 _CP = "Clopper-Pearson exact interval (scipy binomtest)"
@@ -279,7 +279,7 @@ def _turns(store: LoopRole, data: Any, keep: list[str], unblind: bool) -> pd.Dat
 
 
 def _newest(store: LoopRole) -> str:
-    from calibration.calibrate import load_calibration_data
+    from judgelab.calibration.calibrate import load_calibration_data
 
     return load_calibration_data(store).run_id
 

@@ -1,6 +1,6 @@
 """Loading: judge runs and the people's labels, per answer, on one part of the held-out split.
 
-A run is read the way ``judgelab calibrate`` reads it (:func:`calibration.calibrate.load_calibration_data`):
+A run is read the way ``judgelab calibrate`` reads it (:func:`judgelab.calibration.calibrate.load_calibration_data`):
 its first parsed pointwise judgement per original answer, on the rubric's scale. The people's
 score of an answer is the mean of its raters' current labels (an imported annotator mean weighs
 as its number of people); their category (kappa) and pass (agreement) are the majority, a tie
@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from calibration.calibrate import CalibrationData, load_calibration_data
-from calibration.calibrate._load import first_judgement
-from calibration.loop._split import HELD_OUT, Part, Split, project_split
-from calibration.stats import human_scores
-from labeler.errors import InputError
-from labeler.scales import format_spec
-from labeler.store import LoopRole
+from judgelab.calibration.calibrate import CalibrationData, load_calibration_data
+from judgelab.calibration.calibrate._load import first_judgement
+from judgelab.calibration.loop._split import HELD_OUT, Part, Split, project_split
+from judgelab.calibration.stats import human_scores
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.scales import format_spec
+from judgelab.labeler.store import LoopRole
 
 
 @dataclass(frozen=True)

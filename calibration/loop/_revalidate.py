@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from calibration.loop._run import compare_history
-from labeler.store import LoopRole
+from judgelab.calibration.loop._run import compare_history
+from judgelab.labeler.store import LoopRole
 
 
 def version_of(run: dict[str, Any]) -> dict[str, str]:

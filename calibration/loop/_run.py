@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from calibration.loop._compare import Comparison, compare_judges
-from calibration.loop._load import PairedData, as_arrays, load_paired
-from calibration.loop._split import HELD_OUT, Part, held_out_looks, record_look
-from labeler.store import LoopRole
+from judgelab.calibration.loop._compare import Comparison, compare_judges
+from judgelab.calibration.loop._load import PairedData, as_arrays, load_paired
+from judgelab.calibration.loop._split import HELD_OUT, Part, held_out_looks, record_look
+from judgelab.labeler.store import LoopRole
 
 HISTORY_KEY = "judge_loop.compares"
 
@@ -81,7 +81,7 @@ def compare_history(store: LoopRole) -> list[dict[str, Any]]:
 
 def held_out_summary(store: LoopRole) -> dict[str, Any]:
     """How often the held-out part was looked at and which runs: ``looks``, ``runs``, ``entries``."""
-    from calibration.loop._split import seen_versions
+    from judgelab.calibration.loop._split import seen_versions
 
     looks = held_out_looks(store)
     return {"looks": len(looks), "runs": seen_versions(looks), "entries": looks}

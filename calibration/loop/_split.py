@@ -22,10 +22,10 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from calibration.stats import RngLike
-from calibration.stats._bootstrap import as_rng
-from labeler.store import LoopRole
-from labeler.store.roles import SettingReader
+from judgelab.calibration.stats import RngLike
+from judgelab.calibration.stats._bootstrap import as_rng
+from judgelab.labeler.store import LoopRole
+from judgelab.labeler.store.roles import SettingReader
 
 Part = Literal["tuning", "held-out", "all"]
 PARTS: tuple[str, ...] = ("tuning", "held-out", "all")

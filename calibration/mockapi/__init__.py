@@ -19,13 +19,13 @@ run against it unchanged (``base_url=mock.base_url``):
   cancel and delete.
 
 The reply text comes from a pluggable ``responder(request_json) -> str``; the default is
-:meth:`FakeJudge.respond <calibration.judges.FakeJudge.respond>`, so a dry run gets sensible
+:meth:`FakeJudge.respond <judgelab.calibration.judges.FakeJudge.respond>`, so a dry run gets sensible
 verdicts. A :class:`FaultPlan` injects the failures a real judge run meets: 429 with
 ``retry-after``, 529 ``overloaded_error``, 500, a timeout (the server holds the request past the
 client's timeout), and malformed replies (200 with text that does not parse as a verdict).
 
-Token counts are estimates (:func:`calibration.pricing.approx_tokens`), not the real tokenizer.
-Models that reject sampling parameters (:func:`calibration.judges.rejects_sampling_params`)
+Token counts are estimates (:func:`judgelab.calibration.pricing.approx_tokens`), not the real tokenizer.
+Models that reject sampling parameters (:func:`judgelab.calibration.judges.rejects_sampling_params`)
 answer a request carrying ``temperature``, ``top_p`` or ``top_k`` with a 400, as the real API
 does.
 
@@ -34,10 +34,10 @@ Messages endpoints), ``_batches`` (Message Batches), ``_server`` (:class:`MockAn
 HTTP handler) and ``_cli`` (``judgelab mock-api``).
 """
 
-from calibration.mockapi._cli import mock_api_command
-from calibration.mockapi._faults import FAULT_KINDS, MALFORMED_REPLY, FaultKind, FaultPlan, RateLimit
-from calibration.mockapi._messages import Responder
-from calibration.mockapi._server import MockAnthropic, ReceivedRequest
+from judgelab.calibration.mockapi._cli import mock_api_command
+from judgelab.calibration.mockapi._faults import FAULT_KINDS, MALFORMED_REPLY, FaultKind, FaultPlan, RateLimit
+from judgelab.calibration.mockapi._messages import Responder
+from judgelab.calibration.mockapi._server import MockAnthropic, ReceivedRequest
 
 __all__ = [
     "FAULT_KINDS",

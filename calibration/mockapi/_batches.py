@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from calibration.mockapi._messages import ApiError, MessagesAPI
+from judgelab.calibration.mockapi._messages import ApiError, MessagesAPI
 
 __all__ = ["Batch", "BatchesAPI", "batch_json", "batch_list_json"]
 
@@ -40,7 +40,7 @@ def _iso(moment: datetime) -> str:
 
 
 class BatchesAPI(MessagesAPI):
-    """The Message Batches endpoints of the mock (a base of :class:`~calibration.mockapi.MockAnthropic`)."""
+    """The Message Batches endpoints of the mock (a base of :class:`~judgelab.calibration.mockapi.MockAnthropic`)."""
 
     batch_delay: float
     _batches: dict[str, Batch]

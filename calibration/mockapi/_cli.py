@@ -1,4 +1,4 @@
-"""``judgelab mock-api``: serve :class:`~calibration.mockapi.MockAnthropic` on the command line (dry runs)."""
+"""``judgelab mock-api``: serve :class:`~judgelab.calibration.mockapi.MockAnthropic` on the command line (dry runs)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from types import FrameType
 
 import click
 
-from calibration.mockapi._faults import FAULT_KINDS, FaultPlan, RateLimit
-from calibration.mockapi._server import MockAnthropic
+from judgelab.calibration.mockapi._faults import FAULT_KINDS, FaultPlan, RateLimit
+from judgelab.calibration.mockapi._server import MockAnthropic
 
 __all__ = ["mock_api_command"]
 
@@ -94,8 +94,8 @@ def mock_api_command(
     Point a run at it with ANTHROPIC_BASE_URL=http://HOST:PORT and any ANTHROPIC_API_KEY, or
     (--judge openai) with OPENAI_BASE_URL=http://HOST:PORT/v1 and any OPENAI_API_KEY.
     """
-    from calibration.judges._fake import FakeJudge
-    from calibration.spec import load_spec
+    from judgelab.calibration.judges._fake import FakeJudge
+    from judgelab.calibration.spec import load_spec
 
     kinds = tuple(k.strip() for k in fault_kinds.split(",") if k.strip())
     judge = FakeJudge(

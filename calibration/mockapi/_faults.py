@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from labeler.errors import InputError
+from judgelab.labeler.errors import InputError
 
 __all__ = ["FAULT_KINDS", "MALFORMED_REPLY", "Bucket", "FaultKind", "FaultPlan", "Limiter", "RateLimit"]
 

@@ -3,7 +3,7 @@
 :class:`MessagesAPI` holds the request handling: rate-limit admission, latency, injected faults,
 the reply from the ``responder``, usage with prompt caching (a ``cache_control`` breakpoint
 caches the prefix up to it when the prefix reaches the model's minimum cacheable length).
-:class:`~calibration.mockapi.MockAnthropic` inherits it and sets the state it declares.
+:class:`~judgelab.calibration.mockapi.MockAnthropic` inherits it and sets the state it declares.
 An :class:`ApiError` raised anywhere becomes the API's error reply.
 """
 
@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from calibration.mockapi._faults import MALFORMED_REPLY, FaultKind, FaultPlan, Limiter
-from calibration.pricing import approx_tokens
+from judgelab.calibration.mockapi._faults import MALFORMED_REPLY, FaultKind, FaultPlan, Limiter
+from judgelab.calibration.pricing import approx_tokens
 
 __all__ = ["ApiError", "MessagesAPI", "Responder", "json_reply", "prompt_segments", "prompt_tokens", "validate"]
 
@@ -43,7 +43,7 @@ def json_reply(payload: Any) -> tuple[int, dict[str, str], bytes]:
 
 
 class MessagesAPI:
-    """The Messages endpoints of the mock (a base of :class:`~calibration.mockapi.MockAnthropic`).
+    """The Messages endpoints of the mock (a base of :class:`~judgelab.calibration.mockapi.MockAnthropic`).
 
     The attributes are set by ``MockAnthropic.__init__``; ``faults`` and the other public ones
     are read at each request, so a test may change them while the server runs.
@@ -133,7 +133,7 @@ class MessagesAPI:
 
     def _message(self, body: Any, *, malformed: bool = False) -> dict[str, Any]:
         validate(body, need_max_tokens=True)
-        from calibration.judges._anthropic import rejects_sampling_params
+        from judgelab.calibration.judges._anthropic import rejects_sampling_params
 
         model = str(body["model"])
         sampling = [k for k in ("temperature", "top_p", "top_k") if body.get(k) is not None]
@@ -202,7 +202,7 @@ class MessagesAPI:
     def _min_cache_tokens(self, model: str) -> int:
         if self.min_cache_tokens is not None:
             return self.min_cache_tokens
-        from calibration.pricing import load_prices
+        from judgelab.calibration.pricing import load_prices
 
         return load_prices().min_cache_tokens(model) or 0
 
@@ -242,5 +242,5 @@ def prompt_segments(body: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str,
 
 
 def prompt_tokens(body: Mapping[str, Any]) -> int:
-    """The prompt's token count (an estimate: :func:`calibration.pricing.approx_tokens`)."""
+    """The prompt's token count (an estimate: :func:`judgelab.calibration.pricing.approx_tokens`)."""
     return sum(approx_tokens(text) for text, _ in prompt_segments(body))

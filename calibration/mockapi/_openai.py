@@ -1,6 +1,6 @@
 """How the mock answers the OpenAI API: Chat Completions, Files and Batches.
 
-The same server (:class:`~calibration.mockapi.MockAnthropic`) speaks it beside the Messages
+The same server (:class:`~judgelab.calibration.mockapi.MockAnthropic`) speaks it beside the Messages
 API, so one mock serves both judges (``openai.AsyncOpenAI(base_url=mock.openai_base_url)``):
 
 - ``POST /v1/chat/completions``: a chat completion (id, choices with the message and
@@ -20,12 +20,12 @@ API, so one mock serves both judges (``openai.AsyncOpenAI(base_url=mock.openai_b
   that parses as no verdict.
 
 Knobs for the quirks of OpenAI-compatible servers and what a network does to them (set on
-the server, :class:`~calibration.mockapi.MockAnthropic`): ``drop_metadata`` (a server that keeps
+the server, :class:`~judgelab.calibration.mockapi.MockAnthropic`): ``drop_metadata`` (a server that keeps
 no batch ``metadata``), ``short_output`` and ``short_output_reads`` (an output file served cut at
 a line break: whole JSON lines, fewer of them), ``cut_creates`` (a create carried out whose reply
 is cut short) and ``hide_batch_inputs`` (a server that neither serves batch input files nor
 keeps their names).
-:attr:`~calibration.mockapi.MockAnthropic.batch_requests_billed` counts what the batches created
+:attr:`~judgelab.calibration.mockapi.MockAnthropic.batch_requests_billed` counts what the batches created
 hold: what the provider bills.
 
 Replies come from the server's ``responder``, given the request in Messages shape (the system
@@ -46,9 +46,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from calibration.mockapi._faults import MALFORMED_REPLY
-from calibration.mockapi._messages import ApiError, MessagesAPI, json_reply
-from calibration.pricing import approx_tokens
+from judgelab.calibration.mockapi._faults import MALFORMED_REPLY
+from judgelab.calibration.mockapi._messages import ApiError, MessagesAPI, json_reply
+from judgelab.calibration.pricing import approx_tokens
 
 __all__ = ["OpenAIAPI", "is_openai_path", "openai_error_body"]
 
@@ -93,7 +93,7 @@ class _OpenAIBatch:
 
 
 class OpenAIAPI(MessagesAPI):
-    """The OpenAI endpoints of the mock (a base of :class:`~calibration.mockapi.MockAnthropic`)."""
+    """The OpenAI endpoints of the mock (a base of :class:`~judgelab.calibration.mockapi.MockAnthropic`)."""
 
     batch_delay: float
     drop_metadata: bool
@@ -207,7 +207,7 @@ class OpenAIAPI(MessagesAPI):
         tokens = approx_tokens(system)
         minimum = self.min_cache_tokens
         if minimum is None:
-            from calibration.pricing import load_prices
+            from judgelab.calibration.pricing import load_prices
 
             minimum = load_prices().min_cache_tokens(model) or _DEFAULT_MIN_CACHE
         if not system or tokens < max(minimum, 1):

@@ -1,8 +1,8 @@
 """The mock's server: :class:`MockAnthropic` (lifecycle, routing) and the HTTP handler in front of it.
 
 The request handling itself is inherited: Messages from
-:class:`~calibration.mockapi._messages.MessagesAPI`, Message Batches from
-:class:`~calibration.mockapi._batches.BatchesAPI`.
+:class:`~judgelab.calibration.mockapi._messages.MessagesAPI`, Message Batches from
+:class:`~judgelab.calibration.mockapi._batches.BatchesAPI`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-from calibration.mockapi._batches import Batch, BatchesAPI, batch_json, batch_list_json
-from calibration.mockapi._faults import FaultPlan, Limiter, RateLimit
-from calibration.mockapi._messages import ApiError, Responder, json_reply
-from calibration.mockapi._openai import OpenAIAPI, is_openai_path, openai_error_body
+from judgelab.calibration.mockapi._batches import Batch, BatchesAPI, batch_json, batch_list_json
+from judgelab.calibration.mockapi._faults import FaultPlan, Limiter, RateLimit
+from judgelab.calibration.mockapi._messages import ApiError, Responder, json_reply
+from judgelab.calibration.mockapi._openai import OpenAIAPI, is_openai_path, openai_error_body
 
 __all__ = ["MockAnthropic", "ReceivedRequest"]
 
@@ -48,7 +48,7 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
     """A local Anthropic- and OpenAI-compatible server on ``127.0.0.1`` (port 0 picks a free port).
 
     It serves the Messages API and, for the OpenAI-compatible judge, Chat Completions, Files
-    and Batches (:mod:`calibration.mockapi._openai`; :attr:`openai_base_url` is that SDK's
+    and Batches (:mod:`judgelab.calibration.mockapi._openai`; :attr:`openai_base_url` is that SDK's
     ``base_url``), with the same latency, faults and rate limits.
 
     Use it as a context manager; :attr:`base_url` is the URL to give the SDK::
@@ -58,13 +58,13 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
 
     Args:
         responder: Reply text for a request body; default: a seed-0
-            :class:`~calibration.judges.FakeJudge`'s :meth:`respond`.
+            :class:`~judgelab.calibration.judges.FakeJudge`'s :meth:`respond`.
         latency: Seconds every ``POST /v1/messages`` waits before answering.
         faults: The :class:`FaultPlan` (default: none).
         batch_delay: Seconds a batch stays ``in_progress``.
         min_cache_tokens: A cache breakpoint below this many prefix tokens is silently ignored,
             as the real API does below a model's minimum. ``None`` (default): the model's
-            minimum from the price table (:meth:`calibration.pricing.PriceTable.cache_applies`;
+            minimum from the price table (:meth:`judgelab.calibration.pricing.PriceTable.cache_applies`;
             a model the table has no minimum for caches any size); ``0``: always cache.
         rate_limit: The requests- and tokens-per-minute limits to enforce (default: none).
         host: Interface to bind.
@@ -112,7 +112,7 @@ class MockAnthropic(OpenAIAPI, BatchesAPI):
     ) -> None:
         """Configure the server; :meth:`start` binds the port."""
         if responder is None:
-            from calibration.judges._fake import FakeJudge
+            from judgelab.calibration.judges._fake import FakeJudge
 
             responder = FakeJudge(seed=0).respond
         self.responder = responder

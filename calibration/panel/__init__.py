@@ -6,11 +6,11 @@ table; :func:`simulate_panel` makes panels with known effects for the tests and 
 :func:`render_markdown`, :func:`panel_json` and :func:`write_png` render the result.
 """
 
-from calibration.panel._load import PanelData, load_panel
-from calibration.panel._ols import ClusteredFit, clustered_mean, clustered_ols
-from calibration.panel._pooled import pooled_self_bias
-from calibration.panel._render import heatmap, judges_table, panel_json, render_markdown, write_png
-from calibration.panel._simulate import (
+from judgelab.calibration.panel._load import PanelData, load_panel
+from judgelab.calibration.panel._ols import ClusteredFit, clustered_mean, clustered_ols
+from judgelab.calibration.panel._pooled import pooled_self_bias
+from judgelab.calibration.panel._render import heatmap, judges_table, panel_json, render_markdown, write_png
+from judgelab.calibration.panel._simulate import (
     COVERAGE_JUDGES,
     COVERAGE_MODELS,
     SimJudge,
@@ -18,7 +18,7 @@ from calibration.panel._simulate import (
     simulate_panel,
     to_scale,
 )
-from calibration.panel._stats import (
+from judgelab.calibration.panel._stats import (
     COLUMNS,
     JURY_MEAN,
     JURY_OTHERS,

@@ -1,7 +1,7 @@
 """Loading: several judge runs and the human labels they are read against, as one long table.
 
 Each run is read the way ``judgelab calibrate`` reads it
-(:func:`calibration.calibrate.load_calibration_data`): its first parsed pointwise judgement per
+(:func:`judgelab.calibration.calibrate.load_calibration_data`): its first parsed pointwise judgement per
 original answer, in the rubric's own scale; the human score of an answer is the mean of its
 raters' current labels. A run that did not score in the rubric's scale cannot be subtracted from
 the human score and is left out, with the reason in :attr:`PanelData.notes`.
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from calibration.calibrate import load_calibration_data
-from calibration.calibrate._load import first_judgement, isin
-from calibration.panel._stats import COLUMNS
-from calibration.stats import human_scores
-from labeler.errors import InputError
-from labeler.store import AnalystRole
+from judgelab.calibration.calibrate import load_calibration_data
+from judgelab.calibration.calibrate._load import first_judgement, isin
+from judgelab.calibration.panel._stats import COLUMNS
+from judgelab.calibration.stats import human_scores
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import AnalystRole
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class PanelData:
     """The panel's long table and what the loader decided.
 
     Attributes:
-        frame: One row per (judge run, answer) with :data:`calibration.panel.COLUMNS`.
+        frame: One row per (judge run, answer) with :data:`judgelab.calibration.panel.COLUMNS`.
         scale: The rubric's scale.
         rubric: ``<id> v<version>`` of the rubric.
         runs: The run ids read, in order.

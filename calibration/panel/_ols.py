@@ -22,7 +22,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import special
 
-from calibration.stats import Estimate
+from judgelab.calibration.stats import Estimate
 
 _NAN = float("nan")
 
@@ -56,7 +56,7 @@ class ClusteredFit:
         return float(math.sqrt(self.cov[i, i])) if self.cov[i, i] >= 0 else _NAN
 
     def estimate(self, name: str, *, units: str, what: str, level: float = 0.95) -> Estimate:
-        """One coefficient as an :class:`~calibration.stats.Estimate` with its t interval.
+        """One coefficient as an :class:`~judgelab.calibration.stats.Estimate` with its t interval.
 
         Args:
             name: The regressor.

@@ -3,7 +3,7 @@
 One OLS over every judge's ratings: a separate intercept and human-score slope per judge, a
 self-bias per judge, and a family-bias per *family*, shared by the family's judges
 (``rating ~ judge + gt:judge + same_judge + same_family - 1`` in their R and Python code), with
-HC1 (not task-clustered) standard errors. :func:`calibration.panel.judge_bias` fits each judge
+HC1 (not task-clustered) standard errors. :func:`judgelab.calibration.panel.judge_bias` fits each judge
 alone, so its family-bias is the judge's own; with ``shared_family=False`` the pooled model is
 the same fit and returns the same self-bias coefficients (the tests check it), which is how the
 two estimands differ and nothing else.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from calibration.panel._ols import clustered_ols
+from judgelab.calibration.panel._ols import clustered_ols
 
 
 def pooled_self_bias(frame: pd.DataFrame, *, shared_family: bool = True,
@@ -22,7 +22,7 @@ def pooled_self_bias(frame: pd.DataFrame, *, shared_family: bool = True,
     """Self- and family-bias coefficients of the paper's pooled regression.
 
     Args:
-        frame: The panel table (:data:`calibration.panel.COLUMNS`).
+        frame: The panel table (:data:`judgelab.calibration.panel.COLUMNS`).
         shared_family: One family-bias per family, shared by its judges (the paper's model);
             ``False``: one per judge.
         cluster: Column to cluster the variance on; ``None``: HC1 (every row its own cluster).

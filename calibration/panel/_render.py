@@ -1,4 +1,4 @@
-"""Renderings of a :class:`~calibration.panel.PanelResult`: markdown, JSON and a PNG heatmap."""
+"""Renderings of a :class:`~judgelab.calibration.panel.PanelResult`: markdown, JSON and a PNG heatmap."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from calibration.numbers import MISSING, ci, num
-from calibration.panel._load import PanelData
-from calibration.panel._stats import Estimate, PanelResult
+from judgelab.calibration.numbers import MISSING, ci, num
+from judgelab.calibration.panel._load import PanelData
+from judgelab.calibration.panel._stats import Estimate, PanelResult
 
 
 def _est(est: Estimate | None) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from calibration.stats import RngLike
+from judgelab.calibration.stats import RngLike
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def simulate_panel(
     task_sd: float = 0.5,
     rng: RngLike = None,
 ) -> pd.DataFrame:
-    """A panel's long table (:data:`calibration.panel.COLUMNS`) on an unbounded score scale.
+    """A panel's long table (:data:`judgelab.calibration.panel.COLUMNS`) on an unbounded score scale.
 
     Args:
         judges: The judges.
@@ -122,7 +122,7 @@ def coverage_of_known_effects(*, reps: int, n_tasks: int, rng: RngLike = None,
     """How often the intervals cover the effects :data:`COVERAGE_JUDGES` were given.
 
     Each replicate simulates the panel and reads, per judge, its self-bias and family-bias
-    (:func:`calibration.panel.judge_bias`) and, for the judge outside the pool, its leniency (its
+    (:func:`judgelab.calibration.panel.judge_bias`) and, for the judge outside the pool, its leniency (its
     mean residual: every answer gets the same push).
 
     Args:
@@ -134,8 +134,8 @@ def coverage_of_known_effects(*, reps: int, n_tasks: int, rng: RngLike = None,
     Returns:
         ``{"<judge> self_bias": share covered, ...}``.
     """
-    from calibration.panel._ols import clustered_mean
-    from calibration.panel._stats import judge_bias
+    from judgelab.calibration.panel._ols import clustered_mean
+    from judgelab.calibration.panel._stats import judge_bias
 
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     hits: dict[str, int] = {}

@@ -10,10 +10,10 @@ pure function of that table.
   better is not counted as favoured; the intercept and slope absorb the judge's leniency and how
   it tracks people. ``self_bias`` is the ``own`` coefficient, ``family_bias`` the ``sibling``
   one, both against answers of other families of the same human score, in the rubric's scale
-  points. Intervals: CR1 cluster-robust over tasks (:mod:`calibration.panel._ols`). The human
+  points. Intervals: CR1 cluster-robust over tasks (:mod:`judgelab.calibration.panel._ols`). The human
   score is itself noisy (a mean of few raters): its slope is attenuated, and where families
   differ in true quality, the unreliable share of that difference can leak into the biases (the
-  published pooled estimator, :func:`calibration.panel.pooled_self_bias`, shares this).
+  published pooled estimator, :func:`judgelab.calibration.panel.pooled_self_bias`, shares this).
 * **Simple gap.** Mean residual (judge − human) on the judge's family minus on the others, as
   ``judgelab calibrate`` reports it, with the same task-clustered interval.
 * **Matrix.** Mean residual per judge and answer family.
@@ -22,7 +22,7 @@ pure function of that table.
   whose family is every judge's has none and is left out of that jury). Its judges change with
   the answer's family, so when judges differ in leniency its per-family residuals and gaps mix
   that leniency in: read them beside each judge's mean residual.
-* **Agreement.** Weighted (quadratic) Cohen's kappa by :func:`calibration.stats.design_kappa`
+* **Agreement.** Weighted (quadratic) Cohen's kappa by :func:`judgelab.calibration.stats.design_kappa`
   (sklearn's ``cohen_kappa_score`` point, jackknife over tasks) and the residual spread (the
   standard deviation of judge − human, linearised task-clustered interval).
 """
@@ -39,9 +39,9 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import special
 
-from calibration.panel._ols import clustered_mean, clustered_ols
-from calibration.stats import Estimate, design_kappa
-from labeler.scales import FORMAT_SPECS, format_spec, is_pointwise
+from judgelab.calibration.panel._ols import clustered_mean, clustered_ols
+from judgelab.calibration.stats import Estimate, design_kappa
+from judgelab.labeler.scales import FORMAT_SPECS, format_spec, is_pointwise
 
 _NAN = float("nan")
 COLUMNS = ("judge", "judge_model", "judge_family", "answer_id", "task_id", "answer_model", "answer_family",
@@ -299,7 +299,7 @@ def residual_spread(residuals: npt.ArrayLike, clusters: npt.ArrayLike, *, units:
 
     ``s = √(mean (r − r̄)²)``; its influence values ``ψ_i = ((r_i − r̄)² − s²) / (2 s N)`` are
     summed per cluster and ``V̂ = G/(G − 1) Σ_g z_g²`` (the delta method on the variance, clustered
-    as :func:`calibration.stats.design_variance` does); t interval with ``G − 1`` df.
+    as :func:`judgelab.calibration.stats.design_variance` does); t interval with ``G − 1`` df.
 
     Args:
         residuals: Judge − human per answer.

@@ -1,16 +1,16 @@
 """Probes: controlled experiments that vary one property and read the judge's gap as its size.
 
-Each probe family is one module: :mod:`~calibration.probes.position`,
-:mod:`~calibration.probes.length` (verbosity/padding and truncation),
-:mod:`~calibration.probes.decoration` (formatting, tone, citations),
-:mod:`~calibration.probes.byline` and :mod:`~calibration.probes.format_study`. A probe plans
+Each probe family is one module: :mod:`~judgelab.calibration.probes.position`,
+:mod:`~judgelab.calibration.probes.length` (verbosity/padding and truncation),
+:mod:`~judgelab.calibration.probes.decoration` (formatting, tone, citations),
+:mod:`~judgelab.calibration.probes.byline` and :mod:`~judgelab.calibration.probes.format_study`. A probe plans
 calls (arms x both orders) with :func:`plan_probes`, the runner executes them, and
 :func:`analyse_evidence` turns the evidence rows back into estimates, so a report never calls
 the judge. :func:`run_probes` and :func:`estimate_probes` are the whole workflow of
 ``judgelab probe`` and ``judgelab estimate``.
 """
 
-from calibration.probes._base import (
+from judgelab.calibration.probes._base import (
     BiasResult,
     PadModel,
     ProbeContext,
@@ -18,11 +18,11 @@ from calibration.probes._base import (
     RewriteSpend,
     Variants,
 )
-from calibration.probes._detect import DetectionPlan, DetectRow, adetection_plan, card_family_size
-from calibration.probes._evidence import Analysis, analyse_evidence, read_evidence
-from calibration.probes._plan import BIASES, DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
-from calibration.probes._simulate import CARD_PROBES, simulate_evidence
-from calibration.probes._workflow import (
+from judgelab.calibration.probes._detect import DetectionPlan, DetectRow, adetection_plan, card_family_size
+from judgelab.calibration.probes._evidence import Analysis, analyse_evidence, read_evidence
+from judgelab.calibration.probes._plan import BIASES, DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
+from judgelab.calibration.probes._simulate import CARD_PROBES, simulate_evidence
+from judgelab.calibration.probes._workflow import (
     PadMode,
     PoolSource,
     ProbeEstimate,
@@ -42,8 +42,8 @@ from calibration.probes._workflow import (
     setup_probes,
     spec_biases,
 )
-from calibration.probes.format_study import FormatRow
-from calibration.probes.position import (
+from judgelab.calibration.probes.format_study import FormatRow
+from judgelab.calibration.probes.position import (
     RunPosition,
     choose_position_run,
     position_replies,

@@ -1,6 +1,6 @@
 """What every probe shares: its inputs, the variants it needs, its result, and evidence helpers.
 
-A probe is two functions: ``plan(ctx)`` turns the dataset into :class:`~calibration.runner.
+A probe is two functions: ``plan(ctx)`` turns the dataset into :class:`~judgelab.calibration.runner.
 PlannedCall` objects (arms x both orders), and ``analyse(rows)`` turns the evidence rows of
 those calls back into estimates. ``analyse`` reads only the evidence (a DataFrame of the JSONL
 file), so a report can be re-run with other options without calling the judge again.
@@ -26,18 +26,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibration import perturb
-from calibration.datasets import PoolAnswer
-from calibration.judges._base import Format
-from calibration.judges._identity import new_tag, wire_id
-from calibration.probes._padding import AnthropicPadWriter, PadWriter
-from calibration.runner import PlannedCall
-from calibration.stats import Estimate, swap_average
-from calibration.stats._probes import Verdict
-from labeler.errors import InputError
-from labeler.models import Answer, Pair, Rubric
-from labeler.store import JudgeRole
-from labeler.transcripts import split_turn
+from judgelab.calibration import perturb
+from judgelab.calibration.datasets import PoolAnswer
+from judgelab.calibration.judges._base import Format
+from judgelab.calibration.judges._identity import new_tag, wire_id
+from judgelab.calibration.probes._padding import AnthropicPadWriter, PadWriter
+from judgelab.calibration.runner import PlannedCall
+from judgelab.calibration.stats import Estimate, swap_average
+from judgelab.calibration.stats._probes import Verdict
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Answer, Pair, Rubric
+from judgelab.labeler.store import JudgeRole
+from judgelab.labeler.transcripts import split_turn
 
 # -- variants -------------------------------------------------------------------------------
 
@@ -56,8 +56,8 @@ class PadModel:
             instead of one request each.
         poll_interval: Seconds between the batch's status checks.
         pad_writer: How the rewrites are sent (default: the Messages API of ``client``,
-            :class:`~calibration.probes._padding.AnthropicPadWriter`); an
-            :class:`~calibration.probes._padding.OpenAIPadWriter` for an OpenAI-compatible
+            :class:`~judgelab.calibration.probes._padding.AnthropicPadWriter`); an
+            :class:`~judgelab.calibration.probes._padding.OpenAIPadWriter` for an OpenAI-compatible
             endpoint.
         identity: What besides the model and prompt decides a rewrite (the endpoint, as in
             the judge's ``cache_identity``): folded into the rewrite cache key when not empty,
@@ -110,7 +110,7 @@ NOT_FOR_CONVERSATIONS: dict[str, str] = {
 class Variants:
     """Makes the perturbed texts a plan needs, the same way every time.
 
-    Offline perturbations (:mod:`calibration.perturb`) are deterministic and computed on the
+    Offline perturbations (:mod:`judgelab.calibration.perturb`) are deterministic and computed on the
     spot. When a :class:`PadModel` is given, padding is a model rewrite: plan once with
     ``recording=True`` to collect the texts to pad, ``await prepare()`` (reusing stored
     rewrites, writing new ones to the database), then plan again. Stored pool variants
@@ -271,7 +271,7 @@ class Variants:
         The intent is stored in the project's settings before the batch is created and its id
         as soon as it is known, keyed by the set of rewrites: a run interrupted while the
         batch works collects that batch on resume, and one interrupted before the id came back
-        finds the batch upstream (:meth:`PadWriter.find <calibration.probes._padding.PadWriter.find>`)
+        finds the batch upstream (:meth:`PadWriter.find <judgelab.calibration.probes._padding.PadWriter.find>`)
         instead of paying for it twice.
         """
         writer = model.writer()

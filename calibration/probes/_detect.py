@@ -1,8 +1,8 @@
 """``judgelab estimate --detect PP``: the pairs each probe needs to detect an effect, and their cost.
 
-The power calculation is :func:`calibration.stats.pairs_to_detect` (pure); this module knows
+The power calculation is :func:`judgelab.calibration.stats.pairs_to_detect` (pure); this module knows
 which reading each probe makes, how many readings the card adjusts for together, and prices a
-probe at the pairs it needs with :func:`~calibration.probes.aestimate_probes` (scaled from the
+probe at the pairs it needs with :func:`~judgelab.calibration.probes.aestimate_probes` (scaled from the
 pairs the dataset has when it has fewer).
 """
 
@@ -12,15 +12,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from calibration import pricing
-from calibration.datasets import PROJECT, load_pairs, project_pairs
-from calibration.judges import Judge
-from calibration.probes._errors import SENSITIVITY_ROWS
-from calibration.probes._plan import parse_biases
-from calibration.probes._workflow import aestimate_probes
-from calibration.stats import THRESHOLDS, PlanReading, fail_power, pairs_to_detect, pairs_to_fail, per_test_alpha
-from labeler.errors import InputError
-from labeler.store import JudgeRole
+from judgelab.calibration import pricing
+from judgelab.calibration.datasets import PROJECT, load_pairs, project_pairs
+from judgelab.calibration.judges import Judge
+from judgelab.calibration.probes._errors import SENSITIVITY_ROWS
+from judgelab.calibration.probes._plan import parse_biases
+from judgelab.calibration.probes._workflow import aestimate_probes
+from judgelab.calibration.stats import (
+    THRESHOLDS,
+    PlanReading,
+    fail_power,
+    pairs_to_detect,
+    pairs_to_fail,
+    per_test_alpha,
+)
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import JudgeRole
 
 __all__ = ["DetectRow", "DetectionPlan", "adetection_plan", "card_family_size"]
 

@@ -11,7 +11,7 @@ on the bundled sample). :func:`control_errors` adjusts the verdicts for the numb
   content), a sensitivity check with its own rule; nor is position after swap-averaging, which
   reads what the mitigation costs (the decisions it loses), not a bias.
 * **The test.** Each reading's two-sided p-value for "no effect", read off its 95% interval
-  (:func:`~calibration.stats.p_value_from_interval`), adjusted across its family with Holm's
+  (:func:`~judgelab.calibration.stats.p_value_from_interval`), adjusted across its family with Holm's
   step-down procedure (default; at most a 5% chance of any false FAIL whatever the dependence
   between rows) or Benjamini-Hochberg (5% false discovery rate). A FAIL needs the size rule as
   before *and* an adjusted p-value under 5%; a FAIL that does not survive becomes WARN ("a large
@@ -32,9 +32,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from calibration.probes._base import BiasResult, target_verdicts
-from calibration.probes._lift import BASELINE
-from calibration.stats import (
+from judgelab.calibration.probes._base import BiasResult, target_verdicts
+from judgelab.calibration.probes._lift import BASELINE
+from judgelab.calibration.stats import (
     ADJUSTMENT_NAMES,
     Adjustment,
     Estimate,
@@ -43,7 +43,7 @@ from calibration.stats import (
     pairwise_lift,
     verdict,
 )
-from calibration.stats._probes import Verdict
+from judgelab.calibration.stats._probes import Verdict
 
 __all__ = ["ErrorControl", "RowTest", "control_errors"]
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pandas as pd
 
-from calibration.probes import byline, decoration, format_study, length, position
-from calibration.probes._base import BiasResult
-from calibration.probes._errors import ErrorControl, control_errors
-from calibration.probes._plan import BIASES
-from calibration.probes.format_study import FormatRow
-from calibration.stats import Adjustment
-from labeler.errors import InputError
+from judgelab.calibration.probes import byline, decoration, format_study, length, position
+from judgelab.calibration.probes._base import BiasResult
+from judgelab.calibration.probes._errors import ErrorControl, control_errors
+from judgelab.calibration.probes._plan import BIASES
+from judgelab.calibration.probes.format_study import FormatRow
+from judgelab.calibration.stats import Adjustment
+from judgelab.labeler.errors import InputError
 
 # -- reading evidence -------------------------------------------------------------------------
 
@@ -80,7 +80,7 @@ class Analysis:
         judge_endpoints: The provider and endpoint host of each judge (``"openai at
             api.openai.com"``); empty for an offline judge or older evidence.
         error_control: How the verdicts were adjusted for the number of rows tested, with the
-            placebo arm's false-alarm check (:mod:`calibration.probes._errors`).
+            placebo arm's false-alarm check (:mod:`judgelab.calibration.probes._errors`).
     """
 
     results: list[BiasResult]
@@ -130,7 +130,7 @@ def analyse_evidence(
     """Turn evidence rows into the report card's estimates (no judge calls).
 
     Each probe reads its rows on its own; the verdicts are then adjusted for the number of rows
-    tested (:func:`~calibration.probes._errors.control_errors`).
+    tested (:func:`~judgelab.calibration.probes._errors.control_errors`).
 
     Args:
         rows: Evidence rows (:func:`read_evidence`).

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calibration.probes._base import (
+from judgelab.calibration.probes._base import (
     BiasResult,
     ProbeContext,
     ProbePlan,
@@ -30,7 +30,7 @@ from calibration.probes._base import (
     target_column,
     target_verdicts,
 )
-from calibration.stats import Estimate, lift_difference, verdict
+from judgelab.calibration.stats import Estimate, lift_difference, verdict
 
 BASELINE = "baseline"
 DECORATED = "decorated"

@@ -3,17 +3,17 @@
 The verbosity probe's padded variants are rewritten by a model (seed 000's LLM rewrite), through
 the client of the judge the run uses, so the rewrites get that client's guarantees (retries of
 undecodable replies and 5xx, the rate governor) and its batch price. A :class:`PadWriter` is
-what :class:`~calibration.probes.Variants` asks for them:
+what :class:`~judgelab.calibration.probes.Variants` asks for them:
 
 * :class:`AnthropicPadWriter`: the Messages API, and Message Batches with ``--batch``;
 * :class:`OpenAIPadWriter`: Chat Completions on any OpenAI-compatible endpoint, and with
   ``--batch`` the Batch API (a JSONL file uploaded, one batch created with judgelab's marker,
   the output file read back).
 
-Either creates a batch at most once (:func:`~calibration.judges.create_batch_once`,
-:func:`~calibration.judges.create_openai_batch_once`) and finds a batch whose id was lost again
+Either creates a batch at most once (:func:`~judgelab.calibration.judges.create_batch_once`,
+:func:`~judgelab.calibration.judges.create_openai_batch_once`) and finds a batch whose id was lost again
 (``find``). A failure that outlasts the client's retries is a
-:class:`~labeler.errors.JudgeError`, never a crash.
+:class:`~judgelab.labeler.errors.JudgeError`, never a crash.
 """
 
 from __future__ import annotations
@@ -27,16 +27,16 @@ from typing import Any, Protocol
 import anthropic
 import openai
 
-from calibration import perturb
-from calibration.judges import create_batch_once, find_batch, patiently
-from calibration.judges._identity import identify, marker_of
-from calibration.judges._openai import (
+from judgelab.calibration import perturb
+from judgelab.calibration.judges import create_batch_once, find_batch, patiently
+from judgelab.calibration.judges._identity import identify, marker_of
+from judgelab.calibration.judges._openai import (
     _REASONING,
     create_openai_batch_once,
     find_openai_batch,
 )
-from calibration.judges._openai import patiently as openai_patiently
-from labeler.errors import JudgeError
+from judgelab.calibration.judges._openai import patiently as openai_patiently
+from judgelab.labeler.errors import JudgeError
 
 __all__ = ["PAD_MAX_TOKENS", "AnthropicPadWriter", "OpenAIPadWriter", "PadWriter", "Rewrite"]
 
@@ -130,7 +130,7 @@ class AnthropicPadWriter:
 
     async def find(self, custom_ids: Collection[str], *, since: datetime, exclude: Collection[str],
                    poll_interval: float) -> str | None:
-        """The Message Batch of exactly ``custom_ids`` (see :func:`~calibration.judges.find_batch`)."""
+        """The Message Batch of exactly ``custom_ids`` (see :func:`~judgelab.calibration.judges.find_batch`)."""
         client, model = self.client, self.model
         with self._failing("padding batch"):
             return await identify(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from calibration.probes import byline, decoration, format_study, length, position
-from calibration.probes._base import ProbeContext, ProbePlan
-from labeler.errors import InputError
+from judgelab.calibration.probes import byline, decoration, format_study, length, position
+from judgelab.calibration.probes._base import ProbeContext, ProbePlan
+from judgelab.labeler.errors import InputError
 
 BIASES: tuple[str, ...] = (
     "position", "verbosity", "formatting", "tone", "citations", "truncation", "byline", "format",

@@ -1,7 +1,7 @@
 """Evidence from a fake judge without the runner: for Monte Carlo checks of the report card.
 
 :func:`simulate_evidence` plans the chosen probes on a dataset, asks a judge for every call and
-returns the evidence rows ``judgelab probe`` would write (the same :func:`~calibration.runner.
+returns the evidence rows ``judgelab probe`` would write (the same :func:`~judgelab.calibration.runner.
 evidence_row`), without a database or a file: hundreds of cards a minute, for the card's
 false-alarm rate under a judge with no bias and its power against injected ones.
 """
@@ -14,11 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from calibration.datasets import PROBE_RUBRIC, SAMPLE, choose, load_pairs, pool_from_pairs
-from calibration.judges import Judge, Judgement
-from calibration.probes._base import ProbeContext, Variants
-from calibration.probes._plan import plan_probes
-from calibration.runner import PlannedCall, evidence_row, record_for
+from judgelab.calibration.datasets import PROBE_RUBRIC, SAMPLE, choose, load_pairs, pool_from_pairs
+from judgelab.calibration.judges import Judge, Judgement
+from judgelab.calibration.probes._base import ProbeContext, Variants
+from judgelab.calibration.probes._plan import plan_probes
+from judgelab.calibration.runner import PlannedCall, evidence_row, record_for
 
 CARD_PROBES: tuple[str, ...] = (
     "position", "verbosity", "formatting", "tone", "citations", "truncation", "byline",
@@ -46,7 +46,7 @@ def simulate_evidence(
     """The evidence rows of one probe run, judged in this process (offline padding).
 
     Args:
-        judge: The judge (typically a :class:`~calibration.judges.FakeJudge`).
+        judge: The judge (typically a :class:`~judgelab.calibration.judges.FakeJudge`).
         n: Pairs to choose from the dataset.
         seed: Seed for the choice of pairs.
         biases: The probes.

@@ -3,9 +3,9 @@
 :func:`arun_probes` chooses the pairs (and the pool, for pool-based probes), plans the chosen
 probes, has the padded variants written by a model when the judge is a real one (through its
 own back-end: Anthropic or OpenAI-compatible), stores
-the new variant answers and runs the plan (:func:`~calibration.runner.arun_plan`).
+the new variant answers and runs the plan (:func:`~judgelab.calibration.runner.arun_plan`).
 :func:`aestimate_probes` builds the same plan and prices it without calling the judge
-(:func:`~calibration.pricing.estimate_plan`). Both take a ready judge: the caller decides which
+(:func:`~judgelab.calibration.pricing.estimate_plan`). Both take a ready judge: the caller decides which
 judge and key to use.
 """
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from calibration import pricing
-from calibration.datasets import (
+from judgelab.calibration import pricing
+from judgelab.calibration.datasets import (
     PROBE_RUBRIC,
     PROJECT,
     SAMPLE,
@@ -32,17 +32,17 @@ from calibration.datasets import (
     pool_from_store,
     project_pairs,
 )
-from calibration.judges import AnthropicJudge, FakeJudge, Judge, JudgeCall, OpenAIJudge
-from calibration.probes._base import PadModel, ProbeContext, ProbePlan, RewriteSpend, Variants
-from calibration.probes._padding import OpenAIPadWriter, PadWriter
-from calibration.probes._plan import DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
-from calibration.probes.format_study import COMPARATIVE
-from calibration.runner import RunSummary, arun_plan, build_request, cache_key_for
-from calibration.spec import JudgeSpec, with_references
-from labeler.errors import InputError, JudgeError
-from labeler.models import Pair, Rubric
-from labeler.scales import POINTWISE_FORMATS, Format, declared_scales
-from labeler.store import JudgeRole
+from judgelab.calibration.judges import AnthropicJudge, FakeJudge, Judge, JudgeCall, OpenAIJudge
+from judgelab.calibration.probes._base import PadModel, ProbeContext, ProbePlan, RewriteSpend, Variants
+from judgelab.calibration.probes._padding import OpenAIPadWriter, PadWriter
+from judgelab.calibration.probes._plan import DEFAULT_BIASES, POOL_BIASES, parse_biases, plan_probes
+from judgelab.calibration.probes.format_study import COMPARATIVE
+from judgelab.calibration.runner import RunSummary, arun_plan, build_request, cache_key_for
+from judgelab.calibration.spec import JudgeSpec, with_references
+from judgelab.labeler.errors import InputError, JudgeError
+from judgelab.labeler.models import Pair, Rubric
+from judgelab.labeler.scales import POINTWISE_FORMATS, Format, declared_scales
+from judgelab.labeler.store import JudgeRole
 
 PadMode = Literal["llm", "offline"]
 """How padded variants are made: rewritten by a model (``llm``) or offline (``offline``)."""
@@ -183,7 +183,7 @@ def _context(
 def reference_tasks(store: JudgeRole | None, pairs: Sequence[Pair] = ()) -> list[tuple[str, str, str | None]]:
     """``(task id, prompt, reference answer)`` of the dataset's pairs and the project's tasks.
 
-    What a judge spec's ``{reference}`` is looked up in (:func:`calibration.spec.bind_references`).
+    What a judge spec's ``{reference}`` is looked up in (:func:`judgelab.calibration.spec.bind_references`).
     """
     tasks: list[tuple[str, str, str | None]] = []
     if store is not None:
@@ -342,7 +342,7 @@ async def arun_probes(
     Args:
         judge: The judge back-end.
         store: The project database (cache, resume state, pool and results).
-        dataset: ``"sample"`` or a pairs file (:func:`~calibration.datasets.load_pairs`).
+        dataset: ``"sample"`` or a pairs file (:func:`~judgelab.calibration.datasets.load_pairs`).
         n: Pairs to probe; pool-based probes score up to ``2n`` answers.
         biases: The probes (``--biases``: comma-separated or a list).
         seed: Seed for the choice of pairs and pool answers.

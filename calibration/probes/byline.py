@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calibration.probes._base import (
+from judgelab.calibration.probes._base import (
     BiasResult,
     ProbeContext,
     ProbePlan,
@@ -23,8 +23,8 @@ from calibration.probes._base import (
     target_column,
     target_verdicts,
 )
-from calibration.probes._lift import DECORATION_RULE
-from calibration.stats import Estimate, pairwise_lift, verdict
+from judgelab.calibration.probes._lift import DECORATION_RULE
+from judgelab.calibration.stats import Estimate, pairwise_lift, verdict
 
 NAME = "byline"
 LABEL = "Byline — own-family byline lift (a byline response, NOT self-preference)"

@@ -1,17 +1,17 @@
 """Decoration probes: markdown formatting, confident tone and citation-styled lines.
 
-Each re-dresses one answer of a pair without changing what it says (:mod:`calibration.perturb`)
+Each re-dresses one answer of a pair without changing what it says (:mod:`judgelab.calibration.perturb`)
 and reads the judge's lift for the decorated side against the placebo arm, with the decorated
 side alternating A/B across trials and every comparison run in both orders (see
-:mod:`calibration.probes._lift`).
+:mod:`judgelab.calibration.probes._lift`).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from calibration.probes._base import BiasResult, ProbeContext, ProbePlan
-from calibration.probes._lift import analyse_lift, plan_lift
+from judgelab.calibration.probes._base import BiasResult, ProbeContext, ProbePlan
+from judgelab.calibration.probes._lift import analyse_lift, plan_lift
 
 #: bias name -> (perturbation variant, card label)
 DECORATIONS: dict[str, tuple[str, str]] = {

@@ -13,11 +13,11 @@ The two comparative formats score a task's answers from pairwise verdicts, as th
 
 * ``anchored``: the task's first answer (in pool order) is the fixed anchor, shown as
   Response A; every answer of the task, the anchor included, is compared with it once, and its
-  score is ``(v + 2) / 4`` from its own slot (:func:`calibration.formats.anchored_score`). The
+  score is ``(v + 2) / 4`` from its own slot (:func:`judgelab.calibration.formats.anchored_score`). The
   anchor's own comparison is a self-comparison, as in the paper's unswapped design.
 * ``tournament``: every within-task pair once, in listing order
-  (:func:`calibration.formats.tournament_pairs`); an answer's score is its mean win probability
-  over its matches (:func:`calibration.formats.tournament_scores`). A task with one answer has
+  (:func:`judgelab.calibration.formats.tournament_pairs`); an answer's score is its mean win probability
+  over its matches (:func:`judgelab.calibration.formats.tournament_scores`). A task with one answer has
   no matches and no tournament scores.
 
 The parse rate counts replies (one per comparison); the other figures count the answers'
@@ -34,13 +34,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibration.datasets import PoolAnswer
-from calibration.formats import FORMATS, anchored_score, tournament_pairs, tournament_scores
-from calibration.probes._base import ProbeContext, ProbePlan
-from calibration.runner import PlannedCall
-from calibration.stats import Estimate, effective_levels, proportion, tie_probability, top_tied_share
-from labeler.models import Rubric
-from labeler.scales import PAIRWISE_FORMATS
+from judgelab.calibration.datasets import PoolAnswer
+from judgelab.calibration.formats import FORMATS, anchored_score, tournament_pairs, tournament_scores
+from judgelab.calibration.probes._base import ProbeContext, ProbePlan
+from judgelab.calibration.runner import PlannedCall
+from judgelab.calibration.stats import Estimate, effective_levels, proportion, tie_probability, top_tied_share
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.scales import PAIRWISE_FORMATS
 
 NAME = "format"
 

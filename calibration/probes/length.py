@@ -13,7 +13,7 @@ recommendation). Here the judge *should* react: the truncated side should lose (
 and score lower (positive truncation gap). Its verdict reads sensitivity: PASS when the penalty
 is resolved, FAIL when the data rule out a meaningful penalty (the judge does not notice missing
 content). Run together, the two probes separate "stopped rewarding empty words" from "stopped
-noticing length" (:func:`calibration.stats.compare_runs`).
+noticing length" (:func:`judgelab.calibration.stats.compare_runs`).
 """
 
 from __future__ import annotations
@@ -24,19 +24,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibration import perturb
-from calibration.judges._base import Format
-from calibration.probes._base import (
+from judgelab.calibration import perturb
+from judgelab.calibration.judges._base import Format
+from judgelab.calibration.probes._base import (
     BiasResult,
     ProbeContext,
     ProbePlan,
     counts,
     variant_answer,
 )
-from calibration.probes._lift import DECORATION_RULE, lift_estimates
-from calibration.runner import PlannedCall
-from calibration.stats import Estimate, pointwise_gap, truncation_gap, verdict
-from calibration.stats._probes import Verdict
+from judgelab.calibration.probes._lift import DECORATION_RULE, lift_estimates
+from judgelab.calibration.runner import PlannedCall
+from judgelab.calibration.stats import Estimate, pointwise_gap, truncation_gap, verdict
+from judgelab.calibration.stats._probes import Verdict
 
 #: bias name -> perturbation variant
 VARIANTS = {"verbosity": "padded", "truncation": "truncated"}
@@ -66,7 +66,7 @@ TRUNCATION_RULE = (
 
 def plan(ctx: ProbeContext, bias: str) -> ProbePlan:
     """Pairwise lift calls on the pairs, pointwise original/variant scores on the pool."""
-    from calibration.probes._lift import plan_lift
+    from judgelab.calibration.probes._lift import plan_lift
 
     variant = VARIANTS[bias]
     out = plan_lift(ctx, bias, variant)
@@ -172,7 +172,7 @@ def analyse(rows: pd.DataFrame, bias: str, *, audits: dict[str, Any] | None = No
     Args:
         rows: The probe's evidence rows.
         bias: ``"verbosity"`` or ``"truncation"``.
-        audits: :meth:`~labeler.store.Store.padding_audit_result` for this probe's padded
+        audits: :meth:`~judgelab.labeler.store.Store.padding_audit_result` for this probe's padded
             rewrites, when a database has them.
     """
     n_calls, n_parse, n_err = counts(rows)

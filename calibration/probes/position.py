@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibration.numbers import ci, num, pct
-from calibration.probes._base import (
+from judgelab.calibration.numbers import ci, num, pct
+from judgelab.calibration.probes._base import (
     BiasResult,
     ProbeContext,
     ProbePlan,
@@ -28,7 +28,7 @@ from calibration.probes._base import (
     slot_verdicts,
     swapped,
 )
-from calibration.stats import (
+from judgelab.calibration.stats import (
     Estimate,
     PositionStatistics,
     Thresholds,
@@ -36,11 +36,11 @@ from calibration.stats import (
     slot_decomposition,
     verdict,
 )
-from calibration.stats._probes import Verdict
-from labeler.errors import InputError
-from labeler.models import pair_of
-from labeler.scales import PAIRWISE_FORMATS
-from labeler.store import AnalystRole
+from judgelab.calibration.stats._probes import Verdict
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import pair_of
+from judgelab.labeler.scales import PAIRWISE_FORMATS
+from judgelab.labeler.store import AnalystRole
 
 NAME = "position"
 LABEL = "Position — first-shown win advantage"
@@ -63,7 +63,7 @@ def analyse(rows: pd.DataFrame) -> BiasResult:
     """The position row of the card from the probe's evidence rows.
 
     The first-shown advantage and the consistency come from
-    :func:`calibration.stats.position_statistics`: the advantage's interval is clustered by pair
+    :func:`judgelab.calibration.stats.position_statistics`: the advantage's interval is clustered by pair
     (a pair's two orders are not independent), and a pair with an unparsed reply in either
     order counts as inconsistent. The slot decomposition needs both verdicts, so it reads the
     pairs that have them.
@@ -179,7 +179,7 @@ class RunPosition:
         judge_model: Its judge model.
         formats: The pairwise formats read.
         errors: Calls that failed with no reply (left out: the judge never answered).
-        statistics: The figures (:func:`calibration.stats.position_statistics`).
+        statistics: The figures (:func:`judgelab.calibration.stats.position_statistics`).
     """
 
     run_id: str
@@ -239,8 +239,8 @@ def position_replies(rows: pd.DataFrame, gold: Mapping[str, str | None]) -> pd.D
     Its *trial* is the probe, arm and trial it belongs to.
 
     Args:
-        rows: The run's judgements (:meth:`labeler.store.Store.run_rows`, pairwise).
-        gold: Every stored pair's gold (:meth:`labeler.store.Store.pair_gold`).
+        rows: The run's judgements (:meth:`judgelab.labeler.store.Store.run_rows`, pairwise).
+        gold: Every stored pair's gold (:meth:`judgelab.labeler.store.Store.pair_gold`).
 
     Returns:
         Columns ``pair``, ``trial``, ``shown_first`` (``a``/``b``), ``winner`` (``a``, ``b``,
@@ -288,7 +288,7 @@ def position_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def statistics_of_replies(replies: pd.DataFrame, *, level: float = 0.95) -> PositionStatistics:
-    """:func:`calibration.stats.position_statistics` of :func:`position_replies`."""
+    """:func:`judgelab.calibration.stats.position_statistics` of :func:`position_replies`."""
     return position_statistics(replies["pair"], replies["shown_first"], replies["winner"], trials=replies["trial"],
                                gold=replies["gold"], level=level)
 

@@ -1,6 +1,6 @@
 """The batch path of a run: split the uncached calls into batches, submit, wait, collect.
 
-The judge is a :class:`~calibration.judges.BatchJudge`: Anthropic's Message Batches or OpenAI's
+The judge is a :class:`~judgelab.calibration.judges.BatchJudge`: Anthropic's Message Batches or OpenAI's
 Batch API (a file of requests, a batch marked in its metadata); the path below is the same.
 
 A batch holds at most :data:`MAX_BATCH_REQUESTS` requests and :data:`MAX_BATCH_BYTES` of
@@ -11,8 +11,8 @@ moment an execution dies at, the next one finds every batch it started:
 
 * an intent without an id: the batch may exist upstream (the create reached the API but the
   id never came back). Its custom ids carry a tag drawn for that intent alone
-  (:mod:`calibration.judges._identity`), so the judge looks for the batch of exactly those ids
-  (:meth:`~calibration.judges.AnthropicJudge.find_batch`: Anthropic's results once it has
+  (:mod:`judgelab.calibration.judges._identity`), so the judge looks for the batch of exactly those ids
+  (:meth:`~judgelab.calibration.judges.AnthropicJudge.find_batch`: Anthropic's results once it has
   ended, OpenAI's metadata at once), never one that merely has the same size and age: another
   project on the same key may have one. Found, it is adopted; certainly absent, the intent is
   dropped and its calls go into a new batch; undecidable, it is left in doubt for the user
@@ -32,16 +32,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from calibration.formats import passed_for
-from calibration.judges._anthropic import BatchReadShort, JudgeCallError
-from calibration.judges._base import Failure, Judge, JudgeCall, Judgement
-from calibration.judges._identity import BatchInDoubt, key_prefix, new_tag, wire_id
-from calibration.judges._protocols import BatchJudge
-from calibration.runner._plan import PlannedCall, build_request
-from calibration.runner._sink import Ledger
-from labeler.errors import JudgeError
-from labeler.models import Rubric
-from labeler.store import JudgeRole
+from judgelab.calibration.formats import passed_for
+from judgelab.calibration.judges._anthropic import BatchReadShort, JudgeCallError
+from judgelab.calibration.judges._base import Failure, Judge, JudgeCall, Judgement
+from judgelab.calibration.judges._identity import BatchInDoubt, key_prefix, new_tag, wire_id
+from judgelab.calibration.judges._protocols import BatchJudge
+from judgelab.calibration.runner._plan import PlannedCall, build_request
+from judgelab.calibration.runner._sink import Ledger
+from judgelab.labeler.errors import JudgeError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.store import JudgeRole
 
 __all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_REQUESTS", "batch_limits", "check_batch_judge", "run_batch", "split_batches"]
 
@@ -57,7 +57,7 @@ _SEPARATOR_BYTES = 2
 
 
 def check_batch_judge(judge: Judge) -> BatchJudge:
-    """The judge as a :class:`~calibration.judges.BatchJudge`; refuse one without batch methods."""
+    """The judge as a :class:`~judgelab.calibration.judges.BatchJudge`; refuse one without batch methods."""
     if not isinstance(judge, BatchJudge):
         raise ValueError(
             f"run_plan: judge {type(judge).__name__} has no Message Batches methods (no batch API); "
@@ -301,11 +301,11 @@ async def _collect(
 
     Returns:
         Whether the batch was read. A batch whose status or files could not be read after
-        retries (:class:`~calibration.judges.JudgeCallError`) is left uncollected
+        retries (:class:`~judgelab.calibration.judges.JudgeCallError`) is left uncollected
         (:attr:`Ledger.unread`): created and billed, its results wait upstream for the next
         execution, which collects it; its calls are neither sent again nor failed. So is a
         batch whose files, read again, still name fewer requests than it answered
-        (:class:`~calibration.judges.BatchReadShort`), once the results that were read are stored.
+        (:class:`~judgelab.calibration.judges.BatchReadShort`), once the results that were read are stored.
     """
     batcher = check_batch_judge(judge)
     try:

@@ -1,12 +1,12 @@
 """One execution of a run: serve the cache hits, then make each distinct request once.
 
 Calls run concurrently under a bound (``concurrency``), or as one Message Batch
-(:mod:`calibration.runner._batch`). Identical requests inside one plan are made once; the
+(:mod:`judgelab.calibration.runner._batch`). Identical requests inside one plan are made once; the
 calls that share a request reuse its reply as cache hits, or its failure.
 
 Retries and rate limits are not handled here: they are the judge's (the SDK retries each
-request, and :class:`calibration.judges._transport.RateGovernor` paces them). A
-:class:`~labeler.errors.JudgeError` reaching this module means the judge gave up on the
+request, and :class:`judgelab.calibration.judges._transport.RateGovernor` paces them). A
+:class:`~judgelab.labeler.errors.JudgeError` reaching this module means the judge gave up on the
 request; it is recorded as a failed call, and the run goes on.
 """
 
@@ -17,16 +17,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from calibration import formats
-from calibration.formats import passed_for
-from calibration.judges._base import Failure, Judge, JudgeCall, Judgement
-from calibration.judges._protocols import BuildingJudge
-from calibration.judges._provider import ProviderJudge
-from calibration.runner._batch import run_batch
-from calibration.runner._plan import PlannedCall, build_request
-from calibration.runner._sink import Ledger
-from labeler.errors import JudgeError
-from labeler.models import Rubric
+from judgelab.calibration import formats
+from judgelab.calibration.formats import passed_for
+from judgelab.calibration.judges._base import Failure, Judge, JudgeCall, Judgement
+from judgelab.calibration.judges._protocols import BuildingJudge
+from judgelab.calibration.judges._provider import ProviderJudge
+from judgelab.calibration.runner._batch import run_batch
+from judgelab.calibration.runner._plan import PlannedCall, build_request
+from judgelab.calibration.runner._sink import Ledger
+from judgelab.labeler.errors import JudgeError
+from judgelab.labeler.models import Rubric
 
 __all__ = ["Execution"]
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from calibration.formats import build_call
-from calibration.judges._base import Format, Judge, JudgeCall, Kind
-from calibration.judges._protocols import BuildingJudge
-from labeler.models import Rubric
+from judgelab.calibration.formats import build_call
+from judgelab.calibration.judges._base import Format, Judge, JudgeCall, Kind
+from judgelab.calibration.judges._protocols import BuildingJudge
+from judgelab.labeler.models import Rubric
 
 __all__ = [
     "Order",
@@ -89,12 +89,12 @@ _BUILDS: dict[type, bool] = {}
 
 
 def building(judge: Judge) -> BuildingJudge | None:
-    """``judge`` as a :class:`~calibration.judges.BuildingJudge`, or ``None`` when it builds no requests.
+    """``judge`` as a :class:`~judgelab.calibration.judges.BuildingJudge`, or ``None`` when it builds no requests.
 
     A judge that has a ``build`` method but lacks another member of the protocol (a misspelled
     ``cache_identity``) is refused rather than treated as a plain judge: its requests and cache
     keys would silently be someone else's. mypy checks the bundled back-ends statically
-    (:mod:`calibration.judges._conformance`); this catches the others at run time.
+    (:mod:`judgelab.calibration.judges._conformance`); this catches the others at run time.
 
     Raises:
         TypeError: Naming the missing members.
@@ -107,7 +107,7 @@ def building(judge: Judge) -> BuildingJudge | None:
             missing = [m for m in ("cache_identity", "params", "spec", "run", "build") if not hasattr(judge, m)]
             raise TypeError(
                 f"judge {kind.__name__} builds its own requests but lacks {', '.join(missing)} of the "
-                "BuildingJudge protocol (calibration.judges): without them its cache keys could be another "
+                "BuildingJudge protocol (judgelab.calibration.judges): without them its cache keys could be another "
                 "judge's. Add them (cache_identity() returns '' when the request alone decides the reply)."
             )
         _BUILDS[kind] = known
@@ -117,8 +117,8 @@ def judge_identity(judge: Judge) -> str:
     """What, besides the request, decides a judge's reply.
 
     A real model is identified by its model id, which is already in the request. A judge
-    that builds its own requests (:class:`~calibration.judges.BuildingJudge`) declares what
-    else decides its reply as :meth:`~calibration.judges.BuildingJudge.cache_identity` (an
+    that builds its own requests (:class:`~judgelab.calibration.judges.BuildingJudge`) declares what
+    else decides its reply as :meth:`~judgelab.calibration.judges.BuildingJudge.cache_identity` (an
     OpenAI-compatible endpoint's host: one model name on two servers is two judges); it is
     folded into the cache key so that such judges never share cached replies.
     """
@@ -129,9 +129,9 @@ def judge_identity(judge: Judge) -> str:
 def build_request(judge: Judge, rubric: Rubric, call: PlannedCall) -> JudgeCall:
     """The exact request ``judge`` would send for ``call`` (for its cache key and for batches).
 
-    A judge that builds its own requests (a :class:`~calibration.judges.BuildingJudge`, as
+    A judge that builds its own requests (a :class:`~judgelab.calibration.judges.BuildingJudge`, as
     the fake, Anthropic and OpenAI judges are) is asked; otherwise the request is
-    :func:`calibration.formats.build_call` with no parameters.
+    :func:`judgelab.calibration.formats.build_call` with no parameters.
     """
     answers = [call.answer] if call.answer_b is None else [call.answer, call.answer_b]
     chosen = call.rubric or rubric

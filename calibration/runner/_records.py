@@ -1,7 +1,7 @@
 """What a run writes for each planned call: its database row and its JSONL evidence row.
 
 A call's outcome is a reply (parsed or not), a cache hit or a failure without a reply; each
-becomes one :class:`~labeler.store.JudgementRecord`, and each record one evidence row.
+becomes one :class:`~judgelab.labeler.store.JudgementRecord`, and each record one evidence row.
 :func:`evidence_status` is the one place the stored columns are read back as a kind of outcome.
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from calibration.judges._base import Failure, Judgement
-from calibration.runner._plan import PlannedCall
-from labeler.errors import InputError
-from labeler.store import JudgementRecord, JudgeRole, plain_value
+from judgelab.calibration.judges._base import Failure, Judgement
+from judgelab.calibration.runner._plan import PlannedCall
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import JudgementRecord, JudgeRole, plain_value
 
 __all__ = [
     "EVIDENCE_FIELDS",

@@ -1,7 +1,7 @@
 """Run a plan: open or resume the run, execute it, write the evidence, sum it up.
 
 :func:`arun_plan` is the entry point (:func:`run_plan` its synchronous twin); the package
-docstring (:mod:`calibration.runner`) says what a run guarantees.
+docstring (:mod:`judgelab.calibration.runner`) says what a run guarantees.
 """
 
 from __future__ import annotations
@@ -19,21 +19,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from calibration import pricing
-from calibration.journal import Journal, recover
-from calibration.judges._anthropic import AnthropicJudge
-from calibration.judges._base import Judge
-from calibration.judges._openai import OpenAIJudge
-from calibration.judges._transport import GovernorStats
-from calibration.runner._batch import check_batch_judge
-from calibration.runner._execute import Execution
-from calibration.runner._plan import PlannedCall, build_request, check_plan, judge_identity, plan_hash, reading_of
-from calibration.runner._records import reorder_evidence, write_evidence
-from calibration.runner._sink import Ledger, Sink
-from calibration.runner._summary import Billed, PlainProgress, RunInterrupted, RunSummary, Tally, progress_bar
-from labeler.errors import InputError
-from labeler.models import Rubric
-from labeler.store import JudgementRecord, JudgeRole
+from judgelab.calibration import pricing
+from judgelab.calibration.journal import Journal, recover
+from judgelab.calibration.judges._anthropic import AnthropicJudge
+from judgelab.calibration.judges._base import Judge
+from judgelab.calibration.judges._openai import OpenAIJudge
+from judgelab.calibration.judges._transport import GovernorStats
+from judgelab.calibration.runner._batch import check_batch_judge
+from judgelab.calibration.runner._execute import Execution
+from judgelab.calibration.runner._plan import (
+    PlannedCall,
+    build_request,
+    check_plan,
+    judge_identity,
+    plan_hash,
+    reading_of,
+)
+from judgelab.calibration.runner._records import reorder_evidence, write_evidence
+from judgelab.calibration.runner._sink import Ledger, Sink
+from judgelab.calibration.runner._summary import Billed, PlainProgress, RunInterrupted, RunSummary, Tally, progress_bar
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.store import JudgementRecord, JudgeRole
 
 __all__ = ["arun_plan", "run_plan"]
 
@@ -90,7 +97,7 @@ async def arun_plan(
     started: float | None = None,
     adopt_batches: Sequence[str] = (),
 ) -> RunSummary:
-    """Execute ``plan`` with ``judge``, recording every result; see :mod:`calibration.runner`.
+    """Execute ``plan`` with ``judge``, recording every result; see :mod:`judgelab.calibration.runner`.
 
     Args:
         plan: The calls to make (ids unique).

@@ -1,7 +1,7 @@
 """Where results go as they arrive: the journal first, then small database batches and the evidence file.
 
 :class:`Sink` makes each result durable before anything else happens to it (the write-ahead
-journal, :mod:`calibration.journal`) and writes it to the database in small batches, one
+journal, :mod:`judgelab.calibration.journal`) and writes it to the database in small batches, one
 transaction each. :class:`Ledger` is one execution's bookkeeping around it: which record each
 outcome becomes, why a request failed, what was sent.
 
@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from calibration.journal import Journal
-from calibration.judges._base import Failure
-from calibration.runner._plan import PlannedCall
-from calibration.runner._records import call_record, evidence_row
-from calibration.runner._summary import Tally
-from labeler.store import JudgementRecord, JudgeRole
+from judgelab.calibration.journal import Journal
+from judgelab.calibration.judges._base import Failure
+from judgelab.calibration.runner._plan import PlannedCall
+from judgelab.calibration.runner._records import call_record, evidence_row
+from judgelab.calibration.runner._summary import Tally
+from judgelab.labeler.store import JudgementRecord, JudgeRole
 
 __all__ = ["Ledger", "Sink"]
 
@@ -200,7 +200,7 @@ class Ledger:
     unread: list[str] = field(default_factory=list)
 
     def record(self, call: PlannedCall, **outcome: Any) -> JudgementRecord:
-        """The record of ``call``'s outcome (see :func:`~calibration.runner._records.call_record`)."""
+        """The record of ``call``'s outcome (see :func:`~judgelab.calibration.runner._records.call_record`)."""
         return call_record(
             self.rid, call, self.keys[call.call_id], seq=self.seqs[call.call_id], **outcome
         )

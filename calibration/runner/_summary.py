@@ -21,7 +21,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from labeler.store import JudgementRecord
+from judgelab.labeler.store import JudgementRecord
 
 __all__ = ["EXIT_CODES", "Billed", "PlainProgress", "RunInterrupted", "RunSummary", "Tally", "progress_bar"]
 

@@ -1,7 +1,7 @@
 r"""Judge specs: a team's own judge (prompt, few-shot examples, references, verdict rule) in TOML.
 
 Without a spec, every probe and judge run uses judgelab's built-in prompt (the rubric text and
-:data:`~calibration.formats.JUDGE_INSTRUCTIONS`, the answers in judgelab's tags, a
+:data:`~judgelab.calibration.formats.JUDGE_INSTRUCTIONS`, the answers in judgelab's tags, a
 ``VERDICT:`` line). A bias measured on that prompt is a property of judgelab's prompt. A judge
 spec describes the team's judge instead, and every probe, ``judgelab score`` and the mock API
 run it (the bundled ``judge_spec.toml``, which ``judgelab examples DIR`` writes, is a full example):
@@ -20,7 +20,7 @@ run it (the bundled ``judge_spec.toml``, which ``judgelab examples DIR`` writes,
     refuse the call); ``author``.
 ``[[templates]]``
     One per kind and format: ``kind`` (``pointwise`` or ``pairwise``), ``system``, ``user``
-    and ``[templates.verdict]``: ``format`` (a catalogue format, :mod:`labeler.scales`),
+    and ``[templates.verdict]``: ``format`` (a catalogue format, :mod:`judgelab.labeler.scales`),
     ``regex`` (exactly one group; ``^`` and ``$`` match at line ends), ``mapping`` (group
     text -> value; without one the group must be a whole number in the format's range),
     ``ignore_case``, and ``samples``: replies with the value they must parse to (``expect``:
@@ -45,7 +45,7 @@ scale of 1 to 10") that differs is refused when the spec loads (a 1-10 reply rea
 ``numeric100`` without a mapping would be stored as 7 of 100); so is a run whose ``{rubric}``
 (or ``{levels}``, ``{instructions}``) tells the judge another scale. Without a mapping a reply
 off the declared scale is a parse failure. A table ``scale = { name = "mt10", low = 1, high = 10,
-step = 1 }`` declares the judge's own scale instead (:mod:`labeler.scales`): the reply's number is
+step = 1 }`` declares the judge's own scale instead (:mod:`judgelab.labeler.scales`): the reply's number is
 read on that grid and the judgements carry ``mt10`` as their format; ``calibrate --scale-map``
 states how it reads on the rubric's scale.
 
@@ -54,14 +54,14 @@ its task id).
 
 **Escaping.** Templates are filled in one pass, so text inside an answer is never read as a
 placeholder. Judged text (the task, answers, references) goes in exactly as written, with two
-escapes: the built-in tags (:func:`~calibration.formats.neutralise`), and any copy of a line of
+escapes: the built-in tags (:func:`~judgelab.calibration.formats.neutralise`), and any copy of a line of
 the template's own text, compared without case, spacing, invisible characters or curly quote
 marks (``[The End of Assistant A’s Answer]``, Prometheus's ``###Feedback:``). Such a copy gets its
 first character written as a character reference (``&#91;The End of ...``): the judge still
 reads what was written, but the answer cannot close its block or write a later part of the
 prompt.
 
-**Parsing.** The strict policy of :func:`calibration.formats.parse`: the reply is normalised the
+**Parsing.** The strict policy of :func:`judgelab.calibration.formats.parse`: the reply is normalised the
 same way, the last match of the regex wins, and anything else (no match, an off-menu label, a
 number out of range) is a parse failure with a reason, never a default score.
 
@@ -76,8 +76,8 @@ number out of range) is a parse failure with a reason, never a default score.
     '[[B]]'
 """
 
-from calibration.spec._load import load_spec, parse_spec
-from calibration.spec._spec import (
+from judgelab.calibration.spec._load import load_spec, parse_spec
+from judgelab.calibration.spec._spec import (
     AUTHOR_KINDS,
     Author,
     AuthorKind,
@@ -87,8 +87,8 @@ from calibration.spec._spec import (
     recorded_provenance,
     with_references,
 )
-from calibration.spec._template import PLACEHOLDERS, REQUIRED_PLACEHOLDERS, Template, normalise_line
-from calibration.spec._verdict import VerdictRule
+from judgelab.calibration.spec._template import PLACEHOLDERS, REQUIRED_PLACEHOLDERS, Template, normalise_line
+from judgelab.calibration.spec._verdict import VerdictRule
 
 __all__ = [
     "AUTHOR_KINDS",

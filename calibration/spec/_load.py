@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from calibration.spec._scale import asked_scales, scale_words
-from calibration.spec._spec import AUTHOR_KINDS, Author, JudgeSpec, ReferenceSource
-from calibration.spec._template import _OTHER_KIND, REQUIRED_PLACEHOLDERS, Template, _Problem, _Text
-from calibration.spec._verdict import VerdictRule
-from labeler.errors import InputError
-from labeler.scales import FORMATS, Format, Kind, ScaleError, format_spec, register_scale, scale_from_dict
+from judgelab.calibration.spec._scale import asked_scales, scale_words
+from judgelab.calibration.spec._spec import AUTHOR_KINDS, Author, JudgeSpec, ReferenceSource
+from judgelab.calibration.spec._template import _OTHER_KIND, REQUIRED_PLACEHOLDERS, Template, _Problem, _Text
+from judgelab.calibration.spec._verdict import VerdictRule
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.scales import FORMATS, Format, Kind, ScaleError, format_spec, register_scale, scale_from_dict
 
 PROVIDERS = ("anthropic", "openai")
 """The APIs a judge spec's ``[judge] provider`` may name."""
@@ -351,7 +351,7 @@ def _verdict(value: Any, where: str, kind: Kind) -> VerdictRule:
     fmt = table.get("format")
     declared = _declared_scale(table, where, kind)
     if declared is not None:
-        # A declared scale's name is a format like the catalogue's (labeler.scales.format_spec reads it).
+        # A declared scale's name is a format like the catalogue's (judgelab.labeler.scales.format_spec reads it).
         fmt = cast(Format, declared)
     elif fmt not in FORMATS:
         raise _Located(where, f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}.")

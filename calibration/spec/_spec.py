@@ -9,13 +9,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from calibration.formats import ParseResult, ReadCall
-from calibration.spec._scale import asked_scales, scale_words
-from calibration.spec._template import REQUIRED_PLACEHOLDERS, RUBRIC_PARTS, Template
-from labeler.errors import InputError
-from labeler.models import Rubric
-from labeler.scales import Format, Kind, format_spec
-from labeler.transcripts import last_turn
+from judgelab.calibration.formats import ParseResult, ReadCall
+from judgelab.calibration.spec._scale import asked_scales, scale_words
+from judgelab.calibration.spec._template import REQUIRED_PLACEHOLDERS, RUBRIC_PARTS, Template
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.scales import Format, Kind, format_spec
+from judgelab.labeler.transcripts import last_turn
 
 AuthorKind = Literal["human", "model", "unknown"]
 """Who wrote an artifact of the judge prompt: a human, a model (family), or nobody knows."""
@@ -41,7 +41,7 @@ class Author:
     name: str
 
     def record(self, artifact: str) -> tuple[str, str, str]:
-        """``(artifact, author_kind, author)``, as :func:`calibration.stats.provenance_note` reads it."""
+        """``(artifact, author_kind, author)``, as :func:`judgelab.calibration.stats.provenance_note` reads it."""
         return (artifact, self.kind, self.name)
 
 
@@ -60,8 +60,8 @@ ReferenceSource = Literal["task", "texts"]
 class JudgeSpec:
     """A team's judge, loaded from a spec file (:func:`load_spec`).
 
-    It is what :func:`calibration.formats.build_call` and :func:`calibration.formats.parse` ask
-    when a judge carries one (:class:`~calibration.formats.PromptSpec`).
+    It is what :func:`judgelab.calibration.formats.build_call` and :func:`judgelab.calibration.formats.parse` ask
+    when a judge carries one (:class:`~judgelab.calibration.formats.PromptSpec`).
 
     Attributes:
         name: The spec's name.
@@ -193,7 +193,7 @@ class JudgeSpec:
         if kind == "pointwise":
             values["answer"] = values["conversation"] = answers[0]
             # The rubric says which turn is rated; rating the whole (or each turn: the item's own
-            # call), {turn} is the whole. A turn's own call (calibration.scoring) rates "last" of
+            # call), {turn} is the whole. A turn's own call (judgelab.calibration.scoring) rates "last" of
             # the conversation up to that turn.
             values["turn"] = last_turn(answers[0]) if rubric.turn == "last" else answers[0]
         else:

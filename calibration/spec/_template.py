@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from calibration.formats import neutralise, unneutralise
-from calibration.spec._verdict import VerdictRule
-from labeler.scales import Format, Kind
+from judgelab.calibration.formats import neutralise, unneutralise
+from judgelab.calibration.spec._verdict import VerdictRule
+from judgelab.labeler.scales import Format, Kind
 
 PLACEHOLDERS: tuple[str, ...] = (
     "rubric", "instructions", "criteria", "levels",
@@ -24,7 +24,7 @@ PLACEHOLDERS: tuple[str, ...] = (
 scale of its own and must not also show the rubric's. ``{conversation}`` is a pointwise answer
 that is a conversation or agent trace, every message rendered and guarded (the same text as
 ``{answer}``; a template may show it in place of ``{answer}``), and ``{turn}`` the turn the
-rubric rates: its last assistant turn (:func:`labeler.transcripts.last_turn`; the whole answer
+rubric rates: its last assistant turn (:func:`judgelab.labeler.transcripts.last_turn`; the whole answer
 when it is one text), or the whole when the rubric says ``turn = "whole"``.
 """
 

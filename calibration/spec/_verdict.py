@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from calibration.formats import ParseResult, normalise_reply, parse_on_grid
-from labeler.errors import InputError
-from labeler.scales import FORMATS, Format, format_spec
+from judgelab.calibration.formats import ParseResult, normalise_reply, parse_on_grid
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.scales import FORMATS, Format, format_spec
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Pure statistics: array-likes in, keyword-only options, frozen :class:`Estimate` out."""
 
-from calibration.stats._agreement import (
+from judgelab.calibration.stats._agreement import (
     KappaResult,
     KappaWeights,
     cohen_kappa,
@@ -8,11 +8,11 @@ from calibration.stats._agreement import (
     pairwise_kappas,
     rater_leniency,
 )
-from calibration.stats._alpha import KrippendorffLevel, krippendorff_alpha, level_for_scale
-from calibration.stats._binomial import difference_of_proportions, proportion, wilson_interval
-from calibration.stats._bootstrap import RngLike, cluster_bootstrap, weighted_mean
-from calibration.stats._dawid_skene import RaterModel, dawid_skene
-from calibration.stats._detect import (
+from judgelab.calibration.stats._alpha import KrippendorffLevel, krippendorff_alpha, level_for_scale
+from judgelab.calibration.stats._binomial import difference_of_proportions, proportion, wilson_interval
+from judgelab.calibration.stats._bootstrap import RngLike, cluster_bootstrap, weighted_mean
+from judgelab.calibration.stats._dawid_skene import RaterModel, dawid_skene
+from judgelab.calibration.stats._detect import (
     Detectable,
     PlanReading,
     detectable_effect,
@@ -21,7 +21,7 @@ from calibration.stats._detect import (
     pairs_to_fail,
     per_test_alpha,
 )
-from calibration.stats._formats import (
+from judgelab.calibration.stats._formats import (
     FormatDiagnostics,
     effective_levels,
     format_diagnostics,
@@ -32,16 +32,16 @@ from calibration.stats._formats import (
     top1_agreement,
     top_tied_share,
 )
-from calibration.stats._humans import HumanRule, HumanScores, human_scores
-from calibration.stats._model_variance import model_refit_spread, with_model_variance
-from calibration.stats._multiple import (
+from judgelab.calibration.stats._humans import HumanRule, HumanScores, human_scores
+from judgelab.calibration.stats._model_variance import model_refit_spread, with_model_variance
+from judgelab.calibration.stats._multiple import (
     ADJUSTMENT_NAMES,
     ADJUSTMENTS,
     Adjustment,
     adjust_p_values,
     p_value_from_interval,
 )
-from calibration.stats._position import (
+from judgelab.calibration.stats._position import (
     SlotDecomposition,
     candidate_verdicts,
     consistency_rate,
@@ -51,15 +51,15 @@ from calibration.stats._position import (
     slot_decomposition,
     swap_average,
 )
-from calibration.stats._position_stats import (
+from judgelab.calibration.stats._position_stats import (
     ACCURACY_KEYS,
     PositionStatistics,
     clustered_rate,
     first_shown_advantage_by_pair,
     position_statistics,
 )
-from calibration.stats._ppi import classical_mean, design_mean, design_ppi_mean, ppi_mean
-from calibration.stats._probes import (
+from judgelab.calibration.stats._ppi import classical_mean, design_mean, design_ppi_mean, ppi_mean
+from judgelab.calibration.stats._probes import (
     THRESHOLDS,
     RunComparison,
     Thresholds,
@@ -70,23 +70,23 @@ from calibration.stats._probes import (
     truncation_gap,
     verdict,
 )
-from calibration.stats._provenance import ProvenanceNote, provenance_note
-from calibration.stats._rater_sim import (
+from judgelab.calibration.stats._provenance import ProvenanceNote, provenance_note
+from judgelab.calibration.stats._rater_sim import (
     RULES_COMPARED,
     RaterSimulation,
     RuleReading,
     compare_rules,
     simulate_raters,
 )
-from calibration.stats._raters import RaterScope, RaterSpread, rater_spread, rater_variance
-from calibration.stats._residuals import (
+from judgelab.calibration.stats._raters import RaterScope, RaterSpread, rater_spread, rater_variance
+from judgelab.calibration.stats._residuals import (
     ResidualScale,
     family_residuals,
     residuals_and_gap,
     self_preference_gap,
 )
-from calibration.stats._result import Estimate
-from calibration.stats._variance import (
+from judgelab.calibration.stats._result import Estimate
+from judgelab.calibration.stats._variance import (
     MIN_CLUSTERS,
     ClusterDesign,
     VarianceParts,
@@ -97,7 +97,12 @@ from calibration.stats._variance import (
     reliability_note,
     t_interval,
 )
-from calibration.stats._vote_agreement import VOTES, combine_orders, judge_rater_agreement, rater_rater_agreement
+from judgelab.calibration.stats._vote_agreement import (
+    VOTES,
+    combine_orders,
+    judge_rater_agreement,
+    rater_rater_agreement,
+)
 
 __all__ = [
     "ACCURACY_KEYS",

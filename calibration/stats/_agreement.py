@@ -4,11 +4,11 @@ Point values come from the reference implementation: :func:`cohen_kappa` equals
 ``sklearn.metrics.cohen_kappa_score``, which gives no interval, so intervals here are
 percentile bootstraps over items, optionally clustered by task so that several answers to one
 task move together. SciPy's ``bootstrap`` is not used because it cannot resample clusters; the
-shared cluster draws of :mod:`calibration.stats._bootstrap` are. Kappa is a function of the
+shared cluster draws of :mod:`judgelab.calibration.stats._bootstrap` are. Kappa is a function of the
 confusion matrix, which adds up over items, so a resample's matrix is the per-cluster matrices
 weighted by how often each cluster was drawn: one matrix product per block of resamples
 instead of a library call per resample. Krippendorff's alpha, built the same way on the
-coincidence matrix, is in :mod:`calibration.stats._alpha`.
+coincidence matrix, is in :mod:`judgelab.calibration.stats._alpha`.
 
 Kappa with ``weights`` measures distance by the *position* of a category in ``labels`` (as
 sklearn does), so pass ordered labels for ordinal scales.
@@ -27,8 +27,8 @@ import numpy.typing as npt
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.stats._binomial import proportion
-from calibration.stats._bootstrap import (
+from judgelab.calibration.stats._binomial import proportion
+from judgelab.calibration.stats._bootstrap import (
     RngLike,
     as_rng,
     check_choice,
@@ -40,8 +40,8 @@ from calibration.stats._bootstrap import (
     percentile_interval,
     weighted_mean,
 )
-from calibration.stats._result import Estimate
-from calibration.stats._variance import (
+from judgelab.calibration.stats._result import Estimate
+from judgelab.calibration.stats._variance import (
     ClusterDesign,
     VarianceParts,
     cluster_design,

@@ -3,7 +3,7 @@
 The point value is ``krippendorff.alpha``, always called with an explicit
 ``level_of_measurement`` (that package defaults to ``"interval"``). The package gives no
 interval, so the interval is a percentile bootstrap over units, or unit clusters, drawn with
-the shared cluster draws of :mod:`calibration.stats._bootstrap`. Alpha is a function of the
+the shared cluster draws of :mod:`judgelab.calibration.stats._bootstrap`. Alpha is a function of the
 coincidence matrix, which adds up over units, so a resample's matrix is the per-cluster
 matrices weighted by how often each cluster was drawn: one matrix product per block of
 resamples instead of a library call per resample (checked against ``krippendorff.alpha`` on
@@ -20,7 +20,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import sparse
 
-from calibration.stats._bootstrap import (
+from judgelab.calibration.stats._bootstrap import (
     RngLike,
     as_rng,
     check_choice,
@@ -30,7 +30,7 @@ from calibration.stats._bootstrap import (
     encode_clusters,
     percentile_interval,
 )
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._result import Estimate
 
 __all__ = ["KrippendorffLevel", "krippendorff_alpha", "level_for_scale"]
 
@@ -136,7 +136,7 @@ def _alpha_interval(
     So the per-unit matrices are summed per cluster once (sparse: a unit with ``m`` values
     touches at most ``m²`` cells), and a block of resamples is one product of cluster
     multiplicities with that matrix. The multiplicities are the ones
-    :func:`~calibration.stats._bootstrap.cluster_bootstrap` draws from the same generator.
+    :func:`~judgelab.calibration.stats._bootstrap.cluster_bootstrap` draws from the same generator.
     """
     n_units = data.shape[1]
     codes = encode_clusters(clusters, n_units, func="krippendorff_alpha")

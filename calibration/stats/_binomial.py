@@ -8,7 +8,7 @@ doi:10.1002/(SICI)1097-0258(19980430)17:8<873::AID-SIM779>3.0.CO;2-I), which kee
 for small samples and rates near the edges.
 
 These intervals assume independent trials. When answers cluster by task, use the task-clustered
-bootstrap in :mod:`calibration.stats._bootstrap` instead.
+bootstrap in :mod:`judgelab.calibration.stats._bootstrap` instead.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from calibration.stats._bootstrap import check_level
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._bootstrap import check_level
+from judgelab.calibration.stats._result import Estimate
 
 _NAN = float("nan")
 

@@ -1,7 +1,7 @@
 """Shared resampling machinery: the task-clustered percentile bootstrap and its validators.
 
 Answers to one task are not independent (a hard task drags every family's answer down
-together), so every interval in :mod:`calibration.stats` that rests on answers resamples whole
+together), so every interval in :mod:`judgelab.calibration.stats` that rests on answers resamples whole
 *clusters* (task ids) with replacement rather than rows.
 
 :func:`cluster_bootstrap` is vectorised: it draws a ``(B, n_clusters)`` matrix of cluster

@@ -42,10 +42,10 @@ import numpy.typing as npt
 import pandas as pd
 from scipy.special import ndtr
 
-from calibration.stats._agreement import design_kappa
-from calibration.stats._ppi import design_ppi_mean
-from calibration.stats._residuals import family_residuals, residuals_and_gap
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._agreement import design_kappa
+from judgelab.calibration.stats._ppi import design_ppi_mean
+from judgelab.calibration.stats._residuals import family_residuals, residuals_and_gap
+from judgelab.calibration.stats._result import Estimate
 
 __all__ = ["COVERAGE_GRID", "INTERVALS", "PANEL_INTERVALS", "RATER_CELLS", "RATER_STUDY", "TEST_CELLS",
            "TWO_RATER_CELLS", "CoverageCell", "CoverageResult", "coverage_table", "run_cell"]
@@ -154,7 +154,7 @@ RATER_CELLS: tuple[CoverageCell, ...] = (
 )
 """Cells where the raters' spread is estimated between 3-5 raters from one label per answer
 (issue 32): where it was often estimated at zero, and where the floor of
-:mod:`calibration.stats._raters` is used; the last has no spread at all (the floor's price)."""
+:mod:`judgelab.calibration.stats._raters` is used; the last has no spread at all (the floor's price)."""
 
 RATER_STUDY: tuple[CoverageCell, ...] = tuple(
     CoverageCell(t, m, s, False, samp, 4)
@@ -170,7 +170,7 @@ TWO_RATER_CELLS: tuple[CoverageCell, ...] = tuple(
 )
 """A panel of two raters, one label per answer (issue 43): tasks {30, 100} × leniency {0, 0.4} ×
 families {balanced, unbalanced}. Their spread rests on 1 df: a family's residual and PPI are
-refused an interval for raters like these (:func:`calibration.stats._raters.two_rater_refusal`),
+refused an interval for raters like these (:func:`judgelab.calibration.stats._raters.two_rater_refusal`),
 the gap keeps its two-way interval."""
 
 
@@ -188,7 +188,7 @@ class CoverageResult:
         unreliable: Share of datasets whose interval was flagged unreliable, per interval.
         seconds: Wall time of the cell.
         floored: Share of datasets whose interval carried the raters' spread at its floor, or
-            estimated within its noise (the two-way interval; :mod:`calibration.stats._raters`),
+            estimated within its noise (the two-way interval; :mod:`judgelab.calibration.stats._raters`),
             per interval: the line says so in both cases.
         refused: Share of datasets whose interval was refused (two raters: no interval for raters
             like these, and the line says why), per interval. ``coverage`` counts the others only

@@ -33,7 +33,7 @@ pandas 3 and NumPy 2 without a downgrade, but requires ``transformers`` and ``nl
 (17 more packages, a tokenizer and a model hub client, for an EM of a few array lines), warns on
 every fit that pandas 4 removes the ``inplace``/``copy`` keywords its EM uses, has no pseudo-count
 and took 25-30 times as long per fit (about 2.4 s against 0.09 s on 480 pass/fail labels), which
-the refits of :mod:`calibration.stats._model_variance` and the simulations cannot afford.
+the refits of :mod:`judgelab.calibration.stats._model_variance` and the simulations cannot afford.
 
 **What was compared with crowd-kit** (``bench/dawid_skene_crowdkit.py``, crowd-kit 1.4.2, one
 prior for all answers, both from the vote shares, the log-likelihood computed by this module's
@@ -60,8 +60,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calibration.stats._bootstrap import RngLike, as_rng, percentile_interval
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._bootstrap import RngLike, as_rng, percentile_interval
+from judgelab.calibration.stats._result import Estimate
 
 __all__ = ["AGREEMENT_RESAMPLES", "MIN_KAPPA", "MIN_SHARED", "RaterModel", "dawid_skene"]
 

@@ -25,7 +25,7 @@ from typing import Literal
 
 from scipy import stats
 
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._result import Estimate
 
 __all__ = [
     "Detectable", "PlanReading", "detectable_effect", "fail_power", "pairs_to_detect", "pairs_to_fail",

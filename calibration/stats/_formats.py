@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from calibration.stats._bootstrap import (
+from judgelab.calibration.stats._bootstrap import (
     RngLike,
     as_rng,
     check_level,
@@ -38,7 +38,7 @@ from calibration.stats._bootstrap import (
     cluster_bootstrap,
     weighted_mean,
 )
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._result import Estimate
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -591,7 +591,7 @@ def _mean_over_prompts(
         # Every prompt gave the same value (a judge that orders every pair as the reference does:
         # +1.000 on each), so every resample does and the interval is a point. The data cannot
         # tell that from 3 of the prompts having one pair the other way (the rule of three, as the
-        # kappa floor in calibration.stats._agreement.design_kappa): the interval runs to there.
+        # kappa floor in judgelab.calibration.stats._agreement.design_kappa): the interval runs to there.
         events = min(3, int(defined.size))
         shift = events * float(step[ok].mean()) / defined.size
         lo, hi = max(mean - shift, bounds[0]), min(mean + shift, bounds[1])

@@ -1,8 +1,8 @@
 """Several raters per answer collapsed into one human score: the mean, or the majority.
 
 :func:`human_scores` turns a long label table into one human score per answer and keeps the
-per-rater rows (:attr:`HumanScores.ratings`), which :func:`calibration.stats.family_residuals`
-reads to generalise its interval over raters (:mod:`calibration.stats._raters`).
+per-rater rows (:attr:`HumanScores.ratings`), which :func:`judgelab.calibration.stats.family_residuals`
+reads to generalise its interval over raters (:mod:`judgelab.calibration.stats._raters`).
 
 A row may already be the mean of several people (a public dataset's annotator mean, imported
 with ``n_raters`` above 1): with ``people_col`` it counts as that many people, so the human score
@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.stats._bootstrap import check_choice
+from judgelab.calibration.stats._bootstrap import check_choice
 
 HumanRule = Literal["mean", "majority"]
 """How several raters' scores of one answer become one human score.
@@ -46,7 +46,7 @@ class HumanScores:
         ratings: The long per-rater table actually used, columns ``answer``, ``rater``,
             ``score`` (missing scores dropped), and ``people`` with ``people_col``. Pass it as ``rater_level`` to
             :func:`family_residuals` / :func:`self_preference_gap` so the interval can speak for
-            raters like these (:mod:`calibration.stats._raters`).
+            raters like these (:mod:`judgelab.calibration.stats._raters`).
         rule: The collapsing rule used.
     """
 

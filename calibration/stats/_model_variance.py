@@ -1,6 +1,6 @@
 """The rater model's own variance in the residuals: refit it on task resamples, widen the interval.
 
-Under a model of the raters (:func:`calibration.stats.dawid_skene`) every answer's human score
+Under a model of the raters (:func:`judgelab.calibration.stats.dawid_skene`) every answer's human score
 comes from confusions and class priors estimated from the same labels, so the scores of all
 answers move together when those estimates move. The residuals' linearised variance treats each
 answer's score as fixed and misses that: with 30 tasks and five raters the own family's residual
@@ -28,9 +28,9 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import special
 
-from calibration.stats._bootstrap import RngLike, as_rng
-from calibration.stats._dawid_skene import _em, _Labels
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._bootstrap import RngLike, as_rng
+from judgelab.calibration.stats._dawid_skene import _em, _Labels
+from judgelab.calibration.stats._result import Estimate
 
 __all__ = ["model_refit_spread", "with_model_variance"]
 
@@ -77,7 +77,7 @@ def model_refit_spread(
     """
     if "people" in labels.columns:
         # A mean of several people (an imported annotator mean) is no rater's label: the model is
-        # fitted to single raters' labels (calibration.calibrate.fit_rater_models), refits too.
+        # fitted to single raters' labels (judgelab.calibration.calibrate.fit_rater_models), refits too.
         labels = labels[pd.to_numeric(labels["people"]).fillna(1) <= 1]
     ids = pd.Index(np.asarray(answer_ids).astype(str))
     j = np.asarray(judge, dtype=float)

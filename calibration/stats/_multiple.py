@@ -22,8 +22,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from calibration.stats._bootstrap import check_choice
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._bootstrap import check_choice
+from judgelab.calibration.stats._result import Estimate
 
 Adjustment = Literal["holm", "bh", "none"]
 """How a family of p-values is adjusted: Holm (family-wise error), Benjamini-Hochberg (false

@@ -28,8 +28,8 @@ import numpy as np
 import numpy.typing as npt
 from sklearn.linear_model import LogisticRegression
 
-from calibration.stats._binomial import wilson_interval
-from calibration.stats._bootstrap import (
+from judgelab.calibration.stats._binomial import wilson_interval
+from judgelab.calibration.stats._bootstrap import (
     RngLike,
     as_rng,
     check_choice,
@@ -38,7 +38,7 @@ from calibration.stats._bootstrap import (
     cluster_bootstrap,
     weighted_mean,
 )
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._result import Estimate
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -47,9 +47,9 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from calibration.stats._binomial import wilson_interval
-from calibration.stats._bootstrap import check_level
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._binomial import wilson_interval
+from judgelab.calibration.stats._bootstrap import check_level
+from judgelab.calibration.stats._result import Estimate
 
 _CODE = {"a": 1.0, "b": -1.0, "tie": 0.0}
 _NAN = float("nan")
@@ -107,7 +107,7 @@ def clustered_rate(
     # Pairs that each contribute exactly their share (a judge that never flips: one first-shown
     # win per pair) show no between-pair variance, and the interval would be a point. The data
     # cannot tell that from 3 pairs off their share by one reply (the rule of three, as
-    # calibration.stats.rare_event_variance): the variance is floored there.
+    # judgelab.calibration.stats.rare_event_variance): the variance is floored there.
     floored = n_clusters < n and binomial > 0 and spread < _RULE_OF_THREE
     deff = float(max(spread, _RULE_OF_THREE) / n**2 / binomial) if floored else (
         float(spread / n**2 / binomial) if binomial > 0 else 1.0)
@@ -309,7 +309,7 @@ def first_shown_advantage_by_pair(
 ) -> Estimate:
     """First-shown win rate minus 50%, in percentage points, with an interval clustered by pair.
 
-    The point estimate is :func:`calibration.stats.first_shown_advantage_from_verdicts`'s; the
+    The point estimate is :func:`judgelab.calibration.stats.first_shown_advantage_from_verdicts`'s; the
     interval treats the replies of one pair as one cluster (see the module docstring), which on
     a judge that prefers one answer whatever the order is several times narrower than the
     independent Wilson interval, and agrees with the slot decomposition's ``b``.

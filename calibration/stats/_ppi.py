@@ -18,7 +18,7 @@ towards the classical mean, so PPI++ is (asymptotically) never worse than human-
 
 The unlabelled answers must come from the same population as the labelled ones (a uniform
 random subset of the pool was labelled); for a stratified label sample use design weights
-with :func:`calibration.stats.family_residuals` instead.
+with :func:`judgelab.calibration.stats.family_residuals` instead.
 
 Clusters. Answers to one task are correlated. Pass ``clusters=(labelled_ids, unlabelled_ids)``
 and the variance becomes the cluster-robust sandwich over the estimator's influence values,
@@ -36,10 +36,10 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from calibration.stats._bootstrap import check_level, finite_vector
-from calibration.stats._raters import RaterScope, rater_terms
-from calibration.stats._result import Estimate
-from calibration.stats._variance import (
+from judgelab.calibration.stats._bootstrap import check_level, finite_vector
+from judgelab.calibration.stats._raters import RaterScope, rater_terms
+from judgelab.calibration.stats._result import Estimate
+from judgelab.calibration.stats._variance import (
     REFUSED_METHOD,
     VarianceParts,
     cluster_design,
@@ -79,7 +79,7 @@ def classical_mean(
     Returns:
         An :class:`Estimate` with ``extra["se"]``. Degenerate cases: fewer than two labels (or
         two clusters) gives a ``nan`` interval; labels that are all equal give a zero-width
-        interval (for a proportion at 0 or 1 prefer :func:`calibration.stats.proportion`'s
+        interval (for a proportion at 0 or 1 prefer :func:`judgelab.calibration.stats.proportion`'s
         Wilson interval).
 
     Raises:
@@ -268,7 +268,7 @@ def design_mean(
         clusters: Sampling cluster (task) per answer; ``None`` makes each answer its own.
         strata: Design stratum per answer (clusters nested in strata), or ``None``.
         rater_level: Per-rater labels (``answer`` = row position, ``rater``, ``score``) to
-            generalise over raters; see :mod:`calibration.stats._raters`.
+            generalise over raters; see :mod:`judgelab.calibration.stats._raters`.
         interval: ``"raters"`` or ``"panel"``.
         level: Confidence level.
         units: Units label (values are not rescaled).
@@ -386,7 +386,7 @@ def design_ppi_mean(
     z_rect = np.bincount(codes[: y.size], weights=psi_rect, minlength=all_ids.size)
     z_pool = np.bincount(codes[y.size:], weights=psi_pool, minlength=all_ids.size)
     cov = float((z_rect * z_pool).sum())
-    # The two-way interval (calibration.stats._raters): the raters' mean square on their df, less
+    # The two-way interval (judgelab.calibration.stats._raters): the raters' mean square on their df, less
     # the noise the design's variance already holds, never clipped to "no spread".
     raters = rater_terms(w / total, rater_level, y.size, interval, covariates=f, clusters=ids_l)
     scope = raters.net_scope or raters.scope

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from calibration.stats._bootstrap import (
+from judgelab.calibration.stats._bootstrap import (
     RngLike,
     as_rng,
     check_choice,
@@ -38,8 +38,8 @@ from calibration.stats._bootstrap import (
     cluster_bootstrap,
     weighted_mean,
 )
-from calibration.stats._position import ORDERS
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._position import ORDERS
+from judgelab.calibration.stats._result import Estimate
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -253,7 +253,7 @@ def pairwise_lift(
         decorated_wins: Candidate-coded verdict per judgement from the decorated side's view:
             ``+1`` it won, ``-1`` it lost, ``0`` tie (a graded scale's sign is used); ``nan``
             is a missing verdict and is dropped. Swap-averaged verdicts
-            (:func:`~calibration.stats.swap_average`) are accepted as they are.
+            (:func:`~judgelab.calibration.stats.swap_average`) are accepted as they are.
         orders: Optional presentation order per judgement, ``"AB"`` when the decorated answer
             was in slot A. Used to report the per-order rates and to warn when the orders are
             unbalanced (then slot bias leaks into the lift).
@@ -685,7 +685,7 @@ def verdict(
         judge-probe's card: a raw position advantage of +28.7 ± 1.4 points fails, a verbosity
         lift of -0.7 ± 2.4 points passes.
 
-        >>> from calibration.stats._result import Estimate
+        >>> from judgelab.calibration.stats._result import Estimate
         >>> verdict(Estimate(28.7, 27.3, 30.1, 120, "", "percentage points"), kind="position")
         'FAIL'
         >>> verdict(Estimate(-0.7, -3.1, 1.7, 120, "", "percentage points"), kind="position")

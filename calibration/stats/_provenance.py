@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from calibration.stats._bootstrap import check_choice
+from judgelab.calibration.stats._bootstrap import check_choice
 
 AuthorKind = Literal["human", "model", "unknown"]
 """Who wrote an artifact of the judge prompt."""

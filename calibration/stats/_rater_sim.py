@@ -31,12 +31,12 @@ import numpy.typing as npt
 import pandas as pd
 from scipy.special import expit
 
-from calibration.stats._bootstrap import RngLike, as_rng
-from calibration.stats._dawid_skene import RaterModel, dawid_skene
-from calibration.stats._humans import human_scores
-from calibration.stats._model_variance import model_refit_spread, with_model_variance
-from calibration.stats._residuals import residuals_and_gap
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._bootstrap import RngLike, as_rng
+from judgelab.calibration.stats._dawid_skene import RaterModel, dawid_skene
+from judgelab.calibration.stats._humans import human_scores
+from judgelab.calibration.stats._model_variance import model_refit_spread, with_model_variance
+from judgelab.calibration.stats._residuals import residuals_and_gap
+from judgelab.calibration.stats._result import Estimate
 
 __all__ = ["DEFAULT_PANEL", "RULES_COMPARED", "RaterSimulation", "RuleReading", "compare_rules", "simulate_raters"]
 
@@ -167,7 +167,7 @@ def compare_rules(
 ) -> dict[str, RuleReading]:
     """Read one dataset under each rule of :data:`RULES_COMPARED` against its known truth.
 
-    The intervals are the calibration report's (:func:`calibration.stats.residuals_and_gap`,
+    The intervals are the calibration report's (:func:`judgelab.calibration.stats.residuals_and_gap`,
     speaking for raters like these, with the labels as ``rater_level``); Dawid-Skene is fitted as
     the report fits it (class priors per family).
 
@@ -175,7 +175,7 @@ def compare_rules(
         sim: A dataset from :func:`simulate_raters`.
         level: Confidence level.
         n_refits: Under Dawid-Skene, refits on task resamples for the model's own variance
-            (:mod:`calibration.stats._model_variance`; 0 leaves it out, as the report did before).
+            (:mod:`judgelab.calibration.stats._model_variance`; 0 leaves it out, as the report did before).
         seed: Seed of those resamples.
 
     Returns:

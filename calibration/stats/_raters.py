@@ -42,7 +42,7 @@ negative; cut off at zero (at 30 tasks, one label per answer and a real spread o
 quarter of the four-rater panels) the "raters like these" interval equalled the this-panel-only
 one and covered the population truth 82-83%. The residuals and PPI therefore add ``π``-weighted
 ``gross − noise`` *unclipped* to the design variance, and read the total as two parts by what each
-rests on (:attr:`calibration.stats.VarianceParts.raters_clustered`): the raters' mean square
+rests on (:attr:`judgelab.calibration.stats.VarianceParts.raters_clustered`): the raters' mean square
 ``Σ π_r² · gross`` on ``R − 1`` df, and the rest (the design variance less the rater noise it
 holds) on the design's df, with Satterthwaite's df for the sum (or the split by source, if fewer),
 and the raters' own ``R − 1`` df where their mean square carries half the variance or more:
@@ -54,7 +54,7 @@ and the report line says so ("... within the noise of 4 raters' means: not read 
 the raters' means agree more closely than their noise predicts, the total is below the design
 variance and the interval narrower than this panel's own; it is kept (forcing it wider covered
 96-99.5% where there is no spread) and the line gives both half-widths
-(:func:`calibration.stats._variance.narrower_note`).
+(:func:`judgelab.calibration.stats._variance.narrower_note`).
 Simulated (``bench/coverage.py --rater-study``, 400 datasets a cell): with one label per answer
 from four raters the former floor (below) covered 97.5-99.7% with no spread and up to 99% at 15
 tasks with one; the two-way interval covers 93-97% there except a few 15-task figures at 97-98%,
@@ -113,7 +113,7 @@ RaterScope = Literal["raters", "panel"]
 """Which raters an interval speaks for.
 
 ``"raters"`` (default): raters like these, drawn from the same population; the interval adds the
-raters' variance component (:mod:`calibration.stats._raters`). ``"panel"``: this panel only;
+raters' variance component (:mod:`judgelab.calibration.stats._raters`). ``"panel"``: this panel only;
 the interval resamples tasks and treats the raters' leniencies as fixed.
 """
 
@@ -278,7 +278,7 @@ TWO_RATERS_UNEVEN = ("only 2 raters, whose labels fall unevenly on what this est
                      "between their leniencies rests on 1 degree of freedom and carries much of this estimate's "
                      "error, so no interval can speak for raters like these")
 """Why a contrast (the gap) is refused with two raters: their shares sum to 0, but the two-way
-variance leans on their one df for half or more (:attr:`calibration.stats.VarianceParts.df`), or
+variance leans on their one df for half or more (:attr:`judgelab.calibration.stats.VarianceParts.df`), or
 their leniencies cannot be told from the families' (one rater labelled each family: the spread is
 then compared without the family and judge taken out)."""
 
@@ -298,7 +298,7 @@ def two_rater_refusal(gradient: npt.ArrayLike, rater: npt.ArrayLike, spread: Rat
 
     Returns:
         The reason, in words for the report line (the caller adds the fix and the panel's
-        half-width: :meth:`calibration.stats.VarianceParts.refuse`); ``None`` when the estimate may
+        half-width: :meth:`judgelab.calibration.stats.VarianceParts.refuse`); ``None`` when the estimate may
         have its interval (three raters or more, one rater, or a contrast whose labels the two
         raters share about as evenly as dealing them at random would: a χ²(1) test at 1%).
 
@@ -486,10 +486,10 @@ class RaterPart:
         df: Its degrees of freedom (``nan`` when not estimated).
         scope: Which raters the interval speaks for, in words.
         clustered: ``Σ_r π_r²`` times the raters' mean square, for
-            :attr:`calibration.stats.VarianceParts.raters_clustered` (``nan`` when not estimated).
+            :attr:`judgelab.calibration.stats.VarianceParts.raters_clustered` (``nan`` when not estimated).
         clustered_df: The mean square's df: raters minus one.
         net: ``Σ_r π_r²`` times ``gross − noise`` (may be negative), for
-            :attr:`calibration.stats.VarianceParts.raters` beside ``clustered``.
+            :attr:`judgelab.calibration.stats.VarianceParts.raters` beside ``clustered``.
         net_scope: ``scope`` for that two-way interval.
         refused: Why the interval for raters like these is refused (:func:`two_rater_refusal`),
             else ``None``.

@@ -13,15 +13,15 @@ family and its task. Every mean is a Hajek (ratio) mean ``Σ w·x / Σ w``: with
 ``w`` = 1 / inclusion probability it is consistent for the pool even when the hand-label sample
 was stratified by the judge's own verdict; without weights it is the plain mean.
 
-Intervals (:mod:`calibration.stats._variance`): the variance is linearised and estimated from
+Intervals (:mod:`judgelab.calibration.stats._variance`): the variance is linearised and estimated from
 task totals, within the design's strata when the sample was drawn within strata, and the
 interval is ``t`` with clusters − strata degrees of freedom. A sample with few disagreements
 (a good judge on a few tasks) has its variance raised to the rule of three's
-(:func:`calibration.stats.rare_event_floor`), and the report says so. Both families' answers to a task
+(:func:`judgelab.calibration.stats.rare_event_floor`), and the report says so. Both families' answers to a task
 enter one task total, so the gap's interval is paired by task and the difficulty both answers
 share cancels. With per-rater labels (``rater_level``) and ``interval="raters"`` (the default),
 the interval also covers which raters happened to be on the panel
-(:mod:`calibration.stats._raters`); ``interval="panel"`` speaks for this panel only.
+(:mod:`judgelab.calibration.stats._raters`); ``interval="panel"`` speaks for this panel only.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from calibration.stats._bootstrap import check_choice, check_level, finite_vector
-from calibration.stats._humans import _RULES, HumanRule, _collapse
-from calibration.stats._provenance import provenance_note
-from calibration.stats._raters import (
+from judgelab.calibration.stats._bootstrap import check_choice, check_level, finite_vector
+from judgelab.calibration.stats._humans import _RULES, HumanRule, _collapse
+from judgelab.calibration.stats._provenance import provenance_note
+from judgelab.calibration.stats._raters import (
     RATER_SCOPES,
     TWO_RATERS_UNEVEN,
     RaterScope,
@@ -46,8 +46,8 @@ from calibration.stats._raters import (
     rater_variance,
     two_rater_refusal,
 )
-from calibration.stats._result import Estimate
-from calibration.stats._variance import (
+from judgelab.calibration.stats._result import Estimate
+from judgelab.calibration.stats._variance import (
     REFUSED_METHOD,
     ClusterDesign,
     VarianceParts,
@@ -64,7 +64,7 @@ __all__ = ["ResidualScale", "family_residuals", "residuals_and_gap", "self_prefe
 ResidualScale = Literal["pass", "score"]
 
 _MODEL_RULES: tuple[str, ...] = (*_RULES, "model")
-"""``"model"``: ``human`` comes from a model of the raters (:func:`calibration.stats.dawid_skene`'s
+"""``"model"``: ``human`` comes from a model of the raters (:func:`judgelab.calibration.stats.dawid_skene`'s
 posterior mean), not from collapsing ``rater_level``; the labels then serve the raters' spread only."""
 """``"pass"``: 0/1 pass verdicts, residuals in percentage points. ``"score"``: scores on the
 judge's scale (e.g. 1–5), residuals in judge scale points."""
@@ -369,7 +369,7 @@ def _variance_parts(prep: _Prepared, coef: npt.NDArray[np.float64]) -> VarianceP
     rows, rater, _ = r.by_raters()
     keep = np.ones(r.row.size, bool) if r.rated is None else r.rated
     gradient = -scale[rows] * r.share()[keep]
-    # The two-way interval (calibration.stats._raters): the raters' mean square on their df, less
+    # The two-way interval (judgelab.calibration.stats._raters): the raters' mean square on their df, less
     # the noise the design's variance already holds, never clipped to "no spread".
     raters = rater_variance(gradient, rater, prep.spread, part="net")
     clustered = rater_variance(gradient, rater, prep.spread, part="gross")

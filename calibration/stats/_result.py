@@ -1,4 +1,4 @@
-"""The frozen result every statistic in :mod:`calibration.stats` returns."""
+"""The frozen result every statistic in :mod:`judgelab.calibration.stats` returns."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ The interval is ``θ̂ ± t_{df} √V̂`` with ``df`` Satterthwaite's over the s
 clusters − strata (the ``survey`` convention, counted over the clusters the estimate touches),
 which is what keeps it honest at 15 tasks where a normal interval covers 91-93% and the
 percentile task bootstrap 88-92% (``bench/coverage.py --compare``). When a
-second, independent variance component is added (the raters', :mod:`calibration.stats._raters`)
+second, independent variance component is added (the raters', :mod:`judgelab.calibration.stats._raters`)
 the degrees of freedom are Satterthwaite's (1946) for the sum.
 """
 
@@ -77,7 +77,7 @@ class VarianceParts:
             touches.
         raters: Variance from which raters happened to be on the panel (0 when not generalised
             over raters). With ``raters_clustered`` it may be negative: the raters' mean square
-            less the noise ``design`` already holds (:mod:`calibration.stats._raters`).
+            less the noise ``design`` already holds (:mod:`judgelab.calibration.stats._raters`).
         raters_df: Its degrees of freedom (``nan`` when ``raters`` is not estimated).
         n_clusters: Clusters the estimate touches.
         n_strata: Strata among them.
@@ -85,11 +85,11 @@ class VarianceParts:
             (:func:`rare_event_variance`), the units it counted; else 0.
         raters_clustered: The part of ``total`` that rests on the raters' ``raters_df``
             degrees of freedom: the spread of the panel's rater means, their noise included
-            (:mod:`calibration.stats._raters`); the rest of ``total`` rests on ``design_df``.
+            (:mod:`judgelab.calibration.stats._raters`); the rest of ``total`` rests on ``design_df``.
             ``nan``: ``raters`` alone rests on ``raters_df``.
         raters_clustered_df: The df of ``raters_clustered`` (raters minus one).
         refused: Why no interval is given, with the fix (e.g. two raters cannot speak for raters
-            like these: :func:`calibration.stats._raters.two_rater_refusal`); ``None`` otherwise.
+            like these: :func:`judgelab.calibration.stats._raters.two_rater_refusal`); ``None`` otherwise.
             :func:`t_interval` then gives ``(nan, nan)`` and :func:`reliability_note` the reason.
     """
 
@@ -156,7 +156,7 @@ class VarianceParts:
         beside it (a reader sees what ``--interval panel`` would print without running it).
 
         Args:
-            reason: Why no interval can be given (e.g. :func:`calibration.stats._raters.two_rater_refusal`).
+            reason: Why no interval can be given (e.g. :func:`judgelab.calibration.stats._raters.two_rater_refusal`).
             level: Confidence level of the panel's half-width.
 
         Returns:
@@ -382,10 +382,10 @@ def rare_event_variance(n: npt.ArrayLike, *, events: float = 3.0, scale: float =
     """The variance of a mean of ``n`` terms if ``events`` of them were ``±scale`` and the rest 0.
 
     The floor under the design variance of the report's residuals and gap
-    (:func:`calibration.stats.family_residuals`), under the pool's own variance in an active
-    design's looks (:func:`calibration.active.look_statistics`) and, for a sample read without a
+    (:func:`judgelab.calibration.stats.family_residuals`), under the pool's own variance in an active
+    design's looks (:func:`judgelab.calibration.active.look_statistics`) and, for a sample read without a
     design, under a look's whole variance (``min_variance`` of
-    :func:`calibration.active.repeated_intervals`): with no disagreement among ``n`` labelled units the
+    :func:`judgelab.calibration.active.repeated_intervals`): with no disagreement among ``n`` labelled units the
     data cannot tell a rate of 0 from one of ``3/n`` (the "rule of three", the 95% upper bound after ``n``
     clean trials; Hanley & Lippman-Hand 1983, JAMA 249:1743-1745), so the interval should not be
     narrower than that rate allows. It falls as ``1/n²``, so it only binds while disagreements

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 
-from calibration.stats._binomial import proportion
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._binomial import proportion
+from judgelab.calibration.stats._result import Estimate
 
 VOTES = ("a", "b", "tie")
 """The votes a comparison can hold."""

@@ -1,4 +1,4 @@
-"""What the admin pages do, as plain functions of a :class:`~labeler.store.Store`.
+"""What the admin pages do, as plain functions of a :class:`~judgelab.labeler.store.Store`.
 
 The admin pages only wire widgets to these functions, so everything an admin can
 do is tested here without a browser. Admins are not blind: frames returned here

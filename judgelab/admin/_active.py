@@ -1,6 +1,6 @@
 """Active labelling on the admin pages: draw and apply batches (Assignments), watch the gap (Overview).
 
-The statistics and the workflow are :mod:`calibration.active`; the pages only wire widgets to
+The statistics and the workflow are :mod:`judgelab.calibration.active`; the pages only wire widgets to
 the functions here, which the CLI's ``judgelab design --active`` shares.
 """
 
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 import altair as alt
 import pandas as pd
 
-from labeler.errors import InputError
-from labeler.store import DesignRole
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import DesignRole
 
 if TYPE_CHECKING:
-    from calibration.active import ActiveBatch, ActiveStatus
+    from judgelab.calibration.active import ActiveBatch, ActiveStatus
 
 __all__ = ["ActiveView", "active_chart", "active_view", "apply_active_draft", "draft_active_batch",
            "reassign_stranded"]
@@ -40,9 +40,9 @@ def draft_active_batch(
     Raises:
         InputError: When the last batch is still being labelled, the design is finished and no
             target is given, or the options are refused (see
-            :func:`calibration.active.draw_active_batch`).
+            :func:`judgelab.calibration.active.draw_active_batch`).
     """
-    from calibration.active import draw_active_batch
+    from judgelab.calibration.active import draw_active_batch
 
     return draw_active_batch(store, target_half_width=target_half_width, budget_hours=budget_hours,
                              overlap=overlap, batch_size=batch_size, paired=paired, new=new, seed=seed)
@@ -57,7 +57,7 @@ def apply_active_draft(
         InputError: No raters chosen, too few for the overlap, or the batch is stale (another
             batch was drawn since).
     """
-    from calibration.active import apply_active_batch
+    from judgelab.calibration.active import apply_active_batch
 
     if not rater_names:
         raise InputError("no raters chosen", fix="choose the raters who will label the batch.")
@@ -69,9 +69,9 @@ def reassign_stranded(store: DesignRole, rater_names: Sequence[str], *, seed: in
 
     Raises:
         InputError: No raters chosen, or the raters are refused (see
-            :func:`calibration.active.reassign_active_batch`).
+            :func:`judgelab.calibration.active.reassign_active_batch`).
     """
-    from calibration.active import reassign_active_batch
+    from judgelab.calibration.active import reassign_active_batch
 
     if not rater_names:
         raise InputError("no raters chosen", fix="choose the raters who will label the stranded answers.")
@@ -83,7 +83,7 @@ class ActiveView:
     """What the Overview shows about the open active design.
 
     Attributes:
-        status: Where the design stands (:class:`calibration.active.ActiveStatus`).
+        status: Where the design stands (:class:`judgelab.calibration.active.ActiveStatus`).
         interval: The gap's latest interval (``"+6.1 ± 4.8 pp"``; ``"—"`` before the first).
         headline: The gap's latest interval in words (``"+6.1 ± 4.8 pp after 312 labels"``),
             or what the first interval waits for.
@@ -115,7 +115,7 @@ class ActiveView:
 
 def active_view(store: DesignRole) -> ActiveView | None:
     """The open active design as the Overview shows it; ``None`` without one."""
-    from calibration.active import OUT_OF_REACH, active_status
+    from judgelab.calibration.active import OUT_OF_REACH, active_status
 
     status = active_status(store)
     if status is None:
@@ -156,7 +156,7 @@ def active_chart(status: ActiveStatus) -> alt.VConcatChart | None:
     Returns:
         Two stacked charts, or ``None`` before the first labelled batch.
     """
-    from calibration.active import GAP_RANGE
+    from judgelab.calibration.active import GAP_RANGE
 
     looks = status.looks
     if looks.empty:

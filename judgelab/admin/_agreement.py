@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pandas as pd
 
-from calibration.stats import Estimate
 from judgelab.admin._common import display_name
-from labeler.errors import InputError
-from labeler.models import Rubric
-from labeler.scales import format_range
-from labeler.store import ReviewRole
+from judgelab.calibration.stats import Estimate
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.scales import format_range
+from judgelab.labeler.store import ReviewRole
 
 if TYPE_CHECKING:
     pass
@@ -175,12 +175,12 @@ def build_agreement(
 
     Args:
         rubric: The rubric the labels were given under.
-        labels: :meth:`~labeler.store.Store.current_labels` under it. Annotator means
+        labels: :meth:`~judgelab.labeler.store.Store.current_labels` under it. Annotator means
             (``n_raters`` above 1) are left out: they are no one rater's label.
         n_resamples: Bootstrap resamples per figure.
         seed: Seed for the bootstraps.
     """
-    from calibration.stats import (
+    from judgelab.calibration.stats import (
         krippendorff_alpha,
         level_for_scale,
         pairwise_kappas,

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from judgelab.admin._common import display_name
-from labeler.errors import InputError
-from labeler.store import AssignmentRole, AssignSummary
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import AssignmentRole, AssignSummary
 
 if TYPE_CHECKING:
     pass

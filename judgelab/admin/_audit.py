@@ -1,6 +1,6 @@
 """The audit trail as the Audit page and ``judgelab audit`` show it (issue 57 point 3).
 
-The rows are the store's (:mod:`labeler.store._audit`); here they become a table a person reads
+The rows are the store's (:mod:`judgelab.labeler.store._audit`); here they become a table a person reads
 (one sentence of facts per row) and records a program reads (the facts as a JSON object).
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from labeler.store import AUDIT_ACTIONS
-from labeler.store.roles import AuditTrail
+from judgelab.labeler.store import AUDIT_ACTIONS
+from judgelab.labeler.store.roles import AuditTrail
 
 #: The Audit page's and ``judgelab audit``'s columns, in order.
 AUDIT_COLUMNS = ("when", "actor", "action", "target", "detail")
@@ -25,7 +25,7 @@ def audit_records(store: AuditTrail, *, action: str | None = None, actor: str | 
 
     Args:
         store: The project store.
-        action: Only entries of this action (one of :data:`~labeler.store.AUDIT_ACTIONS`).
+        action: Only entries of this action (one of :data:`~judgelab.labeler.store.AUDIT_ACTIONS`).
         actor: Only entries by this actor (e.g. ``cli:alice``, ``admin:bob``).
 
     Raises:

@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 
 from judgelab.admin._common import EXPORT_MIME, ExportFormat
-from labeler.errors import InputError
-from labeler.exports import designs_json, export_table, table_bytes
-from labeler.importers import IMPORT_KINDS, ImportKind, import_file
-from labeler.schemas import DATA_KINDS, EXPORT_ONLY, DataKind
-from labeler.store import MASK_KEY, AdminRole, ImportExportRole, ImportSummary
-from labeler.store.roles import RubricView
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.exports import designs_json, export_table, table_bytes
+from judgelab.labeler.importers import IMPORT_KINDS, ImportKind, import_file
+from judgelab.labeler.schemas import DATA_KINDS, EXPORT_ONLY, DataKind
+from judgelab.labeler.store import MASK_KEY, AdminRole, ImportExportRole, ImportSummary
+from judgelab.labeler.store.roles import RubricView
 
 # -- data ----------------------------------------------------------------------------
 
@@ -122,7 +122,7 @@ def masking_table(store: AdminRole) -> pd.DataFrame:
     """Per scope, the stored setting and what raters actually get.
 
     A rubric's setting wins over the project's, which wins over the default
-    (:data:`labeler.store.MASK_DEFAULT`); ``effective`` applies that rule
+    (:data:`judgelab.labeler.store.MASK_DEFAULT`); ``effective`` applies that rule
     (:meth:`Store.mask_self_id`).
 
     Returns:
@@ -174,7 +174,7 @@ def frame_bytes(frame: pd.DataFrame, fmt: ExportFormat) -> bytes:
     """``frame`` as CSV, JSON lines or Parquet bytes.
 
     CSV cells that a spreadsheet would run as a formula get a leading ``'`` that
-    ``judgelab import`` removes again (:func:`labeler.exports.table_bytes`).
+    ``judgelab import`` removes again (:func:`judgelab.labeler.exports.table_bytes`).
     """
     return table_bytes(frame, fmt)
 

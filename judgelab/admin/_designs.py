@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from labeler.errors import InputError
-from labeler.store import DesignRole
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import DesignRole
 
 if TYPE_CHECKING:
-    from calibration.design import Design
+    from judgelab.calibration.design import Design
 
 
 # -- sample designs ------------------------------------------------------------------
@@ -24,8 +24,8 @@ class DesignDraft:
     """A drawn sample design, before it is applied.
 
     Attributes:
-        design: The :class:`calibration.design.Design`.
-        table: Its per-stratum table (:func:`calibration.design.design_table`).
+        design: The :class:`judgelab.calibration.design.Design`.
+        table: Its per-stratum table (:func:`judgelab.calibration.design.design_table`).
         pool_info: What the pool was read from (judge run, pilot labels).
         minutes_per_label: The time per label the cost rests on.
         minutes_source: Where that figure came from.
@@ -49,15 +49,15 @@ def draft_design(
 ) -> DesignDraft:
     """Draw a stratified hand-label sample over the pool's original answers.
 
-    The same workflow as ``judgelab design`` (:func:`calibration.design.draw_design`), so
+    The same workflow as ``judgelab design`` (:func:`judgelab.calibration.design.draw_design`), so
     both quote the same design and person-hours for the same database: the time per label
     is people's measured median once enough of their labels are timed, else the default
-    (:func:`labeler.timing.label_time`).
+    (:func:`judgelab.labeler.timing.label_time`).
 
     Raises:
         InputError: No answers, or options the design refuses.
     """
-    from calibration.design import design_table, draw_design
+    from judgelab.calibration.design import design_table, draw_design
 
     drawn = draw_design(
         store, n=n, allocation=allocation, overlap=overlap,  # type: ignore[arg-type]
@@ -89,7 +89,7 @@ def apply_sample_design(
         InputError: No raters chosen, too few for the overlap, or the design was
             applied before.
     """
-    from calibration.design import apply_design
+    from judgelab.calibration.design import apply_design
 
     if not rater_names:
         raise InputError("no raters chosen", fix="choose the raters who will label the sample.")

@@ -32,10 +32,10 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
-from calibration.calibrate import CalibrationReport, build_report, load_calibration_data
-from calibration.panel import PanelData, PanelResult, load_panel, panel_analysis
 from judgelab.admin._agreement import AgreementReport, build_agreement, load_agreement_data
-from labeler.store import AnalystRole, ReviewRole
+from judgelab.calibration.calibrate import CalibrationReport, build_report, load_calibration_data
+from judgelab.calibration.panel import PanelData, PanelResult, load_panel, panel_analysis
+from judgelab.labeler.store import AnalystRole, ReviewRole
 
 T = TypeVar("T")
 
@@ -200,10 +200,10 @@ def calibration_report(
         apart: Build in the worker process (``False``: in this thread, e.g. for a CLI).
 
     Returns:
-        The :class:`~calibration.calibrate.CalibrationReport` ``calibrate`` would return.
+        The :class:`~judgelab.calibration.calibrate.CalibrationReport` ``calibrate`` would return.
 
     Raises:
-        InputError: As :func:`calibration.calibrate.calibrate`.
+        InputError: As :func:`judgelab.calibration.calibrate.calibrate`.
     """
     runs = store.calibration_runs()
     judged = runs[runs["run_id"].isin([run_id, compare_run])][["run_id", "n_pointwise", "n_pairwise"]]
@@ -231,7 +231,7 @@ def panel_report(store: AnalystRole, run_ids: list[str]) -> tuple[PanelData, Pan
         run_ids: The judge runs read as one panel.
 
     Returns:
-        The panel's data and its analysis (:func:`calibration.panel.panel_analysis`).
+        The panel's data and its analysis (:func:`judgelab.calibration.panel.panel_analysis`).
     """
     runs = store.calibration_runs()
     judged = runs[runs["run_id"].isin(run_ids)][["run_id", "n_pointwise"]]

@@ -1,6 +1,6 @@
 """The Judge loop page's view-models: disagreements, a compare of two runs, the versions' history.
 
-Plain functions of the store and of :mod:`calibration.loop`'s results, so the page only wires
+Plain functions of the store and of :mod:`judgelab.calibration.loop`'s results, so the page only wires
 widgets to them.
 """
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from calibration.loop import CompareReport, Disagreements, compare_history, held_out_summary
-from labeler.store import LoopRole
+from judgelab.calibration.loop import CompareReport, Disagreements, compare_history, held_out_summary
+from judgelab.labeler.store import LoopRole
 
 
 def loop_runs(store: LoopRole) -> list[str]:

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from judgelab.admin._common import display_name
-from labeler.store import AssignmentRole, ScreenFigures
-from labeler.store.roles import ScreenView
-from labeler.timing import label_time
+from judgelab.labeler.store import AssignmentRole, ScreenFigures
+from judgelab.labeler.store.roles import ScreenView
+from judgelab.labeler.timing import label_time
 
 # -- overview ------------------------------------------------------------------------
 
@@ -27,14 +27,14 @@ class Overview:
             score labels, assigned or not), plus ``assigned_<kind>``/``done_<kind>``
             for each assignment kind present (``score``, ``pair``, ``audit``).
         assigned: Assigned items over all raters and kinds.
-        done: Of those, the ones answered (see :mod:`labeler.store._admin`).
+        done: Of those, the ones answered (see :mod:`judgelab.labeler.store._admin`).
         labels_per_answer: ``labels`` (distinct raters who labelled an answer) ->
             ``answers`` (how many answers have that many), over answers that are
             assigned or labelled.
         median_seconds: Median seconds per label (``nan`` when no label has a time).
         seconds_basis: Which labels the median rests on, in words.
         minutes_per_label: The minutes per label hours left are planned with, as the design
-            planner plans (:func:`labeler.timing.label_time`: people's median once enough
+            planner plans (:func:`judgelab.labeler.timing.label_time`: people's median once enough
             labels are timed, never below the floor; the default before that).
         minutes_source: Where ``minutes_per_label`` comes from, in words.
         person_hours_left: Remaining items x ``minutes_per_label`` / 60.
@@ -62,7 +62,7 @@ class Overview:
 
 
 def median_seconds(seconds: pd.DataFrame) -> tuple[float, str]:
-    """The median seconds per label and what it rests on (:func:`labeler.timing.label_time`).
+    """The median seconds per label and what it rests on (:func:`judgelab.labeler.timing.label_time`).
 
     People's timings are preferred: a simulated rater's seconds say nothing about
     how long a person needs. Only when no person has a timed label yet are the
@@ -141,7 +141,7 @@ def screen_summary(store: ScreenView) -> str | None:
     """The author screen's figures in one sentence for the Overview (``None``: never run).
 
     Screened, flagged, cleared (and masked) by the admin, withheld now, parse failures, and what the
-    screen's calls cost (``judgelab screen``; :class:`~labeler.store.ScreenFigures`).
+    screen's calls cost (``judgelab screen``; :class:`~judgelab.labeler.store.ScreenFigures`).
     """
     f: ScreenFigures = store.screen_figures()
     if not f.screened:

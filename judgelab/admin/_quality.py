@@ -1,8 +1,8 @@
 """Rater quality for the admin: accuracy on gold, attention checks, too-fast labels, warnings.
 
-The figures come from the store's quality reads (:mod:`labeler.store._quality`); the statistics
+The figures come from the store's quality reads (:mod:`judgelab.labeler.store._quality`); the statistics
 are small pure functions (:func:`gold_accuracy`, :func:`too_fast`), and :func:`rater_quality`
-puts them together per rater with the thresholds of :class:`~labeler.quality.QualitySettings`.
+puts them together per rater with the thresholds of :class:`~judgelab.labeler.quality.QualitySettings`.
 Overview, Raters and ``judgelab raters quality`` show the same :class:`QualityReport`.
 """
 
@@ -17,12 +17,12 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from calibration.stats import Estimate, proportion
 from judgelab.admin._common import display_name
-from labeler._rows import Rows, read_rows
-from labeler.quality import QualitySettings, parse_quality_items, seconds_floor, within
-from labeler.scales import format_range
-from labeler.store import ImportSummary, QualityRole
+from judgelab.calibration.stats import Estimate, proportion
+from judgelab.labeler._rows import Rows, read_rows
+from judgelab.labeler.quality import QualitySettings, parse_quality_items, seconds_floor, within
+from judgelab.labeler.scales import format_range
+from judgelab.labeler.store import ImportSummary, QualityRole
 
 __all__ = [
     "LengthGap",
@@ -47,7 +47,7 @@ def gold_accuracy(right: npt.ArrayLike, *, level: float = 0.95) -> Estimate:
         level: Confidence level.
 
     Returns:
-        An :class:`~calibration.stats.Estimate` (units: share of gold items right; ``n`` the gold
+        An :class:`~judgelab.calibration.stats.Estimate` (units: share of gold items right; ``n`` the gold
         labels; ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``); ``nan`` when none.
 
     >>> e = gold_accuracy([1, 1, 1, 0])
@@ -61,7 +61,7 @@ def gold_accuracy(right: npt.ArrayLike, *, level: float = 0.95) -> Estimate:
 
 def too_fast(seconds: npt.ArrayLike, n_words: npt.ArrayLike, *, words_per_second: float = 10.0,
              min_seconds: float = 2.0) -> npt.NDArray[np.bool_]:
-    """Which labels took less active time than their answer's floor (:func:`labeler.quality.seconds_floor`).
+    """Which labels took less active time than their answer's floor (:func:`judgelab.labeler.quality.seconds_floor`).
 
     A label without a recorded time is not flagged (nothing says it was fast).
 

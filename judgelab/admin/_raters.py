@@ -13,8 +13,8 @@ import pandas as pd
 
 from judgelab.admin._common import BASE_URL_SETTING, DEFAULT_BASE_URL, display_name
 from judgelab.admin._signin import DEFAULT_ADMIN_LINK_SECONDS, expiry, parse_duration
-from labeler.errors import InputError
-from labeler.store import PeopleRole, Rater
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import PeopleRole, Rater
 
 if TYPE_CHECKING:
     pass

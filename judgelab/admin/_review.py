@@ -2,7 +2,7 @@
 
 What raters flagged and commented, the answers whose raters disagree most, every label of one
 answer side by side, and the admin's adjudicated label: an answer's settled score, kept as its
-own label source (``adjudicated``, :mod:`labeler.store._review`) beside the raters' labels,
+own label source (``adjudicated``, :mod:`judgelab.labeler.store._review`) beside the raters' labels,
 never in place of them. ``judgelab calibrate --human-rule adjudicated`` reads it.
 """
 
@@ -17,10 +17,10 @@ from typing import Any
 import pandas as pd
 
 from judgelab.admin._common import display_name
-from labeler.errors import InputError
-from labeler.models import Rubric
-from labeler.queue import format_score
-from labeler.store import Rater, ReviewRole
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.queue import format_score
+from judgelab.labeler.store import Rater, ReviewRole
 
 # No family, model or variant: the lists lead to adjudication, which is blind (issue 29).
 _FLAGGED_COLUMNS = ["answer_id", "task_id", "rater", "flag_reason", "comment", "labelled_at", "adjudicated"]

@@ -28,9 +28,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from labeler.errors import AccessError, InputError
-from labeler.store import AdminRole, Rater
-from labeler.store._raters import normal_email, utc_now
+from judgelab.labeler.errors import AccessError, InputError
+from judgelab.labeler.store import AdminRole, Rater
+from judgelab.labeler.store._raters import normal_email, utc_now
 
 ADMIN_EMAILS_SETTING = "admin_emails"
 ADMIN_GROUPS_SETTING = "admin_groups"

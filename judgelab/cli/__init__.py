@@ -2,7 +2,7 @@
 
 The CLI only parses options and prints; the work is done by library functions in
 :mod:`labeler`, :mod:`calibration` and :mod:`judgelab`. Library code raises
-:class:`~labeler.errors.JudgelabError`; :class:`~judgelab.cli._util.JudgelabGroup`
+:class:`~judgelab.labeler.errors.JudgelabError`; :class:`~judgelab.cli._util.JudgelabGroup`
 turns it into one line on stderr and exit code 2.
 
 The verbs are loaded lazily (click's lazy-group pattern): importing every verb module pulls in
@@ -21,7 +21,7 @@ import click
 
 from judgelab import __version__
 from judgelab.cli._util import JudgelabGroup
-from labeler._actor import acting_as, os_user
+from judgelab.labeler._actor import acting_as, os_user
 
 __all__ = ["VERBS", "LazyGroup", "main"]
 
@@ -137,5 +137,5 @@ class LazyGroup(JudgelabGroup):
 @click.version_option(__version__, prog_name="judgelab")
 def main() -> None:
     """judgelab: instrument an LLM judge before anyone trusts it."""
-    # Every admin action a command does goes into the audit trail as this OS user's (labeler._actor).
+    # Every admin action a command does goes into the audit trail as this OS user's (judgelab.labeler._actor).
     click.get_current_context().with_resource(acting_as(f"cli:{os_user()}"))

@@ -12,12 +12,12 @@ from typing import Any, NoReturn
 
 import click
 
-from calibration.judges import DEFAULT_MODEL as JUDGE_DEFAULT_MODEL
-from calibration.judges import AnthropicJudge, FakeJudge, Judge, OpenAIJudge
-from calibration.runner._summary import RunInterrupted
-from calibration.spec import JudgeSpec, load_spec
+from judgelab.calibration.judges import DEFAULT_MODEL as JUDGE_DEFAULT_MODEL
+from judgelab.calibration.judges import AnthropicJudge, FakeJudge, Judge, OpenAIJudge
+from judgelab.calibration.runner._summary import RunInterrupted
+from judgelab.calibration.spec import JudgeSpec, load_spec
 from judgelab.cli._util import echo_json, interrupted_exit, quiet_option
-from labeler.errors import InputError, JudgeError
+from judgelab.labeler.errors import InputError, JudgeError
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -243,7 +243,7 @@ def runner_kwargs(opts: dict[str, Any], *also: str) -> dict[str, Any]:
 def interrupted(exc: BaseException | None = None, *, as_json: bool = False) -> NoReturn:
     """Print the interrupted run's summary (when ``exc`` carries one), say it lost nothing, exit 130.
 
-    See ``EXIT_CODES``; :class:`~calibration.runner.RunInterrupted` carries the summary.
+    See ``EXIT_CODES``; :class:`~judgelab.calibration.runner.RunInterrupted` carries the summary.
     """
     summary = exc.summary if isinstance(exc, RunInterrupted) else None
     if summary is not None and as_json:

@@ -1,6 +1,6 @@
 """The progress bar of a command that can take a while (import, export, calibrate, design, ...).
 
-The same look as a judge run's bar (:func:`calibration.runner.progress_bar`: rich, on stderr),
+The same look as a judge run's bar (:func:`judgelab.calibration.runner.progress_bar`: rich, on stderr),
 without its calls and money columns. The library reports steps through a plain callable,
 ``progress(step, done, total)``; only this module knows about rich.
 """

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from labeler.errors import InputError
+from judgelab.labeler.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -70,8 +70,8 @@ PRELOAD = (
     "judgelab.views._queue_page",
     "judgelab.views._transcript",
     "judgelab.views._form",
-    "labeler.queue",
-    "labeler.blinding",
+    "judgelab.labeler.queue",
+    "judgelab.labeler.blinding",
     "streamlit.emojis",
 )
 
@@ -107,7 +107,7 @@ def warm_up(parsed: threading.Event | None = None, scripts: Iterable[str] = ()) 
         for name in PRELOAD:
             importlib.import_module(name)
         inspect.getmodule(inspect.currentframe())  # a frame has no __module__: the full index is built
-        from labeler.blinding import detect_self_identifying
+        from judgelab.labeler.blinding import detect_self_identifying
 
         detect_self_identifying("As an AI model, I can help.")
         if parsed is not None:

@@ -13,7 +13,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from labeler.errors import InputError, JudgelabError
+from judgelab.labeler.errors import InputError, JudgelabError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,7 +35,7 @@ def new_db_option(func: F) -> F:
 def _db_option(func: F, *, must_exist: bool) -> F:
     def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
         # Imported here: the store pulls in DuckDB and pandas, which `judgelab --help` never needs.
-        from labeler.store import is_postgres, resolve_db_path
+        from judgelab.labeler.store import is_postgres, resolve_db_path
 
         if is_postgres(value or os.environ.get("JUDGELAB_DB")):
             return value  # a server's database: the store says if it cannot be reached
@@ -66,7 +66,7 @@ def png_option(help_text: str) -> Callable[[F], F]:
 
     def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
         if value is not None:
-            from calibration.png import png_renderer
+            from judgelab.calibration.png import png_renderer
 
             png_renderer()
         return value
@@ -114,7 +114,7 @@ class JudgelabGroup(click.Group):
     """A click group that turns library and database errors into a readable message and exit code 2.
 
     The store already says read-only files and full disks in words
-    (:class:`~labeler.errors.StoreError`); any other DuckDB error (a corrupt file, an I/O error
+    (:class:`~judgelab.labeler.errors.StoreError`); any other DuckDB error (a corrupt file, an I/O error
     mid-command) still reaches the user as its message and what to do, not a traceback.
     """
 
@@ -139,7 +139,7 @@ class JudgelabGroup(click.Group):
             sys.exit(2)
 
 
-#: The exit code of a command stopped by Ctrl-C (``calibration.runner.EXIT_CODES["interrupted"]``).
+#: The exit code of a command stopped by Ctrl-C (``judgelab.calibration.runner.EXIT_CODES["interrupted"]``).
 INTERRUPTED = 130
 
 

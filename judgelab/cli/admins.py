@@ -6,7 +6,7 @@ import click
 
 from judgelab.admin._signin import AdminList, admin_list, change_admins, parse_duration, set_sign_in
 from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option
-from labeler.store import AdminRole, Store
+from judgelab.labeler.store import AdminRole, Store
 
 
 @click.group(cls=JudgelabGroup)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from calibration.vote_agreement import vote_agreement
+from judgelab.calibration.vote_agreement import vote_agreement
 from judgelab.cli._raters import RaterSelection, raters_option
 from judgelab.cli._util import db_option, echo_json, json_option
-from labeler.errors import InputError
-from labeler.exports import export_table
-from labeler.store import Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.store import Store
 
 
 @click.command()

@@ -7,8 +7,8 @@ import click
 from judgelab.admin import active_raters, assign_each_to_k, select_answers, task_order
 from judgelab.cli._raters import RaterSelection, raters_option
 from judgelab.cli._util import db_option, echo_json, json_option
-from labeler.errors import InputError
-from labeler.store import AssignmentRole, Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import AssignmentRole, Store
 
 
 def _rubric(value: str | None) -> tuple[str, int] | None:

@@ -6,7 +6,7 @@ import click
 
 from judgelab.admin._audit import audit_records, describe
 from judgelab.cli._util import db_option, echo_json, json_option
-from labeler.store import AUDIT_ACTIONS, Store
+from judgelab.labeler.store import AUDIT_ACTIONS, Store
 
 
 @click.command()

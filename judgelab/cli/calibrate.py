@@ -2,7 +2,7 @@
 
 ``calibrate`` writes the calibration report (markdown, and on request PNG and JSON) for one
 judge run; ``formats`` prints the format diagnostics of a run. Both only read the database and
-never call the judge. See :mod:`calibration.calibrate` for what goes into each figure.
+never call the judge. See :mod:`judgelab.calibration.calibrate` for what goes into each figure.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from calibration.calibrate import (
+from judgelab.calibration.calibrate import (
     HUMAN_SCORE_RULES,
     CalibrationReport,
     ReportOptions,
@@ -22,12 +22,12 @@ from calibration.calibrate import (
     jsonable,
     load_calibration_data,
 )
-from calibration.loop import parts_read_line, revalidation_note
-from calibration.numbers import estimate, num, pct
-from calibration.report import render_json, turn_lines, write_report
+from judgelab.calibration.loop import parts_read_line, revalidation_note
+from judgelab.calibration.numbers import estimate, num, pct
+from judgelab.calibration.report import render_json, turn_lines, write_report
 from judgelab.cli._progress import progress_bar
 from judgelab.cli._util import db_option, echo_json, json_option, png_option, quiet_option
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option
-from labeler.errors import InputError
-from labeler.store import PLATFORMS, CrowdStudy, PeopleRole, Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import PLATFORMS, CrowdStudy, PeopleRole, Store
 
 _BASE_URL_HELP = ("App address for the link [default: $JUDGELAB_BASE_URL, else where `judgelab serve` last "
                   "served this project, else http://localhost:8501].")

@@ -15,7 +15,7 @@ import click
 
 from judgelab.cli._progress import ProgressHook, progress_bar
 from judgelab.cli._util import db_option, echo_json, json_option, new_db_option, quiet_option, say
-from labeler.adapters import (
+from judgelab.labeler.adapters import (
     ADAPTERS,
     EXPORT_TOOLS,
     export_label_studio,
@@ -27,11 +27,11 @@ from labeler.adapters import (
     read_users_map,
     with_hint,
 )
-from labeler.errors import InputError
-from labeler.exports import EXPORT_FORMATS, designs_json, export_table, rubric_toml, table_bytes
-from labeler.importers import IMPORT_KINDS, import_file
-from labeler.schemas import DATA_KINDS
-from labeler.store import ImportExportRole, ImportSummary, MaintenanceRole, Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.exports import EXPORT_FORMATS, designs_json, export_table, rubric_toml, table_bytes
+from judgelab.labeler.importers import IMPORT_KINDS, import_file
+from judgelab.labeler.schemas import DATA_KINDS
+from judgelab.labeler.store import ImportExportRole, ImportSummary, MaintenanceRole, Store
 
 
 @click.command()

@@ -31,7 +31,7 @@ def db_copy(src: str, dst: str, batch_rows: int | None, as_json: bool, quiet: bo
     it while it runs.
     """
     # Imported here: the store pulls in DuckDB and pandas, which `judgelab --help` never needs.
-    from labeler.store import BATCH_ROWS, copy_project
+    from judgelab.labeler.store import BATCH_ROWS, copy_project
 
     with progress_bar(quiet, "db copy") as hook:
         done: list[str] = []

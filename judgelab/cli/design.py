@@ -1,6 +1,6 @@
 """``judgelab design``: plan the hand-label sample, and optionally hand it to the raters.
 
-See :mod:`calibration.design` for the statistics; this module only reads options, calls it
+See :mod:`judgelab.calibration.design` for the statistics; this module only reads options, calls it
 and prints.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import click
 import pandas as pd
 
-from calibration.active import (
+from judgelab.calibration.active import (
     DEFAULT_FLOOR,
     ActiveBatch,
     ActiveStatus,
@@ -22,7 +22,7 @@ from calibration.active import (
     draw_active_batch,
     reassign_active_batch,
 )
-from calibration.design import (
+from judgelab.calibration.design import (
     ALLOCATIONS,
     STRATIFIERS,
     Design,
@@ -31,12 +31,12 @@ from calibration.design import (
     design_table,
     draw_design,
 )
-from calibration.stats import RaterScope
+from judgelab.calibration.stats import RaterScope
 from judgelab.cli._progress import progress_bar
 from judgelab.cli._raters import RaterSelection, raters_option
 from judgelab.cli._util import db_option, echo_json, json_option, quiet_option
-from labeler.errors import InputError
-from labeler.store import DesignRole, Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import DesignRole, Store
 
 
 def _parse_strata(text: str) -> list[Any]:

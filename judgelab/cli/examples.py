@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 
 from judgelab.cli._util import echo_json, json_option
-from labeler.examples import EXAMPLES, write_examples
+from judgelab.labeler.examples import EXAMPLES, write_examples
 
 
 @click.command("examples")

@@ -9,10 +9,10 @@ import click
 
 from judgelab.admin._quality import gold_length_gap, import_quality_file, quality_export
 from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option
-from labeler.errors import InputError
-from labeler.exports import EXPORT_FORMATS, table_bytes
-from labeler.quality import QualitySettings
-from labeler.store import QualityRole, Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.exports import EXPORT_FORMATS, table_bytes
+from judgelab.labeler.quality import QualitySettings
+from judgelab.labeler.store import QualityRole, Store
 
 
 @click.group(cls=JudgelabGroup)

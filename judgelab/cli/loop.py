@@ -3,17 +3,24 @@
 ``compare`` reads two judge runs on the same labelled answers, paired; ``disagreements`` lists the
 answers where a judge run and the people part most. Both read the tuning part of the project's
 held-out split by default; ``--held-out`` reads the held-out part, and each such look is recorded.
-See :mod:`calibration.loop`.
+See :mod:`judgelab.calibration.loop`.
 """
 
 from __future__ import annotations
 
 import click
 
-from calibration.loop import HELD_OUT, TUNING, compare_runs, disagreements, render_compare, render_disagreements
+from judgelab.calibration.loop import (
+    HELD_OUT,
+    TUNING,
+    compare_runs,
+    disagreements,
+    render_compare,
+    render_disagreements,
+)
 from judgelab.cli._progress import progress_bar
 from judgelab.cli._util import db_option, echo_json, json_option, quiet_option
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 
 def _part(held_out: bool, every: bool) -> str:

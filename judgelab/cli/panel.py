@@ -2,7 +2,7 @@
 
 Prints the judge x answer-family residual matrix, each judge's self- and family-bias (OLS with
 task-clustered intervals) beside its simple gap, the two juries and each judge's agreement with
-people. See :mod:`calibration.panel` for what goes into each figure. Only reads the database.
+people. See :mod:`judgelab.calibration.panel` for what goes into each figure. Only reads the database.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import click
 
-from calibration.panel import load_panel, panel_analysis, panel_json, render_markdown, write_png
+from judgelab.calibration.panel import load_panel, panel_analysis, panel_json, render_markdown, write_png
 from judgelab.cli._progress import progress_bar
 from judgelab.cli._util import db_option, echo_json, json_option, png_option, quiet_option
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 
 @click.command("panel")

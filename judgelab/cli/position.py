@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from calibration.probes import run_position
+from judgelab.calibration.probes import run_position
 from judgelab.cli._util import db_option, echo_json, json_option
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 
 @click.command()

@@ -24,11 +24,11 @@ from typing import Any
 
 import click
 
-from calibration import pricing
-from calibration.datasets import SAMPLE
-from calibration.judges import AnthropicJudge, FakeJudge, Judge, OpenAIJudge
-from calibration.mockapi import mock_api_command
-from calibration.probes import (
+from judgelab.calibration import pricing
+from judgelab.calibration.datasets import SAMPLE
+from judgelab.calibration.judges import AnthropicJudge, FakeJudge, Judge, OpenAIJudge
+from judgelab.calibration.mockapi import mock_api_command
+from judgelab.calibration.probes import (
     DEFAULT_BIASES,
     DetectionPlan,
     ProbeEstimate,
@@ -38,9 +38,9 @@ from calibration.probes import (
     read_evidence,
     run_probes,
 )
-from calibration.report_card import card_json, render_markdown, render_png
-from calibration.spec import JudgeSpec
-from calibration.stats import ADJUSTMENTS, Adjustment
+from judgelab.calibration.report_card import card_json, render_markdown, render_png
+from judgelab.calibration.spec import JudgeSpec
+from judgelab.calibration.stats import ADJUSTMENTS, Adjustment
 from judgelab.cli._judge import (
     DEFAULT_MODEL,
     FAKE_FAMILY,
@@ -57,7 +57,7 @@ from judgelab.cli._judge import (
     spec_settings,
 )
 from judgelab.cli._util import echo_json, finishing, json_option, new_db_option, png_option
-from labeler.store import JudgeRole, Store, resolve_db_path
+from judgelab.labeler.store import JudgeRole, Store, resolve_db_path
 
 OUTPUT_TOKENS = pricing.OUTPUT_TOKENS
 """Completion tokens a judge reply is assumed to take in an estimate (a short reason and the

@@ -11,7 +11,7 @@ import pandas as pd
 from judgelab.admin import invite_rater, reissue_link
 from judgelab.admin._quality import quality_table, rater_quality
 from judgelab.cli._util import JudgelabGroup, db_option, echo_json, json_option, new_db_option
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 _BASE_URL_HELP = ("App address for the link [default: $JUDGELAB_BASE_URL, else where `judgelab serve` last "
                   "served this project, else http://localhost:8501].")

@@ -20,8 +20,8 @@ from typing import Any
 
 import click
 
-from calibration.judges import Judge
-from calibration.scoring import score_answers
+from judgelab.calibration.judges import Judge
+from judgelab.calibration.scoring import score_answers
 from judgelab.cli._judge import (
     DEFAULT_MODEL,
     interrupted,
@@ -33,7 +33,7 @@ from judgelab.cli._judge import (
     runner_kwargs,
 )
 from judgelab.cli._util import db_option, echo_json, finishing, json_option
-from labeler.store import JudgeRole, Store
+from judgelab.labeler.store import JudgeRole, Store
 
 
 @click.command("score")

@@ -20,9 +20,9 @@ from typing import Any
 
 import click
 
-from calibration.judges import AnthropicJudge, Judge, OpenAIJudge
-from calibration.screen import estimate_screen, screen_answers
-from calibration.spec import JudgeSpec
+from judgelab.calibration.judges import AnthropicJudge, Judge, OpenAIJudge
+from judgelab.calibration.screen import estimate_screen, screen_answers
+from judgelab.calibration.spec import JudgeSpec
 from judgelab.cli._judge import (
     DEFAULT_MODEL,
     api_key,
@@ -37,7 +37,7 @@ from judgelab.cli._judge import (
     spec_settings,
 )
 from judgelab.cli._util import db_option, echo_json, finishing, json_option
-from labeler.store import JudgeRole, Store
+from judgelab.labeler.store import JudgeRole, Store
 
 
 def _building_judge(kind: str, model: str, base_url: str | None, spec: JudgeSpec | None, seed: int) -> Judge:

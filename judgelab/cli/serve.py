@@ -26,8 +26,8 @@ import click
 from judgelab.admin._common import BASE_URL_SETTING
 from judgelab.admin._signin import AUTH_ENV, Provider, admin_list, auth_section, provider_settings, redirect_uri
 from judgelab.cli._util import db_option, echo_json, json_option, new_db_option
-from labeler.errors import InputError
-from labeler.store import (
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import (
     DEFAULT_POOL_SIZE,
     POOL_SIZE_ENV,
     MaintenanceRole,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from calibration.leaderboard import win_rates
+from judgelab.calibration.leaderboard import win_rates
 from judgelab.cli._progress import progress_bar
 from judgelab.cli._util import db_option, echo_json, json_option, quiet_option
-from labeler.errors import InputError
-from labeler.exports import export_table
-from labeler.store import ImportExportRole, Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.store import ImportExportRole, Store
 
 
 @click.command()

@@ -1,17 +1,17 @@
 """The active labelling sections of the admin pages (Overview and Assignments).
 
 Not a page itself: ``admin_overview.py`` and ``admin_assignments.py`` call these. The words and
-figures come from :mod:`judgelab.admin` (and :mod:`calibration.active`); this only lays them out.
+figures come from :mod:`judgelab.admin` (and :mod:`judgelab.calibration.active`); this only lays them out.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from calibration.active import active_saving
 from judgelab.admin import KEPT, active_chart, active_view, apply_active_draft, draft_active_batch, reassign_stranded
-from labeler.errors import JudgelabError
-from labeler.store import DesignRole
+from judgelab.calibration.active import active_saving
+from judgelab.labeler.errors import JudgelabError
+from judgelab.labeler.store import DesignRole
 
 #: The drawn batch waits here between "Draw" and "Apply" (admin session only).
 ACTIVE_DRAFT = "admin_active_draft"

@@ -1,7 +1,7 @@
 """The crowd participant's part of the rater app: arrival by study link, consent, clock, the end.
 
 Thin: every rule (who may enter, quota, time limit, exactly-k, resume) is the store's
-(:mod:`labeler.store._crowd`). What this module adds is where the URL's ids go:
+(:mod:`judgelab.labeler.store._crowd`). What this module adds is where the URL's ids go:
 
 * :func:`judgelab.crowd_entry.crowd_arrival` (the entry point, before the token check) turns the
   study link into the participant's own ``?t=`` token.
@@ -21,7 +21,7 @@ import time
 
 import streamlit as st
 
-from labeler.store import CrowdStatus, Rater, RaterRole
+from judgelab.labeler.store import CrowdStatus, Rater, RaterRole
 
 # A tiny component whose script runs in the page itself: it sends the browser to the platform's
 # completion URL (a Streamlit app cannot answer with an HTTP redirect).

@@ -24,10 +24,10 @@ from typing import Any, Literal
 
 import streamlit as st
 
-from labeler.models import Rubric
-from labeler.queue import format_score
-from labeler.store import MAX_COMMENT_CHARS
-from labeler.timing import IDLE_CAP_SECONDS
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.queue import format_score
+from judgelab.labeler.store import MAX_COMMENT_CHARS
+from judgelab.labeler.timing import IDLE_CAP_SECONDS
 
 _HERE = Path(__file__).resolve().parent
 
@@ -100,7 +100,7 @@ Do = Literal["submit", "back", "skip", "forward", "goto", "reveals"]
 _DOS = ("submit", "back", "skip", "forward", "goto", "reveals")
 
 #: A turn's score travels among the criteria under this prefix and the turn number (``#turn-3``): a
-#: criterion id starts with a letter or digit (``labeler._rows.ID_PATTERN``), so none is taken for a turn.
+#: criterion id starts with a letter or digit (``judgelab.labeler._rows.ID_PATTERN``), so none is taken for a turn.
 TURN_PREFIX = "#turn-"
 
 
@@ -293,7 +293,7 @@ def cut_note(action: Action) -> str:
 
     The count said is the text's length as stored (Python's ``len``: code points, as the browser's
     counter counts them), so the message and the stored comment always agree; the browser cuts to
-    :data:`~labeler.store.MAX_COMMENT_CHARS`.
+    :data:`~judgelab.labeler.store.MAX_COMMENT_CHARS`.
 
     Examples:
         >>> cut_note(Action(do="submit", item="x", comment="a" * 5000, cut={"jl-comment": 1048576}))

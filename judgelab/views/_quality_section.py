@@ -21,9 +21,9 @@ from judgelab.admin._quality import (
     quality_table,
     rater_quality,
 )
-from labeler.errors import JudgelabError
-from labeler.quality import QualitySettings
-from labeler.store import AdminRole, PeopleRole, QualityRole
+from judgelab.labeler.errors import JudgelabError
+from judgelab.labeler.quality import QualitySettings
+from judgelab.labeler.store import AdminRole, PeopleRole, QualityRole
 
 #: What the last quality action did, shown once after the page reruns with the new state.
 QUALITY_DONE = "admin_quality_done"

@@ -34,13 +34,13 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from judgelab.admin._incidents import LOAD_FAILED, READ_ONLY, SAVE_FAILED, record
+from judgelab.labeler.blinding import verbatim_html
+from judgelab.labeler.errors import AccessError, JudgelabError, StaleLabelError, StoreError
+from judgelab.labeler.queue import KEYS, Kind, QueueItem, previous_index
+from judgelab.labeler.store import Rater, RaterRole, Screen
 from judgelab.session import SERVER_TROUBLE, check_access, current_token, known_rater_name, refuse
 from judgelab.views._catcher import key_catcher
 from judgelab.views._form import Action, FormData, cut_note, draft_scope, pending_action, rating_form
-from labeler.blinding import verbatim_html
-from labeler.errors import AccessError, JudgelabError, StaleLabelError, StoreError
-from labeler.queue import KEYS, Kind, QueueItem, previous_index
-from labeler.store import Rater, RaterRole, Screen
 
 #: What the rater reads after pressing W (the answer says who wrote it).
 REVEALED = ("Flagged: this answer says who wrote it. It is taken out of every rater's queue "
@@ -265,7 +265,7 @@ def read_only_notice(store: RaterRole, flash: str) -> bool:
 
 
 def load_screen(store: RaterRole, rater: Rater, kind: Kind, at: int | None) -> Screen | None:
-    """The rater's screen (:meth:`~labeler.store.Store.screen`), or ``None`` after saying it could not load.
+    """The rater's screen (:meth:`~judgelab.labeler.store.Store.screen`), or ``None`` after saying it could not load.
 
     A database error is the admin's (kept with :func:`~judgelab.admin._incidents.record`); the rater
     reads :data:`~judgelab.admin._incidents.LOAD_FAILED`.
@@ -287,7 +287,7 @@ def inert_text(text: str, *, heading: str = "", rule: bool = False) -> None:
     """A task's or an answer's text under a bold ``heading`` (after a rule), shown verbatim.
 
     What raters see is what the judge reads: every character as written, nothing read as
-    Markdown or HTML (:func:`~labeler.blinding.verbatim_html`: no ``--`` turned into a
+    Markdown or HTML (:func:`~judgelab.labeler.blinding.verbatim_html`: no ``--`` turned into a
     dash, no ``$...$`` maths, line breaks and indentation kept, tags shown as text), so
     nothing runs and the browser fetches nothing an answer names. The heading is in the
     same element: a submit redraws every element of the item, and each one costs the

@@ -1,10 +1,10 @@
 """A conversation or agent trace on the rater's page: readable at 1366x768, blind, inert.
 
-Every message is drawn verbatim (:func:`~labeler.blinding.verbatim_html`: nothing read as
+Every message is drawn verbatim (:func:`~judgelab.labeler.blinding.verbatim_html`: nothing read as
 Markdown or HTML) under its role, each role with its own colour bar; tool calls and tool
 results fold into expanders named after the tool (arguments and observations inside); a long
 message folds after its opening; the rated turn is marked. The transcript comes from the
-store already blinded (:func:`labeler.transcripts.blinded`).
+store already blinded (:func:`judgelab.labeler.transcripts.blinded`).
 
 A long transcript (more than :data:`BLOCK_MESSAGES` messages) is drawn as one HTML block, its
 folds HTML ``<details>`` instead of Streamlit expanders: a 500-turn trace drawn as some 1,500
@@ -19,8 +19,8 @@ import re
 
 import streamlit as st
 
-from labeler.blinding import verbatim_html
-from labeler.transcripts import Message, Transcript, TurnMode
+from judgelab.labeler.blinding import verbatim_html
+from judgelab.labeler.transcripts import Message, Transcript, TurnMode
 
 __all__ = ["show_transcript", "turn_openings"]
 

@@ -7,11 +7,11 @@ import math
 import pandas as pd
 import streamlit as st
 
-from calibration.numbers import ci, num
 from judgelab.admin import AgreementReport, agreement_kept
+from judgelab.calibration.numbers import ci, num
+from judgelab.labeler.errors import JudgelabError
+from judgelab.labeler.store import ReviewRole
 from judgelab.session import current_store, require_admin
-from labeler.errors import JudgelabError
-from labeler.store import ReviewRole
 
 require_admin()
 store: ReviewRole = current_store()

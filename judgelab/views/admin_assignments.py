@@ -26,9 +26,9 @@ from judgelab.admin import (
     subset_summary,
     task_order,
 )
+from judgelab.labeler.errors import JudgelabError
 from judgelab.session import current_store, require_admin
 from judgelab.views._active_section import assignments_section
-from labeler.errors import JudgelabError
 
 # The drawn design waits here between "Draw" and "Apply" (admin session only).
 DRAFT = "admin_design_draft"

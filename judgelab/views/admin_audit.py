@@ -3,7 +3,7 @@
 Every import, assignment, design, invite, revoke, pause, adjudication, withholding decision, setting
 change, export and project copy, from the command line (``cli:<os user>``) or an admin page
 (``admin:<name>``), newest first. Thin page over :mod:`judgelab.admin._audit`; the rows are written
-by the store with each action (:mod:`labeler.store._audit`).
+by the store with each action (:mod:`judgelab.labeler.store._audit`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import functools
 import streamlit as st
 
 from judgelab.admin import EXPORT_FORMATS, EXPORT_MIME, ExportFormat, audit_table, export_data
+from judgelab.labeler.schemas import DataKind
+from judgelab.labeler.store import AUDIT_ACTIONS
 from judgelab.session import current_store, require_admin
-from labeler.schemas import DataKind
-from labeler.store import AUDIT_ACTIONS
 
 ALL = "(every action)"
 

@@ -3,7 +3,7 @@
 Per participant: the items dealt and done, the active seconds the rating form counted, gold and
 attention results, and the pay-relevant time (consent to completion, return or the time limit).
 Studies are created with ``judgelab crowd create`` (docs: admins/crowd.md). Thin page over
-:mod:`labeler.store._crowd`.
+:mod:`judgelab.labeler.store._crowd`.
 """
 
 from __future__ import annotations

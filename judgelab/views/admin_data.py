@@ -25,10 +25,10 @@ from judgelab.admin import (
     self_identifying_table,
     set_masking,
 )
+from judgelab.labeler.errors import JudgelabError
+from judgelab.labeler.importers import IMPORT_KINDS
+from judgelab.labeler.schemas import DataKind
 from judgelab.session import current_store, require_admin
-from labeler.errors import JudgelabError
-from labeler.importers import IMPORT_KINDS
-from labeler.schemas import DataKind
 
 # An action's outcome is kept for exactly one rerun, so tables are redrawn with the change.
 FLASH = "admin_data_flash"

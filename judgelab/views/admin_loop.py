@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from calibration.loop import compare_runs, disagreements
 from judgelab.admin import (
     compare_table,
     confusion_tables,
@@ -13,9 +12,10 @@ from judgelab.admin import (
     loop_runs,
     versions_history,
 )
+from judgelab.calibration.loop import compare_runs, disagreements
+from judgelab.labeler.errors import JudgelabError
+from judgelab.labeler.store import LoopRole
 from judgelab.session import current_store, require_admin
-from labeler.errors import JudgelabError
-from labeler.store import LoopRole
 
 require_admin()
 store: LoopRole = current_store()

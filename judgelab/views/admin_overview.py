@@ -7,13 +7,13 @@ import math
 import pandas as pd
 import streamlit as st
 
-from calibration.loop import revalidation_note
 from judgelab.admin import overview, screen_summary
+from judgelab.calibration.loop import revalidation_note
+from judgelab.labeler.timing import IDLE_CAP_SECONDS, rater_times
 from judgelab.session import current_store, require_admin
 from judgelab.views._active_section import overview_section
 from judgelab.views._errors_section import server_errors
 from judgelab.views._quality_section import overview_quality
-from labeler.timing import IDLE_CAP_SECONDS, rater_times
 
 require_admin()
 store = current_store()  # the admin page wires several roles (Store plays them all)

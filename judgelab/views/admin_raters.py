@@ -6,10 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from judgelab.admin import invite_rater, rater_table, reissue_link, revoke_rater
+from judgelab.labeler.errors import JudgelabError
+from judgelab.labeler.store import AdminRole
 from judgelab.session import current_store, require_admin
 from judgelab.views._quality_section import raters_quality
-from labeler.errors import JudgelabError
-from labeler.store import AdminRole
 
 # An action's outcome is kept for exactly one rerun, so the table below is redrawn
 # with the change and the message (and a new link) still shows once.

@@ -12,11 +12,11 @@ import pandas as pd
 import streamlit as st
 
 from judgelab.admin import KEPT, AnswerSheet, ReviewBoard, adjudicate, answer_sheet, review_board
+from judgelab.labeler.errors import JudgelabError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.queue import format_score, scale_choices
+from judgelab.labeler.store import MAX_COMMENT_CHARS, ReviewRole
 from judgelab.session import current_store, db_path, require_admin
-from labeler.errors import JudgelabError
-from labeler.models import Rubric
-from labeler.queue import format_score, scale_choices
-from labeler.store import MAX_COMMENT_CHARS, ReviewRole
 
 admin = require_admin()
 store: ReviewRole = current_store()

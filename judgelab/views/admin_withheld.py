@@ -4,16 +4,16 @@ A rater's W key ("this answer says who wrote it") or the judge's screen (``judge
 withholds an answer: no rater is dealt it and pending assignments of it wait. Here the admin reads
 who flagged it and why, then masks it (edits the text raters see; the rules still blind it) or
 clears it (nothing unblinds): either gives it back to the queues. Thin page over
-:mod:`labeler.store._withheld`.
+:mod:`judgelab.labeler.store._withheld`.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from judgelab.labeler.errors import JudgelabError
+from judgelab.labeler.store import AdminRole
 from judgelab.session import current_store, require_admin
-from labeler.errors import JudgelabError
-from labeler.store import AdminRole
 
 admin = require_admin()
 store: AdminRole = current_store()

@@ -9,15 +9,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calibration.calibrate import HUMAN_SCORE_RULES
-from calibration.numbers import ci, num
-from calibration.panel import heatmap, judges_table
-from calibration.panel import render_markdown as render_panel
-from calibration.report import confusion_table, render_json, render_markdown, report_charts, report_tables
 from judgelab.admin import calibration_report, panel_report
+from judgelab.calibration.calibrate import HUMAN_SCORE_RULES
+from judgelab.calibration.numbers import ci, num
+from judgelab.calibration.panel import heatmap, judges_table
+from judgelab.calibration.panel import render_markdown as render_panel
+from judgelab.calibration.report import confusion_table, render_json, render_markdown, report_charts, report_tables
+from judgelab.labeler.errors import JudgelabError
+from judgelab.labeler.store import AnalystRole
 from judgelab.session import current_store, require_admin
-from labeler.errors import JudgelabError
-from labeler.store import AnalystRole
 
 require_admin()
 store: AnalystRole = current_store()

@@ -13,11 +13,11 @@ import math
 
 import streamlit as st
 
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import AuditView
 from judgelab.session import current_rater, rater_store
 from judgelab.views._form import Action, FormData, Option
 from judgelab.views._queue_page import QueuePage, keys_help, load_screen, read_only_notice, two_texts_and_form
-from labeler.errors import InputError
-from labeler.store import AuditView
 
 AT = "audit_at"
 FLASH = "audit_flash"

@@ -1,7 +1,7 @@
 """Compare: two answers side by side and a five-level preference, from the keyboard.
 
 Which answer is A (left) was fixed when the pair was assigned: half of the raters see
-each pair one way round, half the other (:func:`labeler.queue.counterbalance`), and the
+each pair one way round, half the other (:func:`judgelab.labeler.queue.counterbalance`), and the
 label stores the order this rater saw. The form is the shared browser-side rating form
 (:mod:`judgelab.views._form`), drawn in a fragment. At 1366x768 everything is on one screen:
 the two answers in scrolling boxes side by side, the task and the question beside them
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import PairView
 from judgelab.session import current_rater, rater_store
 from judgelab.views._form import Action, FormData, Option
 from judgelab.views._queue_page import QueuePage, keys_help, load_screen, read_only_notice, two_texts_and_form
-from labeler.errors import InputError
-from labeler.store import PairView
 
 AT = "pair_at"
 FLASH = "pair_flash"

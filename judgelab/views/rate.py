@@ -1,6 +1,6 @@
 """Rate: one answer at a time against the rubric, blind, from the keyboard.
 
-Thin page: the queue, views and writes are :class:`~labeler.store.Store` methods; the
+Thin page: the queue, views and writes are :class:`~judgelab.labeler.store.Store` methods; the
 rating form lives in the browser (:mod:`judgelab.views._form`: score keys need no round
 trip to the server) and its actions are handled by :mod:`judgelab.views._queue_page`.
 The item is drawn in a fragment, so a submit reruns the rating area only.
@@ -17,14 +17,14 @@ from dataclasses import dataclass
 import streamlit as st
 
 from judgelab.admin._incidents import LOAD_FAILED, record
+from judgelab.labeler.errors import JudgelabError
+from judgelab.labeler.queue import QueueItem, choice_keys, format_score, keys_text, scale_choices
+from judgelab.labeler.store import Rater, RaterRole, ScoreView, Screen
 from judgelab.session import SERVER_TROUBLE, current_rater, current_token, known_rater_name, rater_store, show_error
 from judgelab.views._crowd import crowd_end, crowd_gate
 from judgelab.views._form import Action, FormData, rubric_levels, score_options, split_turns
 from judgelab.views._queue_page import QueuePage, inert_text, keys_help, read_only_notice
 from judgelab.views._transcript import show_transcript, turn_openings
-from labeler.errors import JudgelabError
-from labeler.queue import QueueItem, choice_keys, format_score, keys_text, scale_choices
-from labeler.store import Rater, RaterRole, ScoreView, Screen
 
 AT = "rate_at"  # assignment the rater went back to (None: resume position)
 FLASH = "rate_flash"
@@ -243,7 +243,7 @@ def _draw(shown: _Shown) -> None:
     if shown.held:
         st.warning(shown.held)
     said = st.session_state.pop(FEEDBACK, None)
-    if said:  # training mode only: what the last submitted check item expected (labeler.store._quality)
+    if said:  # training mode only: what the last submitted check item expected (judgelab.labeler.store._quality)
         st.info(said)
     page = QueuePage(store, rater.rater_id, "score", queue, AT, FLASH)
     item = queue[shown.index] if shown.index is not None else None

@@ -30,17 +30,17 @@ from typing import Any
 
 import pandas as pd
 
-from labeler._rows import Rows, read_rows
-from labeler.adapters import alpaca_eval, inspect_ai, label_studio, mt_bench, otel, promptfoo
-from labeler.adapters._common import UNNAMED_FAMILY, Adapted, Adapter
-from labeler.adapters.hf import ARGILLA, HF
-from labeler.adapters.label_studio import LABEL_STUDIO, LabelStudioExport, label_config, to_label_studio
-from labeler.errors import InputError
-from labeler.exports import export_table, table_bytes
-from labeler.importers import import_file
-from labeler.scales import FormatSpec, format_spec
-from labeler.schemas import DataKind
-from labeler.store import ImportExportRole, ImportSummary
+from judgelab.labeler._rows import Rows, read_rows
+from judgelab.labeler.adapters import alpaca_eval, inspect_ai, label_studio, mt_bench, otel, promptfoo
+from judgelab.labeler.adapters._common import UNNAMED_FAMILY, Adapted, Adapter
+from judgelab.labeler.adapters.hf import ARGILLA, HF
+from judgelab.labeler.adapters.label_studio import LABEL_STUDIO, LabelStudioExport, label_config, to_label_studio
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.exports import export_table, table_bytes
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.scales import FormatSpec, format_spec
+from judgelab.labeler.schemas import DataKind
+from judgelab.labeler.store import ImportExportRole, ImportSummary
 
 __all__ = ["ADAPTERS", "EXPORT_TOOLS", "Adapted", "AdaptedImport", "Adapter", "LabelStudioExport", "adapt", "apply_map",
            "apply_values", "export_label_studio", "export_to", "import_from", "label_studio_config", "parse_map",
@@ -228,7 +228,7 @@ def import_from(
 
     ``family`` (answers only) is the model family of every answer whose file does not name one
     (empty, or ``unknown`` from an adapter), and its model too when that is missing: a Label
-    Studio project's tasks rarely carry either. ``progress`` is :func:`~labeler.importers.import_file`'s.
+    Studio project's tasks rarely carry either. ``progress`` is :func:`~judgelab.labeler.importers.import_file`'s.
 
     Raises:
         InputError: No such adapter, a kind it does not read, or anything in the file that cannot

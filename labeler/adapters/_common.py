@@ -1,6 +1,6 @@
 """What every adapter shares: the converted rows, ids made from other tools' names, cell errors.
 
-An adapter reads another tool's export with :func:`~labeler._rows.read_rows` (so ``.json``
+An adapter reads another tool's export with :func:`~judgelab.labeler._rows.read_rows` (so ``.json``
 arrays, JSON lines and Parquet all work), checks the fields *that tool* documents, and returns
 :class:`Adapted`: rows in judgelab's schema for one kind, and a sentence for everything it left
 out. judgelab's own importer then validates and writes the rows all-or-nothing, exactly as for
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labeler._rows import MAX_ID_CHARS, Rows
-from labeler.errors import InputError
+from judgelab.labeler._rows import MAX_ID_CHARS, Rows
+from judgelab.labeler.errors import InputError
 
 UNNAMED_FAMILY = "the family and model of"
 """How an adapter's ``dropped`` sentence on answers whose file names no family starts (``--family`` replaces it)."""

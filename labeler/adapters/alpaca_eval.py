@@ -30,9 +30,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from labeler._rows import read_rows
-from labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, raw_text, rows_of
-from labeler.schemas import SCHEMAS
+from judgelab.labeler._rows import read_rows
+from judgelab.labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, raw_text, rows_of
+from judgelab.labeler.schemas import SCHEMAS
 
 TOOL = "AlpacaEval"
 WHAT = "AlpacaEval annotations (results/<model>/<annotator>/annotations.json)"

@@ -1,7 +1,7 @@
 """Dataset-style tables, as on the Hugging Face Hub (``hf``) and as Argilla exports records (``argilla``).
 
 **hf**: one flat row per item, JSONL, ``.json``, Parquet, an ``.arrow`` file or a
-``Dataset.save_to_disk`` folder (read by :func:`~labeler._rows.read_rows`), the shapes ``datasets``
+``Dataset.save_to_disk`` folder (read by :func:`~judgelab.labeler._rows.read_rows`), the shapes ``datasets``
 writes and ``judgelab export K --to hf`` writes: ``id`` (the answer), ``prompt`` (or
 ``instruction``/``question``), ``response`` (or ``output``/``completion``), and the kind's own
 fields. judgelab reads ``answers`` (``model`` or ``generator``, ``family`` defaulting to the
@@ -28,9 +28,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from labeler._rows import read_rows
-from labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, is_missing, rows_of
-from labeler.schemas import SCHEMAS
+from judgelab.labeler._rows import read_rows
+from judgelab.labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, is_missing, rows_of
+from judgelab.labeler.schemas import SCHEMAS
 
 _PROMPTS = ("prompt", "instruction", "question")
 _RESPONSES = ("response", "output", "completion")

@@ -19,7 +19,7 @@ judgelab reads:
 - ``answers``: one per sample and epoch (the task is ``inspect-<task>-<sample id>``; the answer
   ``<task>-e<epoch>:<model>``; the family is the model's provider, ``openai`` in
   ``openai/gpt-4o-mini``). A sample whose ``messages`` hold tool calls or several turns is an
-  agent trace or a conversation: its answer is those messages (``labeler.transcripts``).
+  agent trace or a conversation: its answer is those messages (``judgelab.labeler.transcripts``).
 - ``judgements``: one per sample and *model-graded* scorer: a scorer that made a model call
   (``model_graded_qa``, ``model_graded_fact``, custom graders). The judge is that call's model, the
   score ``binary`` (Inspect's own ``value_to_float``: C 1, I 0, P 0.5, N 0; true/false; a number in
@@ -39,9 +39,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from labeler._rows import Rows
-from labeler.adapters._common import Adapted, Adapter, Source, as_id, read_json_document, rows_of
-from labeler.errors import InputError
+from judgelab.labeler._rows import Rows
+from judgelab.labeler.adapters._common import Adapted, Adapter, Source, as_id, read_json_document, rows_of
+from judgelab.labeler.errors import InputError
 
 _GRADES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _WHAT = "an Inspect AI eval log (.eval, or .json from --log-format json)"

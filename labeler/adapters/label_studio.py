@@ -59,8 +59,8 @@ from xml.sax.saxutils import escape as xml_escape
 
 import pandas as pd
 
-from labeler._rows import Rows, read_rows
-from labeler.adapters._common import (
+from judgelab.labeler._rows import Rows, read_rows
+from judgelab.labeler.adapters._common import (
     UNNAMED_FAMILY,
     Adapted,
     Adapter,
@@ -70,8 +70,8 @@ from labeler.adapters._common import (
     is_missing,
     rows_of,
 )
-from labeler.scales import FormatSpec, format_spec
-from labeler.transcripts import Transcript, render
+from judgelab.labeler.scales import FormatSpec, format_spec
+from judgelab.labeler.transcripts import Transcript, render
 
 UNKNOWN = "unknown"
 """The family and model of an answer whose task data names neither."""

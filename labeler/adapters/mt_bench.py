@@ -33,9 +33,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from labeler._rows import read_rows
-from labeler.adapters._common import Adapted, Adapter, Source, as_id, raw_text, rows_of
-from labeler.errors import InputError
+from judgelab.labeler._rows import read_rows
+from judgelab.labeler.adapters._common import Adapted, Adapter, Source, as_id, raw_text, rows_of
+from judgelab.labeler.errors import InputError
 
 TOOL = "FastChat's MT-Bench"
 _ANSWER_FILE = "an MT-Bench model answer file (model_answer/<model>.jsonl)"

@@ -30,7 +30,7 @@ conversation a later call of the trace goes on with (an agent loop without an ag
 model-call span around another (two instrumentations, a framework's and the provider's) is
 one call, read from the inner span. The
 model is the response model (else the request model), the family the one judgelab reads from
-a model name (:func:`labeler.families.infer_family`), else the provider
+a model name (:func:`judgelab.labeler.families.infer_family`), else the provider
 (``gen_ai.provider.name``, ``gen_ai.system``). A call or run that failed (span status ERROR,
 ``error.type``), and one with no user message to be the prompt, are left out and said.
 """
@@ -46,11 +46,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labeler._rows import Rows
-from labeler.adapters._common import Adapted, Adapter, as_id, digest
-from labeler.errors import InputError
-from labeler.families import infer_family
-from labeler.transcripts import TranscriptError, parse_messages
+from judgelab.labeler._rows import Rows
+from judgelab.labeler.adapters._common import Adapted, Adapter, as_id, digest
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.families import infer_family
+from judgelab.labeler.transcripts import TranscriptError, parse_messages
 
 _WHAT = ('OTLP JSON: JSON lines, each an export request {"resourceSpans": [...]} as the OpenTelemetry '
          "Collector's file exporter or opentelemetry-exporter-otlp-json-file writes them")

@@ -21,9 +21,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from labeler._rows import Rows
-from labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, read_json_document, rows_of
-from labeler.errors import InputError
+from judgelab.labeler._rows import Rows
+from judgelab.labeler.adapters._common import Adapted, Adapter, Source, as_id, digest, read_json_document, rows_of
+from judgelab.labeler.errors import InputError
 
 MODEL_GRADED = frozenset({"llm-rubric", "search-rubric", "model-graded-closedqa", "factuality", "g-eval",
                           "answer-relevance", "context-faithfulness", "context-recall", "context-relevance",

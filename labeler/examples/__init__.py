@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-from labeler.errors import InputError
+from judgelab.labeler.errors import InputError
 
 __all__ = ["EXAMPLES", "example_path", "write_examples"]
 

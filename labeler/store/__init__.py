@@ -1,16 +1,16 @@
 """The project database: the one place in judgelab that holds SQL.
 
 Use :class:`Store`; the rest of the code never sees a connection. A caller that needs one
-part of it takes a role from :mod:`labeler.store.roles` (e.g. :class:`RaterRole`) instead.
+part of it takes a role from :mod:`judgelab.labeler.store.roles` (e.g. :class:`RaterRole`) instead.
 """
 
 from collections.abc import Callable
 from pathlib import Path
 
-from labeler._actor import acting_as, current_actor, os_user, set_actor_source
-from labeler.store._admin import AdminMixin
-from labeler.store._audit import AUDIT_ACTIONS, AuditMixin
-from labeler.store._backend import (
+from judgelab.labeler._actor import acting_as, current_actor, os_user, set_actor_source
+from judgelab.labeler.store._admin import AdminMixin
+from judgelab.labeler.store._audit import AUDIT_ACTIONS, AuditMixin
+from judgelab.labeler.store._backend import (
     DEFAULT_POOL_SIZE,
     POOL_SIZE_ENV,
     POOL_TIMEOUT_ENV,
@@ -18,10 +18,10 @@ from labeler.store._backend import (
     pool_settings,
     redact,
 )
-from labeler.store._calibration import CalibrationMixin
-from labeler.store._copy import BATCH_ROWS, CopySummary, copy_database
-from labeler.store._copy import copy_project as _copy_project
-from labeler.store._core import (
+from judgelab.labeler.store._calibration import CalibrationMixin
+from judgelab.labeler.store._copy import BATCH_ROWS, CopySummary, copy_database
+from judgelab.labeler.store._copy import copy_project as _copy_project
+from judgelab.labeler.store._core import (
     DEFAULT_DB,
     MAX_COMMENT_CHARS,
     migrations,
@@ -29,11 +29,11 @@ from labeler.store._core import (
     remove_database,
     resolve_db_path,
 )
-from labeler.store._crowd import PLATFORMS, CrowdMixin, CrowdStatus, CrowdStudy
-from labeler.store._designs import DesignMixin
-from labeler.store._ingest import Staging
-from labeler.store._judgements import JudgementMixin, JudgementRecord, plain_value
-from labeler.store._labels import (
+from judgelab.labeler.store._crowd import PLATFORMS, CrowdMixin, CrowdStatus, CrowdStudy
+from judgelab.labeler.store._designs import DesignMixin
+from judgelab.labeler.store._ingest import Staging
+from judgelab.labeler.store._judgements import JudgementMixin, JudgementRecord, plain_value
+from judgelab.labeler.store._labels import (
     MASK_DEFAULT,
     MASK_KEY,
     AssignSummary,
@@ -44,13 +44,13 @@ from labeler.store._labels import (
     ScoreView,
     Screen,
 )
-from labeler.store._pool import ImportSummary, PoolMixin
-from labeler.store._quality import QualityMixin, RaterHold
-from labeler.store._raters import Rater, Role, hash_token
-from labeler.store._review import ADJUDICATED, ReviewMixin
-from labeler.store._turns import TurnMixin
-from labeler.store._withheld import SCREEN_RUBRIC_ID, ScreenFigures, WithheldMixin
-from labeler.store.roles import (
+from judgelab.labeler.store._pool import ImportSummary, PoolMixin
+from judgelab.labeler.store._quality import QualityMixin, RaterHold
+from judgelab.labeler.store._raters import Rater, Role, hash_token
+from judgelab.labeler.store._review import ADJUDICATED, ReviewMixin
+from judgelab.labeler.store._turns import TurnMixin
+from judgelab.labeler.store._withheld import SCREEN_RUBRIC_ID, ScreenFigures, WithheldMixin
+from judgelab.labeler.store.roles import (
     AdminRole,
     AnalystRole,
     AssignmentRole,
@@ -77,7 +77,7 @@ def copy_project(source: str | Path, destination: str | Path, *, batch_rows: int
                  on_table: Callable[[str, int], None] | None = None) -> CopySummary:
     """Copy the project at ``source`` into the empty database at ``destination`` (``judgelab db copy``).
 
-    See :mod:`labeler.store._copy`: every table, ids kept, in one transaction on the
+    See :mod:`judgelab.labeler.store._copy`: every table, ids kept, in one transaction on the
     destination; a destination file this call made is removed when the copy fails.
     """
     return _copy_project(source, destination, open_store=Store, batch_rows=batch_rows, on_table=on_table)

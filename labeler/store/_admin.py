@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from labeler.store._core import (
+from judgelab.labeler.store._core import (
     CURRENT_LABEL_RULE,
     DEAD_SCORE_ASSIGNMENTS,
     StoreCore,
@@ -119,7 +119,7 @@ class AdminMixin(StoreCore):
             SELECT answer_id, coalesce(assigned.n, 0) AS assigned,
                    coalesce(labelled.n, 0) AS labelled
             FROM assigned FULL OUTER JOIN labelled USING (answer_id)
-            -- gold items and attention checks are no answers of the pool (labeler.store._quality)
+            -- gold items and attention checks are no answers of the pool (judgelab.labeler.store._quality)
             WHERE answer_id NOT IN (SELECT answer_id FROM quality_items)
             ORDER BY answer_id
             """

@@ -1,7 +1,7 @@
 """Assignments: the store's half of "who labels what" (the SQL and the transactions).
 
 The policy (which raters get an item, where it joins their queue, what pull mode hands out)
-is pure and lives in :mod:`labeler.planner`. Each method here reads what the database holds,
+is pure and lives in :mod:`judgelab.labeler.planner`. Each method here reads what the database holds,
 asks the planner for a plan and writes it, inside one unit of work. The store serialises
 units of work per file (a lock inside a process, DuckDB's file lock across processes), so the
 check and the write can never be split by another writer:
@@ -9,12 +9,12 @@ check and the write can never be split by another writer:
 * **Exactly k.** :meth:`AssignMixin.assign_k` gives each answer to exactly ``k`` raters;
   :meth:`AssignMixin.claim_next` lets a rater pull one more answer that has fewer than ``k``
   raters. Two raters asking at once can never push an answer past ``k``. A revoked rater's
-  unanswered assignment does not count (:data:`labeler.store._core.DEAD_SCORE_ASSIGNMENTS`):
+  unanswered assignment does not count (:data:`judgelab.labeler.store._core.DEAD_SCORE_ASSIGNMENTS`):
   nobody would ever answer it.
-* **Withheld.** An answer that says who wrote it (:mod:`labeler.store._withheld`) is dealt to
+* **Withheld.** An answer that says who wrote it (:mod:`judgelab.labeler.store._withheld`) is dealt to
   nobody; its pending assignments stay and count towards k, hidden until the admin decides.
 * **Spread.** New items join the end of each rater's queue in a seeded order that keeps
-  answers to one task apart (:func:`labeler.planner.queue_rows`).
+  answers to one task apart (:func:`judgelab.labeler.planner.queue_rows`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from labeler.errors import InputError
-from labeler.models import Rubric
-from labeler.planner import (
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.planner import (
     AssignSummary,
     Plan,
     claim_limit,
@@ -37,14 +37,14 @@ from labeler.planner import (
     pick_claim,
     queue_rows,
 )
-from labeler.queue import DEFAULT_GAP, Kind
-from labeler.store._audit import audit
-from labeler.store._bulk import insert_rows
-from labeler.store._core import DEAD_SCORE_ASSIGNMENTS
-from labeler.store._imports import ImportMixin
-from labeler.store._pool import tasks_of
-from labeler.store._quality import mix_in
-from labeler.store._withheld import WITHHELD_SQL, withheld_among
+from judgelab.labeler.queue import DEFAULT_GAP, Kind
+from judgelab.labeler.store._audit import audit
+from judgelab.labeler.store._bulk import insert_rows
+from judgelab.labeler.store._core import DEAD_SCORE_ASSIGNMENTS
+from judgelab.labeler.store._imports import ImportMixin
+from judgelab.labeler.store._pool import tasks_of
+from judgelab.labeler.store._quality import mix_in
+from judgelab.labeler.store._withheld import WITHHELD_SQL, withheld_among
 
 __all__ = ["AssignMixin"]
 
@@ -120,7 +120,7 @@ class AssignMixin(ImportMixin):
         is_overlap: bool,
         gap: int,
     ) -> AssignSummary:
-        """Append each rater's new items to their queue (:func:`labeler.planner.queue_rows`).
+        """Append each rater's new items to their queue (:func:`judgelab.labeler.planner.queue_rows`).
 
         Set-based: the queues' ends of every rater in the plan in two queries and every new
         row in one bulk insert, so a plan of 100,000 answers holds the database for seconds.
@@ -156,7 +156,7 @@ class AssignMixin(ImportMixin):
             id_from=("assignment_id", "seq_assignment"),
         )
         if kind == "score":
-            # Gold items and attention checks keep their share of the grown queues (labeler.store._quality).
+            # Gold items and attention checks keep their share of the grown queues (judgelab.labeler.store._quality).
             mix_in(con, planned)
         summary = plan.summary()
         if summary.n_added:
@@ -181,10 +181,10 @@ class AssignMixin(ImportMixin):
         """Give each answer to exactly ``k`` of ``rater_ids`` for scoring, in one transaction.
 
         Answers that already have raters (under the same rubric) keep them and get only
-        the missing ones (:func:`labeler.planner.deal_k`). A revoked rater's unanswered
+        the missing ones (:func:`judgelab.labeler.planner.deal_k`). A revoked rater's unanswered
         assignment is not a rater any more: the answer gets another one. Each rater's new items join the
         end of their queue in a seeded order that keeps answers to one task apart
-        (:func:`labeler.queue.spread_order`).
+        (:func:`judgelab.labeler.queue.spread_order`).
 
         Args:
             answer_ids: The answers to label.
@@ -216,7 +216,7 @@ class AssignMixin(ImportMixin):
             self._check_raters(con, raters)
             task_of = self._task_of(con, answer_ids, column="answer_id")
             for withheld in withheld_among(con, list(task_of)):
-                del task_of[withheld]  # it says who wrote it: dealt to nobody (labeler.store._withheld)
+                del task_of[withheld]  # it says who wrote it: dealt to nobody (judgelab.labeler.store._withheld)
             holders: dict[str, set[int]] = defaultdict(set)
             for a, r in con.execute(
                 "SELECT answer_id, rater_id FROM assignments WHERE kind = 'score'"
@@ -248,7 +248,7 @@ class AssignMixin(ImportMixin):
     ) -> int | None:
         """Pull one more answer for ``rater_id``: one with fewer than ``k`` raters, atomically.
 
-        Which one is :func:`labeler.planner.pick_claim`'s rule: the fewest raters so far,
+        Which one is :func:`judgelab.labeler.planner.pick_claim`'s rule: the fewest raters so far,
         then a task not among the rater's last ``gap`` items, then a per-rater pseudo-random
         order. Reading the candidates and inserting the assignment happen in one
         transaction, so concurrent claims never give an answer more than ``k`` raters.
@@ -308,10 +308,10 @@ class AssignMixin(ImportMixin):
         recent: list[str],
         answer_ids: Sequence[str] | None,
     ) -> list[tuple[str, str, int]]:
-        """Answers ``rater_id`` may pull, as :func:`labeler.planner.pick_claim` takes them.
+        """Answers ``rater_id`` may pull, as :func:`judgelab.labeler.planner.pick_claim` takes them.
 
         Ordered by raters so far, then a per-rater hash of the answer id, and cut at
-        :func:`labeler.planner.claim_limit`, so a claim reads a handful of rows at any size.
+        :func:`judgelab.labeler.planner.claim_limit`, so a claim reads a handful of rows at any size.
         """
         near = con.execute(
             "SELECT count(*) FROM answers WHERE list_contains(?, task_id)", [recent]
@@ -361,7 +361,7 @@ class AssignMixin(ImportMixin):
         """Give pairs of answers to raters for a pairwise preference, sides counterbalanced.
 
         Each pair goes to ``k`` raters (all of ``rater_ids`` when ``None``). Half of them
-        see it as A/B and half as B/A (:func:`labeler.planner.deal_pairs`), and each rater's
+        see it as A/B and half as B/A (:func:`judgelab.labeler.planner.deal_pairs`), and each rater's
         own flips stay balanced. The assignment stores the shown order: ``answer_id`` is the
         left answer, ``answer_b_id`` the right one; the label stores it again.
 

@@ -7,12 +7,12 @@ logged as done and one that is done is never missing. The CLI and the admin page
 store methods, so both log through this one path.
 
 Who is acting is not a parameter of every method: it is read, at the moment of the write, from
-:func:`labeler._actor.current_actor`:
+:func:`judgelab.labeler._actor.current_actor`:
 
-1. :func:`~labeler._actor.acting_as`, a context (thread-local, so two app sessions never mix) that the CLI opens
-   around each command (``cli:<os user>``);
-2. else the process's actor source (:func:`~labeler._actor.set_actor_source`), which the app registers to name the
-   signed-in admin of the current Streamlit session (``admin:<name>``);
+1. :func:`~judgelab.labeler._actor.acting_as`, a context (thread-local, so two app sessions never
+   mix) that the CLI opens around each command (``cli:<os user>``);
+2. else the process's actor source (:func:`~judgelab.labeler._actor.set_actor_source`), which the
+   app registers to name the signed-in admin of the current Streamlit session (``admin:<name>``);
 3. else ``os:<os user>``: a library call from a program of one's own.
 
 Raters' own actions (labels, flags, skips) are not logged here: the labels tables hold them, each
@@ -27,8 +27,8 @@ from typing import Any
 
 import pandas as pd
 
-from labeler._actor import current_actor
-from labeler.store._core import StoreCore
+from judgelab.labeler._actor import current_actor
+from judgelab.labeler.store._core import StoreCore
 
 #: Every action the trail records, with what it means (the admin page and docs list these).
 AUDIT_ACTIONS: dict[str, str] = {

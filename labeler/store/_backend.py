@@ -48,7 +48,7 @@ except ImportError:  # pragma: no cover - the postgres extra installs it
     ConnectionPool = None  # type: ignore[assignment,misc]
     PoolClosed = PoolTimeout = RuntimeError  # type: ignore[assignment,misc]
 
-from labeler.errors import InputError, StoreError
+from judgelab.labeler.errors import InputError, StoreError
 
 #: The prefixes of a database URL that names a PostgreSQL server.
 PG_SCHEMES = ("postgresql://", "postgres://")

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from labeler.store._bulk import insert_rows
-from labeler.store._core import StoreCore
+from judgelab.labeler.store._bulk import insert_rows
+from judgelab.labeler.store._core import StoreCore
 
 __all__ = ["BatchMixin"]
 

@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from labeler.errors import StoreError
+from judgelab.labeler.errors import StoreError
 
 # The column types the migrations use. JSON is stored as VARCHAR, so there are no
 # struct or list columns to map.

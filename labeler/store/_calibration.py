@@ -18,10 +18,10 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement, rubric_match
-from labeler.store._quality import EXCLUDED_RATERS_SQL
-from labeler.store._review import CURRENT_ADJUDICATION_RULE
-from labeler.store._withheld import AUTHOR_STATE_SQL, REVEALS_AUTHOR_SQL, SCREEN_RUBRIC_ID
+from judgelab.labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement, rubric_match
+from judgelab.labeler.store._quality import EXCLUDED_RATERS_SQL
+from judgelab.labeler.store._review import CURRENT_ADJUDICATION_RULE
+from judgelab.labeler.store._withheld import AUTHOR_STATE_SQL, REVEALS_AUTHOR_SQL, SCREEN_RUBRIC_ID
 
 # The newest row per planned call of one run; rows without a call id each stand alone.
 _RUN_ROWS_SQL = """
@@ -46,10 +46,10 @@ _CURRENT_SQL = f"""
            {REVEALS_AUTHOR_SQL} AS reveals_author
     FROM labels l
     JOIN raters r ON r.rater_id = l.rater_id
-        -- a rater paused with "exclude their labels" (labeler.store._quality) counts in no calibration
+        -- a rater paused with "exclude their labels" (judgelab.labeler.store._quality) counts in no calibration
         AND r.rater_id NOT IN ({EXCLUDED_RATERS_SQL})
     JOIN answers a ON a.answer_id = l.answer_id
-    -- an answer found to say who wrote it (labeler.store._withheld): its labels are set apart
+    -- an answer found to say who wrote it (judgelab.labeler.store._withheld): its labels are set apart
     LEFT JOIN ({AUTHOR_STATE_SQL}) fs ON fs.answer_id = l.answer_id
     {CURRENT_LABEL_RULE}
 """
@@ -66,7 +66,7 @@ _ADJUDICATED_SQL = f"""
 
 
 class CalibrationMixin(StoreCore):
-    """Read-only queries for :mod:`calibration.calibrate` and the analyst page."""
+    """Read-only queries for :mod:`judgelab.calibration.calibrate` and the analyst page."""
 
     def calibration_runs(self) -> pd.DataFrame:
         """Every judge run with how many judgements of each kind it holds, newest first.
@@ -94,7 +94,7 @@ class CalibrationMixin(StoreCore):
 
         A probe run that scored altered answers or other formats (padding, the format study)
         comes after the run that scored the pool, but the report is of the pool's scores. A
-        screen's run (:data:`~labeler.store._withheld.SCREEN_RUBRIC_ID`) scores nothing and is never picked.
+        screen's run (:data:`~judgelab.labeler.store._withheld.SCREEN_RUBRIC_ID`) scores nothing and is never picked.
         """
         plain, params = plain_judgement(alias="j")
         with self.connection() as con:
@@ -150,7 +150,7 @@ class CalibrationMixin(StoreCore):
             ``label_id, rater_id, rater_name, rater_simulated, answer_id, task_id, family,
             variant, rubric_id, rubric_version, overall, passed, flag_reason, source, n_raters,
             reveals_author`` (the answer was found to say who wrote it: withheld now, or masked after
-            this label; :mod:`labeler.store._withheld`).
+            this label; :mod:`judgelab.labeler.store._withheld`).
         """
         sql = f"SELECT * FROM ({_CURRENT_SQL}) cur"
         params: list[object] = []

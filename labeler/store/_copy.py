@@ -17,7 +17,7 @@ How it is done, and why:
 * The destination is written in one unit of work, so the copy lands whole or not at all: any
   failure (an error, Ctrl+C, the server going away) rolls every table back. Each page goes in
   with one ``INSERT ... SELECT`` of an Arrow table typed like the destination's columns
-  (:func:`~labeler.store._bulk.insert_rows`).
+  (:func:`~judgelab.labeler.store._bulk.insert_rows`).
 * Each sequence behind an id column is moved past the largest copied id, so new rows get new ids.
 """
 
@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labeler.errors import InputError, StoreError
-from labeler.store._audit import audit
-from labeler.store._backend import is_postgres, redact
-from labeler.store._bulk import insert_rows
-from labeler.store._core import StoreCore, remove_database, resolve_db_path
+from judgelab.labeler.errors import InputError, StoreError
+from judgelab.labeler.store._audit import audit
+from judgelab.labeler.store._backend import is_postgres, redact
+from judgelab.labeler.store._bulk import insert_rows
+from judgelab.labeler.store._core import StoreCore, remove_database, resolve_db_path
 
 #: Rows read and written at a time: one page of the largest table (answers with their text, a
 #: few kB each) stays within some tens of MB.
@@ -145,7 +145,7 @@ def copy_database(source: StoreCore, destination: StoreCore, *, batch_rows: int 
                   on_table: Callable[[str, int], None] | None = None) -> CopySummary:
     """Copy every row of every table of ``source`` into the empty ``destination``, ids kept.
 
-    Both are migrated to this judgelab's schema (a :class:`~labeler.store.Store` migrates on
+    Both are migrated to this judgelab's schema (a :class:`~judgelab.labeler.store.Store` migrates on
     opening). All or nothing: the destination is written in one transaction.
 
     Args:

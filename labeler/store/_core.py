@@ -30,9 +30,9 @@ file at the same time. The rules that make this work:
   its lock). With the turn lock no open starts before the previous holder has closed
   (``tests/reliability/test_handoff.py``). The kernel drops the lock with the process, so
   a crash leaves nothing to clean up. Programs that open the file without a
-  :class:`~labeler.store.Store` are outside this protocol;
+  :class:`~judgelab.labeler.store.Store` are outside this protocol;
 * a caller that cannot get the file for ``lock_timeout`` seconds sees a
-  :class:`~labeler.errors.StoreError`.
+  :class:`~judgelab.labeler.errors.StoreError`.
 
 Every committed unit is durable when it returns (DuckDB writes and syncs its
 write-ahead log at commit), so keeping the connection open costs nothing on a crash.
@@ -61,8 +61,8 @@ except ImportError:  # pragma: no cover - not POSIX: DuckDB's own lock is all th
 import duckdb
 import pandas as pd
 
-from labeler.errors import InputError, StoreError
-from labeler.store._backend import (
+from judgelab.labeler.errors import InputError, StoreError
+from judgelab.labeler.store._backend import (
     PORTABLE,
     UNIT_LOCK,
     PgConnection,
@@ -104,7 +104,7 @@ DEAD_SCORE_ASSIGNMENTS = f"""
 #: Keeps only the raters' current labels of a query over ``labels l``: a label is current when
 #: no other row supersedes it, and the window guards against two unsuperseded rows of one
 #: (rater, answer, rubric version) (e.g. an import and an app label): the newest wins. An
-#: admin's adjudicated label (``source = 'adjudicated'``, :mod:`labeler.store._review`) is not a
+#: admin's adjudicated label (``source = 'adjudicated'``, :mod:`judgelab.labeler.store._review`) is not a
 #: rater's label and is left out, so no agreement figure counts the adjudicator as a rater. A label
 #: of a gold item or attention check (migration 014) is no label of the pool and is left out too.
 CURRENT_LABEL_RULE = """
@@ -187,10 +187,10 @@ def resolve_db_path(path: str | os.PathLike[str] | None = None) -> Path:
 # Arms of a probe that present the answer as it is: their scores are the judge's plain score.
 _PLAIN_ARMS = ("original", "control", "baseline", "none")
 # Runs that score the pool as it is, one arm per format: `judgelab score`
-# (calibration.scoring.SCORE_PROBE).
+# (judgelab.calibration.scoring.SCORE_PROBE).
 _SCORING_PROBES = ("score",)
 # Probes whose every arm shows the answer as it is, in another scoring format (the format study,
-# calibration.probes.format_study): another reading of the answer, not its plain score.
+# judgelab.calibration.probes.format_study): another reading of the answer, not its plain score.
 _READING_PROBES = ("format",)
 
 
@@ -385,7 +385,7 @@ def writer_version() -> str | None:
 def migrations() -> list[tuple[int, str, str]]:
     """All migrations shipped with judgelab as ``(version, name, sql)``, in order."""
     found = []
-    folder = resources.files("labeler.store") / "migrations"
+    folder = resources.files("judgelab.labeler.store") / "migrations"
     for entry in folder.iterdir():
         match = _MIGRATION_NAME.match(entry.name)
         if match:
@@ -415,7 +415,7 @@ class StoreCore:
                 holds longer, so a rater's submit after a pause does not pay a reopen; the
                 longest any store of the process asked for applies.
             read_only: Open the file read-only (reads work, every write is refused with a
-                :class:`~labeler.errors.StoreError` saying so). A file that cannot be written
+                :class:`~judgelab.labeler.errors.StoreError` saying so). A file that cannot be written
                 (permissions, a read-only disk) is opened read-only without being asked.
 
         Raises:
@@ -578,7 +578,7 @@ class StoreCore:
         """One unit of work on PostgreSQL: a transaction holding the store's advisory lock.
 
         The lock makes units run one at a time across every process on the database, as DuckDB's
-        single writer does (see :mod:`labeler.store._backend`).
+        single writer does (see :mod:`judgelab.labeler.store._backend`).
         """
         assert self.url is not None
         con = pg_connection(self.url)

@@ -17,7 +17,7 @@ generic ``pid``/``study``/``session``). The rules this module keeps:
   raters first, never past ``k``), up to the quota, when the participant consents (the clock
   starts then). A participant past the deadline, or who returns the study, is revoked in the same
   unit of work that notices it: their unanswered items stop counting towards ``k``
-  (:data:`~labeler.store._core.DEAD_SCORE_ASSIGNMENTS`) and the next claim hands them to someone
+  (:data:`~judgelab.labeler.store._core.DEAD_SCORE_ASSIGNMENTS`) and the next claim hands them to someone
   else, while a revoked rater's late submit is refused inside its own transaction (``add_label``).
   Overdue participants are swept by every deal and every arrival, so nothing waits on a timer.
 
@@ -36,11 +36,11 @@ from typing import Any, Literal
 import duckdb
 import pandas as pd
 
-from labeler.errors import AccessError, InputError
-from labeler.store._assign import AssignMixin
-from labeler.store._core import score_answered
-from labeler.store._raters import Rater, hash_token
-from labeler.store._withheld import WITHHELD_SQL
+from judgelab.labeler.errors import AccessError, InputError
+from judgelab.labeler.store._assign import AssignMixin
+from judgelab.labeler.store._core import score_answered
+from judgelab.labeler.store._raters import Rater, hash_token
+from judgelab.labeler.store._withheld import WITHHELD_SQL
 
 __all__ = ["PLATFORMS", "CrowdMixin", "CrowdStatus", "CrowdStudy", "Platform"]
 

@@ -1,12 +1,12 @@
 """Stored hand-label sample designs, the reads a design needs, and applying one to raters.
 
-A design (see :mod:`calibration.design`) is saved as one ``designs`` row (its inputs and its
+A design (see :mod:`judgelab.calibration.design`) is saved as one ``designs`` row (its inputs and its
 expected precision and hours, as JSON) and one ``design_items`` row per sampled answer with its
 stratum, inclusion probability, weight (1/π) and number of raters. Applying it appends ``score``
 assignments to the raters' queues (``queue_pos`` is 0-based within a rater's queue, lower
 first; new rows go after the rater's existing positions) and stamps ``designs.applied_at``.
 
-An *active* design (:mod:`calibration.active`, migration 010) is one ``active_designs`` row and,
+An *active* design (:mod:`judgelab.calibration.active`, migration 010) is one ``active_designs`` row and,
 per batch, an ``active_batches`` row, one ``active_draws`` row per pool answer (what was fixed
 before the draw) and an ordinary design holding the answers the batch asked raters to label.
 """
@@ -20,12 +20,12 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from labeler.errors import ConflictError, InputError
-from labeler.models import ImportedDesigns
-from labeler.store._audit import audit, audit_import
-from labeler.store._bulk import registered
-from labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement, score_answered
-from labeler.store._pool import ImportSummary
+from judgelab.labeler.errors import ConflictError, InputError
+from judgelab.labeler.models import ImportedDesigns
+from judgelab.labeler.store._audit import audit, audit_import
+from judgelab.labeler.store._bulk import registered
+from judgelab.labeler.store._core import CURRENT_LABEL_RULE, StoreCore, plain_judgement, score_answered
+from judgelab.labeler.store._pool import ImportSummary
 
 # Each score assignment, with whether it is answered (a label of the rater's on the answer: the
 # app's rows name their assignment, imported ones match on rater and answer) and whether it is
@@ -356,7 +356,7 @@ class DesignMixin(StoreCore):
         Args:
             design_id: A stored, not yet applied design.
             plan: Rows with ``rater_id``, ``answer_id``, ``queue_pos``, ``is_overlap`` (from
-                :func:`calibration.design.plan_assignments`).
+                :func:`judgelab.calibration.design.plan_assignments`).
             rubric: ``(rubric_id, version)`` to score against, or ``None``.
 
         Returns:
@@ -625,7 +625,7 @@ class DesignMixin(StoreCore):
 
         Returns:
             ``designs``, ``items``, ``active``, ``batches`` and ``draws`` (the columns of
-            :class:`labeler.models.ImportedDesigns`, without ``where``), oldest first.
+            :class:`judgelab.labeler.models.ImportedDesigns`, without ``where``), oldest first.
         """
         return {
             "designs": self.query("SELECT design_id, params, summary, created_at, applied_at FROM designs"

@@ -12,7 +12,7 @@ wrote, which makes re-importing a database's own export a no-op. Two things are 
 * a new edit of a record that a stored row already supersedes (a second, different edit).
 
 This module is pure: the SQL that reads stored rows and writes new ones is in
-:mod:`labeler.store._imports`.
+:mod:`judgelab.labeler.store._imports`.
 """
 
 from __future__ import annotations

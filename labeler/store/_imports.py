@@ -1,8 +1,8 @@
 """Labels, preferences, audits and judgements that a team already has from elsewhere, and exports.
 
-Human records keep their history (see :mod:`labeler.store._history` for what counts as the
+Human records keep their history (see :mod:`judgelab.labeler.store._history` for what counts as the
 same record on a re-import). Judgements are stored in the runner's orientation (the answer
-shown first is ``answer_id``; see :class:`~labeler.models.ImportedJudgement`) under a run
+shown first is ``answer_id``; see :class:`~judgelab.labeler.models.ImportedJudgement`) under a run
 named ``import:<model>`` unless the file names one. A judgement may be of a pool answer or of
 an answer a probe built from a stored pair (``<pair_id>:a``, ``<pair_id>:b`` and their variants
 ``<pair_id>:a~...``).
@@ -21,14 +21,14 @@ from typing import Any, Literal
 import duckdb
 import pandas as pd
 
-from labeler.errors import ConflictError, InputError
-from labeler.models import ImportedAudit, ImportedJudgement, ImportedLabel, ImportedPairLabel, pair_of
-from labeler.store._audit import audit_import
-from labeler.store._bulk import drop_stored, insert_rows, staged
-from labeler.store._history import Incoming, Planned, Stored, plan
-from labeler.store._pool import PAIRS_QUERY, ImportSummary, PoolMixin, tasks_of
-from labeler.store._raters import RaterMixin, hash_token
-from labeler.store._turn_rows import check_turns_exist, current_turns, insert_turns
+from judgelab.labeler.errors import ConflictError, InputError
+from judgelab.labeler.models import ImportedAudit, ImportedJudgement, ImportedLabel, ImportedPairLabel, pair_of
+from judgelab.labeler.store._audit import audit_import
+from judgelab.labeler.store._bulk import drop_stored, insert_rows, staged
+from judgelab.labeler.store._history import Incoming, Planned, Stored, plan
+from judgelab.labeler.store._pool import PAIRS_QUERY, ImportSummary, PoolMixin, tasks_of
+from judgelab.labeler.store._raters import RaterMixin, hash_token
+from judgelab.labeler.store._turn_rows import check_turns_exist, current_turns, insert_turns
 
 ExportKind = Literal["labels", "judgements", "answers", "pair_labels", "audits", "pairs"]
 EXPORT_KINDS: tuple[ExportKind, ...] = ("labels", "pair_labels", "audits", "judgements", "answers", "pairs")
@@ -164,7 +164,7 @@ class ImportMixin(RaterMixin, PoolMixin):
 
         A label already stored (the same rater, answer, rubric, content and history, whoever
         wrote it) is skipped, so importing a file twice, or a database's own export, changes
-        nothing. ``source="simulated"`` marks labels from :mod:`labeler.simulate` so every page
+        nothing. ``source="simulated"`` marks labels from :mod:`judgelab.labeler.simulate` so every page
         and report can say they are not real people's (a label's own ``source`` wins).
         ``rubric`` is the ``(id, version)`` the labels were given under when a label names none.
 
@@ -441,7 +441,7 @@ class ImportMixin(RaterMixin, PoolMixin):
         """Every stored row of one kind, as the database holds it (analysts' columns).
 
         The file schemas ``judgelab export`` writes are built from these by
-        :func:`labeler.exports.export_table`.
+        :func:`judgelab.labeler.exports.export_table`.
         """
         queries: dict[str, str] = {
             "labels": "SELECT l.label_id, l.rater_name AS rater, l.answer_id, a.task_id, l.rubric_id,"

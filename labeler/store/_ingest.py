@@ -5,13 +5,13 @@ the file goes into a staging table of a temporary DuckDB database of the import'
 private temporary folder, with a memory limit, so a large file spills to disk instead of
 growing the process). Nothing here touches the project: the project's database is held only for
 the short read of what the checks need from it and the one short write at the end
-(:meth:`labeler.store.Store.add_staged_pool`).
+(:meth:`judgelab.labeler.store.Store.add_staged_pool`).
 
 DuckDB reads a JSON-lines file itself (``read_json``, each line one JSON value). Any other file
-(CSV, Parquet, a JSON array, Arrow, an adapter's conversion) is read by :func:`labeler._rows.read_rows`
+(CSV, Parquet, a JSON array, Arrow, an adapter's conversion) is read by :func:`judgelab.labeler._rows.read_rows`
 or the adapter as before and its rows are copied in a slice at a time. Either way each row then
 gets a ``plain`` flag, computed as a set operation: every value already is exactly what the Python
-checks (:class:`labeler._rows.Checker`) would accept and keep unchanged (a string id of the id
+checks (:class:`judgelab.labeler._rows.Checker`) would accept and keep unchanged (a string id of the id
 characters, a non-blank text under the length limit, nothing a spreadsheet would run). The few
 rows that are not plain are read back and checked by the Python checks themselves, which either
 give the row's values (written back here) or raise the exact error they always raised.
@@ -30,9 +30,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from labeler._rows import MAX_FIELD_CHARS, MAX_ID_CHARS, Rows
+from judgelab.labeler._rows import MAX_FIELD_CHARS, MAX_ID_CHARS, Rows
 
-#: The normalised columns of a staged answer row, as :func:`labeler.importers.parse_answers` gives them.
+#: The normalised columns of a staged answer row, as :func:`judgelab.labeler.importers.parse_answers` gives them.
 ROW_COLUMNS = ("task_id", "prompt", "category", "reference_answer", "reference_author_kind", "reference_author",
                "answer_id", "family", "model", "variant", "parent_answer_id", "text", "transcript")
 #: Rows copied, checked or read back at a time.

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from labeler.store._batches import BatchMixin
-from labeler.store._bulk import insert_rows
+from judgelab.labeler.store._batches import BatchMixin
+from judgelab.labeler.store._bulk import insert_rows
 
 JudgementSource = Literal["judge", "cache"]
 
@@ -164,7 +164,7 @@ class JudgementMixin(BatchMixin):
     def judge_run(self, run_id: str) -> dict[str, Any] | None:
         """One run's row (``params`` decoded, ``batches`` its Message Batches), or ``None``.
 
-        ``batches`` are :meth:`~labeler.store._batches.BatchMixin.run_batches` (migration 011;
+        ``batches`` are :meth:`~judgelab.labeler.store._batches.BatchMixin.run_batches` (migration 011;
         the JSON column 003 kept them in is no longer written).
         """
         rows = self._jrows("SELECT * FROM judge_runs WHERE run_id = ?", [run_id])

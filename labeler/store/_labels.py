@@ -1,18 +1,18 @@
 """The raters' queues, labels, pairwise labels, padding audits and queue events (the app's writes).
 
-Who gets which item is :mod:`labeler.store._assign` (the store's half) and
-:mod:`labeler.planner` (the policy). The rules this module keeps:
+Who gets which item is :mod:`judgelab.labeler.store._assign` (the store's half) and
+:mod:`judgelab.labeler.planner` (the policy). The rules this module keeps:
 
 * **Append-only.** A label is never updated: an edit is a new row whose
   ``supersedes`` names the row it replaces. The same holds for pair labels and audits.
 * **Blind.** What pages receive (:class:`ScoreView`, :class:`PairView`,
-  :class:`AuditView`, :class:`~labeler.queue.QueueItem`) carries opaque item ids and
+  :class:`AuditView`, :class:`~judgelab.labeler.queue.QueueItem`) carries opaque item ids and
   text only, never answer ids, family, model, variant or parent. Every method that
   takes an ``assignment_id`` checks that it belongs to the rater asking, so a rater
   can never read or write another rater's labels.
 * **Active time.** The app sends the seconds the item was on screen in the rater's
   session, counting neither a hidden tab nor idle time beyond a cap
-  (:data:`labeler.timing.IDLE_CAP_SECONDS`). The store bounds them by the server's own
+  (:data:`judgelab.labeler.timing.IDLE_CAP_SECONDS`). The store bounds them by the server's own
   clock (from the first ``open`` event after the rater's previous submit or skip of it
   to the write); a write without them (the CLI, scripts) records that server time.
 * **Revoked raters write nothing.** Every write checks, in the same transaction, that
@@ -21,7 +21,7 @@ Who gets which item is :mod:`labeler.store._assign` (the store's half) and
   audit) writes nothing and returns the current row's id.
 * **No silent overwrite.** The app's writes say which label the rater saw (``seen``: its
   id, ``None`` for none); when another tab on the same link has stored a newer one since,
-  the write is refused (:class:`~labeler.errors.StaleLabelError`) in the same transaction
+  the write is refused (:class:`~judgelab.labeler.errors.StaleLabelError`) in the same transaction
   that would have superseded it, and the rater is shown what is stored.
 """
 
@@ -37,18 +37,18 @@ from typing import Any, NamedTuple
 import duckdb
 import pandas as pd
 
-from labeler.blinding import REDACTED
-from labeler.errors import AccessError, InputError, StaleLabelError, StoreError
-from labeler.models import Rubric
-from labeler.planner import AssignSummary
-from labeler.queue import KINDS, Kind, Progress, QueueItem, next_position, shown_index
-from labeler.scales import format_range
-from labeler.store._assign import AssignMixin
-from labeler.store._core import check_comment
-from labeler.store._pool import blind_text, blind_transcript
-from labeler.store._quality import refuse_if_paused, visible_rows
-from labeler.store._withheld import RATER_FLAG_REASON, hidden_in_queue, mask_of
-from labeler.transcripts import Transcript, render
+from judgelab.labeler.blinding import REDACTED
+from judgelab.labeler.errors import AccessError, InputError, StaleLabelError, StoreError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.planner import AssignSummary
+from judgelab.labeler.queue import KINDS, Kind, Progress, QueueItem, next_position, shown_index
+from judgelab.labeler.scales import format_range
+from judgelab.labeler.store._assign import AssignMixin
+from judgelab.labeler.store._core import check_comment
+from judgelab.labeler.store._pool import blind_text, blind_transcript
+from judgelab.labeler.store._quality import refuse_if_paused, visible_rows
+from judgelab.labeler.store._withheld import RATER_FLAG_REASON, hidden_in_queue, mask_of
+from judgelab.labeler.transcripts import Transcript, render
 
 #: The label a write's caller saw: its id, ``None`` (none), or ``...`` (not said: no check).
 Seen = int | None | EllipsisType
@@ -200,7 +200,7 @@ class LabelMixin(AssignMixin):
     ) -> tuple[list[QueueItem], list[tuple[Any, ...]]]:
         """The rater's queue (:meth:`rater_queue`) and its rows, item by item (see :func:`_source`).
 
-        The rows stay on the server: a page gets the :class:`~labeler.queue.QueueItem` only.
+        The rows stay on the server: a page gets the :class:`~judgelab.labeler.queue.QueueItem` only.
         """
         if kind not in KINDS:
             raise InputError(f"unknown queue kind {kind!r}", fix=f"use one of {KINDS}.")
@@ -235,7 +235,7 @@ class LabelMixin(AssignMixin):
             done_id, is_flagged = current.get(a, (None, False))
             count, last = skip_counts.get(a, (0, None))
             rows.append((a, answer_id, answer_b_id, done_id, is_flagged, count, last, rubric_id, rubric_version))
-        # A paused or qualifying rater sees only gold items and attention checks (labeler.store._quality).
+        # A paused or qualifying rater sees only gold items and attention checks (judgelab.labeler.store._quality).
         rows = visible_rows(con, rater_id, kind, rows)
         # An answer withheld because it says who wrote it is shown to nobody who has not done it yet.
         rows = hidden_in_queue(con, rows)
@@ -508,9 +508,9 @@ class LabelMixin(AssignMixin):
         """The rater says the answer tells who wrote it: withhold it from every other rater (the W key).
 
         One unit of work: the rater's label of the item becomes an unrateable flag (reason
-        :data:`~labeler.store._withheld.RATER_FLAG_REASON`, then the rater's note), so their queue moves
+        :data:`~judgelab.labeler.store._withheld.RATER_FLAG_REASON`, then the rater's note), so their queue moves
         on and no score of an unblinded answer is kept; and the answer is withheld
-        (:mod:`labeler.store._withheld`): never dealt again, hidden where it is still to do, until
+        (:mod:`judgelab.labeler.store._withheld`): never dealt again, hidden where it is still to do, until
         the admin masks or clears it.
 
         Returns:
@@ -673,7 +673,8 @@ class LabelMixin(AssignMixin):
             raise InputError(f"answer {answer_id!r} is missing from the database")
         masked = mask_of(con, answer_id)
         if masked is not None:
-            # The admin's edit of an answer that said who wrote it (labeler.store._withheld), blinded as any text.
+            # The admin's edit of an answer that said who wrote it (judgelab.labeler.store._withheld), blinded as any
+            # text.
             shown, n_masked = blind_text(con, masked, "[]")
             return str(row[0]), shown, n_masked, None
         transcript = None if row[5] is None else Transcript.from_json(str(row[5]))
@@ -853,7 +854,7 @@ def _progress(queue: Sequence[QueueItem]) -> Progress:
 def _check_scores(
     rubric: Rubric, overall: float | None, criteria: Mapping[str, float], *, flagged: bool
 ) -> None:
-    """Refuse scores the rubric's scale does not allow (see :data:`labeler.scales.FORMAT_SPECS`)."""
+    """Refuse scores the rubric's scale does not allow (see :data:`judgelab.labeler.scales.FORMAT_SPECS`)."""
     lo, hi = format_range(rubric.scale)
     whole = rubric.scale in ("binary", "likert5")
     grid = rubric.declared_scale  # a declared scale's levels are its grid (0-10 by 0.5 allows 7.5)

@@ -3,7 +3,7 @@
 :meth:`PoolMixin.add_pool` is the one way an answer's text enters the store (the
 importers, the demo, padded and other perturbed variants, the app's uploads all call
 it), and it finds the text's self-identifying spans itself
-(:func:`labeler.blinding.detect_self_identifying`, with the pool's own family and model
+(:func:`judgelab.labeler.blinding.detect_self_identifying`, with the pool's own family and model
 names): no write path can store an answer raters would see unmasked.
 """
 
@@ -19,15 +19,15 @@ from typing import Any, TypeVar
 import duckdb
 import pandas as pd
 
-from labeler.blinding import detect_self_identifying, detect_self_identifying_many, mask, merge_spans
-from labeler.errors import ConflictError
-from labeler.models import Answer, Criterion, Pair, Rubric, Task
-from labeler.scales import FORMAT_SPECS, FormatSpec, format_spec, known_format, register_scale, scale_from_dict
-from labeler.store._audit import audit, audit_import, audit_setting
-from labeler.store._bulk import drop_stored, insert_rows, staged
-from labeler.store._core import StoreCore
-from labeler.store._ingest import Staging, item_ids
-from labeler.transcripts import Transcript, blinded, name_spans
+from judgelab.labeler.blinding import detect_self_identifying, detect_self_identifying_many, mask, merge_spans
+from judgelab.labeler.errors import ConflictError
+from judgelab.labeler.models import Answer, Criterion, Pair, Rubric, Task
+from judgelab.labeler.scales import FORMAT_SPECS, FormatSpec, format_spec, known_format, register_scale, scale_from_dict
+from judgelab.labeler.store._audit import audit, audit_import, audit_setting
+from judgelab.labeler.store._bulk import drop_stored, insert_rows, staged
+from judgelab.labeler.store._core import StoreCore
+from judgelab.labeler.store._ingest import Staging, item_ids
+from judgelab.labeler.transcripts import Transcript, blinded, name_spans
 
 
 @dataclass(frozen=True)
@@ -238,14 +238,14 @@ class PoolMixin(StoreCore):
         return ImportSummary(added=added, unchanged=same)
 
     def add_staged_pool(self, staging: Staging, *, source_file: str | None = None) -> ImportSummary:
-        """Add the checked answers of a staged file (:class:`~labeler.store._ingest.Staging`), all or none.
+        """Add the checked answers of a staged file (:class:`~judgelab.labeler.store._ingest.Staging`), all or none.
 
         The same rules as :meth:`add_pool`, with the file's rows in the import's own staging
         database instead of Python lists: an id stored with the same content is skipped, with other
         content it is a :class:`ConflictError` and nothing is written. Every answer's
         self-identifying spans are found here, with this file's and the stored pool's family and
         model names, a slice of texts at a time (the prefilter of
-        :func:`~labeler.blinding.detect_self_identifying_many`, the full detector on its candidates),
+        :func:`~judgelab.labeler.blinding.detect_self_identifying_many`, the full detector on its candidates),
         before the project is touched; then one short unit of work writes it all: on DuckDB an
         ``INSERT ... SELECT`` from the staging database attached read-only, on PostgreSQL a ``COPY``
         into temporary tables and the same statements.
@@ -396,7 +396,7 @@ def _staged_extras(
     """Each staged answer's item id, words, characters and self-identifying spans, a slice at a time.
 
     The spans :meth:`PoolMixin.add_pool` stores: the detector's (with ``names``) merged with a
-    conversation's own name spans (with the file's names, as :func:`labeler.importers.parse_answers`
+    conversation's own name spans (with the file's names, as :func:`judgelab.labeler.importers.parse_answers`
     finds them).
     """
     for rows, texts, transcripts in staging.texts():

@@ -1,10 +1,10 @@
 """Rater quality in the database: gold items, attention checks, qualification and pauses.
 
-The rules this module keeps (the pure parts are :mod:`labeler.quality`):
+The rules this module keeps (the pure parts are :mod:`judgelab.labeler.quality`):
 
 * **Apart from the pool.** Quality items live in their own table (migration 014), never in
   ``answers``: judge runs, designs and calibration read the pool and cannot meet one. Their labels
-  go to ``labels`` like any other, and :data:`labeler.store._core.CURRENT_LABEL_RULE` leaves them
+  go to ``labels`` like any other, and :data:`judgelab.labeler.store._core.CURRENT_LABEL_RULE` leaves them
   out of every label loader by answer id (:data:`QUALITY_IDS_SQL`).
 * **Indistinguishable.** A quality item reaches a rater as a ``score`` assignment with an opaque
   item id made like an answer's, its text blinded the same way, on the same page, at a seeded
@@ -27,15 +27,15 @@ from typing import Any, Literal
 import duckdb
 import pandas as pd
 
-from labeler.blinding import detect_self_identifying, merge_spans
-from labeler.errors import ConflictError, InputError, JudgelabError
-from labeler.quality import SCOPE, QualityItem, QualitySettings, quality_positions, within
-from labeler.queue import rater_rng
-from labeler.store._audit import audit, audit_import
-from labeler.store._bulk import insert_rows
-from labeler.store._core import StoreCore
-from labeler.store._pool import ImportSummary, pool_names, write_setting
-from labeler.store._raters import rater_named
+from judgelab.labeler.blinding import detect_self_identifying, merge_spans
+from judgelab.labeler.errors import ConflictError, InputError, JudgelabError
+from judgelab.labeler.quality import SCOPE, QualityItem, QualitySettings, quality_positions, within
+from judgelab.labeler.queue import rater_rng
+from judgelab.labeler.store._audit import audit, audit_import
+from judgelab.labeler.store._bulk import insert_rows
+from judgelab.labeler.store._core import StoreCore
+from judgelab.labeler.store._pool import ImportSummary, pool_names, write_setting
+from judgelab.labeler.store._raters import rater_named
 
 __all__ = [
     "EXCLUDED_RATERS_SQL",
@@ -181,7 +181,7 @@ def visible_rows(
 ) -> list[tuple[Any, ...]]:
     """The queue rows a rater sees: all of them, or only quality items while held.
 
-    ``rows`` are :meth:`labeler.store._labels.LabelMixin._queue`'s (answer id second).
+    ``rows`` are :meth:`judgelab.labeler.store._labels.LabelMixin._queue`'s (answer id second).
     """
     hold = rater_hold(con, rater_id)
     if hold is None:
@@ -201,7 +201,7 @@ def mix_in(con: duckdb.DuckDBPyConnection, rater_ids: Sequence[int] | None = Non
     """Put quality items into raters' score queues as the settings ask; returns items added per rater.
 
     Each rater gets ``qualify_n`` gold items before their first item and ``rate`` x (live items)
-    spread among them (:func:`labeler.quality.quality_positions`), never one item twice. Running
+    spread among them (:func:`judgelab.labeler.quality.quality_positions`), never one item twice. Running
     it again adds only what is missing (after more live items were assigned, say).
     """
     settings = read_settings(con)
@@ -274,7 +274,7 @@ class QualityMixin(StoreCore):
         """Store gold items and attention checks: all of them or none.
 
         An id stored with the same content is skipped; with other content, or an id the pool's
-        answers use, it is a :class:`~labeler.errors.ConflictError` and nothing is written.
+        answers use, it is a :class:`~judgelab.labeler.errors.ConflictError` and nothing is written.
         """
         with self.connection() as con:
             names = pool_names(con)

@@ -17,9 +17,9 @@ from typing import Literal
 import duckdb
 import pandas as pd
 
-from labeler.errors import AccessError, InputError
-from labeler.store._audit import audit
-from labeler.store._core import StoreCore
+from judgelab.labeler.errors import AccessError, InputError
+from judgelab.labeler.store._audit import audit
+from judgelab.labeler.store._core import StoreCore
 
 Role = Literal["rater", "admin"]
 

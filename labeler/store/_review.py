@@ -8,7 +8,7 @@ model's rules and adds two of its own:
   adjudication of the same answer and rubric version (whoever of the admins gave it); a
   rater's label is never superseded, changed or hidden by it.
 * **Not a rater.** Every query about raters' labels leaves adjudications out
-  (:data:`~labeler.store._core.CURRENT_LABEL_RULE`), so agreement among raters never counts the
+  (:data:`~judgelab.labeler.store._core.CURRENT_LABEL_RULE`), so agreement among raters never counts the
   adjudicator, and an adjudication has no assignment, so no rater queue or rater page reads it.
 
 Admins are not blind: frames here carry family, model and variant and must never reach a
@@ -25,13 +25,13 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from labeler.errors import AccessError, InputError
-from labeler.models import Rubric
-from labeler.scales import format_range
-from labeler.store._audit import audit
-from labeler.store._backend import PORTABLE
-from labeler.store._core import CURRENT_LABEL_RULE, check_comment, rubric_match
-from labeler.store._pool import PoolMixin, blind_text
+from judgelab.labeler.errors import AccessError, InputError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.scales import format_range
+from judgelab.labeler.store._audit import audit
+from judgelab.labeler.store._backend import PORTABLE
+from judgelab.labeler.store._core import CURRENT_LABEL_RULE, check_comment, rubric_match
+from judgelab.labeler.store._pool import PoolMixin, blind_text
 
 #: ``labels.source`` of an admin's adjudicated label.
 ADJUDICATED = "adjudicated"

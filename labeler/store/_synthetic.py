@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from labeler.models import Criterion, Rubric
-from labeler.store._copy import _advance
+from judgelab.labeler.models import Criterion, Rubric
+from judgelab.labeler.store._copy import _advance
 
 if TYPE_CHECKING:
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
 #: The synthetic project's rubric (scored 1-5; pass at 4).
 RUBRIC = Rubric(

@@ -1,7 +1,7 @@
 """The rows of per-turn scores (``turn_scores``, migration 016): the statements the label writes share.
 
-:class:`~labeler.store._turns.TurnMixin` (the rater's writes and the reads) and the import of
-labels (:mod:`labeler.store._imports`) both read and append turn scores; the statements live
+:class:`~judgelab.labeler.store._turns.TurnMixin` (the rater's writes and the reads) and the import of
+labels (:mod:`judgelab.labeler.store._imports`) both read and append turn scores; the statements live
 here, apart from the mixin, so that the import can use them without importing the label mixin
 it is a base of.
 """
@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 
 import duckdb
 
-from labeler.errors import InputError
-from labeler.transcripts import Transcript
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.transcripts import Transcript
 
 __all__ = ["CURRENT_TURNS", "check_turns_exist", "current_turns", "insert_turns", "turn_count"]
 

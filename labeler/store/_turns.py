@@ -1,7 +1,7 @@
 """Per-turn scores: a score for each assistant turn of a conversation, under a rubric with ``turn = "each"``.
 
 The label itself (overall, criteria, comment, flag) is an ordinary label
-(:meth:`~labeler.store._labels.LabelMixin.add_label`), so item-level calibration reads it
+(:meth:`~judgelab.labeler.store._labels.LabelMixin.add_label`), so item-level calibration reads it
 unchanged; the turn scores hang off it in ``turn_scores`` (migration 016), one row per assistant
 turn, turn 1 being the first assistant turn. The rules of labels hold:
 
@@ -10,7 +10,7 @@ turn, turn 1 being the first assistant turn. The rules of labels hold:
 * **Complete.** Every assistant turn has a score, unless the item is flagged unrateable.
 * **Append-only, unchanged is a no-op.** New turn scores of an unchanged label are new rows
   (the newest per turn counts); the same scores write nothing; a change on a form that saw an
-  older label is refused (:class:`~labeler.errors.StaleLabelError`).
+  older label is refused (:class:`~judgelab.labeler.errors.StaleLabelError`).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from labeler.errors import AccessError, InputError
-from labeler.models import Rubric
-from labeler.scales import format_range
-from labeler.store._labels import LabelMixin, Seen
-from labeler.store._turn_rows import CURRENT_TURNS, current_turns, insert_turns, turn_count
+from judgelab.labeler.errors import AccessError, InputError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.scales import format_range
+from judgelab.labeler.store._labels import LabelMixin, Seen
+from judgelab.labeler.store._turn_rows import CURRENT_TURNS, current_turns, insert_turns, turn_count
 
 __all__ = ["TurnMixin"]
 

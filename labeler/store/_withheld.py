@@ -1,8 +1,8 @@
 """Answers withheld from raters because they say who wrote them (migration 019, issue 54).
 
-A list of rules (:mod:`labeler.blinding`) always trails what people and models write, so two more
+A list of rules (:mod:`judgelab.labeler.blinding`) always trails what people and models write, so two more
 lines of defence sit behind it: a rater's own flag (the Rate page's W key) and the judge's screen
-(``judgelab screen``, :mod:`calibration.screen`). Either one *withholds* the answer. The rules this
+(``judgelab screen``, :mod:`judgelab.calibration.screen`). Either one *withholds* the answer. The rules this
 module keeps:
 
 * **Append-only.** ``author_flags`` holds one row per event; the newest row of an answer is its
@@ -27,10 +27,10 @@ from typing import Any, TypeVar
 import duckdb
 import pandas as pd
 
-from labeler.errors import InputError
-from labeler.store._audit import audit
-from labeler.store._core import StoreCore, check_comment
-from labeler.store._pool import blind_text
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store._audit import audit
+from judgelab.labeler.store._core import StoreCore, check_comment
+from judgelab.labeler.store._pool import blind_text
 
 __all__ = [
     "AUTHOR_STATE_SQL",
@@ -65,7 +65,7 @@ REVEALS_AUTHOR_SQL = (
 
 #: What a rater's flag says when the rater wrote no note (the flag label's reason, the admin's list).
 RATER_FLAG_REASON = "says who wrote it"
-#: The rubric id of ``judgelab screen``'s runs (:mod:`calibration.screen`): a screen is a judge run
+#: The rubric id of ``judgelab screen``'s runs (:mod:`judgelab.calibration.screen`): a screen is a judge run
 #: whose verdicts are about the answer's author, never a score, so no report picks it by default.
 SCREEN_RUBRIC_ID = "author-screen"
 
@@ -106,7 +106,7 @@ def withheld_among(con: duckdb.DuckDBPyConnection, answer_ids: Sequence[str]) ->
 def hidden_in_queue(con: duckdb.DuckDBPyConnection, rows: list[Row]) -> list[Row]:
     """A rater's queue rows without the items still to do whose answer (or either answer) is withheld.
 
-    ``rows`` are :meth:`labeler.store._labels.LabelMixin._queue`'s: answer id second, the second
+    ``rows`` are :meth:`judgelab.labeler.store._labels.LabelMixin._queue`'s: answer id second, the second
     answer third, the rater's current row's id fourth (``None``: not done).
     """
     ids = [str(r[i]) for r in rows for i in (1, 2) if r[i] is not None]
@@ -188,7 +188,7 @@ class WithheldMixin(StoreCore):
             text = mask_of(con, answer_id)
             return None if text is None else blind_text(con, text, "[]")[0]
 
-    # -- the screen (calibration.screen) --------------------------------------------------
+    # -- the screen (judgelab.calibration.screen) --------------------------------------------------
 
     def screen_readings(self, run_id: str) -> pd.DataFrame:
         """A screen run's newest reply per answer: ``answer_id, value, parse_error, error, raw, cost_usd``."""

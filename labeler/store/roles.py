@@ -1,4 +1,4 @@
-"""The Store by role: narrow, typed views of the one :class:`~labeler.store.Store`.
+"""The Store by role: narrow, typed views of the one :class:`~judgelab.labeler.store.Store`.
 
 A page, command or library function takes the narrowest role it uses, so that what it can
 reach is visible in its signature and checked by mypy: the rater's page receives
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
-    from labeler.models import (
+    from judgelab.labeler.models import (
         Answer,
         ImportedAudit,
         ImportedDesigns,
@@ -34,19 +34,19 @@ if TYPE_CHECKING:
         Rubric,
         Task,
     )
-    from labeler.planner import AssignSummary
-    from labeler.quality import QualityItem, QualitySettings
-    from labeler.queue import Progress, QueueItem
-    from labeler.scales import FormatSpec
-    from labeler.store._crowd import CrowdStatus, CrowdStudy, Platform
-    from labeler.store._imports import ExportKind
-    from labeler.store._ingest import Staging
-    from labeler.store._judgements import JudgementRecord
-    from labeler.store._labels import AuditView, Kind, PairView, ScoreView, Screen, Seen
-    from labeler.store._pool import ImportSummary
-    from labeler.store._quality import RaterHold
-    from labeler.store._raters import Rater, Role
-    from labeler.store._withheld import ScreenFigures
+    from judgelab.labeler.planner import AssignSummary
+    from judgelab.labeler.quality import QualityItem, QualitySettings
+    from judgelab.labeler.queue import Progress, QueueItem
+    from judgelab.labeler.scales import FormatSpec
+    from judgelab.labeler.store._crowd import CrowdStatus, CrowdStudy, Platform
+    from judgelab.labeler.store._imports import ExportKind
+    from judgelab.labeler.store._ingest import Staging
+    from judgelab.labeler.store._judgements import JudgementRecord
+    from judgelab.labeler.store._labels import AuditView, Kind, PairView, ScoreView, Screen, Seen
+    from judgelab.labeler.store._pool import ImportSummary
+    from judgelab.labeler.store._quality import RaterHold
+    from judgelab.labeler.store._raters import Rater, Role
+    from judgelab.labeler.store._withheld import ScreenFigures
 
 
 class Opened(Protocol):
@@ -306,7 +306,7 @@ class RaterRole(Opened, RubricView, SettingReader, HoldView, Protocol):
 
     def rater_queue(self, rater_id: int, kind: Kind = "score") -> list[QueueItem]: ...
 
-    # A crowd participant's own standing, consent, deal, end and return (labeler.store._crowd).
+    # A crowd participant's own standing, consent, deal, end and return (judgelab.labeler.store._crowd).
     def crowd_status(self, rater_id: int, *, now: float | None = None) -> CrowdStatus | None: ...
 
     def crowd_start(self, rater_id: int, *, now: float | None = None) -> CrowdStatus: ...
@@ -339,7 +339,7 @@ class PeopleRole(Located, SettingReader, RaterDirectory, Protocol):
 
     def resume_rater(self, name: str) -> None: ...
 
-    # Crowd studies (labeler.store._crowd): the study link makes raters of its own study only.
+    # Crowd studies (judgelab.labeler.store._crowd): the study link makes raters of its own study only.
     def create_crowd_study(
         self,
         name: str,
@@ -482,7 +482,7 @@ class QualityRole(Located, PoolView, RaterDirectory, HoldView, QualitySettingsVi
 
 
 class ScreenView(Protocol):
-    """The author screen's figures (:mod:`labeler.store._withheld`): on the Overview and in the screen's."""
+    """The author screen's figures (:mod:`judgelab.labeler.store._withheld`): on the Overview and in the screen's."""
 
     def screen_figures(self) -> ScreenFigures: ...
 

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from calibration.active import (
+from judgelab import admin
+from judgelab.calibration.active import (
     active_figures,
     active_status,
     apply_active_batch,
@@ -19,12 +20,11 @@ from calibration.active import (
     load_active,
     spending_boundaries,
 )
-from calibration.calibrate import calibrate
-from judgelab import admin
+from judgelab.calibration.calibrate import calibrate
 from judgelab.cli import main
-from labeler.errors import ConflictError, InputError
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.errors import ConflictError, InputError
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.active.test_workflow import label_everything, template, truth  # noqa: F401  # fixtures
 
 KINDS = (("rubric", "toml"), ("answers", "csv"), ("judgements", "csv"), ("labels", "csv"))

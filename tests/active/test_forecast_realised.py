@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import calibration.active._simulate as simulate_module
-from calibration.active import (
+import judgelab.calibration.active._simulate as simulate_module
+from judgelab.calibration.active import (
     SimulatedPool,
     active_residuals_and_gap,
     batch_floor,
@@ -25,7 +25,7 @@ from calibration.active import (
     simulate_pool,
     stack_draws,
 )
-from calibration.design import stratified_gate
+from judgelab.calibration.design import stratified_gate
 
 
 def _random_errors(sim: SimulatedPool, rng: np.random.Generator) -> SimulatedPool:

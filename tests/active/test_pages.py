@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calibration.active import active_status, apply_active_batch, draw_active_batch
-from labeler.store import Store
-from labeler.store._judgements import JudgementRecord
+from judgelab.calibration.active import active_status, apply_active_batch, draw_active_batch
+from judgelab.labeler.store import Store
+from judgelab.labeler.store._judgements import JudgementRecord
 from tests.app.conftest import FAMILIES, RUBRIC, Pool, build_pool
 from tests.app.test_rate import assert_blind, open_app
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.active import (
+from judgelab.calibration.active import (
     LLMBAR_REREADING,
     ActivePool,
     BatchPlan,
@@ -30,7 +30,7 @@ from calibration.active import (
     stack_draws,
     t_critical,
 )
-from calibration.active._estimate import _second_moments
+from judgelab.calibration.active._estimate import _second_moments
 
 # -- the spending plan ---------------------------------------------------------------------------
 

@@ -14,13 +14,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from calibration.active import active_status, apply_active_batch, draw_active_batch, reassign_active_batch
-from calibration.calibrate import calibrate
-from calibration.judges import FakeJudge
-from calibration.probes import run_probes
+from judgelab.calibration.active import active_status, apply_active_batch, draw_active_batch, reassign_active_batch
+from judgelab.calibration.calibrate import calibrate
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.probes import run_probes
 from judgelab.cli import main
-from labeler.errors import InputError
-from labeler.store import JudgementRecord, Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import JudgementRecord, Store
 from tests.test_design import _fill, simulate_pool
 
 
@@ -380,9 +380,9 @@ def test_the_pool_scored_with_judgelab_score_plans_designs_and_a_probe_run_does_
 
 def test_the_store_names_the_scoring_run_and_the_format_study_as_the_runner_does() -> None:
     # labeler cannot import calibration; the two names it reads judgements by must stay in step.
-    from calibration.probes.format_study import NAME
-    from calibration.scoring import SCORE_PROBE
-    from labeler.store._core import _READING_PROBES, _SCORING_PROBES
+    from judgelab.calibration.probes.format_study import NAME
+    from judgelab.calibration.scoring import SCORE_PROBE
+    from judgelab.labeler.store._core import _READING_PROBES, _SCORING_PROBES
 
     assert _SCORING_PROBES == (SCORE_PROBE,) and _READING_PROBES == (NAME,)
 
@@ -431,7 +431,7 @@ def test_a_target_the_pool_cannot_reach_gets_one_piece_of_advice(store: Store, t
 def test_the_design_states_its_predicted_saving_before_and_after_its_first_look(store: Store,
                                                                                 truth: pd.Series) -> None:
     # Issue 32: a team reads the saving the plan expects, with its basis, before it commits.
-    from calibration.active import active_saving
+    from judgelab.calibration.active import active_saving
 
     first = draw_active_batch(store, target_half_width=12.0, seed=3)
     apply_active_batch(store, first, 4)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from labeler.models import Answer, Criterion, Rubric, Task
-from labeler.store import Rater, Store
+from judgelab.labeler.models import Answer, Criterion, Rubric, Task
+from judgelab.labeler.store import Rater, Store
 
 #: Strings that must never reach a rater's browser.
 FAMILIES = ("zorblaxfam", "quintarafam")

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from judgelab import admin
-from labeler.errors import AccessError, InputError
-from labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
-from labeler.store import MASK_DEFAULT, MASK_KEY, Store
-from labeler.timing import DEFAULT_MINUTES_PER_LABEL, FLOOR_MINUTES_PER_LABEL
+from judgelab.labeler.errors import AccessError, InputError
+from judgelab.labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
+from judgelab.labeler.store import MASK_DEFAULT, MASK_KEY, Store
+from judgelab.labeler.timing import DEFAULT_MINUTES_PER_LABEL, FLOOR_MINUTES_PER_LABEL
 
 RUBRIC_TOML = """\
 id = "support"

@@ -13,8 +13,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from judgelab import admin
-from labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
-from labeler.store import Store
+from judgelab.labeler.models import Answer, Criterion, ImportedLabel, Rubric, Task
+from judgelab.labeler.store import Store
 
 PAGES = Path(__file__).resolve().parents[2] / "judgelab" / "views"
 ADMIN_PAGES = [

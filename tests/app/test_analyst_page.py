@@ -112,8 +112,8 @@ def test_navigation_offers_calibration_to_admins_only(served: tuple[Built, dict[
 
 
 def test_chart_rows_are_labelled_whole_and_never_share_a_line(db: tuple[Built, dict[str, str]]) -> None:
-    from calibration.calibrate import calibrate
-    from calibration.report import report_charts
+    from judgelab.calibration.calibrate import calibrate
+    from judgelab.calibration.report import report_charts
 
     built, _ = db
     report = calibrate(built.store, n_resamples=200, seed=0)
@@ -140,8 +140,8 @@ def test_a_visitors_clear_cache_does_not_make_the_report_recompute(
     """
     import streamlit as st
 
-    import calibration.calibrate._build as build_module
     import judgelab.admin._kept as kept_module
+    import judgelab.calibration.calibrate._build as build_module
 
     loads: list[str] = []
     real = build_module.load_calibration_data

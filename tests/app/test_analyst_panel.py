@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from calibration.panel import SimJudge, simulate_panel, to_scale
+from judgelab.calibration.panel import SimJudge, simulate_panel, to_scale
 from judgelab.cli import main
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.app.test_analyst_page import open_analyst
 from tests.conftest import DATA
 from tests.test_panel import MODELS, _write_panel

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from calibration.mockapi import MockAnthropic
-from labeler.store import Store
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.labeler.store import Store
 from tests.app.test_analyst_page import open_analyst
 from tests.test_turns_calibrate import _judge, _label, _pool, invoke
 

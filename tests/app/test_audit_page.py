@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from judgelab.admin import AUDIT_COLUMNS
-from labeler.store import Store, os_user
+from judgelab.labeler.store import Store, os_user
 from tests.app.test_admin_pages import frame, open_page
 
 

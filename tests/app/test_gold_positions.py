@@ -26,8 +26,8 @@ import pytest
 from scipy import stats
 
 from judgelab.admin._quality import gold_length_gap, import_quality_file
-from labeler.quality import QualitySettings, quality_positions
-from labeler.store import Store
+from judgelab.labeler.quality import QualitySettings, quality_positions
+from judgelab.labeler.store import Store
 from tests.app.conftest import build_pool
 
 N_RATERS = 200

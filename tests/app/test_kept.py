@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from judgelab.admin import KEPT, Kept, build_apart
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 
 def test_two_sessions_asking_for_one_missing_result_share_one_computation() -> None:
@@ -56,7 +56,7 @@ def test_the_agreement_figures_are_built_in_the_worker_and_kept_per_label_waterm
 ) -> None:
     import judgelab.admin._kept as kept_module
     from judgelab import admin
-    from labeler.models import ImportedLabel
+    from judgelab.labeler.models import ImportedLabel
     from tests.app.test_admin_functions import binary_store
 
     binary_store(store)

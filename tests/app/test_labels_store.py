@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from labeler.errors import AccessError, InputError
-from labeler.queue import DEFAULT_GAP, min_same_group_distance
-from labeler.store import Store
+from judgelab.labeler.errors import AccessError, InputError
+from judgelab.labeler.queue import DEFAULT_GAP, min_same_group_distance
+from judgelab.labeler.store import Store
 from tests.app.conftest import FAMILIES, Pool, build_pool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -506,8 +506,8 @@ def test_views_carry_no_family_model_variant_or_answer_id(assigned: tuple[Pool, 
 def test_masking_follows_the_rubric_over_the_project(db: Path | str) -> None:
     pool = build_pool(db, n_tasks=1)
     store = pool.store
-    from labeler.blinding import detect_self_identifying
-    from labeler.models import Answer
+    from judgelab.labeler.blinding import detect_self_identifying
+    from judgelab.labeler.models import Answer
 
     text = "As an AI developed by Zorblax, I suggest restarting the router."
     store.add_pool([], [Answer("self-id", pool.tasks[0], FAMILIES[0], "m", text,
@@ -531,7 +531,7 @@ def test_a_project_imported_by_an_older_detector_is_masked_by_todays_rule(db: Pa
     # rater sees is read again with today's rule, so the stored spans cannot unblind.
     pool = build_pool(db, n_tasks=1)
     store = pool.store
-    from labeler.models import Answer
+    from judgelab.labeler.models import Answer
 
     text = "I'm Kimi from Moonshot AI. Restart the router."
     store.add_pool([], [Answer("old-import", pool.tasks[0], FAMILIES[0], "m", text)])

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calibration.loop import held_out_summary
-from labeler.models import ImportedJudgement
-from labeler.store import Store
+from judgelab.calibration.loop import held_out_summary
+from judgelab.labeler.models import ImportedJudgement
+from judgelab.labeler.store import Store
 from tests.test_calibrate import SMALL_CELLS, build_store
 
 PAGE = Path(__file__).resolve().parents[2] / "judgelab" / "views" / "admin_loop.py"
@@ -71,7 +71,7 @@ def test_raters_are_kept_out(project: tuple[Store, str, str]) -> None:
 def test_the_overview_asks_for_a_compare_when_a_new_judge_version_came_after_the_last(
     project: tuple[Store, str, str],
 ) -> None:
-    from calibration.loop import compare_runs
+    from judgelab.calibration.loop import compare_runs
 
     store, run_a, run_b = project
     _, token = store.add_rater("boss", role="admin")

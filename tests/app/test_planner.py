@@ -1,4 +1,4 @@
-"""The assignment policy (:mod:`labeler.planner`): pure functions, no database."""
+"""The assignment policy (:mod:`judgelab.labeler.planner`): pure functions, no database."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labeler.planner import (
+from judgelab.labeler.planner import (
     Plan,
     claim_limit,
     deal_audits,
@@ -16,7 +16,7 @@ from labeler.planner import (
     pick_claim,
     queue_rows,
 )
-from labeler.queue import min_same_group_distance
+from judgelab.labeler.queue import min_same_group_distance
 
 TASK_OF = {f"{fam}-t{t}": f"t{t}" for t in range(12) for fam in ("a", "b", "c")}
 

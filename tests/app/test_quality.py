@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from judgelab.admin._quality import import_quality_file, quality_export, quality_table, rater_quality
 from judgelab.cli import main
-from labeler.errors import ConflictError, InputError
-from labeler.quality import QualitySettings
-from labeler.store import Store
-from labeler.store._quality import PausedError
+from judgelab.labeler.errors import ConflictError, InputError
+from judgelab.labeler.quality import QualitySettings
+from judgelab.labeler.store import Store
+from judgelab.labeler.store._quality import PausedError
 from tests.app.conftest import build_pool
 
 GOLD_CSV = """id,kind,prompt,text,score,low,high,explanation
@@ -213,7 +213,7 @@ def test_settings_are_validated(tmp_path: Path) -> None:
 
 
 def test_a_designs_cost_includes_the_quality_items(tmp_path: Path) -> None:
-    from calibration.design import draw_design
+    from judgelab.calibration.design import draw_design
 
     store, gold = _project(tmp_path, n_tasks=12)
     plain = draw_design(store, n=10, strata=("family",), minutes_per_label=3.0, raters=2, seed=1).design

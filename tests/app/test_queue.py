@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labeler.blinding import REDACTED, detect_self_identifying, mask
-from labeler.queue import (
+from judgelab.labeler.blinding import REDACTED, detect_self_identifying, mask
+from judgelab.labeler.queue import (
     QueueItem,
     choice_keys,
     counterbalance,

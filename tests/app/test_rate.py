@@ -17,8 +17,8 @@ import pytest
 from streamlit.components.v2.bidi_component.main import _make_trigger_id
 from streamlit.testing.v1 import AppTest
 
-from labeler.blinding import detect_self_identifying
-from labeler.models import Answer
+from judgelab.labeler.blinding import detect_self_identifying
+from judgelab.labeler.models import Answer
 from tests.app.conftest import FAMILIES, SCRIPT_TEXT, Pool
 
 APP = Path(__file__).resolve().parents[2] / "judgelab" / "app.py"

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from labeler.models import Answer, Task
-from labeler.transcripts import parse_messages, render
+from judgelab.labeler.models import Answer, Task
+from judgelab.labeler.transcripts import parse_messages, render
 from tests.app.conftest import FAMILIES, MODELS, RUBRIC, Pool
 from tests.app.test_rate import act, assert_blind, click, everything, form_data, open_app, served
 

@@ -22,8 +22,8 @@ from click.testing import CliRunner
 
 from judgelab.cli import main
 from judgelab.cli.serve import APP_CONFIG, choose_port, streamlit_command
-from labeler.errors import AccessError, InputError
-from labeler.models import Answer
+from judgelab.labeler.errors import AccessError, InputError
+from judgelab.labeler.models import Answer
 from tests.app.conftest import FAMILIES, MODELS, Pool
 from tests.conftest import DATA
 
@@ -180,7 +180,7 @@ def test_assign_gives_each_answer_to_exactly_k_raters(tmp_path: Path) -> None:
     assert out.startswith("10 answers to 2 of 3 raters each")
     # Raters by name, not by id (issue 29 item 9).
     assert "ann: " in out and "ben: " in out and "cy: " in out and "rater 1" not in out, out
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     store = Store(db)
     per_answer = store.query("SELECT answer_id, count(*) AS n FROM assignments GROUP BY answer_id")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from labeler.errors import StaleLabelError
+from judgelab.labeler.errors import StaleLabelError
 from tests.app.conftest import FAMILIES, Pool
 from tests.app.test_rate import ALL, act, form_data, open_app
 

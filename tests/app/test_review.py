@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from judgelab.admin import adjudicate, agreement_report, answer_sheet, review_board
-from labeler.errors import AccessError, InputError
-from labeler.store import ADJUDICATED, Rater, Store, migrations
+from judgelab.labeler.errors import AccessError, InputError
+from judgelab.labeler.store import ADJUDICATED, Rater, Store, migrations
 from tests.app.conftest import RUBRIC, Pool, build_pool
 
 

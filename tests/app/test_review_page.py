@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from labeler.store import ADJUDICATED
+from judgelab.labeler.store import ADJUDICATED
 from tests.app.test_rate import everything, open_app
 from tests.app.test_review import Seeded, raters_rows, seed_review
 

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from labeler.blinding import verbatim_html
-from labeler.models import Answer, Task
+from judgelab.labeler.blinding import verbatim_html
+from judgelab.labeler.models import Answer, Task
 from tests.app.conftest import FAMILIES, MODELS, Pool
 from tests.app.test_rate import open_app, served, shown_texts
 
@@ -72,7 +72,7 @@ def test_verbatim_html_escapes_everything_and_nothing_more(text: str) -> None:
 
 
 def test_a_conversation_is_drawn_verbatim_and_its_tool_names_read_as_text(served: Pool) -> None:
-    from labeler.transcripts import parse_messages, render
+    from judgelab.labeler.transcripts import parse_messages, render
 
     tricky_tool = "**bold**_[link](javascript:alert(1))"
     t = parse_messages([{"role": "user", "content": TRICKY[2]},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.app.test_admin_pages import PAGES
 from tests.test_withheld import answers_in_queue, assignment_of, seed
 

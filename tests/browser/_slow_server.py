@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 _LOCK = threading.Lock()
 

@@ -295,7 +295,7 @@ class Demo:
 @pytest.fixture(scope="package")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     """A fresh ``judgelab demo`` database (built by the command itself), served for the browser tests."""
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     out = judgelab(db, "demo", "--no-serve")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.browser.conftest import LAPTOP, expect_text, judgelab, open_page, playwright_api, serve, wait_ready
 
 pytestmark = pytest.mark.browser

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.app.conftest import SCRIPT_TEXT, build_pool
 from tests.browser.conftest import LAPTOP, Demo, find_all, go, menu_titles, playwright_api, serve
 from tests.browser.conftest import expect_text as _expect_text

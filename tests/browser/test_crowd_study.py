@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from labeler.store._core import DEAD_SCORE_ASSIGNMENTS
+from judgelab.labeler.store._core import DEAD_SCORE_ASSIGNMENTS
 from tests.browser.conftest import Demo, expect_text, find_all, judgelab, open_page, playwright_api
 
 pytestmark = pytest.mark.browser

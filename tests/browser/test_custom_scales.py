@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.browser.conftest import LAPTOP, Server, expect_text, open_page, playwright_api, serve
 from tests.scales.fixtures import LIKERT7, write
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from labeler.importers import import_file
-from labeler.models import Answer, Task
-from labeler.store import Store
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.models import Answer, Task
+from judgelab.labeler.store import Store
 from tests.app.conftest import build_pool
 from tests.browser.conftest import expect_text as _expect_text
 from tests.browser.conftest import open_page as _open

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from calibration.loop import held_out_summary
+from judgelab.calibration.loop import held_out_summary
 from tests.browser.conftest import Demo, expect_text, go, main_text, open_page, playwright_api
 
 pytestmark = pytest.mark.browser
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.browser
 
 def test_the_admin_compares_two_judge_versions_and_the_held_out_look_is_counted(demo: Demo, browser: Any) -> None:
     from judgelab.demo import run_demo_judge
-    from labeler.examples import example_path
+    from judgelab.labeler.examples import example_path
 
     truth = pd.read_csv(example_path("truth.csv"))
     # The runner calls asyncio.run, which Playwright's own event loop on this thread forbids.

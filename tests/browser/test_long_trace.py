@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from labeler.blinding import rendered_reading
+from judgelab.labeler.blinding import rendered_reading
 from tests.browser.conftest import LAPTOP, Recorder, expect_text, judgelab, serve
 
 pytestmark = pytest.mark.browser
@@ -48,8 +48,8 @@ def test_a_500_message_trace_shows_its_submit_in_seconds_and_a_submit_stores(tmp
     file.write_text(json.dumps(row) + "\n")
     assert len(messages) >= 500 and file.stat().st_size > 900_000
     db = tmp_path / "t.duckdb"
-    from labeler.examples import example_path
-    from labeler.store import Store
+    from judgelab.labeler.examples import example_path
+    from judgelab.labeler.store import Store
 
     judgelab(db, "init")
     judgelab(db, "import", "rubric", str(example_path("rubric.toml")))

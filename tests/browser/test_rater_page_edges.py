@@ -29,7 +29,7 @@ import pytest
 
 from judgelab.admin._incidents import LOAD_FAILED, SAVE_FAILED
 from judgelab.cli.serve import APP
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.app.conftest import build_pool
 from tests.browser.conftest import (
     LAPTOP,

@@ -70,8 +70,8 @@ class Project:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     """The bundled rubric and answers, the gold file above, an admin; served."""
-    from labeler.examples import example_path
-    from labeler.store import Store
+    from judgelab.labeler.examples import example_path
+    from judgelab.labeler.store import Store
 
     folder = tmp_path_factory.mktemp("quality")
     db = folder / "q.duckdb"

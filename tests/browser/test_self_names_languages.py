@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from labeler.blinding import REDACTED, rendered_reading
+from judgelab.labeler.blinding import REDACTED, rendered_reading
 from tests.browser.conftest import LAPTOP, expect_text, judgelab, open_page, serve
 
 pytestmark = pytest.mark.browser
@@ -65,12 +65,12 @@ def test_no_self_name_in_any_language_reaches_the_rate_page(tmp_path: Path, brow
     file = tmp_path / "answers.jsonl"
     file.write_text("".join(json.dumps(a, ensure_ascii=False) + "\n" for a in answers), encoding="utf-8")
     db = tmp_path / "names.duckdb"
-    from labeler.examples import example_path
+    from judgelab.labeler.examples import example_path
 
     judgelab(db, "init")
     judgelab(db, "import", "rubric", str(example_path("rubric.toml")))
     judgelab(db, "import", "answers", str(file))
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     store = Store(db)
     rater, token = store.add_rater("rhea")

@@ -30,9 +30,9 @@ import pytest
 
 from judgelab.admin._incidents import READ_ONLY, SAVE_FAILED
 from judgelab.admin._quality import import_quality_file
-from labeler.errors import StoreError
-from labeler.quality import QualitySettings
-from labeler.store import Store
+from judgelab.labeler.errors import StoreError
+from judgelab.labeler.quality import QualitySettings
+from judgelab.labeler.store import Store
 from tests.app.conftest import build_pool
 from tests.browser.conftest import (
     LAPTOP,

@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.browser.conftest import REPO, expect_text, free_port, main_text, open_page, serve, wait_healthy
 from tests.conftest import DATA
 

@@ -41,8 +41,8 @@ from typing import Any
 
 import pytest
 
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, LAPTOP, READY, Server, find_all, serve
 from tests.conftest import DATA
 

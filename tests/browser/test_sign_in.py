@@ -87,7 +87,7 @@ def _sign_in(page: Any, who: str) -> None:
 
 
 def test_sign_in_admins_raters_and_links(browser: Any, demo: Demo, signed: str) -> None:
-    from labeler.store import Store
+    from judgelab.labeler.store import Store
 
     store = Store(demo.db)
     context = browser.new_context(viewport={"width": 1440, "height": 1000})

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from labeler.blinding import rendered_reading
+from judgelab.labeler.blinding import rendered_reading
 from tests.browser.conftest import LAPTOP, expect_text, judgelab, open_page, serve
 
 pytestmark = pytest.mark.browser
@@ -56,8 +56,8 @@ def test_a_rater_rates_twenty_turn_traces_by_keys_and_nothing_identifying_leaks(
     file = tmp_path / "traces.jsonl"
     file.write_text(json.dumps(_anthropic(1)) + "\n" + json.dumps(_openai(1)) + "\n")
     db = tmp_path / "t.duckdb"
-    from labeler.examples import example_path
-    from labeler.store import Store
+    from judgelab.labeler.examples import example_path
+    from judgelab.labeler.store import Store
 
     judgelab(db, "init")
     judgelab(db, "import", "rubric", str(example_path("rubric.toml")))

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from labeler.blinding import rendered_reading
+from judgelab.labeler.blinding import rendered_reading
 from tests.browser.conftest import LAPTOP, expect_text, open_page, serve
 
 pytestmark = pytest.mark.browser
@@ -32,9 +32,9 @@ def _trace() -> dict[str, Any]:
 
 
 def test_a_rater_scores_each_turn_by_keys(tmp_path: Path, browser: Any) -> None:
-    from labeler.examples import example_path
-    from labeler.importers import import_file
-    from labeler.store import Store
+    from judgelab.labeler.examples import example_path
+    from judgelab.labeler.importers import import_file
+    from judgelab.labeler.store import Store
 
     rubric = tmp_path / "each.toml"
     rubric.write_text('turn = "each"\n' + example_path("rubric.toml").read_text())

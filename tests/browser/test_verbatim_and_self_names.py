@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from labeler.blinding import rendered_reading
-from labeler.models import Answer, Rubric, Task
-from labeler.store import Store
+from judgelab.labeler.blinding import rendered_reading
+from judgelab.labeler.models import Answer, Rubric, Task
+from judgelab.labeler.store import Store
 from tests.app.conftest import RUBRIC
 from tests.app.test_verbatim_answers import TRICKY
 from tests.browser.conftest import expect_text, open_page, playwright_api, serve, wait_ready

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labeler.models import Criterion, Rubric
+from judgelab.labeler.models import Criterion, Rubric
 
 TASK = "My router keeps dropping the connection every evening. What should I do?"
 

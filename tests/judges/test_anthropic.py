@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from calibration import formats, perturb, pricing
-from calibration.judges import (
+from judgelab.calibration import formats, perturb, pricing
+from judgelab.calibration.judges import (
     AnthropicJudge,
     Failure,
     Judge,
@@ -23,9 +23,9 @@ from calibration.judges import (
     Judgement,
     rejects_sampling_params,
 )
-from calibration.mockapi import FaultPlan, MockAnthropic
-from labeler.errors import InputError, JudgeError
-from labeler.models import Rubric
+from judgelab.calibration.mockapi import FaultPlan, MockAnthropic
+from judgelab.labeler.errors import InputError, JudgeError
+from judgelab.labeler.models import Rubric
 
 
 def _judge(mock: MockAnthropic, model: str = "claude-sonnet-4-6", **kwargs: Any) -> AnthropicJudge:

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calibration import formats, perturb
-from calibration.judges import Failure, FakeJudge, Judge, Judgement
-from calibration.judges._base import Format, Kind
-from labeler.errors import InputError
-from labeler.models import Rubric
+from judgelab.calibration import formats, perturb
+from judgelab.calibration.judges import Failure, FakeJudge, Judge, Judgement
+from judgelab.calibration.judges._base import Format, Kind
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
 
 N = 3000
 TOL = 0.035

@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from calibration import formats
-from calibration.formats import ParseResult, parse
-from labeler.errors import InputError
-from labeler.models import Rubric
+from judgelab.calibration import formats
+from judgelab.calibration.formats import ParseResult, parse
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
 
 # ---------------------------------------------------------------- parse: values that parse
 

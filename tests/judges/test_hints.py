@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from calibration.judges import AnthropicJudge, JudgeCallError, OpenAIJudge
-from calibration.mockapi import FaultPlan, MockAnthropic
+from judgelab.calibration.judges import AnthropicJudge, JudgeCallError, OpenAIJudge
+from judgelab.calibration.mockapi import FaultPlan, MockAnthropic
 from judgelab.cli import main
-from labeler.models import Rubric
+from judgelab.labeler.models import Rubric
 
 
 def _dead_url() -> str:

@@ -19,10 +19,10 @@ import anthropic
 import pytest
 from click.testing import CliRunner
 
-from calibration import formats
-from calibration.mockapi import MALFORMED_REPLY, FaultPlan, MockAnthropic, RateLimit, mock_api_command
-from labeler.errors import InputError
-from labeler.models import Rubric
+from judgelab.calibration import formats
+from judgelab.calibration.mockapi import MALFORMED_REPLY, FaultPlan, MockAnthropic, RateLimit, mock_api_command
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
 from tests.programs import REPO
 
 SYSTEM = "You grade support replies. " * 40

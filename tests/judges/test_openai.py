@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from calibration import formats, pricing
-from calibration.datasets import PROBE_RUBRIC
-from calibration.judges import (
+from judgelab.calibration import formats, pricing
+from judgelab.calibration.datasets import PROBE_RUBRIC
+from judgelab.calibration.judges import (
     AnthropicJudge,
     BatchJudge,
     BuildingJudge,
@@ -27,12 +27,12 @@ from calibration.judges import (
     OpenAIJudge,
     infer_family,
 )
-from calibration.judges._openai_transport import openai_rate_limits
-from calibration.mockapi import MALFORMED_REPLY, FaultPlan, MockAnthropic, RateLimit
-from calibration.runner import PlannedCall, arun_plan, cache_key_for
-from labeler.errors import JudgeError
-from labeler.models import Rubric
-from labeler.store import Store
+from judgelab.calibration.judges._openai_transport import openai_rate_limits
+from judgelab.calibration.mockapi import MALFORMED_REPLY, FaultPlan, MockAnthropic, RateLimit
+from judgelab.calibration.runner import PlannedCall, arun_plan, cache_key_for
+from judgelab.labeler.errors import JudgeError
+from judgelab.labeler.models import Rubric
+from judgelab.labeler.store import Store
 from tests.reliability.fault_proxy import Proxy, read_log, served_in_thread
 
 T = TypeVar("T")

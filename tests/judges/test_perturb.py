@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from calibration import perturb
-from calibration.judges import text_features, text_quality
-from labeler.errors import InputError
-from labeler.models import Criterion, Rubric
+from judgelab.calibration import perturb
+from judgelab.calibration.judges import text_features, text_quality
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Criterion, Rubric
 
 LONG = (
     "Thanks for reaching out about the billing error on your March invoice. "

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from calibration import formats, pricing
-from calibration.judges import JudgeCall
-from calibration.perturb import PAD_INSTRUCTION
-from calibration.pricing import TokenUsage
-from labeler.errors import InputError
-from labeler.models import Rubric
+from judgelab.calibration import formats, pricing
+from judgelab.calibration.judges import JudgeCall
+from judgelab.calibration.perturb import PAD_INSTRUCTION
+from judgelab.calibration.pricing import TokenUsage
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.models import Rubric
 
 
 def test_bundled_table_prices_known_models_and_not_unknown_ones() -> None:

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from calibration.judges import AnthropicJudge, JudgeCallError, Judgement
-from calibration.judges._transport import _UNANSWERED, GovernorStats, RateGovernor, RateLimits, request_tokens
-from calibration.mockapi import MockAnthropic
-from labeler.models import Rubric
+from judgelab.calibration.judges import AnthropicJudge, JudgeCallError, Judgement
+from judgelab.calibration.judges._transport import _UNANSWERED, GovernorStats, RateGovernor, RateLimits, request_tokens
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.labeler.models import Rubric
 from tests.programs import counter, mock_api
 from tests.reliability.fault_proxy import Proxy, read_log, served_in_thread
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from calibration.judges import FakeJudge
-from calibration.probes import Analysis, BiasResult, analyse_evidence, simulate_evidence
-from calibration.probes._errors import control_errors
-from calibration.report_card import card_json, render_markdown
-from calibration.stats import Estimate
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.probes import Analysis, BiasResult, analyse_evidence, simulate_evidence
+from judgelab.calibration.probes._errors import control_errors
+from judgelab.calibration.report_card import card_json, render_markdown
+from judgelab.calibration.stats import Estimate
 
 RUNS = 100
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from calibration.judges import FakeJudge
-from calibration.probes import analyse_evidence, card_family_size, read_evidence, run_probes
-from calibration.report_card import card_json, render_markdown
-from calibration.stats import Estimate, detectable_effect, fail_power, pairs_to_detect, pairs_to_fail, verdict
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.probes import analyse_evidence, card_family_size, read_evidence, run_probes
+from judgelab.calibration.report_card import card_json, render_markdown
+from judgelab.calibration.stats import Estimate, detectable_effect, fail_power, pairs_to_detect, pairs_to_fail, verdict
 from judgelab.cli import main
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 ALL = "position,verbosity,formatting,tone,citations,truncation,byline"
 

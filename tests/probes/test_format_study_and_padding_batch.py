@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from calibration import pricing
-from calibration.datasets import PROBE_RUBRIC, choose, load_pairs, pool_from_pairs
-from calibration.judges import AnthropicJudge, FakeJudge
-from calibration.mockapi import MockAnthropic
-from calibration.probes import (
+from judgelab.calibration import pricing
+from judgelab.calibration.datasets import PROBE_RUBRIC, choose, load_pairs, pool_from_pairs
+from judgelab.calibration.judges import AnthropicJudge, FakeJudge
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.calibration.probes import (
     ProbeContext,
     Variants,
     analyse_evidence,
@@ -20,9 +20,9 @@ from calibration.probes import (
     read_evidence,
     run_probes,
 )
-from calibration.probes._workflow import parse_formats
-from labeler.errors import InputError
-from labeler.store import Store
+from judgelab.calibration.probes._workflow import parse_formats
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import Store
 
 ALL_FORMATS = "binary,likert5,numeric100,anchored,tournament"
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from calibration.judges import AnthropicJudge, FakeJudge
-from calibration.mockapi import MockAnthropic
-from calibration.probes import BIASES, analyse_evidence, estimate_probes, read_evidence, run_probes
-from calibration.report_card import render_markdown
-from calibration.spec import load_spec, parse_spec
-from labeler.errors import InputError
-from labeler.store import Store
+from judgelab.calibration.judges import AnthropicJudge, FakeJudge
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.calibration.probes import BIASES, analyse_evidence, estimate_probes, read_evidence, run_probes
+from judgelab.calibration.report_card import render_markdown
+from judgelab.calibration.spec import load_spec, parse_spec
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.store import Store
 from tests.conftest import DATA
 
 SPEC = DATA / "judge_spec.toml"

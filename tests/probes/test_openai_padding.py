@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from calibration import perturb, pricing
-from calibration.judges import OpenAIJudge
-from calibration.mockapi import MockAnthropic
-from calibration.probes import PadModel, Variants, estimate_probes, run_probes
-from calibration.probes._padding import OpenAIPadWriter
+from judgelab.calibration import perturb, pricing
+from judgelab.calibration.judges import OpenAIJudge
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.calibration.probes import PadModel, Variants, estimate_probes, run_probes
+from judgelab.calibration.probes._padding import OpenAIPadWriter
 from judgelab.cli import main
-from labeler.store import Store
+from judgelab.labeler.store import Store
 
 MODEL = "gpt-4.1-mini"
 

@@ -7,17 +7,17 @@ import asyncio
 import anthropic
 import pytest
 
-from calibration import perturb
-from calibration.datasets import (
+from judgelab.calibration import perturb
+from judgelab.calibration.datasets import (
     PROBE_RUBRIC,
     choose,
     load_pairs,
     pool_from_pairs,
     pool_from_store,
 )
-from calibration.judges import FakeJudge
-from calibration.mockapi import MockAnthropic
-from calibration.probes import (
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.calibration.probes import (
     BIASES,
     DEFAULT_BIASES,
     PadModel,
@@ -26,11 +26,11 @@ from calibration.probes import (
     parse_biases,
     plan_probes,
 )
-from calibration.runner import cache_key_for
-from labeler.errors import InputError
-from labeler.examples import example_path
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.calibration.runner import cache_key_for
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.examples import example_path
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 
 DATA = example_path("rubric.toml").parent
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibration.calibrate import load_calibration_data
-from calibration.calibrate._model import ReportOptions
-from calibration.calibrate._probes import probe_section
-from calibration.judges import FakeJudge
-from calibration.probes import analyse_evidence, read_evidence, run_position, run_probes
-from calibration.report_card import render_markdown
-from calibration.stats import Estimate
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.calibration.calibrate import load_calibration_data
+from judgelab.calibration.calibrate._model import ReportOptions
+from judgelab.calibration.calibrate._probes import probe_section
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.probes import analyse_evidence, read_evidence, run_position, run_probes
+from judgelab.calibration.report_card import render_markdown
+from judgelab.calibration.stats import Estimate
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.conftest import DATA
 
 
@@ -50,7 +50,7 @@ def test_a_judge_whose_orders_rarely_agree_is_not_passed_by_swap_averaging(tmp_p
 
 
 def test_the_mitigation_is_read_by_the_decisions_it_loses() -> None:
-    from calibration.probes.position import swap_cost, swap_cost_verdict
+    from judgelab.calibration.probes.position import swap_cost, swap_cost_verdict
 
     def share(p: float, lo: float, hi: float) -> Estimate:
         return Estimate(p, lo, hi, 20, "same winner in both orders", "share of pairs")

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from calibration.datasets import project_pairs
-from calibration.judges import FakeJudge
-from calibration.probes import read_evidence, reference_tasks, run_probes
-from calibration.runner._plan import build_request
-from calibration.scoring import choose_answers, plan_scores
-from calibration.spec import load_spec, with_references
+from judgelab.calibration.datasets import project_pairs
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.probes import read_evidence, reference_tasks, run_probes
+from judgelab.calibration.runner._plan import build_request
+from judgelab.calibration.scoring import choose_answers, plan_scores
+from judgelab.calibration.spec import load_spec, with_references
 from judgelab.cli import main
-from labeler.errors import InputError
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.conftest import DATA
 
 
@@ -82,7 +82,7 @@ def test_two_tasks_sharing_a_prompt_get_their_own_references_in_a_scoring_run(st
 
 @pytest.mark.parametrize("batch", [False, True], ids=["concurrent", "batch"])
 def test_the_real_sdk_sends_each_task_its_own_reference(store: Store, tmp_path: Path, batch: bool) -> None:
-    from calibration.mockapi import MockAnthropic
+    from judgelab.calibration.mockapi import MockAnthropic
 
     rows = [{"task_id": t, "prompt": "Where is my order?", "reference_answer": ref, "answer_id": f"{t}-a",
              "family": "gpt", "model": "gpt-1", "text": f"An answer to {t}."}

@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration import perturb
-from calibration.datasets import PROBE_RUBRIC, choose, load_pairs, pool_from_pairs
-from calibration.judges import FakeJudge
-from calibration.probes import (
+from judgelab.calibration import perturb
+from judgelab.calibration.datasets import PROBE_RUBRIC, choose, load_pairs, pool_from_pairs
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.probes import (
     Analysis,
     ProbeContext,
     Variants,
@@ -28,9 +28,9 @@ from calibration.probes import (
     plan_probes,
     read_evidence,
 )
-from calibration.runner import PlannedCall, run_plan
-from calibration.stats import Estimate
-from labeler.store import Store
+from judgelab.calibration.runner import PlannedCall, run_plan
+from judgelab.calibration.stats import Estimate
+from judgelab.labeler.store import Store
 
 N_PAIRS = 34
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from calibration import pricing
-from calibration.judges import AnthropicJudge, FakeJudge
-from calibration.mockapi import MockAnthropic
-from calibration.probes import (
+from judgelab.calibration import pricing
+from judgelab.calibration.judges import AnthropicJudge, FakeJudge
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.calibration.probes import (
     ProbeRunResult,
     arun_probes,
     dataset_label,
@@ -20,10 +20,10 @@ from calibration.probes import (
     run_probes,
     setup_probes,
 )
-from labeler.errors import InputError
-from labeler.examples import example_path
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.examples import example_path
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 
 DATA = example_path("rubric.toml").parent
 

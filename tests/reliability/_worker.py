@@ -15,8 +15,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from labeler.models import Answer, Task
-from labeler.store import ScoreView, Store
+from judgelab.labeler.models import Answer, Task
+from judgelab.labeler.store import ScoreView, Store
 
 #: Environment variable carrying the ``label`` worker's invite tokens, comma-separated.
 TOKENS_ENV = "JUDGELAB_WORKER_TOKENS"
@@ -38,7 +38,7 @@ def label_one(store: Store, token: str) -> Ack | None:
     """One rater submit, calling what ``judgelab/app.py`` and ``judgelab/views/rate.py`` call.
 
     A page run authenticates the ``?t=`` token (the entry point and the page each do),
-    renders the rater's screen (:meth:`~labeler.store.Store.screen`: queue, item, open
+    renders the rater's screen (:meth:`~judgelab.labeler.store.Store.screen`: queue, item, open
     event and blinded view in one unit); when nothing is left and the project labels in
     pull mode (setting ``claim_k``), it claims one more answer that still needs raters and
     renders again. The submit callback then appends the label.

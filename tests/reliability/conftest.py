@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from labeler.models import Answer, Criterion, Rubric, Task
-from labeler.store import Rater, Store
+from judgelab.labeler.models import Answer, Criterion, Rubric, Task
+from judgelab.labeler.store import Rater, Store
 from tests.reliability._worker import TOKENS_ENV
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 r"""An OpenAI-compatible Files + Batch API server, written from OpenAI's API reference, not judgelab's mock.
 
-judgelab's own mock (:mod:`calibration.mockapi`) and its OpenAI judge were written by the same
+judgelab's own mock (:mod:`judgelab.calibration.mockapi`) and its OpenAI judge were written by the same
 hands; a misreading of the API shared by both would pass every test. This program is written
 from the API reference alone, as a second opinion, and run as its own process::
 

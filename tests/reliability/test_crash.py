@@ -1,7 +1,7 @@
 """Crash: SIGKILL a process in the middle of labelling; nothing it acknowledged is lost.
 
 A worker labels through the rate page's functions and prints each label id only after
-:meth:`~labeler.store.Store.add_label` returned (the unit of work committed). The test
+:meth:`~judgelab.labeler.store.Store.add_label` returned (the unit of work committed). The test
 kills it with SIGKILL at a random moment, several times over, and checks after each kill
 that the database opens cleanly, holds every acknowledged label, holds no half-written
 unit, and that labelling resumes where it stopped. The same is checked for a multi-row
@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labeler.store import Store, release_all
+from judgelab.labeler.store import Store, release_all
 from tests.reliability._worker import SCORE
 from tests.reliability.conftest import REPO, Lines, add_raters, build_pool, worker
 
@@ -202,7 +202,7 @@ def test_sigkill_of_the_app_server_mid_submit_loses_no_acknowledged_label(db: Pa
 _DEMO_THEN_DIE = """
 import os, signal, sys
 from judgelab.demo import build_demo
-from labeler.store import Store
+from judgelab.labeler.store import Store
 store = Store(sys.argv[1])
 build_demo(store)
 store.revoke_rater("demo-rater")

@@ -7,7 +7,7 @@ worked on the file as it was before that checkpoint: the holder's last acknowled
 vanished and their ids were issued again. The load test hit it under heavy machine load
 (10,006 acks for 10,000 labels; a label id acknowledged twice). The store now opens the
 file only while it holds a turn lock that the holder keeps until its close has returned
-(:mod:`labeler.store._core`). These tests force the race instead of waiting for the
+(:mod:`judgelab.labeler.store._core`). These tests force the race instead of waiting for the
 scheduler to produce it.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from labeler.store import Store, release_all
+from judgelab.labeler.store import Store, release_all
 from tests.reliability._worker import Ack, label_one
 from tests.reliability.conftest import REPO, add_raters, build_pool
 
@@ -34,10 +34,10 @@ from tests.reliability.conftest import REPO, add_raters, build_pool
 #: new state): the window in which an open must not start.
 _HOLDER = """
 import sys, time
-import labeler.store._core as core
+import judgelab.labeler.store._core as core
 core.IDLE_RELEASE = 600.0
 core._Shared.due = lambda self: False
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.reliability._worker import label_one
 store = Store(sys.argv[1])
 ack = label_one(store, sys.argv[2])
@@ -159,7 +159,7 @@ WRAP(fcntl64)
 
 _OPENER = """
 import sys
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.reliability._worker import label_one
 ack = label_one(Store(sys.argv[1]), sys.argv[2])
 print("acked", ack.label_id, ack.assignment_id, flush=True)

@@ -1,6 +1,6 @@
 """Judge faults: a real probe plan through the real ``anthropic`` SDK against a failing API.
 
-The local API server (:class:`~calibration.mockapi.MockAnthropic`) answers a seeded 20% of
+The local API server (:class:`~judgelab.calibration.mockapi.MockAnthropic`) answers a seeded 20% of
 attempts with a 429 (with ``retry-after``), a 529, a 500, a request held past the client's
 timeout, or a 200 whose text is no verdict. The checks tie three ledgers together: the plan
 (what was asked), the database (what was recorded) and the server's counters and request
@@ -26,13 +26,13 @@ from typing import Any
 
 import pytest
 
-from calibration import pricing
-from calibration.datasets import PROBE_RUBRIC, SAMPLE, choose, load_pairs, pool_from_pairs
-from calibration.judges import AnthropicJudge, OpenAIJudge
-from calibration.mockapi import FAULT_KINDS, MALFORMED_REPLY, FaultPlan, MockAnthropic
-from calibration.probes import ProbeContext, Variants, plan_probes
-from calibration.runner import PlannedCall, RunSummary, arun_plan
-from labeler.store import Store
+from judgelab.calibration import pricing
+from judgelab.calibration.datasets import PROBE_RUBRIC, SAMPLE, choose, load_pairs, pool_from_pairs
+from judgelab.calibration.judges import AnthropicJudge, OpenAIJudge
+from judgelab.calibration.mockapi import FAULT_KINDS, MALFORMED_REPLY, FaultPlan, MockAnthropic
+from judgelab.calibration.probes import ProbeContext, Variants, plan_probes
+from judgelab.calibration.runner import PlannedCall, RunSummary, arun_plan
+from judgelab.labeler.store import Store
 from tests.programs import Program, mock_api
 from tests.reliability.conftest import REPO
 from tests.reliability.fault_proxy import FAULTS, FORWARDED, read_log

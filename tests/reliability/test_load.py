@@ -1,7 +1,7 @@
 """Load: many raters labelling at once through the rate page's functions lose and duplicate nothing.
 
 Streamlit serves each browser session on its own thread, so the raters here are threads
-sharing one :class:`~labeler.store.Store`, as the app's sessions share the cached one.
+sharing one :class:`~judgelab.labeler.store.Store`, as the app's sessions share the cached one.
 A second process labels at the same time (a second app server, or a CLI import), so the
 store's cross-process file locking is exercised too. Every label is acknowledged only
 after its unit of work returned; the checks compare the database with those acks.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.reliability._worker import Ack, run_labelers
 from tests.reliability.conftest import add_raters, build_pool, worker
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from labeler.store import Store
+from judgelab.labeler.store import Store
 from tests.programs import Program
 from tests.reliability.conftest import REPO, Lines
 from tests.reliability.fault_proxy import read_log

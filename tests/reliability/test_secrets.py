@@ -25,10 +25,10 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from calibration.mockapi import MockAnthropic
-from labeler.examples import example_path
-from labeler.simulate import add_simulated_labels
-from labeler.store import Store, hash_token, release_all
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.labeler.examples import example_path
+from judgelab.labeler.simulate import add_simulated_labels
+from judgelab.labeler.store import Store, hash_token, release_all
 from tests.reliability.conftest import REPO
 
 DATA = example_path("rubric.toml").parent

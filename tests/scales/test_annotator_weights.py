@@ -15,16 +15,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.calibrate import calibrate
-from calibration.design import load_pool
-from calibration.judges import FakeJudge
-from calibration.panel import load_panel
-from calibration.report import render_markdown
-from calibration.scoring import score_answers
-from calibration.stats import family_residuals, human_scores
-from labeler.exports import export_table
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.calibration.calibrate import calibrate
+from judgelab.calibration.design import load_pool
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.panel import load_panel
+from judgelab.calibration.report import render_markdown
+from judgelab.calibration.scoring import score_answers
+from judgelab.calibration.stats import family_residuals, human_scores
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.scales.fixtures import CORRECT3, answers_csv, write
 
 MEANS = [2.0, 5 / 3, 4 / 3]  # the experts' means of three people, by task

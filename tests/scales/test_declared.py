@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labeler.errors import InputError
-from labeler.exports import export_table
-from labeler.importers import import_file, parse_rubric
-from labeler.scales import FormatSpec, ScaleError, declare_scale, format_spec, scale_from_dict
-from labeler.store import Store
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.importers import import_file, parse_rubric
+from judgelab.labeler.scales import FormatSpec, ScaleError, declare_scale, format_spec, scale_from_dict
+from judgelab.labeler.store import Store
 
 RUBRIC = """\
 id = "{rid}"
@@ -122,7 +122,7 @@ def test_a_declared_scale_needs_a_pass_threshold(tmp_path: Path) -> None:
 
 def test_one_name_cannot_mean_two_scales(tmp_path: Path) -> None:
     declare_scale("twice", 0, 2, 1)
-    from labeler.scales import register_scale
+    from judgelab.labeler.scales import register_scale
     register_scale(declare_scale("twice", 0, 2, 1))
     with pytest.raises(ScaleError, match="already declared as 0, 1, 2"):
         register_scale(declare_scale("twice", 0, 4, 1))
@@ -192,8 +192,8 @@ def test_a_judgement_on_a_scale_no_rubric_declares_needs_its_declaration(store: 
 def test_a_declared_rubric_exports_as_toml_that_imports_as_the_same_rubric(spec: FormatSpec, pick: int) -> None:
     import tempfile
 
-    from labeler.exports import rubric_toml
-    from labeler.models import Criterion, Rubric
+    from judgelab.labeler.exports import rubric_toml
+    from judgelab.labeler.models import Criterion, Rubric
 
     rubric = Rubric("r", 1, "R", spec.name, "pass", (Criterion("c", "C", "d"),),
                     pass_threshold=spec.levels[pick % len(spec.levels)], declared_scale=spec)

@@ -17,16 +17,16 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.calibrate import calibrate
-from calibration.judges import AnthropicJudge, FakeJudge
-from calibration.mockapi import MockAnthropic
-from calibration.report import render_markdown
-from calibration.scoring import score_answers
-from calibration.spec import load_spec
-from labeler.errors import InputError
-from labeler.exports import export_table
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.calibration.calibrate import calibrate
+from judgelab.calibration.judges import AnthropicJudge, FakeJudge
+from judgelab.calibration.mockapi import MockAnthropic
+from judgelab.calibration.report import render_markdown
+from judgelab.calibration.scoring import score_answers
+from judgelab.calibration.spec import load_spec
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.scales.fixtures import CORRECT3, LIKERT7, MT_BENCH_SPEC, answers_csv, write
 
 pytestmark = pytest.mark.slow  # whole projects end to end: tens of seconds each

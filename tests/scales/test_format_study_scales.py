@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration.judges import FakeJudge
-from calibration.probes import analyse_evidence, read_evidence, run_probes
-from calibration.probes._workflow import parse_formats
-from calibration.spec import load_spec
-from labeler.errors import InputError
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.probes import analyse_evidence, read_evidence, run_probes
+from judgelab.calibration.probes._workflow import parse_formats
+from judgelab.calibration.spec import load_spec
+from judgelab.labeler.errors import InputError
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.scales.fixtures import CORRECT3, MT_BENCH_SPEC, answers_csv, write
 
 

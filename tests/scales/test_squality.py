@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.calibrate import calibrate
-from calibration.judges import FakeJudge
-from calibration.scoring import score_answers
-from labeler.exports import export_table
-from labeler.importers import import_file
-from labeler.store import Store
+from judgelab.calibration.calibrate import calibrate
+from judgelab.calibration.judges import FakeJudge
+from judgelab.calibration.scoring import score_answers
+from judgelab.labeler.exports import export_table
+from judgelab.labeler.importers import import_file
+from judgelab.labeler.store import Store
 from tests.scales.squality import convert, responses
 
 pytestmark = pytest.mark.slow  # whole projects end to end: tens of seconds each

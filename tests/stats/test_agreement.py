@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
-from calibration.stats._agreement import KappaResult, cohen_kappa, pairwise_kappas, rater_leniency
-from calibration.stats._alpha import (
+from judgelab.calibration.stats._agreement import KappaResult, cohen_kappa, pairwise_kappas, rater_leniency
+from judgelab.calibration.stats._alpha import (
     KrippendorffLevel,
     _alpha_degenerate,
     _alpha_from_coincidences,
@@ -22,7 +22,7 @@ from calibration.stats._alpha import (
     krippendorff_alpha,
     level_for_scale,
 )
-from calibration.stats._bootstrap import cluster_bootstrap, cluster_counts, encode_clusters
+from judgelab.calibration.stats._bootstrap import cluster_bootstrap, cluster_counts, encode_clusters
 
 # Krippendorff's worked example (3 coders x 15 units), as in the `krippendorff` docs:
 # nominal alpha = 0.691358, interval alpha = 0.810845.
@@ -319,7 +319,7 @@ def test_rater_leniency_degenerate_rater_without_shared_items() -> None:
 
 
 def test_design_kappa_point_equals_sklearn_with_sample_weight() -> None:
-    from calibration.stats import design_kappa
+    from judgelab.calibration.stats import design_kappa
 
     rng = np.random.default_rng(0)
     a = rng.integers(1, 6, 120)
@@ -338,7 +338,7 @@ def test_design_kappa_interval_is_the_jackknife_by_brute_force() -> None:
     # (G − 1)/G Σ (z_(c) − z̄)², the interval tanh(atanh(κ̂) ± t_{G−1} · se).
     from scipy import stats as sps
 
-    from calibration.stats import design_kappa
+    from judgelab.calibration.stats import design_kappa
 
     rng = np.random.default_rng(1)
     n = 60
@@ -358,7 +358,7 @@ def test_design_kappa_interval_is_the_jackknife_by_brute_force() -> None:
 
 
 def test_design_kappa_degenerate_one_category() -> None:
-    from calibration.stats import design_kappa
+    from judgelab.calibration.stats import design_kappa
 
     res = design_kappa([1, 1, 1], [1, 1, 1])
     assert math.isnan(res.kappa.estimate) and res.reason is not None
@@ -368,7 +368,7 @@ def test_design_kappa_without_a_disagreement_runs_to_the_rule_of_three() -> None
     # 60 items in 30 tasks on which the judge and the humans agree everywhere: every jackknife
     # resample has kappa 1, and the interval was "+0.999 to +0.999" around a kappa of 1.000 (it
     # did not hold its own estimate). The data cannot tell that from 3 disagreements in 60 items.
-    from calibration.stats import design_kappa
+    from judgelab.calibration.stats import design_kappa
 
     rng = np.random.default_rng(2)
     a = rng.integers(1, 6, 60)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from calibration.stats._binomial import difference_of_proportions, proportion, wilson_interval
+from judgelab.calibration.stats._binomial import difference_of_proportions, proportion, wilson_interval
 
 
 @settings(max_examples=60, deadline=None)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from calibration.stats._bootstrap import (
+from judgelab.calibration.stats._bootstrap import (
     as_rng,
     check_choice,
     cluster_bootstrap,

@@ -1,6 +1,6 @@
 """The coverage suite: every interval the calibration report prints, against a known truth.
 
-Seeded simulations from :mod:`calibration.stats._coverage` over a subset of the grid (tasks
+Seeded simulations from :mod:`judgelab.calibration.stats._coverage` over a subset of the grid (tasks
 {15, 30, 100}, raters per answer {1, 2, 5} with and without persistent leniency, balanced and
 unbalanced families, simple random and judge-stratified samples: every level of every factor,
 and every pairing of tasks with raters). ``bench/coverage.py`` prints the full 72-cell grid.
@@ -25,7 +25,7 @@ import math
 
 import pytest
 
-from calibration.stats._coverage import INTERVALS, TEST_CELLS, coverage_table
+from judgelab.calibration.stats._coverage import INTERVALS, TEST_CELLS, coverage_table
 
 REPS = 150
 _SE = math.sqrt(0.95 * 0.05 / REPS)

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.stats import RaterModel, compare_rules, dawid_skene, family_residuals, simulate_raters
-from calibration.stats._rater_sim import DEFAULT_PANEL
+from judgelab.calibration.stats import RaterModel, compare_rules, dawid_skene, family_residuals, simulate_raters
+from judgelab.calibration.stats._rater_sim import DEFAULT_PANEL
 
 
 def _draw(

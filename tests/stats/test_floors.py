@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.stats._formats import format_diagnostics
+from judgelab.calibration.stats._formats import format_diagnostics
 
 
 def _true_mean_tau_b(sd: float, n_cand: int, gen: np.random.Generator, draws: int = 20_000) -> float:
@@ -67,7 +67,7 @@ def test_first_shown_advantage_of_a_judge_that_rarely_flips_covers(flip_rate: fl
     (or one) flipped: 0.0 [0.0, 0.0] at 100 of 100 consistent, coverage 37-75%. With the rule of
     three's floor it covers at least 93% at 1-3% flips, and never collapses to a point.
     """
-    from calibration.stats import position_statistics
+    from judgelab.calibration.stats import position_statistics
 
     gen = np.random.default_rng([32, int(1000 * flip_rate)])
     n_pairs, reps = 100, 300
@@ -89,7 +89,7 @@ def test_first_shown_advantage_of_a_judge_that_rarely_flips_covers(flip_rate: fl
 
 def test_a_judge_that_never_flips_says_its_advantage_interval_is_floored() -> None:
     """100 of 100 consistent: about ±1.7 pp (consistency's interval allows ±1.9), and the line says why."""
-    from calibration.stats import position_statistics
+    from judgelab.calibration.stats import position_statistics
 
     pairs = np.repeat([f"p{i}" for i in range(100)], 2)
     first = np.tile(["a", "b"], 100)
@@ -108,7 +108,7 @@ def test_ppi_states_its_n_minus_1_convention_and_is_that_much_wider_than_ppi_py(
     """
     from scipy import stats as st
 
-    from calibration.stats import design_ppi_mean, ppi_mean
+    from judgelab.calibration.stats import design_ppi_mean, ppi_mean
 
     gen = np.random.default_rng(6)
     n, big_n, truth = 20, 2000, 0.6
@@ -140,7 +140,7 @@ def test_no_active_design_stops_on_a_look_whose_labels_show_no_disagreement() ->
     and met a ±5 pp target on 80 labels while missing the pool's gap: coverage 55%. With the
     floor of one disagreement among the drawn units no look is that narrow, and it covers.
     """
-    from calibration.active import (
+    from judgelab.calibration.active import (
         ActivePool,
         estimand_coefficients,
         look_statistics,
@@ -189,7 +189,7 @@ def test_a_spread_from_four_raters_with_one_label_each_is_never_read_as_no_sprea
     it every residual, gap and PPI interval covers at least 92.5% (300 datasets, se 1.3 points),
     and the line says when the floor was used.
     """
-    from calibration.stats._coverage import CoverageCell, run_cell
+    from judgelab.calibration.stats._coverage import CoverageCell, run_cell
 
     res = run_cell(CoverageCell(n_tasks, 1, 0.4, False, "srs", 4), 300, seed=32)
     low = {name: round(100 * res.coverage[name], 1) for name in _FIGURES if res.coverage[name] < 0.925}
@@ -206,7 +206,7 @@ def test_a_judge_whose_readings_are_partly_unrelated_to_quality_keeps_the_truths
     model's, the errors no longer sit next to the threshold (98% of them at scores 3-4 before, 79%
     after), and the plan's forecast from 300 labels says so (a ratio nearer 1).
     """
-    from calibration.active import pool_model, predicted_saving, simulate_pool
+    from judgelab.calibration.active import pool_model, predicted_saving, simulate_pool
 
     forecasts = {}
     for unrelated in (0.0, 0.25):
@@ -237,7 +237,7 @@ def test_the_forecast_reads_the_judges_errors_from_the_pilot_and_says_no_saving_
     says "no saving expected" and plans at 1x simple random sampling (the model alone forecast
     0.91-0.94x). Errors next to the threshold: the pilot shows them there, and the saving stands.
     """
-    from calibration.active import pool_model, predicted_saving, simulate_pool
+    from judgelab.calibration.active import pool_model, predicted_saving, simulate_pool
 
     sim = simulate_pool(pool_model(0.85), 800, np.random.default_rng(seed))
     judge = sim.pool.judge_pass

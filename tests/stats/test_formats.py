@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from calibration.stats._formats import (
+from judgelab.calibration.stats._formats import (
     _PAIRWISE_MAX,
     FormatDiagnostics,
     _count_inversions,

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.stats import binom
 
-from calibration.loop import bonferroni_level, compare_judges, make_split, mcnemar_exact
+from judgelab.calibration.loop import bonferroni_level, compare_judges, make_split, mcnemar_exact
 
 LEVELS = np.arange(1.0, 6.0)
 

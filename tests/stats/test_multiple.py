@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from calibration.stats import Estimate, adjust_p_values, p_value_from_interval
+from judgelab.calibration.stats import Estimate, adjust_p_values, p_value_from_interval
 
 
 def test_holm_by_hand() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from calibration.stats._position import (
+from judgelab.calibration.stats._position import (
     candidate_verdicts,
     consistency_rate,
     first_shown_advantage,

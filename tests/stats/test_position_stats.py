@@ -1,4 +1,4 @@
-"""Position statistics over pairs judged in both orders (calibration.stats.position_statistics)."""
+"""Position statistics over pairs judged in both orders (judgelab.calibration.stats.position_statistics)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from calibration.stats import (
+from judgelab.calibration.stats import (
     clustered_rate,
     first_shown_advantage_by_pair,
     first_shown_advantage_from_verdicts,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from calibration.stats._ppi import classical_mean, ppi_mean
+from judgelab.calibration.stats._ppi import classical_mean, ppi_mean
 
 
 def _draw(
@@ -141,7 +141,7 @@ def test_design_ppi_mean_formula_without_a_design() -> None:
     # pool), with the G/(G−1) factors; t interval on n − 1 df.
     from scipy import stats as sps
 
-    from calibration.stats import design_ppi_mean
+    from judgelab.calibration.stats import design_ppi_mean
 
     y, f, fu = _draw(np.random.default_rng(5), 150, 1000, 0.2)
     pool = np.r_[f, fu]
@@ -159,7 +159,7 @@ def test_design_ppi_mean_formula_without_a_design() -> None:
 def test_design_ppi_is_unbiased_under_judge_stratified_labels_where_ppi_mean_is_not() -> None:
     # Labels oversample answers the judge failed (inclusion 0.5 vs 0.1). Weighted PPI with the
     # pool's judge mean recovers the human pass rate; labelled-vs-unlabelled PPI does not.
-    from calibration.stats import design_ppi_mean
+    from judgelab.calibration.stats import design_ppi_mean
 
     rng = np.random.default_rng(6)
     n_pop = 20_000
@@ -177,7 +177,7 @@ def test_design_ppi_is_unbiased_under_judge_stratified_labels_where_ppi_mean_is_
 
 
 def test_design_ppi_with_labels_that_all_agree_has_a_floor_not_a_point() -> None:
-    from calibration.stats._ppi import design_ppi_mean
+    from judgelab.calibration.stats._ppi import design_ppi_mean
 
     # 15 labelled tasks on which the humans agree with the judge everywhere, in a pool of 100.
     rng = np.random.default_rng(4)
@@ -197,8 +197,8 @@ def test_design_ppi_holds_at_15_labelled_tasks_of_a_judge_that_rarely_disagrees(
     # A judge agreeing with people on 95% of answers (the active suite's pool model), 200 tasks
     # judged, 15 labelled at random: PPI covered 84% and 81% of the families' human pass rates
     # (no interval 7% of the time). With the floor of one disagreement: 97% and 97%.
-    from calibration.active import pool_model, simulate_pool
-    from calibration.stats._ppi import design_ppi_mean
+    from judgelab.calibration.active import pool_model, simulate_pool
+    from judgelab.calibration.stats._ppi import design_ppi_mean
 
     model = pool_model(0.95)
     big = simulate_pool(model, 100_000, np.random.default_rng(999))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from calibration.stats._binomial import difference_of_proportions
-from calibration.stats._probes import (
+from judgelab.calibration.stats._binomial import difference_of_proportions
+from judgelab.calibration.stats._probes import (
     THRESHOLDS,
     RunComparison,
     _score_interval,
@@ -21,7 +21,7 @@ from calibration.stats._probes import (
     truncation_gap,
     verdict,
 )
-from calibration.stats._result import Estimate
+from judgelab.calibration.stats._result import Estimate
 
 
 def padding_run(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibration.stats import compare_rules, simulate_raters
+from judgelab.calibration.stats import compare_rules, simulate_raters
 
 DATASETS = 30
 TASKS = 60

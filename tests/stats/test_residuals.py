@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from calibration.stats import HumanScores, human_scores, provenance_note, rater_spread
-from calibration.stats._residuals import family_residuals, residuals_and_gap, self_preference_gap
-from calibration.stats._variance import cluster_design, design_variance
+from judgelab.calibration.stats import HumanScores, human_scores, provenance_note, rater_spread
+from judgelab.calibration.stats._residuals import family_residuals, residuals_and_gap, self_preference_gap
+from judgelab.calibration.stats._variance import cluster_design, design_variance
 
 
 def _exact_passes(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -456,7 +456,7 @@ def test_a_judge_that_rarely_disagrees_gets_intervals_that_hold_on_a_small_sampl
     # pool model, one human per answer). Before the floor: the gap covered 91.5%, the own family's
     # residual 88.0% and the other's 61.0%, with no interval at all for 25% of the residuals.
     # With it (1,000 runs): 98.8%, 99.7%, 99.7%; at 100 tasks 94.7%, 96.7%, 97.2%.
-    from calibration.active import pool_model, simulate_pool
+    from judgelab.calibration.active import pool_model, simulate_pool
 
     model = pool_model(0.95)
     truth = model.truths()

@@ -14,9 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from calibration.stats import design_ppi_mean, family_residuals, rater_spread, residuals_and_gap
-from calibration.stats._coverage import CoverageCell, _simulate, run_cell
-from calibration.stats._raters import two_rater_refusal
+from judgelab.calibration.stats import design_ppi_mean, family_residuals, rater_spread, residuals_and_gap
+from judgelab.calibration.stats._coverage import CoverageCell, _simulate, run_cell
+from judgelab.calibration.stats._raters import two_rater_refusal
 
 _TWO = CoverageCell(100, 1, 0.4, False, "srs", 2)
 

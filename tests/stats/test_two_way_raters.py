@@ -3,7 +3,7 @@
 One label per answer: the raters' spread is estimated between 3-5 raters and was cut off at 0 (the
 interval then spoke for this panel only), then raised to a floor, which covered 98-100% where
 there is no spread at all. The residuals and PPI now carry the two-way variance (tasks crossed
-with raters) unclipped, with the raters' df (:mod:`calibration.stats._raters`), and take the
+with raters) unclipped, with the raters' df (:mod:`judgelab.calibration.stats._raters`), and take the
 judge's reading out of the labels before comparing raters.
 """
 
@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.stats import VarianceParts, design_ppi_mean, family_residuals, rater_spread
-from calibration.stats._coverage import CoverageCell, _simulate
+from judgelab.calibration.stats import VarianceParts, design_ppi_mean, family_residuals, rater_spread
+from judgelab.calibration.stats._coverage import CoverageCell, _simulate
 
 _CELL = CoverageCell(30, 1, 0.4, False, "srs", 4)
 
@@ -136,7 +136,7 @@ def test_one_label_per_answer_from_four_raters_covers_93_to_97_with_or_without_a
     240 datasets per cell (Monte Carlo se 1.4 points): every figure within 93-97% widened by 2.5
     se, and the mean over the eight figures (se about 0.5) inside 93-97% itself.
     """
-    from calibration.stats._coverage import run_cell
+    from judgelab.calibration.stats._coverage import run_cell
 
     res = run_cell(CoverageCell(30, 1, leniency, False, "srs", 4), 240, seed=32)
     se = math.sqrt(0.95 * 0.05 / 240)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from calibration.stats import VOTES, combine_orders, judge_rater_agreement, rater_rater_agreement
+from judgelab.calibration.stats import VOTES, combine_orders, judge_rater_agreement, rater_rater_agreement
 
 
 def _brute_judge(judge: dict[int, str], raters: list[tuple[int, str]], ties: bool) -> tuple[int, int]:
