@@ -157,6 +157,10 @@ class HoldView(Protocol):
 
     def rater_hold(self, rater_id: int) -> RaterHold | None: ...
 
+
+class HoldsView(HoldView, Protocol):
+    """Read every rater's hold at once (the admin's quality table; a rater reads only their own)."""
+
     def rater_holds(self, rater_ids: Sequence[int]) -> dict[int, RaterHold | None]: ...
 
 
@@ -463,7 +467,7 @@ class ReviewRole(Located, PoolView, RaterDirectory, LabelTiming, Protocol):
     def rater_current_labels(self, rater_id: int) -> pd.DataFrame: ...
 
 
-class QualityRole(Located, PoolView, RaterDirectory, HoldView, QualitySettingsView, Protocol):
+class QualityRole(Located, PoolView, RaterDirectory, HoldsView, QualitySettingsView, Protocol):
     """The admin's rater quality: gold items, attention checks, speeds, qualification and pauses."""
 
     def add_quality_items(self, items: Sequence[QualityItem], *, source_file: str | None = None) -> ImportSummary: ...
