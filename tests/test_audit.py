@@ -223,3 +223,21 @@ def test_the_import_of_a_conversation_rubric_keeps_its_file_name(store: Store) -
     with acting_as("cli:x"):
         store.add_rubric(turns, source_file="turns.toml")
     assert entries(store) == [("cli:x", "import", "turns.toml")]
+
+
+@pytest.mark.both_backends
+def test_crowd_studies_and_sign_in_addresses_are_recorded(store: Store) -> None:
+    """The crowd study's link and its closing, and a rater's sign-in address, are admin actions too."""
+    seed(store)
+    with acting_as("cli:lead"):
+        store.create_crowd_study("pilot", quota=2, time_limit=1800, completion_code="C0DE")
+        store.close_crowd_study("pilot")
+        store.set_rater_email("ann", "Ann@Example.com")
+        store.set_rater_email("ann", None)
+        with pytest.raises(InputError):
+            store.close_crowd_study("nope")
+    assert entries(store)[-4:] == [("cli:lead", "crowd study", "pilot"), ("cli:lead", "crowd close", "pilot"),
+                                   ("cli:lead", "rater email", "ann"), ("cli:lead", "rater email", "ann")]
+    assert detail(store, "crowd study") == {"k": 1, "minutes": 30.0, "platform": "prolific", "quota": 2}
+    assert [json.loads(d)["email"] for d in store.audit_log(action="rater email")["detail"]] == [
+        "ann@example.com", "(cleared)"]

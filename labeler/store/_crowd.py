@@ -38,6 +38,7 @@ import pandas as pd
 
 from judgelab.labeler.errors import AccessError, InputError
 from judgelab.labeler.store._assign import AssignMixin
+from judgelab.labeler.store._audit import audit
 from judgelab.labeler.store._core import score_answered
 from judgelab.labeler.store._raters import Rater, hash_token
 from judgelab.labeler.store._withheld import WITHHELD_SQL
@@ -183,6 +184,9 @@ class CrowdMixin(AssignMixin):
                 self._task_of(con, wanted, column="answer_id")  # unknown answers: one clear line
                 con.executemany("INSERT INTO crowd_items (study, answer_id) VALUES (?, ?)",
                                 [[name, a] for a in wanted])
+            audit(con, "crowd study", name, platform=platform, quota=int(quota), k=int(k),
+                  minutes=round(float(time_limit) / 60, 2), places=places,
+                  answers=None if answer_ids is None else len(wanted))
         return self.crowd_study(name)
 
     def crowd_study(self, name: str) -> CrowdStudy:
@@ -204,6 +208,8 @@ class CrowdMixin(AssignMixin):
         with self.connection() as con:
             row = con.execute("UPDATE crowd_studies SET closed_at = current_timestamp WHERE name = ?"
                               " RETURNING name", [name]).fetchone()
+            if row is not None:
+                audit(con, "crowd close", name)
         if row is None:
             raise InputError(f"no crowd study named {name!r}", fix="see `judgelab crowd studies`.")
 

@@ -178,6 +178,8 @@ class RaterMixin(StoreCore):
             row = con.execute(
                 "UPDATE raters SET email = ? WHERE name = ? RETURNING rater_id", [address, name]
             ).fetchone()
+            if row is not None:
+                audit(con, "rater email", name, email=address or "(cleared)")
         if row is None:
             raise InputError(f"no rater named {name!r}", fix="see `judgelab raters list`.")
 
