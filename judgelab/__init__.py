@@ -37,8 +37,9 @@ The rest of the package is the shell: the Streamlit app (:mod:`judgelab.app`, pa
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from judgelab._lazy import lazy_getattr
 
 #: The one version of the distribution: the wheel's metadata reads it from here
 #: (``[tool.setuptools.dynamic]``) and ``judgelab --version`` prints it.
@@ -118,13 +119,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

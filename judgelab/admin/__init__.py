@@ -12,8 +12,9 @@ shown: :func:`display_name` appends ``" (simulated)"``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from judgelab._lazy import lazy_getattr
 
 # The names below load on first use (PEP 562): a rater's page imports judgelab.admin._incidents,
 # and Python runs this package's __init__ first; importing every admin module here would
@@ -199,13 +200,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [

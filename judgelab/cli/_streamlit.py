@@ -67,6 +67,8 @@ def hide_script_path() -> bool:
 #: builds Streamlit's catalogue of every emoji to check it (about 0.2 s on 2 busy CPUs).
 PRELOAD = (
     "judgelab.session",
+    "judgelab.crowd_entry",
+    "judgelab.views._crowd",
     "judgelab.views._queue_page",
     "judgelab.views._transcript",
     "judgelab.views._form",
