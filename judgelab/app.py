@@ -72,7 +72,9 @@ if rater.is_admin:
         "Admin": _pages(ADMIN_PAGES, default="admin_overview.py"),
         "Analysis": _pages(ANALYST_PAGES),
     }
-    page = st.navigation(sections)
+    # Fourteen links: Streamlit folds a menu of more than ten behind "View more", which would
+    # hide the later admin pages (Withheld, Judge loop, Audit trail) from a glance.
+    page = st.navigation(sections, expanded=True)
     st.sidebar.caption(f"Signed in as **{current_actor()}**")
     sign_out_button()
     # The Calibration report is built in a worker process (judgelab.admin._kept); starting it

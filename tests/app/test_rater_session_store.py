@@ -187,11 +187,11 @@ def test_assign_gives_each_answer_to_exactly_k_raters(tmp_path: Path) -> None:
     assert len(per_answer) == 10 and set(per_answer["n"]) == {2}
     ok("assign", "--k", "2", "--tasks", "T001:T005", "--seed", "3")  # again: nothing more
     assert len(store.query("SELECT * FROM assignments")) == 20
-    ok("assign", "--k", "1", "--rater", "cy", "--family", "claude", "--tasks", "T006:T006")
+    ok("assign", "--k", "1", "--raters", "cy", "--family", "claude", "--tasks", "T006:T006")
     cy = store.query("SELECT a.family FROM assignments s JOIN answers a USING (answer_id)"
                      " JOIN raters r USING (rater_id) WHERE r.name = 'cy'")
     assert "claude" in set(cy["family"])
-    bad = run.invoke(main, ["assign", "--rater", "nobody", "--db", db])
+    bad = run.invoke(main, ["assign", "--raters", "nobody", "--db", db])
     assert bad.exit_code == 2 and "nobody" in bad.output
     boss = store.query("SELECT count(*) AS n FROM assignments s JOIN raters r USING (rater_id)"
                        " WHERE r.name = 'boss'")

@@ -42,7 +42,9 @@ def test_a_judge_whose_orders_rarely_agree_is_not_passed_by_swap_averaging(tmp_p
     position = analysis.result("position")
     assert position is not None and position.mitigated is not None
     consistency = position.details["consistency"]
-    assert consistency.estimate == 0.25, "the two orders agree on a quarter of the pairs"
+    # Seed 5's replies: the fake judge's knobs (its style function's module path among them) are in
+    # every cache key, so the one namespace (judgelab.calibration) drew a new stream: 3 of 20 agree.
+    assert consistency.estimate == 0.15, "the two orders agree on 3 of the 20 pairs"
     assert position.verdict_mitigated == "FAIL"
     row = next(line for line in render_markdown(analysis, mitigate=True).splitlines() if line.startswith("| Position"))
     assert "PASS" not in row and "decisions lost to the swap" in row
