@@ -241,3 +241,13 @@ def test_crowd_studies_and_sign_in_addresses_are_recorded(store: Store) -> None:
     assert detail(store, "crowd study") == {"k": 1, "minutes": 30.0, "platform": "prolific", "quota": 2}
     assert [json.loads(d)["email"] for d in store.audit_log(action="rater email")["detail"]] == [
         "ann@example.com", "(cleared)"]
+
+
+@pytest.mark.both_backends
+def test_an_admins_first_sign_in_records_the_row_it_makes(store: Store) -> None:
+    """The admin list lets a person in; the row their first sign-in makes is an entry in their name."""
+    seed(store)
+    assert store.signed_in_rater("Lead@Example.com", admin=True) is not None
+    assert store.signed_in_rater("lead@example.com", admin=True) is not None  # again: no new row
+    assert entries(store)[-1:] == [("admin:lead@example.com", "rater add", "lead@example.com")]
+    assert detail(store, "rater add") == {"role": "admin", "via": "sign-in"}

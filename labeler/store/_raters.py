@@ -17,6 +17,7 @@ from typing import Literal
 import duckdb
 import pandas as pd
 
+from judgelab.labeler._actor import acting_as
 from judgelab.labeler.errors import AccessError, InputError
 from judgelab.labeler.store._audit import audit
 from judgelab.labeler.store._core import StoreCore
@@ -149,6 +150,9 @@ class RaterMixin(StoreCore):
                         "INSERT INTO raters (name, role, token_hash, email) VALUES (?, 'admin', ?, ?)",
                         [email, hash_token(secrets.token_urlsafe(32)), email],
                     )
+                    # The admin list let them in; their first sign-in is who made their row.
+                    with acting_as(f"admin:{email}"):
+                        audit(con, "rater add", email, role="admin", via="sign-in")
                 row = con.execute(
                     "SELECT rater_id, name, role, simulated, revoked_at FROM raters WHERE email = ?", [email]
                 ).fetchone()
