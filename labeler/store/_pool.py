@@ -311,7 +311,8 @@ class PoolMixin(StoreCore):
         """
         with self.connection() as con:
             rows = con.execute("SELECT answer_id, text, self_id_spans FROM answers").fetchall()
-            return {str(a): blind_text(con, str(t or ""), s)[0] for a, t, s in rows}
+            names = pool_names(con)  # once, not once an answer
+            return {str(a): _blinded(str(t or ""), s, names)[0] for a, t, s in rows}
 
     def answer_ids(self) -> set[str]:
         """Every stored answer id (without reading the texts)."""
@@ -528,7 +529,11 @@ def blind_text(con: duckdb.DuckDBPyConnection, text: str, stored_spans: str | No
     (about half a millisecond an answer) with the pool's family and model names, and both
     the stored and the new spans are masked.
     """
-    names = pool_names(con)
+    return _blinded(text, stored_spans, pool_names(con))
+
+
+def _blinded(text: str, stored_spans: str | None, names: list[str]) -> tuple[str, int]:
+    """:func:`blind_text` with the pool's names already read (once for many answers)."""
     spans = merge_spans(text, [
         *(tuple(s) for s in json.loads(stored_spans or "[]")),
         *detect_self_identifying(text, names),
